@@ -1,0 +1,32 @@
+"""Partition assignors: pure functions of a group snapshot (Range, RoundRobin, Sticky,
+CooperativeSticky, plug-ins) and the strategy vote."""
+
+from kafka_rebalance.assignors.api import assign, assign_columnar, choose_strategy
+from kafka_rebalance.assignors.base import (
+    ColumnarAssignor,
+    PartitionAssignor,
+    SimplePartitionAssignor,
+)
+from kafka_rebalance.assignors.range import RangeAssignor
+from kafka_rebalance.assignors.registry import available, get_assignor, register
+from kafka_rebalance.assignors.roundrobin import RoundRobinAssignor
+from kafka_rebalance.assignors.sticky import CooperativeStickyAssignor, StickyAssignor, previous_owners
+from kafka_rebalance.assignors.vote import select_strategy
+
+__all__ = [
+    "ColumnarAssignor",
+    "CooperativeStickyAssignor",
+    "PartitionAssignor",
+    "RangeAssignor",
+    "RoundRobinAssignor",
+    "SimplePartitionAssignor",
+    "StickyAssignor",
+    "assign",
+    "assign_columnar",
+    "available",
+    "choose_strategy",
+    "get_assignor",
+    "previous_owners",
+    "register",
+    "select_strategy",
+]

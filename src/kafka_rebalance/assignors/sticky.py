@@ -1,0 +1,228 @@
+"""StickyAssignor and CooperativeStickyAssignor on columnar arrays.
+
+Goals, in Kafka's order: (1) balance: no member holds two or more partitions more than
+another member that could take one of them; (2) stickiness: keep as many partitions with their
+previous owner as (1) allows.
+
+How, without per-partition Python objects:
+- Topics with the same set of subscribers form a *topic class*; inside a class partitions are
+  interchangeable for balance, so balance is decided on counts: ``y[m, k]`` partitions of class
+  ``k`` for member ``m``, next to ``x[m, k]``, how many of them ``m`` previously owned.
+- Start from the previous ownership, hand out unowned partitions by water-filling (lowest
+  count first), then repair every class whose holders are 2+ above one of its subscribers by
+  re-levelling that class, ties going to the member that keeps a previously owned partition.
+  Each repair strictly lowers the sum of squared counts, so the loop ends, and when it ends no
+  single move can improve balance (Kafka's definition of balanced).
+- Materialise: each member keeps its first ``min(x, y)`` previously owned partitions of a class;
+  the rest of the class is dealt to members with room, lowest count first (ties in Kafka member
+  order), which on a fresh group is the round-robin of Kafka's constrained assignor.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kafka_rebalance.assignors.base import ColumnarAssignor, empty_owner
+from kafka_rebalance.model import UNASSIGNED, ColumnarGroup, RebalanceProtocol
+
+
+class StickyAssignor(ColumnarAssignor):
+    name = "sticky"
+
+    def assign_columnar(self, group: ColumnarGroup) -> np.ndarray:
+        return sticky_owner(group)
+
+
+class CooperativeStickyAssignor(ColumnarAssignor):
+    """Sticky, minus every partition that would move away from a member still claiming it: that
+    partition is revoked in this rebalance and assigned in the follow-up one."""
+
+    name = "cooperative-sticky"
+    supported_protocols = (RebalanceProtocol.COOPERATIVE, RebalanceProtocol.EAGER)
+
+    def assign_columnar(self, group: ColumnarGroup) -> np.ndarray:
+        owner = sticky_owner(group)
+        withhold_transferring(group, owner)
+        return owner
+
+
+def withhold_transferring(group: ColumnarGroup, owner: np.ndarray) -> None:
+    """Unassign (in place) partitions a member other than their new owner still claims."""
+    claimants = group.owned_member
+    claimed = group.owned_partitions
+    new_owner = owner[claimed]
+    moving = (new_owner != claimants) & (new_owner != UNASSIGNED)
+    owner[claimed[moving]] = UNASSIGNED
+
+
+def previous_owners(group: ColumnarGroup) -> np.ndarray:
+    """Who owned each partition before, by Kafka's rules: the claimant must still subscribe to the
+    topic; of several claimants the highest generation wins; a tie there invalidates the claim."""
+    prev = empty_owner(group)
+    claimants = group.owned_member
+    claimed = group.owned_partitions
+    if len(claimed) == 0:
+        return prev
+    topics = group.partition_topic[claimed].astype(np.int64)
+    pairs = claimants * group.num_topics + topics
+    subscribed_pairs = np.sort(group.subscription_member * group.num_topics + group.subscription_topics)
+    pos = np.searchsorted(subscribed_pairs, pairs)
+    pos[pos == len(subscribed_pairs)] = 0
+    valid = len(subscribed_pairs) > 0
+    valid = (subscribed_pairs[pos] == pairs) if valid else np.zeros(len(pairs), dtype=bool)
+    claimants, claimed = claimants[valid], claimed[valid]
+    generations = group.generations[claimants]
+    order = np.lexsort((-generations, claimed))
+    claimants, claimed, generations = claimants[order], claimed[order], generations[order]
+    first = np.ones(len(claimed), dtype=bool)
+    first[1:] = claimed[1:] != claimed[:-1]
+    # A partition whose two best claims share a generation has no valid previous owner.
+    tied = np.zeros(len(claimed), dtype=bool)
+    tied[:-1] = first[:-1] & ~first[1:] & (generations[:-1] == generations[1:])
+    winners = first & ~tied
+    prev[claimed[winners]] = claimants[winners]
+    return prev
+
+
+def _topic_classes(group: ColumnarGroup) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Class id per topic (-1 for topics nobody subscribes to or with no partitions) and the
+    members of each class in Kafka order."""
+    indptr, members = group.topic_subscribers
+    sizes = np.diff(indptr)
+    active = (sizes > 0) & (group.partition_counts > 0)
+    topic_class = np.full(group.num_topics, -1, dtype=np.int64)
+    if not active.any():
+        return topic_class, []
+    rng = np.random.default_rng(0x5EED)
+    w1 = rng.integers(1, 2**62, size=group.num_members, dtype=np.int64)
+    w2 = rng.integers(1, 2**62, size=group.num_members, dtype=np.int64)
+    seg = np.repeat(np.arange(group.num_topics), sizes)
+    # Two independent 64-bit sums of random member weights identify a subscriber set
+    # (integer overflow wraps, which is fine for a hash).
+    s1 = np.zeros(group.num_topics, dtype=np.int64)
+    s2 = np.zeros(group.num_topics, dtype=np.int64)
+    np.add.at(s1, seg, w1[members])
+    np.add.at(s2, seg, w2[members])
+    keys = np.stack([sizes, s1, s2], axis=1)[active]
+    active_topics = np.flatnonzero(active)
+    _, first_index, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    # Number classes by their first topic so the order is stable and readable.
+    rank_of_class = np.argsort(np.argsort(active_topics[first_index]))
+    topic_class[active_topics] = rank_of_class[inverse]
+    class_members: list[np.ndarray] = [None] * len(first_index)  # type: ignore[list-item]
+    for c, t in zip(rank_of_class.tolist(), active_topics[first_index].tolist(), strict=True):
+        class_members[c] = members[indptr[t] : indptr[t + 1]]
+    return topic_class, class_members
+
+
+def water_fill(base: np.ndarray, n: int, priority: np.ndarray | None = None) -> np.ndarray:
+    """Split ``n`` units over members with current loads ``base`` so the loads are as level as
+    possible (lowest first). The last, partial level goes to the highest ``priority``, then to
+    the earliest position. Returns the units per member."""
+    k = len(base)
+    add = np.zeros(k, dtype=np.int64)
+    if n <= 0 or k == 0:
+        return add
+    order = np.argsort(base, kind="stable")
+    s = base[order]
+    prefix = np.concatenate(([0], np.cumsum(s)))
+    j = np.arange(1, k + 1)
+    cost = j * s - prefix[1:]  # units needed to lift the j lowest to the j-th lowest load
+    count = int(np.searchsorted(cost, n, side="right"))
+    level = (n + int(prefix[count])) // count
+    add = np.maximum(level - base, 0)
+    remainder = n - int(add.sum())
+    if remainder:
+        at_level = np.flatnonzero(base <= level)
+        prio = np.zeros(len(at_level), dtype=np.int64) if priority is None else priority[at_level]
+        chosen = at_level[np.lexsort((at_level, -prio))[:remainder]]
+        add[chosen] += 1
+    return add
+
+
+def sticky_owner(group: ColumnarGroup) -> np.ndarray:
+    owner = empty_owner(group)
+    if group.num_members == 0 or group.num_partitions == 0:
+        return owner
+    topic_class, class_members = _topic_classes(group)
+    num_classes = len(class_members)
+    if num_classes == 0:
+        return owner
+    partition_class = topic_class[group.partition_topic]
+    class_size = np.bincount(partition_class[partition_class >= 0], minlength=num_classes).astype(np.int64)
+    prev = previous_owners(group)
+    m_count = group.num_members
+
+    had = prev >= 0
+    held = np.bincount(prev[had] * num_classes + partition_class[had], minlength=m_count * num_classes)
+    x = held.reshape(m_count, num_classes).astype(np.int64)
+    y = x.copy()
+    load = y.sum(axis=1)
+
+    # Most constrained classes first, as Kafka hands out partitions with fewest consumers first.
+    by_constraint = sorted(range(num_classes), key=lambda c: (len(class_members[c]), c))
+    for c in by_constraint:
+        members = class_members[c]
+        free = int(class_size[c] - y[members, c].sum())
+        add = water_fill(load[members], free)
+        y[members, c] += add
+        load[members] += add
+
+    changed = True
+    while changed:
+        changed = False
+        for c in by_constraint:
+            members = class_members[c]
+            counts = load[members]
+            holders = y[members, c] > 0
+            if not holders.any() or counts[holders].max() - counts.min() < 2:
+                continue
+            base = counts - y[members, c]
+            plain = water_fill(base, int(class_size[c]))
+            # Ties for the last level go to a member that keeps a partition it owned, then to one
+            # that already held it in this computation (fewer changes), then Kafka order.
+            priority = 2 * (x[members, c] > plain) + (y[members, c] > plain)
+            new = water_fill(base, int(class_size[c]), priority)
+            y[members, c] = new
+            load[members] = base + new
+            changed = True
+
+    keep = np.minimum(x, y)
+    return _materialise(group, prev, partition_class, class_members, keep, y, owner)
+
+
+def _materialise(group, prev, partition_class, class_members, keep, y, owner) -> np.ndarray:
+    num_classes = len(class_members)
+    # Kept: the first keep[m, c] previously owned partitions of class c, in partition order.
+    claimed = np.flatnonzero(prev >= 0)
+    cell = prev[claimed] * num_classes + partition_class[claimed]
+    order = np.argsort(cell, kind="stable")
+    claimed, cell = claimed[order], cell[order]
+    starts = np.searchsorted(cell, cell, side="left")
+    rank_in_cell = np.arange(len(cell)) - starts
+    kept = rank_in_cell < keep.reshape(-1)[cell]
+    owner[claimed[kept]] = prev[claimed[kept]]
+
+    # Free partitions of each class, in (class, partition) order.
+    free = np.flatnonzero((owner == UNASSIGNED) & (partition_class >= 0))
+    free = free[np.argsort(partition_class[free], kind="stable")]
+
+    # Slots: one per missing partition, ordered by (class, load level, Kafka member order).
+    deficit = (y - keep).reshape(-1)
+    cells = np.flatnonzero(deficit > 0)
+    if len(cells) == 0:
+        return owner
+    counts = deficit[cells]
+    slot_cell = np.repeat(cells, counts)
+    slot_member = slot_cell // num_classes
+    slot_class = slot_cell % num_classes
+    offsets = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    step = np.arange(len(slot_cell)) - np.repeat(offsets, counts)
+    kept_load = keep.sum(axis=1)
+    level = kept_load[slot_member] + step
+    slot_order = np.lexsort((group.member_rank[slot_member], level, slot_class))
+    if len(slot_order) != len(free):
+        raise AssertionError("sticky: free partitions and open slots disagree")
+    owner[free] = slot_member[slot_order]
+    return owner

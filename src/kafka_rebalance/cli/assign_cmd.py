@@ -1,0 +1,39 @@
+"""``kafka-rebalance assign``: assign a group snapshot and print the result."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from kafka_rebalance.assignors import assign
+from kafka_rebalance.cli.app import cli
+from kafka_rebalance.cli.errors import bad_input_exits, load_json
+
+
+@cli.command("assign")
+@click.argument("file")
+@click.option("--strategy", default=None, help="Strategy name or module:Class; overrides the snapshot and the vote.")
+@click.option("--format", "output_format", type=click.Choice(["json", "table"]), default="json", show_default=True,
+              help="json (the spec's output object) or a readable per-member table.")
+def assign_command(file: str, strategy: str | None, output_format: str) -> None:
+    """Assign partitions to the members of a group snapshot FILE (JSON, or - for stdin)."""
+    with bad_input_exits():
+        result = assign(load_json(file), strategy)
+    if output_format == "json":
+        click.echo(json.dumps(result, indent=2))
+    else:
+        print_table(result)
+
+
+def print_table(result: dict[str, Any]) -> None:
+    table = Table(title=f"strategy {result['strategy']} ({result['protocol']})")
+    table.add_column("member")
+    table.add_column("count", justify="right")
+    table.add_column("partitions")
+    for member, partitions in result["assignment"].items():
+        table.add_row(member, str(len(partitions)), ", ".join(partitions) or "-")
+    Console().print(table)

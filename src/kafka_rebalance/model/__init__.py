@@ -1,0 +1,29 @@
+"""The shared vocabulary: topic-partitions, subscriptions, group snapshots and their columnar form."""
+
+from kafka_rebalance.model.columnar import UNASSIGNED, ColumnarGroup, parse_partition_strings
+from kafka_rebalance.model.errors import InvalidInput
+from kafka_rebalance.model.java import java_sort_key, java_string_hash
+from kafka_rebalance.model.snapshot import (
+    DEFAULT_CONSUMER_STRATEGIES,
+    DEFAULT_GENERATION,
+    GroupSnapshot,
+    MemberSubscription,
+    TopicMetadata,
+)
+from kafka_rebalance.model.types import RebalanceProtocol, TopicPartition
+
+__all__ = [
+    "DEFAULT_CONSUMER_STRATEGIES",
+    "DEFAULT_GENERATION",
+    "UNASSIGNED",
+    "ColumnarGroup",
+    "GroupSnapshot",
+    "InvalidInput",
+    "MemberSubscription",
+    "RebalanceProtocol",
+    "TopicMetadata",
+    "TopicPartition",
+    "java_sort_key",
+    "java_string_hash",
+    "parse_partition_strings",
+]

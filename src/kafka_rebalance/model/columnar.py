@@ -1,0 +1,271 @@
+"""The columnar form of a group: integer arrays, no per-partition Python objects.
+
+Partitions are numbered globally: topics in Java string order, then partition number, so
+``topic_offsets[t] + p`` is partition ``p`` of topic ``t`` and ascending global index is the
+output order of the spec. Assignors take a ``ColumnarGroup`` and return an *owner array*:
+one member index (or -1) per global partition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from kafka_rebalance.model.errors import InvalidInput
+from kafka_rebalance.model.java import java_sort_key
+from kafka_rebalance.model.snapshot import GroupSnapshot
+
+UNASSIGNED = -1
+
+
+@dataclass(frozen=True, eq=False)
+class ColumnarGroup:
+    topic_names: tuple[str, ...]
+    partition_counts: np.ndarray  # int64 (T,)
+    member_ids: tuple[str, ...]  # input order
+    subscription_indptr: np.ndarray  # int64 (M+1,): member m subscribes to topics[indptr[m]:indptr[m+1]]
+    subscription_topics: np.ndarray  # int32 topic indices, ascending and unique per member
+    owned_indptr: np.ndarray  # int64 (M+1,)
+    owned_partitions: np.ndarray  # int64 global partition indices claimed by each member
+    generations: np.ndarray  # int64 (M,)
+    group_instance_ids: tuple[str | None, ...] = ()
+    member_racks: tuple[str | None, ...] = ()
+    # Per topic: one tuple of replica racks per partition, or None.
+    partition_racks: tuple[tuple[tuple[str, ...], ...] | None, ...] = ()
+
+    @property
+    def num_topics(self) -> int:
+        return len(self.topic_names)
+
+    @property
+    def num_members(self) -> int:
+        return len(self.member_ids)
+
+    @cached_property
+    def topic_offsets(self) -> np.ndarray:
+        offsets = np.zeros(self.num_topics + 1, dtype=np.int64)
+        np.cumsum(self.partition_counts, out=offsets[1:])
+        return offsets
+
+    @property
+    def num_partitions(self) -> int:
+        return int(self.topic_offsets[-1])
+
+    @cached_property
+    def partition_topic(self) -> np.ndarray:
+        """Topic index of every global partition."""
+        return np.repeat(np.arange(self.num_topics, dtype=np.int32), self.partition_counts)
+
+    @cached_property
+    def member_order(self) -> np.ndarray:
+        """Member indices in Kafka's MemberInfo order: static members first by group.instance.id,
+        then dynamic members by member id (Java string order)."""
+        instance_ids = self.group_instance_ids or (None,) * self.num_members
+
+        def key(i: int) -> tuple[int, bytes]:
+            gid = instance_ids[i]
+            return (0, java_sort_key(gid)) if gid is not None else (1, java_sort_key(self.member_ids[i]))
+
+        return np.array(sorted(range(self.num_members), key=key), dtype=np.int64)
+
+    @cached_property
+    def member_rank(self) -> np.ndarray:
+        rank = np.empty(self.num_members, dtype=np.int64)
+        rank[self.member_order] = np.arange(self.num_members)
+        return rank
+
+    @cached_property
+    def subscription_member(self) -> np.ndarray:
+        """Member index of every entry of ``subscription_topics``."""
+        return np.repeat(np.arange(self.num_members, dtype=np.int64), np.diff(self.subscription_indptr))
+
+    @cached_property
+    def owned_member(self) -> np.ndarray:
+        return np.repeat(np.arange(self.num_members, dtype=np.int64), np.diff(self.owned_indptr))
+
+    @cached_property
+    def topic_subscribers(self) -> tuple[np.ndarray, np.ndarray]:
+        """CSR topic -> subscribing members, members in Kafka order: (indptr (T+1,), members)."""
+        topics = self.subscription_topics.astype(np.int64)
+        ranks = self.member_rank[self.subscription_member]
+        order = np.lexsort((ranks, topics))
+        indptr = np.zeros(self.num_topics + 1, dtype=np.int64)
+        np.cumsum(np.bincount(topics, minlength=self.num_topics), out=indptr[1:])
+        return indptr, self.subscription_member[order]
+
+    def subscribers(self, topic: int) -> np.ndarray:
+        indptr, members = self.topic_subscribers
+        return members[indptr[topic] : indptr[topic + 1]]
+
+    def subscribed_topics(self, member: int) -> np.ndarray:
+        return self.subscription_topics[self.subscription_indptr[member] : self.subscription_indptr[member + 1]]
+
+    def owned(self, member: int) -> np.ndarray:
+        return self.owned_partitions[self.owned_indptr[member] : self.owned_indptr[member + 1]]
+
+    @cached_property
+    def is_subscribed(self) -> np.ndarray:
+        """Boolean matrix (M, T) when small enough; used by checks, not by hot paths."""
+        matrix = np.zeros((self.num_members, self.num_topics), dtype=bool)
+        matrix[self.subscription_member, self.subscription_topics] = True
+        return matrix
+
+    def partition_names(self, indices: np.ndarray | None = None) -> list[str]:
+        """'topic-partition' strings for the given global indices (all partitions when None)."""
+        if indices is None:
+            return [f"{name}-{p}" for name, n in zip(self.topic_names, self.partition_counts.tolist(), strict=True) for p in range(n)]
+        indices = np.asarray(indices, dtype=np.int64)
+        topics = self.partition_topic[indices]
+        numbers = indices - self.topic_offsets[topics]
+        names = self.topic_names
+        return [f"{names[t]}-{p}" for t, p in zip(topics.tolist(), numbers.tolist(), strict=True)]
+
+    def assignment_lists(self, owner: np.ndarray) -> dict[str, list[str]]:
+        """Owner array -> {member_id: sorted partition strings}, every member present."""
+        owner = np.asarray(owner)
+        assigned = np.flatnonzero(owner >= 0)
+        order = np.argsort(owner[assigned], kind="stable")
+        sorted_partitions = assigned[order]
+        counts = np.bincount(owner[assigned], minlength=self.num_members)
+        bounds = np.zeros(self.num_members + 1, dtype=np.int64)
+        np.cumsum(counts, out=bounds[1:])
+        names = self.partition_names(sorted_partitions)
+        return {mid: names[bounds[m] : bounds[m + 1]] for m, mid in enumerate(self.member_ids)}
+
+    def owner_from_lists(self, assignment: dict[str, Sequence[str]], where: str = "assignment") -> np.ndarray:
+        """The inverse of ``assignment_lists``; rejects unknown members, partitions and double owners."""
+        index = {mid: i for i, mid in enumerate(self.member_ids)}
+        owner = np.full(self.num_partitions, UNASSIGNED, dtype=np.int64)
+        for member_id, partitions in assignment.items():
+            if member_id not in index:
+                raise InvalidInput(where, f"unknown member {member_id!r}")
+            parsed = self.parse_partitions(list(map(str, partitions)), f"{where}.{member_id}")
+            if (parsed < 0).any():
+                raise InvalidInput(f"{where}.{member_id}", "names a partition that does not exist")
+            if (owner[parsed] != UNASSIGNED).any() or len(np.unique(parsed)) != len(parsed):
+                raise InvalidInput(f"{where}.{member_id}", "a partition is assigned twice")
+            owner[parsed] = index[member_id]
+        return owner
+
+    @cached_property
+    def _topic_index(self) -> dict[str, int]:
+        return {name: i for i, name in enumerate(self.topic_names)}
+
+    def parse_partitions(self, strings: Sequence[str], where: str) -> np.ndarray:
+        """'topic-partition' strings -> global indices; -1 where the topic or partition does not exist."""
+        return parse_partition_strings(strings, self._topic_index, self.topic_offsets, self.partition_counts, where)
+
+    @classmethod
+    def from_snapshot(cls, snapshot: GroupSnapshot) -> ColumnarGroup:
+        topic_names = tuple(sorted(snapshot.topics, key=java_sort_key))
+        topic_index = {name: i for i, name in enumerate(topic_names)}
+        counts = np.array([snapshot.topics[t].partitions for t in topic_names], dtype=np.int64)
+        offsets = np.zeros(len(topic_names) + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        members = snapshot.members
+        sub_lists = [sorted({topic_index[t] for t in m.topics if t in topic_index}) for m in members]
+        sub_indptr, sub_topics = _csr(sub_lists, np.int32)
+        owned_lists = []
+        for i, m in enumerate(members):
+            parsed = parse_partition_strings(m.owned, topic_index, offsets, counts, f"members[{i}].owned")
+            # Partitions of topics gone from metadata are dropped, as Kafka drops them.
+            owned_lists.append(np.unique(parsed[parsed >= 0]))
+        owned_indptr = np.zeros(len(members) + 1, dtype=np.int64)
+        np.cumsum([len(o) for o in owned_lists], out=owned_indptr[1:])
+        owned = np.concatenate(owned_lists) if owned_lists else np.zeros(0, dtype=np.int64)
+        return cls(
+            topic_names=topic_names,
+            partition_counts=counts,
+            member_ids=tuple(m.member_id for m in members),
+            subscription_indptr=sub_indptr,
+            subscription_topics=sub_topics,
+            owned_indptr=owned_indptr,
+            owned_partitions=owned.astype(np.int64),
+            generations=np.array([m.generation for m in members], dtype=np.int64),
+            group_instance_ids=tuple(m.group_instance_id for m in members),
+            member_racks=tuple(m.rack for m in members),
+            partition_racks=tuple(snapshot.topics[t].racks for t in topic_names),
+        )
+
+    @classmethod
+    def from_arrays(
+        cls,
+        topic_names: Sequence[str],
+        partition_counts: Sequence[int] | np.ndarray,
+        member_ids: Sequence[str],
+        subscription_indptr: Sequence[int] | np.ndarray,
+        subscription_topics: Sequence[int] | np.ndarray,
+        owned_indptr: Sequence[int] | np.ndarray | None = None,
+        owned_partitions: Sequence[int] | np.ndarray | None = None,
+        generations: Sequence[int] | np.ndarray | None = None,
+        group_instance_ids: Sequence[str | None] | None = None,
+    ) -> ColumnarGroup:
+        """Build a group from arrays a caller already holds (the public columnar entry point).
+
+        ``topic_names`` must be in Java string order (``sorted(names, key=java_sort_key)``);
+        subscriptions and owned partitions are CSR arrays over members; owned partitions are
+        global indices (``topic_offsets[t] + p``).
+        """
+        names = tuple(topic_names)
+        if list(names) != sorted(names, key=java_sort_key):
+            raise InvalidInput("topic_names", "must be sorted in Java string order")
+        m = len(member_ids)
+        counts = np.asarray(partition_counts, dtype=np.int64)
+        if (counts < 0).any():
+            raise InvalidInput("partition_counts", "must not be negative")
+        sub_indptr = np.asarray(subscription_indptr, dtype=np.int64)
+        sub_topics = np.asarray(subscription_topics, dtype=np.int32)
+        if len(sub_indptr) != m + 1:
+            raise InvalidInput("subscription_indptr", f"expected {m + 1} entries")
+        if owned_indptr is None:
+            owned_indptr = np.zeros(m + 1, dtype=np.int64)
+            owned_partitions = np.zeros(0, dtype=np.int64)
+        gens = np.full(m, -1, dtype=np.int64) if generations is None else np.asarray(generations, dtype=np.int64)
+        return cls(
+            topic_names=names,
+            partition_counts=counts,
+            member_ids=tuple(member_ids),
+            subscription_indptr=sub_indptr,
+            subscription_topics=sub_topics,
+            owned_indptr=np.asarray(owned_indptr, dtype=np.int64),
+            owned_partitions=np.asarray(owned_partitions, dtype=np.int64),
+            generations=gens,
+            group_instance_ids=tuple(group_instance_ids) if group_instance_ids is not None else (None,) * m,
+            member_racks=(None,) * m,
+            partition_racks=(None,) * len(names),
+        )
+
+
+def _csr(lists: Sequence[Sequence[int]], dtype) -> tuple[np.ndarray, np.ndarray]:
+    indptr = np.zeros(len(lists) + 1, dtype=np.int64)
+    np.cumsum([len(x) for x in lists], out=indptr[1:])
+    flat = np.fromiter((v for x in lists for v in x), dtype=dtype, count=int(indptr[-1]))
+    return indptr, flat
+
+
+def parse_partition_strings(
+    strings: Sequence[str],
+    topic_index: dict[str, int],
+    offsets: np.ndarray,
+    counts: np.ndarray,
+    where: str,
+) -> np.ndarray:
+    """Parse 'topic-partition' strings (number after the last '-') to global indices.
+
+    Returns -1 for a topic absent from metadata or a partition beyond its count; raises
+    ``InvalidInput`` for a string with no partition number.
+    """
+    out = np.empty(len(strings), dtype=np.int64)
+    offsets_list = offsets.tolist()
+    counts_list = counts.tolist()
+    for i, text in enumerate(strings):
+        topic, sep, number = text.rpartition("-")
+        if not sep or not topic or not number.isdigit() or not number.isascii():
+            raise InvalidInput(where, f"{text!r} is not 'topic-partition' with a partition number")
+        t = topic_index.get(topic)
+        p = int(number)
+        out[i] = offsets_list[t] + p if t is not None and p < counts_list[t] else UNASSIGNED
+    return out

@@ -1,0 +1,174 @@
+"""The group snapshot of shared/spec/assignment-json.md, validated, and its assignment output.
+
+Owned partitions stay strings here; ``ColumnarGroup`` parses them in bulk, because a snapshot
+may carry a million of them and per-partition objects would dominate the cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka_rebalance.model.errors import InvalidInput
+
+DEFAULT_GENERATION = -1
+# partition.assignment.strategy of a Java consumer left at its default (kafka-facts.md).
+DEFAULT_CONSUMER_STRATEGIES: tuple[str, ...] = ("range", "cooperative-sticky")
+
+
+@dataclass(frozen=True, slots=True)
+class TopicMetadata:
+    name: str
+    partitions: int
+    # One tuple of replica racks per partition, or None when the topic carries no rack data.
+    racks: tuple[tuple[str, ...], ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MemberSubscription:
+    """One member's JoinGroup metadata (Kafka's Subscription v3 plus the member's strategy list)."""
+
+    member_id: str
+    topics: tuple[str, ...]
+    owned: tuple[str, ...] = ()
+    generation: int = DEFAULT_GENERATION
+    rack: str | None = None
+    group_instance_id: str | None = None
+    strategies: tuple[str, ...] = ()
+    user_data: bytes | None = None
+
+    @property
+    def effective_strategies(self) -> tuple[str, ...]:
+        return self.strategies or DEFAULT_CONSUMER_STRATEGIES
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSnapshot:
+    topics: Mapping[str, TopicMetadata]
+    members: tuple[MemberSubscription, ...]
+    strategy: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> GroupSnapshot:
+        if not isinstance(data, Mapping):
+            raise InvalidInput("snapshot", "expected a JSON object")
+        strategy = data.get("strategy")
+        if strategy is not None and (not isinstance(strategy, str) or not strategy):
+            raise InvalidInput("strategy", "expected a non-empty string")
+        topics = _parse_topics(data.get("topics"))
+        members = _parse_members(data.get("members"))
+        return cls(topics=topics, members=members, strategy=strategy)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.strategy is not None:
+            out["strategy"] = self.strategy
+        out["topics"] = {
+            t.name: t.partitions if t.racks is None else {"partitions": t.partitions, "racks": [list(r) for r in t.racks]}
+            for t in self.topics.values()
+        }
+        out["members"] = [_member_to_dict(m) for m in self.members]
+        return out
+
+
+def _member_to_dict(m: MemberSubscription) -> dict[str, Any]:
+    d: dict[str, Any] = {"member_id": m.member_id, "topics": list(m.topics)}
+    if m.owned:
+        d["owned"] = list(m.owned)
+    if m.generation != DEFAULT_GENERATION:
+        d["generation"] = m.generation
+    if m.rack is not None:
+        d["rack"] = m.rack
+    if m.group_instance_id is not None:
+        d["group_instance_id"] = m.group_instance_id
+    if m.strategies:
+        d["strategies"] = list(m.strategies)
+    return d
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _string_list(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, Sequence) or isinstance(value, str | bytes):
+        raise InvalidInput(where, "expected a list of strings")
+    if not all(isinstance(item, str) for item in value):
+        raise InvalidInput(where, "expected a list of strings")
+    return tuple(value)
+
+
+def _parse_topics(raw: Any) -> dict[str, TopicMetadata]:
+    if not isinstance(raw, Mapping):
+        raise InvalidInput("topics", "expected an object mapping topic name to partition count")
+    topics: dict[str, TopicMetadata] = {}
+    for name, spec in raw.items():
+        where = f"topics.{name}"
+        if not isinstance(name, str) or not name:
+            raise InvalidInput("topics", "topic names must be non-empty strings")
+        racks = None
+        if isinstance(spec, Mapping):
+            count = spec.get("partitions")
+            if "racks" in spec and spec["racks"] is not None:
+                racks_raw = spec["racks"]
+                if not isinstance(racks_raw, Sequence) or isinstance(racks_raw, str):
+                    raise InvalidInput(f"{where}.racks", "expected one list of racks per partition")
+                racks = tuple(_string_list(r, f"{where}.racks[{i}]") for i, r in enumerate(racks_raw))
+            where = f"{where}.partitions"
+        else:
+            count = spec
+        if not _is_int(count):
+            raise InvalidInput(where, f"expected a partition count, got {count!r}")
+        if count < 0:
+            raise InvalidInput(where, f"partition count must not be negative, got {count}")
+        if racks is not None and len(racks) != count:
+            raise InvalidInput(f"topics.{name}.racks", f"has {len(racks)} entries for {count} partitions")
+        topics[name] = TopicMetadata(name, count, racks)
+    return topics
+
+
+def _parse_members(raw: Any) -> tuple[MemberSubscription, ...]:
+    if not isinstance(raw, Sequence) or isinstance(raw, str):
+        raise InvalidInput("members", "expected a list of members")
+    members = []
+    seen: set[str] = set()
+    for i, m in enumerate(raw):
+        where = f"members[{i}]"
+        if not isinstance(m, Mapping):
+            raise InvalidInput(where, "expected an object")
+        member_id = m.get("member_id")
+        if not isinstance(member_id, str) or not member_id:
+            raise InvalidInput(f"{where}.member_id", "expected a non-empty string")
+        if member_id in seen:
+            raise InvalidInput(f"{where}.member_id", f"duplicate member_id {member_id!r}")
+        seen.add(member_id)
+        if "topics" not in m:
+            raise InvalidInput(f"{where}.topics", "missing")
+        topics = _string_list(m["topics"], f"{where}.topics")
+        owned = _string_list(m.get("owned") or (), f"{where}.owned")
+        generation = m.get("generation", DEFAULT_GENERATION)
+        if generation is None:
+            generation = DEFAULT_GENERATION
+        if not _is_int(generation):
+            raise InvalidInput(f"{where}.generation", f"expected an integer, got {generation!r}")
+        rack = m.get("rack")
+        if rack is not None and not isinstance(rack, str):
+            raise InvalidInput(f"{where}.rack", "expected a string or null")
+        instance = m.get("group_instance_id")
+        if instance is not None and (not isinstance(instance, str) or not instance):
+            raise InvalidInput(f"{where}.group_instance_id", "expected a non-empty string or null")
+        strategies = _string_list(m.get("strategies") or (), f"{where}.strategies")
+        members.append(
+            MemberSubscription(
+                member_id=member_id,
+                topics=topics,
+                owned=owned,
+                generation=generation,
+                rack=rack,
+                group_instance_id=instance,
+                strategies=strategies,
+            )
+        )
+    return tuple(members)
