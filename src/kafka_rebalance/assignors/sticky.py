@@ -169,27 +169,88 @@ def sticky_owner(group: ColumnarGroup) -> np.ndarray:
         y[members, c] += add
         load[members] += add
 
-    changed = True
-    while changed:
-        changed = False
-        for c in by_constraint:
-            members = class_members[c]
-            counts = load[members]
-            holders = y[members, c] > 0
-            if not holders.any() or counts[holders].max() - counts.min() < 2:
-                continue
-            base = counts - y[members, c]
-            plain = water_fill(base, int(class_size[c]))
-            # Ties for the last level go to a member that keeps a partition it owned, then to one
-            # that already held it in this computation (fewer changes), then Kafka order.
-            priority = 2 * (x[members, c] > plain) + (y[members, c] > plain)
-            new = water_fill(base, int(class_size[c]), priority)
-            y[members, c] = new
-            load[members] = base + new
-            changed = True
+    member_classes = _classes_of_members(class_members, m_count)
+    while True:
+        violated = [c for c in by_constraint if _is_violated(class_members[c], y[:, c], load)]
+        if not violated:
+            break
+        c = violated[0]
+        if _rebalance_with_new_units(c, class_members, member_classes, x, y, load, len(violated), by_constraint):
+            continue
+        members = class_members[c]
+        base = load[members] - y[members, c]
+        plain = water_fill(base, int(class_size[c]))
+        # Ties for the last level go to a member that keeps a partition it owned, then to one
+        # that already held it in this computation (fewer changes), then Kafka order.
+        priority = 2 * (x[members, c] > plain) + (y[members, c] > plain)
+        new = water_fill(base, int(class_size[c]), priority)
+        y[members, c] = new
+        load[members] = base + new
 
     keep = np.minimum(x, y)
     return _materialise(group, prev, partition_class, class_members, keep, y, owner)
+
+
+def _is_violated(members: np.ndarray, held: np.ndarray, load: np.ndarray) -> bool:
+    """A holder of the class has 2+ more partitions than one of the class's subscribers."""
+    holders = held[members] > 0
+    if not holders.any():
+        return False
+    counts = load[members]
+    return bool(counts[holders].max() - counts.min() >= 2)
+
+
+def _classes_of_members(class_members: list[np.ndarray], m_count: int) -> list[list[int]]:
+    classes: list[list[int]] = [[] for _ in range(m_count)]
+    for c, members in enumerate(class_members):
+        for m in members.tolist():
+            classes[m].append(c)
+    return classes
+
+
+def _rebalance_with_new_units(c, class_members, member_classes, x, y, load, violated_count, by_constraint) -> bool:
+    """Try to end the violation of class ``c`` without losing stickiness, by moving one partition
+    that its holder got only in this computation (not one it owned before): either into the
+    class's least-loaded subscriber from a busier member, or out of the class's most-loaded
+    holder to a less busy member. Of the candidate moves, the one leaving the fewest violated
+    classes wins, and only if that is fewer than now, so this cannot cycle. This is what lets a
+    cooperative follow-up rebalance complete the previous round's target instead of revoking
+    again because a tie fell differently."""
+    members = class_members[c]
+    starved = int(members[np.argmin(load[members])])
+    holders = members[y[members, c] > 0]
+    overloaded = int(holders[np.argmax(load[holders])])
+
+    def move(donor: int, receiver: int, k: int, units: int) -> None:
+        y[donor, k] -= units
+        y[receiver, k] += units
+        load[donor] -= units
+        load[receiver] += units
+
+    candidates: list[tuple[int, int, int]] = []
+    for k in member_classes[starved]:
+        subscribers = class_members[k]
+        fresh = (y[subscribers, k] - x[subscribers, k] > 0) & (load[subscribers] > load[starved]) & (subscribers != starved)
+        donors = subscribers[fresh]
+        candidates += [(d, starved, k) for d in donors[np.argsort(-load[donors], kind="stable")][:4].tolist()]
+    for k in member_classes[overloaded]:
+        if y[overloaded, k] <= x[overloaded, k]:
+            continue
+        subscribers = class_members[k]
+        receivers = subscribers[(load[subscribers] < load[overloaded]) & (subscribers != overloaded)]
+        candidates += [(overloaded, r, k) for r in receivers[np.argsort(load[receivers], kind="stable")][:4].tolist()]
+
+    best: tuple[int, tuple[int, int, int]] | None = None
+    for candidate in candidates:
+        move(*candidate, 1)
+        remaining = sum(1 for cc in by_constraint if _is_violated(class_members[cc], y[:, cc], load))
+        move(*candidate, -1)
+        if remaining < violated_count and (best is None or remaining < best[0]):
+            best = (remaining, candidate)
+    if best is None:
+        return False
+    move(*best[1], 1)
+    return True
 
 
 def _materialise(group, prev, partition_class, class_members, keep, y, owner) -> np.ndarray:

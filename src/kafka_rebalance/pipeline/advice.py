@@ -1,0 +1,149 @@
+"""What to do about what a broker log shows: the seed documents' advice, applied per group.
+
+Input is the small per-group findings table of ``logs.group_findings`` (already aggregated on
+Spark), so this is plain Python.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+# Failures of one client whose intervals vary by less than this fraction of their mean come at a
+# steady period: the signature of a processing loop that always overruns a timeout.
+STEADY_CADENCE_CV = 0.25
+STEADY_MIN_FAILURES = 3
+# A generation this high says the group has rebalanced that many times since it was created.
+HIGH_GENERATION = 1000
+SLOW_REBALANCE_MS = 10_000
+# kafka-python before 1.4 sends heartbeats only from poll() (no KIP-62 background thread).
+KAFKA_PYTHON_BACKGROUND_HEARTBEAT = (1, 4)
+
+
+@dataclass(frozen=True)
+class Advice:
+    group: str
+    severity: str  # "problem" or "note"
+    finding: str
+    advice: str
+
+    def as_dict(self) -> dict[str, str]:
+        return asdict(self)
+
+
+def _value(row: Any, name: str) -> Any:
+    value = row.get(name) if isinstance(row, dict) else getattr(row, name, None)
+    if value is None:
+        return None
+    try:
+        if isinstance(value, float) and math.isnan(value):
+            return None
+    except TypeError:
+        pass
+    return value
+
+
+def _seconds(ms: float) -> str:
+    seconds = ms / 1000
+    if seconds >= 120:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"
+
+
+def _version_tuple(text: str | None) -> tuple[int, ...] | None:
+    if not text:
+        return None
+    try:
+        return tuple(int(p) for p in text.split("."))
+    except ValueError:
+        return None
+
+
+def advise_group(row: Any) -> list[Advice]:
+    group = str(_value(row, "group"))
+    items: list[Advice] = []
+    failures = int(_value(row, "failures") or 0)
+    most = _value(row, "most_failing")
+    if most is not None and not isinstance(most, dict):
+        most = most.asDict() if hasattr(most, "asDict") else dict(most)
+    version = _version_tuple(_value(row, "kafka_python_version"))
+    old_python = version is not None and version < KAFKA_PYTHON_BACKGROUND_HEARTBEAT
+
+    if most and (most.get("failures") or 0) >= STEADY_MIN_FAILURES and most.get("mean_interval_ms"):
+        mean = float(most["mean_interval_ms"])
+        spread = float(most.get("sd_interval_ms") or 0.0)
+        if mean > 0 and spread / mean < STEADY_CADENCE_CV:
+            if old_python:
+                advice = ("This client (kafka-python before 1.4) sends heartbeats only from poll(), so a batch that "
+                          "takes longer than session_timeout_ms to process gets it removed. Keep each poll's work "
+                          "below session_timeout_ms with a smaller max_poll_records, or upgrade to kafka-python 1.4+ "
+                          "(background heartbeat, KIP-62) and size max_poll_interval_ms for the slowest batch.")
+            else:
+                advice = ("Failures at a steady period mean the processing loop keeps overrunning a timeout: "
+                          "processing is slower than max.poll.interval.ms allows (or, for clients that heartbeat "
+                          "only from poll(), slower than session.timeout.ms). Lower max.poll.records or raise "
+                          "max.poll.interval.ms so one batch fits comfortably.")
+            items.append(Advice(group, "problem",
+                                f"client {most['client']} failed {most['failures']} times, every "
+                                f"~{_seconds(mean)} (steady period)", advice))
+    if failures and not any(i.finding.startswith("client ") for i in items):
+        items.append(Advice(
+            group, "problem" if failures >= STEADY_MIN_FAILURES else "note",
+            f"{failures} member(s) removed by session timeout",
+            "The coordinator stopped hearing heartbeats. Check heartbeat.interval.ms is at most a third of "
+            "session.timeout.ms (three chances to heartbeat before expiry), then GC pauses and network between "
+            "consumers and the coordinator."))
+    if old_python and not any("kafka-python" in i.advice for i in items):
+        items.append(Advice(
+            group, "note", f"kafka-python {_value(row, 'kafka_python_version')} clients",
+            "Before 1.4, kafka-python heartbeats only from poll(): processing longer than session_timeout_ms per "
+            "poll means removal and a rebalance. Upgrade, or keep max_poll_records small."))
+    poll_timeouts = int(_value(row, "poll_timeout_leaves") or 0)
+    if poll_timeouts:
+        items.append(Advice(
+            group, "problem", f"{poll_timeouts} member(s) left because the poll timeout expired",
+            "Processing one batch took longer than max.poll.interval.ms, so the consumer left the group itself. "
+            "Lower max.poll.records or raise max.poll.interval.ms."))
+    storms = int(_value(row, "storms") or 0)
+    if storms:
+        largest = int(_value(row, "largest_storm") or 0)
+        kind = _value(row, "largest_storm_kind")
+        if kind == "fail-rejoin loop":
+            advice = (f"One client ({_value(row, 'largest_storm_client')}) fails, rejoins and fails again: the loop "
+                      "the seed describes, with reprocessing after every rebalance. Fix the per-batch processing "
+                      "time (smaller max.poll.records, longer max.poll.interval.ms) rather than restarting.")
+        else:
+            advice = ("Many rebalances close together (a rolling restart or autoscaling). Static membership "
+                      "(group.instance.id) lets a bounced consumer come back within session.timeout.ms without a "
+                      "rebalance, and cooperative-sticky keeps the other partitions consuming meanwhile.")
+        items.append(Advice(group, "problem", f"{storms} rebalance storm(s), the largest {largest} rebalances",
+                            advice))
+    median = _value(row, "median_duration_ms")
+    if median is not None and median >= SLOW_REBALANCE_MS:
+        items.append(Advice(
+            group, "note", f"rebalances take {_seconds(float(median))} (median)",
+            "The join phase waits for every member to rejoin, up to the rebalance timeout (max.poll.interval.ms), "
+            "and a member busy in its processing loop delays everyone. Smaller batches shorten it; "
+            "cooperative-sticky keeps unaffected partitions consuming while it lasts."))
+    generation = _value(row, "max_generation")
+    if generation is not None and generation >= HIGH_GENERATION:
+        items.append(Advice(
+            group, "note", f"generation {int(generation)}",
+            f"The group has rebalanced about {int(generation)} times since it was created: rebalancing is routine "
+            "here, not an accident. Look for a periodic cause (restarts, timeouts)."))
+    empties = int(_value(row, "empty_periods") or 0)
+    if empties:
+        longest = _value(row, "longest_empty_ms")
+        span = f", the longest {_seconds(float(longest))}" if longest is not None else ""
+        items.append(Advice(group, "note", f"empty {empties} time(s){span}",
+                            "No consumer was in the group: nothing was consumed and lag grew."))
+    return items
+
+
+def advise(findings: Any, storm_rule: Any = None) -> list[Advice]:
+    """Advice for every group of a findings table (pandas DataFrame or list of dicts), problems
+    first, then by group."""
+    rows = findings.to_dict("records") if hasattr(findings, "to_dict") else list(findings)
+    items = [item for row in rows for item in advise_group(row)]
+    return sorted(items, key=lambda a: (a.severity != "problem", a.group))

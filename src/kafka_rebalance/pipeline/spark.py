@@ -1,0 +1,132 @@
+"""The SparkSession every pipeline command uses, and a rich progress bar fed by Spark's status
+tracker.
+
+Defaults are for a person at a terminal: the Spark UI is off, Spark's own logging is cut to
+errors, the driver binds to 127.0.0.1 (nothing listens on a public interface), and timestamps
+are read and written as UTC so a broker log's wall-clock times come out unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+DEFAULT_MASTER = "local[*]"
+LOOPBACK = "127.0.0.1"
+
+
+def quiet_log4j_config() -> str:
+    """Path of the log4j2 configuration that keeps Spark's console output to errors."""
+    return str(resources.files("kafka_rebalance") / "data" / "log4j2-quiet.properties")
+
+
+def build_session(master: str | None = None, app_name: str = "kafka-rebalance", *, quiet: bool = True,
+                  extra_conf: dict[str, str] | None = None) -> SparkSession:
+    """Create (or return the running) SparkSession for ``master`` (any URL Spark accepts)."""
+    master = master or DEFAULT_MASTER
+    # The driver JVM and Python workers must use this interpreter (the one with our package).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.host", LOOPBACK)
+        .config("spark.driver.bindAddress", LOOPBACK)
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", "8")
+        .config("spark.sql.adaptive.enabled", "true")
+        .config("spark.python.worker.reuse", "true")
+    )
+    if quiet:
+        option = f"-Dlog4j.configurationFile=file:{quiet_log4j_config()}"
+        builder = builder.config("spark.driver.extraJavaOptions", option).config(
+            "spark.executor.extraJavaOptions", option)
+    for key, value in (extra_conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    if quiet:
+        spark.sparkContext.setLogLevel("ERROR")
+    if not is_local_master(master):
+        ship_package(spark)
+    return spark
+
+
+def is_local_master(master: str) -> bool:
+    return master == "local" or master.startswith("local[") or master.startswith("local-cluster")
+
+
+def ship_package(spark: SparkSession) -> None:
+    """Send this package to the executors of a real cluster, where it may not be installed
+    (its dependencies, numpy and pydantic, must be)."""
+    package_dir = Path(__file__).resolve().parents[1]
+    target = Path(spark.sparkContext._temp_dir if hasattr(spark.sparkContext, "_temp_dir") else "/tmp")
+    archive = target / f"kafka_rebalance-{os.getpid()}.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
+        for path in package_dir.rglob("*"):
+            if "__pycache__" in path.parts or path.is_dir():
+                continue
+            zf.write(path, Path("kafka_rebalance") / path.relative_to(package_dir))
+    spark.sparkContext.addPyFile(str(archive))
+
+
+@contextmanager
+def spark_progress(spark: SparkSession, description: str, *, enabled: bool | None = None) -> Iterator[None]:
+    """Show a progress bar of finished/total tasks of the Spark jobs run inside the block.
+
+    Spark reports progress per task, so the bar moves once per finished task (a batch of
+    simulations, or a split of a log file).
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    if enabled is None:
+        enabled = sys.stderr.isatty()
+    if not enabled:
+        yield
+        return
+    context = spark.sparkContext
+    group = f"kafka-rebalance-{id(description)}-{time.monotonic_ns()}"
+    context.setJobGroup(group, description)
+    stop = threading.Event()
+    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TextColumn("tasks"), TimeElapsedColumn(), transient=True)
+    task = progress.add_task(description, total=None)
+
+    def poll() -> None:
+        tracker = context.statusTracker()
+        seen: dict[int, tuple[int, int]] = {}
+        while not stop.is_set():
+            for job_id in tracker.getJobIdsForGroup(group):
+                job = tracker.getJobInfo(job_id)
+                if job is None:
+                    continue
+                for stage_id in job.stageIds:
+                    stage = tracker.getStageInfo(stage_id)
+                    if stage is not None:
+                        seen[stage_id] = (stage.numCompletedTasks, stage.numTasks)
+            if seen:
+                done = sum(d for d, _ in seen.values())
+                total = sum(t for _, t in seen.values())
+                progress.update(task, completed=done, total=max(total, 1))
+            stop.wait(0.2)
+
+    thread = threading.Thread(target=poll, daemon=True)
+    with progress:
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
+            context.setLocalProperty("spark.jobGroup.id", None)

@@ -1,0 +1,1 @@
+"""The classic consumer-group protocol as sans-I/O state machines."""

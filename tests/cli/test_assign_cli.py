@@ -1,0 +1,73 @@
+"""The CLI contract: JSON out, table format, and bad input as one line on stderr with exit 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kafka_rebalance.cli import main
+from tests.conftest import ROOT
+
+EXAMPLE = str(ROOT / "examples" / "snapshots" / "sticky-c1-removed.json")
+
+
+def run_cli(capsys, monkeypatch, args, stdin=None):
+    if stdin is not None:
+        import io
+
+        monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+    with pytest.raises(SystemExit) as exit_info:
+        main(args)
+    out, err = capsys.readouterr()
+    return exit_info.value.code, out, err
+
+
+def test_assign_prints_the_spec_object(capsys, monkeypatch):
+    code, out, err = run_cli(capsys, monkeypatch, ["assign", EXAMPLE])
+    assert code == 0 and err == ""
+    assert json.loads(out) == {
+        "strategy": "sticky",
+        "protocol": "EAGER",
+        "assignment": {"c0": ["t0-0", "t1-1", "t2-0", "t3-0"], "c2": ["t0-1", "t1-0", "t2-1", "t3-1"]},
+    }
+
+
+def test_assign_table_and_strategy_override(capsys, monkeypatch):
+    code, out, _ = run_cli(capsys, monkeypatch, ["assign", EXAMPLE, "--strategy", "roundrobin", "--format", "table"])
+    assert code == 0
+    assert "roundrobin" in out and "t0-0, t1-0, t2-0, t3-0" in out
+
+
+def test_assign_reads_stdin(capsys, monkeypatch):
+    snapshot = {"topics": {"t": 2}, "members": [{"member_id": "a", "topics": ["t"]}]}
+    code, out, _ = run_cli(capsys, monkeypatch, ["assign", "-", "--strategy", "range"], stdin=json.dumps(snapshot))
+    assert code == 0 and json.loads(out)["assignment"] == {"a": ["t-0", "t-1"]}
+
+
+@pytest.mark.parametrize(
+    ("stdin", "args", "message"),
+    [
+        ("{not json", [], "invalid JSON at line 1 column 2"),
+        ('{"topics": {"t": -3}, "members": []}', [], "topics.t: partition count must not be negative"),
+        ('{"topics": {"t": 1}, "members": [{"member_id": "a", "topics": ["t"]}, {"member_id": "a", "topics": ["t"]}]}', [], "duplicate member_id"),
+        ('{"topics": {"t": 1}, "members": [{"member_id": "a", "topics": ["t"], "owned": ["t-x"]}]}', [], "members[0].owned"),
+        ('{"topics": {"t": 1}, "members": [{"member_id": "a", "topics": ["t"]}]}', ["--strategy", "bogus"], "strategy: unknown strategy 'bogus'"),
+        ('{"topics": {"t": 1}, "members": [{"member_id": "a", "topics": ["t"], "strategies": ["range"]}, {"member_id": "b", "topics": ["t"], "strategies": ["sticky"]}]}', [], "no strategy is supported by every member"),
+        ("\xff", [], ""),
+    ],
+)
+def test_bad_input_is_one_line_exit_2_and_nothing_on_stdout(capsys, monkeypatch, stdin, args, message):
+    code, out, err = run_cli(capsys, monkeypatch, ["assign", "-", *args], stdin=stdin)
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("kafka-rebalance: ")
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_missing_file_and_unknown_option(capsys, monkeypatch):
+    code, out, err = run_cli(capsys, monkeypatch, ["assign", "/nonexistent/snapshot.json"])
+    assert (code, out) == (2, "") and err == "kafka-rebalance: /nonexistent/snapshot.json: no such file\n"
+    code, out, err = run_cli(capsys, monkeypatch, ["assign", EXAMPLE, "--bogus"])
+    assert code == 2 and out == "" and err.count("\n") == 1
