@@ -90,3 +90,22 @@ def test_cooperative_sticky_never_hands_over_an_owned_partition_and_converges(ve
     assert ((final >= 0) == subscribed_partitions(group2)).all(), "follow-up completes the assignment"
     assert is_balanced(group2, final)
     assert np.array_equal(final[ours >= 0], ours[ours >= 0]), "nothing given in round one moves again"
+
+
+def test_sticky_pair_is_rack_aware_nearly_as_often_as_kafka():
+    def rack_local(group, owner):
+        count = 0
+        for p, m in enumerate(owner.tolist()):
+            t = int(group.partition_topic[p])
+            racks = group.partition_racks[t]
+            if m >= 0 and racks is not None and group.member_racks[m] is not None:
+                count += group.member_racks[m] in racks[p - int(group.topic_offsets[t])]
+        return count
+
+    ours = kafka = 0
+    for vector in VECTORS:
+        if "sticky" in vector["strategy"]:
+            group = _group(vector)
+            ours += rack_local(group, get_assignor(vector["strategy"]).assign_columnar(group))
+            kafka += rack_local(group, group.owner_from_lists(vector["expected"]))
+    assert kafka > 0 and ours >= 0.9 * kafka

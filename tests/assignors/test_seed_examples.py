@@ -121,3 +121,13 @@ def test_eager_sticky_moves_p2_in_one_rebalance():
         member("consumer3", ["t0"]),
     ]
     assert run("sticky", {"t0": 3}, members) == {"consumer1": ["t0-0"], "consumer2": ["t0-1"], "consumer3": ["t0-2"]}
+
+
+def test_sticky_deals_rack_local_partitions_first():
+    topics = {"t": {"partitions": 4, "racks": [["r1"], ["r0"], ["r1"], ["r0"]]}}
+    members = [member("c0", ["t"], rack="r0"), member("c1", ["t"], rack="r1")]
+    for strategy in ("sticky", "cooperative-sticky"):
+        assert run(strategy, topics, members) == {"c0": ["t-1", "t-3"], "c1": ["t-0", "t-2"]}
+    # Stickiness comes first: an owned partition stays even off-rack.
+    owned = [member("c0", ["t"], ["t-0"], 1, rack="r0"), member("c1", ["t"], [], 1, rack="r1")]
+    assert run("sticky", topics, owned)["c0"][0] == "t-0"

@@ -15,10 +15,13 @@ How, without per-partition Python objects:
   single move can improve balance (Kafka's definition of balanced).
 - Materialise: each member keeps its first ``min(x, y)`` previously owned partitions of a class;
   the rest of the class is dealt to members with room, lowest count first (ties in Kafka member
-  order), which on a fresh group is the round-robin of Kafka's constrained assignor.
+  order), which on a fresh group is the round-robin of Kafka's constrained assignor. With
+  racks (KIP-881), a member is dealt a free partition with a replica on its own rack first.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 
@@ -40,10 +43,51 @@ class CooperativeStickyAssignor(ColumnarAssignor):
     name = "cooperative-sticky"
     supported_protocols = (RebalanceProtocol.COOPERATIVE, RebalanceProtocol.EAGER)
 
+    # How many times to re-aim the first round at a target its own follow-up would keep.
+    MAX_REAIMS = 3
+
     def assign_columnar(self, group: ColumnarGroup) -> np.ndarray:
         owner = sticky_owner(group)
         withhold_transferring(group, owner)
+        if _uniform_subscriptions(group):
+            # With equal subscriptions the follow-up provably keeps everything given now.
+            return owner
+        # In irregular groups the sticky answer depends on ownership, so the follow-up (which
+        # sees this round's answer as ownership) could aim elsewhere and revoke again. Ask it
+        # now, and if it would, adopt its target, still withholding what others claim.
+        for _ in range(self.MAX_REAIMS):
+            follow_up_target = sticky_owner(_with_ownership(group, owner))
+            given = owner >= 0
+            if (follow_up_target[given] == owner[given]).all():
+                break
+            owner = follow_up_target
+            withhold_transferring(group, owner)
         return owner
+
+
+def _uniform_subscriptions(group: ColumnarGroup) -> bool:
+    counts = np.diff(group.subscription_indptr)
+    if len(counts) == 0 or (counts != counts[0]).any():
+        return False
+    per_member = group.subscription_topics.reshape(len(counts), int(counts[0]))
+    return bool((per_member == per_member[0]).all())
+
+
+def _with_ownership(group: ColumnarGroup, owner: np.ndarray) -> ColumnarGroup:
+    """The group as its next rebalance sees it: every member owns what ``owner`` gives it, all
+    in one generation newer than any claim now."""
+    assigned = np.flatnonzero(owner >= 0)
+    order = np.argsort(owner[assigned], kind="stable")
+    counts = np.bincount(owner[assigned], minlength=group.num_members)
+    indptr = np.zeros(group.num_members + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    generation = int(group.generations.max(initial=-1)) + 1
+    return replace(
+        group,
+        owned_indptr=indptr,
+        owned_partitions=assigned[order],
+        generations=np.full(group.num_members, generation, dtype=np.int64),
+    )
 
 
 def withhold_transferring(group: ColumnarGroup, owner: np.ndarray) -> None:
@@ -285,5 +329,52 @@ def _materialise(group, prev, partition_class, class_members, keep, y, owner) ->
     slot_order = np.lexsort((group.member_rank[slot_member], level, slot_class))
     if len(slot_order) != len(free):
         raise AssertionError("sticky: free partitions and open slots disagree")
-    owner[free] = slot_member[slot_order]
+    receivers = slot_member[slot_order]
+    if _uses_racks(group):
+        receivers = _match_racks(group, free, receivers, partition_class)
+    owner[free] = receivers
     return owner
+
+
+def _uses_racks(group: ColumnarGroup) -> bool:
+    return any(r is not None for r in group.member_racks) and any(r is not None for r in group.partition_racks)
+
+
+def _match_racks(group: ColumnarGroup, free: np.ndarray, receivers: np.ndarray, partition_class: np.ndarray) -> np.ndarray:
+    """KIP-881: within each class, hand a member a free partition with a replica on its rack when
+    one is left, before dealing the rest in order. Only free partitions move this way: kept
+    partitions stay put (stickiness first) and the counts per member do not change (balance)."""
+    result = receivers.copy()
+    classes = partition_class[free]
+    cuts = np.flatnonzero(np.diff(classes)) + 1
+    for segment in np.split(np.arange(len(free)), cuts):
+        partitions = free[segment].tolist()
+        members = receivers[segment].tolist()
+        by_rack: dict[str, list[int]] = {}
+        for i, p in enumerate(partitions):
+            for rack in _replica_racks(group, p):
+                by_rack.setdefault(rack, []).append(i)
+        cursor = dict.fromkeys(by_rack, 0)
+        used = [False] * len(partitions)
+        chosen: list[int | None] = [None] * len(members)
+        for j, m in enumerate(members):
+            rack = group.member_racks[m]
+            if rack is None or rack not in by_rack:
+                continue
+            queue = by_rack[rack]
+            while cursor[rack] < len(queue) and used[queue[cursor[rack]]]:
+                cursor[rack] += 1
+            if cursor[rack] < len(queue):
+                used[queue[cursor[rack]]] = True
+                chosen[j] = queue[cursor[rack]]
+        leftovers = iter(i for i in range(len(partitions)) if not used[i])
+        for j, m in enumerate(members):
+            i = chosen[j] if chosen[j] is not None else next(leftovers)
+            result[segment[i]] = m
+    return result
+
+
+def _replica_racks(group: ColumnarGroup, partition: int) -> tuple[str, ...]:
+    topic = int(group.partition_topic[partition])
+    racks = group.partition_racks[topic]
+    return () if racks is None else racks[partition - int(group.topic_offsets[topic])]

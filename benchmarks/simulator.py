@@ -1,0 +1,73 @@
+"""Simulator throughput: one simulated hour of a 100-member group.
+
+1,000 partitions (10 topics x 100), 100 consumers, 50 membership events (leaves, crashes,
+restarts, joins), heartbeats every 3 s, 100 keyed records/s. Prints a table of wall times.
+
+    .venv/bin/python benchmarks/simulator.py [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+
+from kafka_rebalance.sim import load_scenario, run_simulation
+
+
+def hour_scenario(members: int = 100, topics: int = 10, partitions: int = 100, events: int = 50,
+                  strategy: str = "cooperative-sticky", seed: int = 7) -> dict:
+    rng = random.Random(seed)
+    names = [f"consumer{i:03d}" for i in range(members)]
+    topic_names = [f"topic{t}" for t in range(topics)]
+    scenario_events = [{"at_ms": 0, "join": n} for n in names]
+    kinds = ["leave", "crash", "restart", "join"]
+    down: set[str] = set()
+    for i in range(events):
+        at = 60_000 + i * (3_300_000 // events)
+        kind = kinds[i % len(kinds)]
+        if kind == "join" and down:
+            name = sorted(down)[0]
+            down.discard(name)
+            scenario_events.append({"at_ms": at, "join": name})
+            continue
+        name = rng.choice([n for n in names if n not in down])
+        if kind == "restart":
+            scenario_events.append({"at_ms": at, "restart": name, "after_ms": 5000})
+        else:
+            down.add(name)
+            scenario_events.append({"at_ms": at, kind: name})
+    return {
+        "name": f"hour-{members}-members-{strategy}",
+        "group": "bench-group",
+        "topics": {t: partitions for t in topic_names},
+        "consumers": [{"id": n, "strategies": [strategy], "subscribe": topic_names} for n in names],
+        "produce": [{"topic": t, "records_per_s": 100 / topics, "keys": 1000} for t in topic_names],
+        "events": scenario_events,
+        "end_ms": 3_600_000,
+        "seed": seed,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    rows = []
+    for strategy in ("cooperative-sticky", "range"):
+        scenario = load_scenario(hour_scenario(strategy=strategy))
+        times = []
+        for _ in range(args.repeat):
+            start = time.perf_counter()
+            run = run_simulation(scenario)
+            times.append(time.perf_counter() - start)
+        metrics = run.result["metrics"]
+        rows.append((strategy, min(times), metrics["rebalances"], metrics["partitions_moved"], len(run.result["ownership"])))
+    print(f"{'strategy':<20} {'best wall s':>11} {'rebalances':>10} {'moved':>7} {'ownership rows':>15}")
+    for strategy, best, rebalances, moved, intervals in rows:
+        print(f"{strategy:<20} {best:>11.2f} {rebalances:>10} {moved:>7} {intervals:>15}")
+    print("(one simulated hour, 100 members, 1,000 partitions, 50 membership events, heartbeat 3 s, 100 records/s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+"""``kafka-rebalance lab``: run a sweep of scenarios x strategies x parameters through the
+simulator on Spark, write Parquet tables and an HTML report."""
+
+from __future__ import annotations
+
+import click
+
+from kafka_rebalance.cli.app import cli
+from kafka_rebalance.cli.errors import bad_input_exits
+
+
+@cli.command("lab")
+@click.argument("sweep_file", required=False)
+@click.option("--out", "out_dir", default="rebalance-lab", show_default=True,
+              help="Directory for the Parquet tables (simulations/, rebalances/, moves/, ownership/) and "
+                   "report.html.")
+@click.option("--master", default=None, help="Spark master URL (default local[*]); any URL Spark accepts.")
+@click.option("--tasks", type=click.IntRange(min=1), default=None,
+              help="Spark tasks to split the runs into (default: 4 per core).")
+@click.option("--verbose-spark", is_flag=True, help="Keep Spark's own logging.")
+def lab_command(sweep_file: str | None, out_dir: str, master: str | None, tasks: int | None,
+                verbose_spark: bool) -> None:
+    """Run every combination of a sweep SWEEP_FILE (YAML) through the simulator on Spark.
+
+    Without SWEEP_FILE, runs the built-in sweep of the seed situations under every strategy.
+    """
+    from kafka_rebalance.pipeline.sweep import load_sweep
+
+    with bad_input_exits():
+        sweep = load_sweep(sweep_file)
+        from kafka_rebalance.sim import load_scenario
+
+        for run in sweep.runs:
+            load_scenario(run.scenario)
+        from kafka_rebalance.pipeline.lab import run_lab
+        from kafka_rebalance.pipeline.spark import build_session
+
+        click.echo(f"sweep {sweep.name}: {len(sweep.runs)} simulations "
+                   f"({len({r.scenario_name for r in sweep.runs})} scenarios)", err=True)
+        spark = build_session(master, "kafka-rebalance lab", quiet=not verbose_spark)
+        result = run_lab(spark, sweep, out_dir, tasks=tasks)
+    if result.failed:
+        click.echo(f"{result.failed} of {result.runs} simulations failed (see the error column)", err=True)
+    click.echo(f"tables in {result.out_dir}/")
+    click.echo(f"report: {result.report}")

@@ -1,0 +1,75 @@
+"""``kafka-rebalance simulate``: run a scenario on the simulator and show what each rebalance cost."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from kafka_rebalance.cli.app import cli
+from kafka_rebalance.cli.errors import bad_input_exits, read_text
+from kafka_rebalance.sim import load_scenario, run_simulation, write_log
+
+
+@cli.command("simulate")
+@click.argument("file")
+@click.option("--json", "as_json", is_flag=True, help="Print the result JSON of shared/spec/scenario.md.")
+@click.option("--log", "log_path", default=None, metavar="FILE",
+              help="Also write the coordinator's log in Kafka's GroupCoordinator format.")
+@click.option("--seed", type=int, default=None, help="Override the scenario's seed.")
+def simulate_command(file: str, as_json: bool, log_path: str | None, seed: int | None) -> None:
+    """Simulate the consumer-group scenario FILE (YAML or JSON, or - for stdin)."""
+    with bad_input_exits():
+        scenario = load_scenario(read_text(file))
+    run = run_simulation(scenario, seed)
+    if log_path:
+        with bad_input_exits():
+            try:
+                write_log(run, log_path)
+            except (FileNotFoundError, NotADirectoryError):
+                raise FileNotFoundError(2, "no such directory", log_path) from None
+    if as_json:
+        click.echo(json.dumps(run.result, indent=2))
+    else:
+        print_timeline(run.result)
+
+
+def _partitions(parts: list[str]) -> str:
+    return ", ".join(parts) if parts else "-"
+
+
+def print_timeline(result: dict[str, Any]) -> None:
+    console = Console(highlight=False)
+    console.print(f"[bold]{result['scenario']}[/bold]  coordinator: __consumer_offsets-{result['coordinator_partition']}")
+    console.print()
+    for r in result["rebalances"]:
+        end = "still running at the end" if r["end_ms"] is None else f"{r['end_ms']} ms ({r['end_ms'] - r['start_ms']} ms)"
+        head = f"[bold]generation {r['generation']}[/bold]  {r['start_ms']} ms -> {end}"
+        if r["strategy"]:
+            head += f"  {r['strategy']} / {r['protocol']}  leader {r['leader']}"
+        console.print(head)
+        console.print(f"    reason: {r['reason'] or '-'}")
+        if not r["members"] and r["end_ms"] is not None:
+            console.print("    the group is now empty")
+        for member in r["members"]:
+            lost, gained = r["revoked"].get(member, []), r["added"].get(member, [])
+            keeps = r["assignment"].get(member, [])
+            console.print(f"    {member}: owns {_partitions(keeps)}"
+                          + (f"  [red]revoked {_partitions(lost)}[/red]" if lost else "")
+                          + (f"  [green]added {_partitions(gained)}[/green]" if gained else ""))
+        console.print()
+    final = Table(title="final assignment")
+    final.add_column("member")
+    final.add_column("partitions", overflow="fold")
+    for member, parts in result["final_assignment"].items():
+        final.add_row(member, _partitions(parts))
+    console.print(final)
+    metrics = Table(title="metrics")
+    metrics.add_column("metric")
+    metrics.add_column("value", justify="right")
+    for name, value in result["metrics"].items():
+        metrics.add_row(name, str(value))
+    console.print(metrics)

@@ -1,0 +1,392 @@
+"""``lab``: every run of a sweep through the simulator as Spark tasks, into Parquet tables.
+
+Runs are cut into coarse batches (a Spark task costs ~0.1 s of overhead; a simulation of a small
+group a few milliseconds), each task simulates its batch and flattens the results into rows of
+three tables (simulations, rebalances, ownership intervals). Everything after that is a
+DataFrame transform: partition moves from ownership intervals, per-strategy summaries, figure
+data. Reading the sweep and writing tables happen in ``run_lab`` only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from kafka_rebalance.pipeline.sweep import Run, Sweep
+
+SIMULATIONS = "simulations"
+REBALANCES = "rebalances"
+OWNERSHIP = "ownership"
+MOVES = "moves"
+
+METRICS = ("rebalances", "partitions_moved", "stop_the_world_partition_ms", "max_partition_unowned_ms",
+           "records_processed_twice", "records_lost")
+# Parameters whose effective value is always a column (whether swept or not), with their types.
+BASE_SIM_FIELDS: list[tuple[str, T.DataType]] = [
+    ("run_id", T.StringType()),
+    ("sweep", T.StringType()),
+    ("scenario", T.StringType()),
+    ("label", T.StringType()),
+    ("strategy", T.StringType()),
+    ("seed", T.LongType()),
+    ("group_size", T.IntegerType()),
+    ("total_partitions", T.IntegerType()),
+    ("session_timeout_ms", T.LongType()),
+    ("heartbeat_interval_ms", T.LongType()),
+    ("max_poll_interval_ms", T.LongType()),
+    ("max_poll_records", T.LongType()),
+    ("produce_records_per_s", T.DoubleType()),
+]
+RESULT_SIM_FIELDS: list[tuple[str, T.DataType]] = [
+    *((name, T.LongType()) for name in METRICS),
+    ("min_partitions_moved", T.LongType()),
+    ("final_balance", T.IntegerType()),
+    ("final_members", T.IntegerType()),
+    ("protocol", T.StringType()),
+    ("chosen_strategy", T.StringType()),
+    ("coordinator_partition", T.IntegerType()),
+    ("extra_metrics", T.MapType(T.StringType(), T.DoubleType())),
+    ("showcase", T.BooleanType()),
+    ("error", T.StringType()),
+]
+REBALANCE_SCHEMA = T.StructType([
+    T.StructField("run_id", T.StringType()),
+    T.StructField("scenario", T.StringType()),
+    T.StructField("strategy", T.StringType()),
+    T.StructField("seed", T.LongType()),
+    T.StructField("generation", T.LongType()),
+    T.StructField("start_ms", T.LongType()),
+    T.StructField("end_ms", T.LongType()),
+    T.StructField("protocol", T.StringType()),
+    T.StructField("members", T.IntegerType()),
+    T.StructField("partitions_moved", T.IntegerType()),
+    T.StructField("min_partitions_moved", T.IntegerType()),
+    T.StructField("revoked", T.IntegerType()),
+    T.StructField("added", T.IntegerType()),
+    T.StructField("chosen_strategy", T.StringType()),
+    T.StructField("leader", T.StringType()),
+    T.StructField("reason", T.StringType()),
+    T.StructField("member_ids", T.ArrayType(T.StringType())),
+])
+OWNERSHIP_SCHEMA = T.StructType([
+    T.StructField("run_id", T.StringType()),
+    T.StructField("scenario", T.StringType()),
+    T.StructField("strategy", T.StringType()),
+    T.StructField("seed", T.LongType()),
+    T.StructField("partition", T.StringType()),
+    T.StructField("member", T.StringType()),
+    T.StructField("start_ms", T.LongType()),
+    T.StructField("end_ms", T.LongType()),
+])
+
+
+# --------------------------------------------------------------------------- schema of a sweep
+
+def _param_type(values: Iterable[Any]) -> T.DataType:
+    values = [v for v in values if v is not None]
+    if values and all(isinstance(v, bool) for v in values):
+        return T.BooleanType()
+    if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return T.LongType()
+    if values and all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+        return T.DoubleType()
+    return T.StringType()
+
+
+def swept_columns(sweep: Sweep) -> list[tuple[str, T.DataType]]:
+    """Swept parameters that are not already base columns, with a type fitting their values."""
+    base = {name for name, _ in BASE_SIM_FIELDS}
+    return [(name, _param_type(run.params.get(name) for run in sweep.runs))
+            for name in sweep.parameters if name not in base and name != "seed"]
+
+
+def simulation_schema(extra: Sequence[tuple[str, T.DataType]]) -> T.StructType:
+    fields = [*BASE_SIM_FIELDS, *extra, *RESULT_SIM_FIELDS]
+    return T.StructType([T.StructField(name, kind) for name, kind in fields])
+
+
+def _convert(value: Any, kind: T.DataType) -> Any:
+    if value is None:
+        return None
+    if isinstance(kind, T.StringType):
+        return ",".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
+    if isinstance(kind, T.DoubleType):
+        return float(value)
+    if isinstance(kind, T.LongType | T.IntegerType):
+        return int(value)
+    return value
+
+
+# --------------------------------------------------------------------------- one simulation -> rows
+
+def strategy_label(run: Run, result: dict[str, Any] | None) -> str:
+    """The strategy a run stands for: the swept one, else what the group's vote chose last, else
+    the first consumer's list."""
+    if "strategy" in run.params:
+        value = run.params["strategy"]
+        return ",".join(value) if isinstance(value, list | tuple) else str(value)
+    for rebalance in reversed((result or {}).get("rebalances") or []):
+        if rebalance.get("strategy"):
+            return str(rebalance["strategy"])
+    consumers = run.scenario.get("consumers") or [{}]
+    return ",".join(consumers[0].get("strategies") or ["range", "cooperative-sticky"])
+
+
+def minimum_moves(partitions: set[str], members: Sequence[str], last_owner: dict[str, str]) -> int:
+    """Kafka's minimum number of partitions that must change owner to reach a balanced
+    assignment (counts differing by at most one) of ``partitions`` over ``members``, starting
+    from ``last_owner``: every partition of a departed owner, plus every partition a survivor
+    holds above its share (the larger shares going to those that already hold the most)."""
+    if not members:
+        return 0
+    member_set = set(members)
+    orphans = sum(1 for p in partitions if last_owner.get(p) is not None and last_owner[p] not in member_set)
+    held = {m: 0 for m in members}
+    for p in partitions:
+        owner = last_owner.get(p)
+        if owner in held:
+            held[owner] += 1
+    base, extra = divmod(len(partitions), len(members))
+    excess = 0
+    for rank, count in enumerate(sorted(held.values(), reverse=True)):
+        excess += max(0, count - (base + 1 if rank < extra else base))
+    return orphans + excess
+
+
+def rebalance_rows(run: Run, result: dict[str, Any], strategy: str,
+                   subscriptions: dict[str, tuple[str, ...] | None]) -> tuple[list[tuple], int | None]:
+    """Rows of the rebalances table, and the run's total minimum moves (None when the members'
+    subscriptions differ, where Kafka's notion of balance depends on who may take what)."""
+    rows: list[tuple] = []
+    last_owner: dict[str, str] = {}
+    previous_members: tuple[str, ...] | None = None
+    previous_partitions: set[str] | None = None
+    total_min = 0
+    comparable = True
+    for rebalance in result.get("rebalances") or []:
+        assignment: dict[str, list[str]] = rebalance.get("assignment") or {}
+        revoked: dict[str, list[str]] = rebalance.get("revoked") or {}
+        added: dict[str, list[str]] = rebalance.get("added") or {}
+        members = tuple(rebalance.get("members") or ())
+        complete = rebalance.get("end_ms") is not None
+        partitions = {p for ps in assignment.values() for p in ps} | {p for ps in revoked.values() for p in ps}
+        moved = 0
+        min_moved: int | None = None
+        if complete:
+            for member, owned in assignment.items():
+                moved += sum(1 for p in owned if last_owner.get(p) not in (None, member))
+            same_group = members == previous_members and partitions == previous_partitions
+            homogeneous = len({subscriptions.get(m) for m in members}) <= 1 and None not in {
+                subscriptions.get(m) for m in members}
+            if same_group:
+                min_moved = 0
+            elif homogeneous:
+                min_moved = minimum_moves(partitions, members, last_owner)
+            else:
+                comparable = False
+            if min_moved is not None:
+                total_min += min_moved
+            for member, owned in assignment.items():
+                for p in owned:
+                    last_owner[p] = member
+            previous_members, previous_partitions = members, partitions
+        rows.append((
+            run.run_id, run.scenario_name, strategy, run.seed, rebalance.get("generation"), rebalance.get("start_ms"),
+            rebalance.get("end_ms"), rebalance.get("protocol"), len(members) if complete else None,
+            moved if complete else None, min_moved,
+            sum(len(v) for v in revoked.values()), sum(len(v) for v in added.values()),
+            rebalance.get("strategy"), rebalance.get("leader"), rebalance.get("reason"), list(members),
+        ))
+    return rows, (total_min if comparable else None)
+
+
+def simulate_run(run: Run, sweep_name: str, swept: Sequence[tuple[str, T.DataType]]) -> Iterator[tuple[str, tuple]]:
+    """Simulate one run; yield (table, row) pairs. A failing simulation is a row with ``error``."""
+    from kafka_rebalance.sim import load_scenario, simulate
+
+    scenario = load_scenario(run.scenario)
+    config = scenario.config
+    strategy = strategy_label(run, None)
+    base = {
+        "run_id": run.run_id, "sweep": sweep_name, "scenario": run.scenario_name, "label": run.label,
+        "seed": run.seed, "group_size": len(scenario.consumers),
+        "total_partitions": sum(scenario.topics.values()),
+        "session_timeout_ms": config.session_timeout_ms, "heartbeat_interval_ms": config.heartbeat_interval_ms,
+        "max_poll_interval_ms": config.max_poll_interval_ms, "max_poll_records": config.max_poll_records,
+        "produce_records_per_s": float(sum(p.records_per_s for p in scenario.produce)),
+        "showcase": run.showcase,
+    }
+    try:
+        result = simulate(scenario, run.seed)
+    except Exception as exc:  # noqa: BLE001 - one broken run must not sink the sweep; it is reported
+        result = None
+        error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+    else:
+        error = None
+    strategy = strategy_label(run, result)
+    base["strategy"] = strategy
+    values: dict[str, Any] = dict(base)
+    for name, kind in swept:
+        values[name] = _convert(run.params.get(name), kind)
+    values["error"] = error
+    if result is not None:
+        subscriptions = {c.id: (tuple(sorted(c.subscribe)) if c.subscribe is not None else None)
+                         for c in scenario.consumers}
+        rows, total_min = rebalance_rows(run, result, strategy, subscriptions)
+        for row in rows:
+            yield REBALANCES, row
+        metrics = result.get("metrics") or {}
+        for name in METRICS:
+            values[name] = metrics.get(name)
+        values["extra_metrics"] = {k: float(v) for k, v in metrics.items()
+                                   if k not in METRICS and isinstance(v, int | float) and not isinstance(v, bool)}
+        values["min_partitions_moved"] = total_min
+        completed = [r for r in result.get("rebalances") or [] if r.get("end_ms") is not None]
+        if completed:
+            last = completed[-1]
+            counts = [len(last.get("assignment", {}).get(m, [])) for m in last.get("members") or []]
+            values["final_balance"] = (max(counts) - min(counts)) if counts else None
+            values["final_members"] = len(counts)
+            values["protocol"] = last.get("protocol")
+            values["chosen_strategy"] = last.get("strategy")
+        values["coordinator_partition"] = result.get("coordinator_partition")
+        for interval in result.get("ownership") or []:
+            yield OWNERSHIP, (run.run_id, run.scenario_name, strategy, run.seed, interval["partition"],
+                              interval["member"], interval["start_ms"], interval["end_ms"])
+    schema = simulation_schema(swept)
+    yield SIMULATIONS, tuple(_convert(values.get(f.name), f.dataType) if not isinstance(f.dataType, T.MapType)
+                             else values.get(f.name) for f in schema.fields)
+
+
+def simulate_batch(runs: Iterable[Run], sweep_name: str,
+                   swept: Sequence[tuple[str, T.DataType]]) -> Iterator[tuple[str, tuple]]:
+    for run in runs:
+        yield from simulate_run(run, sweep_name, swept)
+
+
+def batches(runs: Sequence[Run], tasks: int) -> list[list[Run]]:
+    """Cut runs into ``tasks`` contiguous batches of nearly equal size."""
+    tasks = max(1, min(tasks, len(runs)))
+    size = math.ceil(len(runs) / tasks)
+    return [list(runs[i:i + size]) for i in range(0, len(runs), size)]
+
+
+# --------------------------------------------------------------------------- transforms
+
+def moves_from_ownership(ownership: DataFrame, rebalances: DataFrame) -> DataFrame:
+    """Ownership intervals -> one row per partition move (owner A's interval followed by owner
+    B's, A != B): ``run_id, scenario, strategy, seed, partition, from_member, to_member,
+    released_ms, acquired_ms, unowned_ms`` and the ``generation`` of the latest rebalance that
+    started at or before the new owner got it."""
+    ordered = Window.partitionBy("run_id", "partition").orderBy("start_ms", "member")
+    paired = ownership.select(
+        "run_id", "scenario", "strategy", "seed", "partition",
+        F.lag("member").over(ordered).alias("from_member"),
+        F.col("member").alias("to_member"),
+        F.lag("end_ms").over(ordered).alias("released_ms"),
+        F.col("start_ms").alias("acquired_ms"),
+    )
+    moves = paired.where(F.col("from_member").isNotNull() & (F.col("from_member") != F.col("to_member")))
+    moves = moves.withColumn("unowned_ms", F.greatest(F.col("acquired_ms") - F.col("released_ms"), F.lit(0)))
+    starts = rebalances.select("run_id", F.col("generation"), F.col("start_ms").alias("rebalance_start_ms"))
+    located = (
+        moves.join(starts, "run_id", "left")
+        .where(F.col("rebalance_start_ms").isNull() | (F.col("rebalance_start_ms") <= F.col("acquired_ms")))
+        .groupBy("run_id", "scenario", "strategy", "seed", "partition", "from_member", "to_member", "released_ms",
+                 "acquired_ms", "unowned_ms")
+        .agg(F.max_by("generation", "rebalance_start_ms").alias("generation"))
+    )
+    return located
+
+
+def strategy_summary(simulations: DataFrame) -> DataFrame:
+    """Per scenario and strategy, over seeds and other parameters: runs and mean/max metrics."""
+    ok = simulations.where(F.col("error").isNull())
+    return ok.groupBy("scenario", "strategy").agg(
+        F.count(F.lit(1)).alias("runs"),
+        F.avg("partitions_moved").alias("partitions_moved"),
+        F.avg("min_partitions_moved").alias("min_partitions_moved"),
+        F.avg("stop_the_world_partition_ms").alias("stop_the_world_partition_ms"),
+        F.max("stop_the_world_partition_ms").alias("max_stop_the_world_partition_ms"),
+        F.avg("final_balance").alias("final_balance"),
+        F.max("final_balance").alias("max_final_balance"),
+        F.avg("rebalances").alias("rebalances"),
+        F.avg("max_partition_unowned_ms").alias("max_partition_unowned_ms"),
+        F.avg("records_processed_twice").alias("records_processed_twice"),
+        F.sum("records_lost").alias("records_lost"),
+    ).orderBy("scenario", "strategy")
+
+
+# --------------------------------------------------------------------------- the job
+
+@dataclass
+class LabRun:
+    out_dir: str
+    report: str
+    runs: int
+    failed: int
+    summary: Any  # pandas DataFrame of strategy_summary
+
+
+def default_tasks(spark: SparkSession, runs: int) -> int:
+    # A few tasks per core: enough to balance uneven batches and to move the progress bar,
+    # few enough that per-task overhead stays small against the simulations.
+    return max(1, min(runs, spark.sparkContext.defaultParallelism * 4))
+
+
+def run_lab(spark: SparkSession, sweep: Sweep, out_dir: str, *, tasks: int | None = None,
+            progress: bool | None = None) -> LabRun:
+    from kafka_rebalance.pipeline import report
+    from kafka_rebalance.pipeline.io import StagedOutput
+    from kafka_rebalance.pipeline.spark import spark_progress
+    from kafka_rebalance.sim import load_scenario
+
+    for run in sweep.runs:  # invalid scenarios fail here, as bad input, before any task starts
+        load_scenario(run.scenario)
+    swept = swept_columns(sweep)
+    sweep_name = sweep.name
+    chunks = batches(sweep.runs, tasks or default_tasks(spark, len(sweep.runs)))
+    context = spark.sparkContext
+    rows = context.parallelize(chunks, len(chunks)).flatMap(
+        lambda batch: simulate_batch(batch, sweep_name, swept)).persist(StorageLevel.MEMORY_AND_DISK)
+
+    def table(name: str, schema: T.StructType) -> DataFrame:
+        return spark.createDataFrame(rows.filter(lambda r: r[0] == name).map(lambda r: r[1]), schema)
+
+    with StagedOutput(out_dir) as out:
+        simulations = table(SIMULATIONS, simulation_schema(swept)).orderBy("run_id")
+        with spark_progress(spark, f"simulating {len(sweep.runs)} runs", enabled=progress):
+            simulations.write.parquet(str(out.path(SIMULATIONS)))
+        simulations = spark.read.parquet(str(out.path(SIMULATIONS)))
+        rebalances = table(REBALANCES, REBALANCE_SCHEMA).orderBy("run_id", "start_ms", "generation")
+        rebalances.write.parquet(str(out.path(REBALANCES)))
+        rebalances = spark.read.parquet(str(out.path(REBALANCES)))
+        ownership = table(OWNERSHIP, OWNERSHIP_SCHEMA).orderBy("run_id", "partition", "start_ms")
+        ownership.write.parquet(str(out.path(OWNERSHIP)))
+        ownership = spark.read.parquet(str(out.path(OWNERSHIP)))
+        moves = moves_from_ownership(ownership, rebalances).orderBy("run_id", "partition", "acquired_ms")
+        moves.write.parquet(str(out.path(MOVES)))
+        rows.unpersist()
+
+        summary = strategy_summary(simulations).toPandas()
+        sims = simulations.toPandas()
+        showcase = report.pick_showcase(sims)
+        showcase_ownership = ownership.where(F.col("run_id").isin(showcase)).toPandas() if showcase else None
+        showcase_rebalances = rebalances.where(F.col("run_id").isin(showcase)).toPandas() if showcase else None
+        figures = report.lab_figures(sims, summary, showcase_ownership, showcase_rebalances)
+        page = report.render_lab_report(sweep, sims, summary, figures)
+        report.write_report(out, page, figures)
+        out.write_text("lab.json", json.dumps({
+            "sweep": sweep.name, "runs": len(sweep.runs), "tasks": len(chunks),
+            "parameters": sweep.parameters, "failed": int(sims["error"].notna().sum()),
+        }, indent=2) + "\n")
+    return LabRun(out_dir=str(out.final), report=str(out.final / "report.html"), runs=len(sweep.runs),
+                  failed=int(sims["error"].notna().sum()), summary=summary)

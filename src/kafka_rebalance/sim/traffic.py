@@ -1,0 +1,83 @@
+"""Keyed produce traffic as closed-form log-end offsets (no event per record).
+
+Record ``i`` of a produce entry is written at ``start_ms + i * 1000 / records_per_s`` with key
+``"key-{i % keys}"`` and routed by murmur2 over the topic's partition count *at that time*
+(partition increases re-route keys, as they do in Kafka). So the log-end offset of a partition
+at time ``t`` is a count of record indices, computed from per-partition sorted key lists in
+O(log keys), whatever the rate.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from functools import lru_cache
+
+from kafka_rebalance.protocol.partitioner import partition_for_key
+
+
+@lru_cache(maxsize=256)
+def keys_by_partition(keys: int, partitions: int) -> tuple[tuple[int, ...], ...]:
+    """For each partition, the ascending key indices that murmur2 routes to it."""
+    lists: list[list[int]] = [[] for _ in range(partitions)]
+    for k in range(keys):
+        lists[partition_for_key(f"key-{k}", partitions)].append(k)
+    return tuple(tuple(x) for x in lists)
+
+
+def _routed(n: int, keys: int, mine: tuple[int, ...]) -> int:
+    """How many of record indices [0, n) carry a key in ``mine``."""
+    if n <= 0:
+        return 0
+    full, rest = divmod(n, keys)
+    return full * len(mine) + bisect_left(mine, rest)
+
+
+class Traffic:
+    """Log-end offsets of every partition as a function of virtual time."""
+
+    def __init__(self, produce: list, topic_epochs: dict[str, list[tuple[int, int]]], end_ms: int):
+        # topic_epochs[topic] = [(from_ms, partition_count), ...] ascending (creation, increases)
+        self.topic_epochs = topic_epochs
+        self.end_ms = end_ms
+        self.by_topic: dict[str, list[tuple[int, int | None, float, int]]] = {}
+        for spec in produce:
+            epochs = topic_epochs.get(spec.topic)
+            if not epochs:
+                continue
+            start = max(spec.start_ms, epochs[0][0])
+            self.by_topic.setdefault(spec.topic, []).append((start, spec.end_ms, spec.records_per_s, spec.keys))
+        self._cache: dict[tuple[str, int], int] = {}
+
+    @staticmethod
+    def _count(start: int, stop: int | None, rate: float, t: int) -> int:
+        """Records of one entry produced in [start, t)."""
+        if stop is not None:
+            t = min(t, stop)
+        if t <= start:
+            return 0
+        return int((t - start) * rate // 1000)
+
+    def leo(self, topic: str, partition: int, t: int) -> int:
+        entries = self.by_topic.get(topic)
+        if not entries:
+            return 0
+        epochs = self.topic_epochs[topic]
+        total = 0
+        for start, stop, rate, keys in entries:
+            for i, (from_ms, count) in enumerate(epochs):
+                if from_ms >= t:
+                    break
+                if partition >= count:
+                    continue
+                until = epochs[i + 1][0] if i + 1 < len(epochs) else t
+                until = min(until, t)
+                a = self._count(start, stop, rate, from_ms)
+                b = self._count(start, stop, rate, until)
+                if b > a:
+                    mine = keys_by_partition(keys, count)[partition]
+                    total += _routed(b, keys, mine) - _routed(a, keys, mine)
+        return total
+
+    def leo_of(self, partition_name: str, t: int) -> int:
+        topic, _, number = partition_name.rpartition("-")
+        return self.leo(topic, int(number), t)

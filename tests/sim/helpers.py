@@ -1,0 +1,23 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+
+ROOT = Path(__file__).resolve().parents[2]
+SCENARIOS = ROOT / "examples" / "scenarios"
+
+
+
+def base(consumers, events, *, strategies=("cooperative-sticky",), topics=None, end_ms=60000, **config):
+    """A small scenario dict: consumers by name, all subscribing to t0."""
+    return {
+        "name": "test",
+        "group": "test-group",
+        "config": {"network_latency_ms": 2, **config},
+        "topics": topics or {"t0": 3},
+        "consumers": [c if isinstance(c, dict) else {"id": c, "strategies": list(strategies), "subscribe": ["t0"]}
+                      for c in consumers],
+        "produce": [{"topic": "t0", "records_per_s": 50, "keys": 30}],
+        "events": events,
+        "end_ms": end_ms,
+    }

@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from kafka_rebalance.protocol.logformat import parse_rebalances
+from tests.sim.helpers import SCENARIOS
+
+CLI = [sys.executable, "-m", "kafka_rebalance.cli"]
+
+
+def run(*args):
+    code = "import sys; from kafka_rebalance.cli import main; main(sys.argv[1:])"
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+
+
+def test_json_and_log(tmp_path):
+    log = tmp_path / "server.log"
+    done = run("simulate", str(SCENARIOS / "cooperative-join.yaml"), "--json", "--log", str(log))
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["metrics"]["rebalances"] == 3
+    assert [r["generation"] for r in parse_rebalances(log.read_text().splitlines())] == [1, 2, 3]
+
+
+def test_timeline_output():
+    done = run("simulate", str(SCENARIOS / "eager-join.yaml"))
+    assert done.returncode == 0
+    assert "generation 2" in done.stdout and "revoked" in done.stdout and "stop_the_world_partition_ms" in done.stdout
+
+
+def test_bad_scenario_is_one_line_exit_2(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("topics: {t0: 1}\nconsumers: [{id: a, subscribe: [t0]}]\nevents: [{at_ms: 0, crash: zed}]\n")
+    log = tmp_path / "out.log"
+    done = run("simulate", str(bad), "--log", str(log))
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip().count("\n") == 0 and "events[0].crash" in done.stderr
+    assert not log.exists()
