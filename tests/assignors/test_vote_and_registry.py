@@ -13,7 +13,13 @@ from kafka_rebalance.assignors import (
     register,
     select_strategy,
 )
-from kafka_rebalance.model import ColumnarGroup, GroupSnapshot, InvalidInput, RebalanceProtocol, TopicPartition
+from kafka_rebalance.model import (
+    ColumnarGroup,
+    GroupSnapshot,
+    InvalidInput,
+    RebalanceProtocol,
+    TopicPartition,
+)
 
 
 def test_vote_most_votes_among_common_candidates():

@@ -2,7 +2,14 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_rebalance.model import ColumnarGroup, GroupSnapshot, InvalidInput, TopicPartition, java_sort_key, java_string_hash
+from kafka_rebalance.model import (
+    ColumnarGroup,
+    GroupSnapshot,
+    InvalidInput,
+    TopicPartition,
+    java_sort_key,
+    java_string_hash,
+)
 
 
 @pytest.mark.parametrize(

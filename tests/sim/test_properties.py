@@ -55,7 +55,7 @@ def test_random_event_sequences_keep_the_group_safe_and_converge(scenario):
         by_partition.setdefault(o["partition"], []).append((o["start_ms"], o["end_ms"], o["member"]))
     for intervals in by_partition.values():
         intervals.sort()
-        for (s1, e1, m1), (s2, e2, m2) in zip(intervals, intervals[1:]):
+        for (_s1, e1, m1), (s2, e2, m2) in zip(intervals, intervals[1:], strict=False):
             assert s2 >= e1, f"{m1} and {m2} both own a partition during [{s2}, {min(e1, e2)}]"
     # Committed offsets never go backwards; nothing is ever skipped.
     assert run.offset_regressions == 0

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from kafka_rebalance.model import InvalidInput
-from kafka_rebalance.protocol.logformat import epoch_ms, DEFAULT_EPOCH, parse_rebalances
+from kafka_rebalance.protocol.logformat import DEFAULT_EPOCH, epoch_ms, parse_rebalances
 from kafka_rebalance.sim import load_scenario, log_lines, run_simulation, simulate
 from tests.sim.helpers import SCENARIOS, base
 

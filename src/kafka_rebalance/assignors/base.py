@@ -35,7 +35,7 @@ class PartitionAssignor(ABC):
         """Bytes this member adds to its JoinGroup subscription (Kafka's subscriptionUserData)."""
         return None
 
-    def on_assignment(self, partitions: Sequence[TopicPartition], generation: int) -> None:
+    def on_assignment(self, partitions: Sequence[TopicPartition], generation: int) -> None:  # noqa: B027 (optional hook)
         """Called on every member when its assignment arrives from the leader."""
 
     @abstractmethod

@@ -15,10 +15,12 @@ def cli() -> None:
 
 def _register_commands() -> None:
     # Imported for their side effect of adding a command to ``cli``.
-    from kafka_rebalance.cli import assign_cmd  # noqa: F401
-    from kafka_rebalance.cli import simulate_cmd  # noqa: F401
-    from kafka_rebalance.cli import lab_cmd  # noqa: F401
-    from kafka_rebalance.cli import logs_cmd  # noqa: F401
+    from kafka_rebalance.cli import (
+        assign_cmd,  # noqa: F401
+        lab_cmd,  # noqa: F401
+        logs_cmd,  # noqa: F401
+        simulate_cmd,  # noqa: F401
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 from kafka_rebalance.model.errors import InvalidInput
 
 
-class RebalanceProtocol(str, Enum):
+class RebalanceProtocol(StrEnum):
     """Kafka's ConsumerPartitionAssignor.RebalanceProtocol; COOPERATIVE ranks above EAGER."""
 
     EAGER = "EAGER"

@@ -27,6 +27,7 @@ class Advice:
     severity: str  # "problem" or "note"
     finding: str
     advice: str
+    rule: str = ""  # which finding this is, to list the groups that share it together
 
     def as_dict(self) -> dict[str, str]:
         return asdict(self)
@@ -85,26 +86,26 @@ def advise_group(row: Any) -> list[Advice]:
                           "only from poll(), slower than session.timeout.ms). Lower max.poll.records or raise "
                           "max.poll.interval.ms so one batch fits comfortably.")
             items.append(Advice(group, "problem",
-                                f"client {most['client']} failed {most['failures']} times, every "
-                                f"~{_seconds(mean)} (steady period)", advice))
+                                f"client {most['client']} failed {int(most['failures'])} times, every "
+                                f"~{_seconds(mean)} (steady period)", advice, rule="steady-failures"))
     if failures and not any(i.finding.startswith("client ") for i in items):
         items.append(Advice(
             group, "problem" if failures >= STEADY_MIN_FAILURES else "note",
             f"{failures} member(s) removed by session timeout",
             "The coordinator stopped hearing heartbeats. Check heartbeat.interval.ms is at most a third of "
             "session.timeout.ms (three chances to heartbeat before expiry), then GC pauses and network between "
-            "consumers and the coordinator."))
+            "consumers and the coordinator.", rule="session-timeouts"))
     if old_python and not any("kafka-python" in i.advice for i in items):
         items.append(Advice(
             group, "note", f"kafka-python {_value(row, 'kafka_python_version')} clients",
             "Before 1.4, kafka-python heartbeats only from poll(): processing longer than session_timeout_ms per "
-            "poll means removal and a rebalance. Upgrade, or keep max_poll_records small."))
+            "poll means removal and a rebalance. Upgrade, or keep max_poll_records small.", rule="old-kafka-python"))
     poll_timeouts = int(_value(row, "poll_timeout_leaves") or 0)
     if poll_timeouts:
         items.append(Advice(
             group, "problem", f"{poll_timeouts} member(s) left because the poll timeout expired",
             "Processing one batch took longer than max.poll.interval.ms, so the consumer left the group itself. "
-            "Lower max.poll.records or raise max.poll.interval.ms."))
+            "Lower max.poll.records or raise max.poll.interval.ms.", rule="poll-timeouts"))
     storms = int(_value(row, "storms") or 0)
     if storms:
         largest = int(_value(row, "largest_storm") or 0)
@@ -118,26 +119,26 @@ def advise_group(row: Any) -> list[Advice]:
                       "(group.instance.id) lets a bounced consumer come back within session.timeout.ms without a "
                       "rebalance, and cooperative-sticky keeps the other partitions consuming meanwhile.")
         items.append(Advice(group, "problem", f"{storms} rebalance storm(s), the largest {largest} rebalances",
-                            advice))
+                            advice, rule="storms"))
     median = _value(row, "median_duration_ms")
     if median is not None and median >= SLOW_REBALANCE_MS:
         items.append(Advice(
             group, "note", f"rebalances take {_seconds(float(median))} (median)",
             "The join phase waits for every member to rejoin, up to the rebalance timeout (max.poll.interval.ms), "
             "and a member busy in its processing loop delays everyone. Smaller batches shorten it; "
-            "cooperative-sticky keeps unaffected partitions consuming while it lasts."))
+            "cooperative-sticky keeps unaffected partitions consuming while it lasts.", rule="slow-rebalances"))
     generation = _value(row, "max_generation")
     if generation is not None and generation >= HIGH_GENERATION:
         items.append(Advice(
             group, "note", f"generation {int(generation)}",
             f"The group has rebalanced about {int(generation)} times since it was created: rebalancing is routine "
-            "here, not an accident. Look for a periodic cause (restarts, timeouts)."))
+            "here, not an accident. Look for a periodic cause (restarts, timeouts).", rule="high-generation"))
     empties = int(_value(row, "empty_periods") or 0)
     if empties:
         longest = _value(row, "longest_empty_ms")
         span = f", the longest {_seconds(float(longest))}" if longest is not None else ""
         items.append(Advice(group, "note", f"empty {empties} time(s){span}",
-                            "No consumer was in the group: nothing was consumed and lag grew."))
+                            "No consumer was in the group: nothing was consumed and lag grew.", rule="empty"))
     return items
 
 

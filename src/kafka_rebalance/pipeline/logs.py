@@ -108,7 +108,7 @@ def parse_events(lines: DataFrame, line_column: str = "value") -> DataFrame:
     GroupCoordinator line of a known kind: ``seq, kind, time_ms, time`` and the fields of
     ``EVENT_FIELDS`` plus ``partition`` (the coordinator's ``__consumer_offsets`` partition).
     Lines of no known kind, or whose timestamp cannot be read, are dropped."""
-    return events_from_classified(classify_lines(lines, line_column))
+    return distinct_events(events_from_classified(classify_lines(lines, line_column)))
 
 
 def events_from_classified(classified: DataFrame) -> DataFrame:
@@ -127,6 +127,12 @@ def events_from_classified(classified: DataFrame) -> DataFrame:
     events = matched.select(*columns).where(F.col("time_ms").isNotNull() & F.col("group").isNotNull())
     return events.withColumn("partition", F.coalesce("prefix_partition", "suffix_partition")).drop(
         "prefix_partition", "suffix_partition")
+
+
+def distinct_events(events: DataFrame) -> DataFrame:
+    """Events without repeats of the same line: a file given twice (a copy beside its rotated
+    original, or an excerpt pasted twice) must not double the rebalances it shows."""
+    return events.dropDuplicates([c for c in events.columns if c != "seq"])
 
 
 def line_counts(classified: DataFrame) -> list[Column]:
@@ -396,7 +402,7 @@ def run_logs(spark, paths: list[str], out_dir: str, *, storm_rule: StormRule = S
         observed = classified.observe(observation, *line_counts(classified))
         events_path = str(out.path("events"))
         with spark_progress(spark, "reading logs", enabled=progress):
-            events_from_classified(observed).write.parquet(events_path)
+            distinct_events(events_from_classified(observed)).write.parquet(events_path)
         counts = observation.get
         events = spark.read.parquet(events_path).cache()
 

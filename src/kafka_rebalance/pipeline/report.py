@@ -61,7 +61,7 @@ def render(fig: plt.Figure, elements: int = 0) -> str:
     """Inline a matplotlib figure: SVG when light enough, else a PNG data URI."""
     buffer = io.BytesIO()
     if elements <= SVG_ELEMENT_LIMIT:
-        fig.savefig(buffer, format="svg", bbox_inches="tight")
+        fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
         plt.close(fig)
         text = buffer.getvalue().decode("utf-8")
         start = text.find("<svg")
@@ -279,7 +279,7 @@ def duration_figure(quantiles: pd.DataFrame, groups: list[str]) -> Figure:
         stats.append({"label": f"{group} ({int(row['rebalances'])})", "whislo": row["p5"], "q1": row["p25"],
                       "med": row["p50"], "q3": row["p75"], "whishi": row["p95"], "fliers": [row["max"]]})
     fig, ax = plt.subplots(figsize=(11, max(1.8, 0.5 * len(order) + 1.0)))
-    ax.bxp(stats, vert=False, showfliers=True, patch_artist=True,
+    ax.bxp(stats, orientation="horizontal", showfliers=True, patch_artist=True,
            boxprops={"facecolor": "#cfe0fb", "edgecolor": "#2f6fde"}, medianprops={"color": "#1d2733"},
            flierprops={"marker": "o", "markerfacecolor": "#d62728", "markeredgecolor": "none"})
     ax.set_xlabel("rebalance duration (ms)")
@@ -298,7 +298,7 @@ def storms_figure(findings: pd.DataFrame, storms: pd.DataFrame) -> Figure:
         return Figure("storms", "Rebalances, failures and storms per group", caption,
                       empty_figure("no groups"), findings)
     top = _top_groups(findings)
-    in_storms = storms.groupBy("group")["rebalances"].sum() if not storms.empty else pd.Series(dtype="int64")
+    in_storms = storms.groupby("group")["rebalances"].sum() if not storms.empty else pd.Series(dtype="int64")
     data = pd.DataFrame({
         "group": top,
         "rebalances": [int(findings.loc[findings["group"] == g, "rebalances"].iloc[0]) for g in top],
@@ -319,6 +319,40 @@ def storms_figure(findings: pd.DataFrame, storms: pd.DataFrame) -> Figure:
     return Figure("storms", "Rebalances, failures and storms per group", caption, render(fig), data)
 
 
+RULE_TITLES = {
+    "steady-failures": "Members failing at a steady period",
+    "session-timeouts": "Members removed by session timeout",
+    "old-kafka-python": "Old kafka-python clients (heartbeat only from poll)",
+    "poll-timeouts": "Members leaving because the poll timeout expired",
+    "storms": "Rebalance storms",
+    "slow-rebalances": "Slow rebalances",
+    "high-generation": "Groups that rebalance routinely",
+    "empty": "Groups that went empty",
+}
+
+
+def advice_html(advice_items: Sequence[Any], groups_shown: int = 8) -> str:
+    """One entry per finding, with the advice once and the groups it applies to (the details of
+    each group folded away)."""
+    by_rule: dict[str, list[Any]] = {}
+    for item in advice_items:
+        by_rule.setdefault(item.rule or item.finding, []).append(item)
+    ordered = sorted(by_rule.items(), key=lambda kv: (kv[1][0].severity != "problem", -len(kv[1]), kv[0]))
+    entries = []
+    for rule, items in ordered:
+        groups = [i.group for i in items]
+        named = ", ".join(html.escape(g) for g in groups[:groups_shown])
+        more = f" and {len(groups) - groups_shown} more" if len(groups) > groups_shown else ""
+        title = RULE_TITLES.get(rule, rule)
+        details = "".join(f"<li>{html.escape(i.group)}: {html.escape(i.finding)}</li>" for i in items[:200])
+        entries.append(
+            f'<li><span class="{items[0].severity}">{html.escape(title)}</span> '
+            f"({len(groups)} group{'s' if len(groups) != 1 else ''}: {named}{more}). "
+            f"{html.escape(items[0].advice)}"
+            f"<details><summary>details</summary><ul>{details}</ul></details></li>")
+    return f'<ul class="advice">{"".join(entries)}</ul>'
+
+
 def render_logs_report(summary: dict, figures: list[Figure], advice_items: list, findings: pd.DataFrame,
                        storms: Any) -> str:
     if hasattr(storms, "toPandas"):
@@ -333,10 +367,7 @@ def render_logs_report(summary: dict, figures: list[Figure], advice_items: list,
         ("storms", summary["storms"]),
     ])]
     if advice_items:
-        items = "".join(
-            f'<li><span class="{a.severity}">{html.escape(a.group)}: {html.escape(a.finding)}.</span> '
-            f"{html.escape(a.advice)}</li>" for a in advice_items[:60])
-        sections.append(section("What the log shows, and what to do", f'<ul class="advice">{items}</ul>'))
+        sections.append(section("What the log shows, and what to do", advice_html(advice_items)))
     else:
         sections.append(section("What the log shows, and what to do",
                                 '<p class="caption">No failures, storms or slow rebalances found.</p>'))

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from kafka_rebalance.assignors import get_assignor
@@ -48,7 +48,7 @@ from kafka_rebalance.protocol.messages import (
 )
 
 
-class MemberState(str, Enum):
+class MemberState(StrEnum):
     UNJOINED = "UNJOINED"
     PREPARING_REBALANCE = "PREPARING_REBALANCE"  # JoinGroup in flight
     COMPLETING_REBALANCE = "COMPLETING_REBALANCE"  # SyncGroup in flight
@@ -305,9 +305,9 @@ class ConsumerCoordinator:
                 out.timers.append((max(deadline, now + 1), ("poll_timeout", self._poll_epoch)))
             else:
                 self._poll_timeout(now, out)
-        elif kind == "retry_join" and self.rejoin_needed and self.app_in_poll:
-            if self.state in (MemberState.UNJOINED, MemberState.STABLE) and not self._commit_before_join:
-                self._prepare_join(now, out)
+        elif (kind == "retry_join" and self.rejoin_needed and self.app_in_poll
+              and self.state in (MemberState.UNJOINED, MemberState.STABLE) and not self._commit_before_join):
+            self._prepare_join(now, out)
         return out
 
     def _poll_timeout(self, now: int, out: ConsumerOutput) -> None:

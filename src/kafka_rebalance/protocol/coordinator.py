@@ -23,7 +23,7 @@ from __future__ import annotations
 import random
 import uuid
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from kafka_rebalance.assignors import select_strategy
@@ -49,7 +49,7 @@ from kafka_rebalance.protocol.messages import (
 )
 
 
-class GroupState(str, Enum):
+class GroupState(StrEnum):
     EMPTY = "Empty"
     PREPARING_REBALANCE = "PreparingRebalance"
     COMPLETING_REBALANCE = "CompletingRebalance"

@@ -26,12 +26,17 @@ from __future__ import annotations
 import heapq
 import math
 import random
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka_rebalance.assignors import get_assignor
 from kafka_rebalance.model import RebalanceProtocol
-from kafka_rebalance.protocol.consumer import ConsumerConfig, ConsumerCoordinator, MemberState, sorted_partitions
+from kafka_rebalance.protocol.consumer import (
+    ConsumerConfig,
+    ConsumerCoordinator,
+    MemberState,
+    sorted_partitions,
+)
 from kafka_rebalance.protocol.coordinator import CoordinatorConfig, GroupCoordinator, coordinator_partition
 from kafka_rebalance.protocol.messages import (
     Errors,
@@ -249,10 +254,9 @@ class Simulation:
             return
         if isinstance(request, OffsetFetchRequest):
             # Whoever held these partitions has committed by now what a real consumer would have.
-            for partition in request.partitions:
-                holder = self.assigned_to.get(partition)
-                if holder is not None and holder in self.processes:
-                    self._checkpoint(self.processes[holder])
+            holders = {self.assigned_to.get(partition) for partition in request.partitions}
+            for holder in sorted(h for h in holders if h is not None and h in self.processes):
+                self._checkpoint(self.processes[holder])
         self._coordinator_output(coordinator.handle(connection, request, self.now))
 
     def _coordinator_output(self, out) -> None:
@@ -417,9 +421,7 @@ class Simulation:
         if not proc.alive or proc.paused or not cc.app_in_poll:
             return
         if (cc.rejoin_needed and cc.state in (MemberState.UNJOINED, MemberState.STABLE) and not cc._commit_before_join) \
-                or cc._heartbeat_due:
-            self._app_poll(proc)
-        elif not proc.continuous and not proc.batch and cc.state is MemberState.STABLE and proc.positions:
+                or cc._heartbeat_due or not proc.continuous and not proc.batch and cc.state is MemberState.STABLE and proc.positions:
             self._app_poll(proc)
 
     def _app_poll(self, proc: Process) -> None:
@@ -427,7 +429,8 @@ class Simulation:
         if not proc.alive or proc.paused or proc.stalled:
             return
         cc.app_in_poll = True
-        self._checkpoint(proc) if proc.continuous else None
+        if proc.continuous:
+            self._checkpoint(proc)
         self._consumer_output(proc, cc.poll(self.now))
         if proc.continuous or not proc.alive:
             return
@@ -560,13 +563,12 @@ class Simulation:
                 proc.cc.metadata = dict(self.topics)
                 proc.cc.subscribe(tuple(spec.topics or ()), spec.pattern)
                 self._maybe_poll(proc)
-        elif action == "coordinator_failover":
-            if self.coordinator is not None:
-                self._coordinator_output(self.coordinator.unload(now))
-                self._last_coordinator = self.coordinator
-                self.coordinator = None
-                self.coordinator_epoch += 1
-                self._push(now + self.cfg.coordinator_load_ms, COORDINATOR_LOAD)
+        elif action == "coordinator_failover" and self.coordinator is not None:
+            self._coordinator_output(self.coordinator.unload(now))
+            self._last_coordinator = self.coordinator
+            self.coordinator = None
+            self.coordinator_epoch += 1
+            self._push(now + self.cfg.coordinator_load_ms, COORDINATOR_LOAD)
 
     def _load_coordinator(self) -> None:
         self.broker = (self.broker + 1) % self.cfg.brokers
@@ -684,7 +686,13 @@ class Simulation:
         )
 
     def _metrics(self, ownership: list[tuple[str, str, int, int]]) -> dict[str, int]:
-        windows = [(r["start_ms"], r["end_ms"] if r["end_ms"] is not None else self.end_ms) for r in self.rebalances]
+        windows = sorted((r["start_ms"], r["end_ms"] if r["end_ms"] is not None else self.end_ms) for r in self.rebalances)
+        window_starts = [w[0] for w in windows]
+
+        def in_rebalance(moment: int) -> bool:
+            i = bisect_right(window_starts, moment) - 1
+            return i >= 0 and windows[i][0] <= moment <= windows[i][1]
+
         moved = 0
         stop_the_world = 0
         max_unowned = 0
@@ -705,7 +713,7 @@ class Simulation:
                     previous_name, _, previous_end = intervals[i - 1]
                     if previous_name != name:
                         moved += 1
-                    elif start > previous_end and any(s <= previous_end <= e for s, e in windows):
+                    elif start > previous_end and in_rebalance(previous_end):
                         stop_the_world += start - previous_end
             if self.end_ms > cursor:
                 max_unowned = max(max_unowned, self.end_ms - cursor)
@@ -733,10 +741,3 @@ def simulate(scenario: Scenario | dict | str, seed: int | None = None) -> dict[s
     """The result of shared/spec/scenario.md (plus ``ownership``) for a scenario and seed."""
     return run_simulation(scenario, seed).result
 
-
-def active_protocol(strategies: list[str]) -> RebalanceProtocol:
-    protocols = None
-    for name in strategies:
-        supported = set(get_assignor(name).supported_protocols)
-        protocols = supported if protocols is None else protocols & supported
-    return max(protocols or {RebalanceProtocol.EAGER}, key=lambda p: p.rank)

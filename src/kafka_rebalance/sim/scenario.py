@@ -234,11 +234,6 @@ class Scenario(_Strict):
                 rebalance_protocol(tuple(consumer.strategies))
             except InvalidInput as exc:
                 raise _FieldError(f"consumers[{i}].strategies", exc.problem) from None
-            session = consumer.setting(self.config, "session_timeout_ms")
-            if not self.config.group_min_session_timeout_ms <= session <= self.config.group_max_session_timeout_ms:
-                # Kafka would answer INVALID_SESSION_TIMEOUT; we run it, but say so loudly? No: the
-                # coordinator answers it and the consumer fails, exactly as in Kafka.
-                pass
         return self
 
     @property

@@ -1,0 +1,31 @@
+"""One local SparkSession for every pipeline test (starting Spark costs seconds)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SHARED = ROOT.parent / "shared"
+SEED_002 = next((SHARED / "seeds").glob("002_*.txt"), None)
+
+if str(ROOT / "benchmarks") not in sys.path:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from kafka_rebalance.pipeline.spark import build_session
+
+    session = build_session("local[2]", "kafka-rebalance-tests", extra_conf={"spark.sql.shuffle.partitions": "2"})
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def seed_document() -> Path:
+    if SEED_002 is None:
+        pytest.skip("shared/seeds/002_*.txt is not present")
+    return SEED_002

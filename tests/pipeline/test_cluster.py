@@ -1,0 +1,150 @@
+"""The same sweep gives the same tables on local Spark and on a standalone master + worker
+started here on 127.0.0.1 (and stopped by their own pids)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+pytestmark = [pytest.mark.cluster, pytest.mark.spark]
+
+SWEEP = """
+name: cluster-check
+seeds: [1, 2]
+runs:
+  - scenario:
+      name: consumer3-joins
+      topics: {t0: 3}
+      consumers:
+        - {id: consumer1, subscribe: [t0]}
+        - {id: consumer2, subscribe: [t0]}
+        - {id: consumer3, subscribe: [t0]}
+      produce: [{topic: t0, records_per_s: 100, keys: 50}]
+      events:
+        - {at_ms: 0, join: consumer1}
+        - {at_ms: 0, join: consumer2}
+        - {at_ms: 20000, join: consumer3}
+      end_ms: 40000
+    grid:
+      strategy: [range, roundrobin, sticky, cooperative-sticky]
+  - scenario:
+      name: crash
+      topics: {orders: 6}
+      consumers:
+        - {id: c1, subscribe: [orders]}
+        - {id: c2, subscribe: [orders]}
+        - {id: c3, subscribe: [orders]}
+      produce: [{topic: orders, records_per_s: 50}]
+      events:
+        - {at_ms: 0, join: c1}
+        - {at_ms: 0, join: c2}
+        - {at_ms: 0, join: c3}
+        - {at_ms: 10000, crash: c2}
+      end_ms: 60000
+    grid:
+      strategy: [sticky, cooperative-sticky]
+      session_timeout_ms: [10000, 30000]
+"""
+TABLES = {
+    "simulations": ["run_id"],
+    "rebalances": ["run_id", "start_ms", "generation"],
+    "ownership": ["run_id", "partition", "start_ms", "member"],
+    "moves": ["run_id", "partition", "acquired_ms"],
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.5)
+    raise TimeoutError(f"timed out waiting for {what}")
+
+
+def port_open(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.fixture
+def standalone(tmp_path):
+    import pyspark
+
+    spark_home = Path(pyspark.__file__).parent
+    env = dict(os.environ, SPARK_HOME=str(spark_home), SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
+               SPARK_WORKER_DIR=str(tmp_path / "work"), SPARK_NO_DAEMONIZE="1")
+    spark_class = str(spark_home / "bin" / "spark-class")
+    master_port, master_ui, worker_ui = free_port(), free_port(), free_port()
+    processes: list[subprocess.Popen] = []
+    logs = []
+    try:
+        master_log = (tmp_path / "master.log").open("w")
+        logs.append(master_log)
+        processes.append(subprocess.Popen(
+            [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(master_port),
+             "--webui-port", str(master_ui)], env=env, stdout=master_log, stderr=subprocess.STDOUT))
+        wait_for(lambda: port_open(master_port), 90, "the Spark master")
+        url = f"spark://127.0.0.1:{master_port}"
+        worker_log = (tmp_path / "worker.log").open("w")
+        logs.append(worker_log)
+        processes.append(subprocess.Popen(
+            [spark_class, "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1", "--cores", "1",
+             "--memory", "1g", "--webui-port", str(worker_ui), "--work-dir", str(tmp_path / "work")],
+            env=env, stdout=worker_log, stderr=subprocess.STDOUT))
+        wait_for(lambda: "Registering worker" in (tmp_path / "master.log").read_text(errors="replace"), 90,
+                 "the worker to register")
+        yield url, tmp_path / "worker.log"
+    finally:
+        for process in reversed(processes):  # worker first, then master: only the pids started here
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=10)
+        for log in logs:
+            log.close()
+
+
+def read_table(out: Path, name: str) -> pd.DataFrame:
+    frame = pd.read_parquet(out / name)
+    return frame.sort_values(TABLES[name]).reset_index(drop=True)
+
+
+def test_same_tables_on_local_and_standalone(spark, standalone, tmp_path):
+    from kafka_rebalance.pipeline.lab import run_lab
+    from kafka_rebalance.pipeline.sweep import load_sweep
+
+    sweep_file = tmp_path / "sweep.yaml"
+    sweep_file.write_text(SWEEP)
+    local_out = tmp_path / "local"
+    run_lab(spark, load_sweep(sweep_file), str(local_out), progress=False)
+
+    cluster_out = tmp_path / "cluster"
+    url, worker_log = standalone
+    command = [sys.executable, "-c", "from kafka_rebalance.cli import main; main()", "lab", str(sweep_file),
+               "--master", url, "--out", str(cluster_out), "--tasks", "3"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, PYSPARK_PYTHON=sys.executable))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "report:" in done.stdout
+    assert "Asked to launch executor" in worker_log.read_text(errors="replace")  # it really ran there
+
+    for name in TABLES:
+        local, cluster = read_table(local_out, name), read_table(cluster_out, name)
+        assert len(local) > 0
+        pd.testing.assert_frame_equal(local, cluster, check_like=False)

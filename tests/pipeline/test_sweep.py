@@ -1,0 +1,114 @@
+"""Sweep files: grids, templates, parameters, and the arithmetic of the lab's rows (no Spark)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafka_rebalance.model import InvalidInput
+from kafka_rebalance.pipeline.lab import batches, minimum_moves, rebalance_rows
+from kafka_rebalance.pipeline.sweep import apply_parameters, load_sweep, parse_sweep
+from kafka_rebalance.sim import load_scenario
+
+BASE = {
+    "name": "base",
+    "topics": {"t0": 4, "t1": 2},
+    "consumers": [
+        {"id": "consumer1", "subscribe": ["t0", "t1"], "session_timeout_ms": 30000},
+        {"id": "consumer2", "subscribe": ["t0", "t1"]},
+    ],
+    "produce": [{"topic": "t0", "records_per_s": 10}],
+    "events": [{"at_ms": 0, "join": "consumer1"}, {"at_ms": 5000, "join": "consumer2"},
+               {"at_ms": 9000, "crash": "consumer2"}],
+}
+
+
+def test_grid_times_seeds():
+    sweep = parse_sweep({"seeds": [1, 2, 3], "runs": [{"scenario": BASE, "grid": {
+        "strategy": ["range", "sticky"], "session_timeout_ms": [10000, 45000]}}]})
+    assert len(sweep.runs) == 2 * 2 * 3
+    assert sweep.parameters == ["strategy", "session_timeout_ms"]
+    assert len({r.run_id for r in sweep.runs}) == 12
+    run = next(r for r in sweep.runs if r.params == {"strategy": "sticky", "session_timeout_ms": 10000} and r.seed == 2)
+    scenario = load_scenario(run.scenario)
+    assert scenario.seed == 2 and scenario.config.session_timeout_ms == 10000
+    # A swept setting applies to every consumer, replacing a consumer's own value.
+    assert all(c.session_timeout_ms is None and c.strategies == ["sticky"] for c in scenario.consumers)
+
+
+def test_group_size_clones_the_last_consumer_and_its_events():
+    grown = apply_parameters(BASE, {"group_size": 4})
+    assert [c["id"] for c in grown["consumers"]] == ["consumer1", "consumer2", "consumer3", "consumer4"]
+    assert {"at_ms": 5000, "join": "consumer4"} in grown["events"]
+    assert {"at_ms": 9000, "crash": "consumer3"} in grown["events"]
+    load_scenario(grown)
+    shrunk = apply_parameters(BASE, {"group_size": 1})
+    assert [c["id"] for c in shrunk["consumers"]] == ["consumer1"]
+    assert all("consumer2" not in e.values() for e in shrunk["events"])
+
+
+def test_partitions_and_rates():
+    scenario = apply_parameters(BASE, {"partitions": 12, "records_per_s": 250, "processing_ms_per_record": 3})
+    assert scenario["topics"] == {"t0": 12, "t1": 12}
+    assert scenario["produce"][0]["records_per_s"] == 250
+    assert all(c["processing_ms_per_record"] == 3 for c in scenario["consumers"])
+
+
+@pytest.mark.parametrize("bad, field", [
+    ({"runs": [{"scenario": BASE, "grid": {"colour": ["red"]}}]}, "runs[0].grid.colour"),
+    ({"runs": [{"scenario": BASE, "grids": {}}]}, "runs[0].grids"),
+    ({"runz": []}, "sweep.runz"),
+    ({"runs": []}, "sweep.runs"),
+    ({"runs": [{"scenario": "nowhere.yaml"}]}, "runs[0].scenario"),
+])
+def test_bad_sweeps_name_the_field(bad, field):
+    with pytest.raises(InvalidInput) as info:
+        parse_sweep(bad)
+    assert info.value.field == field
+
+
+def test_builtin_sweep_is_valid():
+    sweep = load_sweep(None)
+    assert len(sweep.runs) >= 50
+    assert {r.params.get("strategy") for r in sweep.runs} == {"range", "roundrobin", "sticky", "cooperative-sticky"}
+    for run in sweep.runs:
+        load_scenario(run.scenario)
+
+
+def test_minimum_moves():
+    # c1 leaves a group of three holding 3 of 8 partitions: exactly its 3 must move.
+    owners = {f"t-{i}": m for i, m in enumerate(["c0", "c0", "c0", "c1", "c1", "c1", "c2", "c2"])}
+    assert minimum_moves(set(owners), ["c0", "c2"], owners) == 3
+    # A third member joins two holding 3 each: one from each of... no: 6/3 = 2 each, so 2 move.
+    owners = {f"t-{i}": m for i, m in enumerate(["a", "a", "a", "b", "b", "b"])}
+    assert minimum_moves(set(owners), ["a", "b", "c"], owners) == 2
+    # 3 partitions over 3 members from 2/1: one moves.
+    owners = {"t-0": "a", "t-1": "b", "t-2": "a"}
+    assert minimum_moves(set(owners), ["a", "b", "c"], owners) == 1
+    # First assignment: nothing had an owner, nothing "moves".
+    assert minimum_moves({"t-0", "t-1"}, ["a", "b"], {}) == 0
+
+
+def test_rebalance_rows_count_moves_and_cooperative_phases():
+    run = parse_sweep({"runs": [{"scenario": BASE}]}).runs[0]
+    result = {"rebalances": [
+        {"generation": 1, "start_ms": 0, "end_ms": 10, "members": ["a", "b"], "protocol": "COOPERATIVE",
+         "assignment": {"a": ["t-0", "t-2"], "b": ["t-1"]}, "revoked": {}, "added": {"a": ["t-0", "t-2"], "b": ["t-1"]}},
+        {"generation": 2, "start_ms": 100, "end_ms": 110, "members": ["a", "b", "c"], "protocol": "COOPERATIVE",
+         "assignment": {"a": ["t-0"], "b": ["t-1"], "c": []}, "revoked": {"a": ["t-2"]}, "added": {}},
+        {"generation": 3, "start_ms": 120, "end_ms": 130, "members": ["a", "b", "c"], "protocol": "COOPERATIVE",
+         "assignment": {"a": ["t-0"], "b": ["t-1"], "c": ["t-2"]}, "revoked": {}, "added": {"c": ["t-2"]}},
+    ]}
+    subs = {m: ("t",) for m in "abc"}
+    rows, total_min = rebalance_rows(run, result, "cooperative-sticky", subs)
+    moved = [r[9] for r in rows]
+    minimum = [r[10] for r in rows]
+    assert moved == [0, 0, 1] and minimum == [0, 1, 0] and total_min == 1
+    subs["c"] = ("other",)
+    assert rebalance_rows(run, result, "cooperative-sticky", subs)[1] is None
+
+
+def test_batches_are_contiguous_and_cover_all():
+    items = list(range(10))
+    cut = batches(items, 4)
+    assert [x for b in cut for x in b] == items and len(cut) == 4
+    assert batches(items, 50) == [[i] for i in items]
