@@ -76,3 +76,15 @@ def test_out_must_be_a_directory(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(InvalidInput):
         StagedOutput(tmp_path / "file")
+
+
+def test_importing_the_package_and_cli_does_not_import_pyspark():
+    import subprocess
+    import sys
+
+    code = ("import sys, kafka_rebalance\n"
+            "from kafka_rebalance.cli import app\n"
+            "app._register_commands()\n"
+            "print('pyspark' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "False", done.stderr

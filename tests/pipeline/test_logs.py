@@ -7,7 +7,6 @@ import gzip
 import json
 import math
 import shutil
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -214,7 +213,8 @@ def test_generated_log_agrees_with_the_python_parser(spark, tmp_path):
     """Spark's window-function reconstruction gives exactly the rebalances of
     ``logformat.parse_rebalances`` on a generated broker log with noise, restarts and storms."""
     import logs_generator
-    from kafka_rebalance.pipeline.logs import read_lines, rebalances_from_events, parse_events
+
+    from kafka_rebalance.pipeline.logs import parse_events, read_lines, rebalances_from_events
 
     log = tmp_path / "server.log"
     logs_generator.generate(log, 600_000, groups=40, seed=3)

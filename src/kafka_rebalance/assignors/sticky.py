@@ -213,13 +213,15 @@ def sticky_owner(group: ColumnarGroup) -> np.ndarray:
         y[members, c] += add
         load[members] += add
 
-    member_classes = _classes_of_members(class_members, m_count)
+    index = _ClassIndex(class_members, m_count)
+    by_constraint_array = np.asarray(by_constraint, dtype=np.int64)
     while True:
-        violated = [c for c in by_constraint if _is_violated(class_members[c], y[:, c], load)]
-        if not violated:
+        violated = index.violated(y, load)
+        violated_count = int(np.count_nonzero(violated))
+        if not violated_count:
             break
-        c = violated[0]
-        if _rebalance_with_new_units(c, class_members, member_classes, x, y, load, len(violated), by_constraint):
+        c = int(by_constraint_array[np.argmax(violated[by_constraint_array])])
+        if _rebalance_with_new_units(c, index, x, y, load, violated, violated_count):
             continue
         members = class_members[c]
         base = load[members] - y[members, c]
@@ -235,65 +237,110 @@ def sticky_owner(group: ColumnarGroup) -> np.ndarray:
     return _materialise(group, prev, partition_class, class_members, keep, y, owner)
 
 
-def _is_violated(members: np.ndarray, held: np.ndarray, load: np.ndarray) -> bool:
-    """A holder of the class has 2+ more partitions than one of the class's subscribers."""
-    holders = held[members] > 0
-    if not holders.any():
-        return False
-    counts = load[members]
-    return bool(counts[holders].max() - counts.min() >= 2)
+class _ClassIndex:
+    """The classes' member lists as flat arrays, so that "which classes are violated" (a holder of
+    the class has 2+ more partitions than one of its subscribers) is a few numpy reductions over
+    all memberships instead of a Python loop over classes. The repair loop asks it once per step,
+    and asks it in bulk for the effect of every candidate move, so a step costs O(memberships)
+    in numpy whatever the number of classes (Kafka's random-subscription test has one per topic)."""
+
+    # Load of a class with no holder: far below any real load, so "max holder load" never wins.
+    NO_HOLDER = np.iinfo(np.int64).min // 4
+
+    def __init__(self, class_members: list[np.ndarray], m_count: int):
+        self.class_members = class_members
+        sizes = np.array([len(m) for m in class_members], dtype=np.int64)
+        self.indptr = np.zeros(len(class_members) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=self.indptr[1:])
+        self.sizes = sizes
+        self.members = np.concatenate(class_members).astype(np.int64)
+        self.entry_class = np.repeat(np.arange(len(class_members), dtype=np.int64), sizes)
+        # Member -> its classes, ascending (a stable sort of class-ordered entries keeps that).
+        order = np.argsort(self.members, kind="stable")
+        bounds = np.searchsorted(self.members[order], np.arange(m_count + 1))
+        flat = self.entry_class[order]
+        self.member_classes = [flat[bounds[m] : bounds[m + 1]] for m in range(m_count)]
+
+    def violated(self, y: np.ndarray, load: np.ndarray) -> np.ndarray:
+        """Boolean per class."""
+        loads = load[self.members]
+        held = y[self.members, self.entry_class] > 0
+        return self._violated(loads, held, self.indptr[:-1])
+
+    def _violated(self, loads: np.ndarray, held: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        lowest = np.minimum.reduceat(loads, starts)
+        highest_holder = np.maximum.reduceat(np.where(held, loads, self.NO_HOLDER), starts)
+        return highest_holder - lowest >= 2
+
+    def violated_after_moves(
+        self, moves: np.ndarray, y: np.ndarray, load: np.ndarray, violated: np.ndarray, violated_count: int
+    ) -> np.ndarray:
+        """For each single-unit move (donor, receiver, class) — rows of ``moves`` — how many classes
+        would be violated after it. Only the classes of the donor and of the receiver can change
+        (their loads change, and the moved class has both among its subscribers)."""
+        pair_move, pair_class = [], []
+        for i, (donor, receiver, _) in enumerate(moves.tolist()):
+            affected = np.union1d(self.member_classes[donor], self.member_classes[receiver])
+            pair_move.append(np.full(len(affected), i, dtype=np.int64))
+            pair_class.append(affected)
+        pm = np.concatenate(pair_move)
+        pc = np.concatenate(pair_class)
+        lengths = self.sizes[pc]
+        pair_starts = np.zeros(len(pc), dtype=np.int64)
+        np.cumsum(lengths[:-1], out=pair_starts[1:])
+        entry_pair = np.repeat(np.arange(len(pc)), lengths)
+        entry = self.indptr[pc][entry_pair] + np.arange(len(entry_pair)) - pair_starts[entry_pair]
+        member = self.members[entry]
+        cls = self.entry_class[entry]
+        move = pm[entry_pair]
+        is_donor = member == moves[move, 0]
+        is_receiver = member == moves[move, 1]
+        in_moved_class = cls == moves[move, 2]
+        loads = load[member] - is_donor + is_receiver
+        held = (y[member, cls] - (is_donor & in_moved_class) + (is_receiver & in_moved_class)) > 0
+        now = self._violated(loads, held, pair_starts).astype(np.int64) - violated[pc]
+        return violated_count + np.bincount(pm, weights=now, minlength=len(moves)).astype(np.int64)
 
 
-def _classes_of_members(class_members: list[np.ndarray], m_count: int) -> list[list[int]]:
-    classes: list[list[int]] = [[] for _ in range(m_count)]
-    for c, members in enumerate(class_members):
-        for m in members.tolist():
-            classes[m].append(c)
-    return classes
-
-
-def _rebalance_with_new_units(c, class_members, member_classes, x, y, load, violated_count, by_constraint) -> bool:
+def _rebalance_with_new_units(c, index: _ClassIndex, x, y, load, violated, violated_count) -> bool:
     """Try to end the violation of class ``c`` without losing stickiness, by moving one partition
     that its holder got only in this computation (not one it owned before): either into the
     class's least-loaded subscriber from a busier member, or out of the class's most-loaded
     holder to a less busy member. Of the candidate moves, the one leaving the fewest violated
-    classes wins, and only if that is fewer than now, so this cannot cycle. This is what lets a
-    cooperative follow-up rebalance complete the previous round's target instead of revoking
-    again because a tie fell differently."""
+    classes wins (the first such in candidate order), and only if that is fewer than now, so
+    this cannot cycle. This is what lets a cooperative follow-up rebalance complete the previous
+    round's target instead of revoking again because a tie fell differently."""
+    class_members, member_classes = index.class_members, index.member_classes
     members = class_members[c]
     starved = int(members[np.argmin(load[members])])
     holders = members[y[members, c] > 0]
     overloaded = int(holders[np.argmax(load[holders])])
 
-    def move(donor: int, receiver: int, k: int, units: int) -> None:
-        y[donor, k] -= units
-        y[receiver, k] += units
-        load[donor] -= units
-        load[receiver] += units
-
     candidates: list[tuple[int, int, int]] = []
-    for k in member_classes[starved]:
+    for k in member_classes[starved].tolist():
         subscribers = class_members[k]
         fresh = (y[subscribers, k] - x[subscribers, k] > 0) & (load[subscribers] > load[starved]) & (subscribers != starved)
         donors = subscribers[fresh]
         candidates += [(d, starved, k) for d in donors[np.argsort(-load[donors], kind="stable")][:4].tolist()]
-    for k in member_classes[overloaded]:
+    for k in member_classes[overloaded].tolist():
         if y[overloaded, k] <= x[overloaded, k]:
             continue
         subscribers = class_members[k]
         receivers = subscribers[(load[subscribers] < load[overloaded]) & (subscribers != overloaded)]
         candidates += [(overloaded, r, k) for r in receivers[np.argsort(load[receivers], kind="stable")][:4].tolist()]
-
-    best: tuple[int, tuple[int, int, int]] | None = None
-    for candidate in candidates:
-        move(*candidate, 1)
-        remaining = sum(1 for cc in by_constraint if _is_violated(class_members[cc], y[:, cc], load))
-        move(*candidate, -1)
-        if remaining < violated_count and (best is None or remaining < best[0]):
-            best = (remaining, candidate)
-    if best is None:
+    if not candidates:
         return False
-    move(*best[1], 1)
+
+    moves = np.array(candidates, dtype=np.int64)
+    remaining = index.violated_after_moves(moves, y, load, violated, violated_count)
+    best = int(np.argmin(remaining))  # the first of the fewest
+    if remaining[best] >= violated_count:
+        return False
+    donor, receiver, k = candidates[best]
+    y[donor, k] -= 1
+    y[receiver, k] += 1
+    load[donor] -= 1
+    load[receiver] += 1
     return True
 
 

@@ -8,8 +8,11 @@ are read and written as UTC so a broker log's wall-clock times come out unchange
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 import threading
 import time
 import zipfile
@@ -71,8 +74,9 @@ def ship_package(spark: SparkSession) -> None:
     """Send this package to the executors of a real cluster, where it may not be installed
     (its dependencies, numpy and pydantic, must be)."""
     package_dir = Path(__file__).resolve().parents[1]
-    target = Path(spark.sparkContext._temp_dir if hasattr(spark.sparkContext, "_temp_dir") else "/tmp")
-    archive = target / f"kafka_rebalance-{os.getpid()}.zip"
+    folder = Path(tempfile.mkdtemp(prefix="kafka-rebalance-"))
+    atexit.register(shutil.rmtree, folder, True)
+    archive = folder / "kafka_rebalance.zip"
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
         for path in package_dir.rglob("*"):
             if "__pycache__" in path.parts or path.is_dir():

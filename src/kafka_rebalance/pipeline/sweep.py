@@ -160,7 +160,7 @@ def parse_sweep(data: Any, base_dir: Path | None = None, origin: str = "sweep") 
         for values in itertools.product(*(axes[n] for n in names)):
             params = dict(zip(names, values, strict=True))
             for seed in seeds:
-                chosen_seed = int(params["seed"] if "seed" in params else seed)
+                chosen_seed = int(params.get("seed", seed))
                 scenario = apply_parameters(base, params, f"{where}.grid")
                 scenario["seed"] = chosen_seed
                 scenario_name = str(base.get("name") or f"run{index}")

@@ -378,7 +378,10 @@ class GroupCoordinator:
         member = self.members.get(req.member_id)
         if member is None:
             return reply(Errors.UNKNOWN_MEMBER_ID)
-        changed = member.protocols != req.protocols or member.subscription.topics != req.subscription.topics
+        # Kafka compares the whole protocol metadata, owned partitions included: that is what makes
+        # a cooperative member's rejoin after revoking start the follow-up rebalance.
+        changed = (member.protocols != req.protocols or member.subscription.topics != req.subscription.topics
+                   or member.subscription.owned != req.subscription.owned)
         member.protocols, member.subscription = req.protocols, req.subscription
         member.session_timeout_ms, member.rebalance_timeout_ms = req.session_timeout_ms, req.rebalance_timeout_ms
         member.join_connection = connection
