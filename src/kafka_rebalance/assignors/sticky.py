@@ -206,12 +206,16 @@ def sticky_owner(group: ColumnarGroup) -> np.ndarray:
 
     # Most constrained classes first, as Kafka hands out partitions with fewest consumers first.
     by_constraint = sorted(range(num_classes), key=lambda c: (len(class_members[c]), c))
+    free_units = np.zeros_like(y)
     for c in by_constraint:
         members = class_members[c]
         free = int(class_size[c] - y[members, c].sum())
         add = water_fill(load[members], free)
         y[members, c] += add
         load[members] += add
+        free_units[members, c] = add
+    if num_classes > 1:
+        _spread_free_units(by_constraint, class_members, free_units, y, load)
 
     index = _ClassIndex(class_members, m_count)
     by_constraint_array = np.asarray(by_constraint, dtype=np.int64)
@@ -249,17 +253,16 @@ class _ClassIndex:
 
     def __init__(self, class_members: list[np.ndarray], m_count: int):
         self.class_members = class_members
-        sizes = np.array([len(m) for m in class_members], dtype=np.int64)
-        self.indptr = np.zeros(len(class_members) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=self.indptr[1:])
-        self.sizes = sizes
+        self.num_classes = len(class_members)
+        self.sizes = np.array([len(m) for m in class_members], dtype=np.int64)
+        self.indptr = _offsets(self.sizes)
         self.members = np.concatenate(class_members).astype(np.int64)
-        self.entry_class = np.repeat(np.arange(len(class_members), dtype=np.int64), sizes)
+        self.entry_class = np.repeat(np.arange(self.num_classes, dtype=np.int64), self.sizes)
         # Member -> its classes, ascending (a stable sort of class-ordered entries keeps that).
         order = np.argsort(self.members, kind="stable")
-        bounds = np.searchsorted(self.members[order], np.arange(m_count + 1))
-        flat = self.entry_class[order]
-        self.member_classes = [flat[bounds[m] : bounds[m + 1]] for m in range(m_count)]
+        self.member_indptr = np.searchsorted(self.members[order], np.arange(m_count + 1))
+        self.member_sizes = np.diff(self.member_indptr)
+        self.member_class_flat = self.entry_class[order]
 
     def violated(self, y: np.ndarray, load: np.ndarray) -> np.ndarray:
         """Boolean per class."""
@@ -272,26 +275,31 @@ class _ClassIndex:
         highest_holder = np.maximum.reduceat(np.where(held, loads, self.NO_HOLDER), starts)
         return highest_holder - lowest >= 2
 
+    def classes_of(self, members: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(i, class) for every class of ``members[i]``, i ascending, classes ascending."""
+        i = _ragged_owner(self.member_sizes[members])
+        return i, self.member_class_flat[self.member_indptr[members][i] + _ragged_index(self.member_sizes[members])]
+
+    def entries_of(self, classes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(i, entry) for every membership entry of ``classes[i]``, in class then Kafka order."""
+        lengths = self.sizes[classes]
+        i = _ragged_owner(lengths)
+        return i, self.indptr[classes][i] + _ragged_index(lengths)
+
     def violated_after_moves(
         self, moves: np.ndarray, y: np.ndarray, load: np.ndarray, violated: np.ndarray, violated_count: int
     ) -> np.ndarray:
         """For each single-unit move (donor, receiver, class) — rows of ``moves`` — how many classes
         would be violated after it. Only the classes of the donor and of the receiver can change
         (their loads change, and the moved class has both among its subscribers)."""
-        pair_move, pair_class = [], []
-        for i, (donor, receiver, _) in enumerate(moves.tolist()):
-            affected = np.union1d(self.member_classes[donor], self.member_classes[receiver])
-            pair_move.append(np.full(len(affected), i, dtype=np.int64))
-            pair_class.append(affected)
-        pm = np.concatenate(pair_move)
-        pc = np.concatenate(pair_class)
-        lengths = self.sizes[pc]
-        pair_starts = np.zeros(len(pc), dtype=np.int64)
-        np.cumsum(lengths[:-1], out=pair_starts[1:])
-        entry_pair = np.repeat(np.arange(len(pc)), lengths)
-        entry = self.indptr[pc][entry_pair] + np.arange(len(entry_pair)) - pair_starts[entry_pair]
+        donor_move, donor_class = self.classes_of(moves[:, 0])
+        receiver_move, receiver_class = self.classes_of(moves[:, 1])
+        pairs = np.unique(np.concatenate((donor_move, receiver_move)) * self.num_classes + np.concatenate((donor_class, receiver_class)))
+        pm, pc = pairs // self.num_classes, pairs % self.num_classes
+        entry_pair, entry = self.entries_of(pc)
+        pair_starts = _offsets(self.sizes[pc])[:-1]
         member = self.members[entry]
-        cls = self.entry_class[entry]
+        cls = pc[entry_pair]
         move = pm[entry_pair]
         is_donor = member == moves[move, 0]
         is_receiver = member == moves[move, 1]
@@ -302,46 +310,102 @@ class _ClassIndex:
         return violated_count + np.bincount(pm, weights=now, minlength=len(moves)).astype(np.int64)
 
 
+def _offsets(lengths: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=out[1:])
+    return out
+
+
+def _ragged_owner(lengths: np.ndarray) -> np.ndarray:
+    """For concatenated runs of the given lengths: the run of each element."""
+    return np.repeat(np.arange(len(lengths)), lengths)
+
+
+def _ragged_index(lengths: np.ndarray) -> np.ndarray:
+    """For concatenated runs of the given lengths: each element's position inside its run."""
+    starts = _offsets(lengths)[:-1]
+    return np.arange(int(lengths.sum())) - np.repeat(starts, lengths)
+
+
+def _top_per_run(run: np.ndarray, key: np.ndarray, limit: int) -> np.ndarray:
+    """Indices of the first ``limit`` elements of each run (runs ascending) by ``key`` ascending,
+    ties by position: what ``a[np.argsort(key, kind="stable")][:limit]`` does for one run."""
+    order = np.lexsort((np.arange(len(run)), key, run))
+    r = run[order]
+    first = np.searchsorted(r, r, side="left")
+    return order[np.arange(len(r)) - first < limit]
+
+
 def _rebalance_with_new_units(c, index: _ClassIndex, x, y, load, violated, violated_count) -> bool:
     """Try to end the violation of class ``c`` without losing stickiness, by moving one partition
     that its holder got only in this computation (not one it owned before): either into the
     class's least-loaded subscriber from a busier member, or out of the class's most-loaded
-    holder to a less busy member. Of the candidate moves, the one leaving the fewest violated
-    classes wins (the first such in candidate order), and only if that is fewer than now, so
-    this cannot cycle. This is what lets a cooperative follow-up rebalance complete the previous
-    round's target instead of revoking again because a tie fell differently."""
-    class_members, member_classes = index.class_members, index.member_classes
-    members = class_members[c]
+    holder to a less busy member. Of the candidate moves (per class, the four busiest donors or
+    the four idlest receivers), the one leaving the fewest violated classes wins (the first such
+    in candidate order), and only if that is fewer than now, so this cannot cycle. This is what
+    lets a cooperative follow-up rebalance complete the previous round's target instead of
+    revoking again because a tie fell differently."""
+    members = index.class_members[c]
     starved = int(members[np.argmin(load[members])])
     holders = members[y[members, c] > 0]
     overloaded = int(holders[np.argmax(load[holders])])
 
-    candidates: list[tuple[int, int, int]] = []
-    for k in member_classes[starved].tolist():
-        subscribers = class_members[k]
-        fresh = (y[subscribers, k] - x[subscribers, k] > 0) & (load[subscribers] > load[starved]) & (subscribers != starved)
-        donors = subscribers[fresh]
-        candidates += [(d, starved, k) for d in donors[np.argsort(-load[donors], kind="stable")][:4].tolist()]
-    for k in member_classes[overloaded].tolist():
-        if y[overloaded, k] <= x[overloaded, k]:
-            continue
-        subscribers = class_members[k]
-        receivers = subscribers[(load[subscribers] < load[overloaded]) & (subscribers != overloaded)]
-        candidates += [(overloaded, r, k) for r in receivers[np.argsort(load[receivers], kind="stable")][:4].tolist()]
-    if not candidates:
-        return False
+    # Into the starved member: from subscribers of its classes holding fresh units, busiest first.
+    ks = index.member_class_flat[index.member_indptr[starved] : index.member_indptr[starved + 1]]
+    run, entry = index.entries_of(ks)
+    subscribers, k = index.members[entry], ks[run]
+    fresh = (y[subscribers, k] - x[subscribers, k] > 0) & (load[subscribers] > load[starved]) & (subscribers != starved)
+    run, subscribers, k = run[fresh], subscribers[fresh], k[fresh]
+    top = _top_per_run(run, -load[subscribers], 4)
+    into = np.stack((subscribers[top], np.full(len(top), starved), k[top]), axis=1)
 
-    moves = np.array(candidates, dtype=np.int64)
+    # Out of the overloaded holder: in its classes where it holds fresh units, idlest receivers first.
+    ks = index.member_class_flat[index.member_indptr[overloaded] : index.member_indptr[overloaded + 1]]
+    ks = ks[y[overloaded, ks] > x[overloaded, ks]]
+    run, entry = index.entries_of(ks)
+    subscribers, k = index.members[entry], ks[run]
+    ok = (load[subscribers] < load[overloaded]) & (subscribers != overloaded)
+    run, subscribers, k = run[ok], subscribers[ok], k[ok]
+    top = _top_per_run(run, load[subscribers], 4)
+    out_of = np.stack((np.full(len(top), overloaded), subscribers[top], k[top]), axis=1)
+
+    moves = np.concatenate((into, out_of)).astype(np.int64)
+    if len(moves) == 0:
+        return False
     remaining = index.violated_after_moves(moves, y, load, violated, violated_count)
     best = int(np.argmin(remaining))  # the first of the fewest
     if remaining[best] >= violated_count:
         return False
-    donor, receiver, k = candidates[best]
+    donor, receiver, k = moves[best].tolist()
     y[donor, k] -= 1
     y[receiver, k] += 1
     load[donor] -= 1
     load[receiver] += 1
     return True
+
+
+def _spread_free_units(by_constraint, class_members, free_units, y, load, max_sweeps: int = 50) -> None:
+    """Re-deal each class's free (previously unowned) units given where every other class's units
+    went, sweep after sweep, until a sweep changes nothing. One pass in constraint order levels a
+    class only against the classes dealt before it; with overlapping subscriptions (one class per
+    topic) that leaves most classes unbalanced and the repair loop below would fix them one unit
+    at a time. Each re-deal minimises the sum of squared loads over that class's free units (block
+    coordinate descent on a convex objective), so the sweeps settle fast. Owned units never move
+    here: stickiness is decided by the repair loop alone."""
+    for _ in range(max_sweeps):
+        changed = False
+        for c in by_constraint:
+            members = class_members[c]
+            old = free_units[members, c]
+            base = load[members] - old
+            new = water_fill(base, int(old.sum()))
+            if (new != old).any():
+                changed = True
+                free_units[members, c] = new
+                y[members, c] += new - old
+                load[members] = base + new
+        if not changed:
+            return
 
 
 def _materialise(group, prev, partition_class, class_members, keep, y, owner) -> np.ndarray:

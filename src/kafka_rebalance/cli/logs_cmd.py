@@ -43,7 +43,11 @@ def logs_command(files: tuple[str, ...], out_dir: str, master: str | None, storm
                f"{summary['lines_matched']:,} GroupCoordinator lines parsed, {summary['lines_skipped']:,} skipped")
     click.echo(f"{summary['groups']} group(s), {summary['rebalances']} rebalance(s), "
                f"{summary['member_failures']} member failure(s), {summary['storms']} storm(s)")
-    for item in summary["advice"][:8]:
-        click.echo(f"  - {item['group']}: {item['finding']}")
+    from kafka_rebalance.pipeline.advice import RULE_TITLES, Advice, by_rule
+
+    for rule, items in by_rule([Advice(**item) for item in summary["advice"]]):
+        groups = [i.group for i in items]
+        named = ", ".join(groups[:4]) + (f" and {len(groups) - 4} more" if len(groups) > 4 else "")
+        click.echo(f"  {items[0].severity}: {RULE_TITLES.get(rule, rule)} ({named})")
     click.echo(f"tables in {result.out_dir}/")
     click.echo(f"report: {result.report}")

@@ -148,3 +148,23 @@ def advise(findings: Any, storm_rule: Any = None) -> list[Advice]:
     rows = findings.to_dict("records") if hasattr(findings, "to_dict") else list(findings)
     items = [item for row in rows for item in advise_group(row)]
     return sorted(items, key=lambda a: (a.severity != "problem", a.group))
+
+
+RULE_TITLES = {
+    "steady-failures": "Members failing at a steady period",
+    "session-timeouts": "Members removed by session timeout",
+    "old-kafka-python": "Old kafka-python clients (heartbeat only from poll)",
+    "poll-timeouts": "Members leaving because the poll timeout expired",
+    "storms": "Rebalance storms",
+    "slow-rebalances": "Slow rebalances",
+    "high-generation": "Groups that rebalance routinely",
+    "empty": "Groups that went empty",
+}
+
+
+def by_rule(items: list[Advice]) -> list[tuple[str, list[Advice]]]:
+    """Advice grouped by finding: problems first, then the findings shared by most groups."""
+    grouped: dict[str, list[Advice]] = {}
+    for item in items:
+        grouped.setdefault(item.rule or item.finding, []).append(item)
+    return sorted(grouped.items(), key=lambda kv: (kv[1][0].severity != "problem", -len(kv[1]), kv[0]))

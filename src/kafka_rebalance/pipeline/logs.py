@@ -2,9 +2,10 @@
 empty periods and storms.
 
 Every transform here is a pure DataFrame -> DataFrame function; reading files and writing
-tables happen in ``run_logs`` only. Parsing uses Spark's own ``regexp_extract`` with the
-pattern constants of ``kafka_rebalance.protocol.logformat`` (one set of regexes for the
-pure-Python parser and for Spark), so the hot path never leaves the JVM.
+tables happen in ``run_logs`` only. Parsing uses Spark's own regex functions with the pattern
+constants of ``kafka_rebalance.protocol.logformat`` (one set of regexes for the pure-Python
+parser and for Spark), so the hot path never leaves the JVM: a substring test picks the line's
+kind, then a single match of that kind's pattern yields all its fields.
 
 Rebalances are rebuilt exactly as ``logformat.parse_rebalances`` does, with window functions:
 a rebalance opens at a "Preparing to rebalance" line when none is open for the group (a further
@@ -16,6 +17,7 @@ outside a rebalance in the same millisecond as the next "Preparing" line is what
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, Observation, Window
@@ -46,6 +48,7 @@ KIND_PHRASES: dict[str, str] = {
 }
 TIMESTAMP_FORMAT = "yyyy-MM-dd HH:mm:ss,SSS"
 NO_BREAK_SPACES = "\u00a0\u2007\u202f"
+GROUP_SEPARATOR = "\u0001"
 # Member ids are client.id (or group.instance.id) + "-" + a UUID; the client part is what stays
 # the same when a consumer process rejoins with a new member id.
 _MEMBER_UUID_SUFFIX = r"-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
@@ -76,31 +79,49 @@ def _kind_column(line: Column) -> Column:
     return kind
 
 
-def _field_column(line: Column, kind: Column, field: str) -> Column:
-    """The text of ``field`` for the line's kind ('' when the kind has no such field, or the
-    line does not match the kind's full pattern)."""
+def _groups_column(line: Column, kind: Column) -> Column:
+    """All capture groups of the line's kind pattern in one regex match: the matched line is
+    rewritten as its groups joined by a separator, then split. (One ``regexp_extract`` per
+    field would run the same pattern once per field.) A line that does not match its kind's
+    pattern is left as it is, so it splits into a single element."""
+    value = None
+    for name in KINDS:
+        pattern = logformat.PATTERNS[name]
+        groups = re.compile(pattern).groups
+        rewritten = F.regexp_replace(line, pattern, GROUP_SEPARATOR.join(f"${i}" for i in range(1, groups + 1)))
+        parts = F.split(rewritten, GROUP_SEPARATOR)
+        value = F.when(kind == name, parts) if value is None else value.when(kind == name, parts)
+    return value
+
+
+def _field_column(groups: Column, kind: Column, field: str) -> Column:
+    """The text of ``field`` for the line's kind ('' when the kind has no such field)."""
     value = None
     for name in KINDS:
         index = logformat.GROUP_INDEX[name].get(field)
         if index is None:
             continue
-        extract = F.regexp_extract(line, logformat.PATTERNS[name], index)
+        extract = F.try_element_at(groups, F.lit(index))
         value = F.when(kind == name, extract) if value is None else value.when(kind == name, extract)
-    return value if value is not None else F.lit("")
+    return F.coalesce(value, F.lit("")) if value is not None else F.lit("")
 
 
 def classify_lines(lines: DataFrame, line_column: str = "value") -> DataFrame:
-    """Lines -> ``seq``, ``line`` (candidate lines only, normalised), ``kind`` (a key of
-    ``logformat.PATTERNS``, or null) and the raw ``timestamp`` text, which is empty when the
-    line does not match its kind's pattern."""
+    """Lines -> ``seq``, ``kind`` (a key of ``logformat.PATTERNS``, or null), ``groups`` (the
+    capture groups of the kind's pattern) and the raw ``timestamp`` text, which is empty when
+    the line does not match its kind's pattern."""
     raw = F.col(line_column)
-    kinds = lines.select("seq", raw.alias("raw"), _kind_column(raw).alias("kind"))
+    kinds = lines.select("seq", raw.alias("raw"), _kind_column(raw).alias("kind"),
+                         raw.contains("GroupCoordinator").alias("coordinator"))
     # Java's \s, unlike Python's, does not match a no-break space (logs pasted from web pages
     # and documents indent with them): make them plain spaces before matching.
     line = F.when(F.col("kind").isNotNull(),
                   F.translate("raw", NO_BREAK_SPACES, " " * len(NO_BREAK_SPACES)))
-    candidates = kinds.select("seq", "kind", line.alias("line"))
-    return candidates.withColumn("timestamp", _field_column(F.col("line"), F.col("kind"), "timestamp"))
+    # The one-element explode is a barrier the optimizer cannot inline through: without it each
+    # later use of ``groups`` would be rewritten into its own copy of the regex match.
+    candidates = kinds.select("seq", "kind", "coordinator", F.explode(F.array(_groups_column(line, F.col("kind")))).alias("groups"))
+    matched = F.size("groups") > 1
+    return candidates.withColumn("timestamp", F.when(matched, F.try_element_at("groups", F.lit(1))).otherwise(F.lit("")))
 
 
 def parse_events(lines: DataFrame, line_column: str = "value") -> DataFrame:
@@ -113,12 +134,12 @@ def parse_events(lines: DataFrame, line_column: str = "value") -> DataFrame:
 
 def events_from_classified(classified: DataFrame) -> DataFrame:
     """Classified lines (``classify_lines``) -> events (see ``parse_events``)."""
-    line, kind = F.col("line"), F.col("kind")
+    groups, kind = F.col("groups"), F.col("kind")
     time_ms = F.unix_millis(F.try_to_timestamp(F.col("timestamp"), F.lit(TIMESTAMP_FORMAT)))
     matched = classified.where(kind.isNotNull() & (F.col("timestamp") != "")).withColumn("time_ms", time_ms)
     columns: list[Column] = [F.col("seq"), kind, F.col("time_ms"), F.timestamp_millis("time_ms").alias("time")]
     for field in (*EVENT_FIELDS, "prefix_partition", "suffix_partition"):
-        text = F.nullif(_field_column(line, kind, field), F.lit(""))
+        text = F.nullif(_field_column(groups, kind, field), F.lit(""))
         if field in _INT_FIELDS:
             text = text.try_cast("int")
         elif field in _LONG_FIELDS:
@@ -141,7 +162,7 @@ def line_counts(classified: DataFrame) -> list[Column]:
     return [
         F.count(F.lit(1)).alias("lines_read"),
         F.sum(matched.cast("long")).alias("lines_matched"),
-        F.sum(F.col("kind").isNotNull().cast("long")).alias("kind_candidates"),
+        F.sum(F.col("coordinator").cast("long")).alias("coordinator_lines"),
     ]
 
 
@@ -181,40 +202,39 @@ def rebalances_from_events(events: DataFrame) -> DataFrame:
     marked = mark_rebalances(events)
     kind = F.col("kind")
     order = F.struct("time_ms", "seq")
-    inside = marked.where(F.col("inside"))
-    departures_outside = marked.where(~F.col("inside") & kind.isin(FAILED, LEFT))
+    after = _ordered().rowsBetween(1, Window.unboundedFollowing)
+    next_start_ms = F.first(F.when(F.col("starts"), F.col("time_ms")), ignorenulls=True).over(after)
+    # A departure just before a rebalance opens (same millisecond, outside any rebalance)
+    # caused it and belongs to it; every other event belongs to the open rebalance, if any.
+    departure = kind.isin(FAILED, LEFT)
+    owned = marked.withColumn("next_start_ms", next_start_ms).withColumn(
+        "owner_no",
+        F.when(F.col("inside"), F.col("rebalance_no"))
+        .when(departure & (F.col("time_ms") == F.col("next_start_ms")), F.col("rebalance_no") + 1),
+    ).where(F.col("owner_no").isNotNull())
 
+    inside = F.col("inside")
     members_value = F.when(kind == EMPTY, F.lit(0)).when(kind.isin(STABILIZED, ASSIGNMENT), F.col("members"))
-    grouped = inside.groupBy("group", "rebalance_no").agg(
-        F.min_by("time_ms", order).alias("start_ms"),
-        F.min_by("old_generation", order).alias("old_generation"),
-        F.min_by("reason", order).alias("reason"),
-        F.min_by("partition", order).alias("partition"),
-        F.max_by("generation", F.when(kind.isin(STABILIZED, *CLOSERS) & F.col("generation").isNotNull(), order))
-        .alias("generation"),
-        F.max_by(members_value, F.when((kind == EMPTY) | (kind == STABILIZED)
-                                       | ((kind == ASSIGNMENT) & F.col("members").isNotNull()), order))
-        .alias("members"),
-        F.max_by("leader", F.when(kind == ASSIGNMENT, order)).alias("leader"),
+    members_known = inside & ((kind == EMPTY) | (kind == STABILIZED)
+                              | ((kind == ASSIGNMENT) & F.col("members").isNotNull()))
+    start_order = F.when(inside, order)
+    grouped = owned.groupBy("group", F.col("owner_no").alias("rebalance_no")).agg(
+        F.min_by("time_ms", start_order).alias("start_ms"),
+        F.min_by("old_generation", start_order).alias("old_generation"),
+        F.min_by("reason", start_order).alias("reason"),
+        F.min_by("partition", start_order).alias("partition"),
+        F.max_by("generation", F.when(inside & kind.isin(STABILIZED, *CLOSERS) & F.col("generation").isNotNull(),
+                                      order)).alias("generation"),
+        F.max_by(members_value, F.when(members_known, order)).alias("members"),
+        F.max_by("leader", F.when(inside & (kind == ASSIGNMENT), order)).alias("leader"),
         F.max(F.when(F.col("closes"), F.col("time_ms"))).alias("closed_ms"),
-        F.max(F.when(kind == STABILIZED, F.col("time_ms"))).alias("stabilized_ms"),
+        F.max(F.when(inside & (kind == STABILIZED), F.col("time_ms"))).alias("stabilized_ms"),
         F.max(F.col("closes") & (kind == EMPTY)).alias("empty"),
-        _members_sorted(kind == FAILED).alias("failed_inside"),
-        _members_sorted(kind == LEFT).alias("left_inside"),
+        _members_sorted(kind == FAILED).alias("failed_members"),
+        _members_sorted(kind == LEFT).alias("left_members"),
     )
-    starts = grouped.select("group", "rebalance_no", "start_ms")
-    # A departure just before a rebalance opens (same millisecond) caused it.
-    attached = (
-        departures_outside.withColumn("rebalance_no", F.col("rebalance_no") + 1)
-        .join(starts, ["group", "rebalance_no"])
-        .where(F.col("time_ms") == F.col("start_ms"))
-        .groupBy("group", "rebalance_no")
-        .agg(_members_sorted(kind == FAILED).alias("failed_before"), _members_sorted(kind == LEFT).alias("left_before"))
-    )
-    empty_list = F.array().cast("array<string>")
-    rebalances = grouped.join(attached, ["group", "rebalance_no"], "left")
     end_ms = F.coalesce("closed_ms", "stabilized_ms")
-    return rebalances.select(
+    return grouped.select(
         "group",
         "generation",
         F.timestamp_millis("start_ms").alias("start"),
@@ -226,8 +246,8 @@ def rebalances_from_events(events: DataFrame) -> DataFrame:
         "leader",
         F.when(F.col("closed_ms").isNull(), F.lit("open")).when(F.col("empty"), F.lit("empty"))
         .otherwise(F.lit("stable")).alias("outcome"),
-        F.concat(F.coalesce("failed_before", empty_list), "failed_inside").alias("failed_members"),
-        F.concat(F.coalesce("left_before", empty_list), "left_inside").alias("left_members"),
+        "failed_members",
+        "left_members",
         "partition",
         "start_ms",
         end_ms.alias("end_ms"),
@@ -424,7 +444,8 @@ def run_logs(spark, paths: list[str], out_dir: str, *, storm_rule: StormRule = S
             "lines_matched": lines_matched,
             "lines_skipped": lines_read - lines_matched,
             "groups": int(events.select("group").distinct().count()),
-            "coordinator_lines_unparsed": int(counts.get("kind_candidates") or 0) - lines_matched,
+            # GroupCoordinator lines of other kinds (loading metadata, joins) or cut short.
+            "coordinator_lines_not_parsed": int(counts.get("coordinator_lines") or 0) - lines_matched,
             "rebalances": int(findings["rebalances"].sum()) if len(findings) else 0,
             "member_failures": int(findings["failures"].sum()) if len(findings) else 0,
             "storms": int(findings["storms"].sum()) if len(findings) else 0,

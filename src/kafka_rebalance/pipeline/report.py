@@ -319,25 +319,12 @@ def storms_figure(findings: pd.DataFrame, storms: pd.DataFrame) -> Figure:
     return Figure("storms", "Rebalances, failures and storms per group", caption, render(fig), data)
 
 
-RULE_TITLES = {
-    "steady-failures": "Members failing at a steady period",
-    "session-timeouts": "Members removed by session timeout",
-    "old-kafka-python": "Old kafka-python clients (heartbeat only from poll)",
-    "poll-timeouts": "Members leaving because the poll timeout expired",
-    "storms": "Rebalance storms",
-    "slow-rebalances": "Slow rebalances",
-    "high-generation": "Groups that rebalance routinely",
-    "empty": "Groups that went empty",
-}
-
-
 def advice_html(advice_items: Sequence[Any], groups_shown: int = 8) -> str:
     """One entry per finding, with the advice once and the groups it applies to (the details of
     each group folded away)."""
-    by_rule: dict[str, list[Any]] = {}
-    for item in advice_items:
-        by_rule.setdefault(item.rule or item.finding, []).append(item)
-    ordered = sorted(by_rule.items(), key=lambda kv: (kv[1][0].severity != "problem", -len(kv[1]), kv[0]))
+    from kafka_rebalance.pipeline.advice import RULE_TITLES, by_rule
+
+    ordered = by_rule(list(advice_items))
     entries = []
     for rule, items in ordered:
         groups = [i.group for i in items]
