@@ -218,3 +218,14 @@ def test_each_trigger_rebalances(name, reason):
     assert reason in result["rebalances"][1]["reason"]
     owned = sorted(p for parts in result["final_assignment"].values() for p in parts)
     assert owned and result["metrics"]["records_lost"] == 0
+
+
+def test_eager_sticky_stays_sticky_through_user_data():
+    """EAGER members revoke everything before rejoining; StickyAssignor's user data still tells
+    the leader who had what, so a leave moves only the leaver's partitions."""
+    events = [{"at_ms": 0, "join": c} for c in ("c1", "c2", "c3")] + [{"at_ms": 30000, "leave": "c3"}]
+    result = simulate(base(["c1", "c2", "c3"], events, strategies=["sticky"], topics={"t0": 6}))
+    before, after = result["rebalances"][0]["assignment"], result["rebalances"][-1]["assignment"]
+    for member in ("c1", "c2"):
+        assert set(before[member]) <= set(after[member])
+    assert result["metrics"]["partitions_moved"] == len(before["c3"])

@@ -35,8 +35,14 @@ class PartitionAssignor(ABC):
         """Bytes this member adds to its JoinGroup subscription (Kafka's subscriptionUserData)."""
         return None
 
-    def on_assignment(self, partitions: Sequence[TopicPartition], generation: int) -> None:  # noqa: B027 (optional hook)
-        """Called on every member when its assignment arrives from the leader."""
+    def on_assignment(self, partitions: Sequence[str], generation: int) -> None:  # noqa: B027 (optional hook)
+        """Called on every member when its assignment ('topic-partition' names) arrives."""
+
+    def member_data(self, owned: Sequence[str], generation: int, user_data: bytes | None) -> tuple[list[str], int]:
+        """What the leader takes as a member's previous ownership from its subscription (Kafka's
+        AbstractStickyAssignor.memberData): by default the owned partitions and generation as
+        sent; an assignor that keeps them in its user data reads them from there."""
+        return list(owned), generation
 
     @abstractmethod
     def assign_columnar(self, group: ColumnarGroup) -> np.ndarray:

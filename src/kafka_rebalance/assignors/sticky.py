@@ -9,10 +9,16 @@ How, without per-partition Python objects:
   interchangeable for balance, so balance is decided on counts: ``y[m, k]`` partitions of class
   ``k`` for member ``m``, next to ``x[m, k]``, how many of them ``m`` previously owned.
 - Start from the previous ownership, hand out unowned partitions by water-filling (lowest
-  count first), then repair every class whose holders are 2+ above one of its subscribers by
-  re-levelling that class, ties going to the member that keeps a previously owned partition.
-  Each repair strictly lowers the sum of squared counts, so the loop ends, and when it ends no
-  single move can improve balance (Kafka's definition of balanced).
+  count first), class after class, then re-deal each class's unowned partitions against the
+  others until that settles (with overlapping subscriptions, one pass leaves most classes
+  unbalanced). Then repair every class whose holders are 2+ above one of its subscribers: by
+  moving a single partition its holder did not own before when that lowers the number of
+  violated classes, else by re-levelling that class, ties going to the member that keeps a
+  previously owned partition. When the loop ends no single move can improve balance (Kafka's
+  definition of balanced).
+- Scale: everything above is on counts (members x classes), and "which classes are violated"
+  is a handful of numpy reductions over the flat class-membership arrays (``_ClassIndex``), so
+  a repair step costs O(memberships), not a Python loop over classes.
 - Materialise: each member keeps its first ``min(x, y)`` previously owned partitions of a class;
   the rest of the class is dealt to members with room, lowest count first (ties in Kafka member
   order), which on a fresh group is the round-robin of Kafka's constrained assignor. With
@@ -26,11 +32,32 @@ from dataclasses import replace
 import numpy as np
 
 from kafka_rebalance.assignors.base import ColumnarAssignor, empty_owner
+from kafka_rebalance.assignors.userdata import decode_sticky_user_data, encode_sticky_user_data
 from kafka_rebalance.model import UNASSIGNED, ColumnarGroup, RebalanceProtocol
 
 
 class StickyAssignor(ColumnarAssignor):
+    """EAGER consumers revoke everything before rejoining, so, as in Kafka, this assignor keeps
+    the last assignment it received and sends it with its generation as subscription user data,
+    and the leader reads previous ownership from there (assignors/userdata.py)."""
+
     name = "sticky"
+
+    def __init__(self) -> None:
+        self._last_assignment: tuple[str, ...] = ()
+        self._last_generation = -1
+
+    def on_assignment(self, partitions, generation: int) -> None:
+        self._last_assignment = tuple(partitions)
+        self._last_generation = generation
+
+    def subscription_user_data(self, topics) -> bytes | None:
+        return encode_sticky_user_data(self._last_assignment, self._last_generation)
+
+    def member_data(self, owned, generation: int, user_data: bytes | None) -> tuple[list[str], int]:
+        if not user_data:
+            return [], -1
+        return decode_sticky_user_data(user_data)
 
     def assign_columnar(self, group: ColumnarGroup) -> np.ndarray:
         return sticky_owner(group)
@@ -392,15 +419,26 @@ def _spread_free_units(by_constraint, class_members, free_units, y, load, max_sw
     at a time. Each re-deal minimises the sum of squared loads over that class's free units (block
     coordinate descent on a convex objective), so the sweeps settle fast. Owned units never move
     here: stickiness is decided by the repair loop alone."""
+    # A class whose members' loads did not change since it was last dealt would be dealt the
+    # same again: skip it (``changed_at`` and ``dealt_at`` are step stamps).
+    changed_at = np.zeros(len(load), dtype=np.int64)
+    dealt_at = np.full(len(class_members), -1, dtype=np.int64)
+    step = 0
     for _ in range(max_sweeps):
         changed = False
         for c in by_constraint:
             members = class_members[c]
+            step += 1
+            if dealt_at[c] >= changed_at[members].max():
+                continue
+            dealt_at[c] = step
             old = free_units[members, c]
             base = load[members] - old
             new = water_fill(base, int(old.sum()))
-            if (new != old).any():
+            moved = new != old
+            if moved.any():
                 changed = True
+                changed_at[members[moved]] = step
                 free_units[members, c] = new
                 y[members, c] += new - old
                 load[members] = base + new

@@ -4,6 +4,12 @@ Partitions are numbered globally: topics in Java string order, then partition nu
 ``topic_offsets[t] + p`` is partition ``p`` of topic ``t`` and ascending global index is the
 output order of the spec. Assignors take a ``ColumnarGroup`` and return an *owner array*:
 one member index (or -1) per global partition.
+
+The string boundary is where the time goes at scale (a million owned partitions in, a million
+assigned partitions out), so it is done in bulk: owned strings of all members are parsed in one
+pass of pyarrow string kernels (split on the last '-', dictionary-encode the topics, cast the
+numbers), falling back to the plain Python loop, which also words the errors, when anything
+looks off.
 """
 
 from __future__ import annotations
@@ -11,8 +17,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import chain
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from kafka_rebalance.model.errors import InvalidInput
 from kafka_rebalance.model.java import java_sort_key
@@ -166,16 +175,20 @@ class ColumnarGroup:
         offsets = np.zeros(len(topic_names) + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
         members = snapshot.members
-        sub_lists = [sorted({topic_index[t] for t in m.topics if t in topic_index}) for m in members]
-        sub_indptr, sub_topics = _csr(sub_lists, np.int32)
-        owned_lists = []
-        for i, m in enumerate(members):
-            parsed = parse_partition_strings(m.owned, topic_index, offsets, counts, f"members[{i}].owned")
-            # Partitions of topics gone from metadata are dropped, as Kafka drops them.
-            owned_lists.append(np.unique(parsed[parsed >= 0]))
-        owned_indptr = np.zeros(len(members) + 1, dtype=np.int64)
-        np.cumsum([len(o) for o in owned_lists], out=owned_indptr[1:])
-        owned = np.concatenate(owned_lists) if owned_lists else np.zeros(0, dtype=np.int64)
+        # Members mostly share subscriptions (2,000 members x 500 topics is a million entries):
+        # resolve each distinct topic list once.
+        resolved: dict[tuple[str, ...], np.ndarray] = {}
+        sub_arrays = []
+        for m in members:
+            topics = resolved.get(m.topics)
+            if topics is None:
+                topics = np.array(sorted({topic_index[t] for t in m.topics if t in topic_index}), dtype=np.int32)
+                resolved[m.topics] = topics
+            sub_arrays.append(topics)
+        sub_indptr = np.zeros(len(members) + 1, dtype=np.int64)
+        np.cumsum([len(a) for a in sub_arrays], out=sub_indptr[1:])
+        sub_topics = np.concatenate(sub_arrays) if sub_arrays else np.zeros(0, dtype=np.int32)
+        owned_indptr, owned = _parse_owned(members, topic_index, offsets, counts)
         return cls(
             topic_names=topic_names,
             partition_counts=counts,
@@ -239,13 +252,6 @@ class ColumnarGroup:
         )
 
 
-def _csr(lists: Sequence[Sequence[int]], dtype) -> tuple[np.ndarray, np.ndarray]:
-    indptr = np.zeros(len(lists) + 1, dtype=np.int64)
-    np.cumsum([len(x) for x in lists], out=indptr[1:])
-    flat = np.fromiter((v for x in lists for v in x), dtype=dtype, count=int(indptr[-1]))
-    return indptr, flat
-
-
 def parse_partition_strings(
     strings: Sequence[str],
     topic_index: dict[str, int],
@@ -258,6 +264,10 @@ def parse_partition_strings(
     Returns -1 for a topic absent from metadata or a partition beyond its count; raises
     ``InvalidInput`` for a string with no partition number.
     """
+    if len(strings) >= _BULK_MIN:
+        fast = _parse_bulk(strings, topic_index, offsets, counts)
+        if fast is not None:
+            return fast
     out = np.empty(len(strings), dtype=np.int64)
     offsets_list = offsets.tolist()
     counts_list = counts.tolist()
@@ -269,3 +279,62 @@ def parse_partition_strings(
         p = int(number)
         out[i] = offsets_list[t] + p if t is not None and p < counts_list[t] else UNASSIGNED
     return out
+
+
+# Below this many strings the Python loop is as fast as setting up the pyarrow kernels.
+_BULK_MIN = 512
+
+
+def _parse_bulk(strings: Sequence[str], topic_index: dict[str, int], offsets: np.ndarray, counts: np.ndarray) -> np.ndarray | None:
+    """``parse_partition_strings`` with pyarrow kernels; None when any string is malformed (or a
+    number does not fit in 64 bits), so that the caller's Python loop finds and words the error."""
+    try:
+        text = pa.array(strings, type=pa.string())
+        parts = pc.split_pattern(text, "-", max_splits=1, reverse=True)
+        if len(text) and pc.min(pc.list_value_length(parts)).as_py() != 2:
+            return None
+        topics = pc.list_element(parts, 0)
+        numbers = pc.list_element(parts, 1)
+        # Same rule as the loop: a non-empty topic, then ASCII digits only.
+        well_formed = pc.and_(
+            pc.and_(pc.greater(pc.binary_length(topics), 0), pc.utf8_is_digit(numbers)),
+            pc.string_is_ascii(numbers),
+        )
+        if len(text) and not pc.all(well_formed).as_py():
+            return None
+        partition = pc.cast(numbers, pa.int64()).to_numpy(zero_copy_only=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, UnicodeEncodeError):
+        return None
+    encoded = pc.dictionary_encode(topics).combine_chunks() if isinstance(topics, pa.ChunkedArray) else pc.dictionary_encode(topics)
+    known = np.array([topic_index.get(name, -1) for name in encoded.dictionary.to_pylist()], dtype=np.int64)
+    topic = known[encoded.indices.to_numpy(zero_copy_only=False)] if len(known) else np.zeros(0, dtype=np.int64)
+    exists = topic >= 0
+    safe_topic = np.where(exists, topic, 0)
+    if len(counts):
+        exists &= partition < counts[safe_topic]
+        return np.where(exists, offsets[safe_topic] + partition, UNASSIGNED).astype(np.int64)
+    return np.full(len(partition), UNASSIGNED, dtype=np.int64)
+
+
+def _parse_owned(members, topic_index: dict[str, int], offsets: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every member's owned strings -> (owned_indptr, owned global indices): sorted and unique per
+    member; partitions of topics gone from metadata are dropped, as Kafka drops them. All members
+    are parsed in one bulk pass; on any malformed string, member by member to name the field."""
+    lengths = np.fromiter((len(m.owned) for m in members), dtype=np.int64, count=len(members))
+    parsed = None
+    if lengths.sum() >= _BULK_MIN:
+        parsed = _parse_bulk(list(chain.from_iterable(m.owned for m in members)), topic_index, offsets, counts)
+    if parsed is None:
+        parsed_lists = [parse_partition_strings(m.owned, topic_index, offsets, counts, f"members[{i}].owned") for i, m in enumerate(members)]
+        parsed = np.concatenate(parsed_lists) if parsed_lists else np.zeros(0, dtype=np.int64)
+    member = np.repeat(np.arange(len(members), dtype=np.int64), lengths)
+    valid = parsed >= 0
+    member, parsed = member[valid], parsed[valid]
+    total = int(offsets[-1]) if len(offsets) else 0
+    key = member * max(total, 1) + parsed
+    if len(key) > 1 and not (key[1:] > key[:-1]).all():  # usually already sorted, as the spec writes lists
+        key = np.unique(key)
+        member, parsed = key // max(total, 1), key % max(total, 1)
+    indptr = np.zeros(len(members) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(member, minlength=len(members)), out=indptr[1:])
+    return indptr, parsed.astype(np.int64)

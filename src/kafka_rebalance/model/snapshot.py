@@ -95,7 +95,9 @@ def _is_int(value: Any) -> bool:
 def _string_list(value: Any, where: str) -> tuple[str, ...]:
     if not isinstance(value, Sequence) or isinstance(value, str | bytes):
         raise InvalidInput(where, "expected a list of strings")
-    if not all(isinstance(item, str) for item in value):
+    # set(map(type, ...)) runs in C: a million owned partitions are checked in milliseconds; the
+    # generator (which also accepts str subclasses) only runs when that quick test fails.
+    if not set(map(type, value)) <= {str} and not all(isinstance(item, str) for item in value):
         raise InvalidInput(where, "expected a list of strings")
     return tuple(value)
 

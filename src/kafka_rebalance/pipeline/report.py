@@ -429,9 +429,11 @@ def ownership_figure(sims: pd.DataFrame, ownership: pd.DataFrame | None, rebalan
                      run_ids: list[str]) -> Figure:
     title = "Partition ownership over time, per strategy"
     caption = ("The same scenario and seed under each strategy. Each row is a partition, coloured by the member "
-               "consuming it; grey bands are rebalances; white gaps inside a row are time nobody consumed the "
-               "partition. EAGER strategies revoke everything at every rebalance (every row breaks: "
-               "stop-the-world); cooperative-sticky only stops the partitions that move.")
+               "consuming it; grey bands are rebalances. Red marks a stop-the-world pause: the partition was "
+               "revoked and given back to the same member (often milliseconds, so drawn wider than it lasted); "
+               "hatching marks a hand-off to another member, during which nobody consumes the partition. EAGER "
+               "strategies revoke everything at every rebalance, so every row stops; cooperative-sticky only "
+               "stops the partitions that move.")
     if not run_ids or ownership is None or ownership.empty:
         return Figure("ownership_timeline", title, caption, empty_figure("no scenario swept over strategies"),
                       pd.DataFrame())

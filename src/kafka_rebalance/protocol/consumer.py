@@ -107,6 +107,9 @@ class ConsumerCoordinator:
     def __init__(self, config: ConsumerConfig, positions: Callable[[int], dict[str, int]] | None = None):
         self.config = config
         self.protocol = rebalance_protocol(config.strategies)
+        # One assignor instance per configured strategy: some keep state between rebalances
+        # (StickyAssignor remembers its last assignment for its user data).
+        self.assignors = {name: get_assignor(name) for name in config.strategies}
         self._pattern = re.compile(config.pattern) if config.pattern else None
         self.positions = positions or (lambda now: {})
         self.state = MemberState.UNJOINED
@@ -241,7 +244,12 @@ class ConsumerCoordinator:
 
     def _join_request(self) -> JoinGroupRequest:
         c = self.config
-        subscription = Subscription(self.subscribed, tuple(sorted_partitions(self.owned)), self.generation)
+        user_data = tuple(
+            (name, data)
+            for name, assignor in self.assignors.items()
+            if (data := assignor.subscription_user_data(self.subscribed)) is not None
+        )
+        subscription = Subscription(self.subscribed, tuple(sorted_partitions(self.owned)), self.generation, user_data)
         return JoinGroupRequest(c.group_id, self.member_id, c.session_timeout_ms, self.rebalance_timeout_ms,
                                 c.strategies, subscription, c.group_instance_id, c.client_id, self.rejoin_reason)
 
@@ -413,15 +421,15 @@ class ConsumerCoordinator:
         """The leader assigns with the strategy the coordinator's vote chose, from its metadata."""
         group_topics = sorted({t for m in response.members for t in m.subscription.topics})
         topics = {t: self.metadata[t] for t in group_topics if t in self.metadata}
-        snapshot = {
-            "strategy": response.protocol_name,
-            "topics": topics,
-            "members": [
-                {"member_id": m.member_id, "topics": list(m.subscription.topics), "owned": list(m.subscription.owned),
-                 "generation": m.subscription.generation, "group_instance_id": m.group_instance_id}
-                for m in response.members
-            ],
-        }
+        assignor = self.assignors.get(response.protocol_name) or get_assignor(response.protocol_name)
+        members = []
+        for m in response.members:
+            owned, generation = assignor.member_data(
+                m.subscription.owned, m.subscription.generation, m.subscription.user_data_for(response.protocol_name)
+            )
+            members.append({"member_id": m.member_id, "topics": list(m.subscription.topics), "owned": owned,
+                            "generation": generation, "group_instance_id": m.group_instance_id})
+        snapshot = {"strategy": response.protocol_name, "topics": topics, "members": members}
         self._assignment_metadata = topics
         result = assign(snapshot)
         return {member: tuple(parts) for member, parts in result["assignment"].items()}
@@ -442,6 +450,9 @@ class ConsumerCoordinator:
                     self._request_rejoin("need to revoke partitions and re-join")
             added = assigned - self.owned
             self.owned = assigned
+            chosen = self.assignors.get(self.protocol_name or "")
+            if chosen is not None:
+                chosen.on_assignment(sorted_partitions(assigned), self.generation)
             out.events.append(("assigned", sorted_partitions(added)))
             if self.leader != self.member_id:
                 self._assignment_metadata = None

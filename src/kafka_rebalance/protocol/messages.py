@@ -32,12 +32,17 @@ NO_GENERATION = -1
 
 @dataclass(slots=True)
 class Subscription:
-    """ConsumerProtocolSubscription v2: topics, owned partitions and their generation."""
+    """ConsumerProtocolSubscription v2: topics, owned partitions and their generation, plus each
+    protocol's (assignor's) user data: JoinGroup carries one metadata blob per protocol, and the
+    leader reads the one of the protocol the vote chose."""
 
     topics: tuple[str, ...]
     owned: tuple[str, ...] = ()
     generation: int = NO_GENERATION
-    user_data: bytes | None = None
+    user_data: tuple[tuple[str, bytes], ...] = ()
+
+    def user_data_for(self, protocol: str | None) -> bytes | None:
+        return dict(self.user_data).get(protocol) if protocol else None
 
 
 @dataclass(slots=True)
