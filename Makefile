@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 
 run: setup
-	$(VENV)/bin/kafka-rebalance assign examples/snapshots/sticky-c1-removed.json --format table
+	$(VENV)/bin/kafka-rebalance lab --out lab-out
 
 test: setup
 	$(PY) -m pytest -q
