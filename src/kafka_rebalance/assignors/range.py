@@ -17,6 +17,8 @@ class RangeAssignor(ColumnarAssignor):
     name = "range"
 
     def assign_columnar(self, group: ColumnarGroup) -> np.ndarray:
+        if not _may_be_rack_aware(group):
+            return _plain_ranges(group)
         owner = empty_owner(group)
         states = [_TopicState(group, t) for t in range(group.num_topics) if len(group.subscribers(t)) and group.partition_counts[t]]
         if any(s.needs_rack_aware for s in states):
@@ -26,14 +28,33 @@ class RangeAssignor(ColumnarAssignor):
             for state in states:
                 owner[state.offset + np.arange(state.n)] = state.owner
             return owner
-        offsets = group.topic_offsets
-        for state in states:
-            n, members = state.n, state.members
-            per, extra = divmod(n, len(members))
-            lengths = np.full(len(members), per, dtype=np.int64)
-            lengths[:extra] += 1
-            owner[offsets[state.topic] : offsets[state.topic] + n] = np.repeat(members, lengths)
+        return _plain_ranges(group)
+
+
+def _may_be_rack_aware(group: ColumnarGroup) -> bool:
+    """Rack-aware range needs a member with a rack and a topic with partition racks."""
+    return any(r is not None for r in group.member_racks) and any(r is not None for r in group.partition_racks)
+
+
+def _plain_ranges(group: ColumnarGroup) -> np.ndarray:
+    """Every topic at once, without a loop over topics (a group may have a million of them):
+    with ``k`` subscribers (Kafka order) and ``n`` partitions, ``per, extra = divmod(n, k)``, the
+    first ``extra`` subscribers take ``per + 1`` consecutive partitions and the rest ``per``."""
+    owner = empty_owner(group)
+    indptr, members = group.topic_subscribers
+    k = np.diff(indptr)[group.partition_topic]
+    assigned = np.flatnonzero(k > 0)
+    if len(assigned) == 0:
         return owner
+    topic = group.partition_topic[assigned]
+    k = k[assigned]
+    p = assigned - group.topic_offsets[topic]
+    per, extra = np.divmod(group.partition_counts[topic], k)
+    long_part = extra * (per + 1)  # partitions held by the members with one extra
+    in_long = p < long_part
+    index = np.where(in_long, p // (per + 1), extra + (p - long_part) // np.maximum(per, 1))
+    owner[assigned] = members[indptr[topic] + index]
+    return owner
 
 
 class _TopicState:

@@ -109,12 +109,20 @@ def _with_ownership(group: ColumnarGroup, owner: np.ndarray) -> ColumnarGroup:
     indptr = np.zeros(group.num_members + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])
     generation = int(group.generations.max(initial=-1)) + 1
-    return replace(
+    nxt = replace(
         group,
         owned_indptr=indptr,
         owned_partitions=assigned[order],
         generations=np.full(group.num_members, generation, dtype=np.int64),
     )
+    # Same topics, members and subscriptions: reuse what was derived from them.
+    for name in _OWNERSHIP_FREE_CACHES:
+        if name in group.__dict__:
+            nxt.__dict__[name] = group.__dict__[name]
+    return nxt
+
+
+_OWNERSHIP_FREE_CACHES = ("topic_offsets", "partition_topic", "member_order", "member_rank", "subscription_member", "topic_subscribers")
 
 
 def withhold_transferring(group: ColumnarGroup, owner: np.ndarray) -> None:
@@ -135,13 +143,14 @@ def previous_owners(group: ColumnarGroup) -> np.ndarray:
     if len(claimed) == 0:
         return prev
     topics = group.partition_topic[claimed].astype(np.int64)
-    pairs = claimants * group.num_topics + topics
-    subscribed_pairs = np.sort(group.subscription_member * group.num_topics + group.subscription_topics)
-    pos = np.searchsorted(subscribed_pairs, pairs)
-    pos[pos == len(subscribed_pairs)] = 0
-    valid = len(subscribed_pairs) > 0
-    valid = (subscribed_pairs[pos] == pairs) if valid else np.zeros(len(pairs), dtype=bool)
+    valid = _subscribes(group, claimants, topics)
     claimants, claimed = claimants[valid], claimed[valid]
+    # Usually every partition has one claimant; only contested partitions need the generation sort.
+    contested = np.bincount(claimed, minlength=group.num_partitions)[claimed] > 1
+    prev[claimed[~contested]] = claimants[~contested]
+    claimants, claimed = claimants[contested], claimed[contested]
+    if len(claimed) == 0:
+        return prev
     generations = group.generations[claimants]
     order = np.lexsort((-generations, claimed))
     claimants, claimed, generations = claimants[order], claimed[order], generations[order]
@@ -153,6 +162,23 @@ def previous_owners(group: ColumnarGroup) -> np.ndarray:
     winners = first & ~tied
     prev[claimed[winners]] = claimants[winners]
     return prev
+
+
+def _subscribes(group: ColumnarGroup, members: np.ndarray, topics: np.ndarray) -> np.ndarray:
+    """Whether ``members[i]`` subscribes to ``topics[i]``: a member x topic bit matrix when that is
+    small (2,000 x 500 is a megabyte), else a search in the sorted (member, topic) pairs."""
+    m, t = group.num_members, group.num_topics
+    if m * t <= 1 << 26:
+        matrix = np.zeros((m, t), dtype=bool)
+        matrix[group.subscription_member, group.subscription_topics] = True
+        return matrix[members, topics]
+    pairs = members * t + topics
+    subscribed_pairs = np.sort(group.subscription_member * t + group.subscription_topics)
+    if len(subscribed_pairs) == 0:
+        return np.zeros(len(pairs), dtype=bool)
+    pos = np.searchsorted(subscribed_pairs, pairs)
+    pos[pos == len(subscribed_pairs)] = 0
+    return subscribed_pairs[pos] == pairs
 
 
 def _topic_classes(group: ColumnarGroup) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -447,20 +473,36 @@ def _spread_free_units(by_constraint, class_members, free_units, y, load, max_sw
 
 
 def _materialise(group, prev, partition_class, class_members, keep, y, owner) -> np.ndarray:
+    """Counts -> owners. Orderings are done by sorting one combined int64 key whose parts are the
+    sort keys (outermost first) and whose last part is the payload; the keys are unique, so this
+    is the same order as a stable lexsort, and numpy sorts int64 an order of magnitude faster."""
     num_classes = len(class_members)
+    num_partitions = group.num_partitions
+    m_count = group.num_members
     # Kept: the first keep[m, c] previously owned partitions of class c, in partition order.
     claimed = np.flatnonzero(prev >= 0)
-    cell = prev[claimed] * num_classes + partition_class[claimed]
-    order = np.argsort(cell, kind="stable")
-    claimed, cell = claimed[order], cell[order]
-    starts = np.searchsorted(cell, cell, side="left")
-    rank_in_cell = np.arange(len(cell)) - starts
-    kept = rank_in_cell < keep.reshape(-1)[cell]
-    owner[claimed[kept]] = prev[claimed[kept]]
+    if int(keep.sum()) == len(claimed):  # everything claimed stays (the common case)
+        owner[claimed] = prev[claimed]
+    else:
+        cell = prev[claimed] * num_classes + partition_class[claimed]
+        if m_count * num_classes * num_partitions < 1 << 62:
+            key = np.sort(cell * num_partitions + claimed)
+            cell, claimed = key // num_partitions, key % num_partitions
+        else:
+            order = np.argsort(cell, kind="stable")
+            cell, claimed = cell[order], claimed[order]
+        starts = np.flatnonzero(np.concatenate(([True], cell[1:] != cell[:-1])))
+        run_start = np.repeat(starts, np.diff(np.append(starts, len(cell))))
+        rank_in_cell = np.arange(len(cell)) - run_start
+        kept = rank_in_cell < keep.reshape(-1)[cell]
+        owner[claimed[kept]] = prev[claimed[kept]]
 
     # Free partitions of each class, in (class, partition) order.
     free = np.flatnonzero((owner == UNASSIGNED) & (partition_class >= 0))
-    free = free[np.argsort(partition_class[free], kind="stable")]
+    if num_classes > 1 and num_classes * num_partitions < 1 << 62:
+        free = np.sort(partition_class[free] * num_partitions + free) % num_partitions
+    elif num_classes > 1:
+        free = free[np.argsort(partition_class[free], kind="stable")]
 
     # Slots: one per missing partition, ordered by (class, load level, Kafka member order).
     deficit = (y - keep).reshape(-1)
@@ -475,10 +517,14 @@ def _materialise(group, prev, partition_class, class_members, keep, y, owner) ->
     step = np.arange(len(slot_cell)) - np.repeat(offsets, counts)
     kept_load = keep.sum(axis=1)
     level = kept_load[slot_member] + step
-    slot_order = np.lexsort((group.member_rank[slot_member], level, slot_class))
-    if len(slot_order) != len(free):
+    if len(slot_member) != len(free):
         raise AssertionError("sticky: free partitions and open slots disagree")
-    receivers = slot_member[slot_order]
+    levels = int(level.max()) + 1
+    if num_classes * levels * m_count < 1 << 62:
+        key = np.sort((slot_class * levels + level) * m_count + group.member_rank[slot_member])
+        receivers = group.member_order[key % m_count]
+    else:
+        receivers = slot_member[np.lexsort((group.member_rank[slot_member], level, slot_class))]
     if _uses_racks(group):
         receivers = _match_racks(group, free, receivers, partition_class)
     owner[free] = receivers

@@ -100,9 +100,14 @@ class ColumnarGroup:
         """CSR topic -> subscribing members, members in Kafka order: (indptr (T+1,), members)."""
         topics = self.subscription_topics.astype(np.int64)
         ranks = self.member_rank[self.subscription_member]
-        order = np.lexsort((ranks, topics))
         indptr = np.zeros(self.num_topics + 1, dtype=np.int64)
         np.cumsum(np.bincount(topics, minlength=self.num_topics), out=indptr[1:])
+        m = max(self.num_members, 1)
+        if self.num_topics * m < 1 << 62:
+            # Sort one int64 key (topic, rank) and read the member back from the rank: the same
+            # order as a lexsort, several times faster on a million subscriptions.
+            return indptr, self.member_order[np.sort(topics * m + ranks) % m]
+        order = np.lexsort((ranks, topics))
         return indptr, self.subscription_member[order]
 
     def subscribers(self, topic: int) -> np.ndarray:
@@ -130,6 +135,13 @@ class ColumnarGroup:
         topics = self.partition_topic[indices]
         numbers = indices - self.topic_offsets[topics]
         names = self.topic_names
+        largest = int(numbers.max()) + 1 if len(numbers) else 0
+        if len(indices) >= 4096 and largest * 4 <= len(indices):
+            # Many partitions, few distinct numbers (500 topics x 2,000): concatenate "topic-" and
+            # the number's string from two small tables of Python strings, elementwise in C.
+            prefixes = np.array([f"{name}-" for name in names], dtype=object)
+            digits = np.array([str(p) for p in range(largest)], dtype=object)
+            return (prefixes[topics] + digits[numbers]).tolist()
         return [f"{names[t]}-{p}" for t, p in zip(topics.tolist(), numbers.tolist(), strict=True)]
 
     def assignment_lists(self, owner: np.ndarray) -> dict[str, list[str]]:
