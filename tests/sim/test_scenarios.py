@@ -229,3 +229,11 @@ def test_eager_sticky_stays_sticky_through_user_data():
     for member in ("c1", "c2"):
         assert set(before[member]) <= set(after[member])
     assert result["metrics"]["partitions_moved"] == len(before["c3"])
+
+
+def test_stop_the_world_is_attributed_to_each_rebalance():
+    eager = simulate(SCENARIOS / "eager-join.yaml")
+    pauses = [r["stop_the_world_partition_ms"] for r in eager["rebalances"]]
+    assert sum(pauses) == eager["metrics"]["stop_the_world_partition_ms"] and pauses[-1] > 0
+    cooperative = simulate(SCENARIOS / "cooperative-join.yaml")
+    assert all(r["stop_the_world_partition_ms"] == 0 for r in cooperative["rebalances"])

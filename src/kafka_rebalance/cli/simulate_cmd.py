@@ -52,6 +52,8 @@ def print_timeline(result: dict[str, Any]) -> None:
             head += f"  {r['strategy']} / {r['protocol']}  leader {r['leader']}"
         console.print(head)
         console.print(f"    reason: {r['reason'] or '-'}")
+        pause = r.get("stop_the_world_partition_ms", 0)
+        console.print(f"    stop-the-world: {pause} partition-ms" + ("  [red](kept partitions paused)[/red]" if pause else ""))
         if not r["members"] and r["end_ms"] is not None:
             console.print("    the group is now empty")
         for member in r["members"]:
