@@ -252,3 +252,22 @@ def test_reads_gzip_rotated_files_and_directories(spark, tmp_path):
     assert len(files) == 3
     events = parse_events(read_lines(spark, files)).toPandas()
     assert len(events) == len(lines)
+
+
+def test_member_events_name_joins_failures_and_leaves(spark):
+    from kafka_rebalance.pipeline.logs import member_events_from_events
+
+    lines = [
+        MODERN.format(ts="2024-05-01 10:00:00,000", msg="Preparing to rebalance group g1 in state Stable with old "
+                      "generation 4 (reason: Adding new member c3-9f1c2d3e-0000-4000-8000-00000000abcd with group "
+                      "instance id None; client reason: need to re-join with the given member-id)."),
+        MODERN.format(ts="2024-05-01 10:01:00,000", msg="[Group g1] Member c2-1 has left group through explicit "
+                      "`LeaveGroup` request; client reason: the consumer is being closed"),
+        LEGACY.format(ts="2024-05-01 10:02:00,000", msg="Member c1-1 in group g1 has failed, removing it from the group"),
+        MODERN.format(ts="2024-05-01 10:03:00,000", msg="Preparing to rebalance group g1 in state Stable with old "
+                      "generation 5 (reason: removing member c2-1 on LeaveGroup)."),
+    ]
+    rows = member_events_from_events(events_of(spark, lines)).orderBy("time").toPandas()
+    assert list(zip(rows["kind"], rows["member"], strict=True)) == [
+        ("joined", "c3-9f1c2d3e-0000-4000-8000-00000000abcd"), ("left", "c2-1"), ("failed", "c1-1")]
+    assert rows["client"].iloc[0] == "c3"

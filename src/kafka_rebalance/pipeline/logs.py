@@ -259,12 +259,18 @@ def client_of(member: Column) -> Column:
     return F.regexp_replace(member, _MEMBER_UUID_SUFFIX, "")
 
 
+# The reason Kafka gives when a new member's JoinGroup starts a rebalance (modern and 2.x
+# coordinators): the only place a broker log names a joining member.
+JOIN_REASON = r"^Adding new member (\S+) with group instance id"
+
+
 def member_events_from_events(events: DataFrame) -> DataFrame:
     """Events -> ``group, member, time, kind`` (``failed`` by session timeout, ``left`` by
-    LeaveGroup) plus ``client`` and ``reason`` (the client's reason for leaving)."""
+    LeaveGroup, ``joined`` when a new member's join started a rebalance; joins during a
+    rebalance already under way are not logged by Kafka, so they cannot appear) plus ``client``
+    and ``reason`` (the client's reason for leaving)."""
     kind = F.col("kind")
-    departures = events.where(kind.isin(FAILED, LEFT))
-    return departures.select(
+    departures = events.where(kind.isin(FAILED, LEFT)).select(
         "group",
         "member",
         "time",
@@ -273,6 +279,17 @@ def member_events_from_events(events: DataFrame) -> DataFrame:
         F.when(kind == LEFT, F.col("reason")).alias("reason"),
         "time_ms",
     )
+    joiner = F.regexp_extract(F.col("reason"), JOIN_REASON, 1)
+    joins = events.where((kind == PREPARING) & F.col("reason").rlike(JOIN_REASON)).select(
+        "group",
+        joiner.alias("member"),
+        "time",
+        F.lit("joined").alias("kind"),
+        client_of(joiner).alias("client"),
+        F.lit(None).cast("string").alias("reason"),
+        "time_ms",
+    )
+    return departures.unionByName(joins)
 
 
 def empty_periods_from_events(events: DataFrame) -> DataFrame:
