@@ -245,21 +245,33 @@ def water_fill(base: np.ndarray, n: int, priority: np.ndarray | None = None) -> 
     add = np.zeros(k, dtype=np.int64)
     if n <= 0 or k == 0:
         return add
-    order = np.argsort(base, kind="stable")
-    s = base[order]
-    prefix = np.concatenate(([0], np.cumsum(s)))
-    j = np.arange(1, k + 1)
-    cost = j * s - prefix[1:]  # units needed to lift the j lowest to the j-th lowest load
-    count = int(np.searchsorted(cost, n, side="right"))
-    level = (n + int(prefix[count])) // count
+    s = np.sort(base)
+    prefix = np.cumsum(s)  # prefix[j - 1]: total of the j lowest
+    cost = _one_to(k) * s - prefix  # units needed to lift the j lowest to the j-th lowest load
+    count = int(np.searchsorted(cost, n, side="right"))  # >= 1, as cost[0] == 0 < n
+    level = (n + int(prefix[count - 1])) // count
     add = np.maximum(level - base, 0)
     remainder = n - int(add.sum())
     if remainder:
         at_level = np.flatnonzero(base <= level)
-        prio = np.zeros(len(at_level), dtype=np.int64) if priority is None else priority[at_level]
-        chosen = at_level[np.lexsort((at_level, -prio))[:remainder]]
+        if priority is None:  # ties by position, and at_level is ascending
+            chosen = at_level[:remainder]
+        else:
+            chosen = at_level[np.lexsort((at_level, -priority[at_level]))[:remainder]]
         add[chosen] += 1
     return add
+
+
+_ONE_TO_CACHE = np.arange(1, 1 << 12, dtype=np.int64)
+
+
+def _one_to(k: int) -> np.ndarray:
+    """``np.arange(1, k + 1)``, a view of a cached array when it is short enough."""
+    if k < len(_ONE_TO_CACHE):
+        return _ONE_TO_CACHE[:k]
+    return np.arange(1, k + 1, dtype=np.int64)
+
+
 
 
 def sticky_owner(group: ColumnarGroup) -> np.ndarray:
@@ -575,41 +587,52 @@ def _push_new_units_along_chain(start: int, index: _ClassIndex, x, y, load, towa
     The chain is found by a breadth-first search over members, level by level in numpy; the far
     end is the most (resp. least) loaded qualifying member of the first level that has one."""
     m_count = len(load)
+    members, entry_class = index.members, index.entry_class
+    class_starts = index.indptr[:-1]
+    # Every membership holds at most 2 x memberships entries (a few thousand in Kafka's random
+    # test), so each level is a handful of numpy passes over all of them: cheaper than gathering
+    # the frontier's ragged class lists and de-duplicating them with sorts.
+    new_entry = index.per_entry(y) > index.per_entry(x)
     parent = np.full(m_count, -1, dtype=np.int64)
     via_class = np.full(m_count, -1, dtype=np.int64)
     seen = np.zeros(m_count, dtype=bool)
     seen[start] = True
     # A class is expanded once: all its members are reachable from where it was first reached.
     class_seen = np.zeros(index.num_classes, dtype=bool)
-    frontier = np.array([start], dtype=np.int64)
-    while len(frontier):
-        run, k = index.classes_of(frontier)
-        ok = ~class_seen[k]
+    in_frontier = np.zeros(m_count, dtype=bool)
+    in_frontier[start] = True
+    while True:
+        # Classes reached now, each from its lowest-numbered frontier member (the frontier is
+        # in ascending member order).
+        reach = in_frontier[members] & ~class_seen[entry_class]
         if not towards_start:  # frontier members give: only classes where they hold new units
-            ok &= y[frontier[run], k] > x[frontier[run], k]
-        run, k = run[ok], k[ok]
-        k, first = np.unique(k, return_index=True)
-        class_seen[k] = True
-        near_of_class = frontier[run[first]]
-        entry_run, entry = index.entries_of(k)
-        other = index.members[entry]
-        near, k = near_of_class[entry_run], k[entry_run]
-        ok = ~seen[other]
+            reach &= new_entry
+        near_of_class = np.minimum.reduceat(np.where(reach, members, m_count), class_starts)
+        new_class = near_of_class < m_count
+        if not new_class.any():
+            return False
+        class_seen |= new_class
+        # Their unseen members, each via its lowest-numbered newly reached class.
+        take = new_class[entry_class] & ~seen[members]
         if towards_start:  # the other member gives to the frontier member
-            ok &= y[other, k] > x[other, k]
-        other, near, k = other[ok], near[ok], k[ok]
-        other, first = np.unique(other, return_index=True)
-        near, k = near[first], k[first]
+            take &= new_entry
+        at = np.flatnonzero(take)
+        if len(at) == 0:
+            return False
+        first_class = np.full(m_count, index.num_classes, dtype=np.int64)
+        np.minimum.at(first_class, members[at], entry_class[at])
+        other = np.flatnonzero(first_class < index.num_classes)
+        k = first_class[other]
         seen[other] = True
-        parent[other] = near
+        parent[other] = near_of_class[k]
         via_class[other] = k
         gap = load[other] - load[start] if towards_start else load[start] - load[other]
-        if len(gap) and int(gap.max()) >= 2:
+        if int(gap.max()) >= 2:
             end = int(other[np.argmax(gap)])
             _push_chain(start, end, parent, via_class, x, y, load, towards_start)
             return True
-        frontier = other
-    return False
+        in_frontier[:] = False
+        in_frontier[other] = True
 
 
 def _push_chain(start, end, parent, via_class, x, y, load, towards_start) -> None:
