@@ -30,7 +30,7 @@ How, without per-partition Python objects:
   re-level shifts a unit into a member of an overlapping class, which re-levels next, and so
   on; one unit per step took 26,178 steps (6 s) at a million partitions. Steps 1-2 carry the
   new partitions along those chains in bulk and step 4 repairs unrelated classes together
-  (~1,500 steps, ~1.3 s), and since 1-2 never move a previously owned partition, fewer kept
+  (~1,500 steps, ~0.8 s), and since 1-2 never move a previously owned partition, fewer kept
   ones move (17k instead of 22.6k there). Steps 1, 2 and 4 strictly lower the sum of squared
   loads and step 3 does not raise it while lowering the violated count, so the loop cannot cycle. When
   it ends no single move can improve balance (Kafka's definition of balanced).
@@ -128,7 +128,10 @@ def _with_ownership(group: ColumnarGroup, owner: np.ndarray) -> ColumnarGroup:
     """The group as its next rebalance sees it: every member owns what ``owner`` gives it, all
     in one generation newer than any claim now."""
     assigned = np.flatnonzero(owner >= 0)
-    order = np.argsort(owner[assigned], kind="stable")
+    owners = owner[assigned]
+    if group.num_members <= np.iinfo(np.int16).max:
+        owners = owners.astype(np.int16)  # numpy's stable sort of int16 is a radix sort
+    order = np.argsort(owners, kind="stable")
     counts = np.bincount(owner[assigned], minlength=group.num_members)
     indptr = np.zeros(group.num_members + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])
@@ -343,12 +346,20 @@ def sticky_owner(group: ColumnarGroup) -> np.ndarray:
 
 
 def _relevel(c, members, class_size, x, y, load) -> None:
-    base = load[members] - y[members, c]
-    plain = water_fill(base, int(class_size[c]))
+    held = y[members, c]
+    base = load[members] - held
+    n = int(class_size[c])
     # Ties for the last level go to a member that keeps a partition it owned, then to one
     # that already held it in this computation (fewer changes), then Kafka order.
-    priority = 2 * (x[members, c] > plain) + (y[members, c] > plain)
-    new = water_fill(base, int(class_size[c]), priority)
+    if len(members) <= _SMALL_CLASS:  # the same on lists, cheaper for small classes
+        base_list, held_list, owned_list = base.tolist(), held.tolist(), x[members, c].tolist()
+        plain = _water_fill_list(base_list, n)
+        priority = [2 * (o > p) + (h > p) for o, h, p in zip(owned_list, held_list, plain, strict=True)]
+        new = np.asarray(_water_fill_list(base_list, n, priority), dtype=np.int64)
+    else:
+        plain = water_fill(base, n)
+        priority = 2 * (x[members, c] > plain) + (held > plain)
+        new = water_fill(base, n, priority)
     y[members, c] = new
     load[members] = base + new
 
@@ -378,6 +389,15 @@ class _ClassIndex:
         # Position of each entry's (member, class) cell in a C-ordered members x classes array:
         # ``counts.take(self.cell)`` is ``counts[self.members, self.entry_class]``, faster.
         self.cell = self.members * self.num_classes + self.entry_class
+        self._x: np.ndarray | None = None
+        self._x_entry = np.zeros(0, dtype=np.int64)
+
+    def holds_new(self, y: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """``y > x`` per membership entry. ``x`` (previous ownership) never changes during a
+        computation, so its entries are gathered once."""
+        if self._x is not x:
+            self._x, self._x_entry = x, self.per_entry(x)
+        return self.per_entry(y) > self._x_entry
 
     def per_entry(self, counts: np.ndarray) -> np.ndarray:
         """``counts[m, k]`` for every membership entry (``counts`` is members x classes)."""
@@ -427,6 +447,14 @@ class _ClassIndex:
         held = (y[member, cls] - (is_donor & in_moved_class) + (is_receiver & in_moved_class)) > 0
         now = self._violated(loads, held, pair_starts).astype(np.int64) - violated[pc]
         return violated_count + np.bincount(pm, weights=now, minlength=len(moves)).astype(np.int64)
+
+
+def _run_starts(values: np.ndarray) -> np.ndarray:
+    """Positions where a run of equal values starts in a sorted array: for sorted input,
+    ``np.unique(values, return_index=True)[1]``."""
+    starts = np.ones(len(values), dtype=bool)
+    np.not_equal(values[1:], values[:-1], out=starts[1:])
+    return np.flatnonzero(starts)
 
 
 def _offsets(lengths: np.ndarray) -> np.ndarray:
@@ -542,19 +570,21 @@ def _push_new_units_directly(index: _ClassIndex, by_constraint: np.ndarray, x, y
     whether anything moved."""
     loads = load[index.members]
     lowest = np.minimum.reduceat(loads, index.indptr[:-1])
-    new_here = index.per_entry(y) > index.per_entry(x)
+    new_here = index.holds_new(y, x)
     highest = np.maximum.reduceat(np.where(new_here, loads, index.NO_HOLDER), index.indptr[:-1])
     movable = highest - lowest >= 2
     if not movable.any():
         return False
     entry_movable = movable[index.entry_class]
     # The first (Kafka order) giver at the highest load and taker at the lowest, per class.
+    # (Entries are in class order, so a class's first hit is where the class number changes.)
     giver_entry = np.flatnonzero(entry_movable & new_here & (loads == highest[index.entry_class]))
-    giver_class, first = np.unique(index.entry_class[giver_entry], return_index=True)
+    giver_classes = index.entry_class[giver_entry]
+    first = _run_starts(giver_classes)
+    giver_class = giver_classes[first]
     giver = index.members[giver_entry[first]]
     taker_entry = np.flatnonzero(entry_movable & (loads == lowest[index.entry_class]))
-    _, first = np.unique(index.entry_class[taker_entry], return_index=True)
-    taker = index.members[taker_entry[first]]
+    taker = index.members[taker_entry[_run_starts(index.entry_class[taker_entry])]]
     # giver_class is ascending; visit in constraint order.
     position = np.full(index.num_classes, -1, dtype=np.int64)
     position[giver_class] = np.arange(len(giver_class))
@@ -589,10 +619,12 @@ def _push_new_units_along_chain(start: int, index: _ClassIndex, x, y, load, towa
     m_count = len(load)
     members, entry_class = index.members, index.entry_class
     class_starts = index.indptr[:-1]
-    # Every membership holds at most 2 x memberships entries (a few thousand in Kafka's random
-    # test), so each level is a handful of numpy passes over all of them: cheaper than gathering
-    # the frontier's ragged class lists and de-duplicating them with sorts.
-    new_entry = index.per_entry(y) > index.per_entry(x)
+    # There are only as many membership entries as (member, class) pairs (6,749 in the random
+    # benchmark at a million partitions), so each level is a handful of numpy passes over all of
+    # them: cheaper than gathering the frontier's ragged class lists and de-duplicating them
+    # with sorts, and it picks the same parents (lowest frontier member per class, lowest class
+    # per newly reached member, as the first occurrences in frontier then class order did).
+    new_entry = index.holds_new(y, x)
     parent = np.full(m_count, -1, dtype=np.int64)
     via_class = np.full(m_count, -1, dtype=np.int64)
     seen = np.zeros(m_count, dtype=bool)
@@ -631,8 +663,7 @@ def _push_new_units_along_chain(start: int, index: _ClassIndex, x, y, load, towa
             end = int(other[np.argmax(gap)])
             _push_chain(start, end, parent, via_class, x, y, load, towards_start)
             return True
-        in_frontier[:] = False
-        in_frontier[other] = True
+        in_frontier = first_class < index.num_classes  # == the members in ``other``
 
 
 def _push_chain(start, end, parent, via_class, x, y, load, towards_start) -> None:
@@ -711,31 +742,87 @@ def _spread_free_units(by_constraint, class_members, free_units, y, load, max_sw
     at a time. Each re-deal minimises the sum of squared loads over that class's free units (block
     coordinate descent on a convex objective), so the sweeps settle fast. Owned units never move
     here: stickiness is decided by the repair loop alone."""
+    # Re-dealing keeps a class's total of free units, so a class with none never changes: leave
+    # it out (after a cooperative round nearly every partition is owned, and most classes are).
+    free_total = free_units.sum(axis=0)
+    classes = [c for c in by_constraint if free_total[c] > 0]
+    if not classes:
+        return
+    # Thousands of re-deals of a dozen members each: on Python lists, where numpy's per-call cost
+    # would dominate; the arrays are written back once at the end.
+    members_of = {c: class_members[c].tolist() for c in classes}
+    free_of = {c: free_units[class_members[c], c].tolist() for c in classes}
+    total_of = {c: int(free_total[c]) for c in classes}
+    loads = load.tolist()
     # A class whose members' loads did not change since it was last dealt would be dealt the
     # same again: skip it (``changed_at`` and ``dealt_at`` are step stamps).
-    changed_at = np.zeros(len(load), dtype=np.int64)
-    dealt_at = np.full(len(class_members), -1, dtype=np.int64)
+    changed_at = [0] * len(loads)
+    dealt_at = dict.fromkeys(classes, -1)
+    redealt: set[int] = set()
     step = 0
     for _ in range(max_sweeps):
         changed = False
-        for c in by_constraint:
-            members = class_members[c]
+        for c in classes:
+            members = members_of[c]
             step += 1
-            if dealt_at[c] >= changed_at[members].max():
+            if dealt_at[c] >= max([changed_at[m] for m in members]):
                 continue
             dealt_at[c] = step
-            old = free_units[members, c]
-            base = load[members] - old
-            new = water_fill(base, int(old.sum()))
-            moved = new != old
-            if moved.any():
+            old = free_of[c]
+            base = [loads[m] - o for m, o in zip(members, old, strict=True)]
+            if len(base) <= _SMALL_CLASS:
+                new = _water_fill_list(base, total_of[c])
+            else:
+                new = water_fill(np.asarray(base, dtype=np.int64), total_of[c]).tolist()
+            if new != old:
                 changed = True
-                changed_at[members[moved]] = step
-                free_units[members, c] = new
-                y[members, c] += new - old
-                load[members] = base + new
+                redealt.add(c)
+                free_of[c] = new
+                for m, o, n, b in zip(members, old, new, base, strict=True):
+                    if n != o:
+                        changed_at[m] = step
+                        loads[m] = b + n
         if not changed:
-            return
+            break
+    for c in redealt:
+        members = class_members[c]
+        new = np.asarray(free_of[c], dtype=np.int64)
+        y[members, c] += new - free_units[members, c]
+        free_units[members, c] = new
+    load[:] = loads
+
+
+# Up to this many members, ``_water_fill_list`` beats ``water_fill``'s numpy calls.
+_SMALL_CLASS = 64
+
+
+def _water_fill_list(base: list[int], n: int, priority: list[int] | None = None) -> list[int]:
+    """``water_fill(base, n, priority)`` on Python lists, for small lists."""
+    if n <= 0:
+        return [0] * len(base)
+    # count = how many of the lowest loads can be lifted to the next one within n units.
+    total = count = 0
+    for j, v in enumerate(sorted(base), 1):
+        if j * v - (total + v) > n:
+            break
+        total += v
+        count = j
+    level = (n + total) // count
+    add = [level - b if b < level else 0 for b in base]
+    remainder = n - sum(add)
+    if remainder and priority is not None:
+        at_level = [i for i, b in enumerate(base) if b <= level]
+        at_level.sort(key=lambda i: -priority[i])  # stable: ties keep position order
+        for i in at_level[:remainder]:
+            add[i] += 1
+    elif remainder:
+        for i, b in enumerate(base):
+            if b <= level:
+                add[i] += 1
+                remainder -= 1
+                if not remainder:
+                    break
+    return add
 
 
 def _materialise(group, prev, partition_class, class_members, keep, y, owner) -> np.ndarray:
