@@ -159,3 +159,33 @@ def test_rebalance_timeout_removes_members_that_did_not_rejoin():
 ])
 def test_consumer_protocol_is_the_highest_all_assignors_support(strategies, expected):
     assert rebalance_protocol(strategies) is expected
+
+
+def test_leader_rejoining_unchanged_in_completing_rebalance_gets_the_member_list_again():
+    c = GroupCoordinator(GROUP)
+    outs, ids = [], {}
+    for i in range(2):
+        ids[f"c{i}"] = join(c, f"c{i}", 0).responses[0][1].member_id
+        outs.append(join(c, f"c{i}", 0, ids[f"c{i}"]))
+    fire_due(c, outs, 6000)
+    assert c.state is GroupState.COMPLETING_REBALANCE
+    leader_conn = next(conn for conn, mid in ids.items() if mid == c.leader)
+    follower_conn = next(conn for conn, mid in ids.items() if mid != c.leader)
+    again = join(c, leader_conn, 6100, c.leader).responses[0][1]
+    assert again.error is Errors.NONE and sorted(m.member_id for m in again.members) == sorted(ids.values())
+    assert join(c, follower_conn, 6100, ids[follower_conn]).responses[0][1].members == ()
+    assert c.state is GroupState.COMPLETING_REBALANCE
+
+
+def test_a_pending_member_that_never_rejoins_expires_after_its_session_timeout():
+    c, ids, _ = stable_group(2)
+    # A third client learns its member id (KIP-394) and dies before joining with it.
+    pending = join(c, "c9", 10000, session=10000, rebalance=300000)
+    assert pending.responses[0][1].error is Errors.MEMBER_ID_REQUIRED
+    # A known member rejoins with changed metadata: a rebalance waits for every known member.
+    changed = join(c, "c0", 11000, ids["c0"], session=10000, rebalance=300000, topics=("t0", "t1"))
+    assert c.state is GroupState.PREPARING_REBALANCE
+    again = join(c, "c1", 11000, ids["c1"], session=10000, rebalance=300000)
+    assert c.state is GroupState.PREPARING_REBALANCE, "still waiting for the pending member"
+    fire_due(c, [pending, changed, again], 25000)
+    assert c.state is GroupState.COMPLETING_REBALANCE, "the pending member expired at 20000, not at the rebalance timeout"

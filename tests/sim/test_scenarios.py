@@ -237,3 +237,13 @@ def test_stop_the_world_is_attributed_to_each_rebalance():
     assert sum(pauses) == eager["metrics"]["stop_the_world_partition_ms"] and pauses[-1] > 0
     cooperative = simulate(SCENARIOS / "cooperative-join.yaml")
     assert all(r["stop_the_world_partition_ms"] == 0 for r in cooperative["rebalances"])
+
+
+def test_events_are_validated_in_time_order_not_list_order():
+    scenario = base(["c1"], [
+        {"at_ms": 0, "join": "c1"},
+        {"at_ms": 50000, "create_topic": {"name": "t1", "partitions": 2}},
+        {"at_ms": 40000, "add_partitions": {"topic": "t1", "count": 4}},
+    ])
+    with pytest.raises(InvalidInput, match=r"events\[2\]\.add_partitions\.topic: unknown topic 't1'"):
+        load_scenario(scenario)

@@ -24,7 +24,7 @@ def simulate_command(file: str, as_json: bool, log_path: str | None, seed: int |
     """Simulate the consumer-group scenario FILE (YAML or JSON, or - for stdin)."""
     with bad_input_exits():
         scenario = load_scenario(read_text(file))
-    run = run_simulation(scenario, seed)
+        run = run_simulation(scenario, seed)
     if log_path:
         with bad_input_exits():
             try:

@@ -70,13 +70,13 @@ def partition_topic(partition: str) -> str:
     return partition.rpartition("-")[0]
 
 
-def _sort_key(partition: str) -> tuple[str, int]:
+def partition_sort_key(partition: str) -> tuple[str, int]:
     topic, _, number = partition.rpartition("-")
     return topic, int(number)
 
 
 def sorted_partitions(parts) -> list[str]:
-    return sorted(parts, key=_sort_key)
+    return sorted(parts, key=partition_sort_key)
 
 
 @dataclass(slots=True)

@@ -193,6 +193,9 @@ class GroupCoordinator:
             self._initial_delay_expired(now, out)
         elif kind == "sync" and key[1] == self.generation:
             self._sync_expired(now, out)
+        elif kind == "pending" and key[1] in self.pending_members:
+            self.pending_members.discard(key[1])
+            self._maybe_complete_join(now, out)
         return out
 
     # ------------------------------------------------------------------ rebalance phases
@@ -280,7 +283,7 @@ class GroupCoordinator:
     def _sync_expired(self, now: int, out: Output) -> None:
         if self.state not in (GroupState.COMPLETING_REBALANCE, GroupState.STABLE) or not self.pending_sync:
             return
-        for member_id in sorted(self.pending_sync, key=list(self.members).index):
+        for member_id in [m for m in self.members if m in self.pending_sync]:
             self._log(out, now, "member_failed", member=member_id)
             self._remove_member(member_id, out)
         self.pending_sync.clear()
@@ -366,6 +369,10 @@ class GroupCoordinator:
             if instance is None:
                 # KIP-394: a dynamic member first learns its id, then joins with it.
                 self.pending_members.add(new_id)
+                # Kafka expires a pending member after its session timeout, so a client that
+                # dies before its second JoinGroup does not hold the join phase until the
+                # rebalance timeout.
+                out.timers.append((now + req.session_timeout_ms, ("pending", new_id)))
                 return reply(Errors.MEMBER_ID_REQUIRED, new_id)
             self._add_member(connection, req, new_id, now, out)
             return self._after_new_member(new_id, now, out)
@@ -392,7 +399,9 @@ class GroupCoordinator:
             if changed:
                 self._prepare_rebalance(f"updating metadata for member {req.member_id} during CompletingRebalance", now, out)
             else:
-                self._reply_current_generation(member, out)
+                # It likely missed its JoinGroup response: answer it again, and the leader again
+                # gets the member list it needs to compute the assignment (as Kafka does).
+                self._reply_current_generation(member, out, with_members=member.member_id == self.leader)
         elif self.state is GroupState.STABLE:
             if changed or req.member_id == self.leader:
                 why = "leader" if not changed else "member"
@@ -410,9 +419,11 @@ class GroupCoordinator:
             instance = f"Some({member.group_instance_id})" if member.group_instance_id else "None"
             self._prepare_rebalance(f"Adding new member {member_id} with group instance id {instance}", now, out)
 
-    def _reply_current_generation(self, member: MemberMetadata, out: Output) -> None:
+    def _reply_current_generation(self, member: MemberMetadata, out: Output, with_members: bool = False) -> None:
+        everyone = tuple(JoinGroupMember(m.member_id, m.group_instance_id, m.subscription) for m in self.members.values())
         out.responses.append((member.join_connection, JoinGroupResponse(
-            Errors.NONE, self.generation, self.protocol_name, self.leader or UNKNOWN_MEMBER, member.member_id, ())))
+            Errors.NONE, self.generation, self.protocol_name, self.leader or UNKNOWN_MEMBER, member.member_id,
+            everyone if with_members else ())))
         member.join_connection = None
 
     def _replace_static_member(self, connection: str, req: JoinGroupRequest, now: int, out: Output) -> None:

@@ -35,6 +35,8 @@ from kafka_rebalance.protocol.consumer import (
     ConsumerConfig,
     ConsumerCoordinator,
     MemberState,
+    partition_sort_key,
+    partition_topic,
     sorted_partitions,
 )
 from kafka_rebalance.protocol.coordinator import CoordinatorConfig, GroupCoordinator, coordinator_partition
@@ -661,7 +663,7 @@ class Simulation:
                 "reason": current["reason"], "strategy": current.get("strategy"), "protocol": None, "leader": None,
                 "members": [], "assignment": {}, "revoked": {}, "added": {},
             })
-        ownership = sorted(self.ownership, key=lambda o: (_partition_key(o[0]), o[2], o[1]))
+        ownership = sorted(self.ownership, key=lambda o: (partition_sort_key(o[0]), o[2], o[1]))
         metrics = self._metrics(ownership)
         final = {}
         for spec in self.scenario.consumers:
@@ -705,10 +707,10 @@ class Simulation:
         for partition, name, start, end in ownership:
             by_partition.setdefault(partition, []).append((name, start, end))
         wanted_partitions = [p for p, created in self.partition_created.items()
-                             if p.rpartition("-")[0] in self.topic_wanted]
+                             if partition_topic(p) in self.topic_wanted]
         for partition in wanted_partitions:
             intervals = by_partition.get(partition, [])
-            topic = partition.rpartition("-")[0]
+            topic = partition_topic(partition)
             cursor = max(self.topic_wanted[topic], self.partition_created[partition])
             for i, (name, start, end) in enumerate(intervals):
                 if start > cursor:
@@ -734,11 +736,6 @@ class Simulation:
             "records_processed_twice": self.records_twice,
             "records_lost": self.records_lost,
         }
-
-
-def _partition_key(partition: str) -> tuple[str, int]:
-    topic, _, number = partition.rpartition("-")
-    return topic, int(number)
 
 
 def run_simulation(scenario: Scenario | dict | str, seed: int | None = None) -> SimulationRun:

@@ -210,7 +210,8 @@ class Scenario(_Strict):
             raise _FieldError("consumers", "duplicate consumer id")
         known = set(ids)
         topics = set(self.topics)
-        for i, event in enumerate(self.events):
+        # In time order, as the simulator replays them: a topic must exist before it grows.
+        for i, event in sorted(enumerate(self.events), key=lambda indexed: indexed[1].at_ms):
             action = event.action
             if action in ("join", "leave", "crash", "pause", "stall", "restart"):
                 name = getattr(event, action)
