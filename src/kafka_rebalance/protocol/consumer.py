@@ -173,6 +173,13 @@ class ConsumerCoordinator:
 
     # ------------------------------------------------------------------ application inputs
 
+    @property
+    def ready_to_join(self) -> bool:
+        """A rejoin is wanted and nothing stands in its way (not mid-rebalance, no commit before
+        the join still under way)."""
+        return (self.rejoin_needed and self.state in (MemberState.UNJOINED, MemberState.STABLE)
+                and not self._commit_before_join)
+
     def poll(self, now: int) -> ConsumerOutput:
         """The application entered poll(): heartbeat (old clients), auto-commit, (re)join."""
         out = ConsumerOutput()
@@ -189,8 +196,7 @@ class ConsumerCoordinator:
             self._start_heartbeats(now, out)
         if self._joined_subscription is not None and self._joined_subscription != self.subscribed:
             self._request_rejoin("subscription changed")
-        if self.rejoin_needed and self.state in (MemberState.UNJOINED, MemberState.STABLE) \
-                and not self._commit_before_join:
+        if self.ready_to_join:
             self._prepare_join(now, out)
         elif self.state is MemberState.STABLE and self.config.enable_auto_commit and now >= self.next_auto_commit_ms:
             self._auto_commit(now, out)
@@ -313,8 +319,7 @@ class ConsumerCoordinator:
                 out.timers.append((max(deadline, now + 1), ("poll_timeout", self._poll_epoch)))
             else:
                 self._poll_timeout(now, out)
-        elif (kind == "retry_join" and self.rejoin_needed and self.app_in_poll
-              and self.state in (MemberState.UNJOINED, MemberState.STABLE) and not self._commit_before_join):
+        elif kind == "retry_join" and self.app_in_poll and self.ready_to_join:
             self._prepare_join(now, out)
         return out
 
@@ -346,7 +351,7 @@ class ConsumerCoordinator:
         elif isinstance(response, OffsetCommitResponse):
             if self._commit_before_join:
                 self._commit_before_join = False
-                if self.rejoin_needed and self.state in (MemberState.UNJOINED, MemberState.STABLE):
+                if self.ready_to_join:
                     self._send_join(now, out)
         elif isinstance(response, OffsetFetchResponse):
             if response.error is Errors.NONE:

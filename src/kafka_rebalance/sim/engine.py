@@ -422,8 +422,8 @@ class Simulation:
         cc = proc.cc
         if not proc.alive or proc.paused or not cc.app_in_poll:
             return
-        if (cc.rejoin_needed and cc.state in (MemberState.UNJOINED, MemberState.STABLE) and not cc._commit_before_join) \
-                or cc._heartbeat_due or not proc.continuous and not proc.batch and cc.state is MemberState.STABLE and proc.positions:
+        wants_batch = not proc.continuous and not proc.batch and cc.state is MemberState.STABLE and bool(proc.positions)
+        if cc.ready_to_join or cc._heartbeat_due or wants_batch:
             self._app_poll(proc)
 
     def _app_poll(self, proc: Process) -> None:
