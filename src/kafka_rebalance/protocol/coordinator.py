@@ -27,7 +27,6 @@ from enum import StrEnum
 from typing import Any
 
 from kafka_rebalance.assignors import select_strategy
-from kafka_rebalance.model import InvalidInput
 from kafka_rebalance.protocol.messages import (
     NO_GENERATION,
     UNKNOWN_MEMBER,
@@ -79,6 +78,9 @@ class CoordinatorConfig:
     group_max_size: int = 2**31 - 1
     offsets_topic_num_partitions: int = 50
     broker_id: int = 0
+
+    def allows_session_timeout(self, session_timeout_ms: int) -> bool:
+        return self.group_min_session_timeout_ms <= session_timeout_ms <= self.group_max_session_timeout_ms
 
 
 @dataclass(slots=True)
@@ -355,7 +357,7 @@ class GroupCoordinator:
         if self.state is GroupState.DEAD:
             return reply(Errors.COORDINATOR_NOT_AVAILABLE)
         cfg = self.config
-        if not cfg.group_min_session_timeout_ms <= req.session_timeout_ms <= cfg.group_max_session_timeout_ms:
+        if not cfg.allows_session_timeout(req.session_timeout_ms):
             return reply(Errors.INVALID_SESSION_TIMEOUT)
         if self.members and not self._supports(req.protocols):
             return reply(Errors.INCONSISTENT_GROUP_PROTOCOL)
@@ -618,9 +620,3 @@ class GroupCoordinator:
             group._arm_session(member, now, out)
         group._prepare_rebalance("coordinator failover: group loaded by a new coordinator", now, out)
         return group, out
-
-
-def validate_session_timeout(value: int, config: CoordinatorConfig, where: str) -> None:
-    if not config.group_min_session_timeout_ms <= value <= config.group_max_session_timeout_ms:
-        raise InvalidInput(where, f"{value} is outside [group.min.session.timeout.ms {config.group_min_session_timeout_ms}, "
-                                  f"group.max.session.timeout.ms {config.group_max_session_timeout_ms}]")
