@@ -218,51 +218,91 @@ def rebalance_timeline_figure(timeline: pd.DataFrame, departures: pd.DataFrame, 
         return Figure("rebalance_timeline", "Rebalances over time", caption, empty_figure("no rebalances found"),
                       timeline)
     order = [g for g in groups if g in set(timeline["group"])][::-1]
-    height = max(1.8, 0.55 * len(order) + 1.0)
-    fig, ax = plt.subplots(figsize=(11, height))
     start_all = min(timeline["start"].min(), departures["time"].min() if not departures.empty else timeline["start"].min())
     end_candidates = [timeline["start"].max(), timeline["end"].max()]
     if not departures.empty:
         end_candidates.append(departures["time"].max())
     end_all = max(t for t in end_candidates if pd.notna(t))
-    span = max((end_all - start_all).total_seconds(), 1.0)
-    min_width = span / 400 / 86400  # days, so that a short rebalance stays visible
+    spans = _group_spans(timeline, departures, end_all)
+    widest = max(max((end - start).total_seconds() for start, end in spans.values()), 60.0)
+    # Groups whose activity lies far apart (excerpts from different months, say) would shrink to
+    # slivers on one shared axis: then each group gets its own row with its own time axis.
+    separate = len(order) > 1 and (end_all - start_all).total_seconds() > 50 * widest
+    if separate:
+        fig, axes = plt.subplots(len(order), 1, figsize=(11, 1.15 * len(order) + 0.5), squeeze=False)
+        panels = [(ax, [group]) for ax, group in zip(axes[::-1, 0], order, strict=True)]
+    else:
+        fig, ax = plt.subplots(figsize=(11, max(1.8, 0.55 * len(order) + 1.0)))
+        panels = [(ax, order)]
     elements = 0
-    for y, group in enumerate(order):
-        rows = timeline[timeline["group"] == group]
-        for outcome, colour, hatch in (("stable", "#2f6fde", None), ("empty", "#9aa5b1", None),
-                                       ("open", "#2f6fde", "////")):
-            part = rows[rows["outcome"] == outcome]
-            if part.empty:
-                continue
-            starts = mdates.date2num(part["start"].dt.tz_localize(None))
-            ends = part["end"].fillna(end_all)
-            widths = mdates.date2num(ends.dt.tz_localize(None)) - starts
-            bars = [(s, max(w, min_width)) for s, w in zip(starts, widths, strict=True)]
-            ax.broken_barh(bars, (y - 0.3, 0.6), facecolors=colour, hatch=hatch,
-                           edgecolor="#1d2733" if hatch else "none", linewidth=0.3)
-            elements += len(bars)
-        if not storms.empty:
-            for storm in storms[storms["group"] == group].itertuples():
-                ax.axvspan(mdates.date2num(storm.start.tz_localize(None)), mdates.date2num(storm.end.tz_localize(None)),
-                           ymin=(y + 0.05) / len(order), ymax=(y + 0.95) / len(order), color="#f4c542", alpha=0.35,
-                           lw=0)
-        if not departures.empty:
-            mine = departures[departures["group"] == group]
-            failed = mine[mine["kind"] == "failed"]
-            left = mine[mine["kind"] == "left"]
-            ax.plot(failed["time"].dt.tz_localize(None), [y + 0.38] * len(failed), "x", color="#d62728", ms=6, mew=1.6)
-            ax.plot(left["time"].dt.tz_localize(None), [y + 0.38] * len(left), "|", color="#ff7f0e", ms=8, mew=1.6)
-            elements += len(mine)
-    ax.set_yticks(range(len(order)), order)
-    ax.set_ylim(-0.6, len(order) - 0.3)
-    locator = mdates.AutoDateLocator()
-    ax.xaxis.set_major_locator(locator)
-    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
-    ax.set_xlabel("log time (as written by the broker)")
-    ax.grid(axis="x", color="#e9ecef")
+    for ax, panel_groups in panels:
+        if separate:
+            low, high = spans[panel_groups[0]]
+            pad = max((high - low) * 0.05, pd.Timedelta(seconds=1))
+            low, high = low - pad, high + pad
+        else:
+            low, high = start_all, end_all
+        min_width = max((high - low).total_seconds(), 1.0) / 400 / 86400  # days: a short rebalance stays visible
+        for y, group in enumerate(panel_groups):
+            elements += _draw_group_row(ax, y, len(panel_groups), group, timeline, departures, storms, end_all, min_width)
+        ax.set_yticks(range(len(panel_groups)), panel_groups)
+        ax.set_ylim(-0.6, len(panel_groups) - 0.3)
+        if separate:
+            ax.set_xlim(mdates.date2num(low.tz_localize(None)), mdates.date2num(high.tz_localize(None)))
+        locator = mdates.AutoDateLocator()
+        ax.xaxis.set_major_locator(locator)
+        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+        ax.grid(axis="x", color="#e9ecef")
+    bottom = axes[-1, 0] if separate else ax
+    bottom.set_xlabel("log time (as written by the broker)" + ("; each group on its own time axis" if separate else ""))
+    if separate:
+        fig.tight_layout()
     data = timeline.sort_values(["group", "start"])
     return Figure("rebalance_timeline", "Rebalances over time", caption, render(fig, elements), data)
+
+def _group_spans(timeline: pd.DataFrame, departures: pd.DataFrame, end_all) -> dict:
+    """First and last moment each group shows in the log (rebalances and member events)."""
+    ends = timeline["end"].fillna(end_all)
+    frame = pd.concat([
+        pd.DataFrame({"group": timeline["group"], "t": timeline["start"]}),
+        pd.DataFrame({"group": timeline["group"], "t": ends}),
+        pd.DataFrame({"group": departures["group"], "t": departures["time"]}) if not departures.empty else None,
+    ])
+    grouped = frame.groupby("group")["t"]
+    return {group: (low, high) for group, low, high in zip(grouped.min().index, grouped.min(), grouped.max(), strict=True)}
+
+
+def _draw_group_row(ax, y: int, rows_in_panel: int, group: str, timeline: pd.DataFrame, departures: pd.DataFrame,
+                    storms: pd.DataFrame, end_all, min_width: float) -> int:
+    """One group's rebalances, storms and departures on row ``y`` of ``ax``; returns elements drawn."""
+    elements = 0
+    rows = timeline[timeline["group"] == group]
+    for outcome, colour, hatch in (("stable", "#2f6fde", None), ("empty", "#9aa5b1", None),
+                                   ("open", "#2f6fde", "////")):
+        part = rows[rows["outcome"] == outcome]
+        if part.empty:
+            continue
+        starts = mdates.date2num(part["start"].dt.tz_localize(None))
+        ends = part["end"].fillna(end_all)
+        widths = mdates.date2num(ends.dt.tz_localize(None)) - starts
+        bars = [(s, max(w, min_width)) for s, w in zip(starts, widths, strict=True)]
+        ax.broken_barh(bars, (y - 0.3, 0.6), facecolors=colour, hatch=hatch,
+                       edgecolor="#1d2733" if hatch else "none", linewidth=0.3)
+        elements += len(bars)
+    if not storms.empty:
+        for storm in storms[storms["group"] == group].itertuples():
+            ax.axvspan(mdates.date2num(storm.start.tz_localize(None)), mdates.date2num(storm.end.tz_localize(None)),
+                       ymin=(y + 0.05) / rows_in_panel, ymax=(y + 0.95) / rows_in_panel, color="#f4c542", alpha=0.35,
+                       lw=0)
+    if not departures.empty:
+        mine = departures[departures["group"] == group]
+        failed = mine[mine["kind"] == "failed"]
+        left = mine[mine["kind"] == "left"]
+        ax.plot(failed["time"].dt.tz_localize(None), [y + 0.38] * len(failed), "x", color="#d62728", ms=6, mew=1.6)
+        ax.plot(left["time"].dt.tz_localize(None), [y + 0.38] * len(left), "|", color="#ff7f0e", ms=8, mew=1.6)
+        elements += len(failed) + len(left)
+    return elements
+
 
 
 def duration_figure(quantiles: pd.DataFrame, groups: list[str]) -> Figure:
