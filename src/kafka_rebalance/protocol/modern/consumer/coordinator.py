@@ -1,0 +1,622 @@
+"""The broker side of KIP-848: one consumer group on its group coordinator, answering
+ConsumerGroupHeartbeat (Kafka's ``GroupMetadataManager.consumerGroupHeartbeat`` and the
+``ConsumerGroup`` it updates).
+
+A heartbeat runs Kafka's three steps: (1) create or update the member, bumping the group epoch
+when its subscription (topic names or regex) or the subscribed topics' metadata changed;
+(2) recompute the target assignment with the server-side assignor only when the group epoch
+moved past the target assignment epoch; (3) reconcile the member one step towards its target
+(``assignment.reconcile``): revocations first, a partition is handed over only once its previous
+owner has released it. Leaving (epoch -1) or being fenced (session timeout, rebalance timeout)
+removes the member and bumps the group epoch; a static member leaving with epoch -2 keeps its
+assignment until it rejoins under a new member id or its session expires.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from base64 import urlsafe_b64encode
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import assert_never
+
+from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer
+from kafka_rebalance.protocol.errors import ErrorCode
+from kafka_rebalance.protocol.modern.consumer.assignment import (
+    MemberAssignment,
+    MemberState,
+    Partitions,
+    partitions,
+    reconcile,
+    to_strings,
+)
+from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
+    JOIN_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    GroupEpochBumped,
+    GroupStateChanged,
+    Input,
+    MemberAssignmentUpdated,
+    MemberFenced,
+    MemberJoined,
+    MemberLeft,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    Output,
+    RebalanceTimeout,
+    Received,
+    Respond,
+    SessionTimeout,
+    StaticMemberReplaced,
+    TargetAssignmentComputed,
+    TopicPartitions,
+    TopicsChanged,
+)
+
+
+class IllegalStateTransition(Exception):
+    pass
+
+
+class ConsumerGroupState(Enum):
+    """Kafka's ``ConsumerGroup.ConsumerGroupState``; the state follows from epochs and members
+    (``maybeUpdateGroupState``), the table below lists what may precede each state."""
+
+    EMPTY = "Empty"
+    ASSIGNING = "Assigning"
+    RECONCILING = "Reconciling"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+_LIVE = frozenset({ConsumerGroupState.EMPTY, ConsumerGroupState.ASSIGNING, ConsumerGroupState.RECONCILING,
+                   ConsumerGroupState.STABLE})
+VALID_PREVIOUS_GROUP_STATES: Mapping[ConsumerGroupState, frozenset[ConsumerGroupState]] = {
+    **{state: _LIVE - {state} for state in _LIVE},
+    ConsumerGroupState.DEAD: frozenset({ConsumerGroupState.EMPTY}),
+}
+
+
+class ProtocolError(Exception):
+    """An error Kafka answers a request with (its ``ApiException``s)."""
+
+    def __init__(self, code: ErrorCode, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class ServerMember:
+    """What a server-side assignor sees of a member (Kafka's ``MemberSubscriptionAndAssignment``):
+    its subscribed topics and its current *target* assignment (for stickiness)."""
+
+    member_id: str
+    subscribed_topics: frozenset[str]
+    assigned: Mapping[str, tuple[int, ...]]
+    instance_id: str | None = None
+    rack: str | None = None
+
+
+ServerAssign = Callable[[str, Mapping[str, int], Sequence[ServerMember]], Mapping[str, Mapping[str, Sequence[int]]]]
+"""(assignor name, topic -> partition count, members) -> member id -> topic -> partitions."""
+
+
+def default_server_assign(assignor: str, topics: Mapping[str, int],
+                          members: Sequence[ServerMember]) -> Mapping[str, Mapping[str, Sequence[int]]]:
+    """The server-side assignors of ``assignors.server`` (Kafka's UniformAssignor, RangeAssignor)."""
+    from kafka_rebalance.assignors import server
+
+    server_members = [server.ServerMember(member_id=m.member_id, subscribed_topics=tuple(sorted(m.subscribed_topics)),
+                                          assigned=m.assigned, instance_id=m.instance_id, rack=m.rack)
+                      for m in members]
+    return server.server_assign(assignor, dict(topics), server_members)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupConfig:
+    """The broker's ``group.consumer.*`` settings (Kafka's defaults)."""
+
+    session_timeout_ms: int = 45000
+    heartbeat_interval_ms: int = 5000
+    max_size: int = 2**31 - 1
+    assignors: tuple[str, ...] = ("uniform", "range")  # the first is the default
+    migration_policy: str = "bidirectional"  # disabled | upgrade | downgrade | bidirectional
+    classic_max_size: int = 2**31 - 1
+
+    @property
+    def upgrade_enabled(self) -> bool:
+        return self.migration_policy in ("upgrade", "bidirectional")
+
+    @property
+    def downgrade_enabled(self) -> bool:
+        return self.migration_policy in ("downgrade", "bidirectional")
+
+
+@dataclass(frozen=True, slots=True)
+class ClassicMemberMetadata:
+    """A member that speaks the classic protocol inside a consumer group (Kafka's
+    ``ConsumerGroupMemberMetadataValue.ClassicMemberMetadata``)."""
+
+    session_timeout_ms: int
+    protocols: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMember:
+    member_id: str
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    client_id: str = ""
+    subscribed_topic_names: tuple[str, ...] = ()
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    assignment: MemberAssignment = field(default_factory=MemberAssignment)
+    classic: ClassicMemberMetadata | None = None
+
+    @property
+    def member_epoch(self) -> int:
+        return self.assignment.member_epoch
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic is not None
+
+    def subscribed_topics(self, topics: Mapping[str, int]) -> frozenset[str]:
+        names = {t for t in self.subscribed_topic_names if t in topics}
+        if self.subscribed_topic_regex is not None:
+            pattern = re.compile(self.subscribed_topic_regex)
+            names.update(t for t in topics if pattern.fullmatch(t))
+        return frozenset(names)
+
+
+def _to_message(assignment: Partitions) -> tuple[TopicPartitions, ...]:
+    return tuple(TopicPartitions(topic, tuple(sorted(assignment[topic]))) for topic in sorted(assignment))
+
+
+def _from_message(topic_partitions: Sequence[TopicPartitions] | None) -> Partitions | None:
+    if topic_partitions is None:
+        return None
+    out: dict[str, frozenset[int]] = {}
+    for tp in topic_partitions:
+        out[tp.topic] = out.get(tp.topic, frozenset()) | frozenset(tp.partitions)
+    return partitions(out)
+
+
+class ConsumerGroupCoordinator:
+    """One consumer group (``group.protocol=consumer``) on its coordinator. One entry point:
+    ``handle(event, now_ms) -> list[Output]``."""
+
+    def __init__(self, group_id: str, topics: Mapping[str, int], config: ConsumerGroupConfig | None = None,
+                 assign: ServerAssign = default_server_assign, seed: int = 0):
+        self.group_id = group_id
+        self.config = config or ConsumerGroupConfig()
+        self.topics: dict[str, int] = dict(topics)
+        self._assign = assign
+        self._rng = random.Random(seed)
+        self.group_epoch = 0
+        self.assignment_epoch = 0
+        self.members: dict[str, ConsumerGroupMember] = {}
+        self.static_members: dict[str, str] = {}  # instance id -> member id
+        self.target: dict[str, Partitions] = {}  # member id -> target assignment
+        self.subscription_metadata: dict[str, int] = {}
+        self.metadata_refresh_needed = False
+        self.partition_epochs: dict[str, dict[int, int]] = {}
+        self.rebalance_timeout_epoch: dict[str, int] = {}
+        self.offsets: dict[str, int] = {}
+        self.state = ConsumerGroupState.EMPTY
+
+    @classmethod
+    def loaded(cls, group_id: str, topics: Mapping[str, int], group_epoch: int, assignment_epoch: int,
+               members: Sequence[ConsumerGroupMember], targets: Mapping[str, Partitions],
+               config: ConsumerGroupConfig | None = None, assign: ServerAssign = default_server_assign,
+               seed: int = 0) -> ConsumerGroupCoordinator:
+        """A group as its records replay on load (or as ``ConsumerGroup.fromClassicGroup`` builds it)."""
+        group = cls(group_id, topics, config, assign, seed)
+        group.group_epoch = group_epoch
+        group.assignment_epoch = assignment_epoch
+        for member in members:
+            group._put_member(member, None)
+        group.target = {member_id: partitions(target) for member_id, target in targets.items()}
+        group.subscription_metadata = group._subscription_metadata()
+        group._update_state([])
+        return group
+
+    # ------------------------------------------------------------------ entry point
+
+    def handle(self, event: Input, now_ms: int) -> list[Output]:
+        out: list[Output] = []
+        match event:
+            case Received(connection=connection, request=request):
+                match request:
+                    case ConsumerGroupHeartbeatRequest():
+                        out.append(Respond(connection, self._heartbeat(request, now_ms, out)))
+                    case OffsetCommitRequest():
+                        out.append(Respond(connection, self._offset_commit(request)))
+                    case OffsetFetchRequest():
+                        out.append(Respond(connection, self._offset_fetch(request)))
+                    case _:
+                        assert_never(request)
+            case SessionTimeout(member_id=member_id):
+                if member_id in self.members:
+                    out.append(MemberFenced(self.group_id, member_id, "the member session expired."))
+                    self._fence(member_id, out)
+            case RebalanceTimeout(member_id=member_id):
+                member = self.members.get(member_id)
+                armed = self.rebalance_timeout_epoch.pop(member_id, None)
+                if member is not None and member.member_epoch == armed:
+                    out.append(MemberFenced(
+                        self.group_id, member_id,
+                        f"it failed to transition from epoch {armed} within {member.rebalance_timeout_ms}ms."))
+                    self._fence(member_id, out)
+            case TopicsChanged(topics=topics):
+                new = dict(topics)
+                if any(self.topics.get(t) != new.get(t) for t in set(new) | set(self.topics)):
+                    self.topics = new
+                    # Kafka: onNewMetadataImage -> requestMetadataRefresh; the next heartbeat bumps the epoch.
+                    self.metadata_refresh_needed = True
+            case _:
+                assert_never(event)
+        self._update_state(out)
+        return out
+
+    # ------------------------------------------------------------------ ConsumerGroupHeartbeat
+
+    def _heartbeat(self, request: ConsumerGroupHeartbeatRequest, now_ms: int,
+                   out: list[Output]) -> ConsumerGroupHeartbeatResponse:
+        try:
+            self._validate(request)
+            if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+                return self._leave(request, out)
+            return self._regular_heartbeat(request, now_ms, out)
+        except ProtocolError as error:
+            return ConsumerGroupHeartbeatResponse(error.code, error_message=error.message)
+
+    def _validate(self, request: ConsumerGroupHeartbeatRequest) -> None:
+        """Kafka's ``throwIfConsumerGroupHeartbeatRequestIsInvalid``."""
+
+        def empty(value: str | None) -> bool:
+            return value is not None and not value.strip()
+
+        if empty(request.group_id):
+            raise ProtocolError(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
+        if empty(request.instance_id):
+            raise ProtocolError(ErrorCode.INVALID_REQUEST, "InstanceId can't be empty.")
+        if empty(request.rack_id):
+            raise ProtocolError(ErrorCode.INVALID_REQUEST, "RackId can't be empty.")
+        epoch = request.member_epoch
+        if epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH:
+            if empty(request.member_id) or not request.member_id:
+                raise ProtocolError(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
+        elif epoch == JOIN_GROUP_MEMBER_EPOCH:
+            if request.rebalance_timeout_ms == -1:
+                raise ProtocolError(ErrorCode.INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request.")
+            if request.topic_partitions is None or request.topic_partitions:
+                raise ProtocolError(ErrorCode.INVALID_REQUEST, "TopicPartitions must be empty when (re-)joining.")
+            if not request.subscribed_topic_names and request.subscribed_topic_regex is None:
+                raise ProtocolError(ErrorCode.INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
+        elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            if not request.member_id.strip():
+                raise ProtocolError(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
+            if request.instance_id is None:
+                raise ProtocolError(ErrorCode.INVALID_REQUEST, "InstanceId can't be null.")
+        else:
+            raise ProtocolError(ErrorCode.INVALID_REQUEST, "MemberEpoch is invalid.")
+        if request.server_assignor is not None and request.server_assignor not in self.config.assignors:
+            raise ProtocolError(ErrorCode.UNSUPPORTED_ASSIGNOR,
+                                f"ServerAssignor {request.server_assignor} is not supported. Supported assignors: "
+                                f"{', '.join(self.config.assignors)}.")
+
+    def _new_member_id(self) -> str:
+        """Kafka's ``Uuid.randomUuid().toString()``: 16 random bytes in URL-safe base64, unpadded."""
+        return urlsafe_b64encode(self._rng.getrandbits(128).to_bytes(16, "big")).decode().rstrip("=")
+
+    def _regular_heartbeat(self, request: ConsumerGroupHeartbeatRequest, now_ms: int,
+                           out: list[Output]) -> ConsumerGroupHeartbeatResponse:
+        joining = request.member_epoch == JOIN_GROUP_MEMBER_EPOCH
+        self._throw_if_full(request.member_id)
+        member_id = request.member_id or self._new_member_id()
+        owned = _from_message(request.topic_partitions)
+        replaced: str | None = None
+        if request.instance_id is None:
+            member = self._dynamic_member(member_id, request.member_epoch, owned, joining, out)
+        else:
+            member, replaced = self._static_member(member_id, request.member_epoch, request.instance_id, owned,
+                                                   joining, out)
+
+        updated = replace(
+            member,
+            instance_id=request.instance_id if request.instance_id is not None else member.instance_id,
+            rack_id=request.rack_id if request.rack_id is not None else member.rack_id,
+            rebalance_timeout_ms=(request.rebalance_timeout_ms if request.rebalance_timeout_ms != -1
+                                  else member.rebalance_timeout_ms),
+            server_assignor=request.server_assignor if request.server_assignor is not None else member.server_assignor,
+            subscribed_topic_names=(tuple(request.subscribed_topic_names) if request.subscribed_topic_names is not None
+                                    else member.subscribed_topic_names),
+            subscribed_topic_regex=(request.subscribed_topic_regex if request.subscribed_topic_regex is not None
+                                    else member.subscribed_topic_regex),
+            client_id=request.client_id,
+            classic=None,
+        )
+        # Kafka's hasMemberSubscriptionChanged: a new member differs from its empty self; a static
+        # member replacing its previous instance carries the same subscription (no new epoch).
+        subscription_changed = (updated.subscribed_topic_names != member.subscribed_topic_names
+                                or updated.subscribed_topic_regex != member.subscribed_topic_regex)
+        self._put_member(updated, replaced)
+        self._refresh_epoch(subscription_changed, out)
+        self._maybe_compute_target(updated, out, now_ms)
+        updated = self._reconcile(member_id, owned, now_ms, out)
+        out.append(ArmTimer(SessionTimeout(member_id), now_ms + self.config.session_timeout_ms))
+
+        full = joining or (request.rebalance_timeout_ms != -1 and request.subscribed_topic_names is not None
+                           and request.topic_partitions is not None)
+        changed = updated.assignment.assigned != member.assignment.assigned
+        return ConsumerGroupHeartbeatResponse(
+            ErrorCode.NONE, member_id=member_id, member_epoch=updated.member_epoch,
+            heartbeat_interval_ms=self.config.heartbeat_interval_ms,
+            assignment=_to_message(updated.assignment.assigned) if full or changed else None)
+
+    def _throw_if_full(self, member_id: str) -> None:
+        """Kafka's ``throwIfConsumerGroupIsFull``: only a member not yet in the group is refused."""
+        if len(self.members) >= self.config.max_size and (not member_id or member_id not in self.members):
+            raise ProtocolError(ErrorCode.GROUP_MAX_SIZE_REACHED,
+                                f"The consumer group has reached its maximum capacity of {self.config.max_size} members.")
+
+    def _check_epoch(self, member: ConsumerGroupMember, received: int, owned: Partitions | None) -> None:
+        """Kafka's ``throwIfConsumerGroupMemberEpochIsInvalid``: the previous epoch is accepted
+        with a subset of the current assignment (the response with the new epoch may be lost)."""
+        current = member.member_epoch
+        if received > current:
+            raise ProtocolError(ErrorCode.FENCED_MEMBER_EPOCH,
+                                f"The consumer group member has a greater member epoch ({received}) than the one "
+                                f"known by the group coordinator ({current}). The member must abandon all its "
+                                "partitions and rejoin.")
+        if received < current:
+            subset = owned is not None and all(numbers <= member.assignment.assigned.get(topic, frozenset())
+                                               for topic, numbers in owned.items())
+            if received != member.assignment.previous_member_epoch or not subset:
+                raise ProtocolError(ErrorCode.FENCED_MEMBER_EPOCH,
+                                    f"The consumer group member has a smaller member epoch ({received}) than the one "
+                                    f"known by the group coordinator ({current}). The member must abandon all its "
+                                    "partitions and rejoin.")
+
+    def _dynamic_member(self, member_id: str, epoch: int, owned: Partitions | None, create: bool,
+                        out: list[Output]) -> ConsumerGroupMember:
+        member = self.members.get(member_id)
+        if member is None:
+            if not create:
+                raise ProtocolError(ErrorCode.UNKNOWN_MEMBER_ID,
+                                    f"Member {member_id} is not a member of group {self.group_id}.")
+            out.append(MemberJoined(self.group_id, member_id, None, "consumer"))
+            return ConsumerGroupMember(member_id)
+        self._check_epoch(member, epoch, owned)
+        return member
+
+    def _static_member(self, member_id: str, epoch: int, instance_id: str, owned: Partitions | None, create: bool,
+                       out: list[Output]) -> tuple[ConsumerGroupMember, str | None]:
+        existing_id = self.static_members.get(instance_id)
+        existing = self.members.get(existing_id) if existing_id is not None else None
+        if create:
+            if existing is None:
+                out.append(MemberJoined(self.group_id, member_id, instance_id, "consumer"))
+                return ConsumerGroupMember(member_id, instance_id=instance_id), None
+            if not existing.uses_classic_protocol and existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                raise ProtocolError(ErrorCode.UNRELEASED_INSTANCE_ID,
+                                    f"Static member {member_id} with instance id {instance_id} cannot join the group "
+                                    f"because the instance id is owned by {existing.member_id} member.")
+            # The new member takes over the previous one's assignment, at epoch 0.
+            assignment = replace(existing.assignment, member_epoch=0, previous_member_epoch=0)
+            out.append(StaticMemberReplaced(self.group_id, instance_id, "consumer", member_id, existing.member_id))
+            return replace(existing, member_id=member_id, assignment=assignment), existing.member_id
+        if existing is None:
+            raise ProtocolError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+        if existing.member_id != member_id:
+            raise ProtocolError(ErrorCode.FENCED_INSTANCE_ID,
+                                f"Static member {member_id} with instance id {instance_id} was fenced by member "
+                                f"{existing.member_id}.")
+        self._check_epoch(existing, epoch, owned)
+        return existing, None
+
+    def _leave(self, request: ConsumerGroupHeartbeatRequest, out: list[Output]) -> ConsumerGroupHeartbeatResponse:
+        """Kafka's ``consumerGroupLeave``: epoch -1 leaves, a static member's -2 leaves for now."""
+        if request.instance_id is None:
+            member = self.members.get(request.member_id)
+            if member is None:
+                raise ProtocolError(ErrorCode.UNKNOWN_MEMBER_ID,
+                                    f"Member {request.member_id} is not a member of group {self.group_id}.")
+            out.append(MemberLeft(self.group_id, request.member_id, None, temporarily=False))
+            self._fence(request.member_id, out)
+        else:
+            existing_id = self.static_members.get(request.instance_id)
+            if existing_id is None:
+                raise ProtocolError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {request.instance_id} is unknown.")
+            if existing_id != request.member_id:
+                raise ProtocolError(ErrorCode.FENCED_INSTANCE_ID,
+                                    f"Static member {request.member_id} with instance id {request.instance_id} was "
+                                    f"fenced by member {existing_id}.")
+            if request.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                out.append(MemberLeft(self.group_id, existing_id, request.instance_id, temporarily=True))
+                member = self.members[existing_id]
+                leaving = replace(member, assignment=replace(member.assignment,
+                                                             member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+                                                             pending_revocation={}))
+                self._put_member(leaving, None)
+                return ConsumerGroupHeartbeatResponse(ErrorCode.NONE, member_id=existing_id,
+                                                      member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH)
+            out.append(MemberLeft(self.group_id, existing_id, request.instance_id, temporarily=False))
+            self._fence(existing_id, out)
+        return ConsumerGroupHeartbeatResponse(ErrorCode.NONE, member_id=request.member_id,
+                                              member_epoch=request.member_epoch)
+
+    # ------------------------------------------------------------------ group bookkeeping
+
+    def _put_member(self, member: ConsumerGroupMember, replaced: str | None) -> None:
+        """Add or update a member, keeping partition epochs, static ids and targets in step."""
+        if replaced is not None:
+            old = self.members.pop(replaced)
+            self._remove_epochs(old)
+            self.rebalance_timeout_epoch.pop(replaced, None)
+            if replaced in self.target:
+                self.target[member.member_id] = self.target.pop(replaced)
+        old_member = self.members.get(member.member_id)
+        if old_member is not None:
+            if old_member.assignment is member.assignment:
+                self.members[member.member_id] = member
+                return
+            self._remove_epochs(old_member)
+        self.members[member.member_id] = member
+        if member.instance_id is not None:
+            self.static_members[member.instance_id] = member.member_id
+        self._add_epochs(member)
+
+    def _remove_epochs(self, member: ConsumerGroupMember) -> None:
+        for owned in (member.assignment.assigned, member.assignment.pending_revocation):
+            for topic, numbers in owned.items():
+                epochs = self.partition_epochs.get(topic)
+                if epochs is not None:
+                    for number in numbers:
+                        epochs.pop(number, None)
+
+    def _add_epochs(self, member: ConsumerGroupMember) -> None:
+        epoch = member.member_epoch
+        for owned in (member.assignment.assigned, member.assignment.pending_revocation):
+            for topic, numbers in owned.items():
+                epochs = self.partition_epochs.setdefault(topic, {})
+                for number in numbers:
+                    if number in epochs:
+                        raise IllegalStateTransition(f"partition {topic}-{number} already owned at epoch {epochs[number]}")
+                    epochs[number] = epoch
+
+    def current_partition_epoch(self, topic: str, partition: int) -> int:
+        """Kafka's ``ConsumerGroup.currentPartitionEpoch``: the owner's epoch, -1 when free."""
+        epochs = self.partition_epochs.get(topic)
+        return -1 if epochs is None else epochs.get(partition, -1)
+
+    def _subscription_metadata(self) -> dict[str, int]:
+        subscribed: set[str] = set()
+        for member in self.members.values():
+            subscribed |= member.subscribed_topics(self.topics)
+        return {topic: self.topics[topic] for topic in sorted(subscribed)}
+
+    def _refresh_epoch(self, bump: bool, out: list[Output]) -> None:
+        if bump or self.metadata_refresh_needed:
+            self.metadata_refresh_needed = False
+            metadata = self._subscription_metadata()
+            if metadata != self.subscription_metadata:
+                self.subscription_metadata = metadata
+                bump = True
+            if bump:
+                self.group_epoch += 1
+                out.append(GroupEpochBumped(self.group_id, self.group_epoch))
+
+    def preferred_assignor(self) -> str:
+        """Kafka's ``computePreferredServerAssignor``: the assignor most members ask for."""
+        counts: dict[str, int] = {}
+        for member in self.members.values():
+            if member.server_assignor is not None:
+                counts[member.server_assignor] = counts.get(member.server_assignor, 0) + 1
+        if not counts:
+            return self.config.assignors[0]
+        return max(sorted(counts), key=lambda name: counts[name])
+
+    def _maybe_compute_target(self, updated: ConsumerGroupMember, out: list[Output], now_ms: int) -> None:
+        if self.group_epoch <= self.assignment_epoch:
+            return
+        assignor = self.preferred_assignor()
+        members = [ServerMember(m.member_id, m.subscribed_topics(self.topics),
+                                {t: tuple(sorted(ps)) for t, ps in self.target.get(m.member_id, {}).items()},
+                                m.instance_id, m.rack_id)
+                   for m in self.members.values()]
+        result = self._assign(assignor, self.subscription_metadata, members)
+        self.target = {m.member_id: partitions(result.get(m.member_id, {})) for m in members}
+        self.assignment_epoch = self.group_epoch
+        out.append(TargetAssignmentComputed(
+            self.group_id, self.group_epoch, assignor, 0,
+            tuple((mid, tuple(to_strings(target))) for mid, target in self.target.items())))
+
+    def _reconcile(self, member_id: str, owned: Partitions | None, now_ms: int,
+                   out: list[Output]) -> ConsumerGroupMember:
+        """Kafka's ``maybeReconcile``: one step, and the rebalance timeout while revoking."""
+        member = self.members[member_id]
+        if member.assignment.is_reconciled_to(self.assignment_epoch):
+            return member
+        step = reconcile(member.assignment, self.assignment_epoch, self.target.get(member_id, {}),
+                         self.current_partition_epoch, owned)
+        if step == member.assignment:
+            return member
+        updated = replace(member, assignment=step)
+        self._put_member(updated, None)
+        out.append(MemberAssignmentUpdated(self.group_id, member_id, step.member_epoch, step.previous_member_epoch,
+                                           step.state.name, tuple(to_strings(step.assigned)),
+                                           tuple(to_strings(step.pending_revocation))))
+        if not updated.uses_classic_protocol:
+            if step.state is MemberState.UNREVOKED_PARTITIONS:
+                self.rebalance_timeout_epoch[member_id] = step.member_epoch
+                out.append(ArmTimer(RebalanceTimeout(member_id), now_ms + member.rebalance_timeout_ms))
+            elif self.rebalance_timeout_epoch.pop(member_id, None) is not None:
+                out.append(CancelTimer(RebalanceTimeout(member_id)))
+        return updated
+
+    def _fence(self, member_id: str, out: list[Output]) -> None:
+        """Kafka's ``consumerGroupFenceMember``: remove the member, bump the group epoch."""
+        member = self.members.pop(member_id)
+        self._remove_epochs(member)
+        if member.instance_id is not None and self.static_members.get(member.instance_id) == member_id:
+            del self.static_members[member.instance_id]
+        self.target.pop(member_id, None)
+        self.subscription_metadata = self._subscription_metadata()
+        self.group_epoch += 1
+        out.append(GroupEpochBumped(self.group_id, self.group_epoch))
+        out.append(CancelTimer(SessionTimeout(member_id)))
+        if self.rebalance_timeout_epoch.pop(member_id, None) is not None:
+            out.append(CancelTimer(RebalanceTimeout(member_id)))
+
+    def _update_state(self, out: list[Output]) -> None:
+        """Kafka's ``ConsumerGroup.maybeUpdateGroupState``."""
+        if not self.members:
+            new = ConsumerGroupState.EMPTY
+        elif self.group_epoch > self.assignment_epoch:
+            new = ConsumerGroupState.ASSIGNING
+        elif any(not m.assignment.is_reconciled_to(self.assignment_epoch) for m in self.members.values()):
+            new = ConsumerGroupState.RECONCILING
+        else:
+            new = ConsumerGroupState.STABLE
+        if new is not self.state:
+            if self.state not in VALID_PREVIOUS_GROUP_STATES[new]:
+                raise IllegalStateTransition(f"{self.state.name} -> {new.name}")
+            out.append(GroupStateChanged(self.group_id, self.state.value, new.value))
+            self.state = new
+
+    # ------------------------------------------------------------------ offsets
+
+    def _offset_commit(self, request: OffsetCommitRequest) -> OffsetCommitResponse:
+        """Kafka's ``ConsumerGroup.validateOffsetCommit`` for a consumer-protocol member."""
+        epoch = request.generation_id_or_member_epoch
+        if not (epoch < 0 and not self.members):
+            member = self.members.get(request.member_id)
+            if member is None:
+                return OffsetCommitResponse(ErrorCode.UNKNOWN_MEMBER_ID)
+            if epoch != member.member_epoch:
+                code = ErrorCode.ILLEGAL_GENERATION if member.uses_classic_protocol else ErrorCode.STALE_MEMBER_EPOCH
+                return OffsetCommitResponse(code)
+        for partition, offset in request.offsets:
+            self.offsets[partition] = offset
+        return OffsetCommitResponse(ErrorCode.NONE)
+
+    def _offset_fetch(self, request: OffsetFetchRequest) -> OffsetFetchResponse:
+        """Kafka's ``ConsumerGroup.validateOffsetFetch``."""
+        if not (request.member_id is None and request.member_epoch < 0):
+            member = self.members.get(request.member_id or "")
+            if member is None:
+                return OffsetFetchResponse(ErrorCode.UNKNOWN_MEMBER_ID)
+            if request.member_epoch != member.member_epoch:
+                return OffsetFetchResponse(ErrorCode.STALE_MEMBER_EPOCH)
+        return OffsetFetchResponse(ErrorCode.NONE, tuple((p, self.offsets.get(p, -1)) for p in request.partitions))

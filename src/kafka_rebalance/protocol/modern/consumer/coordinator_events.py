@@ -1,0 +1,223 @@
+"""Every input and output of the consumer group coordinator (``ConsumerGroupCoordinator``).
+
+Messages follow ``ConsumerGroupHeartbeatRequest.json`` / ``Response.json`` (v1) in snake_case;
+``None`` in a request field means what Kafka's null means there: "unchanged since the last
+heartbeat". Partitions are keyed by topic name (Kafka: topic Uuid; see ``assignment``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TypeAlias
+
+from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer
+from kafka_rebalance.protocol.errors import ErrorCode
+
+LEAVE_GROUP_MEMBER_EPOCH = -1
+"""ConsumerGroupHeartbeatRequest.LEAVE_GROUP_MEMBER_EPOCH: the member leaves the group."""
+LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
+"""ConsumerGroupHeartbeatRequest.LEAVE_GROUP_STATIC_MEMBER_EPOCH: a static member leaves for now
+and keeps its assignment until it rejoins or its session expires."""
+JOIN_GROUP_MEMBER_EPOCH = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TopicPartitions:
+    topic: str
+    partitions: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupHeartbeatRequest:
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: tuple[str, ...] | None = None
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    topic_partitions: tuple[TopicPartitions, ...] | None = None
+    client_id: str = "consumer"
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupHeartbeatResponse:
+    error_code: ErrorCode
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: tuple[TopicPartitions, ...] | None = None
+    error_message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitRequest:
+    """OffsetCommit v9+ as a member of a consumer group sends it: ``generation_id_or_member_epoch``
+    is the member epoch."""
+
+    group_id: str
+    member_id: str
+    generation_id_or_member_epoch: int
+    offsets: tuple[tuple[str, int], ...]  # (partition "topic-n", next offset)
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitResponse:
+    error_code: ErrorCode
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetFetchRequest:
+    group_id: str
+    member_id: str | None
+    member_epoch: int
+    partitions: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetFetchResponse:
+    error_code: ErrorCode
+    offsets: tuple[tuple[str, int], ...] = ()  # -1: nothing committed
+
+
+Request: TypeAlias = ConsumerGroupHeartbeatRequest | OffsetCommitRequest | OffsetFetchRequest
+Response: TypeAlias = ConsumerGroupHeartbeatResponse | OffsetCommitResponse | OffsetFetchResponse
+
+
+@dataclass(frozen=True, slots=True)
+class Received:
+    """A request arrives from ``connection``."""
+
+    connection: str
+    request: Request
+
+
+@dataclass(frozen=True, slots=True)
+class SessionTimeout:
+    """``group.consumer.session.timeout.ms`` passed without a heartbeat from the member."""
+
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class RebalanceTimeout:
+    """The member did not revoke within its rebalance timeout (armed per epoch; Kafka's
+    ``scheduleConsumerGroupRebalanceTimeout``)."""
+
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class TopicsChanged:
+    """A new metadata image: topic -> partition count (topics created, partitions added)."""
+
+    topics: tuple[tuple[str, int], ...]
+
+
+Timer: TypeAlias = SessionTimeout | RebalanceTimeout
+Input: TypeAlias = Received | SessionTimeout | RebalanceTimeout | TopicsChanged
+
+
+@dataclass(frozen=True, slots=True)
+class Respond:
+    connection: str
+    response: Response
+
+
+@dataclass(frozen=True, slots=True)
+class GroupEpochBumped:
+    """``[GroupId {}] Bumped group epoch to {}.``"""
+
+    group_id: str
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class TargetAssignmentComputed:
+    """``[GroupId {}] Computed a new target assignment for epoch {} with '{}' assignor in {}ms.``"""
+
+    group_id: str
+    epoch: int
+    assignor: str
+    assignor_time_ms: int
+    assignment: tuple[tuple[str, tuple[str, ...]], ...]  # member id -> partitions, for the simulator
+
+
+@dataclass(frozen=True, slots=True)
+class MemberJoined:
+    """``[GroupId {}] Member {} joins the consumer group using the {} protocol.`` (and the static
+    variant ``Static member {} with instance id {} joins ...``)."""
+
+    group_id: str
+    member_id: str
+    instance_id: str | None
+    protocol: str
+
+
+@dataclass(frozen=True, slots=True)
+class StaticMemberReplaced:
+    """``[GroupId {}] Static member with instance id {} re-joins the consumer group using the {}
+    protocol. Created a new member {} to replace the existing member {}.``"""
+
+    group_id: str
+    instance_id: str
+    protocol: str
+    member_id: str
+    replaced_member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class MemberLeft:
+    """``[GroupId {}] Member {} left the consumer group.`` / ``Static Member {} with instance id {}
+    left the consumer group.`` / ``... temporarily left the consumer group.`` (``temporarily``)."""
+
+    group_id: str
+    member_id: str
+    instance_id: str | None
+    temporarily: bool
+
+
+@dataclass(frozen=True, slots=True)
+class MemberFenced:
+    """``[GroupId {}] Member {} fenced from the group because {}.`` (session expiry), or because
+    ``it failed to transition from epoch {} within {}ms.`` (rebalance timeout)."""
+
+    group_id: str
+    member_id: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class MemberAssignmentUpdated:
+    """``[GroupId {}] Member {} new assignment state: epoch={}, previousEpoch={}, state={},
+    assignedPartitions={} and revokedPartitions={}.`` (Kafka logs it at DEBUG)."""
+
+    group_id: str
+    member_id: str
+    epoch: int
+    previous_epoch: int
+    state: str
+    assigned: tuple[str, ...]
+    revoking: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupStateChanged:
+    group_id: str
+    old_state: str
+    new_state: str
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConverted:
+    """The online migration: ``upgrade`` (classic -> consumer) or ``downgrade``."""
+
+    group_id: str
+    direction: str
+
+
+LogRecord: TypeAlias = (GroupEpochBumped | TargetAssignmentComputed | MemberJoined | StaticMemberReplaced | MemberLeft
+                        | MemberFenced | MemberAssignmentUpdated | GroupStateChanged | GroupConverted)
+Output: TypeAlias = Respond | ArmTimer[Timer] | CancelTimer[Timer] | LogRecord

@@ -1,0 +1,402 @@
+"""The client side of KIP-848: the new consumer's membership manager (Kafka's
+``AbstractMembershipManager`` / ``ConsumerMembershipManager`` with the heartbeat rules of
+``AbstractHeartbeatRequestManager`` and ``ConsumerHeartbeatRequestManager``).
+
+The member states and their valid previous states are Kafka's ``MemberState`` table; an
+illegal transition raises. Reconciliation: commit (when auto-commit is on), then
+``on_partitions_revoked``, then ``on_partitions_assigned``; when the application reports the
+callbacks done, the member acknowledges its new assignment with an immediate heartbeat.
+Fencing (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID) loses the partitions (``on_partitions_lost``)
+and rejoins with epoch 0; an expired poll timer sends a leave heartbeat, loses the partitions
+and stays STALE until the application polls again.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import assert_never
+
+from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer
+from kafka_rebalance.protocol.errors import ErrorCode
+from kafka_rebalance.protocol.modern.consumer.assignment import Partitions, difference, partitions, to_strings
+from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    TopicPartitions,
+)
+from kafka_rebalance.protocol.modern.consumer.member_events import (
+    CallbacksCompleted,
+    CommitOffsets,
+    Fatal,
+    HeartbeatDue,
+    Input,
+    Output,
+    PartitionsAssigned,
+    PartitionsLost,
+    PartitionsRevoked,
+    Poll,
+    PollTimerExpired,
+    Received,
+    RequestFailed,
+    Send,
+    Subscribe,
+    Unsubscribe,
+)
+
+
+class IllegalStateTransition(Exception):
+    pass
+
+
+class MemberState(Enum):
+    """Kafka's client ``MemberState``."""
+
+    UNSUBSCRIBED = "UNSUBSCRIBED"
+    JOINING = "JOINING"
+    RECONCILING = "RECONCILING"
+    ACKNOWLEDGING = "ACKNOWLEDGING"
+    STABLE = "STABLE"
+    FENCED = "FENCED"
+    PREPARE_LEAVING = "PREPARE_LEAVING"
+    LEAVING = "LEAVING"
+    FATAL = "FATAL"
+    STALE = "STALE"
+
+
+S = MemberState
+VALID_PREVIOUS_STATES: Mapping[MemberState, frozenset[MemberState]] = {
+    S.STABLE: frozenset({S.JOINING, S.ACKNOWLEDGING, S.RECONCILING}),
+    S.RECONCILING: frozenset({S.STABLE, S.JOINING, S.ACKNOWLEDGING, S.RECONCILING}),
+    S.ACKNOWLEDGING: frozenset({S.RECONCILING}),
+    S.FATAL: frozenset({S.JOINING, S.STABLE, S.RECONCILING, S.ACKNOWLEDGING, S.PREPARE_LEAVING, S.LEAVING,
+                        S.UNSUBSCRIBED}),
+    S.FENCED: frozenset({S.JOINING, S.STABLE, S.RECONCILING, S.ACKNOWLEDGING, S.PREPARE_LEAVING, S.LEAVING}),
+    S.JOINING: frozenset({S.FENCED, S.UNSUBSCRIBED, S.STALE}),
+    S.PREPARE_LEAVING: frozenset({S.JOINING, S.STABLE, S.RECONCILING, S.ACKNOWLEDGING, S.UNSUBSCRIBED}),
+    S.LEAVING: frozenset({S.PREPARE_LEAVING}),
+    S.UNSUBSCRIBED: frozenset({S.PREPARE_LEAVING, S.LEAVING, S.FENCED}),
+    S.STALE: frozenset({S.LEAVING}),
+}
+
+_NOT_IN_GROUP = frozenset({S.UNSUBSCRIBED, S.FENCED, S.FATAL, S.STALE})
+_CAN_TAKE_ASSIGNMENT = VALID_PREVIOUS_STATES[S.RECONCILING]
+_RETRIABLE = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
+_FENCING = frozenset({ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID})
+
+
+@dataclass(frozen=True, slots=True)
+class MemberConfig:
+    group_id: str
+    group_instance_id: str | None = None
+    max_poll_interval_ms: int = 300000  # also the rebalance timeout the member announces
+    server_assignor: str | None = None
+    enable_auto_commit: bool = True
+    retry_backoff_ms: int = 100
+    rack_id: str | None = None
+    client_id: str = "consumer"
+
+
+class _Pending(Enum):
+    RECONCILE = 0
+    LOST_FENCED = 1
+    LOST_STALE = 2
+    LEAVE = 3
+
+
+def _tp(assignment: Partitions) -> tuple[TopicPartitions, ...]:
+    return tuple(TopicPartitions(t, tuple(sorted(assignment[t]))) for t in sorted(assignment))
+
+
+class ConsumerMembershipManager:
+    """One consumer's group membership under ``group.protocol=consumer``. One entry point:
+    ``handle(event, now_ms) -> list[Output]``."""
+
+    def __init__(self, config: MemberConfig):
+        self.config = config
+        self.state = MemberState.UNSUBSCRIBED
+        self.member_id = ""
+        self.member_epoch = 0
+        self.topics: tuple[str, ...] = ()
+        self.regex: str | None = None
+        self.subscription_updated = False
+        self.assignment: Partitions = {}  # what the consumer owns now
+        self._assignment_none = True  # Kafka's LocalAssignment.NONE: nothing reconciled since (re)joining
+        self.target: Partitions = {}  # the last assignment the coordinator sent
+        self.heartbeat_interval_ms = 0
+        self.in_flight = False
+        self.heartbeat_due = False
+        self.poll_timer_expired = False
+        self._pending: deque[tuple[_Pending, Partitions]] = deque()
+        self._reconciling = False
+        self._rejoined_while_reconciling = False
+        self._sent_full = False
+        self._sent_assignment: Partitions | None = None
+        self._local_epoch = 0
+        self._sent_local_epoch = -1
+
+    # ------------------------------------------------------------------ state table
+
+    def _transition(self, new: MemberState) -> None:
+        if self.state not in VALID_PREVIOUS_STATES[new]:
+            raise IllegalStateTransition(f"{self.state.name} -> {new.name}")
+        self.state = new
+
+    @property
+    def owned(self) -> tuple[str, ...]:
+        return tuple(to_strings(self.assignment))
+
+    # ------------------------------------------------------------------ entry point
+
+    def handle(self, event: Input, now_ms: int) -> list[Output]:
+        out: list[Output] = []
+        match event:
+            case Subscribe(topics=topics, regex=regex):
+                self.topics, self.regex = tuple(topics), regex
+                self.subscription_updated = True
+            case Poll():
+                out.append(ArmTimer(PollTimerExpired(), now_ms + self.config.max_poll_interval_ms))
+                if self.poll_timer_expired:
+                    self.poll_timer_expired = False
+                    if self.state is S.STALE and not self._pending:
+                        self._to_joining()
+                if self.subscription_updated and self.state is S.UNSUBSCRIBED:
+                    self.subscription_updated = False
+                    self._to_joining()
+            case Unsubscribe():
+                self._leave_group(out)
+            case CallbacksCompleted():
+                self._callbacks_completed(out)
+            case Received(response=response):
+                self.in_flight = False
+                self._on_response(response, now_ms, out)
+            case RequestFailed():
+                self.in_flight = False
+                self._sent_full = False
+                self._sent_assignment = None
+                out.append(ArmTimer(HeartbeatDue(), now_ms + self.config.retry_backoff_ms))
+            case HeartbeatDue():
+                self.heartbeat_due = True
+            case PollTimerExpired():
+                if self.state not in _NOT_IN_GROUP and self.state not in (S.PREPARE_LEAVING, S.LEAVING):
+                    self.poll_timer_expired = True
+                    self._transition(S.PREPARE_LEAVING)
+                    self._to_sending_leave()
+                elif self.state in _NOT_IN_GROUP:
+                    self.poll_timer_expired = True
+            case _:
+                assert_never(event)
+        self._maybe_heartbeat(now_ms, out)
+        if self.state is S.RECONCILING:  # the background thread reconciles on every poll
+            self._maybe_reconcile(out)
+        return out
+
+    # ------------------------------------------------------------------ heartbeats
+
+    def _maybe_heartbeat(self, now_ms: int, out: list[Output]) -> None:
+        """``AbstractHeartbeatRequestManager.poll``: heartbeat now when joining, acknowledging or
+        leaving, else when the interval has passed; never while one is in flight (except to leave)."""
+        if self.state in _NOT_IN_GROUP:
+            return
+        now = self.state is S.LEAVING or (self.state in (S.ACKNOWLEDGING, S.JOINING) and not self.in_flight)
+        if not now and (not self.heartbeat_due or self.in_flight):
+            return
+        out.append(Send(self._request()))
+        self.heartbeat_due = False
+        out.append(ArmTimer(HeartbeatDue(), now_ms + self.heartbeat_interval_ms))
+        leaving = self.state is S.LEAVING
+        self.in_flight = not leaving
+        # onHeartbeatRequestGenerated
+        if self.state is S.ACKNOWLEDGING:
+            reconciled = self.assignment == self.target and not self._assignment_none
+            self._transition(S.STABLE if reconciled else S.RECONCILING)
+        elif leaving:
+            if self.poll_timer_expired:
+                self._transition(S.STALE)
+                lost = self.assignment
+                self._pending.append((_Pending.LOST_STALE, lost))
+                out.append(PartitionsLost(tuple(to_strings(lost))))
+            else:
+                self._transition(S.UNSUBSCRIBED)
+
+    def _request(self) -> ConsumerGroupHeartbeatRequest:
+        """``ConsumerHeartbeatRequestManager.HeartbeatState.buildRequestData``: everything when
+        joining, otherwise only what changed since the last heartbeat."""
+        full = self.state is S.JOINING or not self._sent_full
+        send_owned = full or self._sent_local_epoch != self._local_epoch
+        request = ConsumerGroupHeartbeatRequest(
+            group_id=self.config.group_id,
+            member_id=self.member_id,
+            member_epoch=self.member_epoch,
+            instance_id=self.config.group_instance_id,
+            rack_id=self.config.rack_id if full else None,
+            rebalance_timeout_ms=self.config.max_poll_interval_ms if full else -1,
+            subscribed_topic_names=(tuple(sorted(self.topics)) if full and self.regex is None else None),
+            subscribed_topic_regex=self.regex if full else None,
+            server_assignor=self.config.server_assignor if full else None,
+            topic_partitions=_tp(self.assignment) if send_owned else None,
+            client_id=self.config.client_id,
+        )
+        self._sent_full = True
+        self._sent_local_epoch = self._local_epoch
+        return request
+
+    def _on_response(self, response: ConsumerGroupHeartbeatResponse, now_ms: int, out: list[Output]) -> None:
+        code = response.error_code
+        if code is ErrorCode.NONE:
+            self.heartbeat_interval_ms = response.heartbeat_interval_ms
+            self._on_success(response, out)
+        elif code in _FENCING:
+            self._sent_full = False
+            self._to_fenced(out)
+        elif code in _RETRIABLE:
+            self._sent_full = False
+            out.append(ArmTimer(HeartbeatDue(), now_ms + self.config.retry_backoff_ms))
+        else:  # INVALID_REQUEST, GROUP_MAX_SIZE_REACHED, UNSUPPORTED_ASSIGNOR, UNRELEASED_INSTANCE_ID, ...
+            self._to_fatal(Fatal(code, response.error_message), out)
+
+    def _on_success(self, response: ConsumerGroupHeartbeatResponse, out: list[Output]) -> None:
+        """``ConsumerMembershipManager.onHeartbeatSuccess``."""
+        if self.state is S.LEAVING or self.state in _NOT_IN_GROUP:
+            return
+        if response.member_id is not None:
+            self.member_id = response.member_id
+        self.member_epoch = response.member_epoch
+        if response.assignment is None or self.state not in _CAN_TAKE_ASSIGNMENT:
+            return
+        self.target = partitions({tp.topic: tp.partitions for tp in response.assignment})
+        if self._assignment_none or self.target != self.assignment:
+            if self.state is not S.RECONCILING:
+                self._transition(S.RECONCILING)
+            self._maybe_reconcile(out)
+        elif self.state in (S.RECONCILING, S.JOINING):
+            self._transition(S.STABLE)
+
+    # ------------------------------------------------------------------ reconciliation
+
+    def _maybe_reconcile(self, out: list[Output]) -> None:
+        """``AbstractMembershipManager.maybeReconcile`` and ``revokeAndAssign``: commit, revoke,
+        then assign; the new assignment takes effect when the callbacks have completed."""
+        if (self.assignment == self.target and not self._assignment_none) or self._reconciling:
+            return
+        self._reconciling = True
+        self._rejoined_while_reconciling = False
+        target = self.target
+        revoked = difference(self.assignment, target)
+        added = difference(target, self.assignment)
+        if self.config.enable_auto_commit and self.assignment:
+            out.append(CommitOffsets(tuple(to_strings(self.assignment))))
+        if revoked:
+            out.append(PartitionsRevoked(tuple(to_strings(revoked))))
+        out.append(PartitionsAssigned(tuple(to_strings(added))))
+        self._pending.append((_Pending.RECONCILE, target))
+
+    def _callbacks_completed(self, out: list[Output]) -> None:
+        if not self._pending:
+            raise IllegalStateTransition("no listener callbacks are running")
+        kind, partitions_ = self._pending.popleft()
+        match kind:
+            case _Pending.RECONCILE:
+                self._reconciling = False
+                aborted = self.state is not S.RECONCILING or self._rejoined_while_reconciling
+                self._rejoined_while_reconciling = False
+                if not aborted:
+                    self.assignment = partitions_
+                    self._assignment_none = False
+                    self._local_epoch += 1
+                    self._transition(S.ACKNOWLEDGING)
+            case _Pending.LOST_FENCED:
+                self._clear_assignment()
+                if self.state is S.FENCED:
+                    self._to_joining()
+            case _Pending.LOST_STALE:
+                self._clear_assignment()
+                if self.state is S.STALE and not self.poll_timer_expired:
+                    self._to_joining()
+            case _Pending.LEAVE:
+                self._clear_assignment()
+                if self.state is S.PREPARE_LEAVING:
+                    self._to_sending_leave()
+            case _:
+                assert_never(kind)
+
+    def _clear_assignment(self) -> None:
+        if self.assignment or not self._assignment_none:
+            self.assignment = {}
+            self._assignment_none = True
+            self._local_epoch += 1
+
+    # ------------------------------------------------------------------ transitions
+
+    def _to_joining(self) -> None:
+        """``transitionToJoining``: epoch 0, a full heartbeat right away."""
+        if self.state is S.FATAL:
+            return
+        if self._reconciling:
+            self._rejoined_while_reconciling = True
+        self.member_epoch = 0
+        self._transition(S.JOINING)
+        self.target = {}
+
+    def _to_fenced(self, out: list[Output]) -> None:
+        """``transitionToFenced``."""
+        if self.state is S.PREPARE_LEAVING:
+            self._to_sending_leave()
+            if self.state is S.LEAVING:
+                self._transition(S.UNSUBSCRIBED)
+            return
+        if self.state is S.LEAVING:
+            self._transition(S.UNSUBSCRIBED)
+            return
+        if self.state in _NOT_IN_GROUP:
+            return
+        self._transition(S.FENCED)
+        self.member_epoch = 0
+        lost = self.assignment
+        self._pending.append((_Pending.LOST_FENCED, lost))
+        out.append(PartitionsLost(tuple(to_strings(lost))))
+
+    def _to_fatal(self, fatal: Fatal, out: list[Output]) -> None:
+        previous = self.state
+        self._transition(S.FATAL)
+        out.append(fatal)
+        if previous not in (S.UNSUBSCRIBED, S.LEAVING, S.PREPARE_LEAVING) and self.assignment:
+            out.append(PartitionsLost(self.owned))
+            self._clear_assignment()
+
+    def _leave_group(self, out: list[Output]) -> None:
+        """``leaveGroup``: release the assignment through the callbacks, then leave."""
+        self.subscription_updated = False
+        if self.state in _NOT_IN_GROUP:
+            if self.state is S.FENCED:
+                self._clear_assignment()
+                self._transition(S.UNSUBSCRIBED)
+            return
+        if self.state in (S.PREPARE_LEAVING, S.LEAVING):
+            return
+        self._transition(S.PREPARE_LEAVING)
+        dropped = self.assignment
+        if dropped:
+            if self.member_epoch > 0:
+                if self.config.enable_auto_commit:
+                    out.append(CommitOffsets(tuple(to_strings(dropped))))
+                out.append(PartitionsRevoked(tuple(to_strings(dropped))))
+            else:
+                out.append(PartitionsLost(tuple(to_strings(dropped))))
+            self._pending.append((_Pending.LEAVE, dropped))
+        else:
+            self._to_sending_leave()
+
+    def _to_sending_leave(self) -> None:
+        """``transitionToSendingLeaveGroup``: epoch -1 (-2 for a static member), LEAVING."""
+        self.member_epoch = (LEAVE_GROUP_STATIC_MEMBER_EPOCH if self.config.group_instance_id is not None
+                             else LEAVE_GROUP_MEMBER_EPOCH)
+        self._transition(S.LEAVING)
+
+    def cancel_timers(self) -> list[Output]:
+        """What a closed consumer stops (no more heartbeats or poll deadline)."""
+        return [CancelTimer(HeartbeatDue()), CancelTimer(PollTimerExpired())]

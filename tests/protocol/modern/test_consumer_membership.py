@@ -1,0 +1,236 @@
+"""The new consumer's membership manager, each test a fact from Kafka's client tests
+(clients/src/test/java/org/apache/kafka/clients/consumer/internals/ConsumerMembershipManagerTest.java,
+ConsumerHeartbeatRequestManagerTest.java) or the MemberState table (MemberState.java)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafka_rebalance.protocol.effects import ArmTimer
+from kafka_rebalance.protocol.errors import ErrorCode
+from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    TopicPartitions,
+)
+from kafka_rebalance.protocol.modern.consumer.member import (
+    VALID_PREVIOUS_STATES,
+    ConsumerMembershipManager,
+    IllegalStateTransition,
+    MemberConfig,
+    MemberState,
+)
+from kafka_rebalance.protocol.modern.consumer.member_events import (
+    CallbacksCompleted,
+    CommitOffsets,
+    Fatal,
+    HeartbeatDue,
+    Output,
+    PartitionsAssigned,
+    PartitionsLost,
+    PartitionsRevoked,
+    Poll,
+    PollTimerExpired,
+    Received,
+    Send,
+    Subscribe,
+    Unsubscribe,
+)
+
+S = MemberState
+
+
+def sent(out: list[Output]) -> list[ConsumerGroupHeartbeatRequest]:
+    return [o.request for o in out if isinstance(o, Send)]
+
+
+def callbacks(out: list[Output]) -> list[Output]:
+    return [o for o in out if isinstance(o, CommitOffsets | PartitionsRevoked | PartitionsAssigned | PartitionsLost)]
+
+
+def ok(epoch: int, assignment: dict[str, list[int]] | None = None, member_id: str = "m1") -> Received:
+    tps = None if assignment is None else tuple(TopicPartitions(t, tuple(ps)) for t, ps in sorted(assignment.items()))
+    return Received(ConsumerGroupHeartbeatResponse(ErrorCode.NONE, member_id=member_id, member_epoch=epoch,
+                                                   heartbeat_interval_ms=5000, assignment=tps))
+
+
+def error(code: ErrorCode) -> Received:
+    return Received(ConsumerGroupHeartbeatResponse(code))
+
+
+def joined(instance_id: str | None = None, auto_commit: bool = True) -> ConsumerMembershipManager:
+    m = ConsumerMembershipManager(MemberConfig("g", group_instance_id=instance_id, enable_auto_commit=auto_commit,
+                                               max_poll_interval_ms=300000))
+    m.handle(Subscribe(("foo",)), 0)
+    out = m.handle(Poll(), 0)
+    assert m.state is S.JOINING and len(sent(out)) == 1
+    return m
+
+
+def stable(assignment: dict[str, list[int]], **kwargs: object) -> ConsumerMembershipManager:
+    m = joined(**kwargs)  # type: ignore[arg-type]
+    m.handle(ok(1, assignment), 10)
+    m.handle(CallbacksCompleted(), 10)
+    m.handle(ok(1), 12)
+    assert m.state is S.STABLE
+    return m
+
+
+def test_state_table_is_kafkas() -> None:
+    """MemberState's static block: the valid previous states of each state; anything else raises."""
+    assert VALID_PREVIOUS_STATES[S.JOINING] == {S.FENCED, S.UNSUBSCRIBED, S.STALE}
+    assert VALID_PREVIOUS_STATES[S.ACKNOWLEDGING] == {S.RECONCILING}
+    assert VALID_PREVIOUS_STATES[S.LEAVING] == {S.PREPARE_LEAVING}
+    assert VALID_PREVIOUS_STATES[S.STALE] == {S.LEAVING}
+    assert VALID_PREVIOUS_STATES[S.UNSUBSCRIBED] == {S.PREPARE_LEAVING, S.LEAVING, S.FENCED}
+    assert set(VALID_PREVIOUS_STATES) == set(MemberState)
+    m = ConsumerMembershipManager(MemberConfig("g"))
+    with pytest.raises(IllegalStateTransition):
+        m._transition(S.STABLE)  # noqa: SLF001 - the table itself is under test
+
+
+def test_join_sends_full_heartbeat_then_only_changes() -> None:
+    """ConsumerHeartbeatRequestManager.HeartbeatState.buildRequestData
+    (ConsumerHeartbeatRequestManagerTest.testValidateConsumerGroupHeartbeatRequest...): joining
+    sends epoch 0 with every field; later heartbeats send only what changed, and the owned
+    partitions once after each reconciliation."""
+    m = ConsumerMembershipManager(MemberConfig("g", max_poll_interval_ms=300000, server_assignor="uniform"))
+    m.handle(Subscribe(("foo", "bar")), 0)
+    first = sent(m.handle(Poll(), 0))[0]
+    assert (first.member_epoch, first.member_id, first.rebalance_timeout_ms) == (0, "", 300000)
+    assert first.subscribed_topic_names == ("bar", "foo") and first.topic_partitions == ()
+    assert first.server_assignor == "uniform"
+    m.handle(ok(1, {"foo": [0]}), 5)
+    m.handle(CallbacksCompleted(), 6)  # acknowledges at once
+    m.handle(ok(1), 8)
+    out = m.handle(HeartbeatDue(), 5006)
+    later = sent(out)[0]
+    assert (later.member_id, later.member_epoch) == ("m1", 1)
+    assert later.subscribed_topic_names is None and later.rebalance_timeout_ms == -1
+    assert later.topic_partitions is None
+
+
+def test_reconcile_new_partitions_assigned_and_revoked() -> None:
+    """ConsumerMembershipManagerTest.testReconcileNewPartitionsAssignedAndRevoked and
+    testReconcilePartitionsRevokedWithSuccessfulAutoCommitNoCallbacks: commit first, then
+    onPartitionsRevoked, then onPartitionsAssigned; the member acknowledges with an immediate
+    heartbeat carrying what it owns (ACKNOWLEDGING -> STABLE)."""
+    m = stable({"foo": [0, 1, 2]})
+    out = m.handle(ok(2, {"foo": [1, 2, 3]}), 100)
+    assert m.state is S.RECONCILING
+    assert callbacks(out) == [CommitOffsets(("foo-0", "foo-1", "foo-2")), PartitionsRevoked(("foo-0",)),
+                              PartitionsAssigned(("foo-3",))]
+    assert m.owned == ("foo-0", "foo-1", "foo-2")  # nothing changes until the callbacks have run
+    out = m.handle(CallbacksCompleted(), 150)
+    ack = sent(out)
+    assert len(ack) == 1 and ack[0].topic_partitions == (TopicPartitions("foo", (1, 2, 3)),)
+    assert m.state is S.STABLE and m.owned == ("foo-1", "foo-2", "foo-3")
+
+
+def test_revocation_without_auto_commit() -> None:
+    """ConsumerMembershipManagerTest.testReconcilePartitionsRevokedNoAutoCommitNoCallbacks: no
+    commit when enable.auto.commit is off."""
+    m = stable({"foo": [0, 1]}, auto_commit=False)
+    out = m.handle(ok(2, {"foo": [1]}), 100)
+    assert callbacks(out) == [PartitionsRevoked(("foo-0",)), PartitionsAssigned(())]
+
+
+def test_joining_member_receiving_empty_assignment_calls_listener() -> None:
+    """ConsumerMembershipManagerTest.testMemberJoiningCallsRebalanceListenerWhenReceivingEmptyAssignment
+    and testMemberJoiningTransitionsToStableWhenReceivingEmptyAssignment."""
+    m = joined()
+    out = m.handle(ok(1, {}), 5)
+    assert m.state is S.RECONCILING and callbacks(out) == [PartitionsAssigned(())]
+    m.handle(CallbacksCompleted(), 6)
+    assert m.state is S.STABLE
+
+
+def test_fencing_when_stable_rejoins_with_epoch_zero() -> None:
+    """ConsumerMembershipManagerTest.testFencingWhenStateIsStable and
+    testMemberIdAndEpochResetOnFencedMembers: FENCED_MEMBER_EPOCH (or UNKNOWN_MEMBER_ID) loses
+    the partitions (onPartitionsLost, no commit) and, once the callback ran, rejoins with epoch 0
+    and a full heartbeat."""
+    for code in (ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID):
+        m = stable({"foo": [0, 1]})
+        m.handle(HeartbeatDue(), 5000)
+        out = m.handle(error(code), 5002)
+        assert m.state is S.FENCED and m.member_epoch == 0
+        assert callbacks(out) == [PartitionsLost(("foo-0", "foo-1"))] and sent(out) == []
+        out = m.handle(CallbacksCompleted(), 5003)
+        assert m.state is S.JOINING and m.owned == ()
+        rejoin = sent(out)[0]
+        assert (rejoin.member_epoch, rejoin.member_id, rejoin.topic_partitions) == (0, "m1", ())
+
+
+def test_delayed_reconciliation_discarded_when_fenced() -> None:
+    """ConsumerMembershipManagerTest.testDelayedReconciliationResultDiscardedIfMemberNotInReconcilingStateAnymore."""
+    m = stable({"foo": [0]})
+    m.handle(ok(2, {"foo": [0, 1]}), 100)
+    m.handle(error(ErrorCode.FENCED_MEMBER_EPOCH), 101)
+    m.handle(CallbacksCompleted(), 102)  # the reconciliation's callbacks
+    assert m.state is S.FENCED and m.owned == ("foo-0",)
+    m.handle(CallbacksCompleted(), 103)  # onPartitionsLost
+    assert m.state is S.JOINING and m.owned == ()
+
+
+@pytest.mark.parametrize(("instance_id", "epoch"), [(None, -1), ("i1", -2)])
+def test_leave_group_epoch(instance_id: str | None, epoch: int) -> None:
+    """ConsumerMembershipManagerTest.testLeaveGroupEpoch and testLeaveGroupWhenStateIsStable:
+    unsubscribe commits and revokes (PREPARE_LEAVING), then sends one heartbeat with epoch -1
+    (-2 for a static member) and is UNSUBSCRIBED without waiting for the answer."""
+    m = stable({"foo": [0]}, instance_id=instance_id)
+    out = m.handle(Unsubscribe(), 100)
+    assert m.state is S.PREPARE_LEAVING
+    assert callbacks(out) == [CommitOffsets(("foo-0",)), PartitionsRevoked(("foo-0",))]
+    out = m.handle(CallbacksCompleted(), 110)
+    leave = sent(out)
+    assert len(leave) == 1 and leave[0].member_epoch == epoch
+    assert m.state is S.UNSUBSCRIBED
+
+
+def test_new_assignment_ignored_when_preparing_to_leave() -> None:
+    """ConsumerMembershipManagerTest.testNewAssignmentIgnoredWhenStateIsPrepareLeaving."""
+    m = stable({"foo": [0]})
+    m.handle(Unsubscribe(), 100)
+    out = m.handle(ok(2, {"foo": [0, 1]}), 101)
+    assert callbacks(out) == [] and m.state is S.PREPARE_LEAVING
+
+
+def test_poll_timer_expiry_leaves_and_rejoins_on_next_poll() -> None:
+    """AbstractHeartbeatRequestManager.poll and ConsumerMembershipManagerTest
+    .testTransitionToLeavingWhileStableDueToStaleMember / testStaleMemberWaitsForCallbackToRejoinWhenTimerReset:
+    max.poll.interval.ms expires -> a leave heartbeat (epoch -1), STALE, onPartitionsLost; no
+    heartbeats while stale; the next poll() rejoins with epoch 0."""
+    m = stable({"foo": [0, 1]})
+    out = m.handle(PollTimerExpired(), 300000)
+    leave = sent(out)
+    assert len(leave) == 1 and leave[0].member_epoch == -1
+    assert m.state is S.STALE and callbacks(out) == [PartitionsLost(("foo-0", "foo-1"))]
+    assert sent(m.handle(HeartbeatDue(), 305000)) == []
+    m.handle(CallbacksCompleted(), 300001)
+    assert m.state is S.STALE  # waits for the application
+    out = m.handle(Poll(), 400000)
+    assert m.state is S.JOINING and sent(out)[0].member_epoch == 0
+    assert ArmTimer(PollTimerExpired(), 700000) in out
+
+
+@pytest.mark.parametrize("code", [ErrorCode.GROUP_MAX_SIZE_REACHED, ErrorCode.INVALID_REQUEST,
+                                  ErrorCode.UNSUPPORTED_ASSIGNOR, ErrorCode.UNRELEASED_INSTANCE_ID])
+def test_fatal_errors(code: ErrorCode) -> None:
+    """AbstractHeartbeatRequestManager.onErrorResponse (ConsumerMembershipManagerTest.testTransitionToFatal,
+    testTransitionToFailedWhenTryingToJoin): these errors are fatal; the member stops heartbeating."""
+    m = joined()
+    out = m.handle(error(code), 5)
+    assert m.state is S.FATAL and any(isinstance(o, Fatal) and o.error_code is code for o in out)
+    assert sent(m.handle(HeartbeatDue(), 6000)) == []
+
+
+def test_retriable_error_retries_after_backoff() -> None:
+    """AbstractHeartbeatRequestManager.onErrorResponse: COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR
+    are retried (after retry.backoff.ms), membership unchanged."""
+    m = stable({"foo": [0]})
+    m.handle(HeartbeatDue(), 5000)
+    out = m.handle(error(ErrorCode.COORDINATOR_NOT_AVAILABLE), 5002)
+    assert m.state is S.STABLE and ArmTimer(HeartbeatDue(), 5102) in out
+    retry = sent(m.handle(HeartbeatDue(), 5102))[0]
+    assert retry.member_epoch == 1 and retry.topic_partitions is not None  # full again after an error
