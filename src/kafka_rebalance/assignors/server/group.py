@@ -1,0 +1,163 @@
+"""The columnar form of a consumer group (KIP-848) as the broker's assignors see it.
+
+Members rarely have a subscription of their own: thousands of members share a handful of topic
+lists. So subscriptions are held once per *subscription class* (a distinct topic set), and a
+member points at its class. The current assignment is one owner array over global partitions
+(topics in Java string order, then partition number, as in ``ColumnarGroup``): in a consumer
+group the members' current assignments are the previous target, which never overlap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from kafka_rebalance.model import UNASSIGNED, InvalidInput, java_sort_key
+
+
+@dataclass(frozen=True, eq=False)
+class ServerGroup:
+    topic_names: tuple[str, ...]  # Java string order
+    partition_counts: np.ndarray  # int64 (T,)
+    topic_keys: np.ndarray  # int64 (T, 2): topic ids as signed (msb, lsb), Uuid.compareTo order
+    member_ids: tuple[str, ...]  # input order
+    member_class: np.ndarray  # int64 (M,): subscription class of each member
+    class_indptr: np.ndarray  # int64 (C+1,)
+    class_topics: np.ndarray  # int64: topic indices of each class, ascending and unique
+    current_owner: np.ndarray  # int64 (P,): member index holding each partition now, or -1
+    instance_ids: tuple[str | None, ...] = ()
+
+    @property
+    def num_members(self) -> int:
+        return len(self.member_ids)
+
+    @property
+    def num_topics(self) -> int:
+        return len(self.topic_names)
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.class_indptr) - 1
+
+    @cached_property
+    def topic_offsets(self) -> np.ndarray:
+        offsets = np.zeros(self.num_topics + 1, dtype=np.int64)
+        np.cumsum(self.partition_counts, out=offsets[1:])
+        return offsets
+
+    @property
+    def num_partitions(self) -> int:
+        return int(self.topic_offsets[-1])
+
+    @cached_property
+    def partition_topic(self) -> np.ndarray:
+        return np.repeat(np.arange(self.num_topics, dtype=np.int64), self.partition_counts)
+
+    @cached_property
+    def class_of_entry(self) -> np.ndarray:
+        """Class of every entry of ``class_topics``."""
+        return np.repeat(np.arange(self.num_classes, dtype=np.int64), np.diff(self.class_indptr))
+
+    @cached_property
+    def member_id_order(self) -> np.ndarray:
+        """Members by member id in Java string order: the order Kafka's own uniform-assignor
+        tests fix (``TestGroupSpecImpl``); the uniform assignor numbers members this way."""
+        return np.array(sorted(range(self.num_members), key=lambda m: java_sort_key(self.member_ids[m])), dtype=np.int64)
+
+    @cached_property
+    def range_order(self) -> np.ndarray:
+        """Kafka's ``RangeAssignor.sortMemberIds``: static members first by instance id, then the
+        others by member id (both ``String.compareTo``)."""
+        instance_ids = self.instance_ids or (None,) * self.num_members
+
+        def key(m: int) -> tuple[int, bytes]:
+            iid = instance_ids[m]
+            return (0, java_sort_key(iid)) if iid is not None else (1, java_sort_key(self.member_ids[m]))
+
+        return np.array(sorted(range(self.num_members), key=key), dtype=np.int64)
+
+    def is_subscribed(self, members: np.ndarray, topics: np.ndarray) -> np.ndarray:
+        """Elementwise: does ``members[i]`` subscribe to ``topics[i]``?"""
+        t = max(self.num_topics, 1)
+        keys = self.class_of_entry * t + self.class_topics  # ascending: classes, then topics
+        query = self.member_class[members] * t + topics
+        pos = np.searchsorted(keys, query)
+        found = pos < len(keys)
+        found[found] = keys[pos[found]] == query[found]
+        return found
+
+    def subscriber_lists(self, order: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each topic's subscribers, listed in ``order`` (an array of member indices).
+
+        Topics subscribed by the same set of classes share one list. Returns ``(list_of_topic,
+        indptr, members)``: topic ``t``'s subscribers are ``members[indptr[g]:indptr[g+1]]`` with
+        ``g = list_of_topic[t]``; a topic nobody subscribes to has an empty list.
+        """
+        classes_by_topic = np.argsort(self.class_topics, kind="stable")
+        topic_bounds = np.searchsorted(self.class_topics[classes_by_topic], np.arange(self.num_topics + 1))
+        entry_class = self.class_of_entry[classes_by_topic]
+        signature_index: dict[bytes, int] = {}
+        list_of_topic = np.empty(self.num_topics, dtype=np.int64)
+        pieces: list[np.ndarray] = []
+        ordered_class = self.member_class[order]
+        for t in range(self.num_topics):
+            classes = entry_class[topic_bounds[t] : topic_bounds[t + 1]]
+            signature = classes.tobytes()
+            g = signature_index.get(signature)
+            if g is None:
+                g = signature_index[signature] = len(pieces)
+                if len(classes) == 0:
+                    pieces.append(np.zeros(0, dtype=np.int64))
+                elif len(classes) == 1:
+                    pieces.append(order[ordered_class == classes[0]])
+                else:
+                    chosen = np.zeros(self.num_classes, dtype=bool)
+                    chosen[classes] = True
+                    pieces.append(order[chosen[ordered_class]])
+            list_of_topic[t] = g
+        indptr = np.zeros(len(pieces) + 1, dtype=np.int64)
+        np.cumsum([len(p) for p in pieces], out=indptr[1:])
+        members = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
+        return list_of_topic, indptr, members
+
+    @classmethod
+    def build(
+        cls,
+        topic_names: Sequence[str],
+        partition_counts: Sequence[int] | np.ndarray,
+        topic_keys: np.ndarray,
+        member_ids: Sequence[str],
+        member_class: Sequence[int] | np.ndarray,
+        class_topic_lists: Sequence[Sequence[int] | np.ndarray],
+        current_owner: np.ndarray | None = None,
+        instance_ids: Sequence[str | None] | None = None,
+    ) -> ServerGroup:
+        """A group from arrays. ``topic_names`` in Java string order; ``class_topic_lists`` one
+        list of topic indices per subscription class; ``current_owner`` one member index (or -1)
+        per global partition."""
+        names = tuple(topic_names)
+        if list(names) != sorted(names, key=java_sort_key):
+            raise InvalidInput("topic_names", "must be sorted in Java string order")
+        counts = np.asarray(partition_counts, dtype=np.int64)
+        lists = [np.unique(np.asarray(c, dtype=np.int64)) for c in class_topic_lists]
+        indptr = np.zeros(len(lists) + 1, dtype=np.int64)
+        np.cumsum([len(c) for c in lists], out=indptr[1:])
+        total = int(counts.sum())
+        owner = np.full(total, UNASSIGNED, dtype=np.int64) if current_owner is None else np.asarray(current_owner, dtype=np.int64)
+        if len(owner) != total:
+            raise InvalidInput("current_owner", f"expected {total} entries")
+        m = len(member_ids)
+        return cls(
+            topic_names=names,
+            partition_counts=counts,
+            topic_keys=np.asarray(topic_keys, dtype=np.int64).reshape(len(names), 2),
+            member_ids=tuple(member_ids),
+            member_class=np.asarray(member_class, dtype=np.int64).reshape(m),
+            class_indptr=indptr,
+            class_topics=np.concatenate(lists) if lists else np.zeros(0, dtype=np.int64),
+            current_owner=owner,
+            instance_ids=tuple(instance_ids) if instance_ids is not None else (None,) * m,
+        )
