@@ -90,9 +90,134 @@ class GroupEmpty:
     generation: int
 
 
-LogRecord = PreparingRebalance | Stabilized | AssignmentReceived | MemberFailed | MemberLeft | GroupEmpty
+# --------------------------------------------------------------------------- KIP-848 consumer groups
+# Written by protocol/modern/consumer: the consumer-group lines of GroupMetadataManager (4.x).
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupEpochBumped:
+    """``[GroupId {}] Bumped group epoch to {}.``"""
+
+    KIND: ClassVar[str] = "consumer_group_epoch_bumped"
+    time_ms: int
+    group_id: str
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerTargetAssignmentComputed:
+    """``[GroupId {}] Computed a new target assignment for epoch {} with '{}' assignor in {}ms.``"""
+
+    KIND: ClassVar[str] = "consumer_target_assignment_computed"
+    time_ms: int
+    group_id: str
+    epoch: int
+    assignor: str
+    assignor_time_ms: int
+    assignment: tuple[tuple[str, tuple[str, ...]], ...]  # member id -> partitions, for the simulator
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerMemberJoined:
+    """``[GroupId {}] Member {} joins the consumer group using the {} protocol.`` (and the static
+    variant ``Static member {} with instance id {} joins ...``)."""
+
+    KIND: ClassVar[str] = "consumer_member_joined"
+    time_ms: int
+    group_id: str
+    member_id: str
+    instance_id: str | None
+    protocol: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerStaticMemberReplaced:
+    """``[GroupId {}] Static member with instance id {} re-joins the consumer group using the {}
+    protocol. Created a new member {} to replace the existing member {}.``"""
+
+    KIND: ClassVar[str] = "consumer_static_member_replaced"
+    time_ms: int
+    group_id: str
+    instance_id: str
+    protocol: str
+    member_id: str
+    replaced_member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerMemberLeft:
+    """``[GroupId {}] Member {} left the consumer group.`` / ``Static Member {} with instance id {}
+    left the consumer group.`` / ``... temporarily left the consumer group.`` (``temporarily``)."""
+
+    KIND: ClassVar[str] = "consumer_member_left"
+    time_ms: int
+    group_id: str
+    member_id: str
+    instance_id: str | None
+    temporarily: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerMemberFenced:
+    """``[GroupId {}] Member {} fenced from the group because {}.`` (session expiry), or because
+    ``it failed to transition from epoch {} within {}ms.`` (rebalance timeout)."""
+
+    KIND: ClassVar[str] = "consumer_member_fenced"
+    time_ms: int
+    group_id: str
+    member_id: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerMemberAssignmentUpdated:
+    """``[GroupId {}] Member {} new assignment state: epoch={}, previousEpoch={}, state={},
+    assignedPartitions={} and revokedPartitions={}.`` (Kafka logs it at DEBUG)."""
+
+    KIND: ClassVar[str] = "consumer_member_assignment_updated"
+    time_ms: int
+    group_id: str
+    member_id: str
+    epoch: int
+    previous_epoch: int
+    state: str
+    assigned: tuple[str, ...]
+    revoking: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupStateChanged:
+    """The group's state moved (Kafka records it in its metrics, ``onConsumerGroupStateTransition``;
+    there is no log line for it)."""
+
+    KIND: ClassVar[str] = "consumer_group_state_changed"
+    time_ms: int
+    group_id: str
+    old_state: str
+    new_state: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupConverted:
+    """The online migration: ``upgrade`` (classic -> consumer) or ``downgrade``."""
+
+    KIND: ClassVar[str] = "consumer_group_converted"
+    time_ms: int
+    group_id: str
+    direction: str
+
+
+ConsumerGroupLogRecord = (
+    ConsumerGroupEpochBumped | ConsumerTargetAssignmentComputed | ConsumerMemberJoined | ConsumerStaticMemberReplaced
+    | ConsumerMemberLeft | ConsumerMemberFenced | ConsumerMemberAssignmentUpdated | ConsumerGroupStateChanged
+    | ConsumerGroupConverted
+)
+LogRecord = PreparingRebalance | Stabilized | AssignmentReceived | MemberFailed | MemberLeft | GroupEmpty | ConsumerGroupLogRecord
 
 RECORD_TYPES: tuple[type[LogRecord], ...] = (
     PreparingRebalance, Stabilized, AssignmentReceived, MemberFailed, MemberLeft, GroupEmpty,
+    ConsumerGroupEpochBumped, ConsumerTargetAssignmentComputed, ConsumerMemberJoined, ConsumerStaticMemberReplaced,
+    ConsumerMemberLeft, ConsumerMemberFenced, ConsumerMemberAssignmentUpdated, ConsumerGroupStateChanged,
+    ConsumerGroupConverted,
 )
 RECORD_KINDS: tuple[str, ...] = tuple(t.KIND for t in RECORD_TYPES)

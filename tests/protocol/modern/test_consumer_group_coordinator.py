@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer
+from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer, Log
 from kafka_rebalance.protocol.errors import ErrorCode
+from kafka_rebalance.protocol.logrecords import (
+    ConsumerGroupEpochBumped,
+    ConsumerMemberFenced,
+    ConsumerTargetAssignmentComputed,
+)
 from kafka_rebalance.protocol.modern.consumer.assignment import MemberState
 from kafka_rebalance.protocol.modern.consumer.coordinator import (
     VALID_PREVIOUS_GROUP_STATES,
@@ -14,11 +19,8 @@ from kafka_rebalance.protocol.modern.consumer.coordinator import (
     ConsumerGroupState,
 )
 from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
-    GroupEpochBumped,
-    MemberFenced,
     RebalanceTimeout,
     SessionTimeout,
-    TargetAssignmentComputed,
     TopicsChanged,
 )
 from tests.protocol.modern.helpers import MockPartitionAssignor, make_context, stable_member, tps
@@ -161,8 +163,9 @@ def test_member_joins_empty_group() -> None:
     assert member_id and len(member_id) == 22  # Uuid.toString(): 16 bytes, base64 without padding
     assert ctx.group.members[member_id].assignment.member_epoch == 1
     assert ctx.group.group_epoch == ctx.group.assignment_epoch == 1
-    assert [type(o) for o in ctx.outputs if isinstance(o, GroupEpochBumped | TargetAssignmentComputed)] == [
-        GroupEpochBumped, TargetAssignmentComputed]
+    logged = [type(o.record) for o in ctx.outputs if isinstance(o, Log)]
+    assert [t for t in logged if t in (ConsumerGroupEpochBumped, ConsumerTargetAssignmentComputed)] == [
+        ConsumerGroupEpochBumped, ConsumerTargetAssignmentComputed]
     assert ArmTimer(SessionTimeout(member_id), 45000) in ctx.outputs
     assert ctx.group.state is ConsumerGroupState.STABLE
 
@@ -293,7 +296,7 @@ def test_session_timeout_expiration() -> None:
                   topic_partitions=())
     assert ArmTimer(SessionTimeout("m1"), 45000) in ctx.outputs
     out = ctx.group.handle(SessionTimeout("m1"), 45000)
-    assert MemberFenced("fooup", "m1", "the member session expired.") in out
+    assert Log(ConsumerMemberFenced(45000, "fooup", "m1", "the member session expired.")) in out
     assert ctx.group.members == {} and ctx.group.group_epoch == 2
     assert ctx.group.state is ConsumerGroupState.EMPTY
 
@@ -314,7 +317,7 @@ def test_rebalance_timeout_expiration() -> None:
     assert (r1.member_epoch, r1.assignment) == (1, tps(foo=[0, 1]))
     assert ArmTimer(RebalanceTimeout("m1"), 10000) in ctx.outputs
     out = ctx.group.handle(RebalanceTimeout("m1"), 10001)
-    assert MemberFenced("fooup", "m1", "it failed to transition from epoch 1 within 10000ms.") in out
+    assert Log(ConsumerMemberFenced(10001, "fooup", "m1", "it failed to transition from epoch 1 within 10000ms.")) in out
     assert "m1" not in ctx.group.members and ctx.group.group_epoch == 3
 
     # Lifecycle: acknowledging the revocation cancels the timeout.

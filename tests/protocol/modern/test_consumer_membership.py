@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from kafka_rebalance.protocol.effects import ArmTimer
-from kafka_rebalance.protocol.errors import ErrorCode
+from kafka_rebalance.protocol.errors import ErrorCode, IllegalStateTransition
 from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -16,7 +16,6 @@ from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
 from kafka_rebalance.protocol.modern.consumer.member import (
     VALID_PREVIOUS_STATES,
     ConsumerMembershipManager,
-    IllegalStateTransition,
     MemberConfig,
     MemberState,
 )

@@ -22,8 +22,18 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import assert_never
 
-from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer
-from kafka_rebalance.protocol.errors import ErrorCode
+from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer, Log, StateTable
+from kafka_rebalance.protocol.errors import ErrorCode, IllegalStateTransition
+from kafka_rebalance.protocol.logrecords import (
+    ConsumerGroupEpochBumped,
+    ConsumerGroupStateChanged,
+    ConsumerMemberAssignmentUpdated,
+    ConsumerMemberFenced,
+    ConsumerMemberJoined,
+    ConsumerMemberLeft,
+    ConsumerStaticMemberReplaced,
+    ConsumerTargetAssignmentComputed,
+)
 from kafka_rebalance.protocol.modern.consumer.assignment import (
     MemberAssignment,
     MemberState,
@@ -38,13 +48,7 @@ from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
-    GroupEpochBumped,
-    GroupStateChanged,
     Input,
-    MemberAssignmentUpdated,
-    MemberFenced,
-    MemberJoined,
-    MemberLeft,
     OffsetCommitRequest,
     OffsetCommitResponse,
     OffsetFetchRequest,
@@ -54,15 +58,9 @@ from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
     Received,
     Respond,
     SessionTimeout,
-    StaticMemberReplaced,
-    TargetAssignmentComputed,
     TopicPartitions,
     TopicsChanged,
 )
-
-
-class IllegalStateTransition(Exception):
-    pass
 
 
 class ConsumerGroupState(Enum):
@@ -82,6 +80,7 @@ VALID_PREVIOUS_GROUP_STATES: Mapping[ConsumerGroupState, frozenset[ConsumerGroup
     **{state: _LIVE - {state} for state in _LIVE},
     ConsumerGroupState.DEAD: frozenset({ConsumerGroupState.EMPTY}),
 }
+GROUP_STATES = StateTable("ConsumerGroupState", VALID_PREVIOUS_GROUP_STATES)
 
 
 class ProtocolError(Exception):
@@ -227,7 +226,7 @@ class ConsumerGroupCoordinator:
             group._put_member(member, None)
         group.target = {member_id: partitions(target) for member_id, target in targets.items()}
         group.subscription_metadata = group._subscription_metadata()
-        group._update_state([])
+        group._update_state([], 0)
         return group
 
     # ------------------------------------------------------------------ entry point
@@ -247,16 +246,15 @@ class ConsumerGroupCoordinator:
                         assert_never(request)
             case SessionTimeout(member_id=member_id):
                 if member_id in self.members:
-                    out.append(MemberFenced(self.group_id, member_id, "the member session expired."))
-                    self._fence(member_id, out)
+                    out.append(Log(ConsumerMemberFenced(now_ms, self.group_id, member_id, "the member session expired.")))
+                    self._fence(member_id, out, now_ms)
             case RebalanceTimeout(member_id=member_id):
                 member = self.members.get(member_id)
                 armed = self.rebalance_timeout_epoch.pop(member_id, None)
                 if member is not None and member.member_epoch == armed:
-                    out.append(MemberFenced(
-                        self.group_id, member_id,
-                        f"it failed to transition from epoch {armed} within {member.rebalance_timeout_ms}ms."))
-                    self._fence(member_id, out)
+                    out.append(Log(ConsumerMemberFenced(now_ms, self.group_id, member_id,
+                        f"it failed to transition from epoch {armed} within {member.rebalance_timeout_ms}ms.")))
+                    self._fence(member_id, out, now_ms)
             case TopicsChanged(topics=topics):
                 new = dict(topics)
                 if any(self.topics.get(t) != new.get(t) for t in set(new) | set(self.topics)):
@@ -265,7 +263,7 @@ class ConsumerGroupCoordinator:
                     self.metadata_refresh_needed = True
             case _:
                 assert_never(event)
-        self._update_state(out)
+        self._update_state(out, now_ms)
         return out
 
     # ------------------------------------------------------------------ ConsumerGroupHeartbeat
@@ -275,7 +273,7 @@ class ConsumerGroupCoordinator:
         try:
             self._validate(request)
             if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
-                return self._leave(request, out)
+                return self._leave(request, out, now_ms)
             return self._regular_heartbeat(request, now_ms, out)
         except ProtocolError as error:
             return ConsumerGroupHeartbeatResponse(error.code, error_message=error.message)
@@ -327,10 +325,10 @@ class ConsumerGroupCoordinator:
         owned = _from_message(request.topic_partitions)
         replaced: str | None = None
         if request.instance_id is None:
-            member = self._dynamic_member(member_id, request.member_epoch, owned, joining, out)
+            member = self._dynamic_member(member_id, request.member_epoch, owned, joining, out, now_ms)
         else:
             member, replaced = self._static_member(member_id, request.member_epoch, request.instance_id, owned,
-                                                   joining, out)
+                                                   joining, out, now_ms)
 
         updated = replace(
             member,
@@ -351,7 +349,7 @@ class ConsumerGroupCoordinator:
         subscription_changed = (updated.subscribed_topic_names != member.subscribed_topic_names
                                 or updated.subscribed_topic_regex != member.subscribed_topic_regex)
         self._put_member(updated, replaced)
-        self._refresh_epoch(subscription_changed, out)
+        self._refresh_epoch(subscription_changed, out, now_ms)
         self._maybe_compute_target(updated, out, now_ms)
         updated = self._reconcile(member_id, owned, now_ms, out)
         out.append(ArmTimer(SessionTimeout(member_id), now_ms + self.config.session_timeout_ms))
@@ -389,24 +387,24 @@ class ConsumerGroupCoordinator:
                                     "partitions and rejoin.")
 
     def _dynamic_member(self, member_id: str, epoch: int, owned: Partitions | None, create: bool,
-                        out: list[Output]) -> ConsumerGroupMember:
+                        out: list[Output], now_ms: int) -> ConsumerGroupMember:
         member = self.members.get(member_id)
         if member is None:
             if not create:
                 raise ProtocolError(ErrorCode.UNKNOWN_MEMBER_ID,
                                     f"Member {member_id} is not a member of group {self.group_id}.")
-            out.append(MemberJoined(self.group_id, member_id, None, "consumer"))
+            out.append(Log(ConsumerMemberJoined(now_ms, self.group_id, member_id, None, "consumer")))
             return ConsumerGroupMember(member_id)
         self._check_epoch(member, epoch, owned)
         return member
 
     def _static_member(self, member_id: str, epoch: int, instance_id: str, owned: Partitions | None, create: bool,
-                       out: list[Output]) -> tuple[ConsumerGroupMember, str | None]:
+                       out: list[Output], now_ms: int) -> tuple[ConsumerGroupMember, str | None]:
         existing_id = self.static_members.get(instance_id)
         existing = self.members.get(existing_id) if existing_id is not None else None
         if create:
             if existing is None:
-                out.append(MemberJoined(self.group_id, member_id, instance_id, "consumer"))
+                out.append(Log(ConsumerMemberJoined(now_ms, self.group_id, member_id, instance_id, "consumer")))
                 return ConsumerGroupMember(member_id, instance_id=instance_id), None
             if not existing.uses_classic_protocol and existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
                 raise ProtocolError(ErrorCode.UNRELEASED_INSTANCE_ID,
@@ -414,7 +412,7 @@ class ConsumerGroupCoordinator:
                                     f"because the instance id is owned by {existing.member_id} member.")
             # The new member takes over the previous one's assignment, at epoch 0.
             assignment = replace(existing.assignment, member_epoch=0, previous_member_epoch=0)
-            out.append(StaticMemberReplaced(self.group_id, instance_id, "consumer", member_id, existing.member_id))
+            out.append(Log(ConsumerStaticMemberReplaced(now_ms, self.group_id, instance_id, "consumer", member_id, existing.member_id)))
             return replace(existing, member_id=member_id, assignment=assignment), existing.member_id
         if existing is None:
             raise ProtocolError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
@@ -425,15 +423,15 @@ class ConsumerGroupCoordinator:
         self._check_epoch(existing, epoch, owned)
         return existing, None
 
-    def _leave(self, request: ConsumerGroupHeartbeatRequest, out: list[Output]) -> ConsumerGroupHeartbeatResponse:
+    def _leave(self, request: ConsumerGroupHeartbeatRequest, out: list[Output], now_ms: int) -> ConsumerGroupHeartbeatResponse:
         """Kafka's ``consumerGroupLeave``: epoch -1 leaves, a static member's -2 leaves for now."""
         if request.instance_id is None:
             member = self.members.get(request.member_id)
             if member is None:
                 raise ProtocolError(ErrorCode.UNKNOWN_MEMBER_ID,
                                     f"Member {request.member_id} is not a member of group {self.group_id}.")
-            out.append(MemberLeft(self.group_id, request.member_id, None, temporarily=False))
-            self._fence(request.member_id, out)
+            out.append(Log(ConsumerMemberLeft(now_ms, self.group_id, request.member_id, None, temporarily=False)))
+            self._fence(request.member_id, out, now_ms)
         else:
             existing_id = self.static_members.get(request.instance_id)
             if existing_id is None:
@@ -443,7 +441,7 @@ class ConsumerGroupCoordinator:
                                     f"Static member {request.member_id} with instance id {request.instance_id} was "
                                     f"fenced by member {existing_id}.")
             if request.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-                out.append(MemberLeft(self.group_id, existing_id, request.instance_id, temporarily=True))
+                out.append(Log(ConsumerMemberLeft(now_ms, self.group_id, existing_id, request.instance_id, temporarily=True)))
                 member = self.members[existing_id]
                 leaving = replace(member, assignment=replace(member.assignment,
                                                              member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -451,8 +449,8 @@ class ConsumerGroupCoordinator:
                 self._put_member(leaving, None)
                 return ConsumerGroupHeartbeatResponse(ErrorCode.NONE, member_id=existing_id,
                                                       member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH)
-            out.append(MemberLeft(self.group_id, existing_id, request.instance_id, temporarily=False))
-            self._fence(existing_id, out)
+            out.append(Log(ConsumerMemberLeft(now_ms, self.group_id, existing_id, request.instance_id, temporarily=False)))
+            self._fence(existing_id, out, now_ms)
         return ConsumerGroupHeartbeatResponse(ErrorCode.NONE, member_id=request.member_id,
                                               member_epoch=request.member_epoch)
 
@@ -506,7 +504,7 @@ class ConsumerGroupCoordinator:
             subscribed |= member.subscribed_topics(self.topics)
         return {topic: self.topics[topic] for topic in sorted(subscribed)}
 
-    def _refresh_epoch(self, bump: bool, out: list[Output]) -> None:
+    def _refresh_epoch(self, bump: bool, out: list[Output], now_ms: int) -> None:
         if bump or self.metadata_refresh_needed:
             self.metadata_refresh_needed = False
             metadata = self._subscription_metadata()
@@ -515,7 +513,7 @@ class ConsumerGroupCoordinator:
                 bump = True
             if bump:
                 self.group_epoch += 1
-                out.append(GroupEpochBumped(self.group_id, self.group_epoch))
+                out.append(Log(ConsumerGroupEpochBumped(now_ms, self.group_id, self.group_epoch)))
 
     def preferred_assignor(self) -> str:
         """Kafka's ``computePreferredServerAssignor``: the assignor most members ask for."""
@@ -538,9 +536,8 @@ class ConsumerGroupCoordinator:
         result = self._assign(assignor, self.subscription_metadata, members)
         self.target = {m.member_id: partitions(result.get(m.member_id, {})) for m in members}
         self.assignment_epoch = self.group_epoch
-        out.append(TargetAssignmentComputed(
-            self.group_id, self.group_epoch, assignor, 0,
-            tuple((mid, tuple(to_strings(target))) for mid, target in self.target.items())))
+        out.append(Log(ConsumerTargetAssignmentComputed(now_ms, self.group_id, self.group_epoch, assignor, 0,
+            tuple((mid, tuple(to_strings(target))) for mid, target in self.target.items()))))
 
     def _reconcile(self, member_id: str, owned: Partitions | None, now_ms: int,
                    out: list[Output]) -> ConsumerGroupMember:
@@ -554,9 +551,9 @@ class ConsumerGroupCoordinator:
             return member
         updated = replace(member, assignment=step)
         self._put_member(updated, None)
-        out.append(MemberAssignmentUpdated(self.group_id, member_id, step.member_epoch, step.previous_member_epoch,
+        out.append(Log(ConsumerMemberAssignmentUpdated(now_ms, self.group_id, member_id, step.member_epoch, step.previous_member_epoch,
                                            step.state.name, tuple(to_strings(step.assigned)),
-                                           tuple(to_strings(step.pending_revocation))))
+                                           tuple(to_strings(step.pending_revocation)))))
         if not updated.uses_classic_protocol:
             if step.state is MemberState.UNREVOKED_PARTITIONS:
                 self.rebalance_timeout_epoch[member_id] = step.member_epoch
@@ -565,7 +562,7 @@ class ConsumerGroupCoordinator:
                 out.append(CancelTimer(RebalanceTimeout(member_id)))
         return updated
 
-    def _fence(self, member_id: str, out: list[Output]) -> None:
+    def _fence(self, member_id: str, out: list[Output], now_ms: int) -> None:
         """Kafka's ``consumerGroupFenceMember``: remove the member, bump the group epoch."""
         member = self.members.pop(member_id)
         self._remove_epochs(member)
@@ -574,12 +571,12 @@ class ConsumerGroupCoordinator:
         self.target.pop(member_id, None)
         self.subscription_metadata = self._subscription_metadata()
         self.group_epoch += 1
-        out.append(GroupEpochBumped(self.group_id, self.group_epoch))
+        out.append(Log(ConsumerGroupEpochBumped(now_ms, self.group_id, self.group_epoch)))
         out.append(CancelTimer(SessionTimeout(member_id)))
         if self.rebalance_timeout_epoch.pop(member_id, None) is not None:
             out.append(CancelTimer(RebalanceTimeout(member_id)))
 
-    def _update_state(self, out: list[Output]) -> None:
+    def _update_state(self, out: list[Output], now_ms: int) -> None:
         """Kafka's ``ConsumerGroup.maybeUpdateGroupState``."""
         if not self.members:
             new = ConsumerGroupState.EMPTY
@@ -590,9 +587,8 @@ class ConsumerGroupCoordinator:
         else:
             new = ConsumerGroupState.STABLE
         if new is not self.state:
-            if self.state not in VALID_PREVIOUS_GROUP_STATES[new]:
-                raise IllegalStateTransition(f"{self.state.name} -> {new.name}")
-            out.append(GroupStateChanged(self.group_id, self.state.value, new.value))
+            GROUP_STATES.check(self.state, new)
+            out.append(Log(ConsumerGroupStateChanged(now_ms, self.group_id, self.state.value, new.value)))
             self.state = new
 
     # ------------------------------------------------------------------ offsets

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypeAlias
 
-from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer
+from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer, Log
 from kafka_rebalance.protocol.errors import ErrorCode
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
@@ -126,98 +126,4 @@ class Respond:
     response: Response
 
 
-@dataclass(frozen=True, slots=True)
-class GroupEpochBumped:
-    """``[GroupId {}] Bumped group epoch to {}.``"""
-
-    group_id: str
-    epoch: int
-
-
-@dataclass(frozen=True, slots=True)
-class TargetAssignmentComputed:
-    """``[GroupId {}] Computed a new target assignment for epoch {} with '{}' assignor in {}ms.``"""
-
-    group_id: str
-    epoch: int
-    assignor: str
-    assignor_time_ms: int
-    assignment: tuple[tuple[str, tuple[str, ...]], ...]  # member id -> partitions, for the simulator
-
-
-@dataclass(frozen=True, slots=True)
-class MemberJoined:
-    """``[GroupId {}] Member {} joins the consumer group using the {} protocol.`` (and the static
-    variant ``Static member {} with instance id {} joins ...``)."""
-
-    group_id: str
-    member_id: str
-    instance_id: str | None
-    protocol: str
-
-
-@dataclass(frozen=True, slots=True)
-class StaticMemberReplaced:
-    """``[GroupId {}] Static member with instance id {} re-joins the consumer group using the {}
-    protocol. Created a new member {} to replace the existing member {}.``"""
-
-    group_id: str
-    instance_id: str
-    protocol: str
-    member_id: str
-    replaced_member_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class MemberLeft:
-    """``[GroupId {}] Member {} left the consumer group.`` / ``Static Member {} with instance id {}
-    left the consumer group.`` / ``... temporarily left the consumer group.`` (``temporarily``)."""
-
-    group_id: str
-    member_id: str
-    instance_id: str | None
-    temporarily: bool
-
-
-@dataclass(frozen=True, slots=True)
-class MemberFenced:
-    """``[GroupId {}] Member {} fenced from the group because {}.`` (session expiry), or because
-    ``it failed to transition from epoch {} within {}ms.`` (rebalance timeout)."""
-
-    group_id: str
-    member_id: str
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class MemberAssignmentUpdated:
-    """``[GroupId {}] Member {} new assignment state: epoch={}, previousEpoch={}, state={},
-    assignedPartitions={} and revokedPartitions={}.`` (Kafka logs it at DEBUG)."""
-
-    group_id: str
-    member_id: str
-    epoch: int
-    previous_epoch: int
-    state: str
-    assigned: tuple[str, ...]
-    revoking: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class GroupStateChanged:
-    group_id: str
-    old_state: str
-    new_state: str
-
-
-@dataclass(frozen=True, slots=True)
-class GroupConverted:
-    """The online migration: ``upgrade`` (classic -> consumer) or ``downgrade``."""
-
-    group_id: str
-    direction: str
-
-
-LogRecord: TypeAlias = (GroupEpochBumped | TargetAssignmentComputed | MemberJoined | StaticMemberReplaced | MemberLeft
-                        | MemberFenced | MemberAssignmentUpdated | GroupStateChanged | GroupConverted)
-Output: TypeAlias = Respond | ArmTimer[Timer] | CancelTimer[Timer] | LogRecord
+Output: TypeAlias = Respond | ArmTimer[Timer] | CancelTimer[Timer] | Log

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import assert_never
 
-from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer
-from kafka_rebalance.protocol.errors import ErrorCode
+from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer, StateTable
+from kafka_rebalance.protocol.errors import ErrorCode, IllegalStateTransition
 from kafka_rebalance.protocol.modern.consumer.assignment import Partitions, difference, partitions, to_strings
 from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -47,10 +47,6 @@ from kafka_rebalance.protocol.modern.consumer.member_events import (
     Subscribe,
     Unsubscribe,
 )
-
-
-class IllegalStateTransition(Exception):
-    pass
 
 
 class MemberState(Enum):
@@ -82,6 +78,7 @@ VALID_PREVIOUS_STATES: Mapping[MemberState, frozenset[MemberState]] = {
     S.UNSUBSCRIBED: frozenset({S.PREPARE_LEAVING, S.LEAVING, S.FENCED}),
     S.STALE: frozenset({S.LEAVING}),
 }
+MEMBER_STATES = StateTable("MemberState", VALID_PREVIOUS_STATES)
 
 _NOT_IN_GROUP = frozenset({S.UNSUBSCRIBED, S.FENCED, S.FATAL, S.STALE})
 _CAN_TAKE_ASSIGNMENT = VALID_PREVIOUS_STATES[S.RECONCILING]
@@ -142,9 +139,7 @@ class ConsumerMembershipManager:
     # ------------------------------------------------------------------ state table
 
     def _transition(self, new: MemberState) -> None:
-        if self.state not in VALID_PREVIOUS_STATES[new]:
-            raise IllegalStateTransition(f"{self.state.name} -> {new.name}")
-        self.state = new
+        self.state = MEMBER_STATES.check(self.state, new)
 
     @property
     def owned(self) -> tuple[str, ...]:
@@ -346,8 +341,7 @@ class ConsumerMembershipManager:
         """``transitionToFenced``."""
         if self.state is S.PREPARE_LEAVING:
             self._to_sending_leave()
-            if self.state is S.LEAVING:
-                self._transition(S.UNSUBSCRIBED)
+            self._transition(S.UNSUBSCRIBED)
             return
         if self.state is S.LEAVING:
             self._transition(S.UNSUBSCRIBED)
