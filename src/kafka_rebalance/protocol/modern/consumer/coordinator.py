@@ -212,6 +212,7 @@ class ConsumerGroupCoordinator:
         self.rebalance_timeout_epoch: dict[str, int] = {}
         self.offsets: dict[str, int] = {}
         self.state = ConsumerGroupState.EMPTY
+        self._state_dirty = True
 
     @classmethod
     def loaded(cls, group_id: str, topics: Mapping[str, int], group_epoch: int, assignment_epoch: int,
@@ -330,25 +331,31 @@ class ConsumerGroupCoordinator:
             member, replaced = self._static_member(member_id, request.member_epoch, request.instance_id, owned,
                                                    joining, out, now_ms)
 
-        updated = replace(
-            member,
-            instance_id=request.instance_id if request.instance_id is not None else member.instance_id,
-            rack_id=request.rack_id if request.rack_id is not None else member.rack_id,
-            rebalance_timeout_ms=(request.rebalance_timeout_ms if request.rebalance_timeout_ms != -1
-                                  else member.rebalance_timeout_ms),
-            server_assignor=request.server_assignor if request.server_assignor is not None else member.server_assignor,
-            subscribed_topic_names=(tuple(request.subscribed_topic_names) if request.subscribed_topic_names is not None
-                                    else member.subscribed_topic_names),
-            subscribed_topic_regex=(request.subscribed_topic_regex if request.subscribed_topic_regex is not None
-                                    else member.subscribed_topic_regex),
-            client_id=request.client_id,
-            classic=None,
-        )
+        if self._unchanged(member, request):
+            updated = member  # the steady heartbeat: nothing to record
+        else:
+            updated = replace(
+                member,
+                instance_id=request.instance_id if request.instance_id is not None else member.instance_id,
+                rack_id=request.rack_id if request.rack_id is not None else member.rack_id,
+                rebalance_timeout_ms=(request.rebalance_timeout_ms if request.rebalance_timeout_ms != -1
+                                      else member.rebalance_timeout_ms),
+                server_assignor=(request.server_assignor if request.server_assignor is not None
+                                 else member.server_assignor),
+                subscribed_topic_names=(tuple(request.subscribed_topic_names)
+                                        if request.subscribed_topic_names is not None
+                                        else member.subscribed_topic_names),
+                subscribed_topic_regex=(request.subscribed_topic_regex if request.subscribed_topic_regex is not None
+                                        else member.subscribed_topic_regex),
+                client_id=request.client_id,
+                classic=None,
+            )
         # Kafka's hasMemberSubscriptionChanged: a new member differs from its empty self; a static
         # member replacing its previous instance carries the same subscription (no new epoch).
         subscription_changed = (updated.subscribed_topic_names != member.subscribed_topic_names
                                 or updated.subscribed_topic_regex != member.subscribed_topic_regex)
-        self._put_member(updated, replaced)
+        if updated is not member or replaced is not None or member_id not in self.members:
+            self._put_member(updated, replaced)
         self._refresh_epoch(subscription_changed, out, now_ms)
         self._maybe_compute_target(updated, out, now_ms)
         updated = self._reconcile(member_id, owned, now_ms, out)
@@ -361,6 +368,18 @@ class ConsumerGroupCoordinator:
             ErrorCode.NONE, member_id=member_id, member_epoch=updated.member_epoch,
             heartbeat_interval_ms=self.config.heartbeat_interval_ms,
             assignment=_to_message(updated.assignment.assigned) if full or changed else None)
+
+    @staticmethod
+    def _unchanged(member: ConsumerGroupMember, request: ConsumerGroupHeartbeatRequest) -> bool:
+        return ((request.instance_id is None or request.instance_id == member.instance_id)
+                and (request.rack_id is None or request.rack_id == member.rack_id)
+                and request.rebalance_timeout_ms in (-1, member.rebalance_timeout_ms)
+                and (request.server_assignor is None or request.server_assignor == member.server_assignor)
+                and (request.subscribed_topic_names is None
+                     or tuple(request.subscribed_topic_names) == member.subscribed_topic_names)
+                and (request.subscribed_topic_regex is None
+                     or request.subscribed_topic_regex == member.subscribed_topic_regex)
+                and request.client_id == member.client_id and member.classic is None)
 
     def _throw_if_full(self, member_id: str) -> None:
         """Kafka's ``throwIfConsumerGroupIsFull``: only a member not yet in the group is refused."""
@@ -470,6 +489,7 @@ class ConsumerGroupCoordinator:
                 self.members[member.member_id] = member
                 return
             self._remove_epochs(old_member)
+        self._state_dirty = True
         self.members[member.member_id] = member
         if member.instance_id is not None:
             self.static_members[member.instance_id] = member.member_id
@@ -512,6 +532,7 @@ class ConsumerGroupCoordinator:
                 self.subscription_metadata = metadata
                 bump = True
             if bump:
+                self._state_dirty = True
                 self.group_epoch += 1
                 out.append(Log(ConsumerGroupEpochBumped(now_ms, self.group_id, self.group_epoch)))
 
@@ -536,6 +557,7 @@ class ConsumerGroupCoordinator:
         result = self._assign(assignor, self.subscription_metadata, members)
         self.target = {m.member_id: partitions(result.get(m.member_id, {})) for m in members}
         self.assignment_epoch = self.group_epoch
+        self._state_dirty = True
         out.append(Log(ConsumerTargetAssignmentComputed(now_ms, self.group_id, self.group_epoch, assignor, 0,
             tuple((mid, tuple(to_strings(target))) for mid, target in self.target.items()))))
 
@@ -565,6 +587,7 @@ class ConsumerGroupCoordinator:
     def _fence(self, member_id: str, out: list[Output], now_ms: int) -> None:
         """Kafka's ``consumerGroupFenceMember``: remove the member, bump the group epoch."""
         member = self.members.pop(member_id)
+        self._state_dirty = True
         self._remove_epochs(member)
         if member.instance_id is not None and self.static_members.get(member.instance_id) == member_id:
             del self.static_members[member.instance_id]
@@ -578,6 +601,9 @@ class ConsumerGroupCoordinator:
 
     def _update_state(self, out: list[Output], now_ms: int) -> None:
         """Kafka's ``ConsumerGroup.maybeUpdateGroupState``."""
+        if not self._state_dirty:
+            return
+        self._state_dirty = False
         if not self.members:
             new = ConsumerGroupState.EMPTY
         elif self.group_epoch > self.assignment_epoch:

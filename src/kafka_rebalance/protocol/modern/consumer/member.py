@@ -133,6 +133,7 @@ class ConsumerMembershipManager:
         self._rejoined_while_reconciling = False
         self._sent_full = False
         self._sent_assignment: Partitions | None = None
+        self._sent_subscription: tuple[tuple[str, ...], str | None] | None = None
         self._local_epoch = 0
         self._sent_local_epoch = -1
 
@@ -223,6 +224,8 @@ class ConsumerMembershipManager:
         joining, otherwise only what changed since the last heartbeat."""
         full = self.state is S.JOINING or not self._sent_full
         send_owned = full or self._sent_local_epoch != self._local_epoch
+        subscription = (tuple(sorted(self.topics)), self.regex)
+        send_subscription = full or subscription != self._sent_subscription
         request = ConsumerGroupHeartbeatRequest(
             group_id=self.config.group_id,
             member_id=self.member_id,
@@ -230,14 +233,15 @@ class ConsumerMembershipManager:
             instance_id=self.config.group_instance_id,
             rack_id=self.config.rack_id if full else None,
             rebalance_timeout_ms=self.config.max_poll_interval_ms if full else -1,
-            subscribed_topic_names=(tuple(sorted(self.topics)) if full and self.regex is None else None),
-            subscribed_topic_regex=self.regex if full else None,
+            subscribed_topic_names=subscription[0] if send_subscription and self.regex is None else None,
+            subscribed_topic_regex=self.regex if send_subscription else None,
             server_assignor=self.config.server_assignor if full else None,
             topic_partitions=_tp(self.assignment) if send_owned else None,
             client_id=self.config.client_id,
         )
         self._sent_full = True
         self._sent_local_epoch = self._local_epoch
+        self._sent_subscription = subscription
         return request
 
     def _on_response(self, response: ConsumerGroupHeartbeatResponse, now_ms: int, out: list[Output]) -> None:
