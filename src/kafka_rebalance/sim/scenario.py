@@ -24,7 +24,7 @@ import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -59,6 +59,15 @@ class SimConfig(_Strict):
     group_min_session_timeout_ms: int = Field(6000, ge=0)
     group_max_session_timeout_ms: int = Field(1800000, gt=0)
     log_style: str = "modern"
+    # KIP-848 consumer groups (group_protocol: consumer): the broker's group.consumer.* settings.
+    consumer_heartbeat_interval_ms: int = Field(5000, gt=0)
+    consumer_session_timeout_ms: int = Field(45000, gt=0)
+    consumer_max_size: int = Field(2**31 - 1, gt=0)
+    migration_policy: Literal["disabled", "upgrade", "downgrade", "bidirectional"] = "bidirectional"
+    # Work done inside the rebalance listener (flush state, commit): on_partitions_revoked and
+    # on_partitions_assigned each take this long per call (0: instant, as before).
+    revocation_ms: int = Field(0, ge=0)
+    assignment_ms: int = Field(0, ge=0)
 
     @field_validator("log_style")
     @classmethod
@@ -148,7 +157,7 @@ class SubscribeChange(_Strict):
 
 
 ACTIONS = ("join", "leave", "crash", "pause", "stall", "restart", "create_topic", "add_partitions", "subscribe",
-           "coordinator_failover")
+           "coordinator_failover", "upgrade")
 
 
 class Event(_Strict):
@@ -165,6 +174,7 @@ class Event(_Strict):
     add_partitions: AddPartitions | None = None
     subscribe: SubscribeChange | None = None
     coordinator_failover: dict[str, Any] | None = None
+    upgrade: str | None = None  # restart this consumer with group.protocol=consumer (online migration)
 
     @model_validator(mode="after")
     def _exactly_one_action(self) -> Event:
@@ -186,6 +196,10 @@ class Event(_Strict):
 class Scenario(_Strict):
     name: str = "scenario"
     group: str = Field("demo-group", min_length=1)
+    # classic: JoinGroup/SyncGroup with the consumers' strategies; consumer: KIP-848, the broker's
+    # server-side ``assignor`` (uniform or range) and ConsumerGroupHeartbeat.
+    group_protocol: Literal["classic", "consumer"] = "classic"
+    assignor: Literal["uniform", "range"] = "uniform"
     config: SimConfig = Field(default_factory=SimConfig)
     topics: dict[str, int] = Field(default_factory=dict)
     consumers: list[ConsumerSpec]
@@ -213,7 +227,7 @@ class Scenario(_Strict):
         # In time order, as the simulator replays them: a topic must exist before it grows.
         for i, event in sorted(enumerate(self.events), key=lambda indexed: indexed[1].at_ms):
             action = event.action
-            if action in ("join", "leave", "crash", "pause", "stall", "restart"):
+            if action in ("join", "leave", "crash", "pause", "stall", "restart", "upgrade"):
                 name = getattr(event, action)
                 if name not in known:
                     raise _FieldError(f"events[{i}].{action}", f"unknown consumer {name!r}")
@@ -236,6 +250,11 @@ class Scenario(_Strict):
             except InvalidInput as exc:
                 raise _FieldError(f"consumers[{i}].strategies", exc.problem) from None
         return self
+
+    @property
+    def uses_consumer_protocol(self) -> bool:
+        """Whether any member runs KIP-848's protocol (from the start or after an ``upgrade``)."""
+        return self.group_protocol == "consumer" or any(e.upgrade is not None for e in self.events)
 
     @property
     def effective_end_ms(self) -> int:

@@ -143,6 +143,11 @@ class ConsumerMembershipManager:
         self.state = MEMBER_STATES.check(self.state, new)
 
     @property
+    def pending_callbacks(self) -> int:
+        """How many listener-callback batches wait for ``CallbacksCompleted``."""
+        return len(self._pending)
+
+    @property
     def owned(self) -> tuple[str, ...]:
         return tuple(to_strings(self.assignment))
 
@@ -247,7 +252,11 @@ class ConsumerMembershipManager:
     def _on_response(self, response: ConsumerGroupHeartbeatResponse, now_ms: int, out: list[Output]) -> None:
         code = response.error_code
         if code is ErrorCode.NONE:
-            self.heartbeat_interval_ms = response.heartbeat_interval_ms
+            if response.heartbeat_interval_ms != self.heartbeat_interval_ms:
+                # HeartbeatRequestState.updateHeartbeatIntervalMs: the timer restarts with the new interval.
+                self.heartbeat_interval_ms = response.heartbeat_interval_ms
+                self.heartbeat_due = False
+                out.append(ArmTimer(HeartbeatDue(), now_ms + self.heartbeat_interval_ms))
             self._on_success(response, out)
         elif code in _FENCING:
             self._sent_full = False

@@ -1,0 +1,805 @@
+"""The simulator for KIP-848 consumer groups (``group_protocol: consumer``): one
+``ConsumerGroupCoordinator`` and one ``ConsumerMembershipManager`` per consumer process, on the
+same virtual clock, network latency, traffic and metrics as the classic simulator.
+
+Modelling choices (beyond those of ``sim.engine``, which this follows):
+- Heartbeats run on the consumer's background thread (the new consumer's design): a stalled
+  application keeps heartbeating, a paused process (GC, ``pause``) does nothing at all.
+- Listener callbacks (and the commit before a revocation) run on the application thread, i.e.
+  inside ``poll()``: at once for a continuously consuming consumer, after the current batch for
+  one with a processing cost, and not before a stall ends. ``revocation_ms`` / ``assignment_ms``
+  are the work done inside them; the member acknowledges once they are done.
+- A partition is owned (consumed) from the end of ``on_partitions_assigned`` until
+  ``on_partitions_revoked`` / ``on_partitions_lost`` runs or the process dies.
+- OffsetCommit and OffsetFetch go straight to the coordinator (no latency): only their effect
+  on duplicates matters here.
+- A rebalance is a window that opens at a group epoch bump and closes when the group is Stable
+  (or Empty) again; bumps inside an open window extend it. Kafka counts every bump as a
+  rebalance (its ``consumer-group-rebalance`` sensor): ``epoch_bumps`` reports that count.
+- Coordinator timers that are re-armed on every heartbeat (session timeouts) keep one heap
+  entry each, moved forward lazily, so a heartbeat costs no heap growth.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+import re
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka_rebalance.protocol.coordinator import coordinator_partition
+from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer, Log
+from kafka_rebalance.protocol.errors import ErrorCode
+from kafka_rebalance.protocol.logrecords import (
+    ConsumerGroupEpochBumped,
+    ConsumerGroupStateChanged,
+    ConsumerMemberFenced,
+    ConsumerMemberJoined,
+    ConsumerMemberLeft,
+    ConsumerStaticMemberReplaced,
+    ConsumerTargetAssignmentComputed,
+    LogRecord,
+)
+from kafka_rebalance.protocol.modern.consumer import coordinator_events as ce
+from kafka_rebalance.protocol.modern.consumer import member_events as me
+from kafka_rebalance.protocol.modern.consumer.assignment import to_strings
+from kafka_rebalance.protocol.modern.consumer.coordinator import ConsumerGroupConfig, ConsumerGroupCoordinator
+from kafka_rebalance.protocol.modern.consumer.member import ConsumerMembershipManager, MemberConfig, MemberState
+from kafka_rebalance.sim.ownership_metrics import ownership_metrics
+from kafka_rebalance.sim.scenario import ConsumerSpec, Event, Scenario
+from kafka_rebalance.sim.traffic import Traffic
+
+# Heap event kinds.
+TO_COORDINATOR, TO_MEMBER, COORDINATOR_TIMER, MEMBER_TIMER, SCENARIO, APP, START, RESUME, LOADED = range(9)
+
+
+def _sort_key(partition: str) -> tuple[str, int]:
+    topic, _, number = partition.rpartition("-")
+    return topic, int(number)
+
+
+@dataclass
+class Process:
+    """One run of a consumer process (a restart is a new Process with the same name)."""
+
+    name: str
+    spec: ConsumerSpec
+    connection: str
+    machine: ConsumerMembershipManager
+    ms_per_record: float
+    max_poll_records: int
+    auto_commit_interval_ms: int
+    alive: bool = True
+    paused: bool = False
+    stalled: bool = False
+    busy: bool = False  # running listener callbacks or a batch
+    closing: bool = False
+    positions: dict[str, int] = field(default_factory=dict)
+    mark_ms: int = 0
+    next_commit_ms: int = 0
+    app_token: int = 0
+    batch: list[tuple[str, int, int]] = field(default_factory=list)
+    batch_start: int = 0
+    callbacks: list[list[me.Output]] = field(default_factory=list)
+    deferred: list[tuple[int, Any]] = field(default_factory=list)
+
+    @property
+    def continuous(self) -> bool:
+        return self.ms_per_record == 0
+
+    @property
+    def flowing(self) -> bool:
+        return (self.alive and self.continuous and not self.paused and not self.stalled and not self.busy
+                and self.machine.state is not MemberState.FATAL)
+
+
+@dataclass
+class ConsumerGroupRun:
+    """A finished consumer-group simulation: the result dict and the coordinator's log records."""
+
+    scenario: Scenario
+    result: dict[str, Any]
+    log_records: list[tuple[LogRecord, int, int]]  # (record, broker id, __consumer_offsets partition)
+    ownership_conflicts: int = 0
+    final_state: str = ""
+    final_members: list[str] = field(default_factory=list)
+
+
+class ConsumerGroupSimulation:
+    def __init__(self, scenario: Scenario, seed: int | None = None):
+        self.scenario = scenario
+        self.seed = scenario.seed if seed is None else seed
+        self.cfg = scenario.config
+        self.rng = random.Random(self.seed)
+        self.end_ms = scenario.effective_end_ms
+        self.now = 0
+        self.heap: list[tuple[int, int, int, Any, Any]] = []
+        self.seq = 0
+        self.topics: dict[str, int] = dict(scenario.topics)
+        self.partition_created: dict[str, int] = {f"{t}-{p}": 0 for t, n in self.topics.items() for p in range(n)}
+        self.traffic = Traffic(scenario.produce, self._topic_epochs(), self.end_ms)
+        self.offsets_partition = coordinator_partition(scenario.group, self.cfg.offsets_topic_num_partitions)
+        self.broker = self.offsets_partition % self.cfg.brokers
+        config = ConsumerGroupConfig(
+            session_timeout_ms=self.cfg.consumer_session_timeout_ms,
+            heartbeat_interval_ms=self.cfg.consumer_heartbeat_interval_ms,
+            max_size=self.cfg.consumer_max_size, migration_policy=self.cfg.migration_policy)
+        self.coordinator = ConsumerGroupCoordinator(scenario.group, self.topics, config,
+                                                    seed=self.rng.getrandbits(32))
+        self.coordinator_available = True
+        self.coordinator_epoch = 0
+        self.coordinator_timers: dict[Hashable, int] = {}
+        self.coordinator_scheduled: dict[Hashable, int] = {}
+        self.member_timers: dict[tuple[str, Hashable], int] = {}
+        self.processes: dict[str, Process] = {}
+        self.connections: dict[str, Process] = {}
+        self.incarnations: dict[str, int] = {}
+        self.member_names: dict[str, str] = {}
+        self.open_ownership: dict[str, tuple[str, int]] = {}
+        self.ownership: list[tuple[str, str, int, int]] = []
+        self.ownership_conflicts = 0
+        self.processed_high: dict[str, int] = {}
+        self.records_twice = 0
+        self.records_lost = 0
+        self.topic_wanted: dict[str, int] = {}
+        self.log_records: list[tuple[LogRecord, int, int]] = []
+        self.rebalances: list[dict[str, Any]] = []
+        self.open_rebalance: dict[str, Any] | None = None
+        self.epoch_bumps = 0
+        self.last_reason = "the group changed"
+        self.requester: str | None = None
+
+    # ------------------------------------------------------------------ set-up helpers
+
+    def _topic_epochs(self) -> dict[str, list[tuple[int, int]]]:
+        epochs = {t: [(0, n)] for t, n in self.scenario.topics.items()}
+        for event in sorted(self.scenario.events, key=lambda e: e.at_ms):
+            if event.create_topic is not None:
+                epochs[event.create_topic.name] = [(event.at_ms, event.create_topic.partitions)]
+            elif event.add_partitions is not None:
+                current = epochs[event.add_partitions.topic][-1][1]
+                if event.add_partitions.count > current:
+                    epochs[event.add_partitions.topic].append((event.at_ms, event.add_partitions.count))
+        return epochs
+
+    def _push(self, time: int, kind: int, a: Any = None, b: Any = None) -> None:
+        self.seq += 1
+        heapq.heappush(self.heap, (time, self.seq, kind, a, b))
+
+    def _latency(self) -> int:
+        jitter = self.cfg.network_jitter_ms
+        return self.cfg.network_latency_ms + (self.rng.randint(0, jitter) if jitter else 0)
+
+    # ------------------------------------------------------------------ main loop
+
+    def run(self) -> ConsumerGroupRun:
+        for index, event in enumerate(self.scenario.events):
+            self._push(event.at_ms, SCENARIO, index)
+        heap = self.heap
+        end = self.end_ms
+        pop = heapq.heappop
+        while heap:
+            time, _, kind, a, b = heap[0]
+            if time > end:
+                break
+            pop(heap)
+            self.now = time
+            if kind == TO_COORDINATOR:
+                self._deliver_to_coordinator(a, b)
+            elif kind == TO_MEMBER:
+                proc = self.connections.get(a)
+                if proc is not None and proc.alive:
+                    if proc.paused:
+                        proc.deferred.append((TO_MEMBER, b))
+                    else:
+                        self._member_input(proc, me.Received(b))
+            elif kind == MEMBER_TIMER:
+                self._member_timer(a, b, time)
+            elif kind == COORDINATOR_TIMER:
+                self._coordinator_timer(a, b, time)
+            elif kind == SCENARIO:
+                self._scenario_event(self.scenario.events[a])
+            elif kind == APP:
+                proc = self.connections.get(a[0])
+                if proc is not None and proc.alive and a[1] == proc.app_token:
+                    if proc.paused:
+                        proc.deferred.append((APP, (a, b)))
+                    else:
+                        self._app_event(proc, b)
+            elif kind == START:
+                self._start_process(a)
+            elif kind == RESUME:
+                proc = self.connections.get(a)
+                if proc is not None and proc.alive:
+                    self._resume(proc, b)
+            elif kind == LOADED:
+                if a == self.coordinator_epoch:
+                    self.coordinator_available = True
+        self.now = end
+        return self._finish()
+
+    # ------------------------------------------------------------------ coordinator side
+
+    def _deliver_to_coordinator(self, connection: str, request: ce.Request) -> None:
+        if not self.coordinator_available:
+            if isinstance(request, ce.ConsumerGroupHeartbeatRequest) and request.member_epoch >= 0:
+                self._push(self.now + self._latency(), TO_MEMBER, connection,
+                           ce.ConsumerGroupHeartbeatResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            return
+        if isinstance(request, ce.ConsumerGroupHeartbeatRequest) and request.member_epoch == 0:
+            topics = request.subscribed_topic_names or ()
+            for topic in topics:
+                self.topic_wanted.setdefault(topic, self.now)
+        self.requester = connection
+        self._coordinator_output(self.coordinator.handle(ce.Received(connection, request), self.now))
+        self.requester = None
+
+    def _coordinator_output(self, out: list[ce.Output]) -> None:
+        now = self.now
+        for item in out:
+            match item:
+                case ce.Respond(connection=connection, response=response):
+                    if isinstance(response, ce.ConsumerGroupHeartbeatResponse):
+                        if response.member_id:
+                            proc = self.connections.get(connection)
+                            if proc is not None:
+                                self.member_names[response.member_id] = proc.name
+                        if (response.error_code is ErrorCode.NONE and response.assignment is None
+                                and self._member_knows(connection, response)):
+                            # Nothing in it for the member but the end of its request: deliver at once.
+                            proc = self.connections.get(connection)
+                            if proc is not None and proc.alive and not proc.paused:
+                                self._member_input(proc, me.Received(response))
+                                continue
+                    self._push(now + self._latency(), TO_MEMBER, connection, response)
+                case ArmTimer(timer=timer, deadline_ms=deadline):
+                    self.coordinator_timers[timer] = deadline
+                    scheduled = self.coordinator_scheduled.get(timer)
+                    if scheduled is None or deadline < scheduled:
+                        self.coordinator_scheduled[timer] = deadline
+                        self._push(deadline, COORDINATOR_TIMER, self.coordinator_epoch, timer)
+                case CancelTimer(timer=timer):
+                    self.coordinator_timers.pop(timer, None)
+                case Log(record=record):
+                    self._on_log(record)
+                case _:
+                    raise AssertionError(f"unexpected coordinator output {item!r}")
+
+    def _member_knows(self, connection: str, response: ce.ConsumerGroupHeartbeatResponse) -> bool:
+        proc = self.connections.get(connection)
+        return (proc is not None and proc.machine.member_epoch == response.member_epoch
+                and proc.machine.heartbeat_interval_ms == response.heartbeat_interval_ms)
+
+    def _coordinator_timer(self, epoch: int, timer: Hashable, time: int) -> None:
+        if epoch != self.coordinator_epoch:
+            return
+        if self.coordinator_scheduled.get(timer) == time:
+            del self.coordinator_scheduled[timer]
+        deadline = self.coordinator_timers.get(timer)
+        if deadline is None:
+            return
+        if deadline > time:
+            if timer not in self.coordinator_scheduled:
+                self.coordinator_scheduled[timer] = deadline
+                self._push(deadline, COORDINATOR_TIMER, epoch, timer)
+            return
+        del self.coordinator_timers[timer]
+        if not self.coordinator_available:
+            return
+        assert isinstance(timer, ce.SessionTimeout | ce.RebalanceTimeout)
+        self._coordinator_output(self.coordinator.handle(timer, time))
+
+    # ------------------------------------------------------------------ member side
+
+    def _member_timer(self, connection: str, timer: Hashable, time: int) -> None:
+        key = (connection, timer)
+        if self.member_timers.get(key) != time:
+            return
+        del self.member_timers[key]
+        proc = self.connections.get(connection)
+        if proc is None or not proc.alive:
+            return
+        if proc.paused:
+            proc.deferred.append((MEMBER_TIMER, timer))
+            return
+        assert isinstance(timer, me.HeartbeatDue | me.PollTimerExpired)
+        if isinstance(timer, me.PollTimerExpired) and proc.continuous and not proc.stalled:
+            # A continuously consuming application is always inside poll(): the timer never expires.
+            self._member_input(proc, me.Poll())
+            return
+        self._member_input(proc, timer)
+
+    def _member_input(self, proc: Process, event: me.Input) -> None:
+        before = proc.machine.pending_callbacks
+        if isinstance(event, me.CallbacksCompleted):
+            before -= 1
+        out = proc.machine.handle(event, self.now)
+        self._member_output(proc, out, proc.machine.pending_callbacks > before)
+
+    def _member_output(self, proc: Process, out: list[me.Output], new_batch: bool) -> None:
+        callbacks: list[me.Output] = []
+        fatal = False
+        for item in out:
+            match item:
+                case me.Send(request=request):
+                    self._push(self.now + self._latency(), TO_COORDINATOR, proc.connection, request)
+                    if request.member_epoch < 0 and proc.closing and not proc.machine.pending_callbacks:
+                        self._end_process(proc)
+                case ArmTimer(timer=timer, deadline_ms=deadline):
+                    self.member_timers[(proc.connection, timer)] = deadline
+                    self._push(deadline, MEMBER_TIMER, proc.connection, timer)
+                case CancelTimer(timer=timer):
+                    self.member_timers.pop((proc.connection, timer), None)
+                case me.CommitOffsets() | me.PartitionsRevoked() | me.PartitionsAssigned() | me.PartitionsLost():
+                    callbacks.append(item)
+                case me.Fatal():
+                    fatal = True
+                case _:
+                    raise AssertionError(f"unexpected member output {item!r}")
+        if callbacks:
+            if fatal or not new_batch:
+                self._run_callbacks(proc, callbacks, complete=False)
+            else:
+                proc.callbacks.append(callbacks)
+                self._maybe_run_callbacks(proc)
+
+    def _maybe_run_callbacks(self, proc: Process) -> None:
+        """Listener callbacks run on the application thread, inside poll()."""
+        if not proc.alive or proc.paused or proc.busy or not proc.callbacks:
+            return
+        if proc.stalled and not proc.closing:
+            return
+        self._run_callbacks(proc, proc.callbacks.pop(0), complete=True)
+
+    def _run_callbacks(self, proc: Process, callbacks: Sequence[me.Output], complete: bool) -> None:
+        self._checkpoint(proc)
+        work = 0
+        for item in callbacks:
+            match item:
+                case me.CommitOffsets(partitions=partitions):
+                    self._commit(proc, {p: proc.positions[p] for p in partitions if p in proc.positions})
+                case me.PartitionsRevoked(partitions=partitions) | me.PartitionsLost(partitions=partitions):
+                    for partition in partitions:
+                        self._release(proc, partition)
+                    if partitions and isinstance(item, me.PartitionsRevoked):
+                        work += self.cfg.revocation_ms
+                case me.PartitionsAssigned(partitions=partitions):
+                    if partitions:
+                        work += self.cfg.assignment_ms
+        if not complete:
+            return
+        proc.busy = True
+        proc.app_token += 1
+        self._push(self.now + work, APP, (proc.connection, proc.app_token), "callbacks_done")
+
+    def _callbacks_done(self, proc: Process) -> None:
+        proc.busy = False
+        proc.mark_ms = self.now
+        self._member_input(proc, me.CallbacksCompleted())
+        if not proc.alive:
+            return
+        wanted = [p for p in proc.machine.owned if p not in proc.positions]
+        if wanted:
+            committed = self.coordinator.offsets
+            for partition in wanted:
+                holder = self.open_ownership.get(partition)
+                if holder is not None and holder[0] != proc.name:
+                    self.ownership_conflicts += 1
+                proc.positions[partition] = max(committed.get(partition, 0), 0)
+                if partition not in self.open_ownership:
+                    self.open_ownership[partition] = (proc.name, self.now)
+        if proc.closing and proc.machine.state in (MemberState.UNSUBSCRIBED, MemberState.FATAL):
+            self._end_process(proc)
+            return
+        if proc.callbacks:
+            self._maybe_run_callbacks(proc)
+        else:
+            self._app_poll(proc)
+
+    def _release(self, proc: Process, partition: str) -> None:
+        proc.positions.pop(partition, None)
+        current = self.open_ownership.get(partition)
+        if current is not None and current[0] == proc.name:
+            del self.open_ownership[partition]
+            if self.now > current[1]:
+                self.ownership.append((partition, proc.name, current[1], self.now))
+
+    def _commit(self, proc: Process, offsets: dict[str, int]) -> None:
+        if not offsets or not self.coordinator_available:
+            return
+        request = ce.OffsetCommitRequest(self.scenario.group, proc.machine.member_id, proc.machine.member_epoch,
+                                         tuple(sorted(offsets.items())))
+        self.coordinator.handle(ce.Received(proc.connection, request), self.now)
+
+    # ------------------------------------------------------------------ consumption
+
+    def _processed(self, partition: str, start: int, end: int) -> None:
+        high = self.processed_high.get(partition, 0)
+        if start > high:
+            self.records_lost += start - high
+        if start < high:
+            self.records_twice += min(end, high) - start
+        if end > high:
+            self.processed_high[partition] = end
+
+    def _sync(self, proc: Process) -> None:
+        if not proc.flowing:
+            return
+        leo = self.traffic.leo_of
+        now = self.now
+        for partition, position in proc.positions.items():
+            end = leo(partition, now)
+            if end > position:
+                self._processed(partition, position, end)
+                proc.positions[partition] = end
+
+    def _checkpoint(self, proc: Process) -> None:
+        """Before a process's consumption state changes: its due auto-commits, then consume to now."""
+        if proc.flowing and self.scenario_auto_commit(proc) and proc.positions and self.now >= proc.next_commit_ms:
+            interval = proc.auto_commit_interval_ms
+            tick = proc.next_commit_ms + (self.now - proc.next_commit_ms) // interval * interval
+            proc.next_commit_ms = tick + interval
+            if tick >= proc.mark_ms:
+                leo = self.traffic.leo_of
+                self._commit(proc, {p: leo(p, tick) for p in proc.positions})
+        self._sync(proc)
+        proc.mark_ms = self.now
+
+    def scenario_auto_commit(self, proc: Process) -> bool:
+        return bool(proc.spec.setting(self.cfg, "enable_auto_commit"))
+
+    def _app_poll(self, proc: Process) -> None:
+        """The application calls poll(): callbacks first, then (batch consumers) the next batch."""
+        if not proc.alive or proc.paused or proc.stalled or proc.busy or proc.closing:
+            return
+        self._member_input(proc, me.Poll())
+        if proc.callbacks:
+            self._maybe_run_callbacks(proc)
+            return
+        if proc.continuous or not proc.alive:
+            return
+        if self.scenario_auto_commit(proc) and self.now >= proc.next_commit_ms and proc.positions:
+            proc.next_commit_ms = self.now + proc.auto_commit_interval_ms
+            self._commit(proc, dict(proc.positions))
+        self._take_batch(proc)
+
+    def _take_batch(self, proc: Process) -> None:
+        now = self.now
+        room = proc.max_poll_records
+        batch = []
+        leo = self.traffic.leo_of
+        for partition in sorted(proc.positions, key=_sort_key):
+            if room == 0:
+                break
+            position = proc.positions[partition]
+            available = leo(partition, now) - position
+            if available > 0:
+                take = min(room, available)
+                batch.append((partition, position, position + take))
+                proc.positions[partition] = position + take
+                room -= take
+        proc.app_token += 1
+        if batch:
+            proc.batch = batch
+            proc.batch_start = now
+            proc.busy = True
+            records = proc.max_poll_records - room
+            self._push(now + max(1, math.ceil(records * proc.ms_per_record)), APP,
+                       (proc.connection, proc.app_token), "batch_done")
+        else:
+            self._push(now + self.cfg.idle_poll_ms, APP, (proc.connection, proc.app_token), "idle")
+
+    def _app_event(self, proc: Process, what: str) -> None:
+        if what == "callbacks_done":
+            self._callbacks_done(proc)
+            return
+        if what == "batch_done":
+            for partition, start, end in proc.batch:
+                if partition in proc.positions:
+                    self._processed(partition, start, end)
+            proc.batch = []
+            proc.busy = False
+        self._app_poll(proc)
+
+    def _finish_batch_partially(self, proc: Process) -> None:
+        if not proc.batch:
+            return
+        done = int((self.now - proc.batch_start) / proc.ms_per_record) if proc.ms_per_record else 0
+        for partition, start, end in proc.batch:
+            take = min(done, end - start)
+            if take > 0:
+                self._processed(partition, start, start + take)
+            done -= take
+        proc.batch = []
+        proc.busy = False
+
+    # ------------------------------------------------------------------ processes
+
+    def _new_process(self, name: str) -> Process:
+        spec = next(c for c in self.scenario.consumers if c.id == name)
+        incarnation = self.incarnations.get(name, 0) + 1
+        self.incarnations[name] = incarnation
+        connection = f"{name}#{incarnation}"
+        config = MemberConfig(
+            group_id=self.scenario.group, group_instance_id=spec.group_instance_id,
+            max_poll_interval_ms=spec.setting(self.cfg, "max_poll_interval_ms"),
+            server_assignor=self.scenario.assignor,
+            enable_auto_commit=spec.setting(self.cfg, "enable_auto_commit"),
+            client_id=spec.client_id or name)
+        machine = ConsumerMembershipManager(config)
+        return Process(name=name, spec=spec, connection=connection, machine=machine,
+                       ms_per_record=spec.processing_ms_per_record,
+                       max_poll_records=spec.setting(self.cfg, "max_poll_records"),
+                       auto_commit_interval_ms=spec.setting(self.cfg, "auto_commit_interval_ms"),
+                       mark_ms=self.now, next_commit_ms=self.now + spec.setting(self.cfg, "auto_commit_interval_ms"))
+
+    def _subscription(self, spec: ConsumerSpec) -> me.Subscribe:
+        if spec.pattern is not None:
+            return me.Subscribe((), spec.pattern)
+        return me.Subscribe(tuple(spec.subscribe or ()))
+
+    def _start_process(self, name: str) -> None:
+        old = self.processes.get(name)
+        if old is not None and old.alive:
+            return
+        proc = self._new_process(name)
+        self.processes[name] = proc
+        self.connections[proc.connection] = proc
+        self._member_input(proc, self._subscription(proc.spec))
+        if proc.spec.pattern is not None:
+            for topic in self.topics:
+                import re
+
+                if re.fullmatch(proc.spec.pattern, topic):
+                    self.topic_wanted.setdefault(topic, self.now)
+        self._app_poll(proc)
+
+    def _end_process(self, proc: Process) -> None:
+        if not proc.alive:
+            return
+        self._checkpoint(proc)
+        for partition in list(proc.positions):
+            self._release(proc, partition)
+        proc.alive = False
+
+    def _resume(self, proc: Process, what: str) -> None:
+        if what == "pause" and proc.paused:
+            proc.paused = False
+            proc.mark_ms = self.now
+            deferred, proc.deferred = proc.deferred, []
+            for kind, payload in deferred:
+                if not proc.alive:
+                    break
+                if kind == TO_MEMBER:
+                    self._member_input(proc, me.Received(payload))
+                elif kind == MEMBER_TIMER:
+                    self._member_input(proc, payload)
+                elif kind == APP:
+                    (connection, token), what_app = payload
+                    if token == proc.app_token:
+                        self._app_event(proc, what_app)
+            self._maybe_run_callbacks(proc)
+            self._app_poll(proc)
+        elif what == "stall" and proc.stalled:
+            proc.stalled = False
+            proc.mark_ms = self.now
+            self._maybe_run_callbacks(proc)
+            self._app_poll(proc)
+
+    # ------------------------------------------------------------------ scenario events
+
+    def _scenario_event(self, event: Event) -> None:
+        action = event.action
+        now = self.now
+        if action == "join":
+            assert event.join is not None
+            self._start_process(event.join)
+        elif action in ("leave", "restart"):
+            name = event.leave if action == "leave" else event.restart
+            assert name is not None
+            proc = self.processes.get(name)
+            if proc is not None and proc.alive:
+                self._close(proc)
+            if action == "restart":
+                self._push(now + (event.after_ms or 0), START, name)
+        elif action == "crash":
+            assert event.crash is not None
+            proc = self.processes.get(event.crash)
+            if proc is not None and proc.alive:
+                self._checkpoint(proc)
+                self._finish_batch_partially(proc)
+                self._end_process(proc)
+        elif action in ("pause", "stall"):
+            name = event.pause if action == "pause" else event.stall
+            proc = self.processes.get(name or "")
+            if proc is not None and proc.alive and not proc.paused and not (action == "stall" and proc.stalled):
+                self._checkpoint(proc)
+                if action == "pause":
+                    proc.paused = True
+                else:
+                    proc.stalled = True
+                self._push(now + (event.for_ms or 0), RESUME, proc.connection, action)
+        elif action in ("create_topic", "add_partitions"):
+            if event.create_topic is not None:
+                spec = event.create_topic
+                self.topics[spec.name] = spec.partitions
+                for p in range(spec.partitions):
+                    self.partition_created[f"{spec.name}-{p}"] = now
+                for proc in self.processes.values():
+                    pattern = proc.spec.pattern
+                    if proc.alive and pattern is not None:
+                        if re.fullmatch(pattern, spec.name):
+                            self.topic_wanted.setdefault(spec.name, now)
+            elif event.add_partitions is not None:
+                grow = event.add_partitions
+                current = self.topics[grow.topic]
+                if grow.count > current:
+                    self.topics[grow.topic] = grow.count
+                    for p in range(current, grow.count):
+                        self.partition_created[f"{grow.topic}-{p}"] = now
+            self._coordinator_output(self.coordinator.handle(ce.TopicsChanged(tuple(sorted(self.topics.items()))), now))
+        elif action == "subscribe":
+            change = event.subscribe
+            assert change is not None
+            proc = self.processes.get(change.consumer)
+            if proc is not None and proc.alive:
+                for topic in change.topics or ():
+                    self.topic_wanted.setdefault(topic, now)
+                self._member_input(proc, me.Subscribe(tuple(change.topics or ()), change.pattern))
+        elif action == "coordinator_failover":
+            # The group's state is in __consumer_offsets: the next coordinator replays it and
+            # re-arms every member's session timeout (GroupMetadataManager.onLoaded).
+            self.coordinator_available = False
+            self.coordinator_epoch += 1
+            self.coordinator_scheduled.clear()
+            self.broker = (self.broker + 1) % self.cfg.brokers
+            loaded_at = now + self.cfg.coordinator_load_ms
+            self._push(loaded_at, LOADED, self.coordinator_epoch)
+            for timer in list(self.coordinator_timers):
+                if isinstance(timer, ce.SessionTimeout):
+                    deadline = loaded_at + self.cfg.consumer_session_timeout_ms
+                    self.coordinator_timers[timer] = deadline
+                    self.coordinator_scheduled[timer] = deadline
+                    self._push(deadline, COORDINATOR_TIMER, self.coordinator_epoch, timer)
+                else:
+                    del self.coordinator_timers[timer]
+        elif action == "upgrade":
+            raise NotImplementedError("upgrade events run in the migration simulator")
+
+    def _close(self, proc: Process) -> None:
+        """consumer.close(): commit and revoke through the listener, send the leave heartbeat."""
+        self._checkpoint(proc)
+        if proc.batch:
+            self._finish_batch_partially(proc)
+        proc.closing = True
+        proc.busy = False
+        proc.app_token += 1
+        self._member_input(proc, me.Unsubscribe())
+        if proc.alive and proc.machine.state in (MemberState.UNSUBSCRIBED, MemberState.FATAL, MemberState.STALE,
+                                                 MemberState.FENCED):
+            self._end_process(proc)
+
+    # ------------------------------------------------------------------ rebalance bookkeeping
+
+    def _name(self, member_id: str) -> str:
+        return self.member_names.get(member_id, member_id)
+
+    def _on_log(self, record: LogRecord) -> None:
+        self.log_records.append((record, self.broker, self.offsets_partition))
+        match record:
+            case ConsumerMemberJoined(member_id=member_id) | ConsumerStaticMemberReplaced(member_id=member_id) if (
+                    self.requester in self.connections):
+                self.member_names[member_id] = self.connections[self.requester].name
+                self.last_reason = f"member {self._name(member_id)} joined"
+            case ConsumerMemberJoined(member_id=member_id):
+                self.last_reason = f"member {self._name(member_id)} joined"
+            case ConsumerStaticMemberReplaced(instance_id=instance_id):
+                self.last_reason = f"static member {instance_id} rejoined"
+            case ConsumerMemberLeft(member_id=member_id, temporarily=temporarily):
+                self.last_reason = f"member {self._name(member_id)} left" + (" temporarily" if temporarily else "")
+                if not temporarily:
+                    self._drop_member_ownership(member_id)
+            case ConsumerMemberFenced(member_id=member_id, reason=reason):
+                self.last_reason = f"member {self._name(member_id)} fenced because {reason}"
+                self._drop_member_ownership(member_id)
+            case ConsumerGroupEpochBumped(epoch=epoch):
+                self.epoch_bumps += 1
+                if self.open_rebalance is None:
+                    held = {name: set(p.machine.owned) for name, p in self.processes.items() if p.alive}
+                    self.open_rebalance = {"start_ms": self.now, "reason": self.last_reason, "held": held,
+                                           "first_epoch": epoch}
+                self.last_reason = "the group changed"
+            case ConsumerTargetAssignmentComputed(epoch=epoch, assignor=assignor, assignment=assignment):
+                if self.open_rebalance is not None:
+                    self.open_rebalance["generation"] = epoch
+                    self.open_rebalance["strategy"] = assignor
+                    self.open_rebalance["assignment"] = assignment
+            case ConsumerGroupStateChanged(new_state=new_state):
+                if new_state in ("Stable", "Empty") and self.open_rebalance is not None:
+                    self._close_rebalance(self.open_rebalance)
+            case _:
+                pass
+
+    def _drop_member_ownership(self, member_id: str) -> None:
+        """The group no longer counts this member as an owner, whatever the process believes."""
+        name = self.member_names.get(member_id)
+        proc = self.processes.get(name) if name else None
+        if proc is not None and proc.alive and proc.machine.member_id == member_id:
+            self._checkpoint(proc)
+            for partition in list(proc.positions):
+                self._release(proc, partition)
+
+    def _close_rebalance(self, current: dict[str, Any]) -> None:
+        self.open_rebalance = None
+        assignment = current.get("assignment", ())
+        by_name = {self._name(member_id): sorted(parts, key=_sort_key) for member_id, parts in assignment}
+        names = [self._name(m) for m in self.coordinator.members]
+        held = current["held"]
+        revoked, added = {}, {}
+        for name in names:
+            before = held.get(name, set())
+            now_assigned = set(by_name.get(name, ()))
+            revoked[name] = sorted(before - now_assigned, key=_sort_key)
+            added[name] = sorted(now_assigned - before, key=_sort_key)
+        self.rebalances.append({
+            "generation": self.coordinator.group_epoch, "start_ms": current["start_ms"], "end_ms": self.now,
+            "reason": current["reason"], "strategy": current.get("strategy"), "protocol": "CONSUMER",
+            "leader": None, "members": names, "assignment": {n: by_name.get(n, []) for n in names},
+            "revoked": revoked, "added": added,
+        })
+
+    # ------------------------------------------------------------------ results
+
+    def _finish(self) -> ConsumerGroupRun:
+        for proc in self.processes.values():
+            if proc.alive:
+                self._checkpoint(proc)
+        end = self.end_ms
+        for partition, (name, start) in list(self.open_ownership.items()):
+            if end > start:
+                self.ownership.append((partition, name, start, end))
+        self.open_ownership.clear()
+        if self.open_rebalance is not None:
+            current = self.open_rebalance
+            self.rebalances.append({
+                "generation": current.get("generation"), "start_ms": current["start_ms"], "end_ms": None,
+                "reason": current["reason"], "strategy": current.get("strategy"), "protocol": "CONSUMER",
+                "leader": None, "members": [], "assignment": {}, "revoked": {}, "added": {},
+            })
+        ownership = sorted(self.ownership, key=lambda o: (_sort_key(o[0]), o[2], o[1]))
+        metrics = ownership_metrics(ownership, self.rebalances, self.partition_created, self.topic_wanted, end,
+                                    self.records_twice, self.records_lost)
+        final = {}
+        for spec in self.scenario.consumers:
+            proc = self.processes.get(spec.id)
+            owned = proc.machine.owned if proc is not None and proc.alive and proc.machine.member_epoch > 0 else ()
+            final[spec.id] = sorted(owned, key=_sort_key)
+        result = {
+            "scenario": self.scenario.name,
+            "coordinator_partition": self.offsets_partition,
+            "group_protocol": "consumer",
+            "assignor": self.scenario.assignor,
+            "rebalances": self.rebalances,
+            "final_assignment": final,
+            "metrics": metrics,
+            "epoch_bumps": self.epoch_bumps,
+            "ownership": [{"partition": p, "member": m, "start_ms": s, "end_ms": e} for p, m, s, e in ownership],
+        }
+        return ConsumerGroupRun(
+            scenario=self.scenario, result=result, log_records=self.log_records,
+            ownership_conflicts=self.ownership_conflicts, final_state=self.coordinator.state.value,
+            final_members=[self._name(m) for m in self.coordinator.members])
+
+
+def run_consumer_group(scenario: Scenario, seed: int | None = None) -> ConsumerGroupRun:
+    return ConsumerGroupSimulation(scenario, seed).run()
+
+
+def _partitions_text(partitions: Sequence[str]) -> str:
+    return ", ".join(partitions)
+
+
+__all__ = ["ConsumerGroupRun", "ConsumerGroupSimulation", "run_consumer_group", "to_strings"]
