@@ -509,9 +509,11 @@ class ConsumerGroupSimulation:
             return
         done = int((self.now - proc.batch_start) / proc.ms_per_record) if proc.ms_per_record else 0
         for partition, start, end in proc.batch:
-            take = min(done, end - start)
+            take = max(0, min(done, end - start))
             if take > 0:
                 self._processed(partition, start, start + take)
+            if partition in proc.positions:
+                proc.positions[partition] = start + take  # what a commit on close may claim
             done -= take
         proc.batch = []
         proc.busy = False

@@ -63,3 +63,66 @@ def ownership_metrics(ownership: Sequence[Ownership], rebalances: list[dict[str,
         "records_processed_twice": records_twice,
         "records_lost": records_lost,
     }
+
+
+def _union_ms(intervals: list[tuple[int, int]]) -> int:
+    total, cursor = 0, None
+    for start, end in sorted(intervals):
+        if cursor is None or start > cursor:
+            total += end - start
+            cursor = end
+        elif end > cursor:
+            total += end - cursor
+            cursor = end
+    return total
+
+
+def _merged(intervals: list[tuple[int, int]], slack_ms: int) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(intervals):
+        if out and start <= out[-1][1] + slack_ms:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
+
+
+def comparison_metrics(partitions_from: Mapping[str, int], result: Mapping[str, Any], end_ms: int) -> dict[str, int]:
+    """The lab's comparison figures, the same for every protocol, from a simulation result:
+
+    - ``unowned_partition_ms``: over every partition (from ``partitions_from[p]``, its creation or
+      the first moment anyone consumed the group's topics), the time nobody consumed it;
+    - ``member_pause_p50_ms`` / ``member_pause_max_ms``: per member, the longest time it owned
+      nothing between two periods of owning something (a stop-the-world pause, or a restart);
+      the median and the maximum over members;
+    - ``unstable_ms`` / ``longest_unstable_ms``: time inside rebalances (windows closer than
+      100 ms merged: a cooperative follow-up is part of the same disruption).
+    """
+    ownership = [(o["partition"], o["member"], o["start_ms"], o["end_ms"]) for o in result["ownership"]]
+    starts = [start for _, _, start, _ in ownership]
+    first = min(starts) if starts else end_ms
+    by_partition: dict[str, list[tuple[int, int]]] = {}
+    by_member: dict[str, list[tuple[int, int]]] = {}
+    for partition, member, start, end in ownership:
+        by_partition.setdefault(partition, []).append((start, end))
+        by_member.setdefault(member, []).append((start, end))
+    unowned = 0
+    for partition, created in partitions_from.items():
+        since = max(created, first)
+        if end_ms > since:
+            owned = _union_ms([(max(s, since), e) for s, e in by_partition.get(partition, []) if e > since])
+            unowned += end_ms - since - owned
+    pauses = []
+    for intervals in by_member.values():
+        runs = _merged(intervals, 0)
+        pauses.append(max((b[0] - a[1] for a, b in zip(runs, runs[1:], strict=False)), default=0))
+    pauses.sort()
+    windows = [(r["start_ms"], r["end_ms"] if r["end_ms"] is not None else end_ms) for r in result["rebalances"]]
+    merged = _merged(windows, 100)
+    return {
+        "unowned_partition_ms": unowned,
+        "member_pause_p50_ms": pauses[len(pauses) // 2] if pauses else 0,
+        "member_pause_max_ms": pauses[-1] if pauses else 0,
+        "unstable_ms": sum(e - s for s, e in merged),
+        "longest_unstable_ms": max((e - s for s, e in merged), default=0),
+    }
