@@ -47,7 +47,11 @@ from kafka_rebalance.protocol.modern.consumer import coordinator_events as ce
 from kafka_rebalance.protocol.modern.consumer import member_events as me
 from kafka_rebalance.protocol.modern.consumer.assignment import to_strings
 from kafka_rebalance.protocol.modern.consumer.coordinator import ConsumerGroupConfig, ConsumerGroupCoordinator
-from kafka_rebalance.protocol.modern.consumer.member import ConsumerMembershipManager, MemberConfig, MemberState
+from kafka_rebalance.protocol.modern.consumer.member import (
+    ConsumerMembershipManager,
+    MemberConfig,
+    MemberState,
+)
 from kafka_rebalance.sim.ownership_metrics import ownership_metrics
 from kafka_rebalance.sim.scenario import ConsumerSpec, Event, Scenario
 from kafka_rebalance.sim.traffic import Traffic
@@ -85,6 +89,7 @@ class Process:
     batch_start: int = 0
     callbacks: list[list[me.Output]] = field(default_factory=list)
     deferred: list[tuple[int, Any]] = field(default_factory=list)
+    order: list[str] = field(default_factory=list)  # positions in fetch order (cached)
 
     @property
     def continuous(self) -> bool:
@@ -134,6 +139,7 @@ class ConsumerGroupSimulation:
         self.coordinator_timers: dict[Hashable, int] = {}
         self.coordinator_scheduled: dict[Hashable, int] = {}
         self.member_timers: dict[tuple[str, Hashable], int] = {}
+        self.member_scheduled: dict[tuple[str, Hashable], int] = {}
         self.processes: dict[str, Process] = {}
         self.connections: dict[str, Process] = {}
         self.incarnations: dict[str, int] = {}
@@ -191,11 +197,10 @@ class ConsumerGroupSimulation:
                 self._deliver_to_coordinator(a, b)
             elif kind == TO_MEMBER:
                 proc = self.connections.get(a)
-                if proc is not None and proc.alive:
-                    if proc.paused:
-                        proc.deferred.append((TO_MEMBER, b))
-                    else:
-                        self._member_input(proc, me.Received(b))
+                if proc is not None and proc.alive and proc.paused:
+                    proc.deferred.append((TO_MEMBER, b))
+                elif proc is not None and proc.alive:
+                    self._member_input(proc, me.Received(b))
             elif kind == MEMBER_TIMER:
                 self._member_timer(a, b, time)
             elif kind == COORDINATOR_TIMER:
@@ -296,7 +301,15 @@ class ConsumerGroupSimulation:
 
     def _member_timer(self, connection: str, timer: Hashable, time: int) -> None:
         key = (connection, timer)
-        if self.member_timers.get(key) != time:
+        if self.member_scheduled.get(key) == time:
+            del self.member_scheduled[key]
+        deadline = self.member_timers.get(key)
+        if deadline is None:
+            return
+        if deadline > time:  # re-armed later (poll timers move with every poll): one heap entry each
+            if key not in self.member_scheduled:
+                self.member_scheduled[key] = deadline
+                self._push(deadline, MEMBER_TIMER, connection, timer)
             return
         del self.member_timers[key]
         proc = self.connections.get(connection)
@@ -329,8 +342,12 @@ class ConsumerGroupSimulation:
                     if request.member_epoch < 0 and proc.closing and not proc.machine.pending_callbacks:
                         self._end_process(proc)
                 case ArmTimer(timer=timer, deadline_ms=deadline):
-                    self.member_timers[(proc.connection, timer)] = deadline
-                    self._push(deadline, MEMBER_TIMER, proc.connection, timer)
+                    key = (proc.connection, timer)
+                    self.member_timers[key] = deadline
+                    scheduled = self.member_scheduled.get(key)
+                    if scheduled is None or deadline < scheduled:
+                        self.member_scheduled[key] = deadline
+                        self._push(deadline, MEMBER_TIMER, proc.connection, timer)
                 case CancelTimer(timer=timer):
                     self.member_timers.pop((proc.connection, timer), None)
                 case me.CommitOffsets() | me.PartitionsRevoked() | me.PartitionsAssigned() | me.PartitionsLost():
@@ -471,7 +488,9 @@ class ConsumerGroupSimulation:
         room = proc.max_poll_records
         batch = []
         leo = self.traffic.leo_of
-        for partition in sorted(proc.positions, key=_sort_key):
+        if len(proc.order) != len(proc.positions) or not all(p in proc.positions for p in proc.order):
+            proc.order = sorted(proc.positions, key=_sort_key)
+        for partition in proc.order:
             if room == 0:
                 break
             position = proc.positions[partition]
@@ -632,9 +651,8 @@ class ConsumerGroupSimulation:
                     self.partition_created[f"{spec.name}-{p}"] = now
                 for proc in self.processes.values():
                     pattern = proc.spec.pattern
-                    if proc.alive and pattern is not None:
-                        if re.fullmatch(pattern, spec.name):
-                            self.topic_wanted.setdefault(spec.name, now)
+                    if proc.alive and pattern is not None and re.fullmatch(pattern, spec.name):
+                        self.topic_wanted.setdefault(spec.name, now)
             elif event.add_partitions is not None:
                 grow = event.add_partitions
                 current = self.topics[grow.topic]
@@ -776,8 +794,8 @@ class ConsumerGroupSimulation:
                                     self.records_twice, self.records_lost)
         final = {}
         for spec in self.scenario.consumers:
-            proc = self.processes.get(spec.id)
-            owned = proc.machine.owned if proc is not None and proc.alive and proc.machine.member_epoch > 0 else ()
+            last = self.processes.get(spec.id)
+            owned = last.machine.owned if last is not None and last.alive and last.machine.member_epoch > 0 else ()
             final[spec.id] = sorted(owned, key=_sort_key)
         result = {
             "scenario": self.scenario.name,

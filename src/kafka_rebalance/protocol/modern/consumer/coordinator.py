@@ -271,6 +271,9 @@ class ConsumerGroupCoordinator:
 
     def _heartbeat(self, request: ConsumerGroupHeartbeatRequest, now_ms: int,
                    out: list[Output]) -> ConsumerGroupHeartbeatResponse:
+        fast = self._steady_heartbeat(request, now_ms, out)
+        if fast is not None:
+            return fast
         try:
             self._validate(request)
             if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
@@ -278,6 +281,28 @@ class ConsumerGroupCoordinator:
             return self._regular_heartbeat(request, now_ms, out)
         except ProtocolError as error:
             return ConsumerGroupHeartbeatResponse(error.code, error_message=error.message)
+
+    def _steady_heartbeat(self, request: ConsumerGroupHeartbeatRequest, now_ms: int,
+                          out: list[Output]) -> ConsumerGroupHeartbeatResponse | None:
+        """The answer of the full path below, short-cut, to the common heartbeat: a reconciled
+        member at the current epoch reporting nothing new, in a group with no new epoch."""
+        member = self.members.get(request.member_id)
+        if (member is None or request.member_epoch <= 0 or request.member_epoch != member.assignment.member_epoch
+                or request.topic_partitions is not None or request.subscribed_topic_names is not None
+                or request.subscribed_topic_regex is not None or request.server_assignor is not None
+                or request.rack_id is not None or request.rebalance_timeout_ms != -1
+                or self.metadata_refresh_needed or self.group_epoch != self.assignment_epoch
+                or member.assignment.state is not MemberState.STABLE
+                or member.assignment.member_epoch != self.assignment_epoch
+                or request.client_id != member.client_id or member.classic is not None or not request.group_id.strip()):
+            return None
+        if request.instance_id is not None and (request.instance_id != member.instance_id
+                                                or self.static_members.get(request.instance_id) != member.member_id):
+            return None
+        out.append(ArmTimer(SessionTimeout(member.member_id), now_ms + self.config.session_timeout_ms))
+        return ConsumerGroupHeartbeatResponse(ErrorCode.NONE, member_id=member.member_id,
+                                              member_epoch=member.assignment.member_epoch,
+                                              heartbeat_interval_ms=self.config.heartbeat_interval_ms)
 
     def _validate(self, request: ConsumerGroupHeartbeatRequest) -> None:
         """Kafka's ``throwIfConsumerGroupHeartbeatRequestIsInvalid``."""

@@ -134,6 +134,7 @@ class ConsumerMembershipManager:
         self._sent_full = False
         self._sent_assignment: Partitions | None = None
         self._sent_subscription: tuple[tuple[str, ...], str | None] | None = None
+        self._subscription: tuple[tuple[str, ...], str | None] = ((), None)
         self._local_epoch = 0
         self._sent_local_epoch = -1
 
@@ -158,6 +159,7 @@ class ConsumerMembershipManager:
         match event:
             case Subscribe(topics=topics, regex=regex):
                 self.topics, self.regex = tuple(topics), regex
+                self._subscription = (tuple(sorted(self.topics)), self.regex)
                 self.subscription_updated = True
             case Poll():
                 out.append(ArmTimer(PollTimerExpired(), now_ms + self.config.max_poll_interval_ms))
@@ -229,7 +231,7 @@ class ConsumerMembershipManager:
         joining, otherwise only what changed since the last heartbeat."""
         full = self.state is S.JOINING or not self._sent_full
         send_owned = full or self._sent_local_epoch != self._local_epoch
-        subscription = (tuple(sorted(self.topics)), self.regex)
+        subscription = self._subscription
         send_subscription = full or subscription != self._sent_subscription
         request = ConsumerGroupHeartbeatRequest(
             group_id=self.config.group_id,
