@@ -220,9 +220,8 @@ class ConsumerGroupSimulation:
                 proc = self.connections.get(a)
                 if proc is not None and proc.alive:
                     self._resume(proc, b)
-            elif kind == LOADED:
-                if a == self.coordinator_epoch:
-                    self.coordinator_available = True
+            elif kind == LOADED and a == self.coordinator_epoch:
+                self.coordinator_available = True
         self.now = end
         return self._finish()
 
