@@ -130,6 +130,8 @@ def _convert(value: Any, kind: T.DataType) -> Any:
 def strategy_label(run: Run, result: dict[str, Any] | None) -> str:
     """The strategy a run stands for: the swept one, else what the group's vote chose last, else
     the first consumer's list."""
+    if "protocol" in run.params:
+        return str(run.params["protocol"])
     if "strategy" in run.params:
         value = run.params["strategy"]
         return ",".join(value) if isinstance(value, list | tuple) else str(value)
@@ -210,7 +212,9 @@ def rebalance_rows(run: Run, result: dict[str, Any], strategy: str,
 
 def simulate_run(run: Run, sweep_name: str, swept: Sequence[tuple[str, T.DataType]]) -> Iterator[tuple[str, tuple]]:
     """Simulate one run; yield (table, row) pairs. A failing simulation is a row with ``error``."""
-    from kafka_rebalance.sim import load_scenario, simulate
+    from kafka_rebalance.sim import load_scenario
+    from kafka_rebalance.sim.consumer_group import simulate_any
+    from kafka_rebalance.sim.ownership_metrics import comparison_metrics, partitions_from
 
     scenario = load_scenario(run.scenario)
     config = scenario.config
@@ -225,7 +229,7 @@ def simulate_run(run: Run, sweep_name: str, swept: Sequence[tuple[str, T.DataTyp
         "showcase": run.showcase,
     }
     try:
-        result = simulate(scenario, run.seed)
+        result = simulate_any(scenario, run.seed)
     except Exception as exc:  # noqa: BLE001 - one broken run must not sink the sweep; it is reported
         result = None
         error = f"{type(exc).__name__}: {exc}".splitlines()[0]
@@ -246,8 +250,15 @@ def simulate_run(run: Run, sweep_name: str, swept: Sequence[tuple[str, T.DataTyp
         metrics = result.get("metrics") or {}
         for name in METRICS:
             values[name] = metrics.get(name)
-        values["extra_metrics"] = {k: float(v) for k, v in metrics.items()
-                                   if k not in METRICS and isinstance(v, int | float) and not isinstance(v, bool)}
+        extra = {k: float(v) for k, v in metrics.items()
+                 if k not in METRICS and isinstance(v, int | float) and not isinstance(v, bool)}
+        # Measured the same way for every protocol, from the ownership intervals and rebalances.
+        comparison = comparison_metrics(partitions_from(scenario), result, scenario.effective_end_ms)
+        extra.update({k: float(v) for k, v in comparison.items()})
+        for key in ("epoch_bumps", "migration_ms"):
+            if isinstance(result.get(key), int | float):
+                extra[key] = float(result[key])
+        values["extra_metrics"] = extra
         values["min_partitions_moved"] = total_min
         completed = [r for r in result.get("rebalances") or [] if r.get("end_ms") is not None]
         if completed:

@@ -98,7 +98,8 @@ h2{font-size:17px;margin:0 0 8px} p.caption{color:#4a5663;font-size:13px;margin:
 .cards{display:flex;flex-wrap:wrap;gap:12px}
 .card{background:#fff;border:1px solid #e1e5ea;border-radius:8px;padding:10px 16px;min-width:120px}
 .card b{display:block;font-size:22px} .card span{color:#4a5663;font-size:12px}
-table{border-collapse:collapse;font-size:12.5px;width:100%}
+table{border-collapse:collapse;font-size:12.5px;width:100%;table-layout:auto}
+th,td{overflow-wrap:anywhere}
 th,td{border-bottom:1px solid #e9ecef;padding:4px 8px;text-align:left} th{background:#f0f2f5}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 .figure svg,.figure img{max-width:100%;height:auto}
@@ -658,6 +659,9 @@ def render_lab_report(sweep: Any, sims: pd.DataFrame, summary: pd.DataFrame, fig
         f'<li><span class="{"ok" if passed else "bad"}">{"&#10003;" if passed else "&#10007;"}</span> '
         f"{html.escape(text)}</li>" for passed, text in lab_checks(sims))
     sections.append(section("What the sweep shows", f'<ul class="verdict">{items}</ul>'))
+    migrate = migration_section(sims)
+    if migrate:
+        sections.append(migrate)
     sections.extend(figure_section(f) for f in figures)
     if not summary.empty:
         sections.append(section("Per scenario and strategy", table(summary, limit=200),
@@ -666,3 +670,81 @@ def render_lab_report(sweep: Any, sims: pd.DataFrame, summary: pd.DataFrame, fig
         sections.append(section("Failed runs", table(failed[["scenario", "strategy", "seed", "error"]])))
     subtitle = f"sweep {sweep.name}: {len(sims)} simulations; {generated_note()}"
     return page("Kafka rebalance lab", subtitle, sections)
+
+
+# --------------------------------------------------------------------------- should we migrate?
+
+PROTOCOL_ORDER = ("eager", "cooperative-sticky", "consumer-uniform", "consumer-range")
+PROTOCOL_NAMES = {"eager": "eager (range)", "cooperative-sticky": "cooperative-sticky",
+                  "consumer-uniform": "KIP-848 uniform", "consumer-range": "KIP-848 range"}
+
+
+def _extra(sims: pd.DataFrame, key: str) -> pd.Series:
+    return sims["extra_metrics"].map(lambda m: (m or {}).get(key) if isinstance(m, dict) else None)
+
+
+def protocol_comparison(sims: pd.DataFrame) -> pd.DataFrame:
+    """Per churn and protocol (runs swept over ``protocol``), the figures that answer "should we
+    migrate?", in seconds (means over seeds)."""
+    ok = sims[sims["error"].isna() & sims["strategy"].isin(PROTOCOL_ORDER)].copy()
+    if ok.empty:
+        return pd.DataFrame()
+    for key in ("unowned_partition_ms", "member_pause_p50_ms", "member_pause_max_ms", "longest_unstable_ms"):
+        ok[key] = pd.to_numeric(_extra(ok, key), errors="coerce")
+    grouped = ok.groupby(["scenario", "strategy"], sort=False).agg(
+        unowned=("unowned_partition_ms", "mean"), pause_p50=("member_pause_p50_ms", "mean"),
+        pause_max=("member_pause_max_ms", "mean"), duplicates=("records_processed_twice", "mean"),
+        rebalances=("rebalances", "mean"), unstable=("longest_unstable_ms", "mean"),
+        stw=("stop_the_world_partition_ms", "mean")).reset_index()
+    grouped["order"] = grouped["strategy"].map(PROTOCOL_ORDER.index)
+    grouped = grouped.sort_values(["scenario", "order"])
+    return pd.DataFrame({
+        "churn": grouped["scenario"],
+        "protocol": grouped["strategy"].map(PROTOCOL_NAMES),
+        "unowned partition-s": (grouped["unowned"] / 1000).round(1),
+        "pause per member p50 / max s": [f"{a / 1000:.1f} / {b / 1000:.1f}" for a, b in
+                                         zip(grouped["pause_p50"], grouped["pause_max"], strict=True)],
+        "records twice": grouped["duplicates"].round(0),
+        "rebalances": grouped["rebalances"].round(0),
+        "longest unstable s": (grouped["unstable"] / 1000).round(1),
+        "stop-the-world partition-s": (grouped["stw"] / 1000).round(1),
+    })
+
+
+def migration_verdict(comparison: pd.DataFrame) -> list[str]:
+    """Sentences with numbers: what KIP-848 buys over cooperative-sticky (and eager), per churn."""
+    lines: list[str] = []
+    if comparison.empty:
+        return lines
+    for churn, rows in comparison.groupby("churn", sort=False):
+        by = {r["protocol"]: r for _, r in rows.iterrows()}
+        new, old = by.get("KIP-848 uniform"), by.get("cooperative-sticky")
+        if new is None or old is None:
+            continue
+        a, b = float(new["unowned partition-s"]), float(old["unowned partition-s"])
+        change = f"{(a - b) / b * 100:+.0f}%" if b else "n/a"
+        lines.append(
+            f"{churn}: KIP-848 (uniform) leaves {a:,.1f} partition-seconds unowned against {b:,.1f} for "
+            f"cooperative-sticky ({change}); {int(new['rebalances'])} rebalances against {int(old['rebalances'])}; "
+            f"{int(new['records twice'])} records processed twice against {int(old['records twice'])}; "
+            f"longest unstable stretch {float(new['longest unstable s']):.1f} s against "
+            f"{float(old['longest unstable s']):.1f} s.")
+        eager = by.get("eager (range)")
+        if eager is not None:
+            lines[-1] += (f" Eager stops the world for {float(eager['stop-the-world partition-s']):,.1f} "
+                          "partition-seconds; neither cooperative-sticky nor KIP-848 does.")
+    return lines
+
+
+def migration_section(sims: pd.DataFrame) -> str:
+    comparison = protocol_comparison(sims)
+    if comparison.empty:
+        return ""
+    items = "".join(f"<li>{html.escape(line)}</li>" for line in migration_verdict(comparison))
+    caption = ("The same churn under each protocol (sim/churn.py: a typical service's costs, see "
+               "docs/scenarios.md). Unowned partition-seconds: time partitions had no consumer. Pause: per "
+               "member, the longest time it owned nothing between two periods of owning something (includes "
+               "a restarted member's own downtime). Longest unstable: the longest stretch of back-to-back "
+               "rebalances (a cooperative follow-up belongs to the rebalance before it).")
+    return section("Should we migrate to KIP-848?", f'<ul class="verdict">{items}</ul>' + table(comparison, limit=200),
+                   caption)

@@ -23,7 +23,15 @@ Sweep parameters (anything else is an error):
   consumer's processing cost;
 - any ``config`` setting of the scenario (``session_timeout_ms``, ``heartbeat_interval_ms``,
   ``max_poll_interval_ms``, ``max_poll_records``, ...), applied to every consumer;
-- ``seed`` (instead of the top-level ``seeds``) and ``end_ms``.
+- ``seed`` (instead of the top-level ``seeds``) and ``end_ms``;
+- ``protocol``: how the group rebalances, one of ``eager`` (classic, range),
+  ``cooperative-sticky`` (classic), ``consumer-uniform`` and ``consumer-range`` (KIP-848
+  consumer groups with that server-side assignor).
+
+Instead of ``scenario``, a run may name a churn of ``sim.churn`` (``churn: rolling-restart``,
+``scale-out-in``, ``crashes``, ``slow-consumers`` or ``migration``) with optional ``service``
+costs (the fields of ``sim.churn.Service``); its ``protocol`` grid then compares protocols on
+the same events.
 """
 
 from __future__ import annotations
@@ -44,18 +52,19 @@ import yaml
 from kafka_rebalance.model import InvalidInput
 
 SCENARIO_PARAMETERS = ("strategy", "group_size", "partitions", "records_per_s", "processing_ms_per_record", "seed",
-                       "end_ms")
+                       "end_ms", "protocol")
 # The scenario's config settings (shared/spec/scenario.md plus the simulator's optional ones).
 CONFIG_PARAMETERS = (
     "session_timeout_ms", "heartbeat_interval_ms", "max_poll_interval_ms", "group_initial_rebalance_delay_ms",
     "enable_auto_commit", "auto_commit_interval_ms", "metadata_max_age_ms", "max_poll_records",
     "heartbeat_with_poll", "network_latency_ms", "network_jitter_ms", "idle_poll_ms", "coordinator_load_ms",
+    "consumer_heartbeat_interval_ms", "consumer_session_timeout_ms", "revocation_ms", "assignment_ms",
 )
 # Settings a consumer may also set for itself; a swept value replaces the consumer's own.
 CONSUMER_SETTINGS = ("session_timeout_ms", "heartbeat_interval_ms", "max_poll_interval_ms", "max_poll_records",
                      "enable_auto_commit", "auto_commit_interval_ms", "heartbeat_with_poll")
 SWEEP_KEYS = ("name", "description", "seeds", "runs")
-RUN_KEYS = ("scenario", "grid", "seeds", "showcase", "label")
+RUN_KEYS = ("scenario", "churn", "service", "grid", "seeds", "showcase", "label")
 BUILTIN_SWEEP = "lab-sweep.yaml"
 
 
@@ -137,9 +146,10 @@ def parse_sweep(data: Any, base_dir: Path | None = None, origin: str = "sweep") 
         unknown = sorted(set(run_spec) - set(RUN_KEYS))
         if unknown:
             raise InvalidInput(f"{where}.{unknown[0]}", f"unknown key (known: {', '.join(RUN_KEYS)})")
-        if "scenario" not in run_spec:
-            raise InvalidInput(f"{where}.scenario", "missing")
-        base = _load_base(run_spec["scenario"], base_dir, f"{where}.scenario")
+        churn = _churn_spec(run_spec, where)
+        if churn is None and "scenario" not in run_spec:
+            raise InvalidInput(f"{where}.scenario", "missing (or give a churn)")
+        base = churn(None) if churn is not None else _load_base(run_spec["scenario"], base_dir, f"{where}.scenario")
         grid = run_spec.get("grid") or {}
         if not isinstance(grid, Mapping):
             raise InvalidInput(f"{where}.grid", "expected a mapping of parameter: [values]")
@@ -161,7 +171,8 @@ def parse_sweep(data: Any, base_dir: Path | None = None, origin: str = "sweep") 
             params = dict(zip(names, values, strict=True))
             for seed in seeds:
                 chosen_seed = int(params.get("seed", seed))
-                scenario = apply_parameters(base, params, f"{where}.grid")
+                template = churn(params.get("protocol")) if churn is not None else base
+                scenario = apply_parameters(template, params, f"{where}.grid")
                 scenario["seed"] = chosen_seed
                 scenario_name = str(base.get("name") or f"run{index}")
                 label = str(run_spec.get("label") or scenario_name)
@@ -174,6 +185,31 @@ def parse_sweep(data: Any, base_dir: Path | None = None, origin: str = "sweep") 
     if len(set(ids)) != len(ids):
         raise InvalidInput("sweep.runs", "two runs have the same scenario, parameters and seed")
     return sweep
+
+
+def _churn_spec(run_spec: Mapping[str, Any], where: str) -> Any:
+    """For a ``churn`` run: a function protocol -> scenario dict (None when the run has a scenario)."""
+    if "churn" not in run_spec:
+        return None
+    if "scenario" in run_spec:
+        raise InvalidInput(f"{where}.churn", "give either a scenario or a churn, not both")
+    from dataclasses import fields as dataclass_fields
+
+    from kafka_rebalance.sim.churn import CHURNS, Service, churn_scenario
+
+    name = run_spec["churn"]
+    if name not in CHURNS:
+        raise InvalidInput(f"{where}.churn", f"unknown churn {name!r} (known: {', '.join(CHURNS)})")
+    overrides = run_spec.get("service") or {}
+    known = {f.name for f in dataclass_fields(Service)}
+    if not isinstance(overrides, Mapping) or set(overrides) - known:
+        raise InvalidInput(f"{where}.service", f"expected a mapping of {', '.join(sorted(known))}")
+    service = Service(**overrides)
+
+    def build(protocol: Any) -> dict[str, Any]:
+        return churn_scenario(name, str(protocol or "cooperative-sticky"), service)
+
+    return build
 
 
 def run_id(scenario_name: str, params: Mapping[str, Any], seed: int, run_index: int) -> str:
@@ -226,7 +262,7 @@ def _resize_group(scenario: dict[str, Any], size: int, where: str) -> None:
 
 
 def _event_consumers(event: Mapping[str, Any]) -> set[str]:
-    names = {event[a] for a in ("join", "leave", "crash", "pause", "stall", "restart") if event.get(a)}
+    names = {event[a] for a in ("join", "leave", "crash", "pause", "stall", "restart", "upgrade") if event.get(a)}
     if isinstance(event.get("subscribe"), Mapping) and event["subscribe"].get("consumer"):
         names.add(event["subscribe"]["consumer"])
     return names
@@ -240,7 +276,20 @@ def apply_parameters(base: Mapping[str, Any], params: Mapping[str, Any], where: 
         _resize_group(scenario, params["group_size"], where)
         consumers = scenario["consumers"]
     for name, value in params.items():
-        if name == "strategy":
+        if name == "protocol":
+            from kafka_rebalance.sim.churn import PROTOCOLS
+
+            if value not in PROTOCOLS:
+                raise InvalidInput(f"{where}.protocol", f"unknown protocol {value!r} (known: {', '.join(PROTOCOLS)})")
+            fields = PROTOCOLS[value]
+            if not any("upgrade" in e for e in scenario.get("events") or []):
+                scenario["group_protocol"] = fields["group_protocol"]
+            if "assignor" in fields:
+                scenario["assignor"] = fields["assignor"]
+            for consumer in consumers:
+                consumer["strategies"] = list(fields.get("strategies", consumer.get("strategies") or
+                                                         ["cooperative-sticky"]))
+        elif name == "strategy":
             strategies = [str(v) for v in _as_list(value)]
             for consumer in consumers:
                 consumer["strategies"] = strategies

@@ -107,7 +107,7 @@ def churn_scenario(churn: str, protocol: str, service: Service | None = None) ->
             events.append({"at_ms": start + i * gap + rng.randrange(0, gap // 4), "upgrade": name})
         end = start + len(names) * gap + 60000
     scenario: dict[str, Any] = {
-        "name": f"{churn}-{protocol}",
+        "name": churn,
         "group": "orders-service",
         "group_protocol": "classic" if churn == "migration" else fields["group_protocol"],
         "topics": {"orders": service.partitions},

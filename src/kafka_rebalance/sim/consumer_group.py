@@ -45,7 +45,6 @@ from kafka_rebalance.protocol.logrecords import (
 )
 from kafka_rebalance.protocol.modern.consumer import coordinator_events as ce
 from kafka_rebalance.protocol.modern.consumer import member_events as me
-from kafka_rebalance.protocol.modern.consumer.assignment import to_strings
 from kafka_rebalance.protocol.modern.consumer.coordinator import ConsumerGroupConfig, ConsumerGroupCoordinator
 from kafka_rebalance.protocol.modern.consumer.member import (
     ConsumerMembershipManager,
@@ -817,8 +816,13 @@ def run_consumer_group(scenario: Scenario, seed: int | None = None) -> ConsumerG
     return ConsumerGroupSimulation(scenario, seed).run()
 
 
-def _partitions_text(partitions: Sequence[str]) -> str:
-    return ", ".join(partitions)
+def simulate_any(scenario: Scenario, seed: int | None = None) -> dict[str, Any]:
+    """The result of a scenario under its group protocol (classic: ``sim.engine``)."""
+    if scenario.group_protocol == "consumer":
+        return run_consumer_group(scenario, seed).result
+    from kafka_rebalance.sim.engine import simulate
+
+    return simulate(scenario, seed)
 
 
-__all__ = ["ConsumerGroupRun", "ConsumerGroupSimulation", "run_consumer_group", "to_strings"]
+__all__ = ["ConsumerGroupRun", "ConsumerGroupSimulation", "run_consumer_group", "simulate_any"]

@@ -87,6 +87,23 @@ def _merged(intervals: list[tuple[int, int]], slack_ms: int) -> list[tuple[int, 
     return out
 
 
+def partitions_from(scenario: Any) -> dict[str, int]:
+    """Every partition of a scenario and the time it exists from (0, or its creation event)."""
+    created = {f"{t}-{p}": 0 for t, n in scenario.topics.items() for p in range(n)}
+    counts = dict(scenario.topics)
+    for event in sorted(scenario.events, key=lambda e: e.at_ms):
+        if event.create_topic is not None:
+            counts[event.create_topic.name] = event.create_topic.partitions
+            for p in range(event.create_topic.partitions):
+                created.setdefault(f"{event.create_topic.name}-{p}", event.at_ms)
+        elif event.add_partitions is not None:
+            for p in range(counts.get(event.add_partitions.topic, 0), event.add_partitions.count):
+                created.setdefault(f"{event.add_partitions.topic}-{p}", event.at_ms)
+            counts[event.add_partitions.topic] = max(counts.get(event.add_partitions.topic, 0),
+                                                     event.add_partitions.count)
+    return created
+
+
 def comparison_metrics(partitions_from: Mapping[str, int], result: Mapping[str, Any], end_ms: int) -> dict[str, int]:
     """The lab's comparison figures, the same for every protocol, from a simulation result:
 
