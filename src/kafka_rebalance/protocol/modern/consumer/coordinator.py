@@ -25,6 +25,7 @@ from typing import assert_never
 from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer, Log, StateTable
 from kafka_rebalance.protocol.errors import ErrorCode, IllegalStateTransition
 from kafka_rebalance.protocol.logrecords import (
+    ConsumerGroupConverted,
     ConsumerGroupEpochBumped,
     ConsumerGroupStateChanged,
     ConsumerMemberAssignmentUpdated,
@@ -48,6 +49,7 @@ from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
+    ConvertedToClassic,
     Input,
     OffsetCommitRequest,
     OffsetCommitResponse,
@@ -271,6 +273,9 @@ class ConsumerGroupCoordinator:
 
     def _heartbeat(self, request: ConsumerGroupHeartbeatRequest, now_ms: int,
                    out: list[Output]) -> ConsumerGroupHeartbeatResponse:
+        if self.state is ConsumerGroupState.DEAD:
+            return ConsumerGroupHeartbeatResponse(ErrorCode.GROUP_ID_NOT_FOUND,
+                                                  error_message=f"Group {self.group_id} is not a consumer group")
         fast = self._steady_heartbeat(request, now_ms, out)
         if fast is not None:
             return fast
@@ -610,7 +615,26 @@ class ConsumerGroupCoordinator:
         return updated
 
     def _fence(self, member_id: str, out: list[Output], now_ms: int) -> None:
-        """Kafka's ``consumerGroupFenceMember``: remove the member, bump the group epoch."""
+        """Kafka's ``consumerGroupFenceMember``: remove the member, bump the group epoch; or, when
+        it was the last member on the consumer protocol, convert the group back to classic."""
+        from kafka_rebalance.protocol.modern.consumer import migration
+
+        if migration.validate_online_downgrade(self, member_id):
+            classic = migration.classic_group_from_consumer(self, member_id)
+            for mid in list(self.members):
+                out.append(CancelTimer(SessionTimeout(mid)))
+                if self.rebalance_timeout_epoch.pop(mid, None) is not None:
+                    out.append(CancelTimer(RebalanceTimeout(mid)))
+            self.members.clear()
+            self.static_members.clear()
+            self.partition_epochs.clear()
+            self.target.clear()
+            self._state_dirty = False
+            out.append(Log(ConsumerGroupStateChanged(now_ms, self.group_id, self.state.value, "Dead")))
+            self.state = ConsumerGroupState.DEAD
+            out.append(Log(ConsumerGroupConverted(now_ms, self.group_id, "downgrade")))
+            out.append(ConvertedToClassic(classic))
+            return
         member = self.members.pop(member_id)
         self._state_dirty = True
         self._remove_epochs(member)
@@ -626,7 +650,7 @@ class ConsumerGroupCoordinator:
 
     def _update_state(self, out: list[Output], now_ms: int) -> None:
         """Kafka's ``ConsumerGroup.maybeUpdateGroupState``."""
-        if not self._state_dirty:
+        if not self._state_dirty or self.state is ConsumerGroupState.DEAD:
             return
         self._state_dirty = False
         if not self.members:

@@ -19,6 +19,7 @@ LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 """ConsumerGroupHeartbeatRequest.LEAVE_GROUP_STATIC_MEMBER_EPOCH: a static member leaves for now
 and keeps its assignment until it rejoins or its session expires."""
 JOIN_GROUP_MEMBER_EPOCH = 0
+CONSUMER_PROTOCOL_TYPE = "consumer"
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +117,40 @@ class TopicsChanged:
     topics: tuple[tuple[str, int], ...]
 
 
+@dataclass(frozen=True, slots=True)
+class ClassicGroupMember:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocols: tuple[str, ...]  # the JoinGroup protocols (assignor names), in preference order
+    topics: tuple[str, ...]  # the subscription of the selected protocol's metadata
+    assignment: tuple[str, ...]  # "topic-n", the last assignment the member got
+
+
+@dataclass(frozen=True, slots=True)
+class ClassicGroupSnapshot:
+    """A classic group as its GroupMetadata record describes it (the online migration's input and output)."""
+
+    group_id: str
+    generation_id: int
+    protocol_type: str | None
+    protocol_name: str | None
+    state: str  # Kafka's ClassicGroupState name: Empty, PreparingRebalance, CompletingRebalance, Stable, Dead
+    members: tuple[ClassicGroupMember, ...]
+
+
+
+
+@dataclass(frozen=True, slots=True)
+class ConvertedToClassic:
+    """The last consumer-protocol member left: the group is now this classic group, which must
+    start a rebalance (``GroupMetadataManager.convertToClassicGroup``). The consumer group is DEAD."""
+
+    classic: ClassicGroupSnapshot
+
+
 Timer: TypeAlias = SessionTimeout | RebalanceTimeout
 Input: TypeAlias = Received | SessionTimeout | RebalanceTimeout | TopicsChanged
 
@@ -126,4 +161,4 @@ class Respond:
     response: Response
 
 
-Output: TypeAlias = Respond | ArmTimer[Timer] | CancelTimer[Timer] | Log
+Output: TypeAlias = Respond | ArmTimer[Timer] | CancelTimer[Timer] | Log | ConvertedToClassic

@@ -1,0 +1,142 @@
+"""Online migration between the classic and the consumer protocol
+(``group.consumer.migration.policy``; Kafka's ``GroupMetadataManager.validateOnlineUpgrade``,
+``convertToConsumerGroup`` / ``ConsumerGroup.fromClassicGroup`` and, back,
+``validateOnlineDowngradeWithFencedMember`` / ``ClassicGroup.fromConsumerGroup``).
+
+A classic group converts to a consumer group when the first ConsumerGroupHeartbeat (epoch 0)
+arrives, if the policy allows an upgrade, the group embeds the consumer protocol and it is not
+larger than ``group.consumer.max.size``: the group epoch and every member's epoch become the
+classic generation, each member's current and target assignment its last classic assignment,
+all STABLE, and the classic members keep their session timeout and protocols
+(``ClassicMemberMetadata``). An empty classic group is simply replaced. A consumer group
+converts back when its last consumer-protocol member leaves (or is fenced) while classic
+members remain, if the policy allows a downgrade and they fit ``group.max.size``: the classic
+group's generation is the group epoch, each member keeps its target assignment, and a
+rebalance starts.
+
+The classic side is described by ``ClassicGroupSnapshot`` (what the classic coordinator
+persists in its GroupMetadata record: generation, protocol, members with subscription and
+assignment).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from kafka_rebalance.protocol.errors import ErrorCode
+from kafka_rebalance.protocol.modern.consumer.assignment import (
+    MemberAssignment,
+    MemberState,
+    partitions,
+    to_strings,
+)
+from kafka_rebalance.protocol.modern.consumer.coordinator import (
+    ClassicMemberMetadata,
+    ConsumerGroupConfig,
+    ConsumerGroupCoordinator,
+    ConsumerGroupMember,
+    ProtocolError,
+    ServerAssign,
+    default_server_assign,
+)
+from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
+    CONSUMER_PROTOCOL_TYPE,
+    ClassicGroupMember,
+    ClassicGroupSnapshot,
+)
+
+
+def _parse(assignment: tuple[str, ...]) -> dict[str, frozenset[int]]:
+    out: dict[str, set[int]] = {}
+    for partition in assignment:
+        topic, _, number = partition.rpartition("-")
+        out.setdefault(topic, set()).add(int(number))
+    return partitions(out)
+
+
+def validate_online_upgrade(classic: ClassicGroupSnapshot, config: ConsumerGroupConfig) -> bool:
+    """Kafka's ``validateOnlineUpgrade``."""
+    return (config.upgrade_enabled and classic.protocol_type == CONSUMER_PROTOCOL_TYPE
+            and len(classic.members) <= config.max_size)
+
+
+def consumer_group_for_heartbeat(classic: ClassicGroupSnapshot | None, member_epoch: int, topics: Mapping[str, int],
+                                 config: ConsumerGroupConfig | None = None,
+                                 assign: ServerAssign = default_server_assign,
+                                 seed: int = 0) -> ConsumerGroupCoordinator:
+    """Kafka's ``getOrMaybeCreateConsumerGroup`` for a group that is classic (or absent): an
+    absent or empty classic group becomes a new consumer group on a join (epoch 0), a classic
+    group that may be upgraded is converted, anything else is GROUP_ID_NOT_FOUND."""
+    config = config or ConsumerGroupConfig()
+    group_id = classic.group_id if classic is not None else ""
+    joining = member_epoch == 0
+    if classic is None or (joining and not classic.members and classic.state in ("Empty", "Dead")):
+        if classic is None and not joining:
+            raise ProtocolError(ErrorCode.GROUP_ID_NOT_FOUND, "Consumer group not found.")
+        return ConsumerGroupCoordinator(group_id, topics, config, assign, seed)
+    if joining and validate_online_upgrade(classic, config):
+        return consumer_group_from_classic(classic, topics, config, assign, seed)
+    raise ProtocolError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group")
+
+
+def consumer_group_from_classic(classic: ClassicGroupSnapshot, topics: Mapping[str, int],
+                                config: ConsumerGroupConfig | None = None,
+                                assign: ServerAssign = default_server_assign, seed: int = 0) -> ConsumerGroupCoordinator:
+    """Kafka's ``ConsumerGroup.fromClassicGroup``."""
+    generation = classic.generation_id
+    members = []
+    targets = {}
+    for m in classic.members:
+        assigned = _parse(m.assignment)
+        members.append(ConsumerGroupMember(
+            m.member_id, instance_id=m.group_instance_id, rebalance_timeout_ms=m.rebalance_timeout_ms,
+            client_id=m.client_id, subscribed_topic_names=tuple(m.topics),
+            assignment=MemberAssignment(MemberState.STABLE, generation, generation, assigned, {}),
+            classic=ClassicMemberMetadata(m.session_timeout_ms, tuple(m.protocols))))
+        targets[m.member_id] = assigned
+    group = ConsumerGroupCoordinator.loaded(classic.group_id, topics, generation, generation, members, targets,
+                                            config=config, assign=assign, seed=seed)
+    # fromClassicGroup writes no subscription metadata: the first heartbeat computes it and bumps.
+    group.subscription_metadata = {}
+    return group
+
+
+def validate_online_downgrade(group: ConsumerGroupCoordinator, leaving_member_id: str) -> bool:
+    """Kafka's ``validateOnlineDowngradeWithFencedMember``: the leaving member is the last one on
+    the consumer protocol, others remain, the policy allows it and they fit group.max.size."""
+    leaving = group.members.get(leaving_member_id)
+    others = [m for mid, m in group.members.items() if mid != leaving_member_id]
+    return (leaving is not None and not leaving.uses_classic_protocol and bool(others)
+            and all(m.uses_classic_protocol for m in others) and group.config.downgrade_enabled
+            and len(others) <= group.config.classic_max_size)
+
+
+def classic_group_from_consumer(group: ConsumerGroupCoordinator, leaving_member_id: str) -> ClassicGroupSnapshot:
+    """Kafka's ``ClassicGroup.fromConsumerGroup``: generation = the group epoch, every remaining
+    member with its target assignment; the protocol is the one all members support (the first
+    protocol of the first member that every member lists)."""
+    members = []
+    for member_id, member in group.members.items():
+        if member_id == leaving_member_id:
+            continue
+        classic = member.classic
+        assert classic is not None
+        members.append(ClassicGroupMember(
+            member_id, member.instance_id, member.client_id, member.rebalance_timeout_ms, classic.session_timeout_ms,
+            classic.protocols, member.subscribed_topic_names, tuple(to_strings(group.target.get(member_id, {})))))
+    return ClassicGroupSnapshot(group.group_id, group.group_epoch, CONSUMER_PROTOCOL_TYPE, select_protocol(members),
+                                "Stable", tuple(members))
+
+
+def select_protocol(members: list[ClassicGroupMember]) -> str | None:
+    """Kafka's ``ClassicGroup.selectProtocol``: among the protocols every member supports, each
+    member votes for the first it lists; the most votes win (ties: the earliest candidate)."""
+    if not members:
+        return None
+    candidates = [p for p in members[0].protocols if all(p in m.protocols for m in members)]
+    if not candidates:
+        return None
+    votes = {p: 0 for p in candidates}
+    for m in members:
+        votes[next(p for p in m.protocols if p in votes)] += 1
+    return max(candidates, key=lambda p: votes[p])
