@@ -635,6 +635,12 @@ class ConsumerGroupCoordinator:
             out.append(Log(ConsumerGroupConverted(now_ms, self.group_id, "downgrade")))
             out.append(ConvertedToClassic(classic))
             return
+        self._remove(member_id, out)
+        self.group_epoch += 1
+        out.append(Log(ConsumerGroupEpochBumped(now_ms, self.group_id, self.group_epoch)))
+
+    def _remove(self, member_id: str, out: list[Output]) -> None:
+        """Kafka's ``removeMember`` and ``cancelTimers``: the member, its partitions and timers go."""
         member = self.members.pop(member_id)
         self._state_dirty = True
         self._remove_epochs(member)
@@ -642,8 +648,6 @@ class ConsumerGroupCoordinator:
             del self.static_members[member.instance_id]
         self.target.pop(member_id, None)
         self.subscription_metadata = self._subscription_metadata()
-        self.group_epoch += 1
-        out.append(Log(ConsumerGroupEpochBumped(now_ms, self.group_id, self.group_epoch)))
         out.append(CancelTimer(SessionTimeout(member_id)))
         if self.rebalance_timeout_epoch.pop(member_id, None) is not None:
             out.append(CancelTimer(RebalanceTimeout(member_id)))
