@@ -104,8 +104,9 @@ def _param_type(values: Iterable[Any]) -> T.DataType:
 def swept_columns(sweep: Sweep) -> list[tuple[str, T.DataType]]:
     """Swept parameters that are not already base columns, with a type fitting their values."""
     base = {name for name, _ in BASE_SIM_FIELDS}
+    # A swept protocol is the run's strategy column (eager, cooperative-sticky, consumer-uniform, ...).
     return [(name, _param_type(run.params.get(name) for run in sweep.runs))
-            for name in sweep.parameters if name not in base and name != "seed"]
+            for name in sweep.parameters if name not in base and name not in ("seed", "protocol")]
 
 
 def simulation_schema(extra: Sequence[tuple[str, T.DataType]]) -> T.StructType:

@@ -195,7 +195,7 @@ def _churn_spec(run_spec: Mapping[str, Any], where: str) -> Any:
         raise InvalidInput(f"{where}.churn", "give either a scenario or a churn, not both")
     from dataclasses import fields as dataclass_fields
 
-    from kafka_rebalance.sim.churn import CHURNS, Service, churn_scenario
+    from kafka_rebalance.sim.churn import CHURNS, PROTOCOLS, Service, churn_scenario
 
     name = run_spec["churn"]
     if name not in CHURNS:
@@ -207,7 +207,10 @@ def _churn_spec(run_spec: Mapping[str, Any], where: str) -> Any:
     service = Service(**overrides)
 
     def build(protocol: Any) -> dict[str, Any]:
-        return churn_scenario(name, str(protocol or "cooperative-sticky"), service)
+        protocol = str(protocol or "cooperative-sticky")
+        if protocol not in PROTOCOLS:
+            raise InvalidInput(f"{where}.grid.protocol", f"unknown protocol {protocol!r} (known: {', '.join(PROTOCOLS)})")
+        return churn_scenario(name, protocol, service)
 
     return build
 
