@@ -387,7 +387,7 @@ class ConsumerGroupCoordinator:
         if updated is not member or replaced is not None or member_id not in self.members:
             self._put_member(updated, replaced)
         self._refresh_epoch(subscription_changed, out, now_ms)
-        self._maybe_compute_target(updated, out, now_ms)
+        self._maybe_compute_target(out, now_ms)
         updated = self._reconcile(member_id, owned, now_ms, out)
         out.append(ArmTimer(SessionTimeout(member_id), now_ms + self.config.session_timeout_ms))
 
@@ -576,7 +576,7 @@ class ConsumerGroupCoordinator:
             return self.config.assignors[0]
         return max(sorted(counts), key=lambda name: counts[name])
 
-    def _maybe_compute_target(self, updated: ConsumerGroupMember, out: list[Output], now_ms: int) -> None:
+    def _maybe_compute_target(self, out: list[Output], now_ms: int) -> None:
         if self.group_epoch <= self.assignment_epoch:
             return
         assignor = self.preferred_assignor()

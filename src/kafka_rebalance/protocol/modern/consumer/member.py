@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import assert_never
 
-from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer, StateTable
+from kafka_rebalance.protocol.effects import ArmTimer, StateTable
 from kafka_rebalance.protocol.errors import ErrorCode, IllegalStateTransition
 from kafka_rebalance.protocol.modern.consumer.assignment import Partitions, difference, partitions, to_strings
 from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
@@ -405,7 +405,3 @@ class ConsumerMembershipManager:
         self.member_epoch = (LEAVE_GROUP_STATIC_MEMBER_EPOCH if self.config.group_instance_id is not None
                              else LEAVE_GROUP_MEMBER_EPOCH)
         self._transition(S.LEAVING)
-
-    def cancel_timers(self) -> list[Output]:
-        """What a closed consumer stops (no more heartbeats or poll deadline)."""
-        return [CancelTimer(HeartbeatDue()), CancelTimer(PollTimerExpired())]
