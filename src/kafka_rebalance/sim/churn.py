@@ -21,7 +21,7 @@ PROTOCOLS: dict[str, dict[str, Any]] = {
     "consumer-uniform": {"group_protocol": "consumer", "assignor": "uniform"},
     "consumer-range": {"group_protocol": "consumer", "assignor": "range"},
 }
-CHURNS = ("rolling-restart", "scale-out-in", "crashes", "slow-consumers", "migration")
+CHURNS = ("rolling-restart", "scale-out-in", "crashes", "slow-consumers")
 
 
 @dataclass(frozen=True)
@@ -58,9 +58,7 @@ def _consumers(service: Service, strategies: list[str], static: bool = False) ->
 
 
 def churn_scenario(churn: str, protocol: str, service: Service | None = None) -> dict[str, Any]:
-    """The scenario dict of ``churn`` (one of CHURNS) run under ``protocol`` (a key of PROTOCOLS;
-    for ``migration`` the group starts classic cooperative-sticky and ``protocol`` is where it
-    goes)."""
+    """The scenario dict of ``churn`` (one of CHURNS) run under ``protocol`` (a key of PROTOCOLS)."""
     service = service or Service()
     if churn not in CHURNS:
         raise ValueError(f"unknown churn {churn!r} (known: {', '.join(CHURNS)})")
@@ -95,21 +93,16 @@ def churn_scenario(churn: str, protocol: str, service: Service | None = None) ->
             events.append({"at_ms": at, "crash": name})
             events.append({"at_ms": at + 90000, "join": name})
         end = start + len(victims) * 60000 + 150000
-    elif churn == "slow-consumers":
+    else:  # slow-consumers
         max_poll_interval_ms = 60000
         victims = rng.sample(names, max(1, len(names) // 10))
         for i, name in enumerate(victims):
             events.append({"at_ms": start + i * 45000 + rng.randrange(0, 5000), "stall": name, "for_ms": 90000})
         end = start + len(victims) * 45000 + 150000
-    else:  # migration: a rolling upgrade of every member from classic to the consumer protocol
-        gap = 2 * service.restart_ms
-        for i, name in enumerate(names):
-            events.append({"at_ms": start + i * gap + rng.randrange(0, gap // 4), "upgrade": name})
-        end = start + len(names) * gap + 60000
     scenario: dict[str, Any] = {
         "name": churn,
         "group": "orders-service",
-        "group_protocol": "classic" if churn == "migration" else fields["group_protocol"],
+        "group_protocol": fields["group_protocol"],
         "topics": {"orders": service.partitions},
         "config": {
             "max_poll_records": service.max_poll_records,
@@ -118,7 +111,7 @@ def churn_scenario(churn: str, protocol: str, service: Service | None = None) ->
             "assignment_ms": service.assignment_ms,
             "max_poll_interval_ms": max_poll_interval_ms,
         },
-        "consumers": _consumers(service, strategies if churn != "migration" else ["cooperative-sticky"]),
+        "consumers": _consumers(service, strategies),
         "produce": [{"topic": "orders", "records_per_s": service.records_per_s_per_partition * service.partitions,
                      "keys": 20 * service.partitions}],
         "events": events,
