@@ -34,8 +34,10 @@ from kafka_rebalance.protocol.coordinator import coordinator_partition
 from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer, Log
 from kafka_rebalance.protocol.errors import ErrorCode
 from kafka_rebalance.protocol.logrecords import (
+    ConsumerGroupConverted,
     ConsumerGroupEpochBumped,
     ConsumerGroupStateChanged,
+    ConsumerMemberAssignmentUpdated,
     ConsumerMemberFenced,
     ConsumerMemberJoined,
     ConsumerMemberLeft,
@@ -54,6 +56,10 @@ from kafka_rebalance.protocol.modern.consumer.member import (
 from kafka_rebalance.sim.ownership_metrics import ownership_metrics
 from kafka_rebalance.sim.scenario import ConsumerSpec, Event, Scenario
 from kafka_rebalance.sim.traffic import Traffic
+
+CONSUMER_GROUP_RECORDS = (ConsumerGroupEpochBumped, ConsumerTargetAssignmentComputed, ConsumerMemberJoined,
+                          ConsumerStaticMemberReplaced, ConsumerMemberLeft, ConsumerMemberFenced,
+                          ConsumerMemberAssignmentUpdated, ConsumerGroupStateChanged, ConsumerGroupConverted)
 
 # Heap event kinds.
 TO_COORDINATOR, TO_MEMBER, COORDINATOR_TIMER, MEMBER_TIMER, SCENARIO, APP, START, RESUME, LOADED = range(9)
@@ -814,6 +820,21 @@ class ConsumerGroupSimulation:
 
 def run_consumer_group(scenario: Scenario, seed: int | None = None) -> ConsumerGroupRun:
     return ConsumerGroupSimulation(scenario, seed).run()
+
+
+def consumer_group_log_lines(run: ConsumerGroupRun, debug: bool = True) -> list[str]:
+    """The broker log of a consumer-group run in the 4.x new group coordinator's format (with
+    the DEBUG assignment-state lines that show each member reaching the new epoch)."""
+    from kafka_rebalance.protocol.modern.consumer.logformat import format_consumer_group_line
+
+    lines = []
+    for record, broker, partition in run.log_records:
+        if not isinstance(record, CONSUMER_GROUP_RECORDS):
+            continue
+        line = format_consumer_group_line(record, broker_id=broker, partition=partition, debug=debug)
+        if line is not None:
+            lines.append(line)
+    return lines
 
 
 def simulate_any(scenario: Scenario, seed: int | None = None) -> dict[str, Any]:

@@ -7,8 +7,10 @@ Line shape (log4j ``[%d] %p %m (%c)%n``)::
 
 The messages are Kafka's format strings with their arguments, byte for byte, including the
 fencing line's double full stop (``because {}.`` with a reason that ends in a full stop).
-``ConsumerMemberAssignmentUpdated`` is DEBUG in Kafka and ``ConsumerGroupStateChanged`` is not
-logged at all: neither has an INFO line.
+``ConsumerMemberAssignmentUpdated`` is Kafka's DEBUG line (written only with ``debug=True``;
+partitions as ``assignmentToString`` prints them, ``<topic id>-<n>``, the topic id derived from
+the name as ``assignors.server.topic_ids`` does) and ``ConsumerGroupStateChanged`` is not
+logged at all.
 """
 
 from __future__ import annotations
@@ -31,6 +33,24 @@ from kafka_rebalance.protocol.logrecords import (
 )
 
 GROUP_METADATA_MANAGER = "org.apache.kafka.coordinator.group.GroupMetadataManager"
+
+
+def assignment_to_string(partitions: tuple[str, ...]) -> str:
+    """Kafka's ``Utils.assignmentToString``: ``[<topic id>-<n>, ...]``."""
+    from kafka_rebalance.assignors.server.topic_ids import derived_topic_id, format_topic_id
+
+    parts = []
+    for partition in partitions:
+        topic, _, number = partition.rpartition("-")
+        parts.append(f"{format_topic_id(derived_topic_id(topic))}-{number}")
+    return "[" + ", ".join(parts) + "]"
+
+
+def assignment_state_message(record: ConsumerMemberAssignmentUpdated) -> str:
+    return (f"[GroupId {record.group_id}] Member {record.member_id} new assignment state: epoch={record.epoch}, "
+            f"previousEpoch={record.previous_epoch}, state={record.state}, "
+            f"assignedPartitions={assignment_to_string(record.assigned)} and "
+            f"revokedPartitions={assignment_to_string(record.revoking)}.")
 
 
 def consumer_group_message(record: ConsumerGroupLogRecord) -> str | None:
@@ -69,9 +89,13 @@ def consumer_group_message(record: ConsumerGroupLogRecord) -> str | None:
 
 
 def format_consumer_group_line(record: ConsumerGroupLogRecord, *, broker_id: int, partition: int,
-                               epoch: datetime = DEFAULT_EPOCH) -> str | None:
+                               epoch: datetime = DEFAULT_EPOCH, debug: bool = False) -> str | None:
+    """One log line (None: not logged at the chosen level)."""
+    level = "INFO"
     message = consumer_group_message(record)
+    if message is None and debug and isinstance(record, ConsumerMemberAssignmentUpdated):
+        level, message = "DEBUG", assignment_state_message(record)
     if message is None:
         return None
     prefix = f"[GroupCoordinator id={broker_id} topic={OFFSETS_TOPIC} partition={partition}] "
-    return f"[{format_timestamp(epoch_ms(epoch) + record.time_ms)}] INFO {prefix}{message} ({GROUP_METADATA_MANAGER})"
+    return f"[{format_timestamp(epoch_ms(epoch) + record.time_ms)}] {level} {prefix}{message} ({GROUP_METADATA_MANAGER})"
