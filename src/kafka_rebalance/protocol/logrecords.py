@@ -114,7 +114,6 @@ class ConsumerTargetAssignmentComputed:
     epoch: int
     assignor: str
     assignor_time_ms: int
-    assignment: tuple[tuple[str, tuple[str, ...]], ...]  # member id -> partitions, for the simulator
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,6 +47,7 @@ from kafka_rebalance.protocol.logrecords import (
 )
 from kafka_rebalance.protocol.modern.consumer import coordinator_events as ce
 from kafka_rebalance.protocol.modern.consumer import member_events as me
+from kafka_rebalance.protocol.modern.consumer.assignment import to_strings
 from kafka_rebalance.protocol.modern.consumer.coordinator import ConsumerGroupConfig, ConsumerGroupCoordinator
 from kafka_rebalance.protocol.modern.consumer.member import (
     ConsumerMembershipManager,
@@ -732,15 +733,14 @@ class ConsumerGroupSimulation:
             case ConsumerGroupEpochBumped(epoch=epoch):
                 self.epoch_bumps += 1
                 if self.open_rebalance is None:
-                    held = {name: set(p.machine.owned) for name, p in self.processes.items() if p.alive}
+                    held = {name: p.machine.assignment for name, p in self.processes.items() if p.alive}
                     self.open_rebalance = {"start_ms": self.now, "reason": self.last_reason, "held": held,
                                            "first_epoch": epoch}
                 self.last_reason = "the group changed"
-            case ConsumerTargetAssignmentComputed(epoch=epoch, assignor=assignor, assignment=assignment):
+            case ConsumerTargetAssignmentComputed(epoch=epoch, assignor=assignor):
                 if self.open_rebalance is not None:
                     self.open_rebalance["generation"] = epoch
                     self.open_rebalance["strategy"] = assignor
-                    self.open_rebalance["assignment"] = assignment
             case ConsumerGroupStateChanged(new_state=new_state):
                 if new_state in ("Stable", "Empty") and self.open_rebalance is not None:
                     self._close_rebalance(self.open_rebalance)
@@ -758,13 +758,12 @@ class ConsumerGroupSimulation:
 
     def _close_rebalance(self, current: dict[str, Any]) -> None:
         self.open_rebalance = None
-        assignment = current.get("assignment", ())
-        by_name = {self._name(member_id): sorted(parts, key=_sort_key) for member_id, parts in assignment}
+        by_name = {self._name(member_id): to_strings(target) for member_id, target in self.coordinator.target.items()}
         names = [self._name(m) for m in self.coordinator.members]
         held = current["held"]
         revoked, added = {}, {}
         for name in names:
-            before = held.get(name, set())
+            before = set(to_strings(held.get(name, {})))
             now_assigned = set(by_name.get(name, ()))
             revoked[name] = sorted(before - now_assigned, key=_sort_key)
             added[name] = sorted(now_assigned - before, key=_sort_key)

@@ -588,8 +588,7 @@ class ConsumerGroupCoordinator:
         self.target = {m.member_id: partitions(result.get(m.member_id, {})) for m in members}
         self.assignment_epoch = self.group_epoch
         self._state_dirty = True
-        out.append(Log(ConsumerTargetAssignmentComputed(now_ms, self.group_id, self.group_epoch, assignor, 0,
-            tuple((mid, tuple(to_strings(target))) for mid, target in self.target.items()))))
+        out.append(Log(ConsumerTargetAssignmentComputed(now_ms, self.group_id, self.group_epoch, assignor, 0)))
 
     def _reconcile(self, member_id: str, owned: Partitions | None, now_ms: int,
                    out: list[Output]) -> ConsumerGroupMember:
