@@ -13,6 +13,8 @@ Modelling choices (beyond those of ``sim.engine``, which this follows):
   ``on_partitions_revoked`` / ``on_partitions_lost`` runs or the process dies.
 - OffsetCommit and OffsetFetch go straight to the coordinator (no latency): only their effect
   on duplicates matters here.
+- A fatal error (GROUP_MAX_SIZE_REACHED, UNRELEASED_INSTANCE_ID, ...) ends the process: the
+  application's ``poll()`` throws it, and a service exits (a ``join`` event starts it again).
 - A rebalance is a window that opens at a group epoch bump and closes when the group is Stable
   (or Empty) again; bumps inside an open window extend it. Kafka counts every bump as a
   rebalance (its ``consumer-group-rebalance`` sensor): ``epoch_bumps`` reports that count.
@@ -200,7 +202,7 @@ class ConsumerGroupSimulation:
             pop(heap)
             self.now = time
             if kind == TO_COORDINATOR:
-                self._deliver_to_coordinator(a, b)
+                self._deliver_to_coordinator(a, b[0], b[1])
             elif kind == TO_MEMBER:
                 proc = self.connections.get(a)
                 if proc is not None and proc.alive and proc.paused:
@@ -233,9 +235,9 @@ class ConsumerGroupSimulation:
 
     # ------------------------------------------------------------------ coordinator side
 
-    def _deliver_to_coordinator(self, connection: str, request: ce.Request) -> None:
+    def _deliver_to_coordinator(self, connection: str, request: ce.Request, ignore_response: bool) -> None:
         if not self.coordinator_available:
-            if isinstance(request, ce.ConsumerGroupHeartbeatRequest) and request.member_epoch >= 0:
+            if isinstance(request, ce.ConsumerGroupHeartbeatRequest) and not ignore_response:
                 self._push(self.now + self._latency(), TO_MEMBER, connection,
                            ce.ConsumerGroupHeartbeatResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE))
             return
@@ -244,7 +246,10 @@ class ConsumerGroupSimulation:
             for topic in topics:
                 self.topic_wanted.setdefault(topic, self.now)
         self.requester = connection
-        self._coordinator_output(self.coordinator.handle(ce.Received(connection, request), self.now))
+        out = self.coordinator.handle(ce.Received(connection, request), self.now)
+        if ignore_response:
+            out = [o for o in out if not (isinstance(o, ce.Respond) and o.connection == connection)]
+        self._coordinator_output(out)
         self.requester = None
 
     def _coordinator_output(self, out: list[ce.Output]) -> None:
@@ -342,8 +347,13 @@ class ConsumerGroupSimulation:
         fatal = False
         for item in out:
             match item:
-                case me.Send(request=request):
-                    self._push(self.now + self._latency(), TO_COORDINATOR, proc.connection, request)
+                case me.Send(request=request, ignore_response=ignore):
+                    self._push(self.now + self._latency(), TO_COORDINATOR, proc.connection, (request, ignore))
+                    if request.member_epoch < 0 and proc.positions:
+                        # Out of the group: whatever the listener does later, it consumes no more.
+                        self._checkpoint(proc)
+                        for partition in list(proc.positions):
+                            self._release(proc, partition)
                     if request.member_epoch < 0 and proc.closing and not proc.machine.pending_callbacks:
                         self._end_process(proc)
                 case ArmTimer(timer=timer, deadline_ms=deadline):
@@ -367,6 +377,8 @@ class ConsumerGroupSimulation:
             else:
                 proc.callbacks.append(callbacks)
                 self._maybe_run_callbacks(proc)
+        if fatal:
+            self._end_process(proc)  # poll() throws; the application exits
 
     def _maybe_run_callbacks(self, proc: Process) -> None:
         """Listener callbacks run on the application thread, inside poll()."""
@@ -398,12 +410,15 @@ class ConsumerGroupSimulation:
         self._push(self.now + work, APP, (proc.connection, proc.app_token), "callbacks_done")
 
     def _callbacks_done(self, proc: Process) -> None:
-        proc.busy = False
         proc.mark_ms = self.now
+        # Still busy while the member takes it in: callbacks it asks for next run after the new
+        # assignment is in effect, not before.
         self._member_input(proc, me.CallbacksCompleted())
+        proc.busy = False
         if not proc.alive:
             return
-        wanted = [p for p in proc.machine.owned if p not in proc.positions]
+        consuming = proc.machine.state in (MemberState.ACKNOWLEDGING, MemberState.STABLE, MemberState.RECONCILING)
+        wanted = [p for p in proc.machine.owned if p not in proc.positions] if consuming else []
         if wanted:
             committed = self.coordinator.offsets
             for partition in wanted:

@@ -115,12 +115,13 @@ def test_reconcile_new_partitions_assigned_and_revoked() -> None:
     onPartitionsRevoked, then onPartitionsAssigned; the member acknowledges with an immediate
     heartbeat carrying what it owns (ACKNOWLEDGING -> STABLE)."""
     m = stable({"foo": [0, 1, 2]})
-    out = m.handle(ok(2, {"foo": [1, 2, 3]}), 100)
+    m.handle(HeartbeatDue(), 5012)
+    out = m.handle(ok(2, {"foo": [1, 2, 3]}), 5014)
     assert m.state is S.RECONCILING
     assert callbacks(out) == [CommitOffsets(("foo-0", "foo-1", "foo-2")), PartitionsRevoked(("foo-0",)),
                               PartitionsAssigned(("foo-3",))]
     assert m.owned == ("foo-0", "foo-1", "foo-2")  # nothing changes until the callbacks have run
-    out = m.handle(CallbacksCompleted(), 150)
+    out = m.handle(CallbacksCompleted(), 5100)
     ack = sent(out)
     assert len(ack) == 1 and ack[0].topic_partitions == (TopicPartitions("foo", (1, 2, 3)),)
     assert m.state is S.STABLE and m.owned == ("foo-1", "foo-2", "foo-3")
@@ -130,7 +131,8 @@ def test_revocation_without_auto_commit() -> None:
     """ConsumerMembershipManagerTest.testReconcilePartitionsRevokedNoAutoCommitNoCallbacks: no
     commit when enable.auto.commit is off."""
     m = stable({"foo": [0, 1]}, auto_commit=False)
-    out = m.handle(ok(2, {"foo": [1]}), 100)
+    m.handle(HeartbeatDue(), 5012)
+    out = m.handle(ok(2, {"foo": [1]}), 5014)
     assert callbacks(out) == [PartitionsRevoked(("foo-0",)), PartitionsAssigned(())]
 
 
@@ -164,8 +166,10 @@ def test_fencing_when_stable_rejoins_with_epoch_zero() -> None:
 def test_delayed_reconciliation_discarded_when_fenced() -> None:
     """ConsumerMembershipManagerTest.testDelayedReconciliationResultDiscardedIfMemberNotInReconcilingStateAnymore."""
     m = stable({"foo": [0]})
-    m.handle(ok(2, {"foo": [0, 1]}), 100)
-    m.handle(error(ErrorCode.FENCED_MEMBER_EPOCH), 101)
+    m.handle(HeartbeatDue(), 5012)
+    m.handle(ok(2, {"foo": [0, 1]}), 5014)
+    m.handle(HeartbeatDue(), 10014)
+    m.handle(error(ErrorCode.FENCED_MEMBER_EPOCH), 10016)
     m.handle(CallbacksCompleted(), 102)  # the reconciliation's callbacks
     assert m.state is S.FENCED and m.owned == ("foo-0",)
     m.handle(CallbacksCompleted(), 103)  # onPartitionsLost
@@ -190,8 +194,9 @@ def test_leave_group_epoch(instance_id: str | None, epoch: int) -> None:
 def test_new_assignment_ignored_when_preparing_to_leave() -> None:
     """ConsumerMembershipManagerTest.testNewAssignmentIgnoredWhenStateIsPrepareLeaving."""
     m = stable({"foo": [0]})
-    m.handle(Unsubscribe(), 100)
-    out = m.handle(ok(2, {"foo": [0, 1]}), 101)
+    m.handle(HeartbeatDue(), 5012)
+    m.handle(Unsubscribe(), 5013)
+    out = m.handle(ok(2, {"foo": [0, 1]}), 5014)
     assert callbacks(out) == [] and m.state is S.PREPARE_LEAVING
 
 
@@ -202,8 +207,8 @@ def test_poll_timer_expiry_leaves_and_rejoins_on_next_poll() -> None:
     heartbeats while stale; the next poll() rejoins with epoch 0."""
     m = stable({"foo": [0, 1]})
     out = m.handle(PollTimerExpired(), 300000)
-    leave = sent(out)
-    assert len(leave) == 1 and leave[0].member_epoch == -1
+    leave = [o for o in out if isinstance(o, Send)]
+    assert len(leave) == 1 and leave[0].request.member_epoch == -1 and leave[0].ignore_response
     assert m.state is S.STALE and callbacks(out) == [PartitionsLost(("foo-0", "foo-1"))]
     assert sent(m.handle(HeartbeatDue(), 305000)) == []
     m.handle(CallbacksCompleted(), 300001)
@@ -233,3 +238,11 @@ def test_retriable_error_retries_after_backoff() -> None:
     assert m.state is S.STABLE and ArmTimer(HeartbeatDue(), 5102) in out
     retry = sent(m.handle(HeartbeatDue(), 5102))[0]
     assert retry.member_epoch == 1 and retry.topic_partitions is not None  # full again after an error
+
+
+def test_an_answer_without_a_heartbeat_in_flight_is_ignored() -> None:
+    """AbstractHeartbeatRequestManager: only the heartbeat in flight is answered; the leave
+    heartbeat of an expired poll timer is sent with ignoreResponse."""
+    m = stable({"foo": [0]})
+    out = m.handle(ok(2, {"foo": [0, 1]}), 100)
+    assert callbacks(out) == [] and m.state is S.STABLE and m.member_epoch == 1

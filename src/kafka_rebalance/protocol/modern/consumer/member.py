@@ -175,8 +175,11 @@ class ConsumerMembershipManager:
             case CallbacksCompleted():
                 self._callbacks_completed(out)
             case Received(response=response):
-                self.in_flight = False
-                self._on_response(response, now_ms, out)
+                # Only the answer to the heartbeat in flight counts; a leave heartbeat's answer is
+                # ignored (AbstractHeartbeatRequestManager.makeHeartbeatRequest(ignoreResponse)).
+                if self.in_flight:
+                    self.in_flight = False
+                    self._on_response(response, now_ms, out)
             case RequestFailed():
                 self.in_flight = False
                 self._sent_full = False
@@ -208,10 +211,10 @@ class ConsumerMembershipManager:
         now = self.state is S.LEAVING or (self.state in (S.ACKNOWLEDGING, S.JOINING) and not self.in_flight)
         if not now and (not self.heartbeat_due or self.in_flight):
             return
-        out.append(Send(self._request()))
+        leaving = self.state is S.LEAVING
+        out.append(Send(self._request(), ignore_response=leaving and self.poll_timer_expired))
         self.heartbeat_due = False
         out.append(ArmTimer(HeartbeatDue(), now_ms + self.heartbeat_interval_ms))
-        leaving = self.state is S.LEAVING
         self.in_flight = not leaving
         # onHeartbeatRequestGenerated
         if self.state is S.ACKNOWLEDGING:
@@ -370,6 +373,8 @@ class ConsumerMembershipManager:
         out.append(PartitionsLost(tuple(to_strings(lost))))
 
     def _to_fatal(self, fatal: Fatal, out: list[Output]) -> None:
+        if self.state is S.FATAL:
+            return
         previous = self.state
         self._transition(S.FATAL)
         out.append(fatal)

@@ -68,7 +68,11 @@ Input: TypeAlias = Subscribe | Poll | Unsubscribe | CallbacksCompleted | Receive
 
 @dataclass(frozen=True, slots=True)
 class Send:
+    """Send a heartbeat; with ``ignore_response`` its answer must not come back (the leave
+    heartbeat of an expired poll timer: ``makeHeartbeatRequest(currentTimeMs, true)``)."""
+
     request: ConsumerGroupHeartbeatRequest
+    ignore_response: bool = False
 
 
 @dataclass(frozen=True, slots=True)
