@@ -165,6 +165,7 @@ class ConsumerGroupSimulation:
         self.epoch_bumps = 0
         self.last_reason = "the group changed"
         self.requester: str | None = None
+        self.in_order: dict[tuple[int, str], int] = {}
 
     # ------------------------------------------------------------------ set-up helpers
 
@@ -186,6 +187,14 @@ class ConsumerGroupSimulation:
     def _latency(self) -> int:
         jitter = self.cfg.network_jitter_ms
         return self.cfg.network_latency_ms + (self.rng.randint(0, jitter) if jitter else 0)
+
+    def _arrival(self, direction: int, connection: str) -> int:
+        """When a message sent now arrives: after the latency, and never before an earlier
+        message on the same connection (Kafka answers a connection's requests in order)."""
+        key = (direction, connection)
+        at = max(self.now + self._latency(), self.in_order.get(key, 0))
+        self.in_order[key] = at
+        return at
 
     # ------------------------------------------------------------------ main loop
 
@@ -238,7 +247,7 @@ class ConsumerGroupSimulation:
     def _deliver_to_coordinator(self, connection: str, request: ce.Request, ignore_response: bool) -> None:
         if not self.coordinator_available:
             if isinstance(request, ce.ConsumerGroupHeartbeatRequest) and not ignore_response:
-                self._push(self.now + self._latency(), TO_MEMBER, connection,
+                self._push(self._arrival(TO_MEMBER, connection), TO_MEMBER, connection,
                            ce.ConsumerGroupHeartbeatResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE))
             return
         if isinstance(request, ce.ConsumerGroupHeartbeatRequest) and request.member_epoch == 0:
@@ -263,13 +272,14 @@ class ConsumerGroupSimulation:
                             if proc is not None:
                                 self.member_names[response.member_id] = proc.name
                         if (response.error_code is ErrorCode.NONE and response.assignment is None
+                                and self.in_order.get((TO_MEMBER, connection), 0) <= now
                                 and self._member_knows(connection, response)):
                             # Nothing in it for the member but the end of its request: deliver at once.
                             proc = self.connections.get(connection)
                             if proc is not None and proc.alive and not proc.paused:
                                 self._member_input(proc, me.Received(response))
                                 continue
-                    self._push(now + self._latency(), TO_MEMBER, connection, response)
+                    self._push(self._arrival(TO_MEMBER, connection), TO_MEMBER, connection, response)
                 case ArmTimer(timer=timer, deadline_ms=deadline):
                     self.coordinator_timers[timer] = deadline
                     scheduled = self.coordinator_scheduled.get(timer)
@@ -348,7 +358,8 @@ class ConsumerGroupSimulation:
         for item in out:
             match item:
                 case me.Send(request=request, ignore_response=ignore):
-                    self._push(self.now + self._latency(), TO_COORDINATOR, proc.connection, (request, ignore))
+                    self._push(self._arrival(TO_COORDINATOR, proc.connection), TO_COORDINATOR, proc.connection,
+                               (request, ignore))
                     if request.member_epoch < 0 and proc.positions:
                         # Out of the group: whatever the listener does later, it consumes no more.
                         self._checkpoint(proc)
@@ -711,12 +722,15 @@ class ConsumerGroupSimulation:
 
     def _close(self, proc: Process) -> None:
         """consumer.close(): commit and revoke through the listener, send the leave heartbeat."""
+        if proc.closing:
+            return
         self._checkpoint(proc)
         if proc.batch:
             self._finish_batch_partially(proc)
+            proc.app_token += 1  # the batch's end will not come
+        elif not proc.busy:
+            proc.app_token += 1  # nor the next idle poll; callbacks already running finish first
         proc.closing = True
-        proc.busy = False
-        proc.app_token += 1
         self._member_input(proc, me.Unsubscribe())
         if proc.alive and proc.machine.state in (MemberState.UNSUBSCRIBED, MemberState.FATAL, MemberState.STALE,
                                                  MemberState.FENCED):
