@@ -26,7 +26,7 @@ def _run(name: str):
 
 
 def _result_json(run) -> str:
-    return json.dumps(run.result, indent=2) + "\n"
+    return json.dumps(run.to_json(), indent=2) + "\n"
 
 
 @pytest.mark.parametrize("name", NAMES)
