@@ -45,7 +45,7 @@ def test_a_joining_member_gets_partitions_only_after_their_owners_released_them(
     has one owner at a time; nothing is consumed twice or lost."""
     run = run_consumer_group(scenario(["c1", "c2", "c3"], [
         {"at_ms": 0, "join": "c1"}, {"at_ms": 0, "join": "c2"}, {"at_ms": 30000, "join": "c3"}]))
-    result = run.result
+    result = run.to_json()
     assert result["metrics"]["stop_the_world_partition_ms"] == 0
     assert result["metrics"]["records_processed_twice"] == 0 and result["metrics"]["records_lost"] == 0
     assert run.ownership_conflicts == 0
@@ -54,7 +54,7 @@ def test_a_joining_member_gets_partitions_only_after_their_owners_released_them(
     last = result["rebalances"][-1]
     assert last["reason"] == "member c3 joined" and last["protocol"] == "CONSUMER" and last["strategy"] == "uniform"
     assert sum(len(v) for v in last["revoked"].values()) == 2 and last["added"]["c3"]
-    assert run.final_state == "Stable"
+    assert run.final_group_state == "Stable"
 
 
 def test_static_member_restart_within_session_timeout_keeps_its_partitions_without_a_new_epoch() -> None:
@@ -65,10 +65,10 @@ def test_static_member_restart_within_session_timeout_keeps_its_partitions_witho
     run = run_consumer_group(scenario(consumers, [
         {"at_ms": 0, "join": "c1"}, {"at_ms": 0, "join": "c2"},
         {"at_ms": 40000, "restart": "c2", "after_ms": 10000}]))
-    bumps = [r for r, _, _ in run.log_records if isinstance(r, ConsumerGroupEpochBumped)]
+    bumps = [lr.record for lr in run.log_records if isinstance(lr.record, ConsumerGroupEpochBumped)]
     assert all(b.time_ms < 40000 for b in bumps)
-    before = {o["partition"] for o in run.result["ownership"] if o["member"] == "c2" and o["end_ms"] <= 40000}
-    assert set(run.result["final_assignment"]["c2"]) == before
+    before = {o["partition"] for o in run.to_json()["ownership"] if o["member"] == "c2" and o["end_ms"] <= 40000}
+    assert set(run.to_json()["final_assignment"]["c2"]) == before
 
 
 def test_a_crash_is_fenced_one_session_timeout_after_the_last_heartbeat() -> None:
@@ -76,10 +76,10 @@ def test_a_crash_is_fenced_one_session_timeout_after_the_last_heartbeat() -> Non
     (45 s) after the last heartbeat the member is fenced and its partitions reassigned."""
     run = run_consumer_group(scenario(["c1", "c2"], [
         {"at_ms": 0, "join": "c1"}, {"at_ms": 0, "join": "c2"}, {"at_ms": 30000, "crash": "c1"}]))
-    [fenced] = [r for r, _, _ in run.log_records if isinstance(r, ConsumerMemberFenced)]
+    [fenced] = [lr.record for lr in run.log_records if isinstance(lr.record, ConsumerMemberFenced)]
     assert fenced.reason == "the member session expired."
     assert 30000 + 45000 - 5000 <= fenced.time_ms <= 30000 + 45000
-    assert len(run.result["final_assignment"]["c2"]) == 6
+    assert len(run.to_json()["final_assignment"]["c2"]) == 6
 
 
 def test_a_stalled_application_leaves_on_poll_timeout_and_rejoins_when_it_polls_again() -> None:
@@ -89,16 +89,17 @@ def test_a_stalled_application_leaves_on_poll_timeout_and_rejoins_when_it_polls_
     consumers = [{"id": c, "subscribe": ["t0"], "max_poll_interval_ms": 20000} for c in ("c1", "c2")]
     run = run_consumer_group(scenario(consumers, [
         {"at_ms": 0, "join": "c1"}, {"at_ms": 0, "join": "c2"}, {"at_ms": 30000, "stall": "c1", "for_ms": 40000}]))
-    reasons = [r["reason"] for r in run.result["rebalances"]]
+    reasons = [r["reason"] for r in run.to_json()["rebalances"]]
     assert "member c1 left" in reasons and reasons[-1] == "member c1 joined"
-    assert sorted(len(p) for p in run.result["final_assignment"].values()) == [3, 3]
-    never_two_owners(run.result)
+    assert sorted(len(p) for p in run.to_json()["final_assignment"].values()) == [3, 3]
+    never_two_owners(run.to_json())
 
 
 def test_log_lines_are_kafkas_format_strings() -> None:
     """GroupMetadataManager's INFO lines through the shard's LogContext prefix."""
     run = run_consumer_group(scenario(["c1"], [{"at_ms": 0, "join": "c1"}], end_ms=10000))
-    lines = [line for r, b, p in run.log_records if (line := format_consumer_group_line(r, broker_id=b, partition=p))]
+    lines = [line for lr in run.log_records
+             if (line := format_consumer_group_line(lr.record, broker_id=lr.broker_id, partition=lr.partition))]
     assert re.fullmatch(
         r"\[2024-01-01 00:00:00,\d{3}\] INFO \[GroupCoordinator id=\d+ topic=__consumer_offsets partition=\d+\] "
         r"\[GroupId g\] Member [A-Za-z0-9_-]{22} joins the consumer group using the consumer protocol\. "
@@ -109,7 +110,7 @@ def test_log_lines_are_kafkas_format_strings() -> None:
 
 def test_same_scenario_same_result() -> None:
     s = scenario(["c1", "c2"], [{"at_ms": 0, "join": "c1"}, {"at_ms": 5000, "join": "c2"}])
-    assert json.dumps(run_consumer_group(s).result) == json.dumps(run_consumer_group(s).result)
+    assert json.dumps(run_consumer_group(s).to_json()) == json.dumps(run_consumer_group(s).to_json())
 
 
 @pytest.mark.parametrize(("field", "value"), [("assignor", "sticky"), ("group_protocol", "kip848")])
@@ -148,13 +149,13 @@ def test_rolling_restart_of_100_consumers_kip848_vs_cooperative_sticky() -> None
     cooperative = rolling_restart({"group_protocol": "classic"})
     new = run_consumer_group(kip848)
     old = run_simulation(cooperative)
-    assert new.result["metrics"]["stop_the_world_partition_ms"] == 0
-    never_two_owners(new.result)
+    assert new.to_json()["metrics"]["stop_the_world_partition_ms"] == 0
+    never_two_owners(new.to_json())
     partitions = {f"orders-{p}": 0 for p in range(200)}
-    new_unowned = comparison_metrics(partitions, new.result, kip848.effective_end_ms)["unowned_partition_ms"]
-    old_unowned = comparison_metrics(partitions, old.result, cooperative.effective_end_ms)["unowned_partition_ms"]
+    new_unowned = comparison_metrics(partitions, new.to_json(), kip848.effective_end_ms)["unowned_partition_ms"]
+    old_unowned = comparison_metrics(partitions, old.to_json(), cooperative.effective_end_ms)["unowned_partition_ms"]
     assert new_unowned < old_unowned
-    assert new.result["metrics"]["records_lost"] == 0
+    assert new.to_json()["metrics"]["records_lost"] == 0
 
 
 def test_upgrade_events_are_refused_with_one_clear_line() -> None:

@@ -47,12 +47,12 @@ def test_random_schedules_keep_the_invariants(schedule: list[tuple[int, dict[str
     run = run_consumer_group(scenario)
     assert run.ownership_conflicts == 0
     by_partition: dict[str, list[tuple[int, int]]] = {}
-    for o in run.result["ownership"]:
+    for o in run.to_json()["ownership"]:
         by_partition.setdefault(o["partition"], []).append((o["start_ms"], o["end_ms"]))
     for intervals in by_partition.values():
         intervals.sort()
         assert all(b[0] >= a[1] for a, b in zip(intervals, intervals[1:], strict=False))
-    assert run.result["metrics"]["records_lost"] == 0
-    assert run.final_state == "Stable"
-    owned = sorted(p for parts in run.result["final_assignment"].values() for p in parts)
+    assert run.to_json()["metrics"]["records_lost"] == 0
+    assert run.final_group_state == "Stable"
+    owned = sorted(p for parts in run.to_json()["final_assignment"].values() for p in parts)
     assert owned == sorted([f"t0-{i}" for i in range(5)] + [f"t1-{i}" for i in range(3)])

@@ -213,8 +213,7 @@ def rebalance_rows(run: Run, result: dict[str, Any], strategy: str,
 
 def simulate_run(run: Run, sweep_name: str, swept: Sequence[tuple[str, T.DataType]]) -> Iterator[tuple[str, tuple]]:
     """Simulate one run; yield (table, row) pairs. A failing simulation is a row with ``error``."""
-    from kafka_rebalance.sim import load_scenario
-    from kafka_rebalance.sim.consumer_group import simulate_any
+    from kafka_rebalance.sim import load_scenario, simulate
     from kafka_rebalance.sim.ownership_metrics import comparison_metrics, partitions_from
 
     scenario = load_scenario(run.scenario)
@@ -230,7 +229,7 @@ def simulate_run(run: Run, sweep_name: str, swept: Sequence[tuple[str, T.DataTyp
         "showcase": run.showcase,
     }
     try:
-        result = simulate_any(scenario, run.seed)
+        result = simulate(scenario, run.seed)
     except Exception as exc:  # noqa: BLE001 - one broken run must not sink the sweep; it is reported
         result = None
         error = f"{type(exc).__name__}: {exc}".splitlines()[0]
@@ -256,9 +255,6 @@ def simulate_run(run: Run, sweep_name: str, swept: Sequence[tuple[str, T.DataTyp
         # Measured the same way for every protocol, from the ownership intervals and rebalances.
         comparison = comparison_metrics(partitions_from(scenario), result, scenario.effective_end_ms)
         extra.update({k: float(v) for k, v in comparison.items()})
-        for key in ("epoch_bumps", "migration_ms"):
-            if isinstance(result.get(key), int | float):
-                extra[key] = float(result[key])
         values["extra_metrics"] = extra
         values["min_partitions_moved"] = total_min
         completed = [r for r in result.get("rebalances") or [] if r.get("end_ms") is not None]

@@ -58,6 +58,7 @@ from typing import Any, assert_never
 from kafka_rebalance.protocol.logrecords import (
     RECORD_KINDS,
     AssignmentReceived,
+    ConsumerGroupRecord,
     GroupEmpty,
     LogRecord,
     MemberFailed,
@@ -258,8 +259,18 @@ class ModernFormatter(LogFormatter):
                 return member_left_message(group, record.member_id, record.reason or "not provided")
             case GroupEmpty():
                 return group_empty_message(group, record.generation, partition, MODERN)
+            case ConsumerGroupRecord():
+                return None  # consumer groups: ``format`` renders them (protocol/modern/consumer/logformat.py)
             case _:
                 assert_never(record)
+
+    def format(self, record: LogRecord, *, broker_id: int, partition: int, epoch: datetime = DEFAULT_EPOCH) -> str | None:
+        if isinstance(record, ConsumerGroupRecord):
+            from kafka_rebalance.protocol.modern.consumer.logformat import format_consumer_group_line
+
+            return format_consumer_group_line(record, broker_id=broker_id, partition=partition, epoch=epoch,
+                                              debug=True)
+        return super().format(record, broker_id=broker_id, partition=partition, epoch=epoch)
 
 
 class LegacyFormatter(LogFormatter):
@@ -284,6 +295,8 @@ class LegacyFormatter(LogFormatter):
                 return None  # logged at INFO only by the new coordinator
             case GroupEmpty():
                 return group_empty_message(group, record.generation, partition, style)
+            case ConsumerGroupRecord():
+                return None  # consumer groups exist only on the new coordinator
             case _:
                 assert_never(record)
 

@@ -94,8 +94,14 @@ class GroupEmpty:
 # Written by protocol/modern/consumer: the consumer-group lines of GroupMetadataManager (4.x).
 
 
+class ConsumerGroupRecord:
+    """Base of the consumer-group records: ``case ConsumerGroupRecord():`` matches them all."""
+
+    __slots__ = ()
+
+
 @dataclass(frozen=True, slots=True)
-class ConsumerGroupEpochBumped:
+class ConsumerGroupEpochBumped(ConsumerGroupRecord):
     """``[GroupId {}] Bumped group epoch to {}.``"""
 
     KIND: ClassVar[str] = "consumer_group_epoch_bumped"
@@ -105,7 +111,7 @@ class ConsumerGroupEpochBumped:
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerTargetAssignmentComputed:
+class ConsumerTargetAssignmentComputed(ConsumerGroupRecord):
     """``[GroupId {}] Computed a new target assignment for epoch {} with '{}' assignor in {}ms.``"""
 
     KIND: ClassVar[str] = "consumer_target_assignment_computed"
@@ -117,7 +123,7 @@ class ConsumerTargetAssignmentComputed:
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerMemberJoined:
+class ConsumerMemberJoined(ConsumerGroupRecord):
     """``[GroupId {}] Member {} joins the consumer group using the {} protocol.`` (and the static
     variant ``Static member {} with instance id {} joins ...``)."""
 
@@ -130,7 +136,7 @@ class ConsumerMemberJoined:
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerStaticMemberReplaced:
+class ConsumerStaticMemberReplaced(ConsumerGroupRecord):
     """``[GroupId {}] Static member with instance id {} re-joins the consumer group using the {}
     protocol. Created a new member {} to replace the existing member {}.``"""
 
@@ -144,7 +150,7 @@ class ConsumerStaticMemberReplaced:
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerMemberLeft:
+class ConsumerMemberLeft(ConsumerGroupRecord):
     """``[GroupId {}] Member {} left the consumer group.`` / ``Static Member {} with instance id {}
     left the consumer group.`` / ``... temporarily left the consumer group.`` (``temporarily``)."""
 
@@ -157,7 +163,7 @@ class ConsumerMemberLeft:
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerMemberFenced:
+class ConsumerMemberFenced(ConsumerGroupRecord):
     """``[GroupId {}] Member {} fenced from the group because {}.`` (session expiry), or because
     ``it failed to transition from epoch {} within {}ms.`` (rebalance timeout)."""
 
@@ -169,7 +175,7 @@ class ConsumerMemberFenced:
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerMemberAssignmentUpdated:
+class ConsumerMemberAssignmentUpdated(ConsumerGroupRecord):
     """``[GroupId {}] Member {} new assignment state: epoch={}, previousEpoch={}, state={},
     assignedPartitions={} and revokedPartitions={}.`` (Kafka logs it at DEBUG)."""
 
@@ -185,7 +191,7 @@ class ConsumerMemberAssignmentUpdated:
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerGroupStateChanged:
+class ConsumerGroupStateChanged(ConsumerGroupRecord):
     """The group's state moved (Kafka records it in its metrics, ``onConsumerGroupStateTransition``;
     there is no log line for it)."""
 
@@ -197,7 +203,7 @@ class ConsumerGroupStateChanged:
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerGroupConverted:
+class ConsumerGroupConverted(ConsumerGroupRecord):
     """The online migration: ``upgrade`` (classic -> consumer) or ``downgrade``."""
 
     KIND: ClassVar[str] = "consumer_group_converted"
@@ -215,8 +221,11 @@ LogRecord = PreparingRebalance | Stabilized | AssignmentReceived | MemberFailed 
 
 RECORD_TYPES: tuple[type[LogRecord], ...] = (
     PreparingRebalance, Stabilized, AssignmentReceived, MemberFailed, MemberLeft, GroupEmpty,
+)
+RECORD_KINDS: tuple[str, ...] = tuple(t.KIND for t in RECORD_TYPES)
+# The consumer-group kinds (rendered by protocol/modern/consumer/logformat.py).
+CONSUMER_GROUP_RECORD_TYPES: tuple[type[ConsumerGroupLogRecord], ...] = (
     ConsumerGroupEpochBumped, ConsumerTargetAssignmentComputed, ConsumerMemberJoined, ConsumerStaticMemberReplaced,
     ConsumerMemberLeft, ConsumerMemberFenced, ConsumerMemberAssignmentUpdated, ConsumerGroupStateChanged,
     ConsumerGroupConverted,
 )
-RECORD_KINDS: tuple[str, ...] = tuple(t.KIND for t in RECORD_TYPES)

@@ -17,7 +17,7 @@ Modelling choices (beyond those of ``sim.engine``, which this follows):
   application's ``poll()`` throws it, and a service exits (a ``join`` event starts it again).
 - A rebalance is a window that opens at a group epoch bump and closes when the group is Stable
   (or Empty) again; bumps inside an open window extend it. Kafka counts every bump as a
-  rebalance (its ``consumer-group-rebalance`` sensor): ``epoch_bumps`` reports that count.
+  rebalance (its ``consumer-group-rebalance`` sensor); the log has one "Bumped group epoch" line each.
 - Coordinator timers that are re-armed on every heartbeat (session timeouts) keep one heap
   entry each, moved forward lazily, so a heartbeat costs no heap growth.
 """
@@ -32,14 +32,13 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka_rebalance.protocol.coordinator import coordinator_partition
+from kafka_rebalance.protocol.classic.coordinator import coordinator_partition
 from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer, Log
 from kafka_rebalance.protocol.errors import ErrorCode
 from kafka_rebalance.protocol.logrecords import (
-    ConsumerGroupConverted,
+    CONSUMER_GROUP_RECORD_TYPES,
     ConsumerGroupEpochBumped,
     ConsumerGroupStateChanged,
-    ConsumerMemberAssignmentUpdated,
     ConsumerMemberFenced,
     ConsumerMemberJoined,
     ConsumerMemberLeft,
@@ -57,12 +56,21 @@ from kafka_rebalance.protocol.modern.consumer.member import (
     MemberState,
 )
 from kafka_rebalance.sim.ownership_metrics import ownership_metrics
+from kafka_rebalance.sim.result import (
+    Commits,
+    Consumption,
+    LoggedRecord,
+    MemberPartitions,
+    Metrics,
+    Ownership,
+    Produced,
+    Rebalance,
+    SimulationResult,
+    ints,
+    strings,
+)
 from kafka_rebalance.sim.scenario import ConsumerSpec, Event, Scenario
 from kafka_rebalance.sim.traffic import Traffic
-
-CONSUMER_GROUP_RECORDS = (ConsumerGroupEpochBumped, ConsumerTargetAssignmentComputed, ConsumerMemberJoined,
-                          ConsumerStaticMemberReplaced, ConsumerMemberLeft, ConsumerMemberFenced,
-                          ConsumerMemberAssignmentUpdated, ConsumerGroupStateChanged, ConsumerGroupConverted)
 
 # Heap event kinds.
 TO_COORDINATOR, TO_MEMBER, COORDINATOR_TIMER, MEMBER_TIMER, SCENARIO, APP, START, RESUME, LOADED = range(9)
@@ -109,18 +117,6 @@ class Process:
                 and self.machine.state is not MemberState.FATAL)
 
 
-@dataclass
-class ConsumerGroupRun:
-    """A finished consumer-group simulation: the result dict and the coordinator's log records."""
-
-    scenario: Scenario
-    result: dict[str, Any]
-    log_records: list[tuple[LogRecord, int, int]]  # (record, broker id, __consumer_offsets partition)
-    ownership_conflicts: int = 0
-    final_state: str = ""
-    final_members: list[str] = field(default_factory=list)
-
-
 class ConsumerGroupSimulation:
     def __init__(self, scenario: Scenario, seed: int | None = None):
         self.scenario = scenario
@@ -152,17 +148,18 @@ class ConsumerGroupSimulation:
         self.connections: dict[str, Process] = {}
         self.incarnations: dict[str, int] = {}
         self.member_names: dict[str, str] = {}
-        self.open_ownership: dict[str, tuple[str, int]] = {}
-        self.ownership: list[tuple[str, str, int, int]] = []
+        self.open_ownership: dict[str, tuple[str, int, int]] = {}  # partition -> member, since, epoch
+        self.ownership: list[tuple[str, str, int, int, int]] = []  # partition, member, epoch, start, end
+        self.consumption: list[tuple[str, str, int, int, int, int, int]] = []
+        self.commit_rows: list[tuple[int, str, int, str, int, int]] = []
         self.ownership_conflicts = 0
         self.processed_high: dict[str, int] = {}
         self.records_twice = 0
         self.records_lost = 0
         self.topic_wanted: dict[str, int] = {}
-        self.log_records: list[tuple[LogRecord, int, int]] = []
+        self.log_records: list[LoggedRecord] = []
         self.rebalances: list[dict[str, Any]] = []
         self.open_rebalance: dict[str, Any] | None = None
-        self.epoch_bumps = 0
         self.last_reason = "the group changed"
         self.requester: str | None = None
         self.in_order: dict[tuple[int, str], int] = {}
@@ -198,7 +195,7 @@ class ConsumerGroupSimulation:
 
     # ------------------------------------------------------------------ main loop
 
-    def run(self) -> ConsumerGroupRun:
+    def run(self) -> SimulationResult:
         for index, event in enumerate(self.scenario.events):
             self._push(event.at_ms, SCENARIO, index)
         heap = self.heap
@@ -438,7 +435,7 @@ class ConsumerGroupSimulation:
                     self.ownership_conflicts += 1
                 proc.positions[partition] = max(committed.get(partition, 0), 0)
                 if partition not in self.open_ownership:
-                    self.open_ownership[partition] = (proc.name, self.now)
+                    self.open_ownership[partition] = (proc.name, self.now, proc.machine.member_epoch)
         if proc.closing and proc.machine.state in (MemberState.UNSUBSCRIBED, MemberState.FATAL):
             self._end_process(proc)
             return
@@ -453,18 +450,25 @@ class ConsumerGroupSimulation:
         if current is not None and current[0] == proc.name:
             del self.open_ownership[partition]
             if self.now > current[1]:
-                self.ownership.append((partition, proc.name, current[1], self.now))
+                self.ownership.append((partition, proc.name, current[2], current[1], self.now))
 
     def _commit(self, proc: Process, offsets: dict[str, int]) -> None:
         if not offsets or not self.coordinator_available:
             return
-        request = ce.OffsetCommitRequest(self.scenario.group, proc.machine.member_id, proc.machine.member_epoch,
+        epoch = proc.machine.member_epoch
+        request = ce.OffsetCommitRequest(self.scenario.group, proc.machine.member_id, epoch,
                                          tuple(sorted(offsets.items())))
-        self.coordinator.handle(ce.Received(proc.connection, request), self.now)
+        code = ErrorCode.NONE
+        for output in self.coordinator.handle(ce.Received(proc.connection, request), self.now):
+            if isinstance(output, ce.Respond):
+                code = output.response.error_code
+        for partition, offset in request.offsets:
+            self.commit_rows.append((self.now, partition, offset, proc.name, epoch, int(code)))
 
     # ------------------------------------------------------------------ consumption
 
-    def _processed(self, partition: str, start: int, end: int) -> None:
+    def _processed(self, proc: Process, partition: str, start: int, end: int, since_ms: int) -> None:
+        self.consumption.append((partition, proc.name, proc.machine.member_epoch, start, end, since_ms, self.now))
         high = self.processed_high.get(partition, 0)
         if start > high:
             self.records_lost += start - high
@@ -481,7 +485,7 @@ class ConsumerGroupSimulation:
         for partition, position in proc.positions.items():
             end = leo(partition, now)
             if end > position:
-                self._processed(partition, position, end)
+                self._processed(proc, partition, position, end, proc.mark_ms)
                 proc.positions[partition] = end
 
     def _checkpoint(self, proc: Process) -> None:
@@ -549,7 +553,7 @@ class ConsumerGroupSimulation:
         if what == "batch_done":
             for partition, start, end in proc.batch:
                 if partition in proc.positions:
-                    self._processed(partition, start, end)
+                    self._processed(proc, partition, start, end, proc.batch_start)
             proc.batch = []
             proc.busy = False
         self._app_poll(proc)
@@ -561,7 +565,7 @@ class ConsumerGroupSimulation:
         for partition, start, end in proc.batch:
             take = max(0, min(done, end - start))
             if take > 0:
-                self._processed(partition, start, start + take)
+                self._processed(proc, partition, start, start + take, proc.batch_start)
             if partition in proc.positions:
                 proc.positions[partition] = start + take  # what a commit on close may claim
             done -= take
@@ -742,7 +746,7 @@ class ConsumerGroupSimulation:
         return self.member_names.get(member_id, member_id)
 
     def _on_log(self, record: LogRecord) -> None:
-        self.log_records.append((record, self.broker, self.offsets_partition))
+        self.log_records.append(LoggedRecord(record, self.broker, self.offsets_partition))
         match record:
             case ConsumerMemberJoined(member_id=member_id) | ConsumerStaticMemberReplaced(member_id=member_id) if (
                     self.requester in self.connections):
@@ -760,7 +764,6 @@ class ConsumerGroupSimulation:
                 self.last_reason = f"member {self._name(member_id)} fenced because {reason}"
                 self._drop_member_ownership(member_id)
             case ConsumerGroupEpochBumped(epoch=epoch):
-                self.epoch_bumps += 1
                 if self.open_rebalance is None:
                     held = {name: p.machine.assignment for name, p in self.processes.items() if p.alive}
                     self.open_rebalance = {"start_ms": self.now, "reason": self.last_reason, "held": held,
@@ -805,14 +808,14 @@ class ConsumerGroupSimulation:
 
     # ------------------------------------------------------------------ results
 
-    def _finish(self) -> ConsumerGroupRun:
+    def _finish(self) -> SimulationResult:
         for proc in self.processes.values():
             if proc.alive:
                 self._checkpoint(proc)
         end = self.end_ms
-        for partition, (name, start) in list(self.open_ownership.items()):
+        for partition, (name, start, epoch) in list(self.open_ownership.items()):
             if end > start:
-                self.ownership.append((partition, name, start, end))
+                self.ownership.append((partition, name, epoch, start, end))
         self.open_ownership.clear()
         if self.open_rebalance is not None:
             current = self.open_rebalance
@@ -821,57 +824,66 @@ class ConsumerGroupSimulation:
                 "reason": current["reason"], "strategy": current.get("strategy"), "protocol": "CONSUMER",
                 "leader": None, "members": [], "assignment": {}, "revoked": {}, "added": {},
             })
-        ownership = sorted(self.ownership, key=lambda o: (_sort_key(o[0]), o[2], o[1]))
-        metrics = ownership_metrics(ownership, self.rebalances, self.partition_created, self.topic_wanted, end,
-                                    self.records_twice, self.records_lost)
-        final = {}
+        rows = sorted(self.ownership, key=lambda o: (_sort_key(o[0]), o[3], o[1]))
+        metrics = ownership_metrics([(p, m, s, e) for p, m, _, s, e in rows], self.rebalances,
+                                    self.partition_created, self.topic_wanted, end, self.records_twice,
+                                    self.records_lost)
+        final = []
         for spec in self.scenario.consumers:
             last = self.processes.get(spec.id)
             owned = last.machine.owned if last is not None and last.alive and last.machine.member_epoch > 0 else ()
-            final[spec.id] = sorted(owned, key=_sort_key)
-        result = {
-            "scenario": self.scenario.name,
-            "coordinator_partition": self.offsets_partition,
-            "group_protocol": "consumer",
-            "assignor": self.scenario.assignor,
-            "rebalances": self.rebalances,
-            "final_assignment": final,
-            "metrics": metrics,
-            "epoch_bumps": self.epoch_bumps,
-            "ownership": [{"partition": p, "member": m, "start_ms": s, "end_ms": e} for p, m, s, e in ownership],
-        }
-        return ConsumerGroupRun(
-            scenario=self.scenario, result=result, log_records=self.log_records,
-            ownership_conflicts=self.ownership_conflicts, final_state=self.coordinator.state.value,
-            final_members=[self._name(m) for m in self.coordinator.members])
+            final.append(MemberPartitions(spec.id, tuple(sorted(owned, key=_sort_key))))
+
+        def column(table: Sequence[tuple[Any, ...]], index: int) -> list[Any]:
+            return [row[index] for row in table]
+
+        partitions = sorted(self.partition_created, key=_sort_key)
+        c, k = self.consumption, self.commit_rows
+        return SimulationResult(
+            scenario=self.scenario, coordinator_partition=self.offsets_partition,
+            rebalances=tuple(_typed_rebalance(r) for r in self.rebalances),
+            final_assignment=tuple(final), metrics=Metrics(**metrics),
+            ownership=Ownership(strings(column(rows, 0)), strings(column(rows, 1)), ints(column(rows, 2)),
+                                ints(column(rows, 3)), ints(column(rows, 4))),
+            consumption=Consumption(strings(column(c, 0)), strings(column(c, 1)), ints(column(c, 2)),
+                                    ints(column(c, 3)), ints(column(c, 4)), ints(column(c, 5)), ints(column(c, 6))),
+            commits=Commits(ints(column(k, 0)), strings(column(k, 1)), ints(column(k, 2)), strings(column(k, 3)),
+                            ints(column(k, 4)), ints(column(k, 5))),
+            produced=Produced(strings(partitions), ints([self.traffic.leo_of(p, end) for p in partitions])),
+            final_group_state=self.coordinator.state.value,
+            final_members=tuple(self._name(m) for m in self.coordinator.members),
+            offset_regressions=0, ownership_conflicts=self.ownership_conflicts,
+            log_records=tuple(self.log_records),
+        )
 
 
-def run_consumer_group(scenario: Scenario, seed: int | None = None) -> ConsumerGroupRun:
+def _typed_rebalance(r: dict[str, Any]) -> Rebalance:
+    def members(mapping: dict[str, list[str]]) -> tuple[MemberPartitions, ...]:
+        return tuple(MemberPartitions(m, tuple(ps)) for m, ps in mapping.items())
+
+    return Rebalance(r["generation"], r["start_ms"], r["end_ms"], r["reason"], r["strategy"], r["protocol"],
+                     r["leader"], tuple(r["members"]), members(r["assignment"]), members(r["revoked"]),
+                     members(r["added"]), r.get("stop_the_world_partition_ms", 0))
+
+
+def run_consumer_group(scenario: Scenario, seed: int | None = None) -> SimulationResult:
     return ConsumerGroupSimulation(scenario, seed).run()
 
 
-def consumer_group_log_lines(run: ConsumerGroupRun, debug: bool = True) -> list[str]:
+def consumer_group_log_lines(run: SimulationResult, debug: bool = True) -> list[str]:
     """The broker log of a consumer-group run in the 4.x new group coordinator's format (with
     the DEBUG assignment-state lines that show each member reaching the new epoch)."""
     from kafka_rebalance.protocol.modern.consumer.logformat import format_consumer_group_line
 
     lines = []
-    for record, broker, partition in run.log_records:
-        if not isinstance(record, CONSUMER_GROUP_RECORDS):
+    for logged in run.log_records:
+        record = logged.record
+        if not isinstance(record, CONSUMER_GROUP_RECORD_TYPES):
             continue
-        line = format_consumer_group_line(record, broker_id=broker, partition=partition, debug=debug)
+        line = format_consumer_group_line(record, broker_id=logged.broker_id, partition=logged.partition, debug=debug)
         if line is not None:
             lines.append(line)
     return lines
 
 
-def simulate_any(scenario: Scenario, seed: int | None = None) -> dict[str, Any]:
-    """The result of a scenario under its group protocol (classic: ``sim.engine``)."""
-    if scenario.group_protocol == "consumer":
-        return run_consumer_group(scenario, seed).result
-    from kafka_rebalance.sim.engine import simulate
-
-    return simulate(scenario, seed)
-
-
-__all__ = ["ConsumerGroupRun", "ConsumerGroupSimulation", "run_consumer_group", "simulate_any"]
+__all__ = ["ConsumerGroupSimulation", "consumer_group_log_lines", "run_consumer_group"]

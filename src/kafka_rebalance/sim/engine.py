@@ -103,6 +103,7 @@ from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer, Log
 from kafka_rebalance.protocol.errors import ErrorCode
 from kafka_rebalance.protocol.logrecords import (
     AssignmentReceived,
+    ConsumerGroupRecord,
     GroupEmpty,
     LogRecord,
     MemberAssignment,
@@ -834,6 +835,8 @@ class Simulation:
             case GroupEmpty():
                 if current is not None:
                     self._close_rebalance(current, record.generation, None)
+            case ConsumerGroupRecord():
+                pass  # written by consumer groups (sim/consumer_group.py), not by a classic coordinator
             case _:
                 assert_never(record)
 
@@ -987,8 +990,14 @@ def _fields(rebalance: Rebalance) -> dict[str, Any]:
 
 
 def run_simulation(scenario: Scenario | dict[str, Any] | str, seed: int | None = None) -> SimulationResult:
-    """Run a scenario and keep everything (typed result, log records, the invariant tables)."""
-    return Simulation(load_scenario(scenario), seed).run()
+    """Run a scenario and keep everything (typed result, log records, the invariant tables).
+    A KIP-848 consumer group (``group_protocol: consumer``) runs in ``sim.consumer_group``."""
+    loaded = load_scenario(scenario)
+    if loaded.group_protocol == "consumer":
+        from kafka_rebalance.sim.consumer_group import ConsumerGroupSimulation
+
+        return ConsumerGroupSimulation(loaded, seed).run()
+    return Simulation(loaded, seed).run()
 
 
 def simulate(scenario: Scenario | dict[str, Any] | str, seed: int | None = None) -> dict[str, Any]:
