@@ -54,8 +54,14 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     rows = []
-    for strategy in ("cooperative-sticky", "range"):
-        scenario = load_scenario(hour_scenario(strategy=strategy))
+    # Classic strategies, then KIP-848 consumer groups (heartbeat 5 s, the broker's default) with
+    # each server-side assignor, on the same events.
+    for strategy in ("cooperative-sticky", "range", "consumer/uniform", "consumer/range"):
+        if strategy.startswith("consumer/"):
+            spec = hour_scenario() | {"group_protocol": "consumer", "assignor": strategy.split("/")[1]}
+        else:
+            spec = hour_scenario(strategy=strategy)
+        scenario = load_scenario(spec)
         times, cpu = [], []
         for _ in range(args.repeat):
             start, start_cpu = time.perf_counter(), time.process_time()
@@ -67,7 +73,8 @@ def main() -> None:
     print(f"{'strategy':<20} {'best wall s':>11} {'best cpu s':>10} {'rebalances':>10} {'moved':>7} {'ownership rows':>15}")
     for strategy, best, best_cpu, rebalances, moved, intervals in rows:
         print(f"{strategy:<20} {best:>11.2f} {best_cpu:>10.2f} {rebalances:>10} {moved:>7} {intervals:>15}")
-    print("(one simulated hour, 100 members, 1,000 partitions, 50 membership events, heartbeat 3 s, 100 records/s)")
+    print("(one simulated hour, 100 members, 1,000 partitions, 50 membership events, heartbeat 3 s classic / 5 s "
+          "consumer groups, 100 records/s)")
 
 
 if __name__ == "__main__":
