@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypeAlias
 
+from kafka_rebalance.protocol.classic import coordinator_events as classic
 from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer, Log
 from kafka_rebalance.protocol.errors import ErrorCode
 
@@ -83,8 +84,14 @@ class OffsetFetchResponse:
     offsets: tuple[tuple[str, int], ...] = ()  # -1: nothing committed
 
 
-Request: TypeAlias = ConsumerGroupHeartbeatRequest | OffsetCommitRequest | OffsetFetchRequest
-Response: TypeAlias = ConsumerGroupHeartbeatResponse | OffsetCommitResponse | OffsetFetchResponse
+# A consumer group also answers its members that still speak the classic protocol (a rolling
+# upgrade): JoinGroup, SyncGroup, Heartbeat, LeaveGroup as in ``protocol/classic``.
+ClassicRequest: TypeAlias = (classic.JoinGroupRequest | classic.SyncGroupRequest | classic.HeartbeatRequest
+                             | classic.LeaveGroupRequest)
+ClassicResponse: TypeAlias = (classic.JoinGroupResponse | classic.SyncGroupResponse | classic.HeartbeatResponse
+                              | classic.LeaveGroupResponse)
+Request: TypeAlias = ConsumerGroupHeartbeatRequest | OffsetCommitRequest | OffsetFetchRequest | ClassicRequest
+Response: TypeAlias = ConsumerGroupHeartbeatResponse | OffsetCommitResponse | OffsetFetchResponse | ClassicResponse
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,8 +158,24 @@ class ConvertedToClassic:
     classic: ClassicGroupSnapshot
 
 
-Timer: TypeAlias = SessionTimeout | RebalanceTimeout
-Input: TypeAlias = Received | SessionTimeout | RebalanceTimeout | TopicsChanged
+@dataclass(frozen=True, slots=True)
+class ClassicJoinTimeout:
+    """A classic member told to rejoin did not within its rebalance timeout
+    (``scheduleConsumerGroupJoinTimeoutIfAbsent``)."""
+
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClassicSyncTimeout:
+    """A classic member that joined did not send SyncGroup within its rebalance timeout
+    (``scheduleConsumerGroupSyncTimeout``)."""
+
+    member_id: str
+
+
+Timer: TypeAlias = SessionTimeout | RebalanceTimeout | ClassicJoinTimeout | ClassicSyncTimeout
+Input: TypeAlias = Received | SessionTimeout | RebalanceTimeout | ClassicJoinTimeout | ClassicSyncTimeout | TopicsChanged
 
 
 @dataclass(frozen=True, slots=True)
