@@ -55,7 +55,7 @@ from kafka_rebalance.protocol.modern.consumer.member import (
     MemberConfig,
     MemberState,
 )
-from kafka_rebalance.sim.ownership_metrics import ownership_metrics
+from kafka_rebalance.sim.ownership_metrics import ownership_metrics, topic_epochs
 from kafka_rebalance.sim.result import (
     Commits,
     Consumption,
@@ -129,7 +129,7 @@ class ConsumerGroupSimulation:
         self.seq = 0
         self.topics: dict[str, int] = dict(scenario.topics)
         self.partition_created: dict[str, int] = {f"{t}-{p}": 0 for t, n in self.topics.items() for p in range(n)}
-        self.traffic = Traffic(scenario.produce, self._topic_epochs(), self.end_ms)
+        self.traffic = Traffic(scenario.produce, topic_epochs(self.scenario), self.end_ms)
         self.offsets_partition = coordinator_partition(scenario.group, self.cfg.offsets_topic_num_partitions)
         self.broker = self.offsets_partition % self.cfg.brokers
         config = ConsumerGroupConfig(
@@ -165,17 +165,6 @@ class ConsumerGroupSimulation:
         self.in_order: dict[tuple[int, str], int] = {}
 
     # ------------------------------------------------------------------ set-up helpers
-
-    def _topic_epochs(self) -> dict[str, list[tuple[int, int]]]:
-        epochs = {t: [(0, n)] for t, n in self.scenario.topics.items()}
-        for event in sorted(self.scenario.events, key=lambda e: e.at_ms):
-            if event.create_topic is not None:
-                epochs[event.create_topic.name] = [(event.at_ms, event.create_topic.partitions)]
-            elif event.add_partitions is not None:
-                current = epochs[event.add_partitions.topic][-1][1]
-                if event.add_partitions.count > current:
-                    epochs[event.add_partitions.topic].append((event.at_ms, event.add_partitions.count))
-        return epochs
 
     def _push(self, time: int, kind: int, a: Any = None, b: Any = None) -> None:
         self.seq += 1
@@ -825,9 +814,12 @@ class ConsumerGroupSimulation:
                 "leader": None, "members": [], "assignment": {}, "revoked": {}, "added": {},
             })
         rows = sorted(self.ownership, key=lambda o: (_sort_key(o[0]), o[3], o[1]))
-        metrics = ownership_metrics([(p, m, s, e) for p, m, _, s, e in rows], self.rebalances,
-                                    self.partition_created, self.topic_wanted, end, self.records_twice,
-                                    self.records_lost)
+        metrics, pauses = ownership_metrics([(p, m, s, e) for p, m, _, s, e in rows],
+                                            [(r["start_ms"], r["end_ms"]) for r in self.rebalances],
+                                            self.partition_created, self.topic_wanted, end, self.records_twice,
+                                            self.records_lost)
+        for rebalance, pause in zip(self.rebalances, pauses, strict=True):
+            rebalance["stop_the_world_partition_ms"] = pause
         final = []
         for spec in self.scenario.consumers:
             last = self.processes.get(spec.id)

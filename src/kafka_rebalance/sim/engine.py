@@ -36,7 +36,6 @@ from __future__ import annotations
 import heapq
 import math
 import random
-from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -50,7 +49,6 @@ from kafka_rebalance.protocol.classic.consumer import (
     ConsumerCoordinator,
     MemberState,
     partition_sort_key,
-    partition_topic,
     sorted_partitions,
 )
 from kafka_rebalance.protocol.classic.consumer_events import (
@@ -129,6 +127,7 @@ from kafka_rebalance.sim.events import (
     ScenarioStep,
     SimEvent,
 )
+from kafka_rebalance.sim.ownership_metrics import ownership_metrics, topic_epochs
 from kafka_rebalance.sim.result import (
     Commits,
     Consumption,
@@ -220,7 +219,7 @@ class Simulation:
         for topic, count in self.topics.items():
             for p in range(count):
                 self.partition_created[f"{topic}-{p}"] = 0
-        self.traffic = Traffic(scenario.produce, self._topic_epochs(), self.end_ms)
+        self.traffic = Traffic(scenario.produce, topic_epochs(self.scenario), self.end_ms)
         self.offsets_partition = coordinator_partition(scenario.group, self.cfg.offsets_topic_num_partitions)
         self.leader_broker = self.offsets_partition % self.cfg.brokers
         self.brokers: dict[int, GroupCoordinator] = {}
@@ -260,17 +259,6 @@ class Simulation:
             broker_id=broker_id,
         )
         return GroupCoordinator(config, self.rng.getrandbits(32), [self.offsets_partition] if loaded else [])
-
-    def _topic_epochs(self) -> dict[str, list[tuple[int, int]]]:
-        epochs = {t: [(0, n)] for t, n in self.scenario.topics.items()}
-        for event in sorted(self.scenario.events, key=lambda e: e.at_ms):
-            if event.create_topic is not None:
-                epochs[event.create_topic.name] = [(event.at_ms, event.create_topic.partitions)]
-            elif event.add_partitions is not None:
-                current = epochs[event.add_partitions.topic][-1][1]
-                if event.add_partitions.count > current:
-                    epochs[event.add_partitions.topic].append((event.at_ms, event.add_partitions.count))
-        return epochs
 
     def _push(self, time: int, event: SimEvent) -> int:
         self.seq += 1
@@ -943,46 +931,12 @@ class Simulation:
                          ints(column("start_ms")), ints(column("end_ms")))
 
     def _metrics(self, ownership: Ownership) -> tuple[Metrics, list[int]]:
-        windows = sorted(
-            (r.start_ms, r.end_ms if r.end_ms is not None else self.end_ms, index)
-            for index, r in enumerate(self.rebalances)
-        )
-        window_starts = [w[0] for w in windows]
-        per_rebalance = [0] * len(self.rebalances)
-
-        def rebalance_at(moment: int) -> int | None:
-            """Index of the rebalance under way at ``moment``, if any."""
-            i = bisect_right(window_starts, moment) - 1
-            return windows[i][2] if i >= 0 and windows[i][0] <= moment <= windows[i][1] else None
-
-        moved = 0
-        stop_the_world = 0
-        max_unowned = 0
-        by_partition: dict[str, list[tuple[str, int, int]]] = {}
-        for partition, name, start, end in zip(ownership.partition.tolist(), ownership.member.tolist(),
-                                                ownership.start_ms.tolist(), ownership.end_ms.tolist(), strict=True):
-            by_partition.setdefault(partition, []).append((name, start, end))
-        wanted_partitions = [p for p in self.partition_created if partition_topic(p) in self.topic_wanted]
-        for partition in wanted_partitions:
-            intervals = by_partition.get(partition, [])
-            topic = partition_topic(partition)
-            cursor = max(self.topic_wanted[topic], self.partition_created[partition])
-            for i, (name, start, end) in enumerate(intervals):
-                if start > cursor:
-                    max_unowned = max(max_unowned, start - cursor)
-                cursor = max(cursor, end)
-                if i:
-                    previous_name, _, previous_end = intervals[i - 1]
-                    if previous_name != name:
-                        moved += 1
-                    elif start > previous_end and (during := rebalance_at(previous_end)) is not None:
-                        stop_the_world += start - previous_end
-                        per_rebalance[during] += start - previous_end
-            if self.end_ms > cursor:
-                max_unowned = max(max_unowned, self.end_ms - cursor)
-        metrics = Metrics(len(self.rebalances), moved, stop_the_world, max_unowned, self.records_twice,
-                          self.records_lost)
-        return metrics, per_rebalance
+        rows = list(zip(ownership.partition.tolist(), ownership.member.tolist(), ownership.start_ms.tolist(),
+                        ownership.end_ms.tolist(), strict=True))
+        metrics, per_rebalance = ownership_metrics(rows, [(r.start_ms, r.end_ms) for r in self.rebalances],
+                                                   self.partition_created, self.topic_wanted, self.end_ms,
+                                                   self.records_twice, self.records_lost)
+        return Metrics(**metrics), per_rebalance
 
 
 def _fields(rebalance: Rebalance) -> dict[str, Any]:

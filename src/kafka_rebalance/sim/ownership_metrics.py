@@ -15,18 +15,19 @@ def partition_topic(partition: str) -> str:
     return partition.rsplit("-", 1)[0]
 
 
-def ownership_metrics(ownership: Sequence[Ownership], rebalances: list[dict[str, Any]],
+def ownership_metrics(ownership: Sequence[Ownership], windows: Sequence[tuple[int, int | None]],
                       partition_created: Mapping[str, int], topic_wanted: Mapping[str, int], end_ms: int,
-                      records_twice: int, records_lost: int) -> dict[str, int]:
-    """``rebalances`` (dicts with start_ms / end_ms) gain ``stop_the_world_partition_ms``."""
-    windows = sorted((r["start_ms"], r["end_ms"] if r["end_ms"] is not None else end_ms, index)
-                     for index, r in enumerate(rebalances))
-    window_starts = [w[0] for w in windows]
-    per_rebalance = [0] * len(rebalances)
+                      records_twice: int, records_lost: int) -> tuple[dict[str, int], list[int]]:
+    """The six metrics, and the stop-the-world partition-ms of each rebalance window
+    (``(start_ms, end_ms or None)``, in the order given). ``ownership`` is sorted by partition,
+    then start."""
+    spans = sorted((start, end if end is not None else end_ms, index) for index, (start, end) in enumerate(windows))
+    window_starts = [w[0] for w in spans]
+    per_rebalance = [0] * len(windows)
 
     def rebalance_at(moment: int) -> int | None:
         i = bisect_right(window_starts, moment) - 1
-        return windows[i][2] if i >= 0 and windows[i][0] <= moment <= windows[i][1] else None
+        return spans[i][2] if i >= 0 and spans[i][0] <= moment <= spans[i][1] else None
 
     moved = 0
     stop_the_world = 0
@@ -53,16 +54,28 @@ def ownership_metrics(ownership: Sequence[Ownership], rebalances: list[dict[str,
                     per_rebalance[during] += start - previous_end
         if end_ms > cursor:
             max_unowned = max(max_unowned, end_ms - cursor)
-    for rebalance, pause in zip(rebalances, per_rebalance, strict=True):
-        rebalance["stop_the_world_partition_ms"] = pause
-    return {
-        "rebalances": len(rebalances),
+    metrics = {
+        "rebalances": len(windows),
         "partitions_moved": moved,
         "stop_the_world_partition_ms": stop_the_world,
         "max_partition_unowned_ms": max_unowned,
         "records_processed_twice": records_twice,
         "records_lost": records_lost,
     }
+    return metrics, per_rebalance
+
+
+def topic_epochs(scenario: Any) -> dict[str, list[tuple[int, int]]]:
+    """Per topic, ``(from_ms, partition_count)`` ascending: creation and partition increases."""
+    epochs = {t: [(0, n)] for t, n in scenario.topics.items()}
+    for event in sorted(scenario.events, key=lambda e: e.at_ms):
+        if event.create_topic is not None:
+            epochs[event.create_topic.name] = [(event.at_ms, event.create_topic.partitions)]
+        elif event.add_partitions is not None:
+            current = epochs[event.add_partitions.topic][-1][1]
+            if event.add_partitions.count > current:
+                epochs[event.add_partitions.topic].append((event.at_ms, event.add_partitions.count))
+    return epochs
 
 
 def _union_ms(intervals: list[tuple[int, int]]) -> int:
