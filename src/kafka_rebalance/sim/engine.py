@@ -677,9 +677,12 @@ class Simulation:
             return
         done = int((self.now - proc.batch_start) / proc.ms_per_record) if proc.ms_per_record else 0
         for partition, start, end in proc.batch:
-            take = min(done, end - start)
+            take = max(0, min(done, end - start))
             if take > 0:
                 self._processed(proc, partition, start, start + take, proc.batch_start)
+            if partition in proc.positions:
+                # close() commits the positions: only what was processed, or the rest is lost.
+                proc.positions[partition] = start + take
             done -= take
         proc.batch = []
 
