@@ -5,6 +5,7 @@ assignors would do next (``--what-if``). Talks to the broker through aiokafka's 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -71,6 +72,8 @@ def connection_options(options: Mapping[str, Any]) -> dict[str, Any]:
 def describe(bootstrap: str, group: str | None = None, what_if: WhatIf | None = None, timeout: float = 15.0, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Groups on the cluster (no ``group``) or one group in detail; raises ``DescribeError``."""
     require("aiokafka", "aiokafka (for describe)")
+    # aiokafka logs connection failures with tracebacks; the user gets our one line instead.
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
     try:
         return asyncio.run(asyncio.wait_for(_describe(bootstrap, group, what_if, options or {}, timeout), timeout))
     except (TimeoutError, asyncio.TimeoutError):
@@ -121,7 +124,7 @@ async def _list_groups(admin) -> dict[str, Any]:
     if names:
         for raw in await _describe_raw(admin, names):
             error_code, group_id, state, protocol_type, protocol, members = raw[:6]
-            out.append({"group": group_id, "state": state, "protocol_type": protocol_type, "protocol": protocol, "members": len(members)})
+            out.append({"group": group_id, "state": state, "protocol_type": protocol_type, "protocol": protocol or None, "members": len(members)})
     return {"groups": sorted(out, key=lambda g: g["group"])}
 
 
@@ -132,7 +135,9 @@ async def _group(admin, consumer, group: str, what_if: WhatIf | None) -> dict[st
     if not raws:
         raise DescribeError(f"group {group!r} does not exist")
     error_code, group_id, state, protocol_type, protocol, raw_members = raws[0][:6]
-    if error_code == 69 or (state in ("Dead", "") and not raw_members):
+    # Kafka answers an unknown group with state Dead (or GROUP_ID_NOT_FOUND, 69); Tansu with
+    # Empty. Either way no members and no protocol type, unlike a real group left empty.
+    if error_code == 69 or (not raw_members and (state in ("Dead", "") or not protocol_type)):
         raise DescribeError(f"group {group!r} does not exist")
     if error_code:
         raise DescribeError(f"describing group {group!r} failed with error code {error_code}")
@@ -165,7 +170,8 @@ async def _group(admin, consumer, group: str, what_if: WhatIf | None) -> dict[st
     counts = {t: len(consumer.partitions_for_topic(t) or ()) for t in topics}
     tps = [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or ())]
     end = await consumer.end_offsets(tps) if tps else {}
-    committed = await admin.list_consumer_group_offsets(group)
+    # Named partitions: Tansu cannot answer an OffsetFetch for "all partitions".
+    committed = await admin.list_consumer_group_offsets(group, partitions=tps) if tps else {}
     owner = {p: m["member_id"] for m in members for p in m["assigned"]}
     lag = []
     for tp in tps:
@@ -177,7 +183,7 @@ async def _group(admin, consumer, group: str, what_if: WhatIf | None) -> dict[st
         "group": group_id,
         "state": state,
         "protocol_type": protocol_type,
-        "assignor": protocol,
+        "assignor": protocol or None,  # Tansu leaves it empty
         "members": members,
         "partitions": lag,
         "total_lag": sum(row["lag"] or 0 for row in lag),
