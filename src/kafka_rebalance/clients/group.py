@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -69,65 +70,104 @@ class LeaderGroup:
     group: ColumnarGroup
     numbers: tuple[np.ndarray, ...]  # per topic (in group order): sorted partition numbers
 
-    def pairs(self, partitions: np.ndarray) -> TopicNumbers:
-        """Global indices -> [(topic, [numbers])], topics in name order, numbers ascending."""
+    @cached_property
+    def number_of(self) -> np.ndarray:
+        """Partition number of every global partition."""
+        return np.concatenate(self.numbers) if self.numbers else np.zeros(0, dtype=np.int64)
+
+    def per_member(self, owner: np.ndarray) -> list[TopicNumbers]:
+        """Owner array -> for every member, [(topic, [numbers])]: topics in Java order (the
+        group's), numbers ascending. One sort and one ``tolist`` for the whole group."""
         g = self.group
-        partitions = np.sort(np.asarray(partitions, dtype=np.int64))
+        out: list[TopicNumbers] = [[] for _ in range(g.num_members)]
+        assigned = np.flatnonzero(owner >= 0)
+        if len(assigned) == 0:
+            return out
+        members = owner[assigned]
+        order = np.argsort(members, kind="stable")  # stable: partitions stay ascending
+        partitions, members = assigned[order], members[order]
         topics = g.partition_topic[partitions]
-        out: TopicNumbers = []
-        for t in np.unique(topics).tolist():
-            local = partitions[topics == t] - g.topic_offsets[t]
-            out.append((g.topic_names[t], self.numbers[t][local].tolist()))
-        out.sort(key=lambda pair: java_sort_key(pair[0]))
+        cut = np.flatnonzero((members[1:] != members[:-1]) | (topics[1:] != topics[:-1])) + 1
+        starts = np.concatenate(([0], cut)).tolist()
+        ends = [*starts[1:], len(partitions)]
+        numbers = self.number_of[partitions].tolist()
+        run_member = members[starts].tolist()
+        run_topic = topics[starts].tolist()
+        names = g.topic_names
+        for m, t, a, b in zip(run_member, run_topic, starts, ends, strict=True):
+            out[m].append((names[t], numbers[a:b]))
         return out
+
+
+def _sorted_unique(values: np.ndarray) -> np.ndarray:
+    """``np.unique`` by a sort (numpy 2's hash-based unique is several times slower here)."""
+    values = np.sort(values)
+    if len(values) > 1 and not (values[1:] != values[:-1]).all():
+        values = values[np.concatenate(([True], values[1:] != values[:-1]))]
+    return values
 
 
 def leader_group(partitions_for_topic: Mapping[str, Sequence[int] | None], members: Sequence[MemberInfo]) -> LeaderGroup:
     """Build the group from cluster metadata (topic -> partition numbers, None when unknown) and
     the members. Topics without metadata and partitions that no longer exist are left out, as
     Kafka's assignors leave them out."""
-    known = {t: np.unique(np.asarray(list(ids), dtype=np.int64)) for t, ids in partitions_for_topic.items() if ids is not None}
+    known = {t: _sorted_unique(np.fromiter(ids, dtype=np.int64)) for t, ids in partitions_for_topic.items() if ids is not None}
     topic_names = tuple(sorted(known, key=java_sort_key))
     index = {t: i for i, t in enumerate(topic_names)}
     numbers = tuple(known[t] for t in topic_names)
     counts = np.array([len(n) for n in numbers], dtype=np.int64)
     offsets = np.zeros(len(topic_names) + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
-    dense = [bool(len(n) == 0 or (n[0] == 0 and n[-1] == len(n) - 1)) for n in numbers]
+    total = int(offsets[-1])
 
-    sub_lists, owned_lists = [], []
-    for m in members:
-        sub_lists.append(np.array(sorted({index[t] for t in m.topics if t in index}), dtype=np.int32))
-        parts = []
+    # Subscriptions: members mostly share one topic list; resolve each distinct list once.
+    resolved: dict[tuple[str, ...], list[int]] = {}
+    sub_flat: list[int] = []
+    sub_lengths: list[int] = []
+    # Owned: one flat column of numbers plus (member, topic) per chunk, expanded by numpy.
+    owned_number: list[int] = []
+    chunk_member: list[int] = []
+    chunk_topic: list[int] = []
+    chunk_length: list[int] = []
+    for i, m in enumerate(members):
+        topics = resolved.get(m.topics)
+        if topics is None:
+            topics = resolved[m.topics] = sorted({index[t] for t in m.topics if t in index})
+        sub_flat.extend(topics)
+        sub_lengths.append(len(topics))
         for topic, ids in m.owned:
             t = index.get(topic)
-            if t is None or not len(ids):
-                continue
-            ids_array = np.asarray(ids, dtype=np.int64)
-            if dense[t]:
-                ok = (ids_array >= 0) & (ids_array < counts[t])
-                parts.append(offsets[t] + ids_array[ok])
-            else:
-                pos = np.searchsorted(numbers[t], ids_array)
-                pos[pos >= len(numbers[t])] = 0
-                ok = numbers[t][pos] == ids_array if len(numbers[t]) else np.zeros(len(ids_array), dtype=bool)
-                parts.append(offsets[t] + pos[ok])
-        owned_lists.append(np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64))
+            if t is not None and ids:
+                owned_number.extend(ids)
+                chunk_member.append(i)
+                chunk_topic.append(t)
+                chunk_length.append(len(ids))
+    sub_indptr = np.zeros(len(members) + 1, dtype=np.int64)
+    np.cumsum(sub_lengths, out=sub_indptr[1:])
 
-    def csr(arrays: list[np.ndarray], dtype) -> tuple[np.ndarray, np.ndarray]:
-        indptr = np.zeros(len(arrays) + 1, dtype=np.int64)
-        np.cumsum([len(a) for a in arrays], out=indptr[1:])
-        flat = np.concatenate(arrays).astype(dtype) if arrays else np.zeros(0, dtype=dtype)
-        return indptr, flat
+    lengths = np.array(chunk_length, dtype=np.int64)
+    member_col = np.repeat(np.array(chunk_member, dtype=np.int64), lengths)
+    topic_col = np.repeat(np.array(chunk_topic, dtype=np.int64), lengths)
+    number_col = np.fromiter(owned_number, dtype=np.int64, count=len(owned_number))
+    local = number_col.copy()
+    exists = (number_col >= 0) & (number_col < counts[topic_col]) if len(number_col) else np.zeros(0, dtype=bool)
+    for t, n in enumerate(numbers):
+        if len(n) and n[-1] != len(n) - 1:  # sparse numbers: look each up
+            rows = np.flatnonzero(topic_col == t)
+            pos = np.minimum(np.searchsorted(n, number_col[rows]), len(n) - 1)
+            local[rows] = pos
+            exists[rows] = n[pos] == number_col[rows]
+    key = _sorted_unique(member_col[exists] * max(total, 1) + offsets[topic_col[exists]] + local[exists])
+    owned_members, owned = key // max(total, 1), key % max(total, 1)
+    owned_indptr = np.zeros(len(members) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(owned_members, minlength=len(members)), out=owned_indptr[1:])
 
-    sub_indptr, sub_topics = csr(sub_lists, np.int32)
-    owned_indptr, owned = csr(owned_lists, np.int64)
     group = ColumnarGroup.from_arrays(
         topic_names,
         counts,
         [m.member_id for m in members],
         sub_indptr,
-        sub_topics,
+        np.array(sub_flat, dtype=np.int32),
         owned_indptr,
         owned,
         [m.generation for m in members],
@@ -178,20 +218,22 @@ def _has_cycle(graph: dict[str, set[str]]) -> bool:
 @dataclass(frozen=True)
 class LeaderResult:
     assignments: dict[str, TopicNumbers]
-    movements: PartitionMovements
+    leader: LeaderGroup
+    owner: np.ndarray
+
+    @cached_property
+    def movements(self) -> PartitionMovements:
+        """Computed when asked for (tests and diagnostics), not on every rebalance."""
+        return _movements(self.leader, self.owner)
 
 
 def assign_members(strategy: str, partitions_for_topic: Mapping[str, Sequence[int] | None], members: Sequence[MemberInfo]) -> LeaderResult:
     """Run our assignor for ``strategy`` over the members; every member gets an entry."""
     leader = leader_group(partitions_for_topic, members)
-    group = leader.group
-    owner = get_assignor(strategy).assign_columnar(group)
-    assigned = np.flatnonzero(owner >= 0)
-    order = np.argsort(owner[assigned], kind="stable")
-    bounds = np.searchsorted(owner[assigned][order], np.arange(group.num_members + 1))
-    by_member = assigned[order]
-    assignments = {m.member_id: leader.pairs(by_member[bounds[i] : bounds[i + 1]]) for i, m in enumerate(members)}
-    return LeaderResult(assignments, _movements(leader, owner))
+    owner = get_assignor(strategy).assign_columnar(leader.group)
+    per_member = leader.per_member(owner)
+    assignments = {m.member_id: per_member[i] for i, m in enumerate(members)}
+    return LeaderResult(assignments, leader, owner)
 
 
 def _movements(leader: LeaderGroup, owner: np.ndarray) -> PartitionMovements:
@@ -199,11 +241,10 @@ def _movements(leader: LeaderGroup, owner: np.ndarray) -> PartitionMovements:
     prev = previous_owners(group)
     moved = np.flatnonzero((prev >= 0) & (owner >= 0) & (prev != owner))
     topics = group.partition_topic[moved]
-    local = moved - group.topic_offsets[topics]
     ids = group.member_ids
     return PartitionMovements(
         tuple(
-            (group.topic_names[t], int(leader.numbers[t][p]), ids[prev[q]], ids[owner[q]])
-            for q, t, p in zip(moved.tolist(), topics.tolist(), local.tolist(), strict=True)
+            (group.topic_names[t], n, ids[prev[q]], ids[owner[q]])
+            for q, t, n in zip(moved.tolist(), topics.tolist(), leader.number_of[moved].tolist(), strict=True)
         )
     )

@@ -37,7 +37,7 @@ from kafka.coordinator.assignors.abstract import AbstractPartitionAssignor, Reba
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription  # noqa: E402
 from kafka.structs import TopicPartition  # noqa: E402
 
-from kafka_rebalance.clients.group import MemberInfo, PartitionMovements, assign_members, member_info  # noqa: E402
+from kafka_rebalance.clients.group import LeaderResult, MemberInfo, PartitionMovements, assign_members, member_info  # noqa: E402
 from kafka_rebalance.protocol.wire import DEFAULT_GENERATION, Subscription, decode_subscription, encode_subscription  # noqa: E402
 
 MemberMetadata = namedtuple("MemberMetadata", ["subscription", "partitions", "generation"])
@@ -82,10 +82,15 @@ class _LeaderAssignor(AbstractPartitionAssignor):
 
     name = ""
     version = 0  # of the assignments written, as kafka-python's own classes write them
-    _latest_partition_movements: PartitionMovements | None = None
+    _latest_result: LeaderResult | None = None
+
+    @property
+    def _latest_partition_movements(self) -> PartitionMovements | None:
+        """kafka-python's attribute of the same name (its tests check ``are_sticky()``)."""
+        return self._latest_result.movements if self._latest_result is not None else None
 
     @classmethod
-    def _assign(cls, cluster, members) -> tuple[dict[str, ConsumerProtocolAssignment], PartitionMovements]:
+    def _assign(cls, cluster, members) -> tuple[dict[str, ConsumerProtocolAssignment], LeaderResult]:
         infos: list[MemberInfo] = []
         topics: set[str] = set()
         for member in members:
@@ -94,11 +99,8 @@ class _LeaderAssignor(AbstractPartitionAssignor):
             topics.update(sub.topics)
         partitions = {t: cluster.partitions_for_topic(t) for t in topics}
         result = assign_members(cls.name, partitions, infos)
-        out = {
-            member_id: ConsumerProtocolAssignment(cls.version, [(t, ps) for t, ps in pairs], b"")
-            for member_id, pairs in result.assignments.items()
-        }
-        return out, result.movements
+        out = {member_id: ConsumerProtocolAssignment(cls.version, pairs, b"") for member_id, pairs in result.assignments.items()}
+        return out, result
 
 
 class RangePartitionAssignor(_LeaderAssignor):
@@ -139,7 +141,7 @@ class StickyPartitionAssignor(_LeaderAssignor):
         self.generation = DEFAULT_GENERATION
 
     def assign(self, cluster, members):
-        assignments, self._latest_partition_movements = self._assign(cluster, members)
+        assignments, self._latest_result = self._assign(cluster, members)
         return assignments
 
     def metadata(self, topics):
