@@ -49,10 +49,10 @@ def main() -> None:
         if records:
             consumer.commit()
             emit({"r": records})
-        now = sorted(tp.partition for tp in consumer.assignment())
+        now = (sorted(tp.partition for tp in consumer.assignment()), getattr(assignor, "generation", None))
         if now != last:
             last = now
-            emit({"a": now, "g": getattr(assignor, "generation", None)})
+            emit({"a": now[0], "g": now[1]})
     consumer.close()
     emit({"closed": True})
 

