@@ -78,6 +78,15 @@ def stop_pid(proc: subprocess.Popen, grace_s: float = 3.0) -> None:
             proc.wait(5)
 
 
+def start_together(workers: list[Worker], timeout_s: float = 60) -> None:
+    """Wait until every worker is built, then let them all join at once."""
+    for w in workers:
+        if not w.ready.wait(timeout_s):
+            pytest.fail(f"consumer {w.name} did not start")
+    for w in workers:
+        w.go()
+
+
 class Worker:
     """A consumer process and what it has reported."""
 
@@ -94,8 +103,10 @@ class Worker:
         )
         self.assignment: list[int] = []
         self.generations: list[int] = []
+        self.history: list[tuple[float, int | None, list[int]]] = []
         self.records: list[tuple[int, int]] = []
         self.closed = False
+        self.ready = threading.Event()
         self.lock = threading.Lock()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -108,12 +119,19 @@ class Worker:
             with self.lock:
                 if "a" in event:
                     self.assignment = event["a"]
+                    self.history.append((round(time.monotonic(), 2), event.get("g"), event["a"]))
                     if event.get("g") is not None and (not self.generations or self.generations[-1] != event["g"]):
                         self.generations.append(event["g"])
                 elif "r" in event:
                     self.records.extend(tuple(r) for r in event["r"])
                 elif "closed" in event:
                     self.closed = True
+                elif "ready" in event:
+                    self.ready.set()
+
+    def go(self) -> None:
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
 
     def close(self, timeout_s: float = 20) -> None:
         if self.proc.poll() is None:

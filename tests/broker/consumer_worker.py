@@ -1,7 +1,8 @@
 """One real kafka-python consumer in its own process, for the broker tests: prints one JSON
 line per assignment change ({"a": [...], "g": generation}) and per batch of records
 ({"r": [[partition, offset], ...]}) after committing them; "close" on stdin closes it cleanly
-(LeaveGroup); a SIGKILL from the test is a crash."""
+(LeaveGroup); a SIGKILL from the test is a crash. It reports {"ready": true} once built and
+waits for a "go" line before it joins."""
 
 from __future__ import annotations
 
@@ -35,13 +36,17 @@ def main() -> None:
         metadata_max_age_ms=1000,
         max_poll_interval_ms=30000,
     )
-    stop = threading.Event()
-    threading.Thread(target=lambda: (sys.stdin.readline(), stop.set()), daemon=True).start()
-    last = None
-
     def emit(obj) -> None:
         sys.stdout.write(json.dumps(obj) + "\n")
         sys.stdout.flush()
+
+    # Ready, then wait for "go": consumers started together join within milliseconds of each
+    # other, as the simulator's scenario has them (the first poll sends the JoinGroup).
+    emit({"ready": True})
+    sys.stdin.readline()
+    stop = threading.Event()
+    threading.Thread(target=lambda: (sys.stdin.readline(), stop.set()), daemon=True).start()
+    last = None
 
     while not stop.is_set():
         batches = consumer.poll(timeout_ms=200)

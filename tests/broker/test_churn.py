@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tests.broker.conftest import Worker
+from tests.broker.conftest import Worker, start_together
 
 pytestmark = pytest.mark.broker
 
@@ -19,8 +19,12 @@ STEP_TIMEOUT_S = 60
 SETTLE_S = 2.0
 
 
+TIMINGS: list[float] = []  # seconds from each wait's start to the settled state first seen
+
+
 def wait_stable(live: list[Worker], partitions: int) -> dict[str, list[int]]:
-    deadline = time.monotonic() + STEP_TIMEOUT_S
+    began = time.monotonic()
+    deadline = began + STEP_TIMEOUT_S
     last, since = None, time.monotonic()
     while time.monotonic() < deadline:
         snapshot = {w.name: list(w.assignment) for w in live}
@@ -30,6 +34,7 @@ def wait_stable(live: list[Worker], partitions: int) -> dict[str, list[int]]:
         sizes = [len(parts) for parts in snapshot.values()]
         settled = sorted(owned) == list(range(partitions)) and max(sizes) - min(sizes) <= 1
         if settled and time.monotonic() - since >= SETTLE_S:
+            TIMINGS.append(round(since - began, 1))
             return snapshot
         time.sleep(0.2)
     pytest.fail(f"group did not settle: {last}")
@@ -56,6 +61,7 @@ def test_cooperative_churn_on_a_real_broker(broker, workers):
     from kafka import KafkaAdminClient, KafkaProducer
     from kafka.admin import NewPartitions, NewTopic
 
+    TIMINGS.clear()
     admin = KafkaAdminClient(bootstrap_servers=broker)
     admin.create_topics([NewTopic(TOPIC, 6, 1)])
     producer = KafkaProducer(bootstrap_servers=broker)
@@ -73,6 +79,7 @@ def test_cooperative_churn_on_a_real_broker(broker, workers):
         seen.append(sorted({g for w in workers for g in w.generations if g >= 0}))
     c = {n: start(n) for n in ("consumer1", "consumer2", "consumer3", "consumer4")}
     live = list(c.values())
+    start_together(live)
     state = wait_stable(live, 6)
     steps.append(("4 join", state, 0))
     mark()
@@ -86,6 +93,7 @@ def test_cooperative_churn_on_a_real_broker(broker, workers):
     state = new
 
     c["consumer5"], c["consumer6"] = start("consumer5"), start("consumer6")
+    start_together([c["consumer5"], c["consumer6"]])
     live += [c["consumer5"], c["consumer6"]]
     produced += produce(producer, 30, 90)
     new = wait_stable(live, 6)
@@ -149,15 +157,30 @@ def test_cooperative_churn_on_a_real_broker(broker, workers):
     for w in live:
         w.close()
     report = [f"{name}: {sorted(s.items())} moved={moved} generations so far={g}" for (name, s, moved), g in zip(steps, seen, strict=True)]
+    report.append(f"seconds from each change to the settled assignment: {TIMINGS}")
+    for w in workers:
+        print(w.name, w.history)
     print("\n".join(report), f"\nrecords={len(produced)} duplicates={duplicates} generations={generations}")
 
     # The same scenario through our simulator: same final assignment, same number of rebalances.
     sim = simulate_same_scenario(grew="NOT RUN" not in steps[-1][0])
     final = {m: sorted(int(p.rsplit("-", 1)[1]) for p in parts) for m, parts in sim["final_assignment"].items() if parts}
-    print(f"simulator: rebalances={sim['metrics']['rebalances']} final={final}")
+    spans = [(r["generation"], r["start_ms"], r["end_ms"]) for r in sim["rebalances"]]
+    print(f"simulator: rebalances={sim['metrics']['rebalances']} final={final} (generation, start_ms, end_ms)={spans}")
     assert final == {name: sorted(parts) for name, parts in steps[-1][1].items()}
-    # Rebalances while the steps ran (a later one, e.g. from the consumers closing, is not part of it).
-    assert sim["metrics"]["rebalances"] == len(seen[-1])
+    # Rebalances per step, broker vs simulator (the simulator's steps are 30 s apart).
+    per_step_real = [len(b) - len(a) for a, b in zip([[], *seen[:-1]], seen, strict=True)]
+    bounds = [0, 30000, 60000, 90000, 120000, 10**9]
+    per_step_sim = [sum(1 for r in sim["rebalances"] if lo <= r["start_ms"] < hi) for lo, hi in zip(bounds, bounds[1:], strict=False)]
+    print(f"rebalances per step: broker {per_step_real}, simulator {per_step_sim[: len(per_step_real)]}")
+    join_step = 2
+    for i, (real, simulated) in enumerate(zip(per_step_real, per_step_sim, strict=False)):
+        if i == join_step:
+            # Tansu may close the join phase before every member has rejoined, which costs one
+            # extra generation here (docs/clients.md); Kafka, like the simulator, waits for all.
+            assert simulated <= real <= simulated + 1
+        else:
+            assert real == simulated, f"step {i}: broker {real} rebalances, simulator {simulated}"
 
 
 def simulate_same_scenario(grew: bool) -> dict:

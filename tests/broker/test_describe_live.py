@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tests.broker.conftest import SRC, Worker
+from tests.broker.conftest import SRC, Worker, start_together
 from tests.broker.test_churn import wait_stable
 
 pytestmark = pytest.mark.broker
@@ -36,6 +36,7 @@ def test_rolling_upgrade_group_and_describe(broker, workers):
     kinds = {"old-a": "kafka-python-sticky", "new-b": "sticky", "old-c": "kafka-python-sticky", "new-d": "sticky"}
     members = {name: Worker(broker, "upgrade-group", "upgrade", name, kind) for name, kind in kinds.items()}
     workers.extend(members.values())
+    start_together(list(members.values()))
     before = wait_stable(list(members.values()), 8)
     assert all(len(p) == 2 for p in before.values())
 
