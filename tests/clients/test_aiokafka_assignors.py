@@ -10,7 +10,11 @@ from aiokafka.coordinator.assignors.range import RangePartitionAssignor as AioRa
 from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor as AioRoundRobin  # noqa: E402
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment, ConsumerProtocolMemberMetadata  # noqa: E402
 
-from kafka_rebalance.clients.aiokafka import RangePartitionAssignor, RoundRobinPartitionAssignor, StickyPartitionAssignor  # noqa: E402
+from kafka_rebalance.clients.aiokafka import (  # noqa: E402
+    RangePartitionAssignor,
+    RoundRobinPartitionAssignor,
+    StickyPartitionAssignor,
+)
 
 
 class Cluster:

@@ -76,7 +76,7 @@ def describe(bootstrap: str, group: str | None = None, what_if: WhatIf | None = 
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
     try:
         return asyncio.run(asyncio.wait_for(_describe(bootstrap, group, what_if, options or {}, timeout), timeout))
-    except (TimeoutError, asyncio.TimeoutError):
+    except TimeoutError:
         raise DescribeError(f"timed out after {timeout:g}s talking to {bootstrap}") from None
 
 

@@ -28,7 +28,11 @@ from __future__ import annotations
 from collections import namedtuple
 from collections.abc import Iterable
 
-from kafka_rebalance.assignors.userdata import UserDataFormat, encode_cooperative_user_data, encode_sticky_user_data
+from kafka_rebalance.assignors.userdata import (
+    UserDataFormat,
+    encode_cooperative_user_data,
+    encode_sticky_user_data,
+)
 from kafka_rebalance.clients.extras import require
 
 require("kafka", "kafka-python")
@@ -37,8 +41,19 @@ from kafka.coordinator.assignors.abstract import AbstractPartitionAssignor, Reba
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription  # noqa: E402
 from kafka.structs import TopicPartition  # noqa: E402
 
-from kafka_rebalance.clients.group import LeaderResult, MemberInfo, PartitionMovements, assign_members, member_info  # noqa: E402
-from kafka_rebalance.protocol.wire import DEFAULT_GENERATION, Subscription, decode_subscription, encode_subscription  # noqa: E402
+from kafka_rebalance.clients.group import (  # noqa: E402
+    LeaderResult,
+    MemberInfo,
+    PartitionMovements,
+    assign_members,
+    member_info,
+)
+from kafka_rebalance.protocol.wire import (  # noqa: E402
+    DEFAULT_GENERATION,
+    Subscription,
+    decode_subscription,
+    encode_subscription,
+)
 
 MemberMetadata = namedtuple("MemberMetadata", ["subscription", "partitions", "generation"])
 
