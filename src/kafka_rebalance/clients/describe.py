@@ -108,8 +108,12 @@ async def _describe(bootstrap: str, group: str | None, what_if: WhatIf | None, o
 
 
 async def _describe_raw(admin, groups: list[str]) -> list:
-    responses = await admin.describe_consumer_groups(groups)
-    return [g for response in responses for g in response.groups]
+    """One DescribeGroups request per group: Tansu garbles an answer about several at once."""
+    out = []
+    for group in groups:
+        for response in await admin.describe_consumer_groups([group]):
+            out.extend(response.groups)
+    return out
 
 
 def _fields(entry) -> dict[str, Any]:
