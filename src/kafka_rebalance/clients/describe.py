@@ -227,15 +227,22 @@ def next_assignment(members: Sequence[Mapping[str, Any]], counts: Mapping[str, i
     ]
     snapshot_members += [{"member_id": f"new-member-{i + 1}", "topics": all_topics} for i in range(what_if.join)]
     result = assign({"topics": topics, "members": snapshot_members}, strategy)
+    first_round = result["assignment"]
+    cooperative = result["protocol"] == "COOPERATIVE"
+    if cooperative:
+        # The follow-up rebalance, which sees the first round's answer as ownership, places
+        # what the first round withheld; that is where the group ends up.
+        follow_up = [{**m, "owned": first_round[m["member_id"]], "generation": m.get("generation", 0) + 1} for m in snapshot_members]
+        result = assign({"topics": topics, "members": follow_up}, strategy)
     before = {p: m["member_id"] for m in members for p in m["assigned"]}
     after = {p: mid for mid, parts in result["assignment"].items() for p in parts}
     moved = sorted(p for p, mid in after.items() if p in before and before[p] != mid)
     total = sum(topics.values())
-    cooperative = result["protocol"] == "COOPERATIVE"
     return {
         "strategy": result["strategy"],
         "protocol": result["protocol"],
         "assignment": result["assignment"],
+        **({"first_round": first_round} if cooperative else {}),
         "moves": [{"partition": p, "from": before[p], "to": after[p]} for p in moved],
         "newly_assigned": sorted(p for p in after if p not in before),
         "stop_the_world": {
