@@ -106,6 +106,7 @@ class Worker:
         self.history: list[tuple[float, int | None, list[int]]] = []
         self.records: list[tuple[int, int]] = []
         self.closed = False
+        self.times_led = 0  # rebalances in which this consumer was the leader and assigned
         self.ready = threading.Event()
         self.lock = threading.Lock()
         threading.Thread(target=self._read, daemon=True).start()
@@ -128,6 +129,8 @@ class Worker:
                     self.closed = True
                 elif "ready" in event:
                     self.ready.set()
+                elif "led" in event:
+                    self.times_led += 1
 
     def go(self) -> None:
         self.proc.stdin.write("go\n")

@@ -47,6 +47,7 @@ def main() -> None:
     stop = threading.Event()
     threading.Thread(target=lambda: (sys.stdin.readline(), stop.set()), daemon=True).start()
     last = None
+    led = None
 
     while not stop.is_set():
         batches = consumer.poll(timeout_ms=200)
@@ -54,6 +55,10 @@ def main() -> None:
         if records:
             consumer.commit()
             emit({"r": records})
+        result = getattr(assignor, "latest_result", None)
+        if result is not None and result is not led:  # this consumer ran the assignment
+            led = result
+            emit({"led": True})
         now = (sorted(tp.partition for tp in consumer.assignment()), getattr(assignor, "generation", None))
         if now != last:
             last = now

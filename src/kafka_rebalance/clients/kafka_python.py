@@ -97,12 +97,12 @@ class _LeaderAssignor(AbstractPartitionAssignor):
 
     name = ""
     version = 0  # of the assignments written, as kafka-python's own classes write them
-    _latest_result: LeaderResult | None = None
+    latest_result: LeaderResult | None = None  # the last assignment this consumer made as leader
 
     @property
     def _latest_partition_movements(self) -> PartitionMovements | None:
         """kafka-python's attribute of the same name (its tests check ``are_sticky()``)."""
-        return self._latest_result.movements if self._latest_result is not None else None
+        return self.latest_result.movements if self.latest_result is not None else None
 
     @classmethod
     def _assign(cls, cluster, members) -> tuple[dict[str, ConsumerProtocolAssignment], LeaderResult]:
@@ -156,7 +156,7 @@ class StickyPartitionAssignor(_LeaderAssignor):
         self.generation = DEFAULT_GENERATION
 
     def assign(self, cluster, members):
-        assignments, self._latest_result = self._assign(cluster, members)
+        assignments, self.latest_result = self._assign(cluster, members)
         return assignments
 
     def metadata(self, topics):
