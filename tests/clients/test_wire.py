@@ -19,7 +19,7 @@ from kafka_rebalance.assignors.userdata import (
     sticky_user_data_format,
 )
 from kafka_rebalance.clients.group import MemberInfo, assign_members
-from kafka_rebalance.model import InvalidInput
+from kafka_rebalance.model import InvalidInput, java_sort_key
 from kafka_rebalance.protocol.wire import (
     Assignment,
     Subscription,
@@ -45,8 +45,8 @@ pairs = st.dictionaries(topic_names, numbers, max_size=4).map(lambda d: tuple(so
 def test_subscription_round_trip_every_version(topics, user_data, owned, generation, rack, version):
     sub = Subscription(topics, user_data, owned, generation, rack, version)
     back = decode_subscription(encode_subscription(sub))
-    assert back.topics == topics and back.user_data == user_data and back.version == version
-    assert back.owned_partitions == (owned if version >= 1 else ())
+    assert back.topics == tuple(sorted(set(topics), key=java_sort_key)) and back.user_data == user_data and back.version == version
+    assert back.owned_partitions == (tuple((t, ps) for t, ps in owned if ps) if version >= 1 else ())
     assert back.generation_id == (generation if version >= 2 else -1)
     assert back.rack_id == (rack if version >= 3 else None)
 
@@ -61,6 +61,28 @@ def test_known_bytes_of_a_v3_subscription():
     """ConsumerProtocolSubscription v3, field by field as Kafka's JSON schema lays it out."""
     data = encode_subscription(Subscription(("t",), b"", (("t", (0, 2)),), 4, "r1"))
     assert data.hex() == "0003" "00000001" "000174" "00000000" "00000001" "000174" "00000002" "00000000" "00000002" "00000004" "00027231"
+
+
+def test_equal_subscriptions_give_equal_bytes():
+    """Kafka's ConsumerProtocolTest.serializeSubscriptionShouldOrderTopics and
+    serializeSubscriptionShouldOrderOwnedPartitions."""
+    a = encode_subscription(Subscription(("foo", "bar"), None, (("foo", (1,)), ("bar", (0,)))))
+    b = encode_subscription(Subscription(("bar", "foo"), None, (("bar", (0,)), ("foo", (1,)))))
+    assert a == b
+
+
+def test_future_assignment_version_with_an_extra_field():
+    """Kafka's ConsumerProtocolTest.deserializeFutureAssignmentVersion: version 100 with a string
+    field appended still reads its partitions."""
+    data = struct.pack(">h", 100) + encode_assignment(Assignment((("foo", (0,)),), b""))[2:] + struct.pack(">h", 3) + b"bar"
+    assert decode_assignment(data).partitions == (("foo", (0,)),)
+
+
+def test_old_subscription_version():
+    """Kafka's ConsumerProtocolTest.deserializeOldSubscriptionVersion: v0 has no owned partitions,
+    generation or rack."""
+    back = decode_subscription(encode_subscription(Subscription(("foo", "bar"), None, (("foo", (1,)),), 5, "r", version=0)))
+    assert (back.user_data, back.owned_partitions, back.generation_id, back.rack_id) == (None, (), -1, None)
 
 
 def test_newer_versions_read_as_v3_and_garbage_is_one_clear_error():

@@ -169,7 +169,9 @@ class StickyPartitionAssignor(_LeaderAssignor):
         if member_assignment_partitions is not None:
             names = [f"{tp.topic}-{tp.partition}" for tp in member_assignment_partitions]
             user_data = encode_sticky_user_data(names, generation, UserDataFormat(user_data_format))
-        return _to_kafka_python(Subscription(tuple(sorted(topics)), user_data, rack_id=rack))
+        # Java's consumer sends its generation in every v2+ subscription; EAGER members own
+        # nothing when they rejoin (they revoked everything), so owned partitions stay empty.
+        return _to_kafka_python(Subscription(tuple(sorted(topics)), user_data, generation_id=generation, rack_id=rack))
 
     @classmethod
     def parse_member_metadata(cls, metadata) -> MemberMetadata:

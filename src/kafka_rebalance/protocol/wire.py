@@ -22,7 +22,7 @@ import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from kafka_rebalance.model import InvalidInput
+from kafka_rebalance.model import InvalidInput, java_sort_key
 
 HIGHEST_VERSION = 3
 DEFAULT_GENERATION = -1
@@ -151,13 +151,23 @@ def group_by_topic(names: Iterable[str]) -> TopicPartitions:
     return tuple((t, tuple(sorted(by_topic[t]))) for t in sorted(by_topic))
 
 
+def _sorted_pairs(pairs: TopicPartitions) -> list[tuple[str, list[int]]]:
+    merged: dict[str, set[int]] = {}
+    for topic, numbers in pairs:
+        merged.setdefault(topic, set()).update(numbers)
+    return [(t, sorted(merged[t])) for t in sorted(merged, key=java_sort_key) if merged[t]]
+
+
 def encode_subscription(sub: Subscription) -> bytes:
+    """As Kafka's ConsumerProtocol.serializeSubscription: topics sorted, owned partitions grouped
+    by topic and sorted, so equal subscriptions give equal bytes."""
     version = sub.version
     if not 0 <= version <= HIGHEST_VERSION:
         raise InvalidInput("subscription.version", f"cannot write version {version} (0-{HIGHEST_VERSION})")
-    out = [struct.pack(">h", version), struct.pack(">i", len(sub.topics)), *map(_string, sub.topics), _bytes(sub.user_data)]
+    topics = sorted(set(sub.topics), key=java_sort_key)
+    out = [struct.pack(">h", version), struct.pack(">i", len(topics)), *map(_string, topics), _bytes(sub.user_data)]
     if version >= 1:
-        out.append(_topic_partitions(sub.owned_partitions))
+        out.append(_topic_partitions(_sorted_pairs(sub.owned_partitions)))
     if version >= 2:
         out.append(struct.pack(">i", sub.generation_id))
     if version >= 3:
