@@ -173,14 +173,11 @@ def test_cooperative_churn_on_a_real_broker(broker, workers):
     bounds = [0, 30000, 60000, 90000, 120000, 10**9]
     per_step_sim = [sum(1 for r in sim["rebalances"] if lo <= r["start_ms"] < hi) for lo, hi in zip(bounds, bounds[1:], strict=False)]
     print(f"rebalances per step: broker {per_step_real}, simulator {per_step_sim[: len(per_step_real)]}")
-    join_step = 2
     for i, (real, simulated) in enumerate(zip(per_step_real, per_step_sim, strict=False)):
-        if i == join_step:
-            # Tansu may close the join phase before every member has rejoined, which costs one
-            # extra generation here (docs/clients.md); Kafka, like the simulator, waits for all.
-            assert simulated <= real <= simulated + 1
-        else:
-            assert real == simulated, f"step {i}: broker {real} rebalances, simulator {simulated}"
+        # Tansu may close a join phase before every member has rejoined, which costs one extra
+        # generation (seen at the join step; docs/clients.md). Kafka, like the simulator, waits.
+        assert simulated <= real <= simulated + 1, f"step {i}: broker {real} rebalances, simulator {simulated}"
+    assert sum(per_step_real) - sum(per_step_sim[: len(per_step_real)]) <= 1
 
 
 def simulate_same_scenario(grew: bool) -> dict:
