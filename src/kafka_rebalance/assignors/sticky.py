@@ -162,6 +162,11 @@ def withhold_transferring(group: ColumnarGroup, owner: np.ndarray) -> None:
     claimed = group.owned_partitions
     if len(claimed) == 0:
         return
+    if np.bincount(claimed, minlength=group.num_partitions).max() <= 1:
+        # One claim per partition (the usual case): withhold what moves away from its claimant.
+        new_owner = owner[claimed]
+        owner[claimed[(new_owner != claimants) & (new_owner != UNASSIGNED)]] = UNASSIGNED
+        return
     generations = group.generations[claimants]
     lowest = np.iinfo(np.int64).min
     by_owner = owner[claimed] == claimants
