@@ -14,6 +14,7 @@ import threading
 def main() -> None:
     bootstrap, group, topic, client_id, kind = sys.argv[1:6]
     from kafka import KafkaConsumer
+    from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor as KPCooperative
     from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor as KPSticky
 
     from kafka_rebalance.clients import kafka_python as ours
@@ -22,6 +23,7 @@ def main() -> None:
         "cooperative": ours.CooperativeStickyPartitionAssignor,
         "sticky": ours.StickyPartitionAssignor,
         "kafka-python-sticky": KPSticky,
+        "kafka-python-cooperative": KPCooperative,
     }[kind]()
     consumer = KafkaConsumer(
         topic,

@@ -84,3 +84,27 @@ def test_describe_errors_are_one_line(broker):
     assert time.monotonic() - start < 30
     bad = cli("describe", "--bootstrap-server", broker, "--group", "g", "--what-if", "explode=1")
     assert bad.returncode == 2 and "unknown change" in bad.stderr
+
+
+def test_cooperative_rolling_upgrade_group(broker, workers):
+    """kafka-python's own CooperativeStickyAssignor (subscription v1, no generation) and ours
+    (v3) in one cooperative group: balanced, and members keep their partitions as one of each
+    kind leaves (whichever kind leads reads the other's subscriptions)."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewTopic
+
+    KafkaAdminClient(bootstrap_servers=broker).create_topics([NewTopic("coop-upgrade", 8, 1)])
+    kinds = {"old-a": "kafka-python-cooperative", "new-b": "cooperative", "old-c": "kafka-python-cooperative", "new-d": "cooperative"}
+    members = {name: Worker(broker, "coop-upgrade", "coop-upgrade", name, kind) for name, kind in kinds.items()}
+    workers.extend(members.values())
+    start_together(list(members.values()))
+    state = wait_stable(list(members.values()), 8)
+    assert sorted(len(p) for p in state.values()) == [2, 2, 2, 2]
+    for leaving in ("old-a", "new-b"):
+        members.pop(leaving).close()
+        after = wait_stable(list(members.values()), 8)
+        for name, parts in after.items():
+            assert set(state[name]) <= set(parts), f"{name} lost {sorted(set(state[name]) - set(parts))}"
+        state = after
+    for w in members.values():
+        w.close()
