@@ -69,7 +69,12 @@ def test_bad_sweeps_name_the_field(bad, field):
 def test_builtin_sweep_is_valid():
     sweep = load_sweep(None)
     assert len(sweep.runs) >= 50
-    assert {r.params.get("strategy") for r in sweep.runs} == {"range", "roundrobin", "sticky", "cooperative-sticky"}
+    assert {r.params["strategy"] for r in sweep.runs if "strategy" in r.params} == {
+        "range", "roundrobin", "sticky", "cooperative-sticky"}
+    # The protocol comparison: eager, cooperative-sticky and KIP-848 on the same churn.
+    assert {r.params["protocol"] for r in sweep.runs if "protocol" in r.params} == {
+        "eager", "cooperative-sticky", "consumer-uniform", "consumer-range"}
+    assert all(("strategy" in r.params) != ("protocol" in r.params) for r in sweep.runs)
     for run in sweep.runs:
         load_scenario(run.scenario)
 
