@@ -21,6 +21,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kafka_rebalance.model import InvalidInput, java_sort_key
 
@@ -59,7 +60,7 @@ class _Reader:
     offset: int = 0
     what: str = field(default="consumer protocol")
 
-    def take(self, fmt: str):
+    def take(self, fmt: str) -> tuple[Any, ...]:
         try:
             values = struct.unpack_from(fmt, self.data, self.offset)
         except struct.error:
@@ -68,10 +69,10 @@ class _Reader:
         return values
 
     def int16(self) -> int:
-        return self.take(">h")[0]
+        return int(self.take(">h")[0])
 
     def int32(self) -> int:
-        return self.take(">i")[0]
+        return int(self.take(">i")[0])
 
     def string(self, nullable: bool = False) -> str | None:
         length = self.int16()
@@ -87,6 +88,12 @@ class _Reader:
             return raw.decode("utf-8")
         except UnicodeDecodeError:
             raise InvalidInput(self.what, f"string at byte {self.offset - length} is not UTF-8") from None
+
+    def name(self) -> str:
+        """A non-nullable string (``string`` raises on null)."""
+        value = self.string()
+        assert value is not None
+        return value
 
     def bytes_(self) -> bytes | None:
         length = self.int32()
@@ -111,7 +118,7 @@ class _Reader:
         return self.take(f">{n}i") if n else ()
 
     def topic_partitions(self) -> TopicPartitions:
-        return tuple((self.string(), self.int32_array()) for _ in range(self.count()))
+        return tuple((self.name(), self.int32_array()) for _ in range(self.count()))
 
     def done(self) -> None:
         if self.offset != len(self.data):
@@ -182,7 +189,7 @@ def decode_subscription(data: bytes) -> Subscription:
     if version < 0:
         raise InvalidInput("subscription", f"negative version {version}")
     layout = min(version, HIGHEST_VERSION)
-    topics = tuple(r.string() for _ in range(r.count()))
+    topics = tuple(r.name() for _ in range(r.count()))
     user_data = r.bytes_()
     owned: TopicPartitions = ()
     generation = DEFAULT_GENERATION
