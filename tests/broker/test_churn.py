@@ -200,4 +200,4 @@ def simulate_same_scenario(grew: bool) -> dict:
         "end_ms": 150000,
         "seed": 1,
     }
-    return run_simulation(load_scenario(scenario), None).result
+    return run_simulation(load_scenario(scenario), None).to_json()
