@@ -217,7 +217,7 @@ class ConsumerCoordinator:
     @property
     def wants_poll(self) -> bool:
         """An application inside poll() would act now (rejoin, or an old client's due heartbeat)."""
-        return self.ready_to_join or self._heartbeat_due
+        return self._heartbeat_due or (self.rejoin_needed and self.ready_to_join)
 
     # ------------------------------------------------------------------ entry point
 

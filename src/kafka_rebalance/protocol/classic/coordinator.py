@@ -267,6 +267,8 @@ class GroupCoordinator:
     def handle(self, event: CoordinatorInput, now_ms: int) -> list[CoordinatorOutput]:
         out: list[CoordinatorOutput] = []
         match event:
+            case Received(connection=connection, request=HeartbeatRequest() as heartbeat):
+                out.append(Respond(connection, _HEARTBEAT_ANSWERS[self._heartbeat(heartbeat, now_ms, out)]))
             case Received(connection=connection, request=request):
                 self._request(connection, request, now_ms, out)
             case SessionExpired() | PendingMemberExpired() | NewMemberJoinTimeout() | InitialDelayExpired() \
