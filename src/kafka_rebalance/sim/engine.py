@@ -167,6 +167,7 @@ class Process:
     deferred: list[DeferrableEvent] = field(default_factory=list)
     timer_events: dict[ConsumerTimer, ConsumerTimerFires] = field(default_factory=dict)
     last_send: Send | None = None
+    request_arrival_ms: int = 0  # when this connection's last request arrives
     last_arrives: RequestArrives | None = None
 
     @property
@@ -227,6 +228,7 @@ class Simulation:
         self.brokers[self.leader_broker] = self._new_coordinator(self.leader_broker, loaded=True)
         self.offsets_log: list[PersistedRecord] = []  # the group's __consumer_offsets partition
         self.processes: dict[str, Process] = {}
+        self.response_arrival_ms: dict[str, int] = {}  # connection -> when its last response arrives
         self.connections: dict[str, Process] = {}
         self.incarnations: dict[str, int] = {}
         self.member_names: dict[str, str] = {}
@@ -383,7 +385,9 @@ class Simulation:
 
     def _send(self, proc: Process, send: Send, sent_ms: int | None = None) -> None:
         request = send.request
-        arrival = (self.now if sent_ms is None else sent_ms) + self._latency()
+        # A connection delivers in order (TCP): never before the request sent ahead of it.
+        arrival = max((self.now if sent_ms is None else sent_ms) + self._latency(), proc.request_arrival_ms)
+        proc.request_arrival_ms = arrival
         if type(request) is FindCoordinatorRequest:
             self._push(arrival, FindCoordinatorArrives(proc.connection, request))
             return
@@ -454,12 +458,16 @@ class Simulation:
                 case _:
                     assert_never(output)
         now = self.now
+        ordered = self.response_arrival_ms
         for output in outputs:
             if type(output) is Respond:
                 response = output.response
                 if type(response) is HeartbeatResponse and response.error_code is ErrorCode.NONE:
                     continue
-                self._push(now + self._latency(), ResponseArrives(output.connection, response))
+                # In order per connection, as the request arrivals are.
+                arrival = max(now + self._latency(), ordered.get(output.connection, 0))
+                ordered[output.connection] = arrival
+                self._push(arrival, ResponseArrives(output.connection, response))
         cache = self.coordinator_timer_events.setdefault(broker_id, {})
         for output in outputs:
             if type(output) is ArmTimer or type(output) is CancelTimer:
