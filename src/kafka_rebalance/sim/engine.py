@@ -317,17 +317,24 @@ class Simulation:
             if type(event) is RequestArrives:
                 self._deliver_request(event.broker_id, event.received)
             elif type(event) is ConsumerTimerFires:
-                proc = self.connections.get(event.connection)
-                if proc is not None and proc.alive:
-                    if proc.paused:
-                        proc.deferred.append(event)
-                    else:
-                        self._to_consumer(proc, event.timer)
-                        self._maybe_poll(proc)
+                proc = self._running(event.connection, event)
+                if proc is not None:
+                    self._to_consumer(proc, event.timer)
+                    self._maybe_poll(proc)
             else:
                 self._dispatch(event)
         self.now = end
         return self._finish()
+
+    def _running(self, connection: str, event: DeferrableEvent) -> Process | None:
+        """The live, running process of ``connection``; an event for a paused one waits for it."""
+        proc = self.connections.get(connection)
+        if proc is None or not proc.alive:
+            return None
+        if proc.paused:
+            proc.deferred.append(event)
+            return None
+        return proc
 
     def _dispatch(self, event: SimEvent) -> None:
         match event:
@@ -337,30 +344,23 @@ class Simulation:
                 self._push(self.now + self._latency(),
                            ResponseArrives(connection, FindCoordinatorResponse(ErrorCode.NONE, self.leader_broker)))
             case ConsumerTimerFires(connection=connection, timer=timer):
-                proc = self.connections.get(connection)
-                if proc is not None and proc.alive:
-                    if proc.paused:
-                        proc.deferred.append(event)
-                    else:
-                        self._to_consumer(proc, timer)
-                        self._maybe_poll(proc)
+                proc = self._running(connection, event)
+                if proc is not None:
+                    self._to_consumer(proc, timer)
+                    self._maybe_poll(proc)
             case ResponseArrives(connection=connection, response=response):
-                proc = self.connections.get(connection)
-                if proc is not None and proc.alive:
-                    if proc.paused:
-                        proc.deferred.append(event)
-                    else:
-                        self._deliver_response(proc, response)
+                proc = self._running(connection, event)
+                if proc is not None:
+                    self._deliver_response(proc, response)
             case CoordinatorTimerFires(broker_id=broker_id, timer=timer):
                 self._to_coordinator(broker_id, timer)
             case ScenarioStep(index=index):
                 self._scenario_event(self.scenario.events[index])
             case AppWakes(connection=connection, token=token, activity=activity):
-                proc = self.connections.get(connection)
-                if proc is not None and proc.alive and token == proc.app_token:
-                    if proc.paused:
-                        proc.deferred.append(event)
-                    else:
+                current = self.connections.get(connection)
+                if current is not None and token == current.app_token:
+                    proc = self._running(connection, event)
+                    if proc is not None:
                         self._app_event(proc, activity)
             case MetadataRefresh(connection=connection):
                 proc = self.connections.get(connection)
