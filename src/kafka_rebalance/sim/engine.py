@@ -193,17 +193,6 @@ class OpenRebalance:
     strategy: str | None = None
 
 
-@dataclass(slots=True)
-class Table:
-    """Rows appended column by column while the run goes on."""
-
-    columns: dict[str, list[Any]]
-
-    @classmethod
-    def of(cls, *names: str) -> Table:
-        return cls({name: [] for name in names})
-
-
 class Simulation:
     def __init__(self, scenario: Scenario, seed: int | None = None):
         self.scenario = scenario
@@ -234,7 +223,7 @@ class Simulation:
         self.member_names: dict[str, str] = {}
         # Accounting
         self.open_ownership: dict[str, tuple[str, int, int]] = {}  # partition -> (name, since, generation)
-        self.ownership = Table.of("partition", "member", "generation", "start_ms", "end_ms")
+        self.ownership_rows: list[tuple[str, str, int, int, int]] = []  # partition, member, generation, start, end
         # (partition, member, generation, from_offset, to_offset, start_ms, end_ms)
         self.consumption_rows: list[tuple[str, str, int, int, int, int, int]] = []
         self.commit_batches: list[tuple[int, OffsetCommitRequest, str, ErrorCode]] = []
@@ -648,12 +637,7 @@ class Simulation:
     def _ownership_row(self, partition: str, current: tuple[str, int, int], end: int) -> None:
         name, start, generation = current
         if end > start:
-            columns = self.ownership.columns
-            columns["partition"].append(partition)
-            columns["member"].append(name)
-            columns["generation"].append(generation)
-            columns["start_ms"].append(start)
-            columns["end_ms"].append(end)
+            self.ownership_rows.append((partition, name, generation, start, end))
 
     def _drop_process_ownership(self, proc: Process) -> None:
         for partition in list(proc.positions):
@@ -964,17 +948,12 @@ class Simulation:
                        per_batch([int(b[3]) for b in batches], np.int64))
 
     def _ownership_table(self) -> Ownership:
-        columns = self.ownership.columns
-        order = sorted(range(len(columns["partition"])),
-                       key=lambda i: (partition_sort_key(columns["partition"][i]), columns["start_ms"][i],
-                                      columns["member"][i]))
-
-        def column(name: str) -> list[Any]:
-            values = columns[name]
-            return [values[i] for i in order]
-
-        return Ownership(strings(column("partition")), strings(column("member")), ints(column("generation")),
-                         ints(column("start_ms")), ints(column("end_ms")))
+        rows = self.ownership_rows
+        order_of = {p: partition_sort_key(p) for p in {row[0] for row in rows}}
+        rows.sort(key=lambda row: (order_of[row[0]], row[3], row[1]))
+        partitions, members, generations, starts, ends = zip(*rows, strict=True) if rows else ((),) * 5
+        return Ownership(strings(list(partitions)), strings(list(members)), ints(list(generations)),
+                         ints(list(starts)), ints(list(ends)))
 
     def _metrics(self, ownership: Ownership) -> tuple[Metrics, list[int]]:
         windows = sorted(
