@@ -1008,5 +1008,5 @@ def run_simulation(scenario: Scenario | dict[str, Any] | str, seed: int | None =
 
 
 def simulate(scenario: Scenario | dict[str, Any] | str, seed: int | None = None) -> dict[str, Any]:
-    """The result of shared/spec/scenario.md (plus ``ownership``) for a scenario and seed."""
+    """The result of docs/scenario.md (plus ``ownership``) for a scenario and seed."""
     return run_simulation(scenario, seed).to_json()
