@@ -143,8 +143,8 @@ def test_rolling_restart_of_100_consumers_kip848_vs_cooperative_sticky() -> None
     """The issue's done-when: under KIP-848 a rolling restart of 100 consumers has no
     stop-the-world and leaves fewer partition-seconds unowned than cooperative-sticky. The
     classic group's every rebalance waits for every member's next poll (the slow ones' batches);
-    a consumer group's reconciliation waits only on the members that give partitions up. (The
-    classic simulator does not charge the 500 ms of revocation work; the consumer group pays it.)"""
+    a consumer group's reconciliation waits only on the members that give partitions up. Both
+    simulators charge the 500 ms of revocation work."""
     kip848 = rolling_restart({"group_protocol": "consumer", "assignor": "uniform"})
     cooperative = rolling_restart({"group_protocol": "classic"})
     new = run_consumer_group(kip848)

@@ -745,8 +745,7 @@ def migration_section(sims: pd.DataFrame) -> str:
                "docs/scenarios.md). Unowned partition-seconds: time partitions had no consumer. Pause: per "
                "member, the longest time it owned nothing between two periods of owning something (includes "
                "a restarted member's own downtime). Longest unstable: the longest stretch of back-to-back "
-               "rebalances (a cooperative follow-up belongs to the rebalance before it). The classic simulator "
-               "does not yet charge the listener work (revocation_ms, assignment_ms) the consumer-group simulator "
-               "charges, which favours the classic rows.")
+               "rebalances (a cooperative follow-up belongs to the rebalance before it). Both simulators "
+               "charge the listener work (revocation_ms, assignment_ms) to the application thread.")
     return section("Should we migrate to KIP-848?", f'<ul class="verdict">{items}</ul>' + table(comparison, limit=200),
                    caption)

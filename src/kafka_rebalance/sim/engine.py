@@ -84,6 +84,7 @@ from kafka_rebalance.protocol.classic.coordinator_events import (
     FindCoordinatorRequest,
     FindCoordinatorResponse,
     GroupResponse,
+    HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,
     JoinGroupResponse,
@@ -168,6 +169,7 @@ class Process:
     timer_events: dict[ConsumerTimer, ConsumerTimerFires] = field(default_factory=dict)
     last_send: Send | None = None
     request_arrival_ms: int = 0  # when this connection's last request arrives
+    listener_busy_until_ms: int = 0  # the application thread runs rebalance-listener work until then
     last_arrives: RequestArrives | None = None
 
     @property
@@ -363,6 +365,10 @@ class Simulation:
 
     def _send(self, proc: Process, send: Send, sent_ms: int | None = None) -> None:
         request = send.request
+        if proc.listener_busy_until_ms > self.now and type(request) is not HeartbeatRequest:
+            # Sent from the application thread, which is still inside the rebalance listener
+            # (the heartbeat thread is not held up).
+            sent_ms = proc.listener_busy_until_ms
         # A connection delivers in order (TCP): never before the request sent ahead of it.
         arrival = max((self.now if sent_ms is None else sent_ms) + self._latency(), proc.request_arrival_ms)
         proc.request_arrival_ms = arrival
@@ -486,8 +492,12 @@ class Simulation:
             match output:
                 case PartitionsRevoked(partitions=partitions) | PartitionsLost(partitions=partitions):
                     self._revoked(proc, partitions)
+                    if partitions and kind is PartitionsRevoked:
+                        self._listener_work(proc, self.cfg.revocation_ms)
                 case PartitionsAssigned(partitions=partitions):
                     self._assigned(proc, partitions)
+                    if partitions:
+                        self._listener_work(proc, self.cfg.assignment_ms)
                 case CommittedOffsetsFetched(offsets=offsets):
                     self._positions_fetched(proc, offsets)
                 case Fatal():
@@ -511,6 +521,12 @@ class Simulation:
                     self.armed[fires] = self._push(output.deadline_ms, fires)
                 else:
                     self.armed.pop(fires, None)
+
+    def _listener_work(self, proc: Process, work_ms: int) -> None:
+        """``revocation_ms`` / ``assignment_ms``: the application thread's requests (JoinGroup,
+        OffsetFetch, ...) wait for the listener to return, as in the consumer-group simulator."""
+        if work_ms:
+            proc.listener_busy_until_ms = max(proc.listener_busy_until_ms, self.now) + work_ms
 
     # ------------------------------------------------------------------ consumer processes
 
