@@ -132,3 +132,51 @@ def test_batch_leave_removes_classic_members_with_one_epoch_bump() -> None:
     assert [(m.member_id, m.error_code) for m in response.members] == [
         ("member-1", ErrorCode.NONE), ("member-2", ErrorCode.UNKNOWN_MEMBER_ID), ("nobody", ErrorCode.UNKNOWN_MEMBER_ID)]
     assert list(g.members) == ["member-2"] and g.group_epoch == 11
+
+
+def commit(member_id: str, generation: int, offset: int = 100) -> cl.OffsetCommitRequest:
+    return cl.OffsetCommitRequest("group-id", generation, member_id, None, (cl.PartitionOffset("bar-0", offset),))
+
+
+def test_classic_offset_commit_checks_the_generation_against_the_member_epoch() -> None:
+    """OffsetMetadataManagerTest.testConsumerGroupOffsetCommitWithIllegalGenerationId (a classic
+    member at epoch 10: generation 9 or 11 is ILLEGAL_GENERATION) and
+    testConsumerGroupOffsetCommitWithUnknownMemberId; ConsumerGroup.validateOffsetCommit: the
+    right generation commits, and OffsetFetch below v9 (no member id) reads it back."""
+    g = group(MockPartitionAssignor())
+    assert respond(g, commit("member-1", 9))[0].error_code is ErrorCode.ILLEGAL_GENERATION
+    assert respond(g, commit("member-1", 11))[0].error_code is ErrorCode.ILLEGAL_GENERATION
+    assert respond(g, commit("unknown", 10))[0].error_code is ErrorCode.UNKNOWN_MEMBER_ID
+    assert g.offsets.get("bar-0") is None
+    assert respond(g, commit("member-1", 10))[0].error_code is ErrorCode.NONE
+    fetched, _ = respond(g, cl.OffsetFetchRequest("group-id", ("bar-0", "foo-0")))
+    assert fetched == cl.OffsetFetchResponse(ErrorCode.NONE, (cl.PartitionOffset("bar-0", 100),
+                                                              cl.PartitionOffset("foo-0", -1)))
+
+
+def test_consumer_protocol_member_must_commit_with_version_9() -> None:
+    """ConsumerGroup.validateOffsetCommit: a non-transactional OffsetCommit below version 9 from a
+    member on the consumer protocol is UNSUPPORTED_VERSION ("OffsetCommit version 9 or above must
+    be used by members using the modern group protocol")."""
+    g = group(MockPartitionAssignor())
+    assert respond(g, commit("member-2", 10))[0].error_code is ErrorCode.UNSUPPORTED_VERSION
+
+
+def test_offset_fetch_of_a_classic_member_with_a_wrong_epoch() -> None:
+    """OffsetMetadataManagerTest.testConsumerGroupOffsetFetchWithIllegalGenerationId: a member on
+    the classic protocol fetching with an epoch that is not its own gets ILLEGAL_GENERATION (a
+    consumer-protocol member gets STALE_MEMBER_EPOCH: ...WithStaleMemberEpoch)."""
+    from kafka_rebalance.protocol.modern.consumer.coordinator_events import OffsetFetchRequest
+
+    g = group(MockPartitionAssignor())
+    classic, _ = respond(g, OffsetFetchRequest("group-id", "member-1", 9, ("foo-0",)))  # type: ignore[arg-type]
+    modern, _ = respond(g, OffsetFetchRequest("group-id", "member-2", 9, ("foo-1",)))  # type: ignore[arg-type]
+    assert (classic.error_code, modern.error_code) == (ErrorCode.ILLEGAL_GENERATION, ErrorCode.STALE_MEMBER_EPOCH)
+
+
+def test_commit_from_outside_group_management_to_an_empty_group() -> None:
+    """OffsetMetadataManagerTest.testConsumerGroupOffsetCommitFromAdminClient: generation -1 to a
+    consumer group without members is accepted."""
+    g = ConsumerGroupCoordinator("group-id", TOPICS)
+    assert respond(g, commit("", -1, 7))[0].error_code is ErrorCode.NONE
+    assert g.offsets["bar-0"] == 7

@@ -268,6 +268,10 @@ class ConsumerGroupCoordinator:
                         out.append(Respond(connection, self._classic(request, now_ms, out)))
                     case cl.LeaveGroupRequest():
                         out.append(Respond(connection, self._classic(request, now_ms, out)))
+                    case cl.OffsetCommitRequest():
+                        out.append(Respond(connection, self._classic(request, now_ms, out)))
+                    case cl.OffsetFetchRequest():
+                        out.append(Respond(connection, self._classic(request, now_ms, out)))
                     case _:
                         assert_never(request)
             case SessionTimeout(member_id=member_id):
@@ -547,6 +551,12 @@ class ConsumerGroupCoordinator:
                     return self._classic_heartbeat(request, now_ms, out)
                 case cl.LeaveGroupRequest():
                     return self._classic_leave(request, now_ms, out)
+                case cl.OffsetCommitRequest():
+                    return self._classic_offset_commit(request)
+                case cl.OffsetFetchRequest():
+                    # Below version 9 there is no member id nor epoch: validateOffsetFetch accepts it.
+                    return cl.OffsetFetchResponse(ErrorCode.NONE, tuple(
+                        cl.PartitionOffset(p, self.offsets.get(p, -1)) for p in request.partitions))
                 case _:
                     assert_never(request)
         except ProtocolError as error:
@@ -559,6 +569,10 @@ class ConsumerGroupCoordinator:
                     return cl.HeartbeatResponse(error.code)
                 case cl.LeaveGroupRequest():
                     return cl.LeaveGroupResponse(error.code)
+                case cl.OffsetCommitRequest():
+                    return cl.OffsetCommitResponse(error.code)
+                case cl.OffsetFetchRequest():
+                    return cl.OffsetFetchResponse(error.code)
                 case _:
                     assert_never(request)
 
@@ -925,6 +939,24 @@ class ConsumerGroupCoordinator:
             self.offsets[partition] = offset
         return OffsetCommitResponse(ErrorCode.NONE)
 
+    def _classic_offset_commit(self, request: cl.OffsetCommitRequest) -> cl.OffsetCommitResponse:
+        """Kafka's ``ConsumerGroup.validateOffsetCommit`` for an OffsetCommit below version 9 (what a
+        classic consumer sends): the generation id is checked against the member epoch, and a member
+        on the consumer protocol must use version 9 or above."""
+        if not (request.generation_id < 0 and not self.members):
+            member = self.members.get(request.member_id)
+            if member is None:
+                raise ProtocolError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {request.member_id} is not a member.")
+            if not member.uses_classic_protocol:
+                raise ProtocolError(ErrorCode.UNSUPPORTED_VERSION, "OffsetCommit version 9 or above must be used "
+                                    "by members using the modern group protocol")
+            if request.generation_id != member.member_epoch:
+                raise ProtocolError(ErrorCode.ILLEGAL_GENERATION, f"The received generation id {request.generation_id}"
+                                    f" does not match the member epoch {member.member_epoch}.")
+        for entry in request.offsets:
+            self.offsets[entry.partition] = entry.offset
+        return cl.OffsetCommitResponse(ErrorCode.NONE)
+
     def _offset_fetch(self, request: OffsetFetchRequest) -> OffsetFetchResponse:
         """Kafka's ``ConsumerGroup.validateOffsetFetch``."""
         if not (request.member_id is None and request.member_epoch < 0):
@@ -932,5 +964,6 @@ class ConsumerGroupCoordinator:
             if member is None:
                 return OffsetFetchResponse(ErrorCode.UNKNOWN_MEMBER_ID)
             if request.member_epoch != member.member_epoch:
-                return OffsetFetchResponse(ErrorCode.STALE_MEMBER_EPOCH)
+                code = ErrorCode.ILLEGAL_GENERATION if member.uses_classic_protocol else ErrorCode.STALE_MEMBER_EPOCH
+                return OffsetFetchResponse(code)
         return OffsetFetchResponse(ErrorCode.NONE, tuple((p, self.offsets.get(p, -1)) for p in request.partitions))

@@ -85,11 +85,13 @@ class OffsetFetchResponse:
 
 
 # A consumer group also answers its members that still speak the classic protocol (a rolling
-# upgrade): JoinGroup, SyncGroup, Heartbeat, LeaveGroup as in ``protocol/classic``.
+# upgrade): JoinGroup, SyncGroup, Heartbeat, LeaveGroup, and OffsetCommit/OffsetFetch below
+# version 9 (generation id, no member epoch), as in ``protocol/classic``.
 ClassicRequest: TypeAlias = (classic.JoinGroupRequest | classic.SyncGroupRequest | classic.HeartbeatRequest
-                             | classic.LeaveGroupRequest)
+                             | classic.LeaveGroupRequest | classic.OffsetCommitRequest | classic.OffsetFetchRequest)
 ClassicResponse: TypeAlias = (classic.JoinGroupResponse | classic.SyncGroupResponse | classic.HeartbeatResponse
-                              | classic.LeaveGroupResponse)
+                              | classic.LeaveGroupResponse | classic.OffsetCommitResponse
+                              | classic.OffsetFetchResponse)
 Request: TypeAlias = ConsumerGroupHeartbeatRequest | OffsetCommitRequest | OffsetFetchRequest | ClassicRequest
 Response: TypeAlias = ConsumerGroupHeartbeatResponse | OffsetCommitResponse | OffsetFetchResponse | ClassicResponse
 
