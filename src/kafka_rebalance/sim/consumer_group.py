@@ -32,11 +32,20 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka_rebalance.protocol.classic.coordinator import coordinator_partition
+from kafka_rebalance.model import InvalidInput
+from kafka_rebalance.protocol.classic import coordinator_events as cl
+from kafka_rebalance.protocol.classic.consumer import ConsumerConfig
+from kafka_rebalance.protocol.classic.coordinator import (
+    CoordinatorConfig,
+    GroupCoordinator,
+    coordinator_partition,
+)
 from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer, Log
 from kafka_rebalance.protocol.errors import ErrorCode
 from kafka_rebalance.protocol.logrecords import (
     CONSUMER_GROUP_RECORD_TYPES,
+    AssignmentReceived,
+    ConsumerGroupConverted,
     ConsumerGroupEpochBumped,
     ConsumerGroupStateChanged,
     ConsumerMemberFenced,
@@ -44,17 +53,28 @@ from kafka_rebalance.protocol.logrecords import (
     ConsumerMemberLeft,
     ConsumerStaticMemberReplaced,
     ConsumerTargetAssignmentComputed,
+    GroupEmpty,
     LogRecord,
+    MemberFailed,
+    MemberLeft,
+    PreparingRebalance,
+    Stabilized,
 )
 from kafka_rebalance.protocol.modern.consumer import coordinator_events as ce
 from kafka_rebalance.protocol.modern.consumer import member_events as me
 from kafka_rebalance.protocol.modern.consumer.assignment import to_strings
-from kafka_rebalance.protocol.modern.consumer.coordinator import ConsumerGroupConfig, ConsumerGroupCoordinator
+from kafka_rebalance.protocol.modern.consumer.coordinator import (
+    ConsumerGroupConfig,
+    ConsumerGroupCoordinator,
+    ProtocolError,
+)
 from kafka_rebalance.protocol.modern.consumer.member import (
     ConsumerMembershipManager,
     MemberConfig,
     MemberState,
 )
+from kafka_rebalance.protocol.modern.consumer.migration import consumer_group_for_heartbeat
+from kafka_rebalance.sim.classic_member import ClassicInput, ClassicMembership, ClassicOutput, ClassicSend
 from kafka_rebalance.sim.ownership_metrics import ownership_metrics, topic_epochs
 from kafka_rebalance.sim.result import (
     Commits,
@@ -88,7 +108,7 @@ class Process:
     name: str
     spec: ConsumerSpec
     connection: str
-    machine: ConsumerMembershipManager
+    machine: ConsumerMembershipManager | ClassicMembership
     ms_per_record: float
     max_poll_records: int
     auto_commit_interval_ms: int
@@ -136,8 +156,20 @@ class ConsumerGroupSimulation:
             session_timeout_ms=self.cfg.consumer_session_timeout_ms,
             heartbeat_interval_ms=self.cfg.consumer_heartbeat_interval_ms,
             max_size=self.cfg.consumer_max_size, migration_policy=self.cfg.migration_policy)
+        self.group_config = config
         self.coordinator = ConsumerGroupCoordinator(scenario.group, self.topics, config,
                                                     seed=self.rng.getrandbits(32))
+        # A rolling upgrade starts from a running classic group: the classic coordinator serves it
+        # until the first ConsumerGroupHeartbeat converts it (protocol/modern/consumer/migration.py).
+        self.classic_coordinator: GroupCoordinator | None = None
+        if scenario.group_protocol == "classic":
+            self.classic_coordinator = GroupCoordinator(CoordinatorConfig(
+                group_initial_rebalance_delay_ms=self.cfg.group_initial_rebalance_delay_ms,
+                group_min_session_timeout_ms=self.cfg.group_min_session_timeout_ms,
+                group_max_session_timeout_ms=self.cfg.group_max_session_timeout_ms,
+                offsets_topic_num_partitions=self.cfg.offsets_topic_num_partitions,
+                broker_id=self.broker), seed=self.rng.getrandbits(32))
+        self.upgraded: set[str] = set()  # consumers restarted with group.protocol=consumer
         self.coordinator_available = True
         self.coordinator_epoch = 0
         self.coordinator_timers: dict[Hashable, int] = {}
@@ -240,6 +272,13 @@ class ConsumerGroupSimulation:
             topics = request.subscribed_topic_names or ()
             for topic in topics:
                 self.topic_wanted.setdefault(topic, self.now)
+        if self.classic_coordinator is not None:
+            if not isinstance(request, ce.ConsumerGroupHeartbeatRequest):
+                assert not isinstance(request, ce.OffsetCommitRequest | ce.OffsetFetchRequest)
+                self._classic_output(self.classic_coordinator.handle(cl.Received(connection, request), self.now))
+                return
+            if not self._upgrade_group(connection, request):
+                return
         self.requester = connection
         out = self.coordinator.handle(ce.Received(connection, request), self.now)
         if ignore_response:
@@ -247,11 +286,81 @@ class ConsumerGroupSimulation:
         self._coordinator_output(out)
         self.requester = None
 
+    def _classic_group(self) -> Any:
+        assert self.classic_coordinator is not None
+        return self.classic_coordinator.group(self.scenario.group)
+
+    def _upgrade_group(self, connection: str, request: ce.ConsumerGroupHeartbeatRequest) -> bool:
+        """The first ConsumerGroupHeartbeat to the classic group: Kafka's ``convertToConsumerGroup``
+        (pending JoinGroup/SyncGroup answered REBALANCE_IN_PROGRESS, a session timeout per member)."""
+        group = self._classic_group()
+        snapshot = None
+        if group is not None:
+            snapshot = ce.ClassicGroupSnapshot(group.group_id, group.generation, group.protocol_type,
+                                               group.protocol_name, group.state.value, tuple(
+                ce.ClassicGroupMember(m.member_id, m.group_instance_id, m.client_id, m.rebalance_timeout_ms,
+                                      m.session_timeout_ms, m.protocol_names,
+                                      tuple(m.metadata(group.protocol_name).topics), tuple(m.assignment))
+                for m in group.members.values()))
+        try:
+            coordinator = consumer_group_for_heartbeat(snapshot, request.member_epoch, self.topics, self.group_config,
+                                                       seed=self.rng.getrandbits(32))
+        except ProtocolError as error:
+            self._push(self._arrival(TO_MEMBER, connection), TO_MEMBER, connection,
+                       ce.ConsumerGroupHeartbeatResponse(error.code, error_message=error.message))
+            return False
+        if not coordinator.group_id:
+            coordinator.group_id = self.scenario.group
+        self.classic_coordinator = None
+        self.coordinator_timers.clear()
+        if group is not None:
+            coordinator.offsets.update(group.offsets)
+            for m in group.members.values():
+                if m.join_connection is not None:
+                    self._push(self._arrival(TO_MEMBER, m.join_connection), TO_MEMBER, m.join_connection,
+                               cl.JoinGroupResponse(ErrorCode.REBALANCE_IN_PROGRESS, member_id=m.member_id))
+                if m.sync_connection is not None:
+                    self._push(self._arrival(TO_MEMBER, m.sync_connection), TO_MEMBER, m.sync_connection,
+                               cl.SyncGroupResponse(ErrorCode.REBALANCE_IN_PROGRESS))
+        self.coordinator = coordinator
+        if group is not None and group.members:
+            self._on_log(ConsumerGroupConverted(self.now, self.scenario.group, "upgrade"))
+            self._coordinator_output([ArmTimer(ce.SessionTimeout(m.member_id), self.now + m.session_timeout_ms)
+                                      for m in group.members.values()])
+        return True
+
+    def _classic_output(self, out: list[cl.CoordinatorOutput]) -> None:
+        """The classic coordinator's outputs, before the group converts."""
+        for item in out:
+            match item:
+                case cl.Respond(connection=connection, response=response):
+                    if isinstance(response, cl.JoinGroupResponse) and response.member_id:
+                        proc = self.connections.get(connection)
+                        if proc is not None:
+                            self.member_names[response.member_id] = proc.name
+                    self._push(self._arrival(TO_MEMBER, connection), TO_MEMBER, connection, response)
+                case ArmTimer(timer=timer, deadline_ms=deadline):
+                    self.coordinator_timers[timer] = deadline
+                    scheduled = self.coordinator_scheduled.get(timer)
+                    if scheduled is None or deadline < scheduled:
+                        self.coordinator_scheduled[timer] = deadline
+                        self._push(deadline, COORDINATOR_TIMER, self.coordinator_epoch, timer)
+                case CancelTimer(timer=timer):
+                    self.coordinator_timers.pop(timer, None)
+                case Log(record=record):
+                    self._on_log(record)
+                case cl.Persist():
+                    pass
+
     def _coordinator_output(self, out: list[ce.Output]) -> None:
         now = self.now
         for item in out:
             match item:
                 case ce.Respond(connection=connection, response=response):
+                    if isinstance(response, cl.JoinGroupResponse) and response.member_id:
+                        proc = self.connections.get(connection)
+                        if proc is not None:
+                            self.member_names[response.member_id] = proc.name
                     if isinstance(response, ce.ConsumerGroupHeartbeatResponse):
                         if response.member_id:
                             proc = self.connections.get(connection)
@@ -276,6 +385,9 @@ class ConsumerGroupSimulation:
                     self.coordinator_timers.pop(timer, None)
                 case Log(record=record):
                     self._on_log(record)
+                case ce.ConvertedToClassic():
+                    raise InvalidInput("events", "the group would convert back to classic (every upgraded consumer "
+                                       "gone while classic ones remain): a downgrade is not simulated")
                 case _:
                     raise AssertionError(f"unexpected coordinator output {item!r}")
 
@@ -300,8 +412,10 @@ class ConsumerGroupSimulation:
         del self.coordinator_timers[timer]
         if not self.coordinator_available:
             return
-        assert isinstance(timer, ce.SessionTimeout | ce.RebalanceTimeout)
-        self._coordinator_output(self.coordinator.handle(timer, time))
+        if isinstance(timer, ce.SessionTimeout | ce.RebalanceTimeout | ce.ClassicJoinTimeout | ce.ClassicSyncTimeout):
+            self._coordinator_output(self.coordinator.handle(timer, time))
+        elif self.classic_coordinator is not None:
+            self._classic_output(self.classic_coordinator.handle(timer, time))  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ member side
 
@@ -324,25 +438,37 @@ class ConsumerGroupSimulation:
         if proc.paused:
             proc.deferred.append((MEMBER_TIMER, timer))
             return
-        assert isinstance(timer, me.HeartbeatDue | me.PollTimerExpired)
         if isinstance(timer, me.PollTimerExpired) and proc.continuous and not proc.stalled:
             # A continuously consuming application is always inside poll(): the timer never expires.
             self._member_input(proc, me.Poll())
             return
-        self._member_input(proc, timer)
+        self._member_input(proc, timer)  # type: ignore[arg-type]
 
-    def _member_input(self, proc: Process, event: me.Input) -> None:
+    def _member_input(self, proc: Process, event: ClassicInput) -> None:
         before = proc.machine.pending_callbacks
         if isinstance(event, me.CallbacksCompleted):
             before -= 1
-        out = proc.machine.handle(event, self.now)
+        machine = proc.machine
+        if isinstance(machine, ClassicMembership):
+            out: list[me.Output] | list[ClassicOutput] = machine.handle(event, self.now)
+        else:
+            out = machine.handle(event, self.now)  # type: ignore[arg-type]
         self._member_output(proc, out, proc.machine.pending_callbacks > before)
 
-    def _member_output(self, proc: Process, out: list[me.Output], new_batch: bool) -> None:
+    def _member_output(self, proc: Process, out: list[me.Output] | list[ClassicOutput], new_batch: bool) -> None:
         callbacks: list[me.Output] = []
         fatal = False
         for item in out:
             match item:
+                case ClassicSend(request=request):
+                    self._push(self._arrival(TO_COORDINATOR, proc.connection), TO_COORDINATOR, proc.connection,
+                               (request, False))
+                    if isinstance(request, cl.LeaveGroupRequest):
+                        self._checkpoint(proc)
+                        for partition in list(proc.positions):
+                            self._release(proc, partition)
+                        if proc.closing and not proc.machine.pending_callbacks:
+                            self._end_process(proc)
                 case me.Send(request=request, ignore_response=ignore):
                     self._push(self._arrival(TO_COORDINATOR, proc.connection), TO_COORDINATOR, proc.connection,
                                (request, ignore))
@@ -417,7 +543,8 @@ class ConsumerGroupSimulation:
         consuming = proc.machine.state in (MemberState.ACKNOWLEDGING, MemberState.STABLE, MemberState.RECONCILING)
         wanted = [p for p in proc.machine.owned if p not in proc.positions] if consuming else []
         if wanted:
-            committed = self.coordinator.offsets
+            group = self._classic_group() if self.classic_coordinator is not None else None
+            committed = group.offsets if group is not None else self.coordinator.offsets
             for partition in wanted:
                 holder = self.open_ownership.get(partition)
                 if holder is not None and holder[0] != proc.name:
@@ -445,13 +572,23 @@ class ConsumerGroupSimulation:
         if not offsets or not self.coordinator_available:
             return
         epoch = proc.machine.member_epoch
-        request = ce.OffsetCommitRequest(self.scenario.group, proc.machine.member_id, epoch,
-                                         tuple(sorted(offsets.items())))
+        entries = tuple(sorted(offsets.items()))
         code = ErrorCode.NONE
-        for output in self.coordinator.handle(ce.Received(proc.connection, request), self.now):
-            if isinstance(output, ce.Respond):
-                code = output.response.error_code
-        for partition, offset in request.offsets:
+        if isinstance(proc.machine, ClassicMembership):
+            # A classic consumer's OffsetCommit (below v9: the generation id), to whichever group it is.
+            classic = cl.OffsetCommitRequest(self.scenario.group, epoch, proc.machine.member_id, proc.spec.group_instance_id,
+                                             tuple(cl.PartitionOffset(p, o) for p, o in entries))
+            if self.classic_coordinator is not None:
+                outputs: list[Any] = self.classic_coordinator.handle(cl.Received(proc.connection, classic), self.now)
+            else:
+                outputs = self.coordinator.handle(ce.Received(proc.connection, classic), self.now)
+        else:
+            request = ce.OffsetCommitRequest(self.scenario.group, proc.machine.member_id, epoch, entries)
+            outputs = self.coordinator.handle(ce.Received(proc.connection, request), self.now)
+        for output in outputs:
+            if isinstance(output, ce.Respond | cl.Respond):
+                code = getattr(output.response, "error_code", ErrorCode.NONE)
+        for partition, offset in entries:
             self.commit_rows.append((self.now, partition, offset, proc.name, epoch, int(code)))
 
     # ------------------------------------------------------------------ consumption
@@ -574,7 +711,17 @@ class ConsumerGroupSimulation:
             server_assignor=self.scenario.assignor,
             enable_auto_commit=spec.setting(self.cfg, "enable_auto_commit"),
             client_id=spec.client_id or name)
-        machine = ConsumerMembershipManager(config)
+        machine: ConsumerMembershipManager | ClassicMembership = ConsumerMembershipManager(config)
+        if self.scenario.group_protocol == "classic" and name not in self.upgraded:
+            machine = ClassicMembership(ConsumerConfig(
+                client_id=spec.client_id or name, group_id=self.scenario.group, strategies=tuple(spec.strategies),
+                topics=tuple(spec.subscribe or ()), pattern=spec.pattern, group_instance_id=spec.group_instance_id,
+                session_timeout_ms=spec.setting(self.cfg, "session_timeout_ms"),
+                heartbeat_interval_ms=spec.setting(self.cfg, "heartbeat_interval_ms"),
+                max_poll_interval_ms=spec.setting(self.cfg, "max_poll_interval_ms"),
+                enable_auto_commit=False,  # the simulator commits (ticks, before revocation)
+                auto_commit_interval_ms=spec.setting(self.cfg, "auto_commit_interval_ms"),
+                background_heartbeat=True), self.topics, self.broker)
         return Process(name=name, spec=spec, connection=connection, machine=machine,
                        ms_per_record=spec.processing_ms_per_record,
                        max_poll_records=spec.setting(self.cfg, "max_poll_records"),
@@ -711,7 +858,13 @@ class ConsumerGroupSimulation:
                 else:
                     del self.coordinator_timers[timer]
         elif action == "upgrade":
-            raise NotImplementedError("upgrade events run in the migration simulator")
+            # A rolling upgrade's step: stop the consumer, start it again with group.protocol=consumer.
+            assert event.upgrade is not None
+            self.upgraded.add(event.upgrade)
+            proc = self.processes.get(event.upgrade)
+            if proc is not None and proc.alive:
+                self._close(proc)
+            self._push(now + (event.after_ms or 0), START, event.upgrade)
 
     def _close(self, proc: Process) -> None:
         """consumer.close(): commit and revoke through the listener, send the leave heartbeat."""
@@ -726,7 +879,8 @@ class ConsumerGroupSimulation:
         proc.closing = True
         self._member_input(proc, me.Unsubscribe())
         if proc.alive and proc.machine.state in (MemberState.UNSUBSCRIBED, MemberState.FATAL, MemberState.STALE,
-                                                 MemberState.FENCED):
+                                                 MemberState.FENCED) and not (
+                isinstance(proc.machine, ClassicMembership) and proc.machine.pending_callbacks):
             self._end_process(proc)
 
     # ------------------------------------------------------------------ rebalance bookkeeping
@@ -765,6 +919,24 @@ class ConsumerGroupSimulation:
             case ConsumerGroupStateChanged(new_state=new_state):
                 if new_state in ("Stable", "Empty") and self.open_rebalance is not None:
                     self._close_rebalance(self.open_rebalance)
+            # The classic group before it converts (a rolling upgrade), as the classic simulator counts it.
+            case PreparingRebalance(reason=reason):
+                if self.open_rebalance is None:
+                    held = {name: p.machine.assignment for name, p in self.processes.items() if p.alive}
+                    self.open_rebalance = {"start_ms": self.now, "reason": reason, "held": held}
+            case Stabilized(generation=generation, protocol_name=protocol_name):
+                if self.open_rebalance is not None:
+                    self.open_rebalance["generation"] = generation
+                    self.open_rebalance["strategy"] = protocol_name
+            case AssignmentReceived(generation=generation, assignment=assignment):
+                if self.open_rebalance is not None:
+                    self._close_classic_rebalance(self.open_rebalance, generation,
+                                                  {self._name(a.member_id): list(a.partitions) for a in assignment})
+            case GroupEmpty(generation=generation):
+                if self.open_rebalance is not None:
+                    self._close_classic_rebalance(self.open_rebalance, generation, {})
+            case MemberFailed(member_id=member_id) | MemberLeft(member_id=member_id):
+                self._drop_member_ownership(member_id)
             case _:
                 pass
 
@@ -776,6 +948,21 @@ class ConsumerGroupSimulation:
             self._checkpoint(proc)
             for partition in list(proc.positions):
                 self._release(proc, partition)
+
+    def _close_classic_rebalance(self, current: dict[str, Any], generation: int,
+                                 by_name: dict[str, list[str]]) -> None:
+        self.open_rebalance = None
+        held = current["held"]
+        names = list(by_name)
+        revoked = {n: sorted(set(to_strings(held.get(n, {}))) - set(by_name[n]), key=_sort_key) for n in names}
+        added = {n: sorted(set(by_name[n]) - set(to_strings(held.get(n, {}))), key=_sort_key) for n in names}
+        strategy = current.get("strategy")
+        self.rebalances.append({
+            "generation": generation, "start_ms": current["start_ms"], "end_ms": self.now, "reason": current["reason"],
+            "strategy": strategy, "protocol": "COOPERATIVE" if strategy == "cooperative-sticky" else "EAGER",
+            "leader": None, "members": names, "assignment": {n: sorted(by_name[n], key=_sort_key) for n in names},
+            "revoked": revoked, "added": added,
+        })
 
     def _close_rebalance(self, current: dict[str, Any]) -> None:
         self.open_rebalance = None
@@ -796,6 +983,14 @@ class ConsumerGroupSimulation:
         })
 
     # ------------------------------------------------------------------ results
+
+    def _final_group(self) -> tuple[str, tuple[str, ...]]:
+        if self.classic_coordinator is not None:  # never converted
+            group = self._classic_group()
+            if group is None:
+                return "Empty", ()
+            return group.state.value, tuple(self._name(m) for m in group.members)
+        return self.coordinator.state.value, tuple(self._name(m) for m in self.coordinator.members)
 
     def _finish(self) -> SimulationResult:
         for proc in self.processes.values():
@@ -842,8 +1037,8 @@ class ConsumerGroupSimulation:
             commits=Commits(ints(column(k, 0)), strings(column(k, 1)), ints(column(k, 2)), strings(column(k, 3)),
                             ints(column(k, 4)), ints(column(k, 5))),
             produced=Produced(strings(partitions), ints([self.traffic.leo_of(p, end) for p in partitions])),
-            final_group_state=self.coordinator.state.value,
-            final_members=tuple(self._name(m) for m in self.coordinator.members),
+            final_group_state=self._final_group()[0],
+            final_members=self._final_group()[1],
             offset_regressions=0, ownership_conflicts=self.ownership_conflicts,
             log_records=tuple(self.log_records),
         )

@@ -980,9 +980,10 @@ def _fields(rebalance: Rebalance) -> dict[str, Any]:
 
 def run_simulation(scenario: Scenario | dict[str, Any] | str, seed: int | None = None) -> SimulationResult:
     """Run a scenario and keep everything (typed result, log records, the invariant tables).
-    A KIP-848 consumer group (``group_protocol: consumer``) runs in ``sim.consumer_group``."""
+    A KIP-848 consumer group (``group_protocol: consumer``, or a classic group with ``upgrade``
+    events: a rolling upgrade) runs in ``sim.consumer_group``."""
     loaded = load_scenario(scenario)
-    if loaded.group_protocol == "consumer":
+    if loaded.uses_consumer_protocol:
         from kafka_rebalance.sim.consumer_group import ConsumerGroupSimulation
 
         return ConsumerGroupSimulation(loaded, seed).run()

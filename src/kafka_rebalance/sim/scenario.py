@@ -227,11 +227,12 @@ class Scenario(_Strict):
         # In time order, as the simulator replays them: a topic must exist before it grows.
         for i, event in sorted(enumerate(self.events), key=lambda indexed: indexed[1].at_ms):
             action = event.action
-            if action == "upgrade":
-                # The protocol layer converts groups both ways (protocol/modern/consumer/migration.py);
-                # the simulator does not yet run classic and consumer-protocol members in one group.
-                raise _FieldError(f"events[{i}].upgrade", "mixed classic/consumer groups are not simulated yet")
-            if action in ("join", "leave", "crash", "pause", "stall", "restart"):
+            if action == "upgrade" and self.group_protocol != "classic":
+                raise _FieldError(f"events[{i}].upgrade", "an upgrade moves a consumer of a classic group "
+                                  "(group_protocol: classic) to the consumer protocol")
+            if action == "coordinator_failover" and any(e.upgrade is not None for e in self.events):
+                raise _FieldError(f"events[{i}]", "coordinator failover during a rolling upgrade is not simulated")
+            if action in ("join", "leave", "crash", "pause", "stall", "restart", "upgrade"):
                 name = getattr(event, action)
                 if name not in known:
                     raise _FieldError(f"events[{i}].{action}", f"unknown consumer {name!r}")

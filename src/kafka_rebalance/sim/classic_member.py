@@ -1,0 +1,159 @@
+"""A consumer that still speaks the classic protocol, as the consumer-group simulator drives its
+members (``sim/consumer_group.py``): the classic ``ConsumerCoordinator`` behind the interface of
+the new consumer's ``ConsumerMembershipManager`` (state, epoch, owned partitions, listener
+callbacks as outputs acknowledged by ``CallbacksCompleted``). This is how a rolling upgrade runs
+classic and consumer-protocol members in one group.
+
+Modelling choices (beyond the classic simulator's, ``sim/engine.py``):
+- The application is inside ``poll()`` whenever the machine wants a poll (a rejoin): the
+  JoinGroup goes out at once, after listener callbacks already running.
+- OffsetCommit is the simulator's (before a revocation, and auto-commit ticks), sent as a classic
+  OffsetCommit (a generation id); the machine's own commits are not sent twice.
+- FindCoordinator is not simulated here: the coordinator does not move in a migration run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from kafka_rebalance.protocol.classic import consumer_events as cc_events
+from kafka_rebalance.protocol.classic.consumer import ConsumerConfig, ConsumerCoordinator, sorted_partitions
+from kafka_rebalance.protocol.classic.consumer import MemberState as ClassicState
+from kafka_rebalance.protocol.classic.coordinator_events import (
+    FindCoordinatorRequest,
+    HeartbeatRequest,
+    OffsetCommitRequest,
+)
+from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer
+from kafka_rebalance.protocol.modern.consumer import coordinator_events as ce
+from kafka_rebalance.protocol.modern.consumer import member_events as me
+from kafka_rebalance.protocol.modern.consumer.assignment import Partitions, partitions
+from kafka_rebalance.protocol.modern.consumer.member import MemberState
+
+
+@dataclass(frozen=True, slots=True)
+class ClassicSend:
+    """A classic member's request to the group coordinator."""
+
+    request: ce.ClassicRequest
+
+
+ClassicInput = me.Input | cc_events.ConsumerTimer
+ClassicOutput = (ClassicSend | ArmTimer[cc_events.ConsumerTimer] | CancelTimer[cc_events.ConsumerTimer]
+                 | me.CommitOffsets | me.PartitionsRevoked | me.PartitionsAssigned | me.PartitionsLost | me.Fatal)
+
+
+class ClassicMembership:
+    """The classic consumer in the shape of ``ConsumerMembershipManager``."""
+
+    def __init__(self, config: ConsumerConfig, topics: Mapping[str, int], coordinator_broker: int):
+        self.cc = ConsumerCoordinator(config, dict(topics), coordinator_broker)
+        self.heartbeat_interval_ms = config.heartbeat_interval_ms
+        self.pending_callbacks = 0
+        self.left = False
+        self.fatal = False
+        self.held: list[ClassicSend] = []  # requests the application thread sends once the listener returns
+
+    @property
+    def member_id(self) -> str:
+        return self.cc.member_id
+
+    @property
+    def member_epoch(self) -> int:
+        return self.cc.generation
+
+    @property
+    def owned(self) -> tuple[str, ...]:
+        return tuple(sorted_partitions(self.cc.owned))
+
+    @property
+    def assignment(self) -> Partitions:
+        by_topic: dict[str, set[int]] = {}
+        for partition in self.cc.owned:
+            topic, _, number = partition.rpartition("-")
+            by_topic.setdefault(topic, set()).add(int(number))
+        return partitions(by_topic)
+
+    @property
+    def state(self) -> MemberState:
+        if self.fatal:
+            return MemberState.FATAL
+        if self.left:
+            return MemberState.UNSUBSCRIBED
+        match self.cc.state:
+            case ClassicState.STABLE:
+                return MemberState.STABLE
+            case ClassicState.UNJOINED:
+                return MemberState.JOINING
+            case _:
+                return MemberState.RECONCILING  # rejoining: a cooperative member keeps consuming
+
+    def handle(self, event: ClassicInput, now_ms: int) -> list[ClassicOutput]:
+        out: list[ClassicOutput] = []
+        match event:
+            case me.Subscribe(topics=topics, regex=regex):
+                self._run(cc_events.Subscribe(topics, regex), now_ms, out)
+            case me.Poll():
+                self._run(cc_events.Poll(), now_ms, out)
+            case me.Unsubscribe():
+                self._run(cc_events.Close(), now_ms, out)
+                self.left = True
+            case me.CallbacksCompleted():
+                self.pending_callbacks -= 1
+                if not self.pending_callbacks:
+                    out.extend(self.held)
+                    self.held = []
+                    if self.cc.wants_poll and not self.left:
+                        self._run(cc_events.Poll(), now_ms, out)
+            case me.Received(response=response):
+                self._run(cc_events.Received(response), now_ms, out)  # type: ignore[arg-type]
+            case me.RequestFailed() | me.HeartbeatDue() | me.PollTimerExpired():
+                pass  # the new consumer's inputs; the classic machine has its own timers
+            case _:
+                self._run(event, now_ms, out)
+        return out
+
+    def _run(self, event: cc_events.ConsumerInput, now_ms: int, out: list[ClassicOutput]) -> None:
+        callbacks = False
+        sends: list[ClassicSend] = []
+        for _ in range(3):  # a poll that acts may leave another rejoin due (bounded)
+            for item in self.cc.handle(event, now_ms):
+                match item:
+                    case cc_events.Send(request=request):
+                        if isinstance(request, OffsetCommitRequest | FindCoordinatorRequest):
+                            continue
+                        sends.append(ClassicSend(request))  # type: ignore[arg-type]
+                    case ArmTimer() | CancelTimer():
+                        out.append(item)
+                    case cc_events.PartitionsRevoked(partitions=revoked):
+                        if revoked:
+                            out.append(me.CommitOffsets(tuple(revoked)))
+                        out.append(me.PartitionsRevoked(tuple(revoked)))
+                        callbacks = True
+                    case cc_events.PartitionsLost(partitions=lost):
+                        out.append(me.PartitionsLost(tuple(lost)))
+                        callbacks = True
+                    case cc_events.PartitionsAssigned(partitions=assigned):
+                        out.append(me.PartitionsAssigned(tuple(assigned)))
+                        callbacks = True
+                    case cc_events.Fatal(error_code=error):
+                        self.fatal = True
+                        out.append(me.Fatal(error, None))
+                    case cc_events.LeftGroup():
+                        self.left = True
+                    case cc_events.CommittedOffsetsFetched():
+                        pass  # positions come from the committed offsets when the callbacks end
+            if callbacks or self.left or self.fatal or not self.cc.wants_poll:
+                break
+            event = cc_events.Poll()
+        if callbacks or self.pending_callbacks:
+            # The application thread is in the listener: what it sends next waits (JoinGroup after
+            # an eager revocation, OffsetFetch after an assignment, LeaveGroup after close's
+            # revocation); the heartbeat thread's requests do not.
+            self.held.extend(s for s in sends if not isinstance(s.request, HeartbeatRequest))
+            out.extend(s for s in sends if isinstance(s.request, HeartbeatRequest))
+        else:
+            out.extend(sends)
+        if callbacks:
+            self.pending_callbacks += 1
