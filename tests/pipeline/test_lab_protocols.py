@@ -45,8 +45,8 @@ def test_bad_churn_runs_name_the_field(spec: dict, field: str) -> None:
 def test_report_answers_should_we_migrate(spark, tmp_path) -> None:
     from kafka_rebalance.pipeline.lab import run_lab
 
-    result = run_lab(spark, parse_sweep(churn_sweep("rolling-restart", "crashes")), str(tmp_path / "out"),
-                     progress=False)
+    result = run_lab(spark, parse_sweep(churn_sweep("rolling-restart", "crashes", "migration")),
+                     str(tmp_path / "out"), progress=False)
     assert result.failed == 0
     sims = pd.read_parquet(tmp_path / "out" / "simulations")
     assert set(sims["strategy"]) == set(PROTOCOLS)
@@ -60,3 +60,11 @@ def test_report_answers_should_we_migrate(spark, tmp_path) -> None:
     section = page[page.index("Should we migrate"):]
     header = section[section.index("<thead>"):section.index("</thead>")]
     assert header.count("<th>") <= 8  # fits the page
+    # What the migration itself costs, with numbers, next to a plain rolling restart.
+    migration = sims[sims["scenario"] == "migration"]
+    assert (migration["records_lost"] == 0).all() and (migration["error"].isna()).all()
+    assert re.search(r"Rolling upgrade cooperative-sticky -&gt; KIP-848 uniform: [\d,.]+ \([\d,.]+\) partition-seconds "
+                     r"unowned", page)
+    cost = section[section.index("<h3>What the migration costs"):]
+    cost_header = cost[cost.index("<thead>"):cost.index("</thead>")]
+    assert cost_header.count("<th>") <= 6  # fits the page

@@ -686,7 +686,7 @@ def _extra(sims: pd.DataFrame, key: str) -> pd.Series:
 def protocol_comparison(sims: pd.DataFrame) -> pd.DataFrame:
     """Per churn and protocol (runs swept over ``protocol``), the figures that answer "should we
     migrate?", in seconds (means over seeds)."""
-    ok = sims[sims["error"].isna() & sims["strategy"].isin(PROTOCOL_ORDER)].copy()
+    ok = sims[sims["error"].isna() & sims["strategy"].isin(PROTOCOL_ORDER) & (sims["scenario"] != "migration")].copy()
     if ok.empty:
         return pd.DataFrame()
     for key in ("unowned_partition_ms", "member_pause_p50_ms", "member_pause_max_ms", "longest_unstable_ms"):
@@ -709,6 +709,55 @@ def protocol_comparison(sims: pd.DataFrame) -> pd.DataFrame:
         "longest unstable s": (grouped["unstable"] / 1000).round(1),
         "stop-the-world partition-s": (grouped["stw"] / 1000).round(1),
     })
+
+
+def _migration_label(protocol: str) -> str:
+    """The ``migration`` churn under ``protocol``: from which classic group to which assignor (sim/churn.py)."""
+    if protocol.startswith("consumer-"):
+        return f"cooperative-sticky -> {PROTOCOL_NAMES[protocol]}"
+    return f"{PROTOCOL_NAMES[protocol]} -> KIP-848 uniform"
+
+
+def migration_cost(sims: pd.DataFrame) -> pd.DataFrame:
+    """What the rolling upgrade itself costs (the ``migration`` churn), next to a plain rolling
+    restart of the group it starts from (the same events, consumers coming back on the same protocol)."""
+    ok = sims[sims["error"].isna() & sims["strategy"].isin(PROTOCOL_ORDER)
+              & sims["scenario"].isin(["migration", "rolling-restart"])].copy()
+    if ok.empty or not (ok["scenario"] == "migration").any():
+        return pd.DataFrame()
+    for key in ("unowned_partition_ms", "unstable_ms", "longest_unstable_ms"):
+        ok[key] = pd.to_numeric(_extra(ok, key), errors="coerce")
+    grouped = ok.groupby(["scenario", "strategy"], sort=False).agg(
+        unowned=("unowned_partition_ms", "mean"), duplicates=("records_processed_twice", "mean"),
+        rebalances=("rebalances", "mean"), unstable=("unstable_ms", "mean"), longest=("longest_unstable_ms", "mean"),
+        stw=("stop_the_world_partition_ms", "mean")).reset_index()
+    restart = {r["strategy"]: r for _, r in grouped[grouped["scenario"] == "rolling-restart"].iterrows()}
+    rows = []
+    for _, r in grouped[grouped["scenario"] == "migration"].iterrows():
+        source = "cooperative-sticky" if str(r["strategy"]).startswith("consumer-") else r["strategy"]
+        plain = restart.get(source)
+        rows.append({
+            "rolling upgrade": _migration_label(str(r["strategy"])),
+            "unowned partition-s (plain restart)": f"{r['unowned'] / 1000:,.1f}" + (
+                f" ({plain['unowned'] / 1000:,.1f})" if plain is not None else ""),
+            "records twice": round(float(r["duplicates"])),
+            "rebalances": round(float(r["rebalances"])),
+            "unstable s total / longest": f"{r['unstable'] / 1000:,.1f} / {r['longest'] / 1000:,.1f}",
+            "stop-the-world partition-s": round(float(r["stw"]) / 1000, 1),
+            "order": PROTOCOL_ORDER.index(str(r["strategy"])),
+        })
+    return pd.DataFrame(rows).sort_values("order").drop(columns="order").reset_index(drop=True)
+
+
+def migration_cost_verdict(cost: pd.DataFrame) -> list[str]:
+    lines = []
+    for _, r in cost.iterrows():
+        lines.append(f"Rolling upgrade {r['rolling upgrade']}: {r['unowned partition-s (plain restart)']} "
+                     f"partition-seconds unowned (in brackets: a plain rolling restart of the same group), "
+                     f"{r['rebalances']} rebalances, {r['records twice']} records processed twice, unstable for "
+                     f"{r['unstable s total / longest']} s (total / longest stretch), "
+                     f"{r['stop-the-world partition-s']:,.1f} stop-the-world partition-seconds.")
+    return lines
 
 
 def migration_verdict(comparison: pd.DataFrame) -> list[str]:
@@ -747,5 +796,14 @@ def migration_section(sims: pd.DataFrame) -> str:
                "a restarted member's own downtime). Longest unstable: the longest stretch of back-to-back "
                "rebalances (a cooperative follow-up belongs to the rebalance before it). Both simulators "
                "charge the listener work (revocation_ms, assignment_ms) to the application thread.")
-    return section("Should we migrate to KIP-848?", f'<ul class="verdict">{items}</ul>' + table(comparison, limit=200),
-                   caption)
+    cost = migration_cost(sims)
+    if not cost.empty:
+        items += "".join(f"<li>{html.escape(line)}</li>" for line in migration_cost_verdict(cost))
+        caption += (" What the migration costs: the 'migration' churn restarts every member once, one at a time, "
+                    "with group.protocol=consumer (the first ConsumerGroupHeartbeat converts the group; members not "
+                    "yet upgraded stay in it as classic members); in brackets the same restarts without upgrading. "
+                    "Unstable: time with a rebalance open, in total and the longest stretch.")
+    body = f'<ul class="verdict">{items}</ul>' + table(comparison, limit=200)
+    if not cost.empty:
+        body += "<h3>What the migration costs</h3>" + table(cost, limit=50)
+    return section("Should we migrate to KIP-848?", body, caption)

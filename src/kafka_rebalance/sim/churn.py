@@ -1,5 +1,6 @@
 """Churn scenarios for comparing group protocols on the same events: rolling restarts, scaling
-out and in, crashes, slow consumers and an online migration, each for any protocol.
+out and in, crashes, slow consumers and an online migration (a rolling upgrade from a classic
+group to the consumer protocol), each for any protocol.
 
 ``Service`` holds the costs of a typical service (docs/scenarios.md, "Realistic costs"):
 100 records/s per partition, 1 ms of processing per record, ``max.poll.records`` 500,
@@ -21,7 +22,8 @@ PROTOCOLS: dict[str, dict[str, Any]] = {
     "consumer-uniform": {"group_protocol": "consumer", "assignor": "uniform"},
     "consumer-range": {"group_protocol": "consumer", "assignor": "range"},
 }
-CHURNS = ("rolling-restart", "scale-out-in", "crashes", "slow-consumers")
+CHURNS = ("rolling-restart", "scale-out-in", "crashes", "slow-consumers", "migration")
+MIGRATION_TARGET = "uniform"  # the server-side assignor a classic group (eager, cooperative-sticky) migrates to
 
 
 @dataclass(frozen=True)
@@ -71,10 +73,13 @@ def churn_scenario(churn: str, protocol: str, service: Service | None = None) ->
     events: list[dict[str, Any]] = [{"at_ms": rng.randrange(0, 10000), "join": n} for n in names]
     start = 60000
     max_poll_interval_ms = 300000
-    if churn == "rolling-restart":
+    if churn in ("rolling-restart", "migration"):
+        # migration: the same rolling restart, each consumer coming back with group.protocol=consumer
+        # (from the classic group of ``protocol``, or from cooperative-sticky to a consumer protocol's assignor).
+        action = "restart" if churn == "rolling-restart" else "upgrade"
         gap = 2 * service.restart_ms
         for i, name in enumerate(names):
-            events.append({"at_ms": start + i * gap + rng.randrange(0, gap // 4), "restart": name,
+            events.append({"at_ms": start + i * gap + rng.randrange(0, gap // 4), action: name,
                            "after_ms": service.restart_ms})
         end = start + len(names) * gap + 60000
     elif churn == "scale-out-in":
@@ -99,10 +104,13 @@ def churn_scenario(churn: str, protocol: str, service: Service | None = None) ->
         for i, name in enumerate(victims):
             events.append({"at_ms": start + i * 45000 + rng.randrange(0, 5000), "stall": name, "for_ms": 90000})
         end = start + len(victims) * 45000 + 150000
+    group_protocol, assignor = fields["group_protocol"], fields.get("assignor")
+    if churn == "migration":
+        group_protocol, assignor = "classic", assignor or MIGRATION_TARGET
     scenario: dict[str, Any] = {
         "name": churn,
         "group": "orders-service",
-        "group_protocol": fields["group_protocol"],
+        "group_protocol": group_protocol,
         "topics": {"orders": service.partitions},
         "config": {
             "max_poll_records": service.max_poll_records,
@@ -118,6 +126,6 @@ def churn_scenario(churn: str, protocol: str, service: Service | None = None) ->
         "end_ms": end,
         "seed": service.seed,
     }
-    if "assignor" in fields:
-        scenario["assignor"] = fields["assignor"]
+    if assignor is not None:
+        scenario["assignor"] = assignor
     return scenario
