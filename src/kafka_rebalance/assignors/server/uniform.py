@@ -37,7 +37,13 @@ def uniform_assign(group: ServerGroup) -> np.ndarray:
     classes_per_topic = np.bincount(group.class_topics, minlength=group.num_topics)
     if (classes_per_topic <= 1).all():
         return _assign_disjoint_classes(group, owner)
-    return _HeterogeneousBuilder(group, owner).build()
+    return heterogeneous_assign(group, owner)
+
+
+def heterogeneous_assign(group: ServerGroup, owner: np.ndarray | None = None) -> np.ndarray:
+    """Kafka's heterogeneous builder on any group (``uniform_assign`` uses it only where
+    subscriptions overlap); ``owner`` is the current owner array after revocation."""
+    return _HeterogeneousBuilder(group, kept_current_owner(group) if owner is None else owner).build()
 
 
 def kept_current_owner(group: ServerGroup) -> np.ndarray:
