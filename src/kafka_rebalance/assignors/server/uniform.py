@@ -33,11 +33,9 @@ MAX_BALANCE_PASSES = 16
 
 def uniform_assign(group: ServerGroup) -> np.ndarray:
     """The target owner (member index or -1) of every global partition."""
-    owner = kept_current_owner(group)
-    classes_per_topic = np.bincount(group.class_topics, minlength=group.num_topics)
-    if (classes_per_topic <= 1).all():
-        return _assign_disjoint_classes(group, owner)
-    return heterogeneous_assign(group, owner)
+    if group.topic_class is not None:
+        return _assign_disjoint_classes(group, group.topic_class)
+    return heterogeneous_assign(group)
 
 
 def heterogeneous_assign(group: ServerGroup, owner: np.ndarray | None = None) -> np.ndarray:
@@ -72,23 +70,45 @@ def _first_per_class(eligible: np.ndarray, member_class: np.ndarray, allowance: 
     return chosen
 
 
-def _assign_disjoint_classes(group: ServerGroup, owner: np.ndarray) -> np.ndarray:
+def _stable_order(keys: np.ndarray, bound: int) -> np.ndarray:
+    """Stable argsort of small non-negative integers (< ``bound``): numpy's radix sort when the
+    keys fit in 16 bits, linear in their number."""
+    if bound <= np.iinfo(np.int16).max:
+        keys = keys.astype(np.int16)
+    return np.argsort(keys, kind="stable")
+
+
+def _assign_disjoint_classes(group: ServerGroup, topic_class: np.ndarray) -> np.ndarray:
+    """Each class balanced on its own, keeping as many partitions in place as balance allows.
+
+    Every step is a pass over arrays; only partitions of members above their target are sorted.
+    """
     m, c = group.num_members, group.num_classes
-    topic_class = np.full(group.num_topics, -1, dtype=np.int64)
-    topic_class[group.class_topics] = group.class_of_entry
+    counts = group.partition_counts
     subscribed = topic_class >= 0
-    class_partitions = np.bincount(topic_class[subscribed], weights=group.partition_counts[subscribed], minlength=c).astype(np.int64)
+    class_partitions = np.bincount(topic_class[subscribed], weights=counts[subscribed], minlength=c).astype(np.int64)
     class_members = np.bincount(group.member_class, minlength=c)
     quota = class_partitions // np.maximum(class_members, 1)
     extras = class_partitions % np.maximum(class_members, 1)
 
-    held = np.flatnonzero(owner >= 0)
-    holder = owner[held]
-    owned = np.bincount(holder, minlength=m)
+    owner = group.current_owner
+    first_assignment = not (owner >= 0).any()
+    if first_assignment:
+        partition_class, valid, owned = None, None, np.zeros(m, dtype=np.int64)
+    elif c == 1 and subscribed.all():
+        # One class subscribed to every topic (the usual homogeneous group): any holder is valid.
+        partition_class = None
+        valid = owner >= 0
+        owned = np.bincount(owner + 1, minlength=m + 1)[1:]
+    else:
+        # A holder keeps a partition only if its class subscribes to the partition's topic.
+        # Index -1 (no holder) reads the sentinel class -2, which no partition has.
+        partition_class = np.repeat(topic_class, counts)
+        valid = np.append(group.member_class, -2)[owner] == partition_class
+        owned = np.bincount(owner[valid], minlength=m)
+
     member_quota = quota[group.member_class]
-    rank = np.empty(m, dtype=np.int64)
-    rank[group.member_id_order] = np.arange(m)
-    by_class = np.lexsort((rank, group.member_class))
+    by_class = group.member_id_order if c == 1 else group.member_id_order[_stable_order(group.member_class[group.member_id_order], c)]
     over = owned > member_quota
     extra_to_owner = _first_per_class(over, group.member_class, extras, by_class)
     left = extras - np.bincount(group.member_class[extra_to_owner], minlength=c)
@@ -96,20 +116,37 @@ def _assign_disjoint_classes(group: ServerGroup, owner: np.ndarray) -> np.ndarra
     target = member_quota + (extra_to_owner | extra_to_other)
     keep = np.minimum(owned, target)
 
-    # Keep each member's lowest partitions: holder runs are in ascending partition order.
-    order = np.argsort(holder, kind="stable")
-    run_start = np.zeros(m + 1, dtype=np.int64)
-    np.cumsum(owned, out=run_start[1:])
-    position = np.arange(len(order)) - run_start[holder[order]]
-    kept = held[order][position < keep[holder[order]]]
-    result = np.full(group.num_partitions, UNASSIGNED, dtype=np.int64)
-    result[kept] = owner[kept]
-
-    # Deal the rest, class by class in partition order, to members in (class, rank) order.
-    free = np.flatnonzero((result < 0) & subscribed[group.partition_topic])
-    free = free[np.argsort(topic_class[group.partition_topic[free]], kind="stable")]
     deficit = (target - keep)[by_class]
     takers = np.repeat(by_class, deficit)
+    if first_assignment:
+        # The pool is every partition of a subscribed topic, topics grouped by class.
+        topics = np.flatnonzero(subscribed)
+        if c > 1:
+            topics = topics[_stable_order(topic_class[topics], c)]
+        elif len(topics) == group.num_topics:
+            return takers
+        lengths = counts[topics]
+        run_start = np.cumsum(lengths) - lengths
+        free = np.repeat(group.topic_offsets[topics] - run_start, lengths) + np.arange(int(lengths.sum()))
+        result = np.full(group.num_partitions, UNASSIGNED, dtype=np.int64)
+        result[free] = takers
+        return result
+
+    trimmed = owned > keep
+    if trimmed.any():
+        # Members above target keep their lowest partitions; the rest go back to the pool.
+        candidates = np.flatnonzero(valid & np.append(trimmed, False)[owner])
+        holders = owner[candidates]
+        order = np.argsort(holders, kind="stable")
+        first = np.searchsorted(holders[order], holders[order])
+        dropped = candidates[order][np.arange(len(order)) - first >= keep[holders[order]]]
+        valid[dropped] = False
+    result = np.where(valid, owner, UNASSIGNED)
+
+    # Deal the pool, class by class in partition order, to members in (class, member id) order.
+    free = np.flatnonzero(~valid if partition_class is None else ~valid & (partition_class >= 0))
+    if c > 1:
+        free = free[_stable_order(partition_class[free], c)]
     assert len(takers) == len(free), "deficits must cover the free partitions exactly"
     result[free] = takers
     return result
