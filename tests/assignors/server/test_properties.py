@@ -164,3 +164,17 @@ def test_revocation_drops_unsubscribed_topics_only(group):
                 g = int(arrays.topic_offsets[arrays.topic_names.index(t)]) + p
                 if arrays.current_owner[g] == mm_index:
                     assert (kept[g] == mm_index) == (t in mm.subscribed_topics)
+
+
+def test_classes_without_members_subscribe_to_nothing():
+    """A ServerGroup built from arrays may list a subscription class no member has; its topics
+    are then unsubscribed, not a reason to take the heterogeneous path or to lose partitions."""
+    from kafka_rebalance.assignors.server import ServerGroup, server_assign_columnar
+    from kafka_rebalance.assignors.server.build import resolve_topic_keys
+
+    names = ["a", "b"]
+    group = ServerGroup.build(names, [4, 3], resolve_topic_keys(names, None), ["m0", "m1"], [0, 0], [[0], [0, 1]])
+    assert group.topic_class.tolist() == [0, -1]
+    for assignor in ("uniform", "range"):
+        owner = server_assign_columnar(assignor, group)
+        assert sorted(owner[:4].tolist()) == [0, 0, 1, 1] and owner[4:].tolist() == [-1, -1, -1]

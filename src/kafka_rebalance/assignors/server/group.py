@@ -96,11 +96,13 @@ class ServerGroup:
     @cached_property
     def topic_class(self) -> np.ndarray | None:
         """The one class subscribing to each topic (-1 for none), or None when some topic has
-        subscribers of several classes."""
-        if (np.bincount(self.class_topics, minlength=self.num_topics) > 1).any():
+        subscribers of several classes. Classes without members subscribe to nothing."""
+        populated = np.bincount(self.member_class, minlength=self.num_classes)[self.class_of_entry] > 0
+        topics, classes = self.class_topics[populated], self.class_of_entry[populated]
+        if (np.bincount(topics, minlength=self.num_topics) > 1).any():
             return None
         topic_class = np.full(self.num_topics, -1, dtype=np.int64)
-        topic_class[self.class_topics] = self.class_of_entry
+        topic_class[topics] = classes
         return topic_class
 
     def is_subscribed(self, members: np.ndarray, topics: np.ndarray) -> np.ndarray:
