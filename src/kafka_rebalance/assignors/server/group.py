@@ -76,18 +76,17 @@ class ServerGroup:
 
     @cached_property
     def member_id_order(self) -> np.ndarray:
-        """Members by member id in Java string order: the order Kafka's own uniform-assignor
-        tests fix (``TestGroupSpecImpl``); the uniform assignor numbers members this way."""
+        """Members by member id in Java string order."""
         return java_order(self.member_ids)
 
     @cached_property
     def range_order(self) -> np.ndarray:
         """Kafka's ``RangeAssignor.sortMemberIds``: static members first by instance id, then the
         others by member id (both ``String.compareTo``)."""
-        instance_ids = self.instance_ids or (None,) * self.num_members
-        static = [m for m in range(self.num_members) if instance_ids[m] is not None]
-        if not static:
+        instance_ids = self.instance_ids
+        if not instance_ids or instance_ids.count(None) == len(instance_ids):
             return self.member_id_order
+        static = [m for m in range(self.num_members) if instance_ids[m] is not None]
         dynamic = [m for m in range(self.num_members) if instance_ids[m] is None]
         static_order = java_order([instance_ids[m] for m in static])
         dynamic_order = java_order([self.member_ids[m] for m in dynamic])

@@ -49,13 +49,16 @@ def range_ranges(group: ServerGroup) -> Ranges:
     # Subscribers with a non-empty range: all of them, or only the first `extra` when quota is 0.
     takers = np.where(quota > 0, subscribers, extra)
     topic = np.repeat(np.arange(group.num_topics, dtype=np.int64), takers)
-    run_start = np.zeros(group.num_topics, dtype=np.int64)
-    np.cumsum(takers[:-1], out=run_start[1:])
-    position = np.arange(len(topic), dtype=np.int64) - run_start[topic]
-    q, e = quota[topic], extra[topic]
+    run_start = np.cumsum(takers) - takers
+    position = np.arange(len(topic), dtype=np.int64) - np.repeat(run_start, takers)
+    q, e = np.repeat(quota, takers), np.repeat(extra, takers)
     start = position * q + np.minimum(position, e)
     end = start + q + (position < e)
-    member = members[indptr[list_of_topic[topic]] + position]
+    first = indptr[list_of_topic]
+    if (first == first[0]).all():  # one subscriber list for every topic (homogeneous group)
+        member = members[first[0] + position] if len(first) else position
+    else:
+        member = members[np.repeat(first, takers) + position]
     return Ranges(member=member, topic=topic, start=start, end=end)
 
 

@@ -14,8 +14,10 @@ Kafka picks one of two builders by subscription type; we pick by a wider test:
   ``UniformHeterogeneousAssignmentBuilder``: drop partitions a member no longer subscribes to,
   deal unassigned partitions topic by topic to the least loaded subscribers, then move
   partitions from the most to the least loaded subscribers of each topic, at most 16 passes.
-  Members are numbered by member id (Java string order), as Kafka's own tests fix them; topic
-  ties are broken by topic id (``Uuid.compareTo``).
+  Topic ties are broken by topic id (``Uuid.compareTo``).
+
+Members are numbered in the order given. (Kafka numbers them in its member map's iteration
+order; its own tests fix that order to sorted member ids, and list members so.)
 
 Neither Kafka builder looks at racks (Kafka trunk of Sept 2024), so neither does this one.
 """
@@ -58,6 +60,8 @@ def kept_current_owner(group: ServerGroup) -> np.ndarray:
 def _first_per_class(eligible: np.ndarray, member_class: np.ndarray, allowance: np.ndarray, by_class: np.ndarray) -> np.ndarray:
     """Among members in ``by_class`` order (grouped by class), mark the first ``allowance[c]``
     eligible members of each class."""
+    if len(allowance) == 1:
+        return eligible & (np.cumsum(eligible) <= allowance[0])
     eligible_sorted = eligible[by_class]
     cls_sorted = member_class[by_class]
     running = np.cumsum(eligible_sorted)
@@ -108,7 +112,7 @@ def _assign_disjoint_classes(group: ServerGroup, topic_class: np.ndarray) -> np.
         owned = np.bincount(owner[valid], minlength=m)
 
     member_quota = quota[group.member_class]
-    by_class = group.member_id_order if c == 1 else group.member_id_order[_stable_order(group.member_class[group.member_id_order], c)]
+    by_class = np.arange(m, dtype=np.int64) if c == 1 else _stable_order(group.member_class, c)
     over = owned > member_quota
     extra_to_owner = _first_per_class(over, group.member_class, extras, by_class)
     left = extras - np.bincount(group.member_class[extra_to_owner], minlength=c)
@@ -153,24 +157,21 @@ def _assign_disjoint_classes(group: ServerGroup, topic_class: np.ndarray) -> np.
 
 
 class _HeterogeneousBuilder:
-    """UniformHeterogeneousAssignmentBuilder, ported step for step (members numbered by rank)."""
+    """UniformHeterogeneousAssignmentBuilder, ported step for step (members by index)."""
 
     def __init__(self, group: ServerGroup, owner: np.ndarray):
         self.group = group
-        self.order = group.member_id_order
-        rank = np.empty(group.num_members, dtype=np.int64)
-        rank[self.order] = np.arange(group.num_members)
-        self.owner = np.where(owner >= 0, rank[np.maximum(owner, 0)], UNASSIGNED)
-        list_of_topic, indptr, members = group.subscriber_lists(self.order)
+        self.owner = owner.copy()
+        list_of_topic, indptr, members = group.subscriber_lists(np.arange(group.num_members, dtype=np.int64))
         self.subscriber_list = list_of_topic
         self.subscriber_indptr = indptr
-        self.subscribers_by_rank = rank[members]  # ascending within each list
+        self.subscriber_members = members  # ascending within each list
         self.subscriber_count = np.diff(indptr)[list_of_topic]
         self.sizes = np.bincount(self.owner[self.owner >= 0], minlength=group.num_members)
 
     def subscribers(self, topic: int) -> np.ndarray:
         g = self.subscriber_list[topic]
-        return self.subscribers_by_rank[self.subscriber_indptr[g] : self.subscriber_indptr[g + 1]]
+        return self.subscriber_members[self.subscriber_indptr[g] : self.subscriber_indptr[g + 1]]
 
     def sort_topics(self, topics: np.ndarray) -> np.ndarray:
         """Partitions per subscriber descending, then subscriber count ascending, then topic id."""
@@ -184,7 +185,7 @@ class _HeterogeneousBuilder:
         if len(subscribed):
             self.assign_remaining(subscribed)
             self.balance(subscribed[self.subscriber_count[subscribed] >= 2])
-        return np.where(self.owner >= 0, self.order[np.maximum(self.owner, 0)], UNASSIGNED)
+        return self.owner
 
     def assign_remaining(self, subscribed: np.ndarray) -> None:
         offsets = self.group.topic_offsets
@@ -216,7 +217,7 @@ class _HeterogeneousBuilder:
             return 0
         lo, hi = self.group.topic_offsets[topic], self.group.topic_offsets[topic + 1]
         owners = self.owner[lo:hi]
-        local_owner = np.searchsorted(members, owners)  # subscribers are ascending ranks
+        local_owner = np.searchsorted(members, owners)  # subscribers are ascending
         sizes = member_sizes.tolist()
         balancer = _Balancer(sizes)
         balancer.initialize()
