@@ -3,7 +3,7 @@
 heterogeneous (members and topics split into 5 buckets), full (first assignment) or incremental
 (one member joins a group holding the full assignment of the others).
 
-    python benchmarks/server_assignors.py                 # 10,000 members, Kafka's published figures
+    python benchmarks/server_assignors.py                 # every JMH shape at 10,000 members
     python benchmarks/server_assignors.py --grid          # every JMH shape (rack-unaware)
     python benchmarks/server_assignors.py --kafka-classpath CP   # side by side with Kafka's classes
 
@@ -271,8 +271,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--grid", action="store_true", help="every JMH shape: 100..10,000 members, ratios 5/10/50, 10/100/1000 topics")
     parser.add_argument("--members", default="10000")
-    parser.add_argument("--ratios", default="5,50")
-    parser.add_argument("--topics", default="10,1000")
+    parser.add_argument("--ratios", default="5,10,50")
+    parser.add_argument("--topics", default="10,100,1000")
     parser.add_argument("--assignors", default="uniform,range")
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--kafka-classpath", help="Kafka's built classes/jars (see the module docstring)")

@@ -178,3 +178,14 @@ def test_classes_without_members_subscribe_to_nothing():
     for assignor in ("uniform", "range"):
         owner = server_assign_columnar(assignor, group)
         assert sorted(owner[:4].tolist()) == [0, 0, 1, 1] and owner[4:].tolist() == [-1, -1, -1]
+
+
+@given(groups(), st.booleans())
+def test_range_paths_agree(group, per_topic):
+    """The shared-shape path of range_ranges and the per-topic one give the same owners."""
+    from kafka_rebalance.assignors.server.range import range_ranges
+
+    topics, members = group
+    arrays = build_server_group(topics, members)
+    owner = range_ranges(arrays, max_shared_shapes=-1 if per_topic else 10**6).owner(arrays)
+    assert target_assignment(arrays, owner) == reference_range(topics, members)
