@@ -3,15 +3,14 @@ groups") through the library's ``assign`` and through ``kafka-rebalance assign``
 
 from __future__ import annotations
 
-import io
 import json
 
 import pytest
 
 from kafka_rebalance import assign
 from kafka_rebalance.assignors.server import derived_topic_id, format_topic_id
-from kafka_rebalance.cli import main
 from kafka_rebalance.model import GroupSnapshot, InvalidInput
+from tests.cli.test_assign_cli import run_cli
 
 SNAPSHOT = {
     "group_protocol": "consumer",
@@ -105,23 +104,15 @@ def test_derived_topic_id_is_documented_and_stable():
     assert derived_topic_id("orders") != derived_topic_id("payments")
 
 
-def run_cli(capsys, monkeypatch, args, stdin):
-    monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
-    with pytest.raises(SystemExit) as exit_info:
-        main(args)
-    out, err = capsys.readouterr()
-    return exit_info.value.code, out, err
-
-
 def test_cli_assigns_a_consumer_group(capsys, monkeypatch):
-    code, out, err = run_cli(capsys, monkeypatch, ["assign", "-"], json.dumps(SNAPSHOT))
+    code, out, err = run_cli(capsys, monkeypatch, ["assign", "-"], stdin=json.dumps(SNAPSHOT))
     assert code == 0 and err == ""
     assert json.loads(out) == assign(SNAPSHOT)
-    code, out, _ = run_cli(capsys, monkeypatch, ["assign", "-", "--strategy", "range", "--format", "table"], json.dumps(SNAPSHOT))
+    code, out, _ = run_cli(capsys, monkeypatch, ["assign", "-", "--strategy", "range", "--format", "table"], stdin=json.dumps(SNAPSHOT))
     assert code == 0 and "consumer group, assignor range (COOPERATIVE)" in out
 
 
 def test_cli_rejects_a_classic_assignor_for_a_consumer_group(capsys, monkeypatch):
-    code, out, err = run_cli(capsys, monkeypatch, ["assign", "-", "--strategy", "sticky"], json.dumps(SNAPSHOT))
+    code, out, err = run_cli(capsys, monkeypatch, ["assign", "-", "--strategy", "sticky"], stdin=json.dumps(SNAPSHOT))
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith("kafka-rebalance: strategy: 'sticky' is not a server-side assignor")
