@@ -31,10 +31,11 @@ def simulate_command(file: str, as_json: bool, log_path: str | None, seed: int |
                 write_log(run, log_path)
             except (FileNotFoundError, NotADirectoryError):
                 raise FileNotFoundError(2, "no such directory", log_path) from None
+    result = run.to_json()
     if as_json:
-        click.echo(json.dumps(run.result, indent=2))
+        click.echo(json.dumps(result, indent=2))
     else:
-        print_timeline(run.result)
+        print_timeline(result)
 
 
 def _partitions(parts: list[str]) -> str:
