@@ -33,11 +33,12 @@ def build_server_group(
     members: Sequence[ServerMember],
     topic_ids: Mapping[str, str] | None = None,
 ) -> ServerGroup:
+    for name, count in topics.items():
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            raise InvalidInput(f"topics.{name}", f"expected a partition count, got {count!r}")
     names = sorted(topics, key=java_sort_key)
     index = {name: i for i, name in enumerate(names)}
     counts = np.array([topics[n] for n in names], dtype=np.int64)
-    if (counts < 0).any():
-        raise InvalidInput("topics", "partition counts must not be negative")
     offsets = np.zeros(len(names) + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     seen: set[str] = set()

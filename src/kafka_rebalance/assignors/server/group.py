@@ -17,6 +17,19 @@ import numpy as np
 
 from kafka_rebalance.model import UNASSIGNED, InvalidInput, java_sort_key
 
+# Largest (classes x topics) subscription table held as a dense boolean matrix.
+_DENSE_TABLE_LIMIT = 1 << 24
+
+
+def java_order(strings: Sequence[str]) -> np.ndarray:
+    """Indices that sort ``strings`` as Java's ``String.compareTo`` does (UTF-16 code units).
+    Without characters beyond the BMP that is code-point order, which Python sorts natively
+    (ten times faster than through encoded keys)."""
+    joined = "".join(strings)
+    if len(joined.encode("utf-16-le", "surrogatepass")) == 2 * len(joined):
+        return np.array(sorted(range(len(strings)), key=strings.__getitem__), dtype=np.int64)
+    return np.array(sorted(range(len(strings)), key=lambda i: java_sort_key(strings[i])), dtype=np.int64)
+
 
 @dataclass(frozen=True, eq=False)
 class ServerGroup:
@@ -63,24 +76,40 @@ class ServerGroup:
 
     @cached_property
     def member_id_order(self) -> np.ndarray:
-        """Members by member id in Java string order: the order Kafka's own uniform-assignor
-        tests fix (``TestGroupSpecImpl``); the uniform assignor numbers members this way."""
-        return np.array(sorted(range(self.num_members), key=lambda m: java_sort_key(self.member_ids[m])), dtype=np.int64)
+        """Members by member id in Java string order."""
+        return java_order(self.member_ids)
 
     @cached_property
     def range_order(self) -> np.ndarray:
         """Kafka's ``RangeAssignor.sortMemberIds``: static members first by instance id, then the
         others by member id (both ``String.compareTo``)."""
-        instance_ids = self.instance_ids or (None,) * self.num_members
+        instance_ids = self.instance_ids
+        if not instance_ids or instance_ids.count(None) == len(instance_ids):
+            return self.member_id_order
+        static = [m for m in range(self.num_members) if instance_ids[m] is not None]
+        dynamic = [m for m in range(self.num_members) if instance_ids[m] is None]
+        static_order = java_order([instance_ids[m] for m in static])
+        dynamic_order = java_order([self.member_ids[m] for m in dynamic])
+        return np.concatenate((np.array(static, dtype=np.int64)[static_order], np.array(dynamic, dtype=np.int64)[dynamic_order]))
 
-        def key(m: int) -> tuple[int, bytes]:
-            iid = instance_ids[m]
-            return (0, java_sort_key(iid)) if iid is not None else (1, java_sort_key(self.member_ids[m]))
-
-        return np.array(sorted(range(self.num_members), key=key), dtype=np.int64)
+    @cached_property
+    def topic_class(self) -> np.ndarray | None:
+        """The one class subscribing to each topic (-1 for none), or None when some topic has
+        subscribers of several classes. Classes without members subscribe to nothing."""
+        populated = np.bincount(self.member_class, minlength=self.num_classes)[self.class_of_entry] > 0
+        topics, classes = self.class_topics[populated], self.class_of_entry[populated]
+        if (np.bincount(topics, minlength=self.num_topics) > 1).any():
+            return None
+        topic_class = np.full(self.num_topics, -1, dtype=np.int64)
+        topic_class[topics] = classes
+        return topic_class
 
     def is_subscribed(self, members: np.ndarray, topics: np.ndarray) -> np.ndarray:
         """Elementwise: does ``members[i]`` subscribe to ``topics[i]``?"""
+        if self.num_classes * self.num_topics <= _DENSE_TABLE_LIMIT:
+            table = np.zeros((self.num_classes, self.num_topics), dtype=bool)
+            table[self.class_of_entry, self.class_topics] = True
+            return table[self.member_class[members], topics]
         t = max(self.num_topics, 1)
         keys = self.class_of_entry * t + self.class_topics  # ascending: classes, then topics
         query = self.member_class[members] * t + topics
@@ -96,6 +125,15 @@ class ServerGroup:
         indptr, members)``: topic ``t``'s subscribers are ``members[indptr[g]:indptr[g+1]]`` with
         ``g = list_of_topic[t]``; a topic nobody subscribes to has an empty list.
         """
+        if self.topic_class is not None:
+            # One class per topic: the lists are the classes' members, grouped in one stable sort.
+            ordered_class = self.member_class[order]
+            grouped = np.argsort(ordered_class, kind="stable")
+            indptr = np.zeros(self.num_classes + 2, dtype=np.int64)
+            np.cumsum(np.bincount(ordered_class, minlength=self.num_classes), out=indptr[1 : self.num_classes + 1])
+            indptr[-1] = indptr[-2]  # list C: empty, for topics nobody subscribes to
+            list_of_topic = np.where(self.topic_class >= 0, self.topic_class, self.num_classes)
+            return list_of_topic, indptr, order[grouped]
         classes_by_topic = np.argsort(self.class_topics, kind="stable")
         topic_bounds = np.searchsorted(self.class_topics[classes_by_topic], np.arange(self.num_topics + 1))
         entry_class = self.class_of_entry[classes_by_topic]

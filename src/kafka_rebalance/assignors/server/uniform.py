@@ -14,8 +14,10 @@ Kafka picks one of two builders by subscription type; we pick by a wider test:
   ``UniformHeterogeneousAssignmentBuilder``: drop partitions a member no longer subscribes to,
   deal unassigned partitions topic by topic to the least loaded subscribers, then move
   partitions from the most to the least loaded subscribers of each topic, at most 16 passes.
-  Members are numbered by member id (Java string order), as Kafka's own tests fix them; topic
-  ties are broken by topic id (``Uuid.compareTo``).
+  Topic ties are broken by topic id (``Uuid.compareTo``).
+
+Members are numbered in the order given. (Kafka numbers them in its member map's iteration
+order; its own tests fix that order to sorted member ids, and list members so.)
 
 Neither Kafka builder looks at racks (Kafka trunk of Sept 2024), so neither does this one.
 """
@@ -33,11 +35,15 @@ MAX_BALANCE_PASSES = 16
 
 def uniform_assign(group: ServerGroup) -> np.ndarray:
     """The target owner (member index or -1) of every global partition."""
-    owner = kept_current_owner(group)
-    classes_per_topic = np.bincount(group.class_topics, minlength=group.num_topics)
-    if (classes_per_topic <= 1).all():
-        return _assign_disjoint_classes(group, owner)
-    return _HeterogeneousBuilder(group, owner).build()
+    if group.topic_class is not None:
+        return _assign_disjoint_classes(group, group.topic_class)
+    return heterogeneous_assign(group)
+
+
+def heterogeneous_assign(group: ServerGroup, owner: np.ndarray | None = None) -> np.ndarray:
+    """Kafka's heterogeneous builder on any group (``uniform_assign`` uses it only where
+    subscriptions overlap); ``owner`` is the current owner array after revocation."""
+    return _HeterogeneousBuilder(group, kept_current_owner(group) if owner is None else owner).build()
 
 
 def kept_current_owner(group: ServerGroup) -> np.ndarray:
@@ -54,6 +60,8 @@ def kept_current_owner(group: ServerGroup) -> np.ndarray:
 def _first_per_class(eligible: np.ndarray, member_class: np.ndarray, allowance: np.ndarray, by_class: np.ndarray) -> np.ndarray:
     """Among members in ``by_class`` order (grouped by class), mark the first ``allowance[c]``
     eligible members of each class."""
+    if len(allowance) == 1:
+        return eligible & (np.cumsum(eligible) <= allowance[0])
     eligible_sorted = eligible[by_class]
     cls_sorted = member_class[by_class]
     running = np.cumsum(eligible_sorted)
@@ -66,23 +74,45 @@ def _first_per_class(eligible: np.ndarray, member_class: np.ndarray, allowance: 
     return chosen
 
 
-def _assign_disjoint_classes(group: ServerGroup, owner: np.ndarray) -> np.ndarray:
+def _stable_order(keys: np.ndarray, bound: int) -> np.ndarray:
+    """Stable argsort of small non-negative integers (< ``bound``): numpy's radix sort when the
+    keys fit in 16 bits, linear in their number."""
+    if bound <= np.iinfo(np.int16).max:
+        keys = keys.astype(np.int16)
+    return np.argsort(keys, kind="stable")
+
+
+def _assign_disjoint_classes(group: ServerGroup, topic_class: np.ndarray) -> np.ndarray:
+    """Each class balanced on its own, keeping as many partitions in place as balance allows.
+
+    Every step is a pass over arrays; only partitions of members above their target are sorted.
+    """
     m, c = group.num_members, group.num_classes
-    topic_class = np.full(group.num_topics, -1, dtype=np.int64)
-    topic_class[group.class_topics] = group.class_of_entry
+    counts = group.partition_counts
     subscribed = topic_class >= 0
-    class_partitions = np.bincount(topic_class[subscribed], weights=group.partition_counts[subscribed], minlength=c).astype(np.int64)
+    class_partitions = np.bincount(topic_class[subscribed], weights=counts[subscribed], minlength=c).astype(np.int64)
     class_members = np.bincount(group.member_class, minlength=c)
     quota = class_partitions // np.maximum(class_members, 1)
     extras = class_partitions % np.maximum(class_members, 1)
 
-    held = np.flatnonzero(owner >= 0)
-    holder = owner[held]
-    owned = np.bincount(holder, minlength=m)
+    owner = group.current_owner
+    first_assignment = not (owner >= 0).any()
+    if first_assignment:
+        partition_class, valid, owned = None, None, np.zeros(m, dtype=np.int64)
+    elif c == 1 and subscribed.all():
+        # One class subscribed to every topic (the usual homogeneous group): any holder is valid.
+        partition_class = None
+        valid = owner >= 0
+        owned = np.bincount(owner + 1, minlength=m + 1)[1:]
+    else:
+        # A holder keeps a partition only if its class subscribes to the partition's topic.
+        # Index -1 (no holder) reads the sentinel class -2, which no partition has.
+        partition_class = np.repeat(topic_class, counts)
+        valid = np.append(group.member_class, -2)[owner] == partition_class
+        owned = np.bincount(owner[valid], minlength=m)
+
     member_quota = quota[group.member_class]
-    rank = np.empty(m, dtype=np.int64)
-    rank[group.member_id_order] = np.arange(m)
-    by_class = np.lexsort((rank, group.member_class))
+    by_class = np.arange(m, dtype=np.int64) if c == 1 else _stable_order(group.member_class, c)
     over = owned > member_quota
     extra_to_owner = _first_per_class(over, group.member_class, extras, by_class)
     left = extras - np.bincount(group.member_class[extra_to_owner], minlength=c)
@@ -90,44 +120,58 @@ def _assign_disjoint_classes(group: ServerGroup, owner: np.ndarray) -> np.ndarra
     target = member_quota + (extra_to_owner | extra_to_other)
     keep = np.minimum(owned, target)
 
-    # Keep each member's lowest partitions: holder runs are in ascending partition order.
-    order = np.argsort(holder, kind="stable")
-    run_start = np.zeros(m + 1, dtype=np.int64)
-    np.cumsum(owned, out=run_start[1:])
-    position = np.arange(len(order)) - run_start[holder[order]]
-    kept = held[order][position < keep[holder[order]]]
-    result = np.full(group.num_partitions, UNASSIGNED, dtype=np.int64)
-    result[kept] = owner[kept]
-
-    # Deal the rest, class by class in partition order, to members in (class, rank) order.
-    free = np.flatnonzero((result < 0) & subscribed[group.partition_topic])
-    free = free[np.argsort(topic_class[group.partition_topic[free]], kind="stable")]
     deficit = (target - keep)[by_class]
     takers = np.repeat(by_class, deficit)
+    if first_assignment:
+        # The pool is every partition of a subscribed topic, topics grouped by class.
+        topics = np.flatnonzero(subscribed)
+        if c > 1:
+            topics = topics[_stable_order(topic_class[topics], c)]
+        elif len(topics) == group.num_topics:
+            return takers
+        lengths = counts[topics]
+        run_start = np.cumsum(lengths) - lengths
+        free = np.repeat(group.topic_offsets[topics] - run_start, lengths) + np.arange(int(lengths.sum()))
+        result = np.full(group.num_partitions, UNASSIGNED, dtype=np.int64)
+        result[free] = takers
+        return result
+
+    trimmed = owned > keep
+    if trimmed.any():
+        # Members above target keep their lowest partitions; the rest go back to the pool.
+        candidates = np.flatnonzero(valid & np.append(trimmed, False)[owner])
+        holders = owner[candidates]
+        order = np.argsort(holders, kind="stable")
+        first = np.searchsorted(holders[order], holders[order])
+        dropped = candidates[order][np.arange(len(order)) - first >= keep[holders[order]]]
+        valid[dropped] = False
+    result = np.where(valid, owner, UNASSIGNED)
+
+    # Deal the pool, class by class in partition order, to members in (class, member id) order.
+    free = np.flatnonzero(~valid if partition_class is None else ~valid & (partition_class >= 0))
+    if c > 1:
+        free = free[_stable_order(partition_class[free], c)]
     assert len(takers) == len(free), "deficits must cover the free partitions exactly"
     result[free] = takers
     return result
 
 
 class _HeterogeneousBuilder:
-    """UniformHeterogeneousAssignmentBuilder, ported step for step (members numbered by rank)."""
+    """UniformHeterogeneousAssignmentBuilder, ported step for step (members by index)."""
 
     def __init__(self, group: ServerGroup, owner: np.ndarray):
         self.group = group
-        self.order = group.member_id_order
-        rank = np.empty(group.num_members, dtype=np.int64)
-        rank[self.order] = np.arange(group.num_members)
-        self.owner = np.where(owner >= 0, rank[np.maximum(owner, 0)], UNASSIGNED)
-        list_of_topic, indptr, members = group.subscriber_lists(self.order)
+        self.owner = owner.copy()
+        list_of_topic, indptr, members = group.subscriber_lists(np.arange(group.num_members, dtype=np.int64))
         self.subscriber_list = list_of_topic
         self.subscriber_indptr = indptr
-        self.subscribers_by_rank = rank[members]  # ascending within each list
+        self.subscriber_members = members  # ascending within each list
         self.subscriber_count = np.diff(indptr)[list_of_topic]
         self.sizes = np.bincount(self.owner[self.owner >= 0], minlength=group.num_members)
 
     def subscribers(self, topic: int) -> np.ndarray:
         g = self.subscriber_list[topic]
-        return self.subscribers_by_rank[self.subscriber_indptr[g] : self.subscriber_indptr[g + 1]]
+        return self.subscriber_members[self.subscriber_indptr[g] : self.subscriber_indptr[g + 1]]
 
     def sort_topics(self, topics: np.ndarray) -> np.ndarray:
         """Partitions per subscriber descending, then subscriber count ascending, then topic id."""
@@ -141,7 +185,7 @@ class _HeterogeneousBuilder:
         if len(subscribed):
             self.assign_remaining(subscribed)
             self.balance(subscribed[self.subscriber_count[subscribed] >= 2])
-        return np.where(self.owner >= 0, self.order[np.maximum(self.owner, 0)], UNASSIGNED)
+        return self.owner
 
     def assign_remaining(self, subscribed: np.ndarray) -> None:
         offsets = self.group.topic_offsets
@@ -173,7 +217,7 @@ class _HeterogeneousBuilder:
             return 0
         lo, hi = self.group.topic_offsets[topic], self.group.topic_offsets[topic + 1]
         owners = self.owner[lo:hi]
-        local_owner = np.searchsorted(members, owners)  # subscribers are ascending ranks
+        local_owner = np.searchsorted(members, owners)  # subscribers are ascending
         sizes = member_sizes.tolist()
         balancer = _Balancer(sizes)
         balancer.initialize()
