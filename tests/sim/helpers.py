@@ -20,3 +20,14 @@ def base(consumers, events, *, strategies=("cooperative-sticky",), topics=None, 
         "events": events,
         "end_ms": end_ms,
     }
+
+
+def never_two_owners(result) -> None:
+    """No partition is owned by two members at once (ownership intervals of a result JSON)."""
+    by_partition: dict[str, list[tuple[int, int]]] = {}
+    for o in result["ownership"]:
+        by_partition.setdefault(o["partition"], []).append((o["start_ms"], o["end_ms"]))
+    for intervals in by_partition.values():
+        intervals.sort()
+        for (_, end), (start, _) in zip(intervals, intervals[1:], strict=False):
+            assert start >= end

@@ -19,6 +19,7 @@ from kafka_rebalance.protocol.logrecords import (
 )
 from kafka_rebalance.sim import load_scenario, run_simulation
 from kafka_rebalance.sim.logwriter import log_lines
+from tests.sim.helpers import never_two_owners
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples/scenarios/consumer-groups/rolling-upgrade.yaml"
 
@@ -35,16 +36,6 @@ def upgrade(strategy: str = "cooperative-sticky", after_ms: int = 5000, ms_per_r
         + [{"at_ms": 30000 * (i + 1), "upgrade": n, "after_ms": after_ms} for i, n in enumerate(names)],
         "end_ms": 140000, **fields,
     })
-
-
-def never_two_owners(result: dict[str, Any]) -> None:
-    by_partition: dict[str, list[tuple[int, int]]] = {}
-    for o in result["ownership"]:
-        by_partition.setdefault(o["partition"], []).append((o["start_ms"], o["end_ms"]))
-    for intervals in by_partition.values():
-        intervals.sort()
-        for (_, end), (start, _) in zip(intervals, intervals[1:], strict=False):
-            assert start >= end
 
 
 def records(run: Any, kind: type) -> list[Any]:

@@ -335,22 +335,31 @@ class ConsumerGroupSimulation:
             match item:
                 case cl.Respond(connection=connection, response=response):
                     if isinstance(response, cl.JoinGroupResponse) and response.member_id:
-                        proc = self.connections.get(connection)
-                        if proc is not None:
-                            self.member_names[response.member_id] = proc.name
+                        self._name_member(response.member_id, connection)
                     self._push(self._arrival(TO_MEMBER, connection), TO_MEMBER, connection, response)
-                case ArmTimer(timer=timer, deadline_ms=deadline):
-                    self.coordinator_timers[timer] = deadline
-                    scheduled = self.coordinator_scheduled.get(timer)
-                    if scheduled is None or deadline < scheduled:
-                        self.coordinator_scheduled[timer] = deadline
-                        self._push(deadline, COORDINATOR_TIMER, self.coordinator_epoch, timer)
-                case CancelTimer(timer=timer):
-                    self.coordinator_timers.pop(timer, None)
-                case Log(record=record):
-                    self._on_log(record)
+                case ArmTimer() | CancelTimer() | Log():
+                    self._coordinator_effect(item)
                 case cl.Persist():
                     pass
+
+    def _name_member(self, member_id: str, connection: str) -> None:
+        proc = self.connections.get(connection)
+        if proc is not None:
+            self.member_names[member_id] = proc.name
+
+    def _coordinator_effect(self, item: ArmTimer[Any] | CancelTimer[Any] | Log) -> None:
+        """A timer or log record of either coordinator (classic before a conversion, then the consumer group)."""
+        match item:
+            case ArmTimer(timer=timer, deadline_ms=deadline):
+                self.coordinator_timers[timer] = deadline
+                scheduled = self.coordinator_scheduled.get(timer)
+                if scheduled is None or deadline < scheduled:
+                    self.coordinator_scheduled[timer] = deadline
+                    self._push(deadline, COORDINATOR_TIMER, self.coordinator_epoch, timer)
+            case CancelTimer(timer=timer):
+                self.coordinator_timers.pop(timer, None)
+            case Log(record=record):
+                self._on_log(record)
 
     def _coordinator_output(self, out: list[ce.Output]) -> None:
         now = self.now
@@ -358,14 +367,10 @@ class ConsumerGroupSimulation:
             match item:
                 case ce.Respond(connection=connection, response=response):
                     if isinstance(response, cl.JoinGroupResponse) and response.member_id:
-                        proc = self.connections.get(connection)
-                        if proc is not None:
-                            self.member_names[response.member_id] = proc.name
+                        self._name_member(response.member_id, connection)
                     if isinstance(response, ce.ConsumerGroupHeartbeatResponse):
                         if response.member_id:
-                            proc = self.connections.get(connection)
-                            if proc is not None:
-                                self.member_names[response.member_id] = proc.name
+                            self._name_member(response.member_id, connection)
                         if (response.error_code is ErrorCode.NONE and response.assignment is None
                                 and self.in_order.get((TO_MEMBER, connection), 0) <= now
                                 and self._member_knows(connection, response)):
@@ -375,16 +380,8 @@ class ConsumerGroupSimulation:
                                 self._member_input(proc, me.Received(response))
                                 continue
                     self._push(self._arrival(TO_MEMBER, connection), TO_MEMBER, connection, response)
-                case ArmTimer(timer=timer, deadline_ms=deadline):
-                    self.coordinator_timers[timer] = deadline
-                    scheduled = self.coordinator_scheduled.get(timer)
-                    if scheduled is None or deadline < scheduled:
-                        self.coordinator_scheduled[timer] = deadline
-                        self._push(deadline, COORDINATOR_TIMER, self.coordinator_epoch, timer)
-                case CancelTimer(timer=timer):
-                    self.coordinator_timers.pop(timer, None)
-                case Log(record=record):
-                    self._on_log(record)
+                case ArmTimer() | CancelTimer() | Log():
+                    self._coordinator_effect(item)
                 case ce.ConvertedToClassic():
                     raise InvalidInput("events", "the group would convert back to classic (every upgraded consumer "
                                        "gone while classic ones remain): a downgrade is not simulated")
