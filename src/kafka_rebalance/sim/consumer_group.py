@@ -457,15 +457,6 @@ class ConsumerGroupSimulation:
         fatal = False
         for item in out:
             match item:
-                case ClassicSend(request=request):
-                    self._push(self._arrival(TO_COORDINATOR, proc.connection), TO_COORDINATOR, proc.connection,
-                               (request, False))
-                    if isinstance(request, cl.LeaveGroupRequest):
-                        self._checkpoint(proc)
-                        for partition in list(proc.positions):
-                            self._release(proc, partition)
-                        if proc.closing and not proc.machine.pending_callbacks:
-                            self._end_process(proc)
                 case me.Send(request=request, ignore_response=ignore):
                     self._push(self._arrival(TO_COORDINATOR, proc.connection), TO_COORDINATOR, proc.connection,
                                (request, ignore))
@@ -489,6 +480,15 @@ class ConsumerGroupSimulation:
                     callbacks.append(item)
                 case me.Fatal():
                     fatal = True
+                case ClassicSend(request=request):
+                    self._push(self._arrival(TO_COORDINATOR, proc.connection), TO_COORDINATOR, proc.connection,
+                               (request, False))
+                    if isinstance(request, cl.LeaveGroupRequest):
+                        self._checkpoint(proc)
+                        for partition in list(proc.positions):
+                            self._release(proc, partition)
+                        if proc.closing and not proc.machine.pending_callbacks:
+                            self._end_process(proc)
                 case _:
                     raise AssertionError(f"unexpected member output {item!r}")
         if callbacks:
