@@ -6,7 +6,9 @@ classic and consumer-protocol members in one group.
 
 Modelling choices (beyond the classic simulator's, ``sim/engine.py``):
 - The application is inside ``poll()`` whenever the machine wants a poll (a rejoin): the
-  JoinGroup goes out at once, after listener callbacks already running.
+  JoinGroup goes out at once, after listener callbacks already running. So a classic member in a
+  migration run never overruns ``max.poll.interval.ms`` (a ``stall`` stops its consumption, not
+  its rejoin), unlike in the classic simulator.
 - OffsetCommit is the simulator's (before a revocation, and auto-commit ticks), sent as a classic
   OffsetCommit (a generation id); the machine's own commits are not sent twice.
 - FindCoordinator is not simulated here: the coordinator does not move in a migration run.
