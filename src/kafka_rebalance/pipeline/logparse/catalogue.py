@@ -315,6 +315,7 @@ MESSAGES: tuple[Message, ...] = (
 # do not count them as missed, but they produce no events.
 IGNORED: tuple[str, ...] = (
     r"Removed \d+ expired offsets in",
+    r"TransactionCoordinator|transactionalId|TransactionStateManager|ProducerStateManager",
     r"The following (?:groups|offsets of the group) .* were deleted",
     r"\b(?:Starting up|Startup complete|Shutting down|Shutdown complete)\.",
     r"Scheduling loading of offsets and group metadata from",

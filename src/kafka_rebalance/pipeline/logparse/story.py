@@ -321,6 +321,8 @@ class GroupStory:
         if self._rejoins(row["client"], row["time_ms"]):
             cause = "restarted"
         row["cause"] = cause
+        if event.get("library") == "broker-kip848" and row["member"]:
+            self.consumer_members.setdefault(row["member"], (None, None))
         target = self.open
         if target is not None:
             target.joined.append(row["member"])
@@ -331,8 +333,8 @@ class GroupStory:
         """A join of a client that left or failed earlier: a restart."""
         if not client:
             return False
-        return any(e["client"] == client and e["kind"] in ("failed", "left") and e is not None
-                   for e in self.member_events[:-1])
+        return any(e["client"] == client and e["kind"] in ("failed", "left", "fenced")
+                   and (time_ms is None or e["time_ms"] is None or e["time_ms"] <= time_ms) for e in self.member_events)
 
     def _on_members_not_rejoined(self, event: dict) -> None:
         for member in re.findall(r"[\w.\-]+", event.get("members_text") or event.get("line", "").split(":")[-1]):
@@ -682,13 +684,16 @@ def tell(cluster: str, group: str, events: list[dict], coordinator_moves: list[d
     causes = []
     for r, row in zip(rebalances, rows, strict=True):
         chosen = r.causes or [{"cause": "unknown", "member": None, "detail": None, "events": r.evidence[:1]}]
-        seen = set()
+        merged: dict[tuple, dict] = {}
         for cause in chosen:
             key = (cause["cause"], cause["member"])
-            if key in seen:
-                continue
-            seen.add(key)
-            evidence = [e for e in cause["events"] if e][:EVIDENCE_CAP]
+            if key in merged:
+                merged[key]["events"] = merged[key]["events"] + cause["events"]
+            else:
+                merged[key] = dict(cause)
+        for cause in merged.values():
+            evidence = sorted((e for e in cause["events"] if e),
+                              key=lambda e: (e.get("time_ms") or 0, e.get("seq") or 0))[:EVIDENCE_CAP]
             causes.append({"cluster": cluster, "group": group, "generation": row["generation"],
                            "start_ms": row["start_ms"], "cause": cause["cause"], "member": cause["member"],
                            "detail": cause["detail"], "evidence": [e.get("line") or "" for e in evidence],
