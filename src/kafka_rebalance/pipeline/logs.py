@@ -29,6 +29,8 @@ __all__ = ["StormRule", "LogsRun", "run_logs", "choose_engine", "LOCAL_ENGINE_LI
 # Below this much input the in-process engine is faster than starting Spark.
 LOCAL_ENGINE_LIMIT_BYTES = 64 * 1024 * 1024
 SUMMARY_SAMPLE_LINES = 5
+# Lines are counted per file (one aggregate per file, in the same pass) for this many files.
+PER_FILE_LINE_COUNTS = 64
 
 
 @dataclass
@@ -63,26 +65,65 @@ def choose_engine(engine: str, files: list[str], master: str | None) -> str:
 
 # --------------------------------------------------------------------------- Spark
 
-def candidate_lines(lines: Any) -> Any:
-    """Lines that contain one of the fixed phrases: the JVM-side prefilter."""
-    from pyspark.sql import functions as F
-
-    from kafka_rebalance.pipeline.logparse.catalogue import RELEVANT_SUBSTRINGS
-
-    value = F.col("value")
+def _any_contains(value: Any, phrases: tuple[str, ...]) -> Any:
     condition = None
-    for phrase in RELEVANT_SUBSTRINGS:
+    for phrase in phrases:
         test = value.contains(phrase)
         condition = test if condition is None else condition | test
-    return lines.where(condition)
+    return condition
+
+
+def jvm_shape(value: Any) -> Any:
+    """``parse.shape`` in Spark's own functions, for lines that never reach Python."""
+    from pyspark.sql import functions as F
+
+    from kafka_rebalance.pipeline.logparse.parse import SHAPE_LEVEL, SHAPE_SUBSTITUTIONS, SHAPE_WIDTH
+
+    text = F.regexp_replace(value, SHAPE_LEVEL, "")
+    for pattern, replacement in SHAPE_SUBSTITUTIONS:
+        text = F.regexp_replace(text, pattern, replacement)
+    return F.substring(F.trim(text), 1, SHAPE_WIDTH)
+
+
+def flag_lines(lines: Any) -> Any:
+    """The JVM-side prefilter. ``marked``: the line holds a fixed phrase of some known message
+    (only these cross to Python); other lines that look like they are about group membership
+    (and are not known noise) get their ``shape`` computed here, for the unrecognised table.
+    Every other line is dropped before Python sees it."""
+    from pyspark.sql import functions as F
+
+    from kafka_rebalance.pipeline.logparse.catalogue import (
+        GATE_SUBSTRINGS,
+        IGNORED_PATTERN,
+        LOG_LIKE,
+        MARKERS,
+        NOISE_SUBSTRINGS,
+        RELEVANT,
+        RELEVANT_SUBSTRINGS,
+    )
+
+    value = F.col("value")
+    gated = lines.where(_any_contains(value, GATE_SUBSTRINGS) & ~_any_contains(value, NOISE_SUBSTRINGS))
+    marked = _any_contains(value, MARKERS)
+    about_groups = (_any_contains(value, RELEVANT_SUBSTRINGS) & value.rlike(RELEVANT.pattern)
+                    & value.rlike(LOG_LIKE.pattern) & ~value.rlike(IGNORED_PATTERN.pattern))
+    flagged = with_source(gated).select("source", "seq", "value", marked.alias("marked"))
+    return flagged.where(F.col("marked") | about_groups).withColumn(
+        "shape", F.when(~F.col("marked"), jvm_shape(value)))
 
 
 def read_lines(spark: Any, files: list[str]) -> Any:
-    """``source, seq, value``: text lines of the files (gzip by extension); ``seq`` keeps file order."""
+    """The text lines (``value``) of the files, gzip read by extension."""
+    return spark.read.text(files)
+
+
+def with_source(lines: Any) -> Any:
+    """``source`` (the file) and ``seq`` (increasing in file order) for the lines that are left:
+    added after the prefilter, so they cost nothing for the lines it drops."""
     from pyspark.sql import functions as F
 
     source = F.regexp_replace(F.input_file_name(), r"^file:(//)?", "")
-    return spark.read.text(files).select(source.alias("source"), F.monotonically_increasing_id().alias("seq"), "value")
+    return lines.select(source.alias("source"), F.monotonically_increasing_id().alias("seq"), "value")
 
 
 def _event_frame(records: list[dict]) -> Any:
@@ -97,58 +138,76 @@ def _event_frame(records: list[dict]) -> Any:
 
 
 def parse_events(lines: Any, clusters: dict[str, str] | None = None) -> Any:
-    """Lines (``source, seq, value``) -> one row per candidate line: an event (``kind`` set) or
-    an unrecognised line about groups (``kind`` null, ``shape`` set)."""
-    from kafka_rebalance.pipeline.logparse.parse import parse_line, relevant, shape
+    """Lines (``source, seq, value``) -> one row per line about groups: an event (``kind``
+    set) or an unrecognised line (``kind`` null, ``shape`` set)."""
+    from kafka_rebalance.pipeline.logparse.parse import LINE_CAP, parse_line, shape
     from kafka_rebalance.pipeline.logparse.tables import event_ddl
 
     labels = dict(clusters or {})
 
-    def cluster_of(source: str) -> str:
-        for prefix, name in labels.items():
-            if source.startswith(prefix):
-                return name
-        return "default"
-
     def parse_batches(batches):
         for batch in batches:
             records = []
-            for source, seq, value in zip(batch["source"], batch["seq"], batch["value"], strict=True):
-                if value is None:
-                    continue
-                event = parse_line(value)
+            for source, seq, value, marked, jvm_shape_text in zip(batch["source"], batch["seq"], batch["value"],
+                                                                   batch["marked"], batch["shape"], strict=True):
+                cluster = _cluster_for(source, labels)
+                event = parse_line(value) if marked else None
                 if event is None:
-                    if relevant(value):
-                        records.append({"source": source, "seq": int(seq), "cluster": cluster_of(source),
-                                        "shape": shape(value), "line": value[:600]})
+                    records.append({"source": source, "seq": int(seq), "cluster": cluster,
+                                    "shape": jvm_shape_text if not marked else shape(value), "line": value[:LINE_CAP]})
                     continue
-                event.update(source=source, seq=int(seq), cluster=cluster_of(source))
+                event.update(source=source, seq=int(seq), cluster=cluster)
                 records.append(event)
             yield _event_frame(records)
 
-    return candidate_lines(lines).mapInPandas(parse_batches, event_ddl())
+    return flag_lines(lines).mapInPandas(parse_batches, event_ddl())
 
 
 def story_payloads(events: Any, coordinator_moves: dict[str, list[dict]], rule: StormRule) -> Any:
-    """Events -> ``table, payload`` (one JSON row of a story table), one group per task call."""
+    """Events -> ``table, payload`` (one JSON row of a story table). Events are shuffled by
+    (cluster, group) and sorted, so each Python worker sees each of its groups' events
+    together, in one stream: one story per group, memory bounded by the largest group."""
     import pandas as pd
+    from pyspark.sql import functions as F
 
     from kafka_rebalance.pipeline.logparse.story import tell
 
-    def tell_group(frame: pd.DataFrame) -> pd.DataFrame:
-        records = frame.astype(object).where(frame.notna(), None).to_dict("records")
-        cluster, group = records[0]["cluster"], records[0]["group"]
-        tables, payloads = [], []
-        for table, rows in tell(cluster, group, records, coordinator_moves.get(cluster), rule).items():
-            for row in rows:
-                tables.append(table)
-                payloads.append(json.dumps(row, default=str))
-        return pd.DataFrame({"table": tables, "payload": payloads})
+    def tell_stream(batches):
+        current_key, current = None, []
 
-    from pyspark.sql import functions as F
+        def told(key, records):
+            tables, payloads = [], []
+            for table, rows in tell(key[0], key[1], records, coordinator_moves.get(key[0]), rule).items():
+                for row in rows:
+                    tables.append(table)
+                    payloads.append(json.dumps(row, default=str))
+            return pd.DataFrame({"table": tables, "payload": payloads}, dtype="object")
 
-    grouped = events.where(F.col("kind").isNotNull() & F.col("group").isNotNull())
-    return grouped.groupBy("cluster", "group").applyInPandas(tell_group, "table string, payload string")
+        for frame in batches:
+            records = frame.astype(object).where(frame.notna(), None).to_dict("records")
+            out = []
+            for record in records:
+                key = (record["cluster"], record["group"])
+                if key != current_key and current:
+                    out.append(told(current_key, current))
+                    current = []
+                current_key = key
+                current.append(record)
+            if out:
+                yield pd.concat(out, ignore_index=True)
+        if current:
+            yield told(current_key, current)
+
+    from pyspark.sql import Window
+
+    # Client lines that do not name their group take the one the same client named last.
+    named_last = Window.partitionBy("source", "client_id").orderBy("seq").rowsBetween(Window.unboundedPreceding, 0)
+    filled = events.withColumn("group", F.when(
+        F.col("group").isNull() & (F.col("side") == "client") & F.col("client_id").isNotNull(),
+        F.last("group", ignorenulls=True).over(named_last)).otherwise(F.col("group")))
+    grouped = filled.where(F.col("kind").isNotNull() & F.col("group").isNotNull())
+    ordered = grouped.repartition("cluster", "group").sortWithinPartitions("cluster", "group", "source", "seq")
+    return ordered.mapInPandas(tell_stream, "table string, payload string")
 
 
 def story_table(payloads: Any, table: str) -> Any:
@@ -175,11 +234,15 @@ def _run_spark(spark: Any, files: list[str], clusters: dict[str, str], rule: Sto
 
     lines = read_lines(spark, files)
     observation = Observation("lines")
-    observed = lines.observe(observation, F.count(F.lit(1)).alias("lines_read"))
+    per_file = [] if len(files) == 1 else [
+        F.sum((F.input_file_name() == Path(name).as_uri()).cast("long")).alias(f"lines_{i}")
+        for i, name in enumerate(files[:PER_FILE_LINE_COUNTS])]
+    observed = lines.observe(observation, F.count(F.lit(1)).alias("lines_read"), *per_file)
     events_path = str(out.path("events"))
     with spark_progress(spark, "reading logs", enabled=progress):
         parse_events(observed, clusters).write.parquet(events_path)
-    lines_read = int(observation.get.get("lines_read") or 0)
+    counts = observation.get
+    lines_read = int(counts.get("lines_read") or 0)
     parsed = spark.read.parquet(events_path)
     events = parsed.where(F.col("kind").isNotNull()).cache()
     moves: dict[str, list[dict]] = {}
@@ -203,13 +266,14 @@ def _run_spark(spark: Any, files: list[str], clusters: dict[str, str], rule: Sto
         event_count = events.count()
     seen = {r["source"]: r.asDict() for r in coverage_rows}
     coverage = []
-    for name in files:
-        row = seen.get(name) or seen.get(str(Path(name).resolve())) or {
+    for index, name in enumerate(files):
+        row = seen.get(name) or {
             "source": name, "cluster": _cluster_for(name, clusters), "broker_lines": 0, "client_lines": 0,
             "unrecognised_lines": 0, "first_ms": None, "last_ms": None}
         row = {k: (int(v) if isinstance(v, int | float) and v is not None else v) for k, v in row.items()}
         row["source"] = name
-        row["lines"] = None  # Spark counts lines of all files together
+        counted = lines_read if len(files) == 1 else counts.get(f"lines_{index}")
+        row["lines"] = int(counted) if counted is not None else None
         coverage.append(row)
     payloads.unpersist()
     events.unpersist()

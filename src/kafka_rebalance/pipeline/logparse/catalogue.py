@@ -28,7 +28,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-G = r"(?P<group>[^\s\]]+?)"
+# A group id ends at whitespace, ':', ',' or ']', or at a sentence's final '.'.
+G = r"(?P<group>[^\s\]]+?)(?=[\s:,\]]|\.(?:\s|$)|$)"
 M = r"(?P<member>\S+?)"
 GENERATION_OBJECT = (r"Generation\{generationId=(?P<generation>-?\d+), memberId='(?P<member>[^']*)', "
                      r"protocol='(?P<protocol>[^']*)'\}")
@@ -139,7 +140,9 @@ MESSAGES: tuple[Message, ...] = (
             rf"Loading group metadata for {G} with generation (?P<generation>\d+)", f"{_GC} 0.10-3.9",
             "Loading group metadata for "),
     Message("group_loaded", "broker", "broker",
-            rf"Loaded (?P<group_type>consumer|classic) group {G} with (?P<members>\d+) members", _NEW, "Loaded "),
+            rf"Loaded consumer group {G} with (?P<members>\d+) members", _NEW, "Loaded consumer group "),
+    Message("group_loaded", "broker", "broker",
+            rf"Loaded classic group {G} with (?P<members>\d+) members", _NEW, "Loaded classic group "),
     Message("group_unloaded", "broker", "broker",
             rf"Unloading group metadata for {G} with generation (?P<generation>\d+)", f"{_GC} 0.10-3.9",
             "Unloading group metadata for "),
@@ -193,7 +196,7 @@ MESSAGES: tuple[Message, ...] = (
             "Computed new subscription metadata: "),
     Message("conversion_refused", "broker", "broker-kip848",
             rf"Cannot (?P<direction>upgrade|downgrade) (?:the )?(?:classic|consumer) group {G}:? (?:to (?:consumer|classic) group )?"
-            r"because (?P<reason>.*?)\.?\s*$", _NEW, "Cannot "),
+            r"because (?P<reason>.*?)\.?\s*$", _NEW, " group because "),
     # ---------------------------------------------------------------- clients: Java (classic)
     Message("client_join_start", "client", "java", rf"\(Re-\)joining group(?: {G})?\s*$", f"{_AC} 0.10-3.9; {_KP}",
             "(Re-)joining group"),
@@ -257,11 +260,15 @@ MESSAGES: tuple[Message, ...] = (
             r"Group \"(?P<group>[^\"]+)\" heartbeat error response in state (?P<state>\S+) \(join-state \S+, \d+ "
             r"partition\(s\) assigned\): (?P<reason>.*)$", _RK, " heartbeat error response in state "),
     Message("client_commit_failed", "client", "java",
-            r"(?:Offset commit failed on partition (?P<partitions>\S+) at offset \d+: (?P<reason>.*)|"
-            r"(?:Synchronous |Asynchronous )?[Aa]uto-commit of offsets .*? failed(?: for group \S+)?: (?P<reason2>.*)|"
-            r"OffsetCommit failed with .*?: (?P<reason3>.*)|Offset commit with offsets .*? failed|"
-            r"Offset commit failed: (?P<reason4>.*))",
-            f"{_CC} 0.10-3.9; {_KP}", "ommit"),
+            r"Offset commit failed(?: on partition (?P<partitions>\S+) at offset \d+)?: (?P<reason>.*)",
+            f"{_CC} 0.10-3.9; {_KP}", "Offset commit failed"),
+    Message("client_commit_failed", "client", "java",
+            r"[Aa]uto-commit of offsets .*? failed(?: for group \S+)?: (?P<reason>.*)", f"{_CC} 0.10-3.9",
+            "uto-commit of offsets "),
+    Message("client_commit_failed", "client", "java", r"OffsetCommit failed with .*?: (?P<reason>.*)",
+            f"{_CC} 2.6-3.9", "OffsetCommit failed with "),
+    Message("client_commit_failed", "client", "java", r"Offset commit with offsets .*? failed", f"{_CC} 0.10-3.9",
+            "Offset commit with offsets "),
     Message("client_commit_failed", "client", "java", r"CommitFailedException(?:: (?P<reason>.*))?",
             "clients/.../CommitFailedException.java (stack traces)", "CommitFailedException"),
     Message("client_reset", "client", "java", r"Resetting generation (?:and member id )?due to: (?P<reason>.*)$",
@@ -269,11 +276,14 @@ MESSAGES: tuple[Message, ...] = (
     Message("client_join_failed", "client", "java", r"(?P<request>JoinGroup|SyncGroup) failed:? (?P<reason>.*)$",
             f"{_AC} 2.6-3.9", "Group failed"),
     Message("client_join_failed", "client", "kafka-python",
-            rf"(?:Attempt to join group {G} (?:failed|rejected)|SyncGroup for group {G.replace('group>', 'group2>')} "
-            r"failed) (?P<reason>.*)$", _KP, "group "),
+            rf"Attempt to join group {G} (?:failed|rejected) (?P<reason>.*)$", _KP, "Attempt to join group "),
+    Message("client_join_failed", "client", "kafka-python",
+            rf"SyncGroup for group {G} failed (?P<reason>.*)$", _KP, "SyncGroup for group "),
     Message("client_coordinator_lost", "client", "java",
-            r"(?:Group coordinator (?P<coordinator>.+?) is unavailable or invalid|Marking the coordinator (?P<coordinator2>.+?) dead)"
-            r"(?P<reason>.*)$", f"{_AC} 0.10-3.9; {_KP}", "oordinator "),
+            r"Group coordinator (?P<coordinator>.+?) is unavailable or invalid(?P<reason>.*)$", f"{_AC} 2.0-3.9",
+            " is unavailable or invalid"),
+    Message("client_coordinator_lost", "client", "java", r"Marking the coordinator (?P<coordinator>.+?) dead(?P<reason>.*)$",
+            f"{_AC} 0.10-1.1; {_KP}", "Marking the coordinator "),
     # ---------------------------------------------------------------- clients: Java new consumer (KIP-848)
     Message("client_member_state", "client", "java-kip848",
             r"Member (?P<member>\S+) with epoch (?P<generation>-?\d+) transitioned from (?P<from_state>\w+) to "
@@ -338,14 +348,27 @@ IGNORED_PATTERN = re.compile("|".join(f"(?:{p})" for p in IGNORED))
 
 # Lines that look like they are about group membership. What matches none of MESSAGES nor
 # IGNORED is counted as unrecognised (by shape), so coverage is visible.
-RELEVANT = re.compile(r"(?i)rebalanc|generation|\bmember|\bgroup\b|groupId|assignment|assigned partitions|revok|"
-                      r"heartbeat|coordinator|epoch")
+RELEVANT = re.compile(r"[Rr]ebalanc|REBALANC|[Gg]eneration|\b[Mm]ember|\b[Gg]roup\b|groupId|[Aa]ssignment|"
+                      r"assigned partitions|[Rr]evok|[Hh]eartbeat|[Cc]oordinator|[Ee]poch")
+# Lines written by a logger (a level, or a JSON record), as opposed to prose around a paste:
+# only these can count as unrecognised.
+LOG_LIKE = re.compile(r"\b(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL)\b|^\s*\{|^%\d\|")
 # The JVM-side prefilter: fixed substrings (case-sensitive, ``contains`` in Spark) that every
 # line matching MESSAGES or RELEVANT contains at least one of.
 RELEVANT_SUBSTRINGS: tuple[str, ...] = (
     "roup", "ROUP", "ebalanc", "EBALANC", "eneration", "ember", "EMBER", "ssign", "evok", "eartbeat", "EARTBEAT",
     "oordinator", "OORDINATOR", "poch", "POCH", "State transition", "oll timeout", "ommit",
 )
+
+# A cheaper gate in front of MARKERS and RELEVANT_SUBSTRINGS: every line MESSAGES can match
+# contains one of these (broker lines name GroupCoordinator/GroupMetadataManager/GroupId, Java
+# client lines carry "groupId=", librdkafka and kafka-python name the group; Spring, Streams,
+# kafka-python's heartbeat and poll-timeout warnings are the exceptions listed). Most lines of
+# a broker log fail it at once; five substring tests cost about what reading the line does.
+GATE_SUBSTRINGS: tuple[str, ...] = ("roup", "partitions ", "State transition", "oll timeout", "eartbeat")
+# The commonest lines that pass the gate but are never about membership: dropped on the JVM
+# before the finer tests (the coordinator's offset expiry runs every few minutes on every broker).
+NOISE_SUBSTRINGS: tuple[str, ...] = ("expired offsets in", "TransactionCoordinator", "TransactionStateManager")
 
 _COMPILED: dict[str, re.Pattern[str]] = {m.pattern: re.compile(m.pattern) for m in MESSAGES}
 MARKERS: tuple[str, ...] = tuple(dict.fromkeys(m.marker for m in MESSAGES))

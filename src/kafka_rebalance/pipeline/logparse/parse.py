@@ -13,10 +13,13 @@ from typing import Any
 from kafka_rebalance.pipeline.logparse import layout
 from kafka_rebalance.pipeline.logparse.catalogue import (
     BROKER_PREFIX,
+    GATE_SUBSTRINGS,
     IGNORED_PATTERN,
     JAVA_CLIENT_PREFIX,
+    LOG_LIKE,
     KAFKA_PYTHON_LOGGER,
     MESSAGES,
+    NOISE_SUBSTRINGS,
     RDKAFKA_PREFIX,
     RELEVANT,
     STREAMS_THREAD,
@@ -39,14 +42,19 @@ _ALIASES = {"member2": "member", "reason2": "reason", "reason3": "reason", "reas
             "coordinator2": "coordinator"}
 _KEEP = {name for name, _ in EVENT_COLUMNS}
 LINE_CAP = 600
-_LEVEL = re.compile(r"\b(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL)\b[\s:]*")
-_SHAPE_SUBS = (
-    (re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"), "<uuid>"),
-    (re.compile(r"'[^']*'|\"[^\"]*\""), "<s>"),
-    (re.compile(r"\[[^\]]*\]"), "[..]"),
-    (re.compile(r"\b[0-9a-fA-F]{12,}\b"), "<id>"),
-    (re.compile(r"\d+"), "N"),
+# The wording of a line, for counting unrecognised lines by shape. Written in the common
+# subset of Python and Java regex: the Spark job computes the same shape on the JVM.
+SHAPE_LEVEL = r"^.{0,120}?\b(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL)\b[\s:]*"
+SHAPE_SUBSTITUTIONS: tuple[tuple[str, str], ...] = (
+    (r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", "<uuid>"),
+    (r"'[^']*'|\"[^\"]*\"", "<s>"),
+    (r"\[[^\]]*\]", "[..]"),
+    (r"\b[0-9a-fA-F]{12,}\b", "<id>"),
+    (r"\d+", "N"),
 )
+SHAPE_WIDTH = 160
+_LEVEL = re.compile(SHAPE_LEVEL)
+_SHAPE_SUBS = tuple((re.compile(p), r) for p, r in SHAPE_SUBSTITUTIONS)
 
 
 def _candidates(text: str) -> Iterator[Message]:
@@ -82,6 +90,8 @@ def _as_long(value: str | None) -> int | None:
 def parse_line(raw: str) -> dict[str, Any] | None:
     """A raw line -> an event dict (``EVENT_COLUMNS`` minus source/seq/cluster), or None when
     the line holds no known message."""
+    if not passes_gate(raw):
+        return None
     text, envelope_time, _ = layout.unwrap(raw)
     found = match_message(text)
     if found is None:
@@ -153,20 +163,23 @@ def _context(event: dict[str, Any], text: str, prefix: str) -> None:
             event["client_id"] = threads[-1]
 
 
+def passes_gate(raw: str) -> bool:
+    """The Spark job's JVM prefilter, in Python: both engines read exactly the same lines."""
+    return any(g in raw for g in GATE_SUBSTRINGS) and not any(n in raw for n in NOISE_SUBSTRINGS)
+
+
 def relevant(raw: str) -> bool:
     """Does the line look like it is about group membership (for the unrecognised table)?"""
-    return bool(RELEVANT.search(raw)) and not IGNORED_PATTERN.search(raw)
+    return (passes_gate(raw) and bool(RELEVANT.search(raw)) and bool(LOG_LIKE.search(raw))
+            and not IGNORED_PATTERN.search(raw))
 
 
 def shape(raw: str) -> str:
     """A line reduced to its wording: prefix up to the level dropped, ids and numbers replaced."""
-    text = layout.unwrap(raw)[0].strip()
-    level = _LEVEL.search(text[:120])
-    if level:
-        text = text[level.end():]
+    text = _LEVEL.sub("", layout.unwrap(raw)[0], count=1)
     for pattern, replacement in _SHAPE_SUBS:
         text = pattern.sub(replacement, text)
-    return text[:160]
+    return text.strip()[:SHAPE_WIDTH]
 
 
 def _starts_new_line(line: str) -> bool:

@@ -573,6 +573,10 @@ def client_rebalances(cluster: str, group: str, events: list[dict]) -> list[dict
                 open_row(key, event)
             elif state == "RUNNING":
                 close(key, event)
+    # Spring's container logs the same assignment as the Java consumer it wraps: keep its rows
+    # only for sources where the consumer's own lines are missing.
+    java_sources = {r["source"] for r in rows if r["client_library"] == "java"}
+    rows = [r for r in rows if not (r["client_library"] == "spring" and r["source"] in java_sources)]
     for row in rows:
         if row["end_ms"] is not None and row["start_ms"] is not None:
             row["duration_ms"] = row["end_ms"] - row["start_ms"]
@@ -605,8 +609,9 @@ def rebalances_from_clients(cluster: str, group: str, rows: list[dict]) -> list[
             if row["start_ms"] is not None and row["start_ms"] <= reach + CLIENT_MERGE_MS and last.generation is None:
                 target = last
         if target is None:
+            protocol = "consumer" if row.get("protocol") == "consumer" else "classic"
             target = Rebalance(cluster, group, row["start_ms"], (0, 0), generation=generation,
-                               old_generation=None, protocol=row.get("protocol") or "classic", source="client")
+                               old_generation=None, protocol=protocol, source="client")
             target.outcome = "open"
             target.members = 0
             merged.append(target)

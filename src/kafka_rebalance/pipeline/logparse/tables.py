@@ -198,6 +198,18 @@ def expand_inputs(paths: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
     return kept, skipped
 
 
+def fill_client_group(record: dict, last_group: dict[str, str]) -> None:
+    """Some client lines do not name their group (librdkafka's JoinGroup response): they belong
+    to the group the same client named last in the same file."""
+    client = record.get("client_id")
+    if record.get("side") != "client" or not client:
+        return
+    if record.get("group"):
+        last_group[client] = record["group"]
+    elif client in last_group:
+        record["group"] = last_group[client]
+
+
 @dataclass
 class LocalResult:
     """Every table as a pandas frame, plus what the summary and the report need."""
@@ -232,7 +244,9 @@ def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = StormRule(), 
         except (OSError, EOFError, ValueError) as exc:  # a truncated or corrupt .gz
             records = []
             unreadable.append((source, f"unreadable: {exc}"))
+        last_group: dict[str, str] = {}
         for record in records:
+            fill_client_group(record, last_group)
             if record["kind"] is None:
                 key = (cluster, source, record["shape"])
                 entry = unrecognised.setdefault(key, {"cluster": cluster, "source": source, "shape": record["shape"],
