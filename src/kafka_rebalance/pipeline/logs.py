@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -210,22 +211,21 @@ def story_payloads(events: Any, coordinator_moves: dict[str, list[dict]], rule: 
     return ordered.mapInPandas(tell_stream, "table string, payload string")
 
 
-def story_table(payloads: Any, table: str) -> Any:
-    """One story table out of the payloads, with the table's columns and types."""
-    from pyspark.sql import functions as F
+class Stopwatch:
+    """Seconds spent per stage of a run (in summary.json, and in the benchmark's table)."""
 
-    from kafka_rebalance.pipeline.logparse.tables import TABLES, TIME, spark_ddl
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._last = time.perf_counter()
 
-    rows = payloads.where(F.col("table") == table).select(
-        F.from_json("payload", spark_ddl(table, as_story=True)).alias("r")).select("r.*")
-    return rows.select(*[
-        (F.timestamp_millis(F.col(field)) if kind == TIME else F.col(field)).alias(column)
-        for column, kind, field in TABLES[table]
-    ])
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.seconds[stage] = round(self.seconds.get(stage, 0.0) + now - self._last, 3)
+        self._last = now
 
 
 def _run_spark(spark: Any, files: list[str], clusters: dict[str, str], rule: StormRule, out: Any,
-               progress: bool | None) -> dict:
+               progress: bool | None, watch: Stopwatch) -> dict:
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
@@ -238,32 +238,49 @@ def _run_spark(spark: Any, files: list[str], clusters: dict[str, str], rule: Sto
         F.sum((F.input_file_name() == Path(name).as_uri()).cast("long")).alias(f"lines_{i}")
         for i, name in enumerate(files[:PER_FILE_LINE_COUNTS])]
     observed = lines.observe(observation, F.count(F.lit(1)).alias("lines_read"), *per_file)
+    parsed_counts = Observation("parsed")
+    parsed = parse_events(observed, clusters).observe(parsed_counts, F.count("kind").alias("events"))
     events_path = str(out.path("events"))
     with spark_progress(spark, "reading logs", enabled=progress):
-        parse_events(observed, clusters).write.parquet(events_path)
+        parsed.write.parquet(events_path)
+    watch.lap("read and parse (Spark)")
     counts = observation.get
     lines_read = int(counts.get("lines_read") or 0)
+    event_count = int(parsed_counts.get.get("events") or 0)
     parsed = spark.read.parquet(events_path)
-    events = parsed.where(F.col("kind").isNotNull()).cache()
+    events = parsed.where(F.col("kind").isNotNull())
     moves: dict[str, list[dict]] = {}
     for row in events.where(F.col("kind").isin(*CLUSTER_KINDS)).select("cluster", "partition", "time_ms", "line",
                                                                      "source", "seq").collect():
         moves.setdefault(row["cluster"], []).append(row.asDict())
-    payloads = story_payloads(events, moves, rule).cache()
     with spark_progress(spark, "rebuilding rebalances", enabled=progress):
-        for table in STORY_TABLES:
-            story_table(payloads, table).write.parquet(str(out.path(table)))
+        # The story rows are few (one per rebalance, member event, cause): one Spark job writes
+        # them all, then the driver streams them (batch by batch) into each table's Parquet.
+        import pyarrow.dataset as ds
+
+        payloads_path = out.staging / "story-payloads.tmp"
+        story_payloads(events, moves, rule).write.parquet(str(payloads_path))
+        writers = TableWriters(out, STORY_TABLES)
+        findings = []
+        for batch in ds.dataset(str(payloads_path), format="parquet").to_batches(columns=["table", "payload"]):
+            for table, payload in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True):
+                record = json.loads(payload)
+                if table == "findings":
+                    findings.append(record)
+                else:
+                    writers.add(table, record)
+        writers.close()
+        groups = len(findings)  # one per group told
+        watch.lap("stories and tables (Spark)")
         unrecognised = parsed.where(F.col("kind").isNull()).groupBy("cluster", "source", "shape").agg(
             F.count(F.lit(1)).alias("count"), F.first("line").alias("sample")).orderBy(F.desc("count"))
         unrecognised.write.parquet(str(out.path("unrecognised")))
-        findings = [json.loads(r["payload"]) for r in payloads.where(F.col("table") == "findings").collect()]
         coverage_rows = parsed.groupBy("source", "cluster").agg(
             F.sum((F.col("side") == "broker").cast("long")).alias("broker_lines"),
             F.sum((F.col("side") == "client").cast("long")).alias("client_lines"),
             F.sum(F.col("kind").isNull().cast("long")).alias("unrecognised_lines"),
             F.min("time_ms").alias("first_ms"), F.max("time_ms").alias("last_ms")).collect()
-        groups = events.where(F.col("group").isNotNull()).select("cluster", "group").distinct().count()
-        event_count = events.count()
+    watch.lap("counts and coverage (Spark)")
     seen = {r["source"]: r.asDict() for r in coverage_rows}
     coverage = []
     for index, name in enumerate(files):
@@ -275,10 +292,46 @@ def _run_spark(spark: Any, files: list[str], clusters: dict[str, str], rule: Sto
         counted = lines_read if len(files) == 1 else counts.get(f"lines_{index}")
         row["lines"] = int(counted) if counted is not None else None
         coverage.append(row)
-    payloads.unpersist()
-    events.unpersist()
     return {"findings": findings, "coverage": coverage, "lines_read": lines_read, "events": event_count,
             "groups": groups, "samples": []}
+
+
+class TableWriters:
+    """Story rows -> one Parquet file per table, written in chunks (memory stays bounded)."""
+
+    CHUNK = 20_000
+
+    def __init__(self, out: Any, tables: tuple[str, ...]):
+        self._out = out
+        self._rows: dict[str, list[dict]] = {table: [] for table in tables}
+        self._writers: dict[str, Any] = {}
+
+    def add(self, table: str, row: dict) -> None:
+        rows = self._rows[table]
+        rows.append(row)
+        if len(rows) >= self.CHUNK:
+            self._flush(table)
+
+    def _flush(self, table: str) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from kafka_rebalance.pipeline.logparse.tables import arrow_schema, frame
+
+        schema = arrow_schema(table)
+        writer = self._writers.get(table)
+        if writer is None:
+            directory = self._out.path(table)
+            directory.mkdir(parents=True, exist_ok=True)
+            writer = self._writers[table] = pq.ParquetWriter(directory / "part-00000.parquet", schema)
+        writer.write_table(pa.Table.from_pandas(frame(table, self._rows[table]), schema=schema, preserve_index=False))
+        self._rows[table] = []
+
+    def close(self) -> None:
+        for table in self._rows:
+            if self._rows[table] or table not in self._writers:
+                self._flush(table)
+            self._writers[table].close()
 
 
 def _cluster_for(source: str, clusters: dict[str, str]) -> str:
@@ -310,11 +363,14 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
     resolved = {str(Path(prefix).resolve()) if prefix != STDIN else prefix: name
                 for prefix, name in (clusters or {}).items()}
     chosen = choose_engine(engine, files, master)
+    watch = Stopwatch()
     with StagedOutput(out_dir) as out:
         if chosen == "local":
             result = analyse_local(_inputs(files, resolved), storm_rule, stdin_text=stdin_text)
+            watch.lap("read, parse and stories (local)")
             for table, df in result.frames.items():
                 write_frame(df, out.path(table), table)
+            watch.lap("tables (local)")
             facts = {"findings": result.findings, "coverage": result.coverage, "lines_read": result.lines_read,
                      "events": result.events, "groups": result.groups, "samples": result.samples}
             frames = result.frames
@@ -335,17 +391,19 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
                 spark = build_session(master, "kafka-rebalance logs")
             try:
                 facts = _run_spark(spark, [str(Path(f).resolve()) for f in spark_files],
-                                   resolved, storm_rule, out, progress)
+                                   resolved, storm_rule, out, progress, watch)
             finally:
                 if temporary is not None:
                     os.unlink(temporary.name)
             frames = report.read_tables(out.staging)
         advice_items = advice.advise(facts["findings"], storm_rule)
         summary = _summary(facts, frames, files, chosen, advice_items, skipped)
-        out.write_text("summary.json", json.dumps(summary, indent=2, default=str) + "\n")
         figures = report.logs_figures(frames, facts["findings"])
         html = report.render_logs_report(summary, figures, advice_items, frames, facts["findings"])
         report.write_report(out, html, figures)
+        watch.lap("advice and report")
+        summary["seconds"] = watch.seconds
+        out.write_text("summary.json", json.dumps(summary, indent=2, default=str) + "\n")
     return LogsRun(out_dir=str(out.final), summary=summary, report=str(out.final / "report.html"))
 
 

@@ -91,6 +91,25 @@ def order_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [event for _, event in keyed]
 
 
+_IDENTITY = ("kind", "time_ms", "member", "generation", "old_generation", "state", "reason", "client_id",
+             "partitions", "from_state")
+
+
+def distinct_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Without repeats of the same line: a file given twice (a copy beside its rotated original,
+    an excerpt pasted twice) must not double what it shows. Lines without a time are kept."""
+    seen: set[tuple] = set()
+    out = []
+    for event in events:
+        if event.get("time_ms") is not None:
+            key = tuple(event.get(name) for name in _IDENTITY)
+            if key in seen:
+                continue
+            seen.add(key)
+        out.append(event)
+    return out
+
+
 # ----------------------------------------------------------------------------- broker side
 
 _REASON_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -673,7 +692,7 @@ def _rebalance_row(r: Rebalance) -> dict:
 def tell(cluster: str, group: str, events: list[dict], coordinator_moves: list[dict] | None = None,
          rule: StormRule = StormRule()) -> dict[str, list[dict]]:
     """All tables' rows for one group (see the module docstring)."""
-    ordered = order_events(events)
+    ordered = distinct_events(order_events(events))
     story = GroupStory(cluster, group, coordinator_moves)
     for event in ordered:
         story.feed(event)
