@@ -30,6 +30,33 @@ PASTE_LINES = 30
 CLI = "from kafka_rebalance.cli import main; main()"
 
 
+def tree_cpu_seconds() -> float:
+    """CPU seconds (user + system) used so far by this process and every live descendant (the
+    JVM, Spark's Python workers), from /proc: a figure that, unlike wall time, does not depend
+    on what else the shared cores are doing."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    used: dict[int, float] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry.name)] = int(fields[1])
+        used[int(entry.name)] = (int(fields[11]) + int(fields[12])) / ticks
+    mine = {os.getpid()}
+    grew = True
+    while grew:
+        grew = False
+        for pid, parent in parents.items():
+            if parent in mine and pid not in mine:
+                mine.add(pid)
+                grew = True
+    return sum(used.get(pid, 0.0) for pid in mine)
+
+
 def grep_seconds(log: Path) -> tuple[float, int]:
     started = time.perf_counter()
     done = subprocess.run(["grep", "-c", "GroupCoordinator", str(log)], capture_output=True, text=True, check=False)
@@ -100,9 +127,11 @@ def main(argv: list[str] | None = None) -> int:
     spark = build_session(args.master, "kafka-rebalance-logs-bench")
     session_s = time.perf_counter() - started
     try:
+        cpu_before = tree_cpu_seconds()
         started = time.perf_counter()
         run = run_logs(spark, [str(log)], str(out / "spark"), engine="spark", progress=False)
         analysis_s = time.perf_counter() - started
+        cpu_s = tree_cpu_seconds() - cpu_before
     finally:
         spark.stop()
     local_big = None
@@ -122,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
         ("Spark engine, whole log", f"{analysis_s:.1f} s = {megabytes / analysis_s:,.1f} MB/s "
                                     f"({analysis_s / grep_s:,.0f}x grep's time)"),
         *((f"  {stage}", f"{seconds:.1f} s") for stage, seconds in summary["seconds"].items()),
+        ("  CPU used (driver, JVM, Python workers)", f"{cpu_s:.1f} s = {megabytes / cpu_s:,.1f} MB per CPU-second; "
+                                                     f"on 2 idle cores: ~{2 * megabytes / cpu_s:,.0f} MB/s"),
         ("found", f"{summary['groups']:,} groups, {summary['rebalances']:,} rebalances "
                   f"({summary['open_rebalances']:,} open), {summary['member_failures']:,} failures, "
                   f"{summary['storms']:,} storms"),

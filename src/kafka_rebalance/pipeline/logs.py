@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kafka_rebalance.pipeline.logparse.story import StormRule
+from kafka_rebalance.pipeline.logparse.story import DEFAULT_STORM_RULE, StormRule
 from kafka_rebalance.pipeline.logparse.tables import STDIN
 
 __all__ = ["StormRule", "LogsRun", "run_logs", "choose_engine", "LOCAL_ENGINE_LIMIT_BYTES"]
@@ -347,7 +347,7 @@ def _inputs(paths: list[str], clusters: dict[str, str]) -> list[tuple[str, str]]
     return [(p, _cluster_for(p if p == STDIN else str(Path(p).resolve()), clusters)) for p in paths]
 
 
-def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRule = StormRule(),
+def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRule = DEFAULT_STORM_RULE,
              progress: bool | None = None, engine: str = "auto", clusters: dict[str, str] | None = None,
              stdin_text: str | None = None, master: str | None = None, skipped: list[tuple[str, str]] | None = None
              ) -> LogsRun:
@@ -381,10 +381,11 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
             if STDIN in spark_files:
                 import sys
 
-                temporary = tempfile.NamedTemporaryFile("w", suffix=".log", delete=False, encoding="utf-8")
-                temporary.write(stdin_text if stdin_text is not None else sys.stdin.read())
-                temporary.close()
-                spark_files[spark_files.index(STDIN)] = temporary.name
+                # Spark reads files: the paste goes to one first (removed when the run ends).
+                descriptor, temporary = tempfile.mkstemp(suffix=".log", prefix="kafka-rebalance-stdin-")
+                with os.fdopen(descriptor, "w", encoding="utf-8") as fh:
+                    fh.write(stdin_text if stdin_text is not None else sys.stdin.read())
+                spark_files[spark_files.index(STDIN)] = temporary
             if spark is None:
                 from kafka_rebalance.pipeline.spark import build_session
 
@@ -394,7 +395,7 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
                                    resolved, storm_rule, out, progress, watch)
             finally:
                 if temporary is not None:
-                    os.unlink(temporary.name)
+                    os.unlink(temporary)
             frames = report.read_tables(out.staging)
         advice_items = advice.advise(facts["findings"], storm_rule)
         summary = _summary(facts, frames, files, chosen, advice_items, skipped)

@@ -326,7 +326,7 @@ def _draw_group_row(ax, y: int, rows_in_panel: int, group: str, timeline: pd.Dat
         if part.empty:
             continue
         starts = mdates.date2num(part["start"].dt.tz_localize(None))
-        ends = part["end"].fillna(part["drawn_until"] if "drawn_until" in part else end_all).fillna(end_all)
+        ends = part["end"].fillna(part.get("drawn_until", end_all)).fillna(end_all)
         widths = mdates.date2num(ends.dt.tz_localize(None)) - starts
         bars = [(s, max(w, min_width)) for s, w in zip(starts, widths, strict=True)]
         ax.broken_barh(bars, (y - 0.3, 0.6), facecolors=colour, hatch=hatch,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import calendar
 import csv
+import functools
 import json
 import re
 from datetime import UTC, datetime
@@ -57,6 +58,7 @@ def _zone_offset_ms(zone: str | None) -> int:
     return sign * (int(digits[:2]) * 3600 + int(digits[2:4]) * 60) * 1000
 
 
+@functools.lru_cache(maxsize=4096)
 def _utc_ms(year: int, month: int, day: int, hour: int, minute: int, second: int) -> int | None:
     try:
         moment = datetime(year, month, day, hour, minute, second, tzinfo=UTC)
@@ -153,7 +155,9 @@ def clean(line: str) -> str:
     markdown quote marks."""
     if "\x1b" in line:
         line = ANSI.sub("", line)
-    line = line.rstrip("\r\n").translate(NO_BREAK_SPACES)
+    line = line.rstrip("\r\n")
+    if not line.isascii():
+        line = line.translate(NO_BREAK_SPACES)
     if line.lstrip().startswith(">"):
         line = QUOTE_MARKS.sub("", line)
     return line

@@ -16,8 +16,9 @@ from kafka_rebalance.pipeline.logparse.catalogue import (
     GATE_SUBSTRINGS,
     IGNORED_PATTERN,
     JAVA_CLIENT_PREFIX,
-    LOG_LIKE,
     KAFKA_PYTHON_LOGGER,
+    LOG_LIKE,
+    LOGGER_SUFFIX,
     MESSAGES,
     NOISE_SUBSTRINGS,
     RDKAFKA_PREFIX,
@@ -73,8 +74,7 @@ def match_message(text: str) -> tuple[Message, re.Match[str]] | None:
 
 
 def layout_strip_logger(text: str) -> str:
-    from kafka_rebalance.pipeline.logparse.catalogue import LOGGER_SUFFIX
-
+    """Without log4j's trailing ``(logger.Name)``: greedy fields (reasons) must stop before it."""
     return LOGGER_SUFFIX.sub("", text) if text.endswith(")") else text
 
 

@@ -43,6 +43,9 @@ class StormRule:
     loop_failures: int = 3
 
 
+DEFAULT_STORM_RULE = StormRule()
+
+
 @dataclass
 class Rebalance:
     cluster: str
@@ -690,7 +693,7 @@ def _rebalance_row(r: Rebalance) -> dict:
 
 
 def tell(cluster: str, group: str, events: list[dict], coordinator_moves: list[dict] | None = None,
-         rule: StormRule = StormRule()) -> dict[str, list[dict]]:
+         rule: StormRule = DEFAULT_STORM_RULE) -> dict[str, list[dict]]:
     """All tables' rows for one group (see the module docstring)."""
     ordered = distinct_events(order_events(events))
     story = GroupStory(cluster, group, coordinator_moves)

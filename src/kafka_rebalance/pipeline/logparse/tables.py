@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_rebalance.pipeline.logparse.parse import EVENT_COLUMNS, parse_lines
-from kafka_rebalance.pipeline.logparse.story import StormRule, tell
+from kafka_rebalance.pipeline.logparse.story import DEFAULT_STORM_RULE, StormRule, tell
 
 STRING, LONG, DOUBLE, BOOL, TIME, STRINGS = "string", "long", "double", "boolean", "timestamp", "array<string>"
 
@@ -224,7 +224,7 @@ class LocalResult:
     unreadable: list[tuple[str, str]] = field(default_factory=list)
 
 
-def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = StormRule(), stdin_text: str | None = None
+def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM_RULE, stdin_text: str | None = None
                   ) -> LocalResult:
     """``inputs``: (source, cluster) pairs in order -> all tables, in this process."""
     events_by_group: dict[tuple[str, str], list[dict]] = defaultdict(list)
