@@ -98,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--coordinator-share", type=float, default=0.03,
                         help="share of the log's lines that are GroupCoordinator lines (default 0.03)")
     parser.add_argument("--local-too", action="store_true", help="also time the in-process engine on the big log")
+    parser.add_argument("--no-paste", action="store_true", help="skip the paste-latency runs")
     args = parser.parse_args(argv)
 
     size = parse_size(args.size)
@@ -111,9 +112,10 @@ def main(argv: list[str] | None = None) -> int:
     megabytes = log.stat().st_size / 1e6
 
     # 1. latency: a 30-line paste on stdin, end to end in a fresh process, both engines.
-    paste = make_paste(log)
-    local_s, local_facts = paste_run(paste, "auto", args.master)
-    spark_paste_s, spark_facts = paste_run(paste, "spark", args.master)
+    if not args.no_paste:
+        paste = make_paste(log)
+        local_s, local_facts = paste_run(paste, "auto", args.master)
+        spark_paste_s, spark_facts = paste_run(paste, "spark", args.master)
 
     # 2. throughput: the whole log on Spark, and grep -c on the same file.
     grep_s, grep_count = grep_seconds(log)
@@ -161,13 +163,16 @@ def main(argv: list[str] | None = None) -> int:
         seconds, facts = local_big
         rows.append(("local engine, whole log", f"{seconds:.1f} s = {megabytes / seconds:,.1f} MB/s "
                                                 f"(same rebalances: {facts['rebalances'] == summary['rebalances']})"))
-    rows += [
+    if not args.no_paste:
+        rows += [
         (f"{PASTE_LINES}-line paste on stdin, auto (local)", f"{local_s:.2f} s end to end "
                                                             f"({local_facts['rebalances']} rebalance(s))"),
         (f"{PASTE_LINES}-line paste on stdin, --engine spark", f"{spark_paste_s:.1f} s end to end"),
         *((f"  {stage}", f"{seconds:.1f} s") for stage, seconds in spark_facts["seconds"].items()),
         ("  JVM, session start and imports (the rest)",
          f"{spark_paste_s - sum(spark_facts['seconds'].values()):.1f} s"),
+        ]
+    rows += [
         ("machine", f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}, master {args.master}"),
     ]
     width = max(len(name) for name, _ in rows)

@@ -108,9 +108,10 @@ def flag_lines(lines: Any) -> Any:
     marked = _any_contains(value, MARKERS)
     about_groups = (_any_contains(value, RELEVANT_SUBSTRINGS) & value.rlike(RELEVANT.pattern)
                     & value.rlike(LOG_LIKE.pattern) & ~value.rlike(IGNORED_PATTERN.pattern))
-    flagged = with_source(gated).select("source", "seq", "value", marked.alias("marked"))
-    return flagged.where(F.col("marked") | about_groups).withColumn(
-        "shape", F.when(~F.col("marked"), jvm_shape(value)))
+    # No filter on ``marked``: Spark would evaluate the marker tests twice (in the filter and in
+    # the projection). The few gated lines that are neither go to Python and are skipped there.
+    return with_source(gated).select("source", "seq", "value", marked.alias("marked"),
+                                     F.when(~marked & about_groups, jvm_shape(value)).alias("shape"))
 
 
 def read_lines(spark: Any, files: list[str]) -> Any:
@@ -127,53 +128,60 @@ def with_source(lines: Any) -> Any:
     return lines.select(source.alias("source"), F.monotonically_increasing_id().alias("seq"), "value")
 
 
-def _event_frame(records: list[dict]) -> Any:
-    import pandas as pd
+def _arrow_schema(ddl_columns: tuple[tuple[str, str], ...]) -> Any:
+    import pyarrow as pa
 
-    from kafka_rebalance.pipeline.logparse.parse import EVENT_COLUMNS
-
-    dtypes = {"long": "Int64", "boolean": "boolean", "string": "object"}
-    columns = {name: pd.Series([r.get(name) for r in records], dtype=dtypes[kind]) for name, kind in EVENT_COLUMNS}
-    columns["shape"] = pd.Series([r.get("shape") for r in records], dtype="object")
-    return pd.DataFrame(columns)
+    types = {"long": pa.int64(), "boolean": pa.bool_(), "string": pa.string()}
+    return pa.schema([(name, types[kind]) for name, kind in ddl_columns])
 
 
 def parse_events(lines: Any, clusters: dict[str, str] | None = None) -> Any:
     """Lines (``source, seq, value``) -> one row per line about groups: an event (``kind``
     set) or an unrecognised line (``kind`` null, ``shape`` set)."""
-    from kafka_rebalance.pipeline.logparse.parse import LINE_CAP, parse_line, shape
+    from kafka_rebalance.pipeline.logparse.parse import EVENT_COLUMNS, LINE_CAP, parse_line, relevant, shape
     from kafka_rebalance.pipeline.logparse.tables import event_ddl
 
     labels = dict(clusters or {})
 
+    schema = _arrow_schema((*EVENT_COLUMNS, ("shape", "string")))
+
     def parse_batches(batches):
+        import pyarrow as pa
+
         for batch in batches:
             records = []
-            for source, seq, value, marked, jvm_shape_text in zip(batch["source"], batch["seq"], batch["value"],
-                                                                   batch["marked"], batch["shape"], strict=True):
+            columns = [batch.column(name).to_pylist() for name in ("source", "seq", "value", "marked", "shape")]
+            for source, seq, value, marked, jvm_shape_text in zip(*columns, strict=True):
+                if not marked and jvm_shape_text is None:
+                    continue
                 cluster = _cluster_for(source, labels)
                 event = parse_line(value) if marked else None
                 if event is None:
+                    if marked and not relevant(value):
+                        continue
                     records.append({"source": source, "seq": int(seq), "cluster": cluster,
                                     "shape": jvm_shape_text if not marked else shape(value), "line": value[:LINE_CAP]})
                     continue
                 event.update(source=source, seq=int(seq), cluster=cluster)
+                event.pop("thread", None)
                 records.append(event)
-            yield _event_frame(records)
+            yield pa.RecordBatch.from_pylist(records, schema=schema)
 
-    return flag_lines(lines).mapInPandas(parse_batches, event_ddl())
+    return flag_lines(lines).mapInArrow(parse_batches, event_ddl())
 
 
 def story_payloads(events: Any, coordinator_moves: dict[str, list[dict]], rule: StormRule) -> Any:
     """Events -> ``table, payload`` (one JSON row of a story table). Events are shuffled by
     (cluster, group) and sorted, so each Python worker sees each of its groups' events
     together, in one stream: one story per group, memory bounded by the largest group."""
-    import pandas as pd
     from pyspark.sql import functions as F
 
     from kafka_rebalance.pipeline.logparse.story import tell
 
     def tell_stream(batches):
+        import pyarrow as pa
+
+        schema = pa.schema([("table", pa.string()), ("payload", pa.string())])
         current_key, current = None, []
 
         def told(key, records):
@@ -182,20 +190,17 @@ def story_payloads(events: Any, coordinator_moves: dict[str, list[dict]], rule: 
                 for row in rows:
                     tables.append(table)
                     payloads.append(json.dumps(row, default=str))
-            return pd.DataFrame({"table": tables, "payload": payloads}, dtype="object")
+            return pa.RecordBatch.from_arrays([pa.array(tables, pa.string()), pa.array(payloads, pa.string())],
+                                              schema=schema)
 
-        for frame in batches:
-            records = frame.astype(object).where(frame.notna(), None).to_dict("records")
-            out = []
-            for record in records:
+        for batch in batches:
+            for record in batch.to_pylist():
                 key = (record["cluster"], record["group"])
                 if key != current_key and current:
-                    out.append(told(current_key, current))
+                    yield told(current_key, current)
                     current = []
                 current_key = key
                 current.append(record)
-            if out:
-                yield pd.concat(out, ignore_index=True)
         if current:
             yield told(current_key, current)
 
@@ -208,7 +213,7 @@ def story_payloads(events: Any, coordinator_moves: dict[str, list[dict]], rule: 
         F.last("group", ignorenulls=True).over(named_last)).otherwise(F.col("group")))
     grouped = filled.where(F.col("kind").isNotNull() & F.col("group").isNotNull())
     ordered = grouped.repartition("cluster", "group").sortWithinPartitions("cluster", "group", "source", "seq")
-    return ordered.mapInPandas(tell_stream, "table string, payload string")
+    return ordered.mapInArrow(tell_stream, "table string, payload string")
 
 
 class Stopwatch:
