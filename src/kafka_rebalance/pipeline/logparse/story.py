@@ -766,6 +766,18 @@ def _infer_joins(rebalances: list[Rebalance]) -> None:
             previous_members = r.members
 
 
+INCIDENT_MS = 10_000
+
+
+def _incidents(times: list[int]) -> list[int]:
+    """Times closer than ``INCIDENT_MS`` to the previous one are the same incident."""
+    out: list[int] = []
+    for time_ms in sorted(times):
+        if not out or time_ms - out[-1] > INCIDENT_MS:
+            out.append(time_ms)
+    return out
+
+
 def findings(cluster: str, group: str, rebalances: list[dict], member_events: list[dict], storm_rows: list[dict],
              empty_periods: list[dict], causes: list[dict]) -> dict:
     """What the advice rules need for one group (all numbers, no prose)."""
@@ -790,8 +802,9 @@ def findings(cluster: str, group: str, rebalances: list[dict], member_events: li
         if (e["kind"] == "poll_timeout" or (e["kind"] in ("left", "leave_request")
                                             and "poll timeout" in (e["reason"] or "").lower())) and e["time_ms"] is not None:
             poll_by_client[e["client"] or e["member"] or "?"].append(e["time_ms"])
+    # The client's warning, its LeaveGroup and the broker's line are one incident.
+    poll_by_client = {client: _incidents(times) for client, times in poll_by_client.items()}
     poll_client, poll_times = max(poll_by_client.items(), key=lambda kv: len(kv[1]), default=(None, []))
-    poll_times = sorted(set(poll_times))
     poll_gaps = [b - a for a, b in zip(poll_times, poll_times[1:], strict=False)]
     versions = [m.group(1) for e in member_events for m in [re.search(r"kafka-python-(\d+\.\d+)", e["member"] or "")] if m]
     # session timeouts of different members close together: a shared cause
