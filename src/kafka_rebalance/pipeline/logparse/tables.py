@@ -122,11 +122,23 @@ def frame(table: str, rows: list[dict]) -> Any:
     return pd.DataFrame(columns)
 
 
+def events_frame(records: list[dict]) -> Any:
+    """The ``events`` table: every line read, parsed (``kind`` null for unrecognised lines)."""
+    import pandas as pd
+
+    dtypes = {"long": "Int64", "boolean": "boolean", "string": "object"}
+    columns = {name: pd.Series([r.get(name) for r in records], dtype=dtypes[kind]) for name, kind in EVENT_COLUMNS}
+    columns["shape"] = pd.Series([r.get("shape") for r in records], dtype="object")
+    return pd.DataFrame(columns)
+
+
 def arrow_schema(table: str) -> Any:
     import pyarrow as pa
 
     types = {STRING: pa.string(), LONG: pa.int64(), DOUBLE: pa.float64(), BOOL: pa.bool_(),
              TIME: pa.timestamp("ms"), STRINGS: pa.list_(pa.string())}
+    if table == "events":
+        return pa.schema([(name, types[kind]) for name, kind in (*EVENT_COLUMNS, ("shape", STRING))])
     return pa.schema([(column, types[kind]) for column, kind, _ in TABLES[table]])
 
 
@@ -233,6 +245,7 @@ def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM
     coverage = []
     samples: list[str] = []
     unreadable: list[tuple[str, str]] = []
+    parsed: list[dict] = []
     lines_read = 0
     event_count = 0
     for source, cluster in inputs:
@@ -247,6 +260,7 @@ def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM
         last_group: dict[str, str] = {}
         for record in records:
             fill_client_group(record, last_group)
+            parsed.append(record)
             if record["kind"] is None:
                 key = (cluster, source, record["shape"])
                 entry = unrecognised.setdefault(key, {"cluster": cluster, "source": source, "shape": record["shape"],
@@ -274,6 +288,7 @@ def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM
             rows[table].extend(table_rows)
     frames = story_frames(rows)
     frames["unrecognised"] = frame("unrecognised", sorted(unrecognised.values(), key=lambda r: -r["count"]))
+    frames["events"] = events_frame(parsed)
     return LocalResult(frames, rows["findings"], coverage, event_count, len(events_by_group), lines_read,
                        samples[:5], unreadable)
 
