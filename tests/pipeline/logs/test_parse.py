@@ -6,6 +6,8 @@ copied from anyone's logs."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -332,3 +334,14 @@ _WORDS = st.sampled_from([m for _, m, _ in BROKER_CASES + NEW_COORDINATOR_CASES]
 def test_shuffled_coordinator_lines_never_crash_the_story(items):
     lines = [_at(s, m, LEGACY if i % 2 else MODERN) for i, (s, m) in enumerate(items)]
     test_any_text_parses_without_error.hypothesis.inner_test(lines)
+
+
+_DATA = Path(__file__).resolve().parents[2] / "data" / "logs"
+_DATA_LINES = [line.rstrip("\n") for path in sorted(_DATA.iterdir()) for line in path.open(encoding="utf-8")]
+
+
+@given(st.lists(st.sampled_from(_DATA_LINES), max_size=60), st.integers(0, 200))
+def test_any_mix_of_the_test_logs_never_crashes(lines, cut):
+    """Lines of every format, in any order, some cut short, repeated or missing."""
+    mangled = [line[: len(line) - cut] if i % 3 == 0 else line for i, line in enumerate(lines)]
+    test_any_text_parses_without_error.hypothesis.inner_test(mangled)
