@@ -51,7 +51,6 @@ class Rebalance:
     cluster: str
     group: str
     start_ms: int | None
-    start_seq: tuple[int, int]
     old_generation: int | None = None
     generation: int | None = None
     reason: str | None = None
@@ -186,7 +185,7 @@ class GroupStory:
     # -- helpers
     def _new(self, event: dict, *, old_generation: int | None, start_known: bool = True,
              protocol: str = "classic") -> Rebalance:
-        rebalance = Rebalance(self.cluster, self.group, event.get("time_ms"), (0, 0), old_generation=old_generation,
+        rebalance = Rebalance(self.cluster, self.group, event.get("time_ms"), old_generation=old_generation,
                               start_known=start_known, protocol=protocol, partition=self.partition)
         rebalance.evidence.append(event)
         self.rebalances.append(rebalance)
@@ -238,9 +237,6 @@ class GroupStory:
         rebalance.state = event.get("state")
         self._claim_recent(rebalance)
         self.open = rebalance
-
-    def _on_restabilize(self, event: dict) -> None:  # pragma: no cover - alias kept for clarity
-        self._on_preparing_rebalance(event)
 
     def _producing(self, event: dict, generation: int | None) -> Rebalance:
         """The rebalance that produced ``generation``: the open one if it came from N-1 (or its
@@ -474,12 +470,29 @@ class GroupStory:
             cause, member, detail = reason
             if cause in ("joined", "static_joined") and self._rejoins(client_of(member), start):
                 cause = "restarted"
+            if cause in ("left", "poll_timeout", "session_timeout") and member:
+                self._departure_from_reason(rebalance, cause, member, detail)
             rebalance.causes.insert(0, self._cause(cause, member, detail or rebalance.reason, rebalance.evidence[:1]))
         if rebalance.partition is not None:
             for move in self.coordinator_moves:
                 if move.get("partition") == rebalance.partition and move.get("time_ms") is not None and start is not None \
                         and 0 <= start - move["time_ms"] <= EVIDENCE_WINDOW_MS:
                     rebalance.causes.append(self._cause("coordinator_moved", None, move.get("line"), [move]))
+
+    def _departure_from_reason(self, rebalance: Rebalance, cause: str, member: str, detail: str | None) -> None:
+        """Brokers before 2.4 name a leaving or expired member only in the rebalance's reason:
+        record the departure unless its own line was already read."""
+        start = rebalance.start_ms
+        for e in self.member_events:
+            if e["member"] == member and e["kind"] in ("failed", "left") and (
+                    start is None or e["time_ms"] is None or abs(start - e["time_ms"]) <= EVIDENCE_WINDOW_MS):
+                return
+        kind = "failed" if cause == "session_timeout" else "left"
+        event = rebalance.evidence[0] if rebalance.evidence else {}
+        row = self._member_event(event, kind, member=member, reason=detail)
+        row["cause"] = cause
+        row["generation"] = None
+        (rebalance.failed if kind == "failed" else rebalance.left).append(member)
 
     def finish(self) -> None:
         if self.open is not None:
@@ -632,7 +645,7 @@ def rebalances_from_clients(cluster: str, group: str, rows: list[dict]) -> list[
                 target = last
         if target is None:
             protocol = "consumer" if row.get("protocol") == "consumer" else "classic"
-            target = Rebalance(cluster, group, row["start_ms"], (0, 0), generation=generation,
+            target = Rebalance(cluster, group, row["start_ms"], generation=generation,
                                old_generation=None, protocol=protocol, source="client")
             target.outcome = "open"
             target.members = 0
