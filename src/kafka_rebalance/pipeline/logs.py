@@ -55,6 +55,17 @@ def input_bytes(files: list[str]) -> int:
     return total
 
 
+MIN_SPLIT_BYTES = 128 * 1024 * 1024
+MAX_SPLIT_BYTES = 1024 * 1024 * 1024
+
+
+def split_bytes(total_bytes: int, parallelism: int) -> int:
+    """Input split size: one split per core when that is between 128 MB and 1 GB. Every split
+    starts Python workers (pyarrow, the catalogue) and pays the Arrow hand-over once, so fewer,
+    larger splits cost less CPU (measured: 24 -> 17.5 CPU-s per GB on local[2])."""
+    return max(MIN_SPLIT_BYTES, min(MAX_SPLIT_BYTES, -(-total_bytes // max(parallelism, 1))))
+
+
 def choose_engine(engine: str, files: list[str], master: str | None) -> str:
     """``auto``: the local engine for small inputs unless a Spark master was asked for."""
     if engine != "auto":
@@ -237,7 +248,7 @@ def _run_spark(spark: Any, files: list[str], clusters: dict[str, str], rule: Sto
     from kafka_rebalance.pipeline.logparse.tables import CLUSTER_KINDS, STORY_TABLES
     from kafka_rebalance.pipeline.spark import spark_progress
 
-    lines = read_lines(spark, files)
+    lines = read_lines(spark, files)  # split as sized by ``split_bytes`` (set by run_logs)
     observation = Observation("lines")
     per_file = [] if len(files) == 1 else [
         F.sum((F.input_file_name() == Path(name).as_uri()).cast("long")).alias(f"lines_{i}")
@@ -395,10 +406,14 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
                 from kafka_rebalance.pipeline.spark import build_session
 
                 spark = build_session(master, "kafka-rebalance logs")
+            split_key = "spark.sql.files.maxPartitionBytes"
+            previous_split = spark.conf.get(split_key)
+            spark.conf.set(split_key, str(split_bytes(input_bytes(spark_files), spark.sparkContext.defaultParallelism)))
             try:
                 facts = _run_spark(spark, [str(Path(f).resolve()) for f in spark_files],
                                    resolved, storm_rule, out, progress, watch)
             finally:
+                spark.conf.set(split_key, previous_split)
                 if temporary is not None:
                     os.unlink(temporary)
             frames = report.read_tables(out.staging)
