@@ -108,7 +108,7 @@ def frame(table: str, rows: list[dict]) -> Any:
     for column, kind, story_field in TABLES[table]:
         values = [row.get(story_field) for row in rows]
         if kind == TIME:
-            columns[column] = pd.to_datetime(pd.Series(values, dtype="float64"), unit="ms")
+            columns[column] = pd.Series([_timestamp(v) for v in values], dtype="datetime64[ms]")
         elif kind == LONG:
             columns[column] = pd.Series(values, dtype="Int64")
         elif kind == DOUBLE:
@@ -130,6 +130,15 @@ def events_frame(records: list[dict]) -> Any:
     columns = {name: pd.Series([r.get(name) for r in records], dtype=dtypes[kind]) for name, kind in EVENT_COLUMNS}
     columns["shape"] = pd.Series([r.get("shape") for r in records], dtype="object")
     return pd.DataFrame(columns)
+
+
+def _timestamp(epoch_ms: Any) -> Any:
+    """Epoch milliseconds -> numpy datetime64[ms] (NaT when missing)."""
+    import numpy as np
+
+    if epoch_ms is None or epoch_ms != epoch_ms:
+        return np.datetime64("NaT", "ms")
+    return np.datetime64(int(epoch_ms), "ms")
 
 
 def arrow_schema(table: str) -> Any:
