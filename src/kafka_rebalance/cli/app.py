@@ -17,6 +17,7 @@ def _register_commands() -> None:
     # Imported for their side effect of adding a command to ``cli``.
     from kafka_rebalance.cli import (
         assign_cmd,  # noqa: F401
+        describe_cmd,  # noqa: F401
         lab_cmd,  # noqa: F401
         logs_cmd,  # noqa: F401
         simulate_cmd,  # noqa: F401
@@ -39,4 +40,12 @@ def main(argv: list[str] | None = None) -> None:
         code = 130
     except click.exceptions.Exit as exc:
         code = exc.exit_code
+    except ImportError as exc:  # a command whose optional extra is not installed
+        from kafka_rebalance.clients.extras import missing_extra_message
+
+        message = missing_extra_message(exc)
+        if message is None:
+            raise
+        sys.stderr.write(f"kafka-rebalance: {message}\n")
+        code = 2
     sys.exit(code if isinstance(code, int) else 0)
