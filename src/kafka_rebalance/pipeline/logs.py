@@ -2,8 +2,8 @@
 causes and the tables of ``logparse.tables``; on Spark for big inputs, in-process for a paste.
 
 The Spark job keeps the JVM doing the bulk work: each line is tested against a few fixed
-substrings (``catalogue.RELEVANT_SUBSTRINGS``, a byte search) and only the few lines that
-could be about group membership cross to Python, where ``logparse.parse`` reads them. Events
+substrings (``catalogue.GATE_SUBSTRINGS``, a byte search) and only the few lines that could be
+about group membership cross to Python, where ``logparse.parse`` reads them. Events
 are then grouped by (cluster, group) and each group's story (``logparse.story.tell``) is told
 by ``applyInPandas``: memory is bounded by the largest group, not by the log.
 
@@ -85,44 +85,16 @@ def _any_contains(value: Any, phrases: tuple[str, ...]) -> Any:
     return condition
 
 
-def jvm_shape(value: Any) -> Any:
-    """``parse.shape`` in Spark's own functions, for lines that never reach Python."""
-    from pyspark.sql import functions as F
+def gate_lines(lines: Any) -> Any:
+    """The JVM-side prefilter: only lines holding a gate phrase and no noise phrase
+    (``parse.passes_gate``, a few byte searches) go on, with their ``source`` and ``seq``.
+    Every finer test (markers, relevance, shape) runs in Python on the few that are left: on
+    the JVM each of them cost more than the Python parser does (measured: 88 marker searches
+    and four regexes per gated line doubled the JVM's CPU for the scan)."""
+    from kafka_rebalance.pipeline.logparse.catalogue import GATE_SUBSTRINGS, NOISE_SUBSTRINGS
 
-    from kafka_rebalance.pipeline.logparse.parse import SHAPE_LEVEL, SHAPE_SUBSTITUTIONS, SHAPE_WIDTH
-
-    text = F.regexp_replace(value, SHAPE_LEVEL, "")
-    for pattern, replacement in SHAPE_SUBSTITUTIONS:
-        text = F.regexp_replace(text, pattern, replacement)
-    return F.substring(F.trim(text), 1, SHAPE_WIDTH)
-
-
-def flag_lines(lines: Any) -> Any:
-    """The JVM-side prefilter. ``marked``: the line holds a fixed phrase of some known message
-    (only these cross to Python); other lines that look like they are about group membership
-    (and are not known noise) get their ``shape`` computed here, for the unrecognised table.
-    Every other line is dropped before Python sees it."""
-    from pyspark.sql import functions as F
-
-    from kafka_rebalance.pipeline.logparse.catalogue import (
-        GATE_SUBSTRINGS,
-        IGNORED_PATTERN,
-        LOG_LIKE,
-        MARKERS,
-        NOISE_SUBSTRINGS,
-        RELEVANT,
-        RELEVANT_SUBSTRINGS,
-    )
-
-    value = F.col("value")
-    gated = lines.where(_any_contains(value, GATE_SUBSTRINGS) & ~_any_contains(value, NOISE_SUBSTRINGS))
-    marked = _any_contains(value, MARKERS)
-    about_groups = (_any_contains(value, RELEVANT_SUBSTRINGS) & value.rlike(RELEVANT.pattern)
-                    & value.rlike(LOG_LIKE.pattern) & ~value.rlike(IGNORED_PATTERN.pattern))
-    # No filter on ``marked``: Spark would evaluate the marker tests twice (in the filter and in
-    # the projection). The few gated lines that are neither go to Python and are skipped there.
-    return with_source(gated).select("source", "seq", "value", marked.alias("marked"),
-                                     F.when(~marked & about_groups, jvm_shape(value)).alias("shape"))
+    value = lines["value"]
+    return with_source(lines.where(_any_contains(value, GATE_SUBSTRINGS) & ~_any_contains(value, NOISE_SUBSTRINGS)))
 
 
 def read_lines(spark: Any, files: list[str]) -> Any:
@@ -161,24 +133,20 @@ def parse_events(lines: Any, clusters: dict[str, str] | None = None) -> Any:
 
         for batch in batches:
             records = []
-            columns = [batch.column(name).to_pylist() for name in ("source", "seq", "value", "marked", "shape")]
-            for source, seq, value, marked, jvm_shape_text in zip(*columns, strict=True):
-                if not marked and jvm_shape_text is None:
-                    continue
-                cluster = _cluster_for(source, labels)
-                event = parse_line(value) if marked else None
+            columns = [batch.column(name).to_pylist() for name in ("source", "seq", "value")]
+            for source, seq, value in zip(*columns, strict=True):
+                event = parse_line(value)
                 if event is None:
-                    if marked and not relevant(value):
-                        continue
-                    records.append({"source": source, "seq": int(seq), "cluster": cluster,
-                                    "shape": jvm_shape_text if not marked else shape(value), "line": value[:LINE_CAP]})
+                    if relevant(value):
+                        records.append({"source": source, "seq": seq, "cluster": _cluster_for(source, labels),
+                                        "shape": shape(value), "line": value[:LINE_CAP]})
                     continue
-                event.update(source=source, seq=int(seq), cluster=cluster)
+                event.update(source=source, seq=seq, cluster=_cluster_for(source, labels))
                 event.pop("thread", None)
                 records.append(event)
             yield pa.RecordBatch.from_pylist(records, schema=schema)
 
-    return flag_lines(lines).mapInArrow(parse_batches, event_ddl())
+    return gate_lines(lines).mapInArrow(parse_batches, event_ddl())
 
 
 def story_payloads(events: Any, coordinator_moves: dict[str, list[dict]], rule: StormRule) -> Any:
