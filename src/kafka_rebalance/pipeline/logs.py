@@ -25,7 +25,8 @@ from typing import Any
 from kafka_rebalance.pipeline.logparse.story import DEFAULT_STORM_RULE, StormRule
 from kafka_rebalance.pipeline.logparse.tables import STDIN
 
-__all__ = ["StormRule", "LogsRun", "run_logs", "choose_engine", "LOCAL_ENGINE_LIMIT_BYTES"]
+__all__ = ["StormRule", "LogsRun", "run_logs", "choose_engine", "LOCAL_ENGINE_LIMIT_BYTES",
+           "LOGS_DRIVER_JVM_OPTIONS"]
 
 # Below this much input the in-process engine is faster than starting Spark.
 LOCAL_ENGINE_LIMIT_BYTES = 64 * 1024 * 1024
@@ -54,6 +55,12 @@ def input_bytes(files: list[str]) -> int:
             total += LOCAL_ENGINE_LIMIT_BYTES
     return total
 
+
+# The driver JVM (all of Spark on a local master) for ``logs``: the client compiler only. The
+# job's hot loops (line splitting, a few byte searches) are simple; C2's compile threads cost
+# more CPU than they win back (measured on a 200 MB log: 22.6 -> 16.5 CPU-s for the first run
+# in a session, 10.0 -> 8.2 for the next).
+LOGS_DRIVER_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
 
 MIN_SPLIT_BYTES = 128 * 1024 * 1024
 MAX_SPLIT_BYTES = 1024 * 1024 * 1024
@@ -373,7 +380,7 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
             if spark is None:
                 from kafka_rebalance.pipeline.spark import build_session
 
-                spark = build_session(master, "kafka-rebalance logs")
+                spark = build_session(master, "kafka-rebalance logs", driver_jvm_options=LOGS_DRIVER_JVM_OPTIONS)
             split_key = "spark.sql.files.maxPartitionBytes"
             previous_split = spark.conf.get(split_key)
             spark.conf.set(split_key, str(split_bytes(input_bytes(spark_files), spark.sparkContext.defaultParallelism)))
