@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -39,4 +40,14 @@ def main(argv: list[str] | None = None) -> None:
         code = 130
     except click.exceptions.Exit as exc:
         code = exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("kafka-rebalance: interrupted\n")
+        code = 130
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, never a traceback
+        if os.environ.get("KAFKA_REBALANCE_DEBUG"):
+            raise
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        sys.stderr.write(f"kafka-rebalance: internal error: {type(exc).__name__}{': ' + first if first else ''} "
+                         "(set KAFKA_REBALANCE_DEBUG=1 for the traceback)\n")
+        code = 1
     sys.exit(code if isinstance(code, int) else 0)

@@ -10,8 +10,10 @@ from rich.console import Console
 from rich.table import Table
 
 from kafka_rebalance.assignors import assign
+from kafka_rebalance.cli import inputs
 from kafka_rebalance.cli.app import cli
-from kafka_rebalance.cli.errors import bad_input_exits, load_json
+from kafka_rebalance.cli.errors import bad_input_exits
+from kafka_rebalance.cli.limits import check_snapshot_limits
 
 
 @cli.command("assign")
@@ -21,8 +23,12 @@ from kafka_rebalance.cli.errors import bad_input_exits, load_json
               help="json (the spec's output object) or a readable per-member table.")
 def assign_command(file: str, strategy: str | None, output_format: str) -> None:
     """Assign partitions to the members of a group snapshot FILE (JSON, or - for stdin)."""
-    with bad_input_exits():
-        result = assign(load_json(file), strategy)
+    with bad_input_exits(file):
+        snapshot = inputs.load_document(file, "a group snapshot (JSON)", json_only=True)
+        check_snapshot_limits(snapshot)
+        result = assign(snapshot, strategy)
+    if not result["assignment"]:
+        click.echo(f"{inputs.display_name(file)}: the group has no members; nothing to assign", err=True)
     if output_format == "json":
         click.echo(json.dumps(result, indent=2))
     else:
