@@ -33,7 +33,9 @@ def main(argv: list[str] | None = None) -> None:
         code = cli.main(args=args, prog_name="kafka-rebalance", standalone_mode=False)
     except click.UsageError as exc:
         # One line, like every other bad input, instead of click's usage block.
-        sys.stderr.write(f"kafka-rebalance: {exc.format_message()}\n")
+        from kafka_rebalance.cli.errors import one_line
+
+        sys.stderr.write(f"kafka-rebalance: {one_line(exc.format_message())}\n")
         code = 2
     except click.exceptions.Abort:
         sys.stderr.write("kafka-rebalance: aborted\n")
@@ -46,7 +48,9 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, never a traceback
         if os.environ.get("KAFKA_REBALANCE_DEBUG"):
             raise
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        from kafka_rebalance.cli.errors import one_line
+
+        first = one_line(str(exc))
         sys.stderr.write(f"kafka-rebalance: internal error: {type(exc).__name__}{': ' + first if first else ''} "
                          "(set KAFKA_REBALANCE_DEBUG=1 for the traceback)\n")
         code = 1

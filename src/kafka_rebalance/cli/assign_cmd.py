@@ -14,6 +14,7 @@ from kafka_rebalance.cli import inputs
 from kafka_rebalance.cli.app import cli
 from kafka_rebalance.cli.errors import bad_input_exits
 from kafka_rebalance.cli.limits import check_snapshot_limits
+from kafka_rebalance.model import GroupSnapshot
 
 
 @cli.command("assign")
@@ -26,9 +27,10 @@ def assign_command(file: str, strategy: str | None, output_format: str) -> None:
     with bad_input_exits(file):
         snapshot = inputs.load_document(file, "a group snapshot (JSON)", json_only=True)
         check_snapshot_limits(snapshot)
+        if not GroupSnapshot.from_dict(snapshot).members:
+            click.echo(f"{inputs.display_name(file)}: the group has no members; nothing to assign", err=True)
+            return
         result = assign(snapshot, strategy)
-    if not result["assignment"]:
-        click.echo(f"{inputs.display_name(file)}: the group has no members; nothing to assign", err=True)
     if output_format == "json":
         click.echo(json.dumps(result, indent=2))
     else:

@@ -17,9 +17,17 @@ from kafka_rebalance.model import InvalidInput
 EXIT_BAD_INPUT = 2
 
 
+def one_line(message: str) -> str:
+    """The first line of ``message``, printable whatever the input held (lone surrogates from a
+    JSON escape, control characters)."""
+    lines = message.strip().splitlines()
+    line = lines[0] if lines else ""
+    line = line.encode("utf-8", "backslashreplace").decode("utf-8")
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in line)
+
+
 def fail(message: str) -> click.exceptions.Exit:
-    first_line = message.strip().splitlines()[0] if message.strip() else "bad input"
-    sys.stderr.write(f"kafka-rebalance: {first_line}\n")
+    sys.stderr.write(f"kafka-rebalance: {one_line(message) or 'bad input'}\n")
     return click.exceptions.Exit(EXIT_BAD_INPUT)
 
 

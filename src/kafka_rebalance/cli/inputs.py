@@ -119,9 +119,11 @@ def load_document(path: str, what: str, *, json_only: bool = False) -> Any:
     text = read_text(path)
     if not text.strip():
         raise InvalidInput(where, f"empty file, expected {what}")
-    if json_only:
-        return parse_json(text, where)
-    return parse_yaml(text, where)
+    document = parse_json(text, where) if json_only else parse_yaml(text, where)
+    if not isinstance(document, dict):
+        kind = {list: "a list", str: "a string", type(None): "nothing"}.get(type(document), "a single value")
+        raise InvalidInput(where, f"expected {what} (a mapping of fields), got {kind}")
+    return document
 
 
 def parse_json(text: str, where: str) -> Any:

@@ -41,7 +41,13 @@ def lab_command(sweep_file: str | None, out_dir: str, master: str | None, tasks:
         else:
             data = inputs.load_document(sweep_file, "a sweep (YAML)")
             check_sweep_size(data)
-            sweep = parse_sweep(data, base_dir=Path(sweep_file).parent, origin=sweep_file)
+            try:
+                sweep = parse_sweep(data, base_dir=Path(sweep_file).parent, origin=sweep_file)
+            except (TypeError, ValueError, KeyError, AttributeError) as exc:
+                if isinstance(exc, InvalidInput):
+                    raise
+                # A value of the wrong type deep in a grid: the sweep parser has no field for it.
+                raise InvalidInput("sweep", f"a value has the wrong type ({exc})") from None
         for run in sweep.runs:
             try:
                 check_scenario_limits(load_scenario(run.scenario))

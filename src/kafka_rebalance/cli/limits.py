@@ -120,12 +120,22 @@ def check_scenario_limits(scenario: Scenario) -> None:
 MAX_SWEEP_RUNS = 1_000_000
 
 
+def _check_seeds(value: Any, where: str) -> int:
+    """A seed or a list of seeds; returns how many."""
+    seeds = value if isinstance(value, list | tuple) else [value]
+    for seed in seeds:
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise InvalidInput(where, f"expected an integer seed or a list of them, got {seed!r}")
+    return len(seeds)
+
+
 def check_sweep_size(data: Any) -> None:
-    """The number of simulations a sweep expands to, counted before it is expanded (a few grid
-    axes of many values multiply into more runs than any cluster finishes)."""
+    """The seeds of a sweep, and the number of simulations it expands to, counted before it is
+    expanded (a few grid axes of many values multiply into more runs than any cluster finishes)."""
     if not isinstance(data, Mapping) or not isinstance(data.get("runs"), list):
         return
     default_seeds = data.get("seeds", [0])
+    default_count = _check_seeds(default_seeds, "seeds")
     total = 0
     for index, run in enumerate(data["runs"]):
         if not isinstance(run, Mapping):
@@ -135,9 +145,10 @@ def check_sweep_size(data: Any) -> None:
         if isinstance(grid, Mapping):
             for values in grid.values():
                 combinations *= len(values) if isinstance(values, list | tuple) else 1
-        seeds = run.get("seeds", default_seeds)
+            if "seed" in grid:
+                _check_seeds(grid["seed"], f"runs[{index}].grid.seed")
         if not (isinstance(grid, Mapping) and "seed" in grid):
-            combinations *= len(seeds) if isinstance(seeds, list | tuple) else 1
+            combinations *= _check_seeds(run["seeds"], f"runs[{index}].seeds") if "seeds" in run else default_count
         total += combinations
         if total > MAX_SWEEP_RUNS:
             raise InvalidInput(f"runs[{index}].grid", f"the sweep expands to more than {MAX_SWEEP_RUNS:,} simulations")
