@@ -21,6 +21,7 @@ def _register_commands() -> None:
         lab_cmd,  # noqa: F401
         logs_cmd,  # noqa: F401
         simulate_cmd,  # noqa: F401
+        soak_cmd,  # noqa: F401
     )
 
 
