@@ -300,8 +300,16 @@ def schedule_seed(master_seed: int, index: int) -> int:
     return random.Random(f"{master_seed}/{index}").getrandbits(48)
 
 
+class _PlainDumper(yaml.SafeDumper):
+    """No anchors and aliases: a shared list is written out at each place (readable schedules)."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
 def schedule_yaml(schedule: dict[str, Any]) -> str:
-    return yaml.safe_dump(schedule, sort_keys=False, default_flow_style=None, width=120)
+    """A schedule as scenario YAML, ready for ``kafka-rebalance simulate``."""
+    return yaml.dump(schedule, Dumper=_PlainDumper, sort_keys=False, default_flow_style=None, width=120)
 
 
 # ----------------------------------------------------------------------------- shrinking
