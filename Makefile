@@ -19,6 +19,8 @@ run: setup
 	$(VENV)/bin/kafka-rebalance lab --out lab-out
 
 test: setup
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(PY) -m mypy
 	$(PY) -m pytest -q
 
 bench: setup
@@ -27,3 +29,4 @@ bench: setup
 
 lint: setup
 	$(VENV)/bin/ruff check src tests benchmarks
+	$(PY) -m mypy

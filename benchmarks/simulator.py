@@ -62,8 +62,8 @@ def main() -> None:
             run = run_simulation(scenario)
             times.append(time.perf_counter() - start)
             cpu.append(time.process_time() - start_cpu)
-        metrics = run.result["metrics"]
-        rows.append((strategy, min(times), min(cpu), metrics["rebalances"], metrics["partitions_moved"], len(run.result["ownership"])))
+        metrics = run.metrics
+        rows.append((strategy, min(times), min(cpu), metrics.rebalances, metrics.partitions_moved, len(run.ownership)))
     print(f"{'strategy':<20} {'best wall s':>11} {'best cpu s':>10} {'rebalances':>10} {'moved':>7} {'ownership rows':>15}")
     for strategy, best, best_cpu, rebalances, moved, intervals in rows:
         print(f"{strategy:<20} {best:>11.2f} {best_cpu:>10.2f} {rebalances:>10} {moved:>7} {intervals:>15}")

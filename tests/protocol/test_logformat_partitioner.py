@@ -5,8 +5,24 @@ import re
 import pytest
 
 from kafka_rebalance.protocol import logformat
-from kafka_rebalance.protocol.coordinator import coordinator_partition
-from kafka_rebalance.protocol.logformat import PATTERNS, format_record, parse_line, parse_rebalances
+from kafka_rebalance.protocol.classic.coordinator import coordinator_partition
+from kafka_rebalance.protocol.logformat import (
+    FORMATTERS,
+    PATTERNS,
+    format_record,
+    parse_line,
+    parse_rebalances,
+)
+from kafka_rebalance.protocol.logrecords import (
+    RECORD_KINDS,
+    AssignmentReceived,
+    GroupEmpty,
+    MemberAssignment,
+    MemberFailed,
+    MemberLeft,
+    PreparingRebalance,
+    Stabilized,
+)
 from kafka_rebalance.protocol.partitioner import murmur2, partition_for_key
 from tests.conftest import SHARED
 
@@ -44,40 +60,52 @@ def test_patterns_use_only_numbered_groups_and_java_safe_syntax():
 
 
 RECORDS = [
-    {"kind": "preparing_rebalance", "time_ms": 5, "state": "Stable", "old_generation": 3,
-     "reason": "Adding new member c-1 with group instance id Some(x); client reason: (nested) parens"},
-    {"kind": "stabilized", "time_ms": 6, "generation": 4, "members": 2},
-    {"kind": "assignment_received", "time_ms": 7, "generation": 4, "leader": "c-1", "members": 2, "static_members": 1},
-    {"kind": "member_failed", "time_ms": 8, "member": "c-2"},
-    {"kind": "member_left", "time_ms": 9, "member": "c-3", "reason": "the consumer is being closed"},
-    {"kind": "group_empty", "time_ms": 10, "generation": 5},
+    PreparingRebalance(5, "my-group", "Stable", 3,
+                       "Adding new member c-1 with group instance id Some(x); client reason: (nested) parens"),
+    Stabilized(6, "my-group", 4, ("c-1", "c-2"), "c-1", "range"),
+    AssignmentReceived(7, "my-group", 4, "c-1", 1, (MemberAssignment("c-1", ("t-0",)), MemberAssignment("c-2", ()))),
+    MemberFailed(8, "my-group", "c-2"),
+    MemberLeft(9, "my-group", "c-3", "the consumer is being closed"),
+    GroupEmpty(10, "my-group", 5),
 ]
+EXPECTED = [  # what each record's line parses back to (the fields the line carries)
+    {"old_generation": 3, "reason": RECORDS[0].reason},
+    {"generation": 4, "members": 2},
+    {"generation": 4, "members": 2, "leader": "c-1", "static_members": 1},
+    {"member": "c-2"},
+    {"member": "c-3", "reason": "the consumer is being closed"},
+    {"generation": 5},
+]
+
+
+def test_every_record_kind_has_a_pattern_and_a_formatter():
+    assert tuple(PATTERNS) == RECORD_KINDS == tuple(r.KIND for r in RECORDS)
+    assert set(FORMATTERS) == set(logformat.STYLES)
 
 
 @pytest.mark.parametrize("style", logformat.STYLES)
 def test_formatted_lines_parse_back(style):
-    for record in RECORDS:
-        line = format_record(record, group="my-group", broker_id=2, partition=12, style=style)
+    for record, expected in zip(RECORDS, EXPECTED, strict=True):
+        line = format_record(record, broker_id=2, partition=12, style=style)
         if line is None:
-            assert record["kind"] == "member_left" and style != "modern"
+            assert record.KIND == "member_left" and style != "modern"
             continue
         parsed = parse_line(line)
-        assert parsed["kind"] == record["kind"] and parsed["group"] == "my-group" and parsed["broker"] == 2
-        assert parsed["time_ms"] % 1000 == record["time_ms"]
+        assert parsed["kind"] == record.KIND and parsed["group"] == "my-group" and parsed["broker"] == 2
+        assert parsed["time_ms"] % 1000 == record.time_ms
         for key in ("old_generation", "generation", "member"):
-            if key in record:
-                assert parsed[key] == record[key]
+            if key in expected:
+                assert parsed[key] == expected[key]
         if style == "modern":
             assert parsed["partition"] == 12
-            if "reason" in record:
-                assert parsed["reason"] == record["reason"]
-            if "members" in record:
-                assert parsed["members"] == record["members"]
+            for key in ("reason", "members", "leader", "static_members"):
+                if key in expected:
+                    assert parsed[key] == expected[key]
 
 
 def test_line_shape_matches_kafka():
-    line = format_record(RECORDS[1], group="g", broker_id=0, partition=9, style="legacy-old")
-    assert line == ("[2024-01-01 00:00:00,006] INFO [GroupCoordinator 0]: Stabilized group g generation 4 "
+    line = format_record(RECORDS[1], broker_id=0, partition=9, style="legacy-old")
+    assert line == ("[2024-01-01 00:00:00,006] INFO [GroupCoordinator 0]: Stabilized group my-group generation 4 "
                     "(__consumer_offsets-9) (kafka.coordinator.group.GroupCoordinator)")
 
 

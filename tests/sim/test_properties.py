@@ -47,7 +47,7 @@ def scenarios(draw):
 @given(scenarios())
 def test_random_event_sequences_keep_the_group_safe_and_converge(scenario):
     run = run_simulation(scenario)
-    result = run.result
+    result = run.to_json()
     # At no instant do two consumers own a partition (cooperative hand-offs included).
     assert run.ownership_conflicts == 0
     by_partition = {}
@@ -63,7 +63,7 @@ def test_random_event_sequences_keep_the_group_safe_and_converge(scenario):
     # After the last event and quiet time the group is Stable with every partition assigned.
     alive = [n for n, parts in result["final_assignment"].items() if parts] or run.final_members
     if run.final_members:
-        assert run.final_state == "Stable"
+        assert run.final_group_state == "Stable"
         owned = sorted(p for parts in result["final_assignment"].values() for p in parts)
         assert owned == sorted(["t0-0", "t0-1", "t0-2", "t1-0", "t1-1"])
         assert result["rebalances"][-1]["end_ms"] is not None
@@ -76,4 +76,4 @@ def test_random_event_sequences_keep_the_group_safe_and_converge(scenario):
 def test_same_seed_same_bytes(scenario):
     import json
 
-    assert json.dumps(run_simulation(scenario).result) == json.dumps(run_simulation(scenario).result)
+    assert json.dumps(run_simulation(scenario).to_json()) == json.dumps(run_simulation(scenario).to_json())

@@ -41,10 +41,11 @@ def simulate_command(file: str, as_json: bool, log_path: str | None, seed: int |
             write_log(run, log_path)
         except OSError as exc:
             raise fail(f"{log_path}: cannot write the log: {exc.strerror or type(exc).__name__}") from None
+    result = run.to_json()
     if as_json:
-        click.echo(json.dumps(run.result, indent=2))
+        click.echo(json.dumps(result, indent=2))
     else:
-        print_timeline(run.result)
+        print_timeline(result)
 
 
 def _partitions(parts: list[str]) -> str:

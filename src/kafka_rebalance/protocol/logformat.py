@@ -53,7 +53,18 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, assert_never
+
+from kafka_rebalance.protocol.logrecords import (
+    RECORD_KINDS,
+    AssignmentReceived,
+    GroupEmpty,
+    LogRecord,
+    MemberFailed,
+    MemberLeft,
+    PreparingRebalance,
+    Stabilized,
+)
 
 MODERN = "modern"
 LEGACY = "legacy"
@@ -99,14 +110,16 @@ GROUP_EMPTY_PATTERN = (
     _PREFIX + r"Group (\S+) with generation (\d+) is now empty(?: \(__consumer_offsets-(\d+)\))?\.?" + _SUFFIX
 )
 
+# Keyed by the record kinds of ``logrecords`` (the one list of kinds; checked below).
 PATTERNS: dict[str, str] = {
-    "preparing_rebalance": PREPARING_REBALANCE_PATTERN,
-    "stabilized": STABILIZED_PATTERN,
-    "assignment_received": ASSIGNMENT_RECEIVED_PATTERN,
-    "member_failed": MEMBER_FAILED_PATTERN,
-    "member_left": MEMBER_LEFT_PATTERN,
-    "group_empty": GROUP_EMPTY_PATTERN,
+    PreparingRebalance.KIND: PREPARING_REBALANCE_PATTERN,
+    Stabilized.KIND: STABILIZED_PATTERN,
+    AssignmentReceived.KIND: ASSIGNMENT_RECEIVED_PATTERN,
+    MemberFailed.KIND: MEMBER_FAILED_PATTERN,
+    MemberLeft.KIND: MEMBER_LEFT_PATTERN,
+    GroupEmpty.KIND: GROUP_EMPTY_PATTERN,
 }
+assert tuple(PATTERNS) == RECORD_KINDS, "every log record kind has one pattern"
 
 # Field -> group number, per kind (groups 1-3 are common to all kinds).
 _COMMON = {"timestamp": 1, "broker": 2, "prefix_partition": 3}
@@ -163,7 +176,7 @@ def format_line(epoch_millis: int, message: str, *, broker_id: int = 0, partitio
     return f"[{format_timestamp(epoch_millis)}] INFO {prefix}{message} ({LOGGER})"
 
 
-def preparing_rebalance_message(group: str, state: str, old_generation: int, reason: str | None,
+def preparing_rebalance_message(group: str, state: str | None, old_generation: int, reason: str | None,
                                 partition: int, style: str = MODERN) -> str:
     if style == MODERN:
         return f"Preparing to rebalance group {group} in state {state} with old generation {old_generation} (reason: {reason})."
@@ -207,34 +220,94 @@ def group_empty_message(group: str, generation: int, partition: int, style: str 
     return f"Group {group} with generation {generation} is now empty ({OFFSETS_TOPIC}-{partition})"
 
 
-def format_record(record: dict[str, Any], *, group: str, broker_id: int, partition: int, style: str = MODERN,
-                  epoch: datetime = DEFAULT_EPOCH) -> str | None:
-    """Format one coordinator log record (the dicts ``GroupCoordinator`` emits) as a log line.
+class LogFormatter:
+    """Renders coordinator log records as one Kafka log format's lines (a subclass per format)."""
 
-    A record has ``time_ms`` (virtual time), ``kind`` (a key of ``PATTERNS``) and the fields of
-    that kind. Returns None for a kind the style does not log (``member_left`` in legacy styles).
-    """
-    kind = record["kind"]
-    if kind == "preparing_rebalance":
-        message = preparing_rebalance_message(group, record["state"], record["old_generation"], record.get("reason"),
-                                              partition, style)
-    elif kind == "stabilized":
-        message = stabilized_message(group, record["generation"], record["members"], partition, style)
-    elif kind == "assignment_received":
-        message = assignment_received_message(group, record["generation"], record["leader"], record["members"],
-                                              record.get("static_members", 0), style)
-    elif kind == "member_failed":
-        message = member_failed_message(group, record["member"], style)
-    elif kind == "member_left":
-        if style != MODERN:
+    style: str = ""
+
+    def message(self, record: LogRecord, group: str, partition: int) -> str | None:
+        raise NotImplementedError
+
+    def format(self, record: LogRecord, *, broker_id: int, partition: int, epoch: datetime = DEFAULT_EPOCH) -> str | None:
+        """The line of ``record`` (None for a record kind this format does not log)."""
+        message = self.message(record, record.group_id, partition)
+        if message is None:
             return None
-        message = member_left_message(group, record["member"], record.get("reason") or "not provided")
-    elif kind == "group_empty":
-        message = group_empty_message(group, record["generation"], partition, style)
-    else:
-        raise ValueError(f"unknown log record kind {kind!r}")
-    return format_line(epoch_ms(epoch) + int(record["time_ms"]), message, broker_id=broker_id, partition=partition,
-                       style=style)
+        return format_line(epoch_ms(epoch) + record.time_ms, message, broker_id=broker_id, partition=partition,
+                           style=self.style)
+
+
+class ModernFormatter(LogFormatter):
+    """Kafka 3.7+/4.x new group coordinator: ``[GroupCoordinator id=N topic=__consumer_offsets partition=P]``."""
+
+    style = MODERN
+
+    def message(self, record: LogRecord, group: str, partition: int) -> str | None:
+        match record:
+            case PreparingRebalance():
+                return preparing_rebalance_message(group, record.state, record.old_generation, record.reason, partition,
+                                                   MODERN)
+            case Stabilized():
+                return stabilized_message(group, record.generation, len(record.member_ids), partition, MODERN)
+            case AssignmentReceived():
+                return assignment_received_message(group, record.generation, record.leader, len(record.assignment),
+                                                   record.static_members, MODERN)
+            case MemberFailed():
+                return member_failed_message(group, record.member_id, MODERN)
+            case MemberLeft():
+                return member_left_message(group, record.member_id, record.reason or "not provided")
+            case GroupEmpty():
+                return group_empty_message(group, record.generation, partition, MODERN)
+            case _:
+                assert_never(record)
+
+
+class LegacyFormatter(LogFormatter):
+    """Kafka 2.x-3.x GroupCoordinator.scala: ``[GroupCoordinator N]:``, partition as a suffix."""
+
+    style = LEGACY
+
+    def message(self, record: LogRecord, group: str, partition: int) -> str | None:
+        style = self.style
+        match record:
+            case PreparingRebalance():
+                return preparing_rebalance_message(group, record.state, record.old_generation, record.reason, partition,
+                                                   style)
+            case Stabilized():
+                return stabilized_message(group, record.generation, len(record.member_ids), partition, style)
+            case AssignmentReceived():
+                return assignment_received_message(group, record.generation, record.leader, len(record.assignment),
+                                                   record.static_members, style)
+            case MemberFailed():
+                return member_failed_message(group, record.member_id, style)
+            case MemberLeft():
+                return None  # logged at INFO only by the new coordinator
+            case GroupEmpty():
+                return group_empty_message(group, record.generation, partition, style)
+            case _:
+                assert_never(record)
+
+
+class LegacyOldFormatter(LegacyFormatter):
+    """Kafka 0.10-2.x before KIP-345-era logging: no state, reason or member counts."""
+
+    style = LEGACY_OLD
+
+
+FORMATTERS: dict[str, LogFormatter] = {f.style: f for f in (ModernFormatter(), LegacyFormatter(), LegacyOldFormatter())}
+
+
+def formatter(style: str) -> LogFormatter:
+    try:
+        return FORMATTERS[style]
+    except KeyError:
+        raise ValueError(f"unknown log style {style!r} (known: {', '.join(STYLES)})") from None
+
+
+def format_record(record: LogRecord, *, broker_id: int, partition: int, style: str = MODERN,
+                  epoch: datetime = DEFAULT_EPOCH) -> str | None:
+    """Format one coordinator log record as a line of the given style (None: not logged there)."""
+    return formatter(style).format(record, broker_id=broker_id, partition=partition, epoch=epoch)
 
 
 # --------------------------------------------------------------------------- parsing

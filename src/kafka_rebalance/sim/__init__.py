@@ -2,16 +2,18 @@
 
 Public API (the pipeline depends on these names):
 - ``load_scenario(path_or_text_or_dict) -> Scenario`` (raises ``InvalidInput``)
-- ``simulate(scenario, seed=None) -> dict``: the result of shared/spec/scenario.md plus
-  ``ownership`` (intervals during which a member consumed a partition)
-- ``run_simulation(scenario, seed=None) -> SimulationRun`` (result + coordinator log records)
-- ``write_log(run, path, style=None)`` / ``log_lines(run, style=None)``: the coordinator's log
-  in Kafka's GroupCoordinator format
+- ``run_simulation(scenario, seed=None) -> SimulationResult``: the typed result (rebalances,
+  metrics, and the columnar ownership / consumption / commit / produced tables)
+- ``simulate(scenario, seed=None) -> dict``: ``SimulationResult.to_json()``, the result of
+  shared/spec/scenario.md plus ``ownership``
+- ``write_log(result, path, style=None)`` / ``log_lines(result, style=None)``: the coordinator's
+  log in one of Kafka's log formats
 """
 
-from kafka_rebalance.sim.engine import Simulation, SimulationRun, run_simulation, simulate
+from kafka_rebalance.sim.engine import Simulation, run_simulation, simulate
 from kafka_rebalance.sim.logwriter import log_lines, write_log
+from kafka_rebalance.sim.result import SimulationResult
 from kafka_rebalance.sim.scenario import Scenario, load_scenario
 
-__all__ = ["Scenario", "Simulation", "SimulationRun", "load_scenario", "log_lines", "run_simulation", "simulate",
+__all__ = ["Scenario", "Simulation", "SimulationResult", "load_scenario", "log_lines", "run_simulation", "simulate",
            "write_log"]

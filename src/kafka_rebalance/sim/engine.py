@@ -1,24 +1,34 @@
-"""The discrete-event simulator: a virtual clock, a heap of events, one GroupCoordinator and
-one ConsumerCoordinator per consumer process, wired by a network with latency.
+"""The discrete-event simulator: a virtual clock, a queue of typed events (``sim.events``), one
+classic GroupCoordinator per broker and one ConsumerCoordinator per consumer process, wired by a
+network with latency. The machines are driven only through their ``handle`` entry points; the
+simulator plays the application (poll loop, record processing), the network and the cluster
+(FindCoordinator, partition leadership of ``__consumer_offsets``).
 
 Modelling choices (Kafka leaves these to the deployment; all deterministic for a seed):
 - Every request and response takes ``network_latency_ms`` (+ a seeded jitter) one way.
   Heartbeat responses without error are not delivered as events: the client does nothing
   with them, and they are half of all messages.
+- FindCoordinator is answered by any broker: the current leader of the group's
+  ``__consumer_offsets`` partition. A consumer starts knowing its coordinator (its bootstrap
+  found it before the scenario's join).
 - The application loop. A consumer with ``processing_ms_per_record: 0`` is always inside
   ``poll()`` and consumes continuously: its positions follow the log-end offsets while it
   owns a partition and is not paused or stalled. A consumer with a processing cost takes
   batches of up to ``max_poll_records`` and is out of ``poll()`` while it processes one; a
   caught-up one polls again every ``idle_poll_ms``.
-- Auto-commit of continuously consuming consumers is evaluated lazily: the commits of the
-  ``auto_commit_interval_ms`` ticks are applied (with the positions at the tick) whenever
-  the consumer's state changes and at the end, which gives the committed offsets a real
-  consumer would have at every moment anyone reads them, without an event per tick.
+- Auto-commit of continuously consuming consumers is evaluated lazily: the commit of the last
+  ``auto_commit_interval_ms`` tick (with the positions at the tick) is handed to the consumer
+  as ``AutoCommitDue`` whenever its state changes and at the end; the request it sends left at
+  the tick and arrives ``latency`` later (at once if that moment has passed).
 - A partition with no committed offset starts at 0 (auto.offset.reset=earliest), so no
   record is ever skipped.
 - Ownership (the ``ownership`` intervals): a member owns a partition from the moment it has
   its committed offset (after onPartitionsAssigned and OffsetFetch) until it revokes or loses
   it, crashes, or the coordinator removes it from the group, whichever comes first.
+- Coordinator failover: the leadership of the group's ``__consumer_offsets`` partition moves
+  to the next broker at once; the old one resigns (waiting JoinGroup/SyncGroup requests get
+  NOT_COORDINATOR), the new one loads the partition's records for ``coordinator_load_ms``
+  (COORDINATOR_LOAD_IN_PROGRESS meanwhile) and then serves the group as it was stored.
 """
 
 from __future__ import annotations
@@ -27,11 +37,15 @@ import heapq
 import math
 import random
 from bisect import bisect_right
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import Any, assert_never
+
+import numpy as np
 
 from kafka_rebalance.model import RebalanceProtocol
-from kafka_rebalance.protocol.consumer import (
+from kafka_rebalance.protocol.classic.consumer import (
     ConsumerConfig,
     ConsumerCoordinator,
     MemberState,
@@ -39,40 +53,99 @@ from kafka_rebalance.protocol.consumer import (
     partition_topic,
     sorted_partitions,
 )
-from kafka_rebalance.protocol.coordinator import CoordinatorConfig, GroupCoordinator, coordinator_partition
-from kafka_rebalance.protocol.messages import (
-    Errors,
-    HeartbeatRequest,
+from kafka_rebalance.protocol.classic.consumer_events import (
+    AutoCommitDue,
+    Close,
+    CommittedOffsetsFetched,
+    ConsumerInput,
+    ConsumerOutput,
+    ConsumerTimer,
+    Fatal,
+    LeftGroup,
+    MetadataUpdate,
+    PartitionsAssigned,
+    PartitionsLost,
+    PartitionsRevoked,
+    Poll,
+    PollReturned,
+    Send,
+    Subscribe,
+)
+from kafka_rebalance.protocol.classic.consumer_events import Received as ConsumerReceived
+from kafka_rebalance.protocol.classic.coordinator import (
+    CoordinatorConfig,
+    GroupCoordinator,
+    coordinator_partition,
+)
+from kafka_rebalance.protocol.classic.coordinator_events import (
+    BeginLoading,
+    CoordinatorInput,
+    CoordinatorOutput,
+    CoordinatorTimer,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    GroupResponse,
     HeartbeatResponse,
     JoinGroupRequest,
     JoinGroupResponse,
-    LeaveGroupRequest,
-    LeaveGroupResponse,
+    LoadCompleted,
     OffsetCommitRequest,
     OffsetCommitResponse,
     OffsetFetchRequest,
-    OffsetFetchResponse,
-    SyncGroupRequest,
-    SyncGroupResponse,
+    PartitionOffset,
+    Persist,
+    PersistedRecord,
+    Received,
+    Resign,
+    Respond,
 )
-from kafka_rebalance.sim.scenario import ConsumerSpec, Scenario, load_scenario
+from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer, Log
+from kafka_rebalance.protocol.errors import ErrorCode
+from kafka_rebalance.protocol.logrecords import (
+    AssignmentReceived,
+    GroupEmpty,
+    LogRecord,
+    MemberAssignment,
+    MemberFailed,
+    MemberLeft,
+    PreparingRebalance,
+    Stabilized,
+)
+from kafka_rebalance.sim.events import (
+    AppActivity,
+    AppWakes,
+    ConsumerTimerFires,
+    CoordinatorLoaded,
+    CoordinatorTimerFires,
+    DeferrableEvent,
+    FindCoordinatorArrives,
+    Interruption,
+    MetadataRefresh,
+    ProcessResumes,
+    ProcessStarts,
+    RequestArrives,
+    ResponseArrives,
+    ScenarioStep,
+    SimEvent,
+)
+from kafka_rebalance.sim.result import (
+    Commits,
+    Consumption,
+    LoggedRecord,
+    MemberPartitions,
+    Metrics,
+    Ownership,
+    Produced,
+    Rebalance,
+    SimulationResult,
+    ints,
+    strings,
+)
+from kafka_rebalance.sim.scenario import ConsumerSpec, Event, Scenario, load_scenario
 from kafka_rebalance.sim.traffic import Traffic
 
-# Event kinds (ints: the heap compares tuples; kinds never tie-break before the sequence number).
-TO_COORDINATOR, TO_CONSUMER, COORDINATOR_TIMER, CONSUMER_TIMER, SCENARIO, APP, METADATA, COORDINATOR_LOAD, \
-    RESUME, START = range(10)
 
-_UNAVAILABLE = {
-    HeartbeatRequest: lambda: HeartbeatResponse(Errors.COORDINATOR_NOT_AVAILABLE),
-    JoinGroupRequest: lambda: JoinGroupResponse(Errors.COORDINATOR_NOT_AVAILABLE),
-    SyncGroupRequest: lambda: SyncGroupResponse(Errors.COORDINATOR_NOT_AVAILABLE),
-    LeaveGroupRequest: lambda: LeaveGroupResponse(Errors.COORDINATOR_NOT_AVAILABLE),
-    OffsetCommitRequest: lambda: OffsetCommitResponse(Errors.COORDINATOR_NOT_AVAILABLE),
-    OffsetFetchRequest: lambda: OffsetFetchResponse(Errors.COORDINATOR_NOT_AVAILABLE),
-}
-
-
-@dataclass
+@dataclass(slots=True)
 class Process:
     """One run of a consumer process (a restart is a new Process with the same name)."""
 
@@ -90,7 +163,10 @@ class Process:
     app_token: int = 0
     batch: list[tuple[str, int, int]] = field(default_factory=list)
     batch_start: int = 0
-    deferred: list[tuple] = field(default_factory=list)
+    deferred: list[DeferrableEvent] = field(default_factory=list)
+    timer_events: dict[ConsumerTimer, ConsumerTimerFires] = field(default_factory=dict)
+    last_send: Send | None = None
+    last_arrives: RequestArrives | None = None
 
     @property
     def continuous(self) -> bool:
@@ -100,18 +176,30 @@ class Process:
     def flowing(self) -> bool:
         return self.alive and self.continuous and not self.paused and not self.stalled and self.cc.fatal is None
 
+    def position_view(self) -> Mapping[str, int]:
+        return MappingProxyType(self.positions)
 
-@dataclass
-class SimulationRun:
-    """A finished simulation: the result dict and the coordinator's log records."""
 
-    scenario: Scenario
-    result: dict[str, Any]
-    log_records: list[tuple[dict[str, Any], int, int]]  # (record, broker id, __consumer_offsets partition)
-    offset_regressions: int = 0
-    ownership_conflicts: int = 0
-    final_state: str = ""
-    final_members: list[str] = field(default_factory=list)
+@dataclass(slots=True)
+class OpenRebalance:
+    start_ms: int
+    reason: str
+    held: dict[str, frozenset[str]]
+    generation: int | None = None
+    member_ids: tuple[str, ...] = ()
+    leader: str | None = None
+    strategy: str | None = None
+
+
+@dataclass(slots=True)
+class Table:
+    """Rows appended column by column while the run goes on."""
+
+    columns: dict[str, list[Any]]
+
+    @classmethod
+    def of(cls, *names: str) -> Table:
+        return cls({name: [] for name in names})
 
 
 class Simulation:
@@ -122,44 +210,55 @@ class Simulation:
         self.rng = random.Random(self.seed)
         self.end_ms = scenario.effective_end_ms
         self.now = 0
-        self.heap: list[tuple] = []
+        self.heap: list[tuple[int, int, SimEvent]] = []
         self.seq = 0
+        self.armed: dict[SimEvent, int] = {}  # timer event -> the sequence number of its live queue entry
+        self.coordinator_timer_events: dict[int, dict[CoordinatorTimer, CoordinatorTimerFires]] = {}
         self.topics: dict[str, int] = dict(scenario.topics)
         self.partition_created: dict[str, int] = {}
         for topic, count in self.topics.items():
             for p in range(count):
                 self.partition_created[f"{topic}-{p}"] = 0
         self.traffic = Traffic(scenario.produce, self._topic_epochs(), self.end_ms)
-        coordinator_config = CoordinatorConfig(
-            group_initial_rebalance_delay_ms=self.cfg.group_initial_rebalance_delay_ms,
-            group_min_session_timeout_ms=self.cfg.group_min_session_timeout_ms,
-            group_max_session_timeout_ms=self.cfg.group_max_session_timeout_ms,
-            offsets_topic_num_partitions=self.cfg.offsets_topic_num_partitions,
-        )
         self.offsets_partition = coordinator_partition(scenario.group, self.cfg.offsets_topic_num_partitions)
-        self.broker = self.offsets_partition % self.cfg.brokers
-        coordinator_config.broker_id = self.broker
-        self.coordinator: GroupCoordinator | None = GroupCoordinator(scenario.group, coordinator_config, self.rng.getrandbits(32))
-        self.coordinator_epoch = 0
-        self._last_coordinator = self.coordinator
+        self.leader_broker = self.offsets_partition % self.cfg.brokers
+        self.brokers: dict[int, GroupCoordinator] = {}
+        self.brokers[self.leader_broker] = self._new_coordinator(self.leader_broker, loaded=True)
+        self.offsets_log: list[PersistedRecord] = []  # the group's __consumer_offsets partition
         self.processes: dict[str, Process] = {}
         self.connections: dict[str, Process] = {}
         self.incarnations: dict[str, int] = {}
         self.member_names: dict[str, str] = {}
         # Accounting
-        self.open_ownership: dict[str, tuple[str, int]] = {}
-        self.ownership: list[tuple[str, str, int, int]] = []
+        self.open_ownership: dict[str, tuple[str, int, int]] = {}  # partition -> (name, since, generation)
+        self.ownership = Table.of("partition", "member", "generation", "start_ms", "end_ms")
+        self.consumption = Table.of("partition", "member", "generation", "from_offset", "to_offset", "start_ms",
+                                    "end_ms")
+        self.commit_batches: list[tuple[int, OffsetCommitRequest, str, ErrorCode]] = []
         self.assigned_to: dict[str, str] = {}
         self.ownership_conflicts = 0
         self.processed_high: dict[str, int] = {}
+        self.committed_high: dict[str, int] = {}
+        self.offset_regressions = 0
         self.records_twice = 0
         self.records_lost = 0
         self.topic_wanted: dict[str, int] = {}
-        self.log_records: list[tuple[dict[str, Any], int, int]] = []
-        self.rebalances: list[dict[str, Any]] = []
-        self.open_rebalance: dict[str, Any] | None = None
+        self.log_records: list[LoggedRecord] = []
+        self.rebalances: list[Rebalance] = []
+        self.open_rebalance: OpenRebalance | None = None
 
     # ------------------------------------------------------------------ set-up helpers
+
+    def _new_coordinator(self, broker_id: int, loaded: bool) -> GroupCoordinator:
+        cfg = self.cfg
+        config = CoordinatorConfig(
+            group_initial_rebalance_delay_ms=cfg.group_initial_rebalance_delay_ms,
+            group_min_session_timeout_ms=cfg.group_min_session_timeout_ms,
+            group_max_session_timeout_ms=cfg.group_max_session_timeout_ms,
+            offsets_topic_num_partitions=cfg.offsets_topic_num_partitions,
+            broker_id=broker_id,
+        )
+        return GroupCoordinator(config, self.rng.getrandbits(32), [self.offsets_partition] if loaded else [])
 
     def _topic_epochs(self) -> dict[str, list[tuple[int, int]]]:
         epochs = {t: [(0, n)] for t, n in self.scenario.topics.items()}
@@ -172,9 +271,10 @@ class Simulation:
                     epochs[event.add_partitions.topic].append((event.at_ms, event.add_partitions.count))
         return epochs
 
-    def _push(self, time: int, kind: int, a: Any = None, b: Any = None, c: Any = None) -> None:
+    def _push(self, time: int, event: SimEvent) -> int:
         self.seq += 1
-        heapq.heappush(self.heap, (time, self.seq, kind, a, b, c))
+        heapq.heappush(self.heap, (time, self.seq, event))
+        return self.seq
 
     def _latency(self) -> int:
         jitter = self.cfg.network_jitter_ms
@@ -182,109 +282,215 @@ class Simulation:
 
     # ------------------------------------------------------------------ main loop
 
-    def run(self) -> SimulationRun:
-        for index, event in enumerate(self.scenario.events):
-            self._push(event.at_ms, SCENARIO, index)
+    def run(self) -> SimulationResult:
+        for index, _ in enumerate(self.scenario.events):
+            self._push(self.scenario.events[index].at_ms, ScenarioStep(index))
         heap = self.heap
         end = self.end_ms
         pop = heapq.heappop
+        armed = self.armed
         while heap:
-            time, _, kind, a, b, c = heap[0]
+            time, seq, event = heap[0]
             if time > end:
                 break
             pop(heap)
+            kind = type(event)
+            if kind is ConsumerTimerFires or kind is CoordinatorTimerFires:
+                if armed.get(event) != seq:
+                    continue  # cancelled or re-armed since
+                del armed[event]
             self.now = time
-            if kind == TO_COORDINATOR:
-                self._deliver_to_coordinator(a, b)
-            elif kind == CONSUMER_TIMER:
-                proc = self.connections.get(a)
-                if proc is not None and proc.alive:
-                    if proc.paused:
-                        proc.deferred.append((CONSUMER_TIMER, b))
-                    else:
-                        self._consumer_output(proc, proc.cc.on_timer(b, time))
-                        self._maybe_poll(proc)
-            elif kind == TO_CONSUMER:
-                proc = self.connections.get(a)
-                if proc is not None and proc.alive:
-                    if proc.paused:
-                        proc.deferred.append((TO_CONSUMER, b))
-                    else:
-                        self._deliver_to_consumer(proc, b)
-            elif kind == COORDINATOR_TIMER:
-                if a == self.coordinator_epoch and self.coordinator is not None:
-                    self._coordinator_output(self.coordinator.on_timer(b, time))
-            elif kind == SCENARIO:
-                self._scenario_event(self.scenario.events[a])
-            elif kind == APP:
-                proc = self.connections.get(a)
-                if proc is not None and proc.alive and b == proc.app_token:
-                    if proc.paused:
-                        proc.deferred.append((APP, c))
-                    else:
-                        self._app_event(proc, c)
-            elif kind == METADATA:
-                proc = self.connections.get(a)
-                if proc is not None and proc.alive:
-                    self._push(time + self.cfg.metadata_max_age_ms, METADATA, a)
-                    if not proc.paused:
-                        self._consumer_output(proc, proc.cc.on_metadata(self.topics, time))
-                        self._maybe_poll(proc)
-            elif kind == RESUME:
-                proc = self.connections.get(a)
-                if proc is not None and proc.alive:
-                    self._resume(proc, c)
-            elif kind == COORDINATOR_LOAD:
-                self._load_coordinator()
-            elif kind == START:
-                self._start_process(a)
+            if kind is RequestArrives:  # the most frequent event, dispatched without the match below
+                self._deliver_request(event.broker_id, event.received)  # type: ignore[union-attr]
+            else:
+                self._dispatch(event)
         self.now = end
         return self._finish()
 
-    # ------------------------------------------------------------------ network
+    def _dispatch(self, event: SimEvent) -> None:
+        match event:
+            case RequestArrives(broker_id=broker_id, received=received):
+                self._deliver_request(broker_id, received)
+            case FindCoordinatorArrives(connection=connection):
+                self._push(self.now + self._latency(),
+                           ResponseArrives(connection, FindCoordinatorResponse(ErrorCode.NONE, self.leader_broker)))
+            case ConsumerTimerFires(connection=connection, timer=timer):
+                proc = self.connections.get(connection)
+                if proc is not None and proc.alive:
+                    if proc.paused:
+                        proc.deferred.append(event)
+                    else:
+                        self._to_consumer(proc, timer)
+                        self._maybe_poll(proc)
+            case ResponseArrives(connection=connection, response=response):
+                proc = self.connections.get(connection)
+                if proc is not None and proc.alive:
+                    if proc.paused:
+                        proc.deferred.append(event)
+                    else:
+                        self._deliver_response(proc, response)
+            case CoordinatorTimerFires(broker_id=broker_id, timer=timer):
+                self._to_coordinator(broker_id, timer)
+            case ScenarioStep(index=index):
+                self._scenario_event(self.scenario.events[index])
+            case AppWakes(connection=connection, token=token, activity=activity):
+                proc = self.connections.get(connection)
+                if proc is not None and proc.alive and token == proc.app_token:
+                    if proc.paused:
+                        proc.deferred.append(event)
+                    else:
+                        self._app_event(proc, activity)
+            case MetadataRefresh(connection=connection):
+                proc = self.connections.get(connection)
+                if proc is not None and proc.alive:
+                    self._push(self.now + self.cfg.metadata_max_age_ms, event)
+                    if not proc.paused:
+                        self._to_consumer(proc, MetadataUpdate(dict(self.topics)))
+                        self._maybe_poll(proc)
+            case ProcessResumes(connection=connection, interruption=interruption):
+                proc = self.connections.get(connection)
+                if proc is not None and proc.alive:
+                    self._resume(proc, interruption)
+            case CoordinatorLoaded(broker_id=broker_id, partition=partition):
+                if broker_id == self.leader_broker:
+                    self._to_coordinator(broker_id, LoadCompleted(partition, tuple(self.offsets_log)))
+            case ProcessStarts(name=name):
+                self._start_process(name)
+            case _:
+                assert_never(event)
 
-    def _send(self, proc: Process, request: Any) -> None:
-        if isinstance(request, JoinGroupRequest):
-            for topic in request.subscription.topics:
-                self.topic_wanted.setdefault(topic, self.now)
-        self._push(self.now + self._latency(), TO_COORDINATOR, proc.connection, request)
+    # ------------------------------------------------------------------ network and machines
 
-    def _deliver_to_coordinator(self, connection: str, request: Any) -> None:
-        coordinator = self.coordinator
-        if coordinator is None:
-            self._push(self.now + self._latency(), TO_CONSUMER, connection, _UNAVAILABLE[type(request)]())
+    def _send(self, proc: Process, send: Send, sent_ms: int | None = None) -> None:
+        request = send.request
+        arrival = (self.now if sent_ms is None else sent_ms) + self._latency()
+        if type(request) is FindCoordinatorRequest:
+            self._push(arrival, FindCoordinatorArrives(proc.connection, request))
             return
-        if isinstance(request, OffsetFetchRequest):
+        if type(request) is JoinGroupRequest:
+            for topic in request.protocols[0].metadata.topics:
+                self.topic_wanted.setdefault(topic, self.now)
+        arrives = proc.last_arrives
+        if send is not proc.last_send or arrives is None:  # else: the same immutable request again (heartbeats)
+            arrives = RequestArrives(send.node_id, Received(proc.connection, request))  # type: ignore[arg-type]
+            proc.last_send, proc.last_arrives = send, arrives
+        if arrival <= self.now and sent_ms is not None:
+            # Sent in the past (a summarised auto-commit): it has arrived by now.
+            self._deliver_request(arrives.broker_id, arrives.received)
+        else:
+            self._push(arrival, arrives)
+
+    def _deliver_request(self, broker_id: int, received: Received) -> None:
+        coordinator = self.brokers.get(broker_id)
+        if coordinator is None:
+            coordinator = self.brokers[broker_id] = self._new_coordinator(broker_id, loaded=False)
+        request = received.request
+        if type(request) is OffsetFetchRequest:
             # Whoever held these partitions has committed by now what a real consumer would have.
             holders = {self.assigned_to.get(partition) for partition in request.partitions}
             for holder in sorted(h for h in holders if h is not None and h in self.processes):
                 self._checkpoint(self.processes[holder])
-        self._coordinator_output(coordinator.handle(connection, request, self.now))
+        outputs = coordinator.handle(received, self.now)
+        if type(request) is OffsetCommitRequest:
+            self._record_commit(received.connection, request, outputs)
+        self._coordinator_outputs(broker_id, outputs)
 
-    def _coordinator_output(self, out) -> None:
-        for record in out.logs:
-            self._on_log(record)
+    def _record_commit(self, connection: str, request: OffsetCommitRequest, outputs: list[CoordinatorOutput]) -> None:
+        error = ErrorCode.UNKNOWN_SERVER_ERROR
+        for output in outputs:
+            if type(output) is Respond and output.connection == connection:
+                assert type(output.response) is OffsetCommitResponse
+                error = output.response.error_code
+                break
+        proc = self.connections.get(connection)
+        self.commit_batches.append((self.now, request, proc.name if proc is not None else connection, error))
+        if error is ErrorCode.NONE:
+            committed = self.committed_high
+            for entry in request.offsets:
+                if entry.offset < committed.get(entry.partition, -1):
+                    self.offset_regressions += 1
+                committed[entry.partition] = entry.offset
+
+    def _to_coordinator(self, broker_id: int, event: CoordinatorInput) -> None:
+        coordinator = self.brokers.get(broker_id)
+        if coordinator is not None:
+            self._coordinator_outputs(broker_id, coordinator.handle(event, self.now))
+
+    def _coordinator_outputs(self, broker_id: int, outputs: list[CoordinatorOutput]) -> None:
+        # Log records first, then responses, then timers: the order the machines' effects land.
+        for output in outputs:
+            match output:
+                case Log(record=record):
+                    self._on_log(record, broker_id)
+                case Persist(record=record):
+                    self.offsets_log.append(record)
+                case Respond() | ArmTimer() | CancelTimer():
+                    pass
+                case _:
+                    assert_never(output)
         now = self.now
-        for connection, response in out.responses:
-            if type(response) is HeartbeatResponse and response.error is Errors.NONE:
-                continue
-            self._push(now + self._latency(), TO_CONSUMER, connection, response)
-        for deadline, key in out.timers:
-            self._push(deadline, COORDINATOR_TIMER, self.coordinator_epoch, key)
+        for output in outputs:
+            if type(output) is Respond:
+                response = output.response
+                if type(response) is HeartbeatResponse and response.error_code is ErrorCode.NONE:
+                    continue
+                self._push(now + self._latency(), ResponseArrives(output.connection, response))
+        cache = self.coordinator_timer_events.setdefault(broker_id, {})
+        for output in outputs:
+            if type(output) is ArmTimer or type(output) is CancelTimer:
+                fires = cache.get(output.timer)
+                if fires is None:
+                    fires = cache[output.timer] = CoordinatorTimerFires(broker_id, output.timer)
+                if type(output) is ArmTimer:
+                    self.armed[fires] = self._push(output.deadline_ms, fires)
+                else:
+                    self.armed.pop(fires, None)
 
-    def _deliver_to_consumer(self, proc: Process, response: Any) -> None:
-        if isinstance(response, JoinGroupResponse) and response.member_id:
+    def _deliver_response(self, proc: Process, response: GroupResponse | FindCoordinatorResponse) -> None:
+        if type(response) is JoinGroupResponse and response.member_id:
             self.member_names[response.member_id] = proc.name
-        self._consumer_output(proc, proc.cc.on_response(response, self.now))
+        self._to_consumer(proc, ConsumerReceived(response))
         self._maybe_poll(proc)
 
-    def _consumer_output(self, proc: Process, out) -> None:
-        for event in out.events:
-            self._listener_event(proc, event)
-        for request in out.requests:
-            self._send(proc, request)
-        for deadline, key in out.timers:
-            self._push(deadline, CONSUMER_TIMER, proc.connection, key)
+    def _to_consumer(self, proc: Process, event: ConsumerInput, sent_ms: int | None = None) -> None:
+        outputs = proc.cc.handle(event, self.now)
+        if outputs:
+            self._consumer_outputs(proc, outputs, sent_ms)
+
+    def _consumer_outputs(self, proc: Process, outputs: list[ConsumerOutput], sent_ms: int | None = None) -> None:
+        # Listener callbacks first, then requests, then timers.
+        for output in outputs:
+            kind = type(output)
+            if kind is Send or kind is ArmTimer or kind is CancelTimer:
+                continue
+            match output:
+                case PartitionsRevoked(partitions=partitions) | PartitionsLost(partitions=partitions):
+                    self._revoked(proc, partitions)
+                case PartitionsAssigned(partitions=partitions):
+                    self._assigned(proc, partitions)
+                case CommittedOffsetsFetched(offsets=offsets):
+                    self._positions_fetched(proc, offsets)
+                case Fatal():
+                    self._checkpoint(proc)
+                    proc.positions.clear()
+                case LeftGroup():
+                    pass
+                case Send() | ArmTimer() | CancelTimer():
+                    pass
+                case _:
+                    assert_never(output)
+        for output in outputs:
+            if type(output) is Send:
+                self._send(proc, output, sent_ms)
+        for output in outputs:
+            if type(output) is ArmTimer or type(output) is CancelTimer:
+                fires = proc.timer_events.get(output.timer)
+                if fires is None:
+                    fires = proc.timer_events[output.timer] = ConsumerTimerFires(proc.connection, output.timer)
+                if type(output) is ArmTimer:
+                    self.armed[fires] = self._push(output.deadline_ms, fires)
+                else:
+                    self.armed.pop(fires, None)
 
     # ------------------------------------------------------------------ consumer processes
 
@@ -308,13 +514,9 @@ class Simulation:
             auto_commit_interval_ms=spec.setting(cfg, "auto_commit_interval_ms"),
             background_heartbeat=not spec.setting(cfg, "heartbeat_with_poll"),
         )
-        cc = ConsumerCoordinator(config)
-        proc = Process(name=name, spec=spec, connection=connection, cc=cc, ms_per_record=spec.processing_ms_per_record,
+        cc = ConsumerCoordinator(config, self.topics, self.leader_broker)
+        return Process(name=name, spec=spec, connection=connection, cc=cc, ms_per_record=spec.processing_ms_per_record,
                        max_poll_records=spec.setting(cfg, "max_poll_records"), mark_ms=self.now)
-        cc.positions = lambda now, proc=proc: self._positions(proc, now)
-        cc.metadata = dict(self.topics)
-        cc.subscribed = cc._resolve_subscription()
-        return proc
 
     def _start_process(self, name: str) -> None:
         old = self.processes.get(name)
@@ -323,12 +525,8 @@ class Simulation:
         proc = self._new_process(name)
         self.processes[name] = proc
         self.connections[proc.connection] = proc
-        self._push(self.now + self.cfg.metadata_max_age_ms, METADATA, proc.connection)
+        self._push(self.now + self.cfg.metadata_max_age_ms, MetadataRefresh(proc.connection))
         self._app_poll(proc)
-
-    def _positions(self, proc: Process, now: int) -> dict[str, int]:
-        self._sync(proc)
-        return dict(proc.positions)
 
     def _sync(self, proc: Process) -> None:
         """Bring a continuously consuming process's positions up to now (recording what it processed)."""
@@ -340,11 +538,11 @@ class Simulation:
         for partition, position in positions.items():
             end = leo(partition, now)
             if end > position:
-                self._processed(partition, position, end)
+                self._processed(proc, partition, position, end, proc.mark_ms)
                 positions[partition] = end
 
     def _checkpoint(self, proc: Process) -> None:
-        """Before a process's consumption state changes: apply its due auto-commit ticks, then sync."""
+        """Before a process's consumption state changes: apply its due auto-commit tick, then sync."""
         self._flush_auto_commits(proc)
         self._sync(proc)
         proc.mark_ms = self.now
@@ -358,16 +556,13 @@ class Simulation:
             return
         interval = cc.config.auto_commit_interval_ms
         tick = due + (self.now - due) // interval * interval
-        cc.next_auto_commit_ms = tick + interval
-        if tick < proc.mark_ms or self.coordinator is None:
+        if tick < proc.mark_ms:
+            self._to_consumer(proc, AutoCommitDue(tick, {}))  # nothing consumed since the last commit
             return
         leo = self.traffic.leo_of
-        offsets = {p: leo(p, tick) for p in proc.positions}
-        request = cc.commit_request(tick, offsets)
-        if request is not None:
-            self._coordinator_output(self.coordinator.handle(proc.connection, request, self.now))
+        self._to_consumer(proc, AutoCommitDue(tick, {p: leo(p, tick) for p in proc.positions}), sent_ms=tick)
 
-    def _processed(self, partition: str, start: int, end: int) -> None:
+    def _processed(self, proc: Process, partition: str, start: int, end: int, since_ms: int) -> None:
         high = self.processed_high.get(partition, 0)
         if start > high:
             self.records_lost += start - high
@@ -375,65 +570,79 @@ class Simulation:
             self.records_twice += min(end, high) - start
         if end > high:
             self.processed_high[partition] = end
+        columns = self.consumption.columns
+        columns["partition"].append(partition)
+        columns["member"].append(proc.name)
+        columns["generation"].append(proc.cc.generation)
+        columns["from_offset"].append(start)
+        columns["to_offset"].append(end)
+        columns["start_ms"].append(since_ms)
+        columns["end_ms"].append(self.now)
 
-    def _listener_event(self, proc: Process, event: tuple) -> None:
-        kind = event[0]
-        now = self.now
-        if kind in ("revoked", "lost"):
-            self._checkpoint(proc)
-            for partition in event[1]:
-                proc.positions.pop(partition, None)
-                self._end_ownership(partition, proc.name)
-                if self.assigned_to.get(partition) == proc.name:
-                    del self.assigned_to[partition]
-        elif kind == "assigned":
-            for partition in event[1]:
-                holder = self.assigned_to.get(partition)
-                if holder is not None and holder != proc.name:
-                    self.ownership_conflicts += 1
-                self.assigned_to[partition] = proc.name
-        elif kind == "positions":
-            self._checkpoint(proc)
-            for partition, committed in event[1].items():
-                if partition in proc.cc.owned and partition not in proc.positions:
-                    proc.positions[partition] = max(committed, 0)
-                    if partition not in self.open_ownership:
-                        self.open_ownership[partition] = (proc.name, now)
-        elif kind == "fatal":
-            self._checkpoint(proc)
-            proc.positions.clear()
+    def _revoked(self, proc: Process, partitions: Iterable[str]) -> None:
+        self._checkpoint(proc)
+        for partition in partitions:
+            proc.positions.pop(partition, None)
+            self._end_ownership(partition, proc.name)
+            if self.assigned_to.get(partition) == proc.name:
+                del self.assigned_to[partition]
+
+    def _assigned(self, proc: Process, partitions: Iterable[str]) -> None:
+        for partition in partitions:
+            holder = self.assigned_to.get(partition)
+            if holder is not None and holder != proc.name:
+                self.ownership_conflicts += 1
+            self.assigned_to[partition] = proc.name
+
+    def _positions_fetched(self, proc: Process, offsets: Iterable[PartitionOffset]) -> None:
+        self._checkpoint(proc)
+        owned = proc.cc.owned
+        for entry in offsets:
+            partition = entry.partition
+            if partition in owned and partition not in proc.positions:
+                proc.positions[partition] = max(entry.offset, 0)
+                if partition not in self.open_ownership:
+                    self.open_ownership[partition] = (proc.name, self.now, proc.cc.generation)
 
     def _end_ownership(self, partition: str, name: str) -> None:
         current = self.open_ownership.get(partition)
         if current is not None and current[0] == name:
             del self.open_ownership[partition]
-            if self.now > current[1]:
-                self.ownership.append((partition, name, current[1], self.now))
+            self._ownership_row(partition, current, self.now)
+
+    def _ownership_row(self, partition: str, current: tuple[str, int, int], end: int) -> None:
+        name, start, generation = current
+        if end > start:
+            columns = self.ownership.columns
+            columns["partition"].append(partition)
+            columns["member"].append(name)
+            columns["generation"].append(generation)
+            columns["start_ms"].append(start)
+            columns["end_ms"].append(end)
 
     def _drop_process_ownership(self, proc: Process) -> None:
         for partition in list(proc.positions):
             self._end_ownership(partition, proc.name)
-        for partition in list(proc.cc.owned):
+        for partition in proc.cc.owned:
             if self.assigned_to.get(partition) == proc.name:
                 del self.assigned_to[partition]
 
     def _maybe_poll(self, proc: Process) -> None:
         """A process inside poll() acts on a pending rejoin (or an old client's due heartbeat) at once."""
         cc = proc.cc
-        if not proc.alive or proc.paused or not cc.app_in_poll:
+        if not proc.alive or proc.paused or not cc.in_poll:
             return
-        wants_batch = not proc.continuous and not proc.batch and cc.state is MemberState.STABLE and bool(proc.positions)
-        if cc.ready_to_join or cc._heartbeat_due or wants_batch:
+        if cc.wants_poll or (not proc.continuous and not proc.batch and cc.state is MemberState.STABLE
+                             and bool(proc.positions)):
             self._app_poll(proc)
 
     def _app_poll(self, proc: Process) -> None:
         cc = proc.cc
         if not proc.alive or proc.paused or proc.stalled:
             return
-        cc.app_in_poll = True
         if proc.continuous:
             self._checkpoint(proc)
-        self._consumer_output(proc, cc.poll(self.now))
+        self._to_consumer(proc, Poll(proc.position_view()))
         if proc.continuous or not proc.alive:
             return
         if cc.state is not MemberState.STABLE or cc.rejoin_needed or not proc.positions:
@@ -460,15 +669,16 @@ class Simulation:
             records = proc.max_poll_records - room
             proc.batch = batch
             proc.batch_start = now
-            proc.cc.app_in_poll = False
-            self._push(now + max(1, math.ceil(records * proc.ms_per_record)), APP, proc.connection, proc.app_token, "batch_done")
+            self._to_consumer(proc, PollReturned())
+            self._push(now + max(1, math.ceil(records * proc.ms_per_record)),
+                       AppWakes(proc.connection, proc.app_token, AppActivity.BATCH_DONE))
         else:
-            self._push(now + self.cfg.idle_poll_ms, APP, proc.connection, proc.app_token, "idle")
+            self._push(now + self.cfg.idle_poll_ms, AppWakes(proc.connection, proc.app_token, AppActivity.IDLE_POLL))
 
-    def _app_event(self, proc: Process, what: str) -> None:
-        if what == "batch_done":
+    def _app_event(self, proc: Process, activity: AppActivity) -> None:
+        if activity is AppActivity.BATCH_DONE:
             for partition, start, end in proc.batch:
-                self._processed(partition, start, end)
+                self._processed(proc, partition, start, end, proc.batch_start)
             proc.batch = []
         self._app_poll(proc)
 
@@ -480,54 +690,59 @@ class Simulation:
         for partition, start, end in proc.batch:
             take = min(done, end - start)
             if take > 0:
-                self._processed(partition, start, start + take)
+                self._processed(proc, partition, start, start + take, proc.batch_start)
             done -= take
         proc.batch = []
 
-    def _resume(self, proc: Process, what: str) -> None:
-        if what == "pause" and proc.paused:
+    def _resume(self, proc: Process, interruption: Interruption) -> None:
+        if interruption is Interruption.PAUSE and proc.paused:
             proc.paused = False
             proc.mark_ms = self.now
             deferred, proc.deferred = proc.deferred, []
-            for kind, payload in deferred:
+            for event in deferred:
                 if not proc.alive:
                     break
-                if kind == TO_CONSUMER:
-                    self._deliver_to_consumer(proc, payload)
-                elif kind == CONSUMER_TIMER:
-                    self._consumer_output(proc, proc.cc.on_timer(payload, self.now))
-                elif kind == APP:
-                    self._app_event(proc, payload)
+                match event:
+                    case ResponseArrives(response=response):
+                        self._deliver_response(proc, response)
+                    case ConsumerTimerFires(timer=timer):
+                        self._to_consumer(proc, timer)
+                    case AppWakes(activity=activity):
+                        self._app_event(proc, activity)
+                    case _:
+                        assert_never(event)
             if proc.continuous:
                 self._app_poll(proc)
             else:
                 self._maybe_poll(proc)
-        elif what == "stall" and proc.stalled:
+        elif interruption is Interruption.STALL and proc.stalled:
             proc.stalled = False
             proc.mark_ms = self.now
             self._app_poll(proc)
 
     # ------------------------------------------------------------------ scenario events
 
-    def _scenario_event(self, event) -> None:
+    def _scenario_event(self, event: Event) -> None:
         action = event.action
         now = self.now
         if action == "join":
+            assert event.join is not None
             self._start_process(event.join)
         elif action in ("leave", "restart"):
             name = event.leave if action == "leave" else event.restart
+            assert name is not None
             proc = self.processes.get(name)
             if proc is not None and proc.alive:
                 self._checkpoint(proc)
                 if proc.batch:
                     self._finish_batch_partially(proc)
-                out = proc.cc.close(now)
-                self._consumer_output(proc, out)
+                self._to_consumer(proc, Close(proc.position_view()))
                 self._drop_process_ownership(proc)
                 proc.alive = False
             if action == "restart":
-                self._push(now + (event.after_ms or 0), START, name)
+                self._push(now + (event.after_ms or 0), ProcessStarts(name))
         elif action == "crash":
+            assert event.crash is not None
             proc = self.processes.get(event.crash)
             if proc is not None and proc.alive:
                 self._checkpoint(proc)
@@ -535,111 +750,120 @@ class Simulation:
                 self._drop_process_ownership(proc)
                 proc.alive = False
         elif action in ("pause", "stall"):
-            proc = self.processes.get(getattr(event, action))
-            if proc is not None and proc.alive and not proc.paused and not (action == "stall" and proc.stalled):
+            interruption = Interruption.PAUSE if action == "pause" else Interruption.STALL
+            name = event.pause if interruption is Interruption.PAUSE else event.stall
+            proc = self.processes.get(name) if name is not None else None
+            if (proc is not None and proc.alive and not proc.paused
+                    and not (interruption is Interruption.STALL and proc.stalled)):
                 self._checkpoint(proc)
-                if action == "pause":
+                if interruption is Interruption.PAUSE:
                     proc.paused = True
                 else:
                     proc.stalled = True
-                    if proc.cc.app_in_poll:
-                        proc.cc.last_poll_ms = now  # the loop was inside poll() until now
-                    proc.cc.app_in_poll = False
-                self._push(now + event.for_ms, RESUME, proc.connection, proc.app_token, action)
+                    self._to_consumer(proc, PollReturned())  # the loop left poll() now and is stuck
+                assert event.for_ms is not None
+                self._push(now + event.for_ms, ProcessResumes(proc.connection, interruption))
         elif action == "create_topic":
             spec = event.create_topic
+            assert spec is not None
             self.topics[spec.name] = spec.partitions
             for p in range(spec.partitions):
                 self.partition_created[f"{spec.name}-{p}"] = now
         elif action == "add_partitions":
-            spec = event.add_partitions
-            current = self.topics[spec.topic]
-            if spec.count > current:
-                self.topics[spec.topic] = spec.count
-                for p in range(current, spec.count):
-                    self.partition_created[f"{spec.topic}-{p}"] = now
+            change = event.add_partitions
+            assert change is not None
+            current = self.topics[change.topic]
+            if change.count > current:
+                self.topics[change.topic] = change.count
+                for p in range(current, change.count):
+                    self.partition_created[f"{change.topic}-{p}"] = now
         elif action == "subscribe":
-            spec = event.subscribe
-            proc = self.processes.get(spec.consumer)
+            subscription = event.subscribe
+            assert subscription is not None
+            proc = self.processes.get(subscription.consumer)
             if proc is not None and proc.alive:
-                proc.cc.metadata = dict(self.topics)
-                proc.cc.subscribe(tuple(spec.topics or ()), spec.pattern)
+                self._to_consumer(proc, MetadataUpdate(dict(self.topics)))
+                self._to_consumer(proc, Subscribe(tuple(subscription.topics or ()), subscription.pattern))
                 self._maybe_poll(proc)
-        elif action == "coordinator_failover" and self.coordinator is not None:
-            self._coordinator_output(self.coordinator.unload(now))
-            self._last_coordinator = self.coordinator
-            self.coordinator = None
-            self.coordinator_epoch += 1
-            self._push(now + self.cfg.coordinator_load_ms, COORDINATOR_LOAD)
+        elif action == "coordinator_failover":
+            self._failover()
 
-    def _load_coordinator(self) -> None:
-        self.broker = (self.broker + 1) % self.cfg.brokers
-        coordinator, out = GroupCoordinator.load(self._last_coordinator, self.now, self.broker, self.rng.getrandbits(32))
-        self.coordinator = coordinator
-        self._coordinator_output(out)
+    def _failover(self) -> None:
+        """The leadership of the group's __consumer_offsets partition moves to the next broker."""
+        old = self.leader_broker
+        new = (old + 1) % self.cfg.brokers
+        if new == old:
+            return
+        self.leader_broker = new
+        self._to_coordinator(old, Resign(self.offsets_partition))
+        if new not in self.brokers:
+            self.brokers[new] = self._new_coordinator(new, loaded=False)
+        self._to_coordinator(new, BeginLoading(self.offsets_partition))
+        self._push(self.now + self.cfg.coordinator_load_ms, CoordinatorLoaded(new, self.offsets_partition))
 
     # ------------------------------------------------------------------ rebalance bookkeeping
 
     def _name(self, member_id: str) -> str:
         return self.member_names.get(member_id, member_id)
 
-    def _on_log(self, record: dict[str, Any]) -> None:
-        self.log_records.append((record, self.broker, self.offsets_partition))
-        kind = record["kind"]
+    def _on_log(self, record: LogRecord, broker_id: int) -> None:
+        self.log_records.append(LoggedRecord(record, broker_id, self.offsets_partition))
         now = self.now
         current = self.open_rebalance
-        if kind == "preparing_rebalance":
-            if current is None:
-                held = {name: set(p.cc.owned) for name, p in self.processes.items() if p.alive}
-                self.open_rebalance = {"start_ms": now, "reason": record["reason"], "held": held}
-        elif kind == "stabilized":
-            if current is not None:
-                current["generation"] = record["generation"]
-                current["member_ids"] = record["member_ids"]
-                current["leader"] = record["leader"]
-                current["strategy"] = record["protocol"]
-        elif kind in ("member_failed", "member_left"):
-            name = self.member_names.get(record["member"])
-            proc = self.processes.get(name) if name else None
-            if proc is not None and proc.cc.member_id == record["member"]:
-                # The group no longer counts this member as an owner, whatever the process believes.
-                self._checkpoint(proc)
-                self._drop_process_ownership(proc)
-        elif kind == "assignment_received" and current is not None:
-            self._close_rebalance(current, record["generation"], record["assignment"])
-        elif kind == "group_empty" and current is not None:
-            self._close_rebalance(current, record["generation"], None)
+        match record:
+            case PreparingRebalance():
+                if current is None:
+                    held = {name: p.cc.owned for name, p in self.processes.items() if p.alive}
+                    self.open_rebalance = OpenRebalance(now, record.reason, held)
+            case Stabilized():
+                if current is not None:
+                    current.generation = record.generation
+                    current.member_ids = record.member_ids
+                    current.leader = record.leader
+                    current.strategy = record.protocol_name
+            case MemberFailed() | MemberLeft():
+                name = self.member_names.get(record.member_id)
+                proc = self.processes.get(name) if name else None
+                if proc is not None and proc.cc.member_id == record.member_id:
+                    # The group no longer counts this member as an owner, whatever the process believes.
+                    self._checkpoint(proc)
+                    self._drop_process_ownership(proc)
+            case AssignmentReceived():
+                if current is not None:
+                    self._close_rebalance(current, record.generation, record.assignment)
+            case GroupEmpty():
+                if current is not None:
+                    self._close_rebalance(current, record.generation, None)
+            case _:
+                assert_never(record)
 
-    def _close_rebalance(self, current: dict[str, Any], generation: int, assignment: dict[str, list[str]] | None) -> None:
+    def _close_rebalance(self, current: OpenRebalance, generation: int,
+                         assignment: tuple[MemberAssignment, ...] | None) -> None:
         self.open_rebalance = None
-        held = current["held"]
         if assignment is None:
-            entry = {"generation": generation, "start_ms": current["start_ms"], "end_ms": self.now,
-                     "reason": current["reason"], "strategy": None, "protocol": None, "leader": None,
-                     "members": [], "assignment": {}, "revoked": {}, "added": {}}
-            self.rebalances.append(entry)
+            self.rebalances.append(Rebalance(generation, current.start_ms, self.now, current.reason, None, None, None,
+                                             (), (), (), ()))
             return
-        by_name = {self._name(mid): sorted_partitions(parts) for mid, parts in assignment.items()}
-        names = [self._name(mid) for mid in current["member_ids"]]
+        held = current.held
+        by_name = {self._name(a.member_id): sorted_partitions(a.partitions) for a in assignment}
+        names = [self._name(mid) for mid in current.member_ids]
         protocol = self._group_protocol(names)
-        revoked, added = {}, {}
+        revoked, added = [], []
         for name in names:
-            before = held.get(name, set())
+            before = held.get(name, frozenset())
             now_assigned = set(by_name.get(name, ()))
             if protocol is RebalanceProtocol.EAGER:
-                revoked[name] = sorted_partitions(before)
-                added[name] = sorted_partitions(now_assigned)
+                revoked.append(MemberPartitions(name, sorted_partitions(before)))
+                added.append(MemberPartitions(name, sorted_partitions(now_assigned)))
             else:
-                revoked[name] = sorted_partitions(before - now_assigned)
-                added[name] = sorted_partitions(now_assigned - before)
-        self.rebalances.append({
-            "generation": generation, "start_ms": current["start_ms"], "end_ms": self.now, "reason": current["reason"],
-            "strategy": current["strategy"], "protocol": protocol.value, "leader": self._name(current["leader"]),
-            "members": names, "assignment": {name: by_name.get(name, []) for name in names},
-            "revoked": revoked, "added": added,
-        })
+                revoked.append(MemberPartitions(name, sorted_partitions(before - now_assigned)))
+                added.append(MemberPartitions(name, sorted_partitions(now_assigned - before)))
+        self.rebalances.append(Rebalance(
+            generation, current.start_ms, self.now, current.reason, current.strategy, protocol.value,
+            self._name(current.leader) if current.leader is not None else None, tuple(names),
+            tuple(MemberPartitions(name, by_name.get(name, ())) for name in names), tuple(revoked), tuple(added)))
 
-    def _group_protocol(self, names: list[str]) -> RebalanceProtocol:
+    def _group_protocol(self, names: Sequence[str]) -> RebalanceProtocol:
         protocols = [self.processes[n].cc.protocol for n in names if n in self.processes]
         if protocols and all(p is RebalanceProtocol.COOPERATIVE for p in protocols):
             return RebalanceProtocol.COOPERATIVE
@@ -647,49 +871,77 @@ class Simulation:
 
     # ------------------------------------------------------------------ results
 
-    def _finish(self) -> SimulationRun:
+    def _finish(self) -> SimulationResult:
         for proc in self.processes.values():
             if proc.alive:
                 self._checkpoint(proc)
         end = self.end_ms
-        for partition, (name, start) in list(self.open_ownership.items()):
-            if end > start:
-                self.ownership.append((partition, name, start, end))
+        for partition, current in list(self.open_ownership.items()):
+            self._ownership_row(partition, current, end)
         self.open_ownership.clear()
-        if self.open_rebalance is not None:
-            current = self.open_rebalance
-            self.rebalances.append({
-                "generation": current.get("generation"), "start_ms": current["start_ms"], "end_ms": None,
-                "reason": current["reason"], "strategy": current.get("strategy"), "protocol": None, "leader": None,
-                "members": [], "assignment": {}, "revoked": {}, "added": {},
-            })
-        ownership = sorted(self.ownership, key=lambda o: (partition_sort_key(o[0]), o[2], o[1]))
-        metrics = self._metrics(ownership)
-        final = {}
+        still_open = self.open_rebalance
+        if still_open is not None:
+            self.rebalances.append(Rebalance(still_open.generation, still_open.start_ms, None, still_open.reason,
+                                             still_open.strategy, None, None, (), (), (), ()))
+        ownership = self._ownership_table()
+        metrics, pauses = self._metrics(ownership)
+        rebalances = tuple(Rebalance(**{**_fields(r), "stop_the_world_partition_ms": pause})
+                           for r, pause in zip(self.rebalances, pauses, strict=True))
+        final = []
         for spec in self.scenario.consumers:
-            proc = self.processes.get(spec.id)
-            owned = proc.cc.owned if proc is not None and proc.alive and proc.cc.generation >= 0 else ()
-            final[spec.id] = sorted_partitions(owned)
-        result = {
-            "scenario": self.scenario.name,
-            "coordinator_partition": self.offsets_partition,
-            "rebalances": self.rebalances,
-            "final_assignment": final,
-            "metrics": metrics,
-            "ownership": [{"partition": p, "member": m, "start_ms": s, "end_ms": e} for p, m, s, e in ownership],
-        }
-        coordinator = self.coordinator or self._last_coordinator
-        return SimulationRun(
-            scenario=self.scenario, result=result, log_records=self.log_records,
-            offset_regressions=coordinator.offset_regressions + (self._last_coordinator.offset_regressions
-                                                                 if self._last_coordinator is not coordinator else 0),
-            ownership_conflicts=self.ownership_conflicts,
-            final_state=coordinator.state.value, final_members=[self._name(m) for m in coordinator.members],
+            running = self.processes.get(spec.id)
+            owned = (running.cc.owned if running is not None and running.alive and running.cc.generation >= 0
+                     else frozenset())
+            final.append(MemberPartitions(spec.id, sorted_partitions(owned)))
+        description = self.brokers[self.leader_broker].describe(self.scenario.group)
+        consumption = self.consumption.columns
+        commits = self._commit_table()
+        partitions = sorted(self.partition_created, key=partition_sort_key)
+        return SimulationResult(
+            scenario=self.scenario, coordinator_partition=self.offsets_partition, rebalances=rebalances,
+            final_assignment=tuple(final), metrics=metrics, ownership=ownership,
+            consumption=Consumption(strings(consumption["partition"]), strings(consumption["member"]),
+                                    ints(consumption["generation"]), ints(consumption["from_offset"]),
+                                    ints(consumption["to_offset"]), ints(consumption["start_ms"]),
+                                    ints(consumption["end_ms"])),
+            commits=commits,
+            produced=Produced(strings(partitions), ints([self.traffic.leo_of(p, end) for p in partitions])),
+            final_group_state=description.group_state,
+            final_members=tuple(self._name(m.member_id) for m in description.members),
+            offset_regressions=self.offset_regressions, ownership_conflicts=self.ownership_conflicts,
+            log_records=tuple(self.log_records),
         )
 
-    def _metrics(self, ownership: list[tuple[str, str, int, int]]) -> dict[str, int]:
+    def _commit_table(self) -> Commits:
+        batches = self.commit_batches
+        counts = np.asarray([len(request.offsets) for _, request, _, _ in batches], dtype=np.int64)
+
+        def per_batch(values: list[Any], dtype: Any) -> Any:
+            return np.repeat(np.asarray(values, dtype=dtype), counts) if batches else np.zeros(0, dtype=dtype)
+
+        entries = [entry for _, request, _, _ in batches for entry in request.offsets]
+        return Commits(per_batch([b[0] for b in batches], np.int64),
+                       strings([e.partition for e in entries]), ints([e.offset for e in entries]),
+                       per_batch([b[2] for b in batches], np.str_),
+                       per_batch([b[1].generation_id for b in batches], np.int64),
+                       per_batch([int(b[3]) for b in batches], np.int64))
+
+    def _ownership_table(self) -> Ownership:
+        columns = self.ownership.columns
+        order = sorted(range(len(columns["partition"])),
+                       key=lambda i: (partition_sort_key(columns["partition"][i]), columns["start_ms"][i],
+                                      columns["member"][i]))
+
+        def column(name: str) -> list[Any]:
+            values = columns[name]
+            return [values[i] for i in order]
+
+        return Ownership(strings(column("partition")), strings(column("member")), ints(column("generation")),
+                         ints(column("start_ms")), ints(column("end_ms")))
+
+    def _metrics(self, ownership: Ownership) -> tuple[Metrics, list[int]]:
         windows = sorted(
-            (r["start_ms"], r["end_ms"] if r["end_ms"] is not None else self.end_ms, index)
+            (r.start_ms, r.end_ms if r.end_ms is not None else self.end_ms, index)
             for index, r in enumerate(self.rebalances)
         )
         window_starts = [w[0] for w in windows]
@@ -704,10 +956,10 @@ class Simulation:
         stop_the_world = 0
         max_unowned = 0
         by_partition: dict[str, list[tuple[str, int, int]]] = {}
-        for partition, name, start, end in ownership:
+        for partition, name, start, end in zip(ownership.partition.tolist(), ownership.member.tolist(),
+                                                ownership.start_ms.tolist(), ownership.end_ms.tolist(), strict=True):
             by_partition.setdefault(partition, []).append((name, start, end))
-        wanted_partitions = [p for p, created in self.partition_created.items()
-                             if partition_topic(p) in self.topic_wanted]
+        wanted_partitions = [p for p in self.partition_created if partition_topic(p) in self.topic_wanted]
         for partition in wanted_partitions:
             intervals = by_partition.get(partition, [])
             topic = partition_topic(partition)
@@ -725,25 +977,20 @@ class Simulation:
                         per_rebalance[during] += start - previous_end
             if self.end_ms > cursor:
                 max_unowned = max(max_unowned, self.end_ms - cursor)
-        # Optional per-rebalance figure (the spec's core fields are unchanged); sums to the metric.
-        for rebalance, pause in zip(self.rebalances, per_rebalance, strict=True):
-            rebalance["stop_the_world_partition_ms"] = pause
-        return {
-            "rebalances": len(self.rebalances),
-            "partitions_moved": moved,
-            "stop_the_world_partition_ms": stop_the_world,
-            "max_partition_unowned_ms": max_unowned,
-            "records_processed_twice": self.records_twice,
-            "records_lost": self.records_lost,
-        }
+        metrics = Metrics(len(self.rebalances), moved, stop_the_world, max_unowned, self.records_twice,
+                          self.records_lost)
+        return metrics, per_rebalance
 
 
-def run_simulation(scenario: Scenario | dict | str, seed: int | None = None) -> SimulationRun:
-    """Run a scenario and keep everything (result, log records, internal checks)."""
+def _fields(rebalance: Rebalance) -> dict[str, Any]:
+    return {name: getattr(rebalance, name) for name in Rebalance.__dataclass_fields__}
+
+
+def run_simulation(scenario: Scenario | dict[str, Any] | str, seed: int | None = None) -> SimulationResult:
+    """Run a scenario and keep everything (typed result, log records, the invariant tables)."""
     return Simulation(load_scenario(scenario), seed).run()
 
 
-def simulate(scenario: Scenario | dict | str, seed: int | None = None) -> dict[str, Any]:
+def simulate(scenario: Scenario | dict[str, Any] | str, seed: int | None = None) -> dict[str, Any]:
     """The result of shared/spec/scenario.md (plus ``ownership``) for a scenario and seed."""
-    return run_simulation(scenario, seed).result
-
+    return run_simulation(scenario, seed).to_json()

@@ -6,23 +6,22 @@ import os
 import tempfile
 from pathlib import Path
 
-from kafka_rebalance.protocol.logformat import DEFAULT_EPOCH, format_record
-from kafka_rebalance.sim.engine import SimulationRun
+from kafka_rebalance.protocol.logformat import DEFAULT_EPOCH, formatter
+from kafka_rebalance.sim.result import SimulationResult
 
 
-def log_lines(run: SimulationRun, style: str | None = None) -> list[str]:
+def log_lines(run: SimulationResult, style: str | None = None) -> list[str]:
     """The log lines of a run; ``style`` defaults to the scenario's ``config.log_style``."""
-    style = style or run.scenario.config.log_style
-    group = run.scenario.group
+    render = formatter(style or run.scenario.config.log_style)
     lines = []
-    for record, broker, partition in run.log_records:
-        line = format_record(record, group=group, broker_id=broker, partition=partition, style=style, epoch=DEFAULT_EPOCH)
+    for logged in run.log_records:
+        line = render.format(logged.record, broker_id=logged.broker_id, partition=logged.partition, epoch=DEFAULT_EPOCH)
         if line is not None:
             lines.append(line)
     return lines
 
 
-def write_log(run: SimulationRun, path: str | Path, style: str | None = None) -> None:
+def write_log(run: SimulationResult, path: str | Path, style: str | None = None) -> None:
     """Write the log atomically: a temporary file in the same directory, then a rename, so a
     failure never leaves a partial file behind."""
     target = Path(path)

@@ -217,20 +217,20 @@ class Scenario(_Strict):
                 name = getattr(event, action)
                 if name not in known:
                     raise _FieldError(f"events[{i}].{action}", f"unknown consumer {name!r}")
-            elif action == "subscribe" and event.subscribe.consumer not in known:
+            elif event.subscribe is not None and event.subscribe.consumer not in known:
                 raise _FieldError(f"events[{i}].subscribe.consumer", f"unknown consumer {event.subscribe.consumer!r}")
-            elif action == "create_topic":
+            elif event.create_topic is not None:
                 if event.create_topic.name in topics:
                     raise _FieldError(f"events[{i}].create_topic.name", f"topic {event.create_topic.name!r} already exists")
                 topics.add(event.create_topic.name)
-            elif action == "add_partitions" and event.add_partitions.topic not in topics:
+            elif event.add_partitions is not None and event.add_partitions.topic not in topics:
                 raise _FieldError(f"events[{i}].add_partitions.topic", f"unknown topic {event.add_partitions.topic!r}")
         for i, spec in enumerate(self.produce):
             if spec.topic not in topics:
                 raise _FieldError(f"produce[{i}].topic", f"unknown topic {spec.topic!r}")
         for i, consumer in enumerate(self.consumers):
             try:
-                from kafka_rebalance.protocol.consumer import rebalance_protocol
+                from kafka_rebalance.protocol.classic.consumer import rebalance_protocol
 
                 rebalance_protocol(tuple(consumer.strategies))
             except InvalidInput as exc:
@@ -251,7 +251,7 @@ class _FieldError(ValueError):
         self.problem = problem
 
 
-def _location(loc: tuple) -> str:
+def _location(loc: tuple[Any, ...]) -> str:
     text = ""
     for part in loc:
         if isinstance(part, int):

@@ -10,9 +10,14 @@ O(log keys), whatever the rate.
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Sequence
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from kafka_rebalance.protocol.partitioner import partition_for_key
+
+if TYPE_CHECKING:
+    from kafka_rebalance.sim.scenario import ProduceSpec
 
 
 @lru_cache(maxsize=256)
@@ -35,7 +40,7 @@ def _routed(n: int, keys: int, mine: tuple[int, ...]) -> int:
 class Traffic:
     """Log-end offsets of every partition as a function of virtual time."""
 
-    def __init__(self, produce: list, topic_epochs: dict[str, list[tuple[int, int]]], end_ms: int):
+    def __init__(self, produce: Sequence[ProduceSpec], topic_epochs: dict[str, list[tuple[int, int]]], end_ms: int):
         # topic_epochs[topic] = [(from_ms, partition_count), ...] ascending (creation, increases)
         self.topic_epochs = topic_epochs
         self.end_ms = end_ms

@@ -1,0 +1,642 @@
+"""The client-side consumer coordinator (Kafka's ConsumerCoordinator), sans-I/O.
+
+One entry point: ``ConsumerCoordinator.handle(event, now_ms) -> list[ConsumerOutput]`` with the
+closed event types of ``consumer_events``. The application is explicit input (``Poll``,
+``PollReturned``, ``AutoCommitDue``, ``Subscribe``, ``MetadataUpdate``, ``Close``); nothing
+reaches into the machine. A driver reads its public state (``state``, ``owned``, ``in_poll``,
+``wants_poll``...) to decide when the application would call poll again.
+
+Where the Java client is multi-threaded (KIP-62: a heartbeat thread next to the poll loop),
+``background_heartbeat=True`` lets heartbeats and the poll-timeout check run on timers at any
+time, while joining only ever starts from ``Poll``. With ``background_heartbeat=False``
+(kafka-python < 1.4), heartbeats only go out from ``Poll`` and there is no poll timeout; the
+rebalance timeout is then the session timeout (JoinGroup v0).
+
+Coordinator discovery: the machine starts with the coordinator node it is given (or none) and
+sends FindCoordinator whenever it does not know one: at the start without one, and after a
+response says NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE (AbstractCoordinator
+.markCoordinatorUnknown). Group requests wait until the coordinator is known again.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import assert_never
+
+from kafka_rebalance.assignors import get_assignor
+from kafka_rebalance.assignors.api import assign
+from kafka_rebalance.model import InvalidInput, RebalanceProtocol
+from kafka_rebalance.protocol.classic.consumer_events import (
+    ANY_BROKER,
+    AutoCommitDue,
+    Close,
+    CommittedOffsetsFetched,
+    ConsumerInput,
+    ConsumerOutput,
+    Fatal,
+    HeartbeatDue,
+    LeftGroup,
+    MetadataUpdate,
+    PartitionsAssigned,
+    PartitionsLost,
+    PartitionsRevoked,
+    Poll,
+    PollIntervalExpired,
+    PollReturned,
+    Received,
+    RetryFetch,
+    RetryFindCoordinator,
+    RetryJoin,
+    Send,
+    Subscribe,
+)
+from kafka_rebalance.protocol.classic.coordinator_events import (
+    CONSUMER_PROTOCOL_TYPE,
+    NO_GENERATION,
+    UNKNOWN_MEMBER_ID,
+    ConsumerProtocolSubscription,
+    DeleteGroupsResponse,
+    DescribeGroupsResponse,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    GroupRequest,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupRequestProtocol,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    ListGroupsResponse,
+    MemberIdentity,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    PartitionOffset,
+    SyncGroupRequest,
+    SyncGroupRequestAssignment,
+    SyncGroupResponse,
+)
+from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer, StateTable
+from kafka_rebalance.protocol.errors import ErrorCode
+
+
+class MemberState(Enum):
+    """AbstractCoordinator.MemberState."""
+
+    UNJOINED = "UNJOINED"
+    PREPARING_REBALANCE = "PREPARING_REBALANCE"  # JoinGroup in flight
+    COMPLETING_REBALANCE = "COMPLETING_REBALANCE"  # SyncGroup in flight
+    STABLE = "STABLE"
+
+
+# Each state and the states it may be entered from. A failed JoinGroup/SyncGroup of a member
+# that still has a generation returns it to STABLE (it keeps its partitions and rejoins).
+MEMBER_STATES: StateTable[MemberState] = StateTable("consumer member", {
+    MemberState.UNJOINED: frozenset({MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE,
+                                     MemberState.STABLE}),
+    MemberState.PREPARING_REBALANCE: frozenset({MemberState.UNJOINED, MemberState.STABLE}),
+    MemberState.COMPLETING_REBALANCE: frozenset({MemberState.PREPARING_REBALANCE}),
+    MemberState.STABLE: frozenset({MemberState.COMPLETING_REBALANCE, MemberState.PREPARING_REBALANCE}),
+})
+
+_HEARTBEAT_DUE = HeartbeatDue()
+_POLL_INTERVAL_EXPIRED = PollIntervalExpired()
+_RETRY_JOIN = RetryJoin()
+_RETRY_FETCH = RetryFetch()
+_RETRY_FIND_COORDINATOR = RetryFindCoordinator()
+_COORDINATOR_GONE = (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+
+
+def rebalance_protocol(strategies: tuple[str, ...]) -> RebalanceProtocol:
+    """Kafka's choice: the highest protocol every configured assignor supports."""
+    common: set[RebalanceProtocol] | None = None
+    for name in strategies:
+        supported = set(get_assignor(name).supported_protocols)
+        common = supported if common is None else common & supported
+    if not common:
+        raise InvalidInput("strategies", f"the assignors {list(strategies)} support no common rebalance protocol")
+    return max(common, key=lambda p: p.rank)
+
+
+def partition_topic(partition: str) -> str:
+    return partition.rpartition("-")[0]
+
+
+def partition_sort_key(partition: str) -> tuple[str, int]:
+    topic, _, number = partition.rpartition("-")
+    return topic, int(number)
+
+
+def sorted_partitions(parts: Iterable[str]) -> tuple[str, ...]:
+    return tuple(sorted(parts, key=partition_sort_key))
+
+
+@dataclass(slots=True)
+class ConsumerConfig:
+    client_id: str
+    group_id: str
+    strategies: tuple[str, ...]
+    topics: tuple[str, ...] = ()
+    pattern: str | None = None
+    group_instance_id: str | None = None
+    session_timeout_ms: int = 45000
+    heartbeat_interval_ms: int = 3000
+    max_poll_interval_ms: int = 300000
+    enable_auto_commit: bool = True
+    auto_commit_interval_ms: int = 5000
+    background_heartbeat: bool = True
+    retry_backoff_ms: int = 100
+
+
+class ConsumerCoordinator:
+    def __init__(self, config: ConsumerConfig, metadata: Mapping[str, int] | None = None,
+                 coordinator_id: int | None = None):
+        self.config = config
+        self.protocol = rebalance_protocol(config.strategies)
+        # One assignor instance per configured strategy: some keep state between rebalances
+        # (StickyAssignor remembers its last assignment for its user data).
+        self._assignors = {name: get_assignor(name) for name in config.strategies}
+        self._topics = tuple(config.topics)
+        self._pattern = re.compile(config.pattern) if config.pattern else None
+        self._metadata: dict[str, int] = dict(metadata or {})
+        self.coordinator_id = coordinator_id
+        self._finding_coordinator = False
+        self.state = MemberState.UNJOINED
+        self.member_id = UNKNOWN_MEMBER_ID
+        self.generation = NO_GENERATION
+        self.leader: str | None = None
+        self.protocol_name: str | None = None
+        self._owned: set[str] = set()
+        self._awaiting_positions: set[str] = set()  # assigned, committed offset not fetched yet
+        self._fetch_in_flight = False
+        self.subscribed: tuple[str, ...] = self._resolve_subscription()
+        self._joined_subscription: tuple[str, ...] | None = None
+        self._assignment_metadata: dict[str, int] | None = None  # leader: partition counts it assigned from
+        self.rejoin_needed = True
+        self.rejoin_reason = "initial join"
+        self.in_poll = True
+        self.fatal: ErrorCode | None = None
+        self._commit_before_join = False
+        self._commits_in_flight = 0  # responses come back in order on the connection
+        self._heartbeat_due = False
+        self._heartbeat_send: Send | None = None  # requests are immutable: one per generation
+        self._heartbeat_member = UNKNOWN_MEMBER_ID
+        self._heartbeat_generation = NO_GENERATION
+        self._poll_timer_armed = False
+        self.last_poll_ms = 0
+        self.next_auto_commit_ms = 0
+        self.closed = False
+
+    # ------------------------------------------------------------------ public state
+
+    @property
+    def owned(self) -> frozenset[str]:
+        return frozenset(self._owned)
+
+    @property
+    def rebalance_timeout_ms(self) -> int:
+        c = self.config
+        return c.max_poll_interval_ms if c.background_heartbeat else c.session_timeout_ms
+
+    @property
+    def is_static(self) -> bool:
+        return self.config.group_instance_id is not None
+
+    @property
+    def ready_to_join(self) -> bool:
+        """A rejoin is wanted and nothing stands in its way (coordinator known, not
+        mid-rebalance, no commit before the join still under way)."""
+        return (self.rejoin_needed and self.state in (MemberState.UNJOINED, MemberState.STABLE)
+                and not self._commit_before_join and self.coordinator_id is not None)
+
+    @property
+    def wants_poll(self) -> bool:
+        """An application inside poll() would act now (rejoin, or an old client's due heartbeat)."""
+        return self.ready_to_join or self._heartbeat_due
+
+    # ------------------------------------------------------------------ entry point
+
+    def handle(self, event: ConsumerInput, now_ms: int) -> list[ConsumerOutput]:
+        out: list[ConsumerOutput] = []
+        if self.closed or self.fatal is not None:
+            return out
+        match event:
+            case HeartbeatDue():
+                self._heartbeat_timer(now_ms, out)
+            case Received(response=response):
+                self._on_response(response, now_ms, out)
+            case Poll(positions=positions):
+                self._poll(positions, now_ms, out)
+            case PollReturned():
+                if self.in_poll:
+                    self.last_poll_ms = now_ms
+                self.in_poll = False
+            case AutoCommitDue(tick_ms=tick, positions=positions):
+                self.next_auto_commit_ms = tick + self.config.auto_commit_interval_ms
+                self._commit(positions, out)
+            case Subscribe(topics=topics, pattern=pattern):
+                self._topics = tuple(topics)
+                self._pattern = re.compile(pattern) if pattern else None
+                self.subscribed = self._resolve_subscription()
+            case MetadataUpdate(topics=topics):
+                self._on_metadata(topics)
+            case Close(positions=positions):
+                self._close(positions, out)
+            case PollIntervalExpired():
+                self._poll_interval_timer(now_ms, out)
+            case RetryJoin():
+                pass  # the application's poll loop, woken, rejoins (see ready_to_join)
+            case RetryFetch():
+                self._fetch_positions(out)
+            case RetryFindCoordinator():
+                self._find_coordinator(out)
+            case _:
+                assert_never(event)
+        return out
+
+    # ------------------------------------------------------------------ helpers
+
+    def _set_state(self, target: MemberState) -> None:
+        if target is not self.state:
+            self.state = MEMBER_STATES.check(self.state, target)
+
+    def _send(self, request: GroupRequest, out: list[ConsumerOutput]) -> None:
+        assert self.coordinator_id is not None
+        out.append(Send(request, self.coordinator_id))
+
+    def _request_rejoin(self, reason: str) -> None:
+        if not self.rejoin_needed:
+            self.rejoin_needed = True
+            self.rejoin_reason = reason
+
+    def _reset_generation(self, reset_member_id: bool, out: list[ConsumerOutput]) -> None:
+        self.generation = NO_GENERATION
+        if reset_member_id:
+            self.member_id = UNKNOWN_MEMBER_ID
+        self._set_state(MemberState.UNJOINED)
+        self._stop_heartbeats(out)
+
+    def _start_heartbeats(self, now: int, out: list[ConsumerOutput]) -> None:
+        self._heartbeat_due = False
+        out.append(ArmTimer(_HEARTBEAT_DUE, now + self.config.heartbeat_interval_ms))
+
+    def _stop_heartbeats(self, out: list[ConsumerOutput]) -> None:
+        out.append(CancelTimer(_HEARTBEAT_DUE))
+
+    def _heartbeat(self, out: list[ConsumerOutput]) -> None:
+        send = self._heartbeat_send
+        if (send is None or send.node_id != self.coordinator_id or self._heartbeat_member != self.member_id
+                or self._heartbeat_generation != self.generation):
+            assert self.coordinator_id is not None
+            self._heartbeat_member, self._heartbeat_generation = self.member_id, self.generation
+            send = Send(HeartbeatRequest(self.config.group_id, self.generation, self.member_id,
+                                         self.config.group_instance_id), self.coordinator_id)
+            self._heartbeat_send = send
+        out.append(send)
+
+    def _resolve_subscription(self) -> tuple[str, ...]:
+        if self._pattern is None:
+            return tuple(sorted(self._topics))
+        pattern = self._pattern
+        return tuple(sorted(t for t in self._metadata if pattern.fullmatch(t)))
+
+    def _coordinator_unknown(self, out: list[ConsumerOutput]) -> None:
+        """markCoordinatorUnknown: forget the coordinator and look for it again."""
+        self.coordinator_id = None
+        self._find_coordinator(out)
+
+    def _find_coordinator(self, out: list[ConsumerOutput]) -> None:
+        if self.coordinator_id is None and not self._finding_coordinator:
+            self._finding_coordinator = True
+            out.append(Send(FindCoordinatorRequest(self.config.group_id), ANY_BROKER))
+
+    # ------------------------------------------------------------------ application inputs
+
+    def _poll(self, positions: Mapping[str, int], now: int, out: list[ConsumerOutput]) -> None:
+        """The application entered poll(): heartbeat (old clients), auto-commit, (re)join."""
+        self.in_poll = True
+        self.last_poll_ms = now
+        if self.config.background_heartbeat:
+            if not self._poll_timer_armed:
+                # One timer at a time; when it fires early (poll was called since) it re-arms.
+                self._poll_timer_armed = True
+                out.append(ArmTimer(_POLL_INTERVAL_EXPIRED, now + self.config.max_poll_interval_ms))
+        elif (self._heartbeat_due and self.coordinator_id is not None
+              and self.state in (MemberState.STABLE, MemberState.COMPLETING_REBALANCE)):
+            self._heartbeat(out)
+            self._start_heartbeats(now, out)
+        if self.coordinator_id is None:
+            self._find_coordinator(out)
+        if self._joined_subscription is not None and self._joined_subscription != self.subscribed:
+            self._request_rejoin("subscription changed")
+        if self.ready_to_join:
+            self._prepare_join(positions, now, out)
+        elif (self.state is MemberState.STABLE and self.config.enable_auto_commit
+              and now >= self.next_auto_commit_ms):
+            self.next_auto_commit_ms = now + self.config.auto_commit_interval_ms
+            self._commit(positions, out)
+
+    def _commit_request(self, positions: Mapping[str, int]) -> OffsetCommitRequest | None:
+        """An OffsetCommit of the consumed positions of owned partitions (None if nothing to commit)."""
+        if self.generation == NO_GENERATION or not self._owned or self.coordinator_id is None:
+            return None
+        owned = self._owned
+        offsets = tuple(PartitionOffset(p, o) for p, o in positions.items() if p in owned)
+        if not offsets:
+            return None
+        return OffsetCommitRequest(self.config.group_id, self.generation, self.member_id,
+                                   self.config.group_instance_id, offsets)
+
+    def _commit(self, positions: Mapping[str, int], out: list[ConsumerOutput]) -> bool:
+        request = self._commit_request(positions)
+        if request is None:
+            return False
+        self._commits_in_flight += 1
+        self._send(request, out)
+        return True
+
+    def _prepare_join(self, positions: Mapping[str, int], now: int, out: list[ConsumerOutput]) -> None:
+        if (self.config.enable_auto_commit and self.generation != NO_GENERATION and self._owned
+                and self._commit(positions, out)):
+            # Java commits synchronously before rejoining; the join waits for the answer.
+            self._commit_before_join = True
+            return
+        self._send_join(out)
+
+    def _send_join(self, out: list[ConsumerOutput]) -> None:
+        self.subscribed = self._resolve_subscription()
+        if self.generation == NO_GENERATION and self._owned:
+            out.append(PartitionsLost(sorted_partitions(self._owned)))
+            self._drop(self._owned)
+        elif self.protocol is RebalanceProtocol.EAGER and self._owned:
+            out.append(PartitionsRevoked(sorted_partitions(self._owned)))
+            self._drop(self._owned)
+        elif self._owned:
+            gone = {p for p in self._owned if partition_topic(p) not in self.subscribed}
+            if gone:
+                out.append(PartitionsRevoked(sorted_partitions(gone)))
+                self._drop(gone)
+        self._set_state(MemberState.PREPARING_REBALANCE)
+        self._stop_heartbeats(out)  # the heartbeat thread pauses while joining
+        self._joined_subscription = self.subscribed
+        self._send(self._join_request(), out)
+
+    def _drop(self, partitions: Iterable[str]) -> None:
+        dropped = set(partitions)
+        self._owned -= dropped
+        self._awaiting_positions -= dropped
+
+    def _join_request(self) -> JoinGroupRequest:
+        c = self.config
+        owned = sorted_partitions(self._owned)
+        protocols = tuple(
+            JoinGroupRequestProtocol(name, ConsumerProtocolSubscription(
+                self.subscribed, self._assignors[name].subscription_user_data(self.subscribed), owned, self.generation))
+            for name in c.strategies)
+        return JoinGroupRequest(c.group_id, c.session_timeout_ms, self.rebalance_timeout_ms, self.member_id,
+                                c.group_instance_id, CONSUMER_PROTOCOL_TYPE, protocols, self.rejoin_reason, c.client_id)
+
+    def _on_metadata(self, topics: Mapping[str, int]) -> None:
+        """A metadata refresh: new topics for a pattern, partition count changes (leader)."""
+        self._metadata = dict(topics)
+        self.subscribed = self._resolve_subscription()
+        if self._joined_subscription is not None and self._joined_subscription != self.subscribed:
+            self._request_rejoin("subscribed topics changed")
+        snapshot = self._assignment_metadata
+        if snapshot is not None and any(topics.get(t) != n for t, n in snapshot.items()):
+            self._request_rejoin("partition count of a subscribed topic changed")
+
+    def _close(self, positions: Mapping[str, int], out: list[ConsumerOutput]) -> None:
+        if self.config.enable_auto_commit:
+            self._commit(positions, out)
+        if self._owned:
+            out.append(PartitionsRevoked(sorted_partitions(self._owned)))
+            self._drop(self._owned)
+        if (not self.is_static and self.member_id != UNKNOWN_MEMBER_ID and self.generation != NO_GENERATION
+                and self.coordinator_id is not None):
+            self._send(LeaveGroupRequest(self.config.group_id, (
+                MemberIdentity(self.member_id, None, "the consumer is being closed"),)), out)
+        self.closed = True
+        self._stop_heartbeats(out)
+        out.append(CancelTimer(_POLL_INTERVAL_EXPIRED))
+        self._poll_timer_armed = False
+
+    # ------------------------------------------------------------------ timers
+
+    def _heartbeat_timer(self, now: int, out: list[ConsumerOutput]) -> None:
+        if self.state not in (MemberState.STABLE, MemberState.COMPLETING_REBALANCE):
+            return
+        if self.config.background_heartbeat or self.in_poll:
+            if self.coordinator_id is not None:
+                self._heartbeat(out)
+            out.append(ArmTimer(_HEARTBEAT_DUE, now + self.config.heartbeat_interval_ms))
+        else:
+            self._heartbeat_due = True
+
+    def _poll_interval_timer(self, now: int, out: list[ConsumerOutput]) -> None:
+        if not self.config.background_heartbeat:
+            return
+        self._poll_timer_armed = False
+        if self.in_poll:
+            self.last_poll_ms = now  # inside poll() all along: as good as a poll() call now
+        deadline = self.last_poll_ms + self.config.max_poll_interval_ms
+        if deadline > now:
+            self._poll_timer_armed = True
+            out.append(ArmTimer(_POLL_INTERVAL_EXPIRED, deadline))
+            return
+        reason = ("consumer poll timeout has expired. This means the time between subsequent calls to poll() "
+                  "was longer than the configured max.poll.interval.ms")
+        if self._owned:
+            out.append(PartitionsRevoked(sorted_partitions(self._owned)))
+            self._drop(self._owned)
+        if (not self.is_static and self.member_id != UNKNOWN_MEMBER_ID and self.state is not MemberState.UNJOINED
+                and self.coordinator_id is not None):
+            self._send(LeaveGroupRequest(self.config.group_id, (MemberIdentity(self.member_id, None, reason),)), out)
+        out.append(LeftGroup("poll timeout"))
+        self._reset_generation(reset_member_id=True, out=out)
+        self.rejoin_needed = True
+        self.rejoin_reason = "rejoining after the poll timeout"
+
+    def _fetch_positions(self, out: list[ConsumerOutput]) -> None:
+        """OffsetFetch of the assigned partitions whose committed offsets are not known yet."""
+        waiting = self._awaiting_positions & self._owned
+        if not waiting or self._fetch_in_flight:
+            return
+        if self.coordinator_id is None:
+            self._find_coordinator(out)
+            return
+        self._fetch_in_flight = True
+        self._send(OffsetFetchRequest(self.config.group_id, sorted_partitions(waiting)), out)
+
+    # ------------------------------------------------------------------ responses
+
+    def _on_response(self, response: object, now: int, out: list[ConsumerOutput]) -> None:
+        match response:
+            case HeartbeatResponse():
+                self._on_heartbeat(response, out)
+            case JoinGroupResponse():
+                self._on_join(response, now, out)
+            case SyncGroupResponse():
+                self._on_sync(response, now, out)
+            case OffsetCommitResponse():
+                self._commits_in_flight = max(self._commits_in_flight - 1, 0)
+                if response.error_code in _COORDINATOR_GONE:
+                    self._coordinator_unknown(out)
+                if self._commit_before_join and self._commits_in_flight == 0:
+                    # The join waited for its own (synchronous) commit, the last one sent.
+                    self._commit_before_join = False
+                    if self.ready_to_join:
+                        self._send_join(out)
+            case OffsetFetchResponse():
+                self._on_fetch(response, now, out)
+            case FindCoordinatorResponse():
+                self._finding_coordinator = False
+                if response.error_code is ErrorCode.NONE:
+                    self.coordinator_id = response.node_id
+                    self._fetch_positions(out)
+                else:
+                    out.append(ArmTimer(_RETRY_FIND_COORDINATOR, now + self.config.retry_backoff_ms))
+            case LeaveGroupResponse() | DescribeGroupsResponse() | ListGroupsResponse() | DeleteGroupsResponse():
+                pass
+            case _:
+                raise TypeError(f"not a response the consumer asked for: {type(response).__name__}")
+
+    def _on_fetch(self, response: OffsetFetchResponse, now: int, out: list[ConsumerOutput]) -> None:
+        self._fetch_in_flight = False
+        error = response.error_code
+        if error is ErrorCode.NONE:
+            fetched = tuple(o for o in response.offsets if o.partition in self._owned)
+            self._awaiting_positions -= {o.partition for o in fetched}
+            out.append(CommittedOffsetsFetched(fetched))
+            return
+        if error in _COORDINATOR_GONE:
+            self._coordinator_unknown(out)
+        out.append(ArmTimer(_RETRY_FETCH, now + self.config.retry_backoff_ms))
+
+    def _on_heartbeat(self, response: HeartbeatResponse, out: list[ConsumerOutput]) -> None:
+        error = response.error_code
+        if error is ErrorCode.NONE:
+            return
+        if error is ErrorCode.REBALANCE_IN_PROGRESS:
+            if self.state is MemberState.STABLE:
+                self._request_rejoin("group is rebalancing")
+        elif error in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION):
+            if self.state in (MemberState.STABLE, MemberState.COMPLETING_REBALANCE):
+                self._reset_generation(reset_member_id=error is ErrorCode.UNKNOWN_MEMBER_ID, out=out)
+                self._request_rejoin(f"heartbeat failed with {error.name}")
+        elif error is ErrorCode.FENCED_INSTANCE_ID:
+            self._fail(error, out)
+        elif error in _COORDINATOR_GONE:
+            self._coordinator_unknown(out)
+
+    def _fail(self, error: ErrorCode, out: list[ConsumerOutput]) -> None:
+        self.fatal = error
+        if self._owned:
+            out.append(PartitionsLost(sorted_partitions(self._owned)))
+            self._drop(self._owned)
+        out.append(Fatal(error))
+        self._reset_generation(reset_member_id=True, out=out)
+
+    def _retry_join(self, now: int, out: list[ConsumerOutput]) -> None:
+        self._set_state(MemberState.UNJOINED if self.generation == NO_GENERATION else MemberState.STABLE)
+        self.rejoin_needed = True
+        out.append(ArmTimer(_RETRY_JOIN, now + self.config.retry_backoff_ms))
+
+    def _on_join(self, response: JoinGroupResponse, now: int, out: list[ConsumerOutput]) -> None:
+        if self.state is not MemberState.PREPARING_REBALANCE:
+            return
+        error = response.error_code
+        if error is ErrorCode.MEMBER_ID_REQUIRED:
+            self.member_id = response.member_id
+            self._send(self._join_request(), out)
+            return
+        if error is ErrorCode.UNKNOWN_MEMBER_ID:
+            self._reset_generation(reset_member_id=True, out=out)
+            self._retry_join(now, out)
+            return
+        if error in _COORDINATOR_GONE:
+            self._coordinator_unknown(out)
+            self._retry_join(now, out)
+            return
+        if error in (ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
+            self._retry_join(now, out)
+            return
+        if error is not ErrorCode.NONE:
+            self._fail(error, out)
+            return
+        self.member_id = response.member_id
+        self.generation = response.generation_id
+        self.leader = response.leader
+        self.protocol_name = response.protocol_name
+        self._set_state(MemberState.COMPLETING_REBALANCE)
+        assignments: tuple[SyncGroupRequestAssignment, ...] = ()
+        if response.leader == self.member_id and response.members:
+            assignments = self._run_assignor(response)
+        self._send(SyncGroupRequest(self.config.group_id, self.generation, self.member_id,
+                                    self.config.group_instance_id, response.protocol_type, response.protocol_name,
+                                    assignments), out)
+        self._start_heartbeats(now, out)
+
+    def _run_assignor(self, response: JoinGroupResponse) -> tuple[SyncGroupRequestAssignment, ...]:
+        """The leader assigns with the strategy the coordinator's vote chose, from its metadata."""
+        name = response.protocol_name or ""
+        group_topics = sorted({t for m in response.members for t in m.metadata.topics})
+        topics = {t: self._metadata[t] for t in group_topics if t in self._metadata}
+        assignor = self._assignors.get(name) or get_assignor(name)
+        members = []
+        for m in response.members:
+            owned, generation = assignor.member_data(
+                m.metadata.owned_partitions, m.metadata.generation_id, m.metadata.user_data)
+            members.append({"member_id": m.member_id, "topics": list(m.metadata.topics), "owned": owned,
+                            "generation": generation, "group_instance_id": m.group_instance_id})
+        snapshot = {"strategy": name, "topics": topics, "members": members}
+        self._assignment_metadata = topics
+        result = assign(snapshot)
+        return tuple(SyncGroupRequestAssignment(member, tuple(parts)) for member, parts in result["assignment"].items())
+
+    def _on_sync(self, response: SyncGroupResponse, now: int, out: list[ConsumerOutput]) -> None:
+        if self.state is not MemberState.COMPLETING_REBALANCE:
+            return
+        error = response.error_code
+        if error is ErrorCode.NONE:
+            self._set_state(MemberState.STABLE)
+            self.rejoin_needed = False
+            assigned = set(response.assignment)
+            if self.protocol is RebalanceProtocol.COOPERATIVE:
+                revoked = self._owned - assigned
+                if revoked:
+                    out.append(PartitionsRevoked(sorted_partitions(revoked)))
+                    # The follow-up rebalance hands the revoked partitions to their new owners.
+                    self._request_rejoin("need to revoke partitions and re-join")
+            added = assigned - self._owned
+            self._owned = assigned
+            self._awaiting_positions = (self._awaiting_positions & assigned) | added
+            chosen = self._assignors.get(self.protocol_name or "")
+            if chosen is not None:
+                chosen.on_assignment(list(sorted_partitions(assigned)), self.generation)
+            out.append(PartitionsAssigned(sorted_partitions(added)))
+            if self.leader != self.member_id:
+                self._assignment_metadata = None
+            self.next_auto_commit_ms = now + self.config.auto_commit_interval_ms
+            if added:
+                self._fetch_in_flight = True
+                self._send(OffsetFetchRequest(self.config.group_id, sorted_partitions(added)), out)
+            return
+        if error is ErrorCode.REBALANCE_IN_PROGRESS:
+            self._retry_join(now, out)
+            self.rejoin_reason = "group is rebalancing"
+            return
+        if error in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION):
+            self._reset_generation(reset_member_id=error is ErrorCode.UNKNOWN_MEMBER_ID, out=out)
+            self._retry_join(now, out)
+            return
+        if error in _COORDINATOR_GONE:
+            self._coordinator_unknown(out)
+            self._retry_join(now, out)
+            return
+        self._fail(error, out)

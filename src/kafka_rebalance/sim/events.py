@@ -1,0 +1,116 @@
+"""The simulator's own events: what its queue holds, in virtual time order.
+
+A run reads as a sequence of these named things happening. Each is a frozen dataclass; the
+engine dispatches them with ``match`` (an event nobody handles is an error). Timer events
+(``CoordinatorTimerFires``, ``ConsumerTimerFires``) double as the keys of the armed-timer
+table: arming the same timer again replaces its deadline, cancelling it removes it. They
+compare by identity (cheap hashing on the hot path); the engine keeps one per owner and timer,
+so identity is value equality there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from kafka_rebalance.protocol.classic.consumer_events import ConsumerTimer
+from kafka_rebalance.protocol.classic.coordinator_events import (
+    CoordinatorTimer,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    GroupResponse,
+    Received,
+)
+
+
+class AppActivity(Enum):
+    BATCH_DONE = "batch done"  # the application finished processing its batch and polls again
+    IDLE_POLL = "idle poll"  # a caught-up application polls again
+
+
+class Interruption(Enum):
+    PAUSE = "pause"  # the whole process is frozen (a long GC pause)
+    STALL = "stall"  # the poll loop is stuck; the heartbeat thread goes on
+
+
+@dataclass(frozen=True, slots=True)
+class RequestArrives:
+    """A consumer's group request reaches broker ``broker_id`` (as the coordinator's input)."""
+
+    broker_id: int
+    received: Received
+
+
+@dataclass(frozen=True, slots=True)
+class FindCoordinatorArrives:
+    """A consumer's FindCoordinator reaches a broker (any broker answers it)."""
+
+    connection: str
+    request: FindCoordinatorRequest
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseArrives:
+    connection: str
+    response: GroupResponse | FindCoordinatorResponse
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CoordinatorTimerFires:
+    broker_id: int
+    timer: CoordinatorTimer
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ConsumerTimerFires:
+    connection: str
+    timer: ConsumerTimer
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioStep:
+    """The scenario's event number ``index`` happens."""
+
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
+class AppWakes:
+    """The application loop of a consumer that processes records moves on (``token`` guards
+    against wake-ups of a loop that was restarted since)."""
+
+    connection: str
+    token: int
+    activity: AppActivity
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataRefresh:
+    """metadata.max.age.ms passed: the consumer refreshes its cluster metadata."""
+
+    connection: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessResumes:
+    connection: str
+    interruption: Interruption
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorLoaded:
+    """Broker ``broker_id`` finished reading ``__consumer_offsets`` partition ``partition``."""
+
+    broker_id: int
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessStarts:
+    name: str
+
+
+TimerFires = CoordinatorTimerFires | ConsumerTimerFires
+DeferrableEvent = ResponseArrives | ConsumerTimerFires | AppWakes  # held while a process is paused
+SimEvent = (RequestArrives | FindCoordinatorArrives | ResponseArrives | CoordinatorTimerFires | ConsumerTimerFires | ScenarioStep | AppWakes
+            | MetadataRefresh | ProcessResumes | CoordinatorLoaded | ProcessStarts)

@@ -1,0 +1,172 @@
+"""What a simulation run returns: ``SimulationResult``, typed, with rebalances derived once.
+
+The CLI (``simulate --json``), the lab and the report read it; ``to_json()`` is the result of
+shared/spec/scenario.md plus ``ownership``. The tables an invariant checker needs are columnar
+(numpy arrays, one row per interval / batch / partition), not objects per record:
+
+- ``ownership``: a member owned (and was consuming) a partition from ``start_ms`` to ``end_ms``,
+  acquired in ``generation``;
+- ``consumption``: a member consumed ``[from_offset, to_offset)`` of a partition under
+  ``generation`` between ``start_ms`` and ``end_ms``;
+- ``commits``: every OffsetCommit a coordinator answered, per partition, with its error
+  (``ErrorCode.NONE`` when accepted);
+- ``produced``: records produced per partition by the end of the run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from kafka_rebalance.protocol.logrecords import LogRecord
+from kafka_rebalance.sim.scenario import Scenario
+
+Ints = NDArray[np.int64]
+Strings = NDArray[np.str_]
+
+
+def ints(values: list[int]) -> Ints:
+    return np.asarray(values, dtype=np.int64)
+
+
+def strings(values: list[str]) -> Strings:
+    return np.asarray(values, dtype=np.str_) if values else np.zeros(0, dtype="<U1")
+
+
+@dataclass(frozen=True, slots=True)
+class MemberPartitions:
+    member: str
+    partitions: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Rebalance:
+    """One rebalance: from PreparingRebalance until the group is Stable (or Empty) again."""
+
+    generation: int | None
+    start_ms: int
+    end_ms: int | None  # None: still running at the end
+    reason: str
+    strategy: str | None
+    protocol: str | None  # "EAGER" / "COOPERATIVE"
+    leader: str | None
+    members: tuple[str, ...]
+    assignment: tuple[MemberPartitions, ...]
+    revoked: tuple[MemberPartitions, ...]
+    added: tuple[MemberPartitions, ...]
+    stop_the_world_partition_ms: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "generation": self.generation, "start_ms": self.start_ms, "end_ms": self.end_ms, "reason": self.reason,
+            "strategy": self.strategy, "protocol": self.protocol, "leader": self.leader,
+            "members": list(self.members),
+            "assignment": {m.member: list(m.partitions) for m in self.assignment},
+            "revoked": {m.member: list(m.partitions) for m in self.revoked},
+            "added": {m.member: list(m.partitions) for m in self.added},
+            "stop_the_world_partition_ms": self.stop_the_world_partition_ms,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Ownership:
+    partition: Strings
+    member: Strings
+    generation: Ints
+    start_ms: Ints
+    end_ms: Ints
+
+    def __len__(self) -> int:
+        return len(self.partition)
+
+
+@dataclass(frozen=True, slots=True)
+class Consumption:
+    partition: Strings
+    member: Strings
+    generation: Ints
+    from_offset: Ints
+    to_offset: Ints
+    start_ms: Ints
+    end_ms: Ints
+
+    def __len__(self) -> int:
+        return len(self.partition)
+
+
+@dataclass(frozen=True, slots=True)
+class Commits:
+    time_ms: Ints
+    partition: Strings
+    offset: Ints
+    member: Strings
+    generation: Ints
+    error_code: Ints  # ErrorCode values; 0 = accepted
+
+    def __len__(self) -> int:
+        return len(self.partition)
+
+
+@dataclass(frozen=True, slots=True)
+class Produced:
+    partition: Strings
+    records: Ints
+
+
+@dataclass(frozen=True, slots=True)
+class Metrics:
+    rebalances: int
+    partitions_moved: int
+    stop_the_world_partition_ms: int
+    max_partition_unowned_ms: int
+    records_processed_twice: int
+    records_lost: int
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "rebalances": self.rebalances, "partitions_moved": self.partitions_moved,
+            "stop_the_world_partition_ms": self.stop_the_world_partition_ms,
+            "max_partition_unowned_ms": self.max_partition_unowned_ms,
+            "records_processed_twice": self.records_processed_twice, "records_lost": self.records_lost,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedRecord:
+    record: LogRecord
+    broker_id: int
+    partition: int  # __consumer_offsets partition of the coordinator that logged it
+
+
+@dataclass(frozen=True, slots=True)
+class SimulationResult:
+    scenario: Scenario
+    coordinator_partition: int
+    rebalances: tuple[Rebalance, ...]
+    final_assignment: tuple[MemberPartitions, ...]  # every consumer of the scenario, in scenario order
+    metrics: Metrics
+    ownership: Ownership
+    consumption: Consumption
+    commits: Commits
+    produced: Produced
+    final_group_state: str  # as Kafka names it ("Stable")
+    final_members: tuple[str, ...]  # consumer names, in join order
+    offset_regressions: int  # accepted commits lower than the partition's committed offset
+    ownership_conflicts: int
+    log_records: tuple[LoggedRecord, ...] = field(repr=False, default=())
+
+    def to_json(self) -> dict[str, Any]:
+        """The result of shared/spec/scenario.md, plus ``ownership``."""
+        o = self.ownership
+        return {
+            "scenario": self.scenario.name,
+            "coordinator_partition": self.coordinator_partition,
+            "rebalances": [r.to_json() for r in self.rebalances],
+            "final_assignment": {m.member: list(m.partitions) for m in self.final_assignment},
+            "metrics": self.metrics.to_json(),
+            "ownership": [{"partition": str(p), "member": str(m), "start_ms": int(s), "end_ms": int(e)}
+                          for p, m, s, e in zip(o.partition, o.member, o.start_ms, o.end_ms, strict=True)],
+        }
