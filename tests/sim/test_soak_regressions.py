@@ -1,0 +1,52 @@
+"""Schedules the soak found breaking an invariant (or hanging the simulator), shrunk, kept as
+regression tests. Each runs with a wall-clock bound: a livelock at one virtual instant would
+otherwise hang the suite."""
+
+from __future__ import annotations
+
+import signal
+from contextlib import contextmanager
+
+import pytest
+
+from kafka_rebalance.sim import load_scenario
+from kafka_rebalance.sim.soak import check_schedule
+
+
+@contextmanager
+def wall_clock_limit(seconds: int):
+    def expired(*_):
+        raise TimeoutError(f"the simulation did not finish within {seconds} s of wall time")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_join_retries_back_off_while_the_new_coordinator_loads():
+    """With zero network latency, a JoinGroup answered COORDINATOR_LOAD_IN_PROGRESS was re-sent at
+    once, answered at once, re-sent... forever at one virtual instant (the simulator hung).
+    Kafka's AbstractCoordinator.joinGroupIfNeeded sleeps retry.backoff.ms after a retriable
+    error (only UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS and
+    MEMBER_ID_REQUIRED rejoin at once). Found by the soak (seed 1, schedule 6), shrunk."""
+    schedule = {
+        "name": "failover-during-a-rebalance-with-zero-latency",
+        "group": "soak-group-34",
+        "config": {"session_timeout_ms": 10000, "heartbeat_interval_ms": 2500, "max_poll_interval_ms": 8000,
+                   "group_initial_rebalance_delay_ms": 0, "auto_commit_interval_ms": 500,
+                   "metadata_max_age_ms": 3000, "network_latency_ms": 0, "coordinator_load_ms": 1000,
+                   "idle_poll_ms": 100},
+        "topics": {"t0": 1},
+        "consumers": [{"id": name, "strategies": ["range"], "subscribe": ["t0"]} for name in ("c1", "c3", "c4")],
+        "events": [{"at_ms": 0, "join": "c1"}, {"at_ms": 0, "join": "c4"}, {"at_ms": 15759, "crash": "c1"},
+                   {"at_ms": 22385, "join": "c3"}, {"at_ms": 24470, "crash": "c4"},
+                   {"at_ms": 29198, "coordinator_failover": {}}],
+        "end_ms": 80198,
+    }
+    load_scenario(schedule)
+    with wall_clock_limit(20):
+        assert check_schedule(schedule) == []
