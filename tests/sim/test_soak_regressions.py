@@ -50,3 +50,19 @@ def test_join_retries_back_off_while_the_new_coordinator_loads():
     load_scenario(schedule)
     with wall_clock_limit(20):
         assert check_schedule(schedule) == []
+
+
+def test_rebalances_name_a_member_whose_join_response_is_still_in_flight():
+    """A static member's JoinGroup response was slower (jitter) than the leader's SyncGroup, so the
+    rebalance was recorded before the simulator learnt the member id's consumer: the assignment
+    named ``static-1-<uuid>`` instead of ``c1``. Found by the soak (seed 1, schedule 51)."""
+    from kafka_rebalance.sim import run_simulation
+    from kafka_rebalance.sim.soak import random_schedule, schedule_seed
+
+    schedule = random_schedule(schedule_seed(1, 51))
+    names = {c["id"] for c in schedule["consumers"]}
+    with wall_clock_limit(20):
+        result = run_simulation(schedule)
+    for rebalance in result.rebalances:
+        assert {m.member for m in rebalance.assignment} <= names
+        assert set(rebalance.members) <= names

@@ -417,6 +417,13 @@ class Simulation:
             self._coordinator_outputs(broker_id, coordinator.handle(event, self.now))
 
     def _coordinator_outputs(self, broker_id: int, outputs: list[CoordinatorOutput]) -> None:
+        # A member id is its consumer's from the moment the coordinator hands it out: the
+        # rebalance it joins may complete (and be recorded) before the response arrives.
+        for output in outputs:
+            if type(output) is Respond and type(output.response) is JoinGroupResponse and output.response.member_id:
+                proc = self.connections.get(output.connection)
+                if proc is not None:
+                    self.member_names[output.response.member_id] = proc.name
         # Log records first, then responses, then timers: the order the machines' effects land.
         for output in outputs:
             match output:
