@@ -167,6 +167,8 @@ class Process:
     timer_events: dict[ConsumerTimer, ConsumerTimerFires] = field(default_factory=dict)
     last_send: Send | None = None
     last_arrives: RequestArrives | None = None
+    # A connection is TCP: its requests arrive in the order they were sent, whatever the jitter.
+    requests_arrive_from_ms: int = 0
 
     @property
     def continuous(self) -> bool:
@@ -229,6 +231,7 @@ class Simulation:
         self.connections: dict[str, Process] = {}
         self.incarnations: dict[str, int] = {}
         self.member_names: dict[str, str] = {}
+        self.responses_arrive_from_ms: dict[str, int] = {}
         # Accounting
         self.open_ownership: dict[str, tuple[str, int, int]] = {}  # partition -> (name, since, generation)
         self.ownership = Table.of("partition", "member", "generation", "start_ms", "end_ms")
@@ -370,6 +373,8 @@ class Simulation:
         if type(request) is JoinGroupRequest:
             for topic in request.protocols[0].metadata.topics:
                 self.topic_wanted.setdefault(topic, self.now)
+        arrival = max(arrival, proc.requests_arrive_from_ms)
+        proc.requests_arrive_from_ms = arrival
         arrives = proc.last_arrives
         if send is not proc.last_send or arrives is None:  # else: the same immutable request again (heartbeats)
             arrives = RequestArrives(send.node_id, Received(proc.connection, request))  # type: ignore[arg-type]
@@ -441,7 +446,10 @@ class Simulation:
                 response = output.response
                 if type(response) is HeartbeatResponse and response.error_code is ErrorCode.NONE:
                     continue
-                self._push(now + self._latency(), ResponseArrives(output.connection, response))
+                # Responses on a connection arrive in order too (TCP), whatever the jitter.
+                arrival = max(now + self._latency(), self.responses_arrive_from_ms.get(output.connection, 0))
+                self.responses_arrive_from_ms[output.connection] = arrival
+                self._push(arrival, ResponseArrives(output.connection, response))
         cache = self.coordinator_timer_events.setdefault(broker_id, {})
         for output in outputs:
             if type(output) is ArmTimer or type(output) is CancelTimer:
