@@ -84,7 +84,7 @@ def test_schedule_seeds_are_stable_and_distinct():
 def observation(**changes) -> Observation:
     base = {
         "ownership": (Ownership("t-0", "a", 1, 0, 100), Ownership("t-0", "b", 2, 100, 200)),
-        "consumption": (Consumption("t-0", "a", 1, 0, 5, 50), Consumption("t-0", "b", 2, 5, 9, 150)),
+        "consumption": (Consumption("t-0", "a", 1, 0, 5, 40, 50), Consumption("t-0", "b", 2, 5, 9, 140, 150)),
         "commits": (Commit(60, "t-0", 5, "a", 1, True), Commit(160, "t-0", 9, "b", 2, True)),
         "offset_regressions": 0,
         "records_lost": 0,
@@ -92,6 +92,7 @@ def observation(**changes) -> Observation:
         "live_members": ("b",),
         "final_assignment": {"a": (), "b": ("t-0",)},
         "subscribed_partitions": ("t-0",),
+        "assignments": {1: {"a": ("t-0",), "b": ()}, 2: {"a": (), "b": ("t-0",)}, 3: {"a": (), "b": ("t-0",)}},
     }
     base.update(changes)
     return Observation(**base)
@@ -106,7 +107,7 @@ def test_a_clean_run_breaks_nothing():
 
 
 def test_two_owners_at_once_even_when_not_adjacent_in_time():
-    overlapping = (Ownership("t-0", "a", 1, 0, 500), Ownership("t-0", "a", 2, 100, 150),
+    overlapping = (Ownership("t-0", "a", 1, 0, 500), Ownership("t-0", "a", 1, 100, 150),
                    Ownership("t-0", "b", 2, 200, 300))
     assert kinds(observation(ownership=overlapping, consumption=())) == [SINGLE_OWNER]
     handover = (Ownership("t-0", "a", 1, 0, 100), Ownership("t-0", "b", 2, 100, 200))
@@ -114,23 +115,29 @@ def test_two_owners_at_once_even_when_not_adjacent_in_time():
 
 
 def test_consumption_by_a_non_owner_or_under_another_generation():
-    stale = (Consumption("t-0", "a", 1, 0, 5, 50), Consumption("t-0", "a", 1, 5, 9, 150))
+    zombie = (Consumption("t-0", "a", 1, 0, 5, 40, 50), Consumption("t-0", "a", 1, 5, 9, 140, 150))
+    assert kinds(observation(consumption=zombie)) == []  # expelled, still consuming under generation 1
+    handing_over = (Consumption("t-0", "a", 2, 0, 5, 40, 50),)  # joined generation 2, not synced yet
+    assert kinds(observation(consumption=handing_over)) == []
+    stale = (Consumption("t-0", "a", 3, 0, 5, 40, 50),)
     assert OWNER_CONSUMES in kinds(observation(consumption=stale))
-    wrong_generation = (Consumption("t-0", "a", 1, 0, 5, 50), Consumption("t-0", "b", 1, 5, 9, 150))
-    assert OWNER_CONSUMES in kinds(observation(consumption=wrong_generation))
+    wrong_member = (Consumption("t-0", "a", 1, 0, 5, 40, 50), Consumption("t-0", "b", 1, 5, 9, 140, 150))
+    assert OWNER_CONSUMES in kinds(observation(consumption=wrong_member))
+    not_given = {1: {"a": ("t-0",)}, 2: {"b": ()}}
+    assert OWNER_CONSUMES in kinds(observation(assignments=not_given, consumption=()))
 
 
 def test_commits_going_backwards_after_failovers():
     commits = (Commit(60, "t-0", 5, "a", 1, True), Commit(70, "t-0", 3, "b", 2, False),
                Commit(160, "t-0", 4, "b", 2, True))
     assert kinds(observation(commits=commits)) == [COMMITS_FORWARD]
-    assert kinds(observation(commits=None, offset_regressions=2)) == [COMMITS_FORWARD]
+    assert kinds(observation(offset_regressions=2)) == [COMMITS_FORWARD]
 
 
 def test_a_skipped_offset_range_is_a_lost_record():
-    gap = (Consumption("t-0", "a", 1, 0, 5, 50), Consumption("t-0", "b", 2, 6, 9, 150))
+    gap = (Consumption("t-0", "a", 1, 0, 5, 40, 50), Consumption("t-0", "b", 2, 6, 9, 140, 150))
     assert kinds(observation(consumption=gap)) == [NO_RECORD_LOST]
-    reprocessed = (Consumption("t-0", "a", 1, 0, 5, 50), Consumption("t-0", "b", 2, 3, 9, 150))
+    reprocessed = (Consumption("t-0", "a", 1, 0, 5, 40, 50), Consumption("t-0", "b", 2, 3, 9, 140, 150))
     assert kinds(observation(consumption=reprocessed)) == []
 
 

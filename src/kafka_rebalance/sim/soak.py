@@ -77,33 +77,49 @@ def _single_owner(seen: Observation) -> Violation | None:
 
 
 def _owner_consumes(seen: Observation) -> Violation | None:
-    """A partition is consumed under generation g only by its owner in g, while it owns it."""
-    if seen.consumption is None:
+    """A partition is consumed under generation g only by its owner in g: the member the
+    coordinator's assignment of g gave it to. A cooperative member keeps consuming what it owned
+    in the generation before g until SyncGroup of g tells it what to revoke, so the owner of g-1
+    counts too. A member the coordinator has already expelled (a long GC pause) may still consume
+    under its old generation, as a real zombie consumer does: that is the generation it owns it in.
+    An ownership interval starts only with a partition its generation's assignment gave."""
+    assignments = seen.assignments
+    if assignments is None:
         return None
-    owners: dict[tuple[str, str], list[tuple[int, int, int | None]]] = {}
+
+    def owner_in(generation: int, member: str, partition: str) -> bool | None:
+        given = assignments.get(generation)
+        return None if given is None else partition in given.get(member, ())
+
     for interval in seen.ownership:
-        owners.setdefault((interval.partition, interval.member), []).append(
-            (interval.start_ms, interval.end_ms, interval.generation))
-    for record in seen.consumption:
-        held = owners.get((record.partition, record.member), [])
-        if not any(start <= record.time_ms <= end and (gen is None or record.generation is None
-                                                        or gen == record.generation)
-                   for start, end, gen in held):
-            return Violation(OWNER_CONSUMES, f"{record.partition}: {record.member} consumed offsets "
-                                             f"{record.start_offset}-{record.end_offset} at {record.time_ms} ms under "
-                                             f"generation {record.generation} without owning it then")
+        if interval.generation is not None and owner_in(interval.generation, interval.member,
+                                                        interval.partition) is False:
+            return Violation(OWNER_CONSUMES, f"{interval.partition}: {interval.member} owned it from "
+                                             f"{interval.start_ms} ms as of generation {interval.generation}, whose "
+                                             "assignment did not give it to them")
+    for batch in seen.consumption or ():
+        generation = batch.generation
+        if generation is None or generation not in assignments:
+            continue
+        if owner_in(generation, batch.member, batch.partition) or owner_in(generation - 1, batch.member,
+                                                                            batch.partition):
+            continue
+        return Violation(OWNER_CONSUMES, f"{batch.partition}: {batch.member} consumed offsets {batch.start_offset}-"
+                                         f"{batch.end_offset} in {batch.start_ms}-{batch.end_ms} ms under generation "
+                                         f"{generation}, whose assignment gave it to "
+                                         f"{_holder(assignments[generation], batch.partition)}")
     return None
+
+
+def _holder(assignment: dict[str, tuple[str, ...]], partition: str) -> str:
+    return next((member for member, parts in assignment.items() if partition in parts), "nobody")
 
 
 def _commits_forward(seen: Observation) -> Violation | None:
     """Accepted commits of a partition never move its committed offset backwards, across any
     number of coordinator failovers."""
-    if seen.commits is None:
-        if seen.offset_regressions:
-            return Violation(COMMITS_FORWARD, f"{seen.offset_regressions} commit(s) moved an offset backwards")
-        return None
     committed: dict[str, tuple[int, int, str]] = {}
-    for commit in sorted(seen.commits, key=lambda c: c.time_ms):
+    for commit in sorted(seen.commits or (), key=lambda c: c.time_ms):
         if not commit.accepted:
             continue
         previous = committed.get(commit.partition)
@@ -112,18 +128,18 @@ def _commits_forward(seen: Observation) -> Violation | None:
                                               f"{commit.time_ms} ms after {previous[2]} committed {previous[0]} at "
                                               f"{previous[1]} ms")
         committed[commit.partition] = (commit.offset, commit.time_ms, commit.member)
+    if seen.offset_regressions:
+        return Violation(COMMITS_FORWARD, f"{seen.offset_regressions} commit(s) moved an offset backwards")
     return None
 
 
 def _no_record_lost(seen: Observation) -> Violation | None:
     """Every record produced before the last owner's final position was consumed by someone:
     no offset range is ever skipped."""
-    if seen.consumption is None:
-        if seen.records_lost:
-            return Violation(NO_RECORD_LOST, f"{seen.records_lost} record(s) skipped")
-        return None
+    if seen.records_lost:
+        return Violation(NO_RECORD_LOST, f"{seen.records_lost} record(s) skipped")
     ranges: dict[str, list[tuple[int, int]]] = {}
-    for record in seen.consumption:
+    for record in seen.consumption or ():
         if record.end_offset > record.start_offset:
             ranges.setdefault(record.partition, []).append((record.start_offset, record.end_offset))
     for partition in sorted(ranges):

@@ -1,8 +1,9 @@
 """What the soak's invariants look at in a finished run, in one typed record (``Observation``),
 read from the simulator's public result.
 
-Fields the simulator does not report are ``None`` and the invariants that need them fall back to
-the simulator's own counters (``offset_regressions``, ``records_lost``).
+Rows are plain objects here: a soak schedule has a few hundred of them, and the invariants read
+best over named fields. Fields left ``None`` (in hand-made observations) make the invariants
+fall back to the simulator's own counters (``offset_regressions``, ``records_lost``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 from kafka_rebalance.sim.engine import run_simulation
+from kafka_rebalance.sim.result import SimulationResult
 from kafka_rebalance.sim.scenario import Scenario
 
 
@@ -25,12 +27,16 @@ class Ownership:
 
 @dataclass(frozen=True, slots=True)
 class Consumption:
+    """A batch: ``member`` consumed ``[start_offset, end_offset)`` of a partition under
+    ``generation`` between ``start_ms`` and ``end_ms``."""
+
     partition: str
     member: str
     generation: int | None
     start_offset: int
     end_offset: int
-    time_ms: int
+    start_ms: int
+    end_ms: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,24 +60,42 @@ class Observation:
     live_members: tuple[str, ...]  # consumers whose process runs at the end
     final_assignment: dict[str, tuple[str, ...]]
     subscribed_partitions: tuple[str, ...]  # what the live consumers subscribe to, at the end
+    # generation -> member -> partitions, from the rebalances that completed (None: not known)
+    assignments: dict[int, dict[str, tuple[str, ...]]] | None = None
 
 
 def observe(scenario: Scenario) -> Observation:
-    run = run_simulation(scenario)
-    result = run.result
-    ownership = tuple(Ownership(o["partition"], o["member"], None, o["start_ms"], o["end_ms"])
-                      for o in result["ownership"])
+    return observation_of(run_simulation(scenario))
+
+
+def observation_of(result: SimulationResult) -> Observation:
+    scenario = result.scenario
+    o, c, k = result.ownership, result.consumption, result.commits
+    ownership = tuple(Ownership(*row) for row in zip(
+        o.partition.tolist(), o.member.tolist(), o.generation.tolist(), o.start_ms.tolist(), o.end_ms.tolist(),
+        strict=True))
+    consumption = tuple(Consumption(*row) for row in zip(
+        c.partition.tolist(), c.member.tolist(), c.generation.tolist(), c.from_offset.tolist(), c.to_offset.tolist(),
+        c.start_ms.tolist(), c.end_ms.tolist(), strict=True))
+    commits = tuple(Commit(time, partition, offset, member, generation, error == 0) for time, partition, offset, member,
+                    generation, error in zip(k.time_ms.tolist(), k.partition.tolist(), k.offset.tolist(),
+                                             k.member.tolist(), k.generation.tolist(), k.error_code.tolist(), strict=True))
+    assignments: dict[int, dict[str, tuple[str, ...]]] = {}
+    for rebalance in result.rebalances:
+        if rebalance.end_ms is not None and rebalance.generation is not None and rebalance.assignment:
+            assignments[rebalance.generation] = {m.member: m.partitions for m in rebalance.assignment}
     live = live_consumers(scenario)
     return Observation(
         ownership=ownership,
-        consumption=None,
-        commits=None,
-        offset_regressions=run.offset_regressions,
-        records_lost=int(result["metrics"]["records_lost"]),
-        final_state=run.final_state,
+        consumption=consumption,
+        commits=commits,
+        offset_regressions=result.offset_regressions,
+        records_lost=result.metrics.records_lost,
+        final_state=result.final_group_state,
         live_members=live,
-        final_assignment={m: tuple(parts) for m, parts in result["final_assignment"].items()},
+        final_assignment={m.member: m.partitions for m in result.final_assignment},
         subscribed_partitions=subscribed_partitions(scenario, live),
+        assignments=assignments,
     )
 
 
