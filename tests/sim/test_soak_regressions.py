@@ -74,3 +74,13 @@ def test_requests_on_one_connection_arrive_in_order_whatever_the_jitter():
 
     with wall_clock_limit(20):
         assert check_schedule(random_schedule(schedule_seed(1, 18))) == []
+
+
+def test_a_clean_close_mid_batch_commits_only_what_was_processed():
+    """A slow consumer restarted in the middle of a batch committed the position after the whole
+    batch on close, so the records it had fetched but not processed were never consumed by
+    anyone. Found by the soak (seed 1, schedule 0)."""
+    from kafka_rebalance.sim.soak import random_schedule, schedule_seed
+
+    with wall_clock_limit(20):
+        assert check_schedule(random_schedule(schedule_seed(1, 0))) == []

@@ -697,8 +697,10 @@ class Simulation:
             proc.batch = []
         self._app_poll(proc)
 
-    def _finish_batch_partially(self, proc: Process) -> None:
-        """A crash mid-batch: the records processed before the crash count as processed."""
+    def _finish_batch_partially(self, proc: Process, *, rewind: bool = False) -> None:
+        """A crash or a close mid-batch: the records processed before it count as processed. A
+        clean close (``rewind``) stops after them and commits only them (a well-behaved application
+        commits what it processed on shutdown); committing the whole batch would lose the rest."""
         if not proc.batch:
             return
         done = int((self.now - proc.batch_start) / proc.ms_per_record) if proc.ms_per_record else 0
@@ -706,6 +708,8 @@ class Simulation:
             take = min(done, end - start)
             if take > 0:
                 self._processed(proc, partition, start, start + take, proc.batch_start)
+            if rewind and partition in proc.positions:
+                proc.positions[partition] = start + max(take, 0)
             done -= take
         proc.batch = []
 
@@ -750,7 +754,7 @@ class Simulation:
             if proc is not None and proc.alive:
                 self._checkpoint(proc)
                 if proc.batch:
-                    self._finish_batch_partially(proc)
+                    self._finish_batch_partially(proc, rewind=True)
                 self._to_consumer(proc, Close(proc.position_view()))
                 self._drop_process_ownership(proc)
                 proc.alive = False
