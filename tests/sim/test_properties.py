@@ -23,7 +23,10 @@ def scenarios(draw):
         action = draw(st.sampled_from(ACTIONS))
         event = {"at_ms": at, action: draw(st.sampled_from(NAMES))}
         if action in ("pause", "stall"):
-            event["for_ms"] = draw(st.integers(1000, 30000))
+            # A static member stalled for the whole rebalance timeout misses a rebalance while it
+            # keeps its partitions: two owners, as in Kafka (test_static_member_missing_a_rebalance...).
+            longest = 14000 if static and action == "stall" else 30000
+            event["for_ms"] = draw(st.integers(1000, longest))
         if action == "restart":
             event["after_ms"] = draw(st.integers(0, 15000))
         events.append(event)
@@ -77,3 +80,24 @@ def test_same_seed_same_bytes(scenario):
     import json
 
     assert json.dumps(run_simulation(scenario).to_json()) == json.dumps(run_simulation(scenario).to_json())
+
+
+def test_static_member_missing_a_rebalance_is_a_window_with_two_owners():
+    """Kafka keeps a static member that did not rejoin before the rebalance timeout
+    (GroupCoordinatorTest.testStaticMemberFollowerFailToRejoinBeforeRebalanceTimeout) and hands the
+    leader its metadata from its last JoinGroup. A cooperative static member stalled through the
+    whole rebalance therefore still holds partitions the leader gives away, until its own rejoin
+    revokes them: the classic protocol's window with two owners (what KIP-848 removes)."""
+    consumers = [{"id": n, "strategies": ["cooperative-sticky"], "subscribe": ["t0", "t1"],
+                  "group_instance_id": f"instance-{n}"} for n in ("c1", "c2")]
+    run = run_simulation({
+        "name": "static-stall", "group": "prop-group",
+        "config": {"session_timeout_ms": 6000, "heartbeat_interval_ms": 2000, "max_poll_interval_ms": 15000,
+                   "network_latency_ms": 0, "group_initial_rebalance_delay_ms": 1000, "auto_commit_interval_ms": 1000},
+        "topics": {"t0": 3, "t1": 2}, "consumers": consumers,
+        "produce": [{"topic": "t0", "records_per_s": 200, "keys": 40}],
+        "events": [{"at_ms": 0, "join": "c1"}, {"at_ms": 1001, "join": "c2"},
+                   {"at_ms": 1001, "stall": "c1", "for_ms": 15000}],
+        "end_ms": 60000})
+    assert run.ownership_conflicts == 2
+    assert run.final_group_state == "Stable" and run.metrics.records_lost == 0

@@ -153,12 +153,30 @@ _OWNERSHIP_FREE_CACHES = ("topic_offsets", "partition_topic", "member_order", "m
 
 
 def withhold_transferring(group: ColumnarGroup, owner: np.ndarray) -> None:
-    """Unassign (in place) partitions a member other than their new owner still claims."""
+    """Unassign (in place) every partition whose new owner is not its newest claimant: some other
+    member claims it in the same or a newer generation, so it may still be held there and must
+    be revoked first. A claim from an older generation than the new owner's own claim is stale
+    (that member was rebalanced away from it since), so, as in Kafka, it does not hold the
+    partition back."""
     claimants = group.owned_member
     claimed = group.owned_partitions
-    new_owner = owner[claimed]
-    moving = (new_owner != claimants) & (new_owner != UNASSIGNED)
-    owner[claimed[moving]] = UNASSIGNED
+    if len(claimed) == 0:
+        return
+    if np.bincount(claimed, minlength=group.num_partitions).max() <= 1:
+        # One claim per partition (the usual case): withhold what moves away from its claimant.
+        new_owner = owner[claimed]
+        owner[claimed[(new_owner != claimants) & (new_owner != UNASSIGNED)]] = UNASSIGNED
+        return
+    generations = group.generations[claimants]
+    lowest = np.iinfo(np.int64).min
+    by_owner = owner[claimed] == claimants
+    owner_generation = np.full(group.num_partitions, lowest, dtype=np.int64)
+    owner_generation[claimed[by_owner]] = generations[by_owner]
+    others = ~by_owner
+    other_generation = np.full(group.num_partitions, lowest, dtype=np.int64)
+    np.maximum.at(other_generation, claimed[others], generations[others])
+    contested = np.flatnonzero((other_generation > lowest) & (other_generation >= owner_generation) & (owner != UNASSIGNED))
+    owner[contested] = UNASSIGNED
 
 
 def previous_owners(group: ColumnarGroup) -> np.ndarray:
@@ -832,17 +850,21 @@ def _materialise(group, prev, partition_class, class_members, keep, y, owner) ->
     num_classes = len(class_members)
     num_partitions = group.num_partitions
     m_count = group.num_members
+    older = older_claimants(group, prev)
     # Kept: the first keep[m, c] previously owned partitions of class c, in partition order.
     claimed = np.flatnonzero(prev >= 0)
     if int(keep.sum()) == len(claimed):  # everything claimed stays (the common case)
         owner[claimed] = prev[claimed]
     else:
         cell = prev[claimed] * num_classes + partition_class[claimed]
-        if m_count * num_classes * num_partitions < 1 << 62:
-            key = np.sort(cell * num_partitions + claimed)
-            cell, claimed = key // num_partitions, key % num_partitions
+        # A member keeping only some of its partitions lets go first of those an older
+        # generation's owner also claims, so that owner can take them back (Kafka's prevAssignment).
+        contested = (older >= 0)[claimed].astype(np.int64)
+        if m_count * num_classes * num_partitions * 2 < 1 << 62:
+            key = np.sort((cell * 2 + contested) * num_partitions + claimed)
+            cell, claimed = key // (2 * num_partitions), key % num_partitions
         else:
-            order = np.argsort(cell, kind="stable")
+            order = np.lexsort((claimed, contested, cell))
             cell, claimed = cell[order], claimed[order]
         starts = np.flatnonzero(np.concatenate(([True], cell[1:] != cell[:-1])))
         run_start = np.repeat(starts, np.diff(np.append(starts, len(cell))))
@@ -880,8 +902,52 @@ def _materialise(group, prev, partition_class, class_members, keep, y, owner) ->
         receivers = slot_member[np.lexsort((group.member_rank[slot_member], level, slot_class))]
     if _uses_racks(group):
         receivers = _match_racks(group, free, receivers, partition_class)
+    if (older[free] >= 0).any():
+        receivers = _return_to_older_owners(free, receivers, older[free], partition_class)
     owner[free] = receivers
     return owner
+
+
+def older_claimants(group: ColumnarGroup, prev: np.ndarray) -> np.ndarray:
+    """Per partition, the subscribed claimant of the highest generation other than its previous
+    owner (-1 for none): Kafka's prevAssignment, the owner before last, whom a partition that
+    has to move anyway goes back to."""
+    older = empty_owner(group)
+    claimants = group.owned_member
+    claimed = group.owned_partitions
+    if len(claimed) == 0:
+        return older
+    other = claimants != prev[claimed]  # usually none: one claim per partition
+    if not other.any():
+        return older
+    claimants, claimed = claimants[other], claimed[other]
+    keep = _subscribes(group, claimants, group.partition_topic[claimed].astype(np.int64))
+    claimants, claimed = claimants[keep], claimed[keep]
+    if len(claimed) == 0:
+        return older
+    order = np.lexsort((group.generations[claimants], claimed))  # last per partition: highest generation
+    claimants, claimed = claimants[order], claimed[order]
+    older[claimed] = claimants  # fancy assignment keeps the last write per index
+    return older
+
+
+def _return_to_older_owners(free: np.ndarray, receivers: np.ndarray, wanted: np.ndarray, partition_class: np.ndarray) -> np.ndarray:
+    """Within each class, swap receivers so a free partition goes to its older owner when that
+    member receives a partition of the class anyway: counts, hence balance, are unchanged."""
+    result = receivers.copy()
+    classes = partition_class[free]
+    pinned = np.zeros(len(free), dtype=bool)
+    for i in np.flatnonzero(wanted >= 0).tolist():
+        member = int(wanted[i])
+        if result[i] == member:
+            pinned[i] = True
+            continue
+        candidates = np.flatnonzero((result == member) & (classes == classes[i]) & ~pinned)
+        if len(candidates):
+            j = int(candidates[0])
+            result[i], result[j] = result[j], result[i]
+            pinned[i] = True
+    return result
 
 
 def _uses_racks(group: ColumnarGroup) -> bool:

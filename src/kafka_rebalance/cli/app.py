@@ -18,6 +18,7 @@ def _register_commands() -> None:
     # Imported for their side effect of adding a command to ``cli``.
     from kafka_rebalance.cli import (
         assign_cmd,  # noqa: F401
+        describe_cmd,  # noqa: F401
         lab_cmd,  # noqa: F401
         logs_cmd,  # noqa: F401
         simulate_cmd,  # noqa: F401
@@ -43,6 +44,7 @@ def main(argv: list[str] | None = None) -> None:
         code = 130
     except click.exceptions.Exit as exc:
         code = exc.exit_code
+<<<<<<< HEAD
     except KeyboardInterrupt:
         sys.stderr.write("kafka-rebalance: interrupted\n")
         code = 130
@@ -55,4 +57,14 @@ def main(argv: list[str] | None = None) -> None:
         sys.stderr.write(f"kafka-rebalance: internal error: {type(exc).__name__}{': ' + first if first else ''} "
                          "(set KAFKA_REBALANCE_DEBUG=1 for the traceback)\n")
         code = 1
+=======
+    except ImportError as exc:  # a command whose optional extra is not installed
+        from kafka_rebalance.clients.extras import missing_extra_message
+
+        message = missing_extra_message(exc)
+        if message is None:
+            raise
+        sys.stderr.write(f"kafka-rebalance: {message}\n")
+        code = 2
+>>>>>>> i11-protocol
     sys.exit(code if isinstance(code, int) else 0)

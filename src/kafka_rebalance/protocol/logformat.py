@@ -221,54 +221,13 @@ def group_empty_message(group: str, generation: int, partition: int, style: str 
 
 
 class LogFormatter:
-    """Renders coordinator log records as one Kafka log format's lines (a subclass per format)."""
+    """Renders coordinator log records as the lines of one Kafka log format (``style``)."""
 
-    style: str = ""
+    style: str = MODERN
 
-    def message(self, record: LogRecord, group: str, partition: int) -> str | None:
-        raise NotImplementedError
-
-    def format(self, record: LogRecord, *, broker_id: int, partition: int, epoch: datetime = DEFAULT_EPOCH) -> str | None:
-        """The line of ``record`` (None for a record kind this format does not log)."""
-        message = self.message(record, record.group_id, partition)
-        if message is None:
-            return None
-        return format_line(epoch_ms(epoch) + record.time_ms, message, broker_id=broker_id, partition=partition,
-                           style=self.style)
-
-
-class ModernFormatter(LogFormatter):
-    """Kafka 3.7+/4.x new group coordinator: ``[GroupCoordinator id=N topic=__consumer_offsets partition=P]``."""
-
-    style = MODERN
-
-    def message(self, record: LogRecord, group: str, partition: int) -> str | None:
-        match record:
-            case PreparingRebalance():
-                return preparing_rebalance_message(group, record.state, record.old_generation, record.reason, partition,
-                                                   MODERN)
-            case Stabilized():
-                return stabilized_message(group, record.generation, len(record.member_ids), partition, MODERN)
-            case AssignmentReceived():
-                return assignment_received_message(group, record.generation, record.leader, len(record.assignment),
-                                                   record.static_members, MODERN)
-            case MemberFailed():
-                return member_failed_message(group, record.member_id, MODERN)
-            case MemberLeft():
-                return member_left_message(group, record.member_id, record.reason or "not provided")
-            case GroupEmpty():
-                return group_empty_message(group, record.generation, partition, MODERN)
-            case _:
-                assert_never(record)
-
-
-class LegacyFormatter(LogFormatter):
-    """Kafka 2.x-3.x GroupCoordinator.scala: ``[GroupCoordinator N]:``, partition as a suffix."""
-
-    style = LEGACY
-
-    def message(self, record: LogRecord, group: str, partition: int) -> str | None:
-        style = self.style
+    def message(self, record: LogRecord, partition: int) -> str | None:
+        """The message of ``record`` (None for a record kind this format does not log)."""
+        style, group = self.style, record.group_id
         match record:
             case PreparingRebalance():
                 return preparing_rebalance_message(group, record.state, record.old_generation, record.reason, partition,
@@ -281,14 +240,35 @@ class LegacyFormatter(LogFormatter):
             case MemberFailed():
                 return member_failed_message(group, record.member_id, style)
             case MemberLeft():
-                return None  # logged at INFO only by the new coordinator
+                # Only the new coordinator logs an explicit LeaveGroup at INFO.
+                return member_left_message(group, record.member_id, record.reason) if style == MODERN else None
             case GroupEmpty():
                 return group_empty_message(group, record.generation, partition, style)
             case _:
                 assert_never(record)
 
+    def format(self, record: LogRecord, *, broker_id: int, partition: int, epoch: datetime = DEFAULT_EPOCH) -> str | None:
+        """The line of ``record`` (None for a record kind this format does not log)."""
+        message = self.message(record, partition)
+        if message is None:
+            return None
+        return format_line(epoch_ms(epoch) + record.time_ms, message, broker_id=broker_id, partition=partition,
+                           style=self.style)
 
-class LegacyOldFormatter(LegacyFormatter):
+
+class ModernFormatter(LogFormatter):
+    """Kafka 3.7+/4.x new group coordinator: ``[GroupCoordinator id=N topic=__consumer_offsets partition=P]``."""
+
+    style = MODERN
+
+
+class LegacyFormatter(LogFormatter):
+    """Kafka 2.x-3.x GroupCoordinator.scala: ``[GroupCoordinator N]:``, partition as a suffix."""
+
+    style = LEGACY
+
+
+class LegacyOldFormatter(LogFormatter):
     """Kafka 0.10-2.x before KIP-345-era logging: no state, reason or member counts."""
 
     style = LEGACY_OLD

@@ -5,7 +5,7 @@ Public API (the pipeline depends on these names):
 - ``run_simulation(scenario, seed=None) -> SimulationResult``: the typed result (rebalances,
   metrics, and the columnar ownership / consumption / commit / produced tables)
 - ``simulate(scenario, seed=None) -> dict``: ``SimulationResult.to_json()``, the result of
-  shared/spec/scenario.md plus ``ownership``
+  docs/scenario.md plus ``ownership``
 - ``write_log(result, path, style=None)`` / ``log_lines(result, style=None)``: the coordinator's
   log in one of Kafka's log formats
 """

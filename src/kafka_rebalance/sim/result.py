@@ -1,7 +1,7 @@
 """What a simulation run returns: ``SimulationResult``, typed, with rebalances derived once.
 
 The CLI (``simulate --json``), the lab and the report read it; ``to_json()`` is the result of
-shared/spec/scenario.md plus ``ownership``. The tables an invariant checker needs are columnar
+docs/scenario.md plus ``ownership``. The tables an invariant checker needs are columnar
 (numpy arrays, one row per interval / batch / partition), not objects per record:
 
 - ``ownership``: a member owned (and was consuming) a partition from ``start_ms`` to ``end_ms``,
@@ -159,7 +159,7 @@ class SimulationResult:
     log_records: tuple[LoggedRecord, ...] = field(repr=False, default=())
 
     def to_json(self) -> dict[str, Any]:
-        """The result of shared/spec/scenario.md, plus ``ownership``."""
+        """The result of docs/scenario.md, plus ``ownership``."""
         o = self.ownership
         return {
             "scenario": self.scenario.name,

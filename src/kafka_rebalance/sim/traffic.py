@@ -12,7 +12,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from kafka_rebalance.protocol.partitioner import partition_for_key
 
@@ -37,6 +37,18 @@ def _routed(n: int, keys: int, mine: tuple[int, ...]) -> int:
     return full * len(mine) + bisect_left(mine, rest)
 
 
+class _Route(NamedTuple):
+    """One produce entry's records routed to one partition of a topic whose count never changes."""
+
+    from_ms: int  # the topic exists from then
+    start: int
+    stop: int | None
+    rate: float
+    keys: int
+    mine: tuple[int, ...]  # key indices routed to the partition
+    before: int  # records of the entry produced before the topic existed
+
+
 class Traffic:
     """Log-end offsets of every partition as a function of virtual time."""
 
@@ -51,7 +63,7 @@ class Traffic:
                 continue
             start = max(spec.start_ms, epochs[0][0])
             self.by_topic.setdefault(spec.topic, []).append((start, spec.end_ms, spec.records_per_s, spec.keys))
-        self._cache: dict[tuple[str, int], int] = {}
+        self._plans: dict[str, tuple[str, int] | list[_Route]] = {}
 
     @staticmethod
     def _count(start: int, stop: int | None, rate: float, t: int) -> int:
@@ -84,5 +96,31 @@ class Traffic:
         return total
 
     def leo_of(self, partition_name: str, t: int) -> int:
+        plan = self._plans.get(partition_name)
+        if plan is None:
+            plan = self._plans[partition_name] = self._plan(partition_name)
+        if isinstance(plan, tuple):
+            topic, number = plan
+            return self.leo(topic, number, t)
+        # A topic whose partition count never changes: the loop of ``leo`` with its constants hoisted.
+        total = 0
+        for from_ms, start, stop, rate, keys, mine, before in plan:
+            if from_ms >= t:
+                continue
+            b = self._count(start, stop, rate, t)
+            if b > before:
+                total += _routed(b, keys, mine) - _routed(before, keys, mine)
+        return total
+
+    def _plan(self, partition_name: str) -> tuple[str, int] | list[_Route]:
         topic, _, number = partition_name.rpartition("-")
-        return self.leo(topic, int(number), t)
+        partition = int(number)
+        epochs = self.topic_epochs.get(topic)
+        if not epochs or len(epochs) != 1:
+            return topic, partition
+        from_ms, count = epochs[0]
+        if partition >= count:
+            return []
+        return [_Route(from_ms, start, stop, rate, keys, keys_by_partition(keys, count)[partition],
+                       self._count(start, stop, rate, from_ms))
+                for start, stop, rate, keys in self.by_topic.get(topic, [])]

@@ -218,7 +218,7 @@ class ConsumerCoordinator:
     @property
     def wants_poll(self) -> bool:
         """An application inside poll() would act now (rejoin, or an old client's due heartbeat)."""
-        return self.ready_to_join or self._heartbeat_due
+        return self._heartbeat_due or (self.rejoin_needed and self.ready_to_join)
 
     # ------------------------------------------------------------------ entry point
 
@@ -580,7 +580,7 @@ class ConsumerCoordinator:
         self.protocol_name = response.protocol_name
         self._set_state(MemberState.COMPLETING_REBALANCE)
         assignments: tuple[SyncGroupRequestAssignment, ...] = ()
-        if response.leader == self.member_id and response.members:
+        if response.leader == self.member_id and response.members and not response.skip_assignment:
             assignments = self._run_assignor(response)
         self._send(SyncGroupRequest(self.config.group_id, self.generation, self.member_id,
                                     self.config.group_instance_id, response.protocol_type, response.protocol_name,

@@ -267,6 +267,8 @@ class GroupCoordinator:
     def handle(self, event: CoordinatorInput, now_ms: int) -> list[CoordinatorOutput]:
         out: list[CoordinatorOutput] = []
         match event:
+            case Received(connection=connection, request=HeartbeatRequest() as heartbeat):
+                out.append(Respond(connection, _HEARTBEAT_ANSWERS[self._heartbeat(heartbeat, now_ms, out)]))
             case Received(connection=connection, request=request):
                 self._request(connection, request, now_ms, out)
             case SessionExpired() | PendingMemberExpired() | NewMemberJoinTimeout() | InitialDelayExpired() \
@@ -392,6 +394,8 @@ class GroupCoordinator:
             out.append(ArmTimer(RebalanceTimeout(group.group_id), now + group.max_rebalance_timeout()))
         group.transition(GroupState.PREPARING_REBALANCE)
         self._log(out, PreparingRebalance(now, group.group_id, old_state.value, group.generation, reason))
+        # DelayedJoin.tryComplete at once (maybeCompleteJoinElseSchedule): everyone may be in already.
+        self._maybe_complete_join(group, now, out)
 
     def _maybe_prepare_rebalance(self, group: ClassicGroup, reason: str, now: int,
                                  out: list[CoordinatorOutput]) -> None:
@@ -451,7 +455,11 @@ class GroupCoordinator:
                 ErrorCode.NONE, group.generation, group.protocol_type, group.protocol_name, group.leader, False,
                 member.member_id, everyone if is_leader else ())))
             member.join_connection = None
-            member.is_new = False
+        for member in group.members.values():
+            # onCompleteJoin: every member's heartbeat expiration restarts, not only the joiners'.
+            if member.is_new:
+                member.is_new = False
+                out.append(CancelTimer(NewMemberJoinTimeout(group.group_id, member.member_id)))
             self._arm_session(group, member, now, out)
         group.pending_sync = set(group.members)
         out.append(ArmTimer(SyncTimeout(group.group_id, group.generation), now + group.max_rebalance_timeout()))
@@ -486,8 +494,10 @@ class GroupCoordinator:
         if group.leader is None:
             group.leader = member_id
         self._arm_session(group, member, now, out)
-        if group.in_initial_delay:
-            group.new_member_added = True
+        # KIP-394: a new member's JoinGroup waits at most NEW_MEMBER_JOIN_TIMEOUT_MS.
+        out.append(ArmTimer(NewMemberJoinTimeout(group.group_id, member_id), now + NEW_MEMBER_JOIN_TIMEOUT_MS))
+        if group.state is GroupState.PREPARING_REBALANCE and group.generation == 0:
+            group.new_member_added = True  # the initial delay may be extended (addMemberAndRebalance)
         return member
 
     def _remove_member(self, group: ClassicGroup, member_id: str, out: list[CoordinatorOutput]) -> None:
@@ -555,16 +565,21 @@ class GroupCoordinator:
             if req.member_id != UNKNOWN_MEMBER_ID:
                 return reply(ErrorCode.UNKNOWN_MEMBER_ID)
             group = self._new_group(req.group_id)
+        if not self._accepts_joining_member(group, req.member_id):
+            # Kafka also drops the member it turns away (acceptJoiningMember; group.remove).
+            reply(ErrorCode.GROUP_MAX_SIZE_REACHED, UNKNOWN_MEMBER_ID)
+            if req.member_id in group.members:
+                self._remove_member(group, req.member_id, out)
+                self._maybe_complete_join(group, now, out)
+            return None
         if group.state is GroupState.DEAD:
             return reply(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        if group.members and not self._supports(group, req.protocols):
+        if not self._supports(group, req.protocol_type, req.protocols):
             return reply(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         instance = req.group_instance_id
         if req.member_id == UNKNOWN_MEMBER_ID:
             if instance is not None and instance in group.static_members:
                 return self._replace_static_member(group, connection, req, now, out)
-            if len(group.members) + len(group.pending_members) >= cfg.group_max_size:
-                return reply(ErrorCode.GROUP_MAX_SIZE_REACHED)
             new_id = self._new_member_id(instance if instance is not None else req.client_id)
             if instance is None:
                 # KIP-394: a dynamic member first learns its id, then joins with it.
@@ -572,15 +587,16 @@ class GroupCoordinator:
                 out.append(ArmTimer(PendingMemberExpired(group.group_id, new_id), now + req.session_timeout_ms))
                 return reply(ErrorCode.MEMBER_ID_REQUIRED, new_id)
             self._add_member(group, connection, req, new_id, now, out)
-            return self._after_new_member(group, new_id, now, out)
-        if instance is not None and group.static_members.get(instance) not in (None, req.member_id):
-            return reply(ErrorCode.FENCED_INSTANCE_ID)
+            return self._after_new_member(group, new_id, req.reason, now, out)
         if req.member_id in group.pending_members:
             group.pending_members.discard(req.member_id)
             self._add_member(group, connection, req, req.member_id, now, out)
-            return self._after_new_member(group, req.member_id, now, out)
-        member = group.members.get(req.member_id)
-        if member is None:
+            return self._after_new_member(group, req.member_id, req.reason, now, out)
+        error = self._check_member(group, req.member_id, instance)
+        if error is not None:
+            return reply(error)
+        member = group.members[req.member_id]
+        if group.state is GroupState.EMPTY:
             return reply(ErrorCode.UNKNOWN_MEMBER_ID)
         # Kafka compares the whole protocol metadata, owned partitions included: that is what makes
         # a cooperative member's rejoin after revoking start the follow-up rebalance.
@@ -606,14 +622,17 @@ class GroupCoordinator:
                 self._prepare_rebalance(group, reason, now, out)
             else:
                 self._reply_current_generation(group, member, out)
-
-    def _after_new_member(self, group: ClassicGroup, member_id: str, now: int, out: list[CoordinatorOutput]) -> None:
-        member = group.members[member_id]
         if group.state is GroupState.PREPARING_REBALANCE:
+            # handleJoinGroup: rebalancePurgatory.checkAndComplete after every JoinGroup.
             self._maybe_complete_join(group, now, out)
-        else:
+
+    def _after_new_member(self, group: ClassicGroup, member_id: str, reason: str | None, now: int,
+                          out: list[CoordinatorOutput]) -> None:
+        member = group.members[member_id]
+        if group.state is not GroupState.PREPARING_REBALANCE:
             instance = f"Some({member.group_instance_id})" if member.group_instance_id else "None"
             self._prepare_rebalance(group, f"Adding new member {member_id} with group instance id {instance}", now, out)
+        self._maybe_complete_join(group, now, out)
 
     def _reply_current_generation(self, group: ClassicGroup, member: MemberMetadata, out: list[CoordinatorOutput],
                                   with_members: bool = False) -> None:
@@ -626,17 +645,20 @@ class GroupCoordinator:
 
     def _replace_static_member(self, group: ClassicGroup, connection: str, req: JoinGroupRequest, now: int,
                                out: list[CoordinatorOutput]) -> None:
+        """GroupCoordinator.updateStaticMemberAndRebalance: the known group.instance.id gets a new
+        member id in place (the old id is fenced); in Stable a rebalance follows only if the
+        group's selected protocol would change (KIP-345), and a static leader coming back learns
+        it leads without running the assignor (KIP-814 skip_assignment, JoinGroup v9+)."""
         instance = req.group_instance_id
         assert instance is not None
         old_id = group.static_members[instance]
         old = group.members[old_id]
+        current_leader = group.leader
         new_id = self._new_member_id(instance)
         if old.join_connection is not None:
-            out.append(Respond(old.join_connection, JoinGroupResponse(ErrorCode.FENCED_INSTANCE_ID)))
+            out.append(Respond(old.join_connection, JoinGroupResponse(ErrorCode.FENCED_INSTANCE_ID, member_id=old_id)))
         if old.sync_connection is not None:
             out.append(Respond(old.sync_connection, SyncGroupResponse(ErrorCode.FENCED_INSTANCE_ID)))
-        changed = (old.protocol_names != tuple(p.name for p in req.protocols)
-                   or old.protocols[0].metadata.topics != req.protocols[0].metadata.topics)
         replacement = MemberMetadata(
             member_id=new_id, group_instance_id=instance, client_id=req.client_id,
             session_timeout_ms=req.session_timeout_ms, rebalance_timeout_ms=req.rebalance_timeout_ms,
@@ -653,16 +675,51 @@ class GroupCoordinator:
             group.leader = new_id
         self._arm_session(group, replacement, now, out)
         replacement.join_connection = connection
-        if group.state is GroupState.STABLE and not changed:
-            # KIP-345: a known static member coming back with the same metadata causes no rebalance.
-            self._reply_current_generation(group, replacement, out)
-        elif group.state is GroupState.PREPARING_REBALANCE:
-            self._maybe_complete_join(group, now, out)
-        else:
+        reason = req.reason or "not provided"
+        if group.state is GroupState.STABLE:
+            selected = select_strategy([m.protocol_names for m in group.members.values()])
+            if selected == group.protocol_name:
+                self._persist_group(group, out)
+                is_leader = group.leader == new_id
+                skip = is_leader and req.api_version >= 9
+                out.append(Respond(connection, JoinGroupResponse(
+                    ErrorCode.NONE, group.generation, group.protocol_type, group.protocol_name,
+                    new_id if skip else (current_leader or UNKNOWN_MEMBER_ID), skip, new_id,
+                    self._member_list(group) if skip else ())))
+                replacement.join_connection = None
+            else:
+                self._prepare_rebalance(
+                    group, f"Group's selectedProtocol will change because static member {new_id} with instance id "
+                    f"{instance} joined with change of protocol; client reason: {reason}", now, out)
+        elif group.state is GroupState.COMPLETING_REBALANCE:
             self._prepare_rebalance(group, f"Updating metadata for static member {new_id} (instance {instance})",
                                     now, out)
+        self._maybe_complete_join(group, now, out)
 
-    def _supports(self, group: ClassicGroup, protocols: tuple[JoinGroupRequestProtocol, ...]) -> bool:
+    def _accepts_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
+        """GroupCoordinator.acceptJoiningMember: while preparing a rebalance only members awaiting
+        a join count (so the last rejoining members are the ones turned away); otherwise known
+        members are always accepted and new ones while the group is below group.max.size.
+        Pending (KIP-394) member ids never count."""
+        limit = self.config.group_max_size
+        state = group.state
+        if state in (GroupState.EMPTY, GroupState.DEAD):
+            return True
+        member = group.members.get(member_id)
+        if state is GroupState.PREPARING_REBALANCE:
+            if member is not None and member.join_connection is not None:
+                return True
+            return sum(1 for m in group.members.values() if m.join_connection is not None) < limit
+        return member is not None or len(group.members) < limit
+
+    def _supports(self, group: ClassicGroup, protocol_type: str,
+                  protocols: tuple[JoinGroupRequestProtocol, ...]) -> bool:
+        """GroupMetadata.supportsProtocols: an empty group takes any non-empty protocol type and
+        list; otherwise the type must be the group's and one protocol must be every member's."""
+        if not group.members:
+            return bool(protocol_type) and bool(protocols)
+        if protocol_type != group.protocol_type:
+            return False
         common = {p.name for p in protocols}
         for member in group.members.values():
             common.intersection_update(member.protocol_names)
@@ -671,10 +728,15 @@ class GroupCoordinator:
         return True
 
     def _check_member(self, group: ClassicGroup, member_id: str, instance: str | None) -> ErrorCode | None:
-        member = group.members.get(member_id)
-        if instance is not None and group.static_members.get(instance) not in (None, member_id):
-            return ErrorCode.FENCED_INSTANCE_ID
-        if member is None:
+        """GroupCoordinator.validateCurrentMember: a group instance id must be known and mapped to
+        this member id (else UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID); the member id must be known."""
+        if instance is not None:
+            current = group.static_members.get(instance)
+            if current is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if current != member_id:
+                return ErrorCode.FENCED_INSTANCE_ID
+        if member_id not in group.members:
             return ErrorCode.UNKNOWN_MEMBER_ID
         return None
 
@@ -696,13 +758,16 @@ class GroupCoordinator:
             return reply(ErrorCode.UNKNOWN_MEMBER_ID)
         if group.state is GroupState.DEAD:
             return reply(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        if group.state is GroupState.EMPTY:
-            return reply(ErrorCode.UNKNOWN_MEMBER_ID)
         error = self._check_member(group, req.member_id, req.group_instance_id)
         if error is not None:
             return reply(error)
+        if group.state is GroupState.EMPTY:
+            return reply(ErrorCode.UNKNOWN_MEMBER_ID)
         if req.generation_id != group.generation:
             return reply(ErrorCode.ILLEGAL_GENERATION)
+        if ((req.protocol_type is not None and req.protocol_type != group.protocol_type)
+                or (req.protocol_name is not None and req.protocol_name != group.protocol_name)):
+            return reply(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         member = group.members[req.member_id]
         if group.state is GroupState.PREPARING_REBALANCE:
             return reply(ErrorCode.REBALANCE_IN_PROGRESS)
@@ -743,18 +808,17 @@ class GroupCoordinator:
         state = group.state
         if state is GroupState.DEAD:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if state is GroupState.EMPTY:
-            return ErrorCode.UNKNOWN_MEMBER_ID
+        # GroupCoordinator.validateHeartbeat: member, then generation, then the group state.
         error = self._check_member(group, req.member_id, req.group_instance_id)
         if error is not None:
             return error
-        member = group.members[req.member_id]
-        if state is GroupState.PREPARING_REBALANCE:
-            self._arm_session(group, member, now, out)
-            return ErrorCode.REBALANCE_IN_PROGRESS
         if req.generation_id != group.generation:
             return ErrorCode.ILLEGAL_GENERATION
-        self._arm_session(group, member, now, out)
+        if state is GroupState.EMPTY:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        self._arm_session(group, group.members[req.member_id], now, out)
+        if state is GroupState.PREPARING_REBALANCE:
+            return ErrorCode.REBALANCE_IN_PROGRESS
         return ErrorCode.NONE
 
     def _leave(self, req: LeaveGroupRequest, now: int, out: list[CoordinatorOutput]) -> LeaveGroupResponse:
@@ -810,19 +874,23 @@ class GroupCoordinator:
                 return OffsetCommitResponse(ErrorCode.ILLEGAL_GENERATION)
             group = self._new_group(req.group_id)
         state = group.state
+        # GroupCoordinator.validateOffsetCommit, then doCommitOffsets by state.
         if state is GroupState.DEAD:
             return OffsetCommitResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if req.generation_id < 0 and state is GroupState.EMPTY:
             self._store_offsets(group, req.offsets, out)  # a commit from outside group management
             return OffsetCommitResponse(ErrorCode.NONE, req.offsets)
+        if req.generation_id >= 0 or req.member_id != UNKNOWN_MEMBER_ID or req.group_instance_id is not None:
+            error = self._check_member(group, req.member_id, req.group_instance_id)
+            if error is not None:
+                return OffsetCommitResponse(error)
+            if req.generation_id != group.generation:
+                return OffsetCommitResponse(ErrorCode.ILLEGAL_GENERATION)
+        elif state is not GroupState.EMPTY:
+            return OffsetCommitResponse(ErrorCode.UNKNOWN_MEMBER_ID)
         if state is GroupState.COMPLETING_REBALANCE:
             return OffsetCommitResponse(ErrorCode.REBALANCE_IN_PROGRESS)
-        error = self._check_member(group, req.member_id, req.group_instance_id)
-        if error is not None:
-            return OffsetCommitResponse(error)
-        if req.generation_id != group.generation:
-            return OffsetCommitResponse(ErrorCode.ILLEGAL_GENERATION)
-        if state is GroupState.STABLE:
+        if state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE):
             self._arm_session(group, group.members[req.member_id], now, out)
         self._store_offsets(group, req.offsets, out)
         return OffsetCommitResponse(ErrorCode.NONE, req.offsets)
@@ -879,8 +947,9 @@ class GroupCoordinator:
 
     def _resign(self, partition: int, out: list[CoordinatorOutput]) -> None:
         """onResignation/onGroupUnloaded: waiting JoinGroup and SyncGroup requests get NOT_COORDINATOR."""
-        if self.partitions is not None:
-            self.partitions.pop(partition, None)
+        if self.partitions is None:  # led every partition: now all but this one
+            self.partitions = {p: PartitionStatus.LOADED for p in range(self.config.offsets_topic_num_partitions)}
+        self.partitions.pop(partition, None)
         for group_id, group in list(self.groups.items()):
             if group.partition != partition:
                 continue

@@ -127,6 +127,7 @@ class JoinGroupRequest:
     protocols: tuple[JoinGroupRequestProtocol, ...]  # in the member's preference order
     reason: str | None = None
     client_id: str = "consumer"  # the request header's client.id (member ids start with it)
+    api_version: int = 9  # the request header's version (v9+: the leader may be told to skip assignment)
 
 
 @dataclass(frozen=True, slots=True)

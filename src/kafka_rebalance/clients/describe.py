@@ -1,0 +1,257 @@
+"""A live view of consumer groups on a broker, decoded with our wire codecs, and what our
+assignors would do next (``--what-if``). Talks to the broker through aiokafka's admin client
+(its DescribeGroups answer carries the members' raw metadata and assignment bytes)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka_rebalance.assignors import assign
+from kafka_rebalance.clients.extras import require
+from kafka_rebalance.model import InvalidInput
+from kafka_rebalance.protocol.wire import decode_assignment, decode_subscription
+
+# kafka-python's connection options and the aiokafka names they become.
+SECURITY_OPTIONS = ("security_protocol", "sasl_mechanism", "sasl_plain_username", "sasl_plain_password", "ssl_cafile", "ssl_certfile", "ssl_keyfile")
+
+
+class DescribeError(Exception):
+    """One line for the user: unreachable broker, unknown group, timeout."""
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    leave: tuple[str, ...] = ()
+    join: int = 0
+    strategy: str | None = None
+    partitions: Mapping[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, changes: Sequence[str]) -> WhatIf:
+        leave: list[str] = []
+        join, strategy, partitions = 0, None, {}
+        for change in changes:
+            key, sep, value = change.partition("=")
+            if not sep or not value:
+                raise InvalidInput("--what-if", f"{change!r} is not KEY=VALUE (leave=MEMBER, join=N, strategy=NAME, partitions=TOPIC:N)")
+            if key == "leave":
+                leave.append(value)
+            elif key == "join":
+                if not value.isdigit():
+                    raise InvalidInput("--what-if", f"join={value!r}: expected a number of members")
+                join += int(value)
+            elif key == "strategy":
+                strategy = value
+            elif key == "partitions":
+                topic, _, count = value.rpartition(":")
+                if not topic or not count.isdigit():
+                    raise InvalidInput("--what-if", f"partitions={value!r}: expected TOPIC:N")
+                partitions[topic] = int(count)
+            else:
+                raise InvalidInput("--what-if", f"unknown change {key!r} (leave, join, strategy, partitions)")
+        return cls(tuple(leave), join, strategy, partitions)
+
+
+def connection_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """kafka-python's SASL/SSL option names -> aiokafka's keyword arguments."""
+    out: dict[str, Any] = {}
+    for key in ("security_protocol", "sasl_mechanism", "sasl_plain_username", "sasl_plain_password"):
+        if options.get(key):
+            out[key] = options[key]
+    if any(options.get(k) for k in ("ssl_cafile", "ssl_certfile", "ssl_keyfile")) or str(options.get("security_protocol", "")).endswith("SSL"):
+        from aiokafka.helpers import create_ssl_context
+
+        out["ssl_context"] = create_ssl_context(cafile=options.get("ssl_cafile"), certfile=options.get("ssl_certfile"), keyfile=options.get("ssl_keyfile"))
+    return out
+
+
+def describe(bootstrap: str, group: str | None = None, what_if: WhatIf | None = None, timeout: float = 15.0, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Groups on the cluster (no ``group``) or one group in detail; raises ``DescribeError``."""
+    require("aiokafka", "aiokafka (for describe)")
+    # aiokafka logs connection failures with tracebacks; the user gets our one line instead.
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
+    try:
+        return asyncio.run(asyncio.wait_for(_describe(bootstrap, group, what_if, options or {}, timeout), timeout))
+    except TimeoutError:
+        raise DescribeError(f"timed out after {timeout:g}s talking to {bootstrap}") from None
+
+
+async def _describe(bootstrap: str, group: str | None, what_if: WhatIf | None, options: Mapping[str, Any], timeout: float) -> dict[str, Any]:
+    from aiokafka import AIOKafkaConsumer
+    from aiokafka.admin import AIOKafkaAdminClient
+    from aiokafka.errors import KafkaConnectionError, KafkaError
+
+    kwargs = {"bootstrap_servers": bootstrap, "request_timeout_ms": int(timeout * 1000), **connection_options(options)}
+    admin = AIOKafkaAdminClient(**kwargs)
+    try:
+        try:
+            await admin.start()
+        except (KafkaConnectionError, OSError) as exc:
+            raise DescribeError(f"cannot reach a broker at {bootstrap}: {exc}") from None
+        try:
+            if group is None:
+                return await _list_groups(admin)
+            consumer = AIOKafkaConsumer(**kwargs, enable_auto_commit=False)
+            await consumer.start()
+            try:
+                return await _group(admin, consumer, group, what_if)
+            finally:
+                await consumer.stop()
+        except KafkaError as exc:
+            raise DescribeError(f"broker at {bootstrap} answered with an error: {exc}") from None
+    finally:
+        await admin.close()
+
+
+async def _describe_raw(admin, groups: list[str]) -> list:
+    """One DescribeGroups request per group: Tansu garbles an answer about several at once."""
+    out = []
+    for group in groups:
+        for response in await admin.describe_consumer_groups([group]):
+            out.extend(response.groups)
+    return out
+
+
+def _fields(entry) -> dict[str, Any]:
+    """A DescribeGroups group or member entry as a dict, whatever the response version."""
+    return dict(zip(type(entry)._fields, entry, strict=False)) if hasattr(type(entry), "_fields") else dict(entry.__dict__)
+
+
+async def _list_groups(admin) -> dict[str, Any]:
+    listed = await admin.list_consumer_groups()
+    names = sorted({g[0] for g in listed})
+    out = []
+    if names:
+        for raw in await _describe_raw(admin, names):
+            error_code, group_id, state, protocol_type, protocol, members = raw[:6]
+            out.append({"group": group_id, "state": state, "protocol_type": protocol_type, "protocol": protocol or None, "members": len(members)})
+    return {"groups": sorted(out, key=lambda g: g["group"])}
+
+
+async def _group(admin, consumer, group: str, what_if: WhatIf | None) -> dict[str, Any]:
+    from aiokafka.structs import TopicPartition
+
+    raws = await _describe_raw(admin, [group])
+    if not raws:
+        raise DescribeError(f"group {group!r} does not exist")
+    error_code, group_id, state, protocol_type, protocol, raw_members = raws[0][:6]
+    # Kafka answers an unknown group with state Dead (or GROUP_ID_NOT_FOUND, 69); Tansu with
+    # Empty. Either way no members and no protocol type, unlike a real group left empty.
+    if error_code == 69 or (not raw_members and (state in ("Dead", "") or not protocol_type)):
+        raise DescribeError(f"group {group!r} does not exist")
+    if error_code:
+        raise DescribeError(f"describing group {group!r} failed with error code {error_code}")
+    members = []
+    for raw in raw_members:
+        member_id, *rest = raw
+        # DescribeGroups v4+ adds group_instance_id after member_id.
+        if len(rest) == 5:
+            instance_id, client_id, client_host, metadata, assignment_bytes = rest
+        else:
+            instance_id, (client_id, client_host, metadata, assignment_bytes) = None, rest
+        sub = decode_subscription(metadata) if metadata else None
+        assignment = decode_assignment(assignment_bytes) if assignment_bytes else None
+        members.append(
+            {
+                "member_id": member_id,
+                "client_id": client_id,
+                "host": client_host,
+                "group_instance_id": instance_id,
+                "topics": list(sub.topics) if sub else [],
+                "subscription_version": sub.version if sub else None,
+                "owned": sub.owned_names() if sub else [],
+                "generation": sub.generation_id if sub else None,
+                "rack": sub.rack_id if sub else None,
+                "assigned": assignment.names() if assignment else [],
+            }
+        )
+    topics = sorted({t for m in members for t in m["topics"]})
+    await consumer.topics()  # fetch metadata for all topics
+    counts = {t: len(consumer.partitions_for_topic(t) or ()) for t in topics}
+    tps = [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or ())]
+    end = await consumer.end_offsets(tps) if tps else {}
+    # Named partitions: Tansu cannot answer an OffsetFetch for "all partitions".
+    committed = await admin.list_consumer_group_offsets(group, partitions=tps) if tps else {}
+    owner = {p: m["member_id"] for m in members for p in m["assigned"]}
+    lag = []
+    for tp in tps:
+        c = committed.get(tp)
+        c_offset = c.offset if c is not None and c.offset >= 0 else None
+        e = end.get(tp)
+        lag.append({"partition": f"{tp.topic}-{tp.partition}", "owner": owner.get(f"{tp.topic}-{tp.partition}"), "committed": c_offset, "end": e, "lag": (e - c_offset) if (e is not None and c_offset is not None) else e})
+    out: dict[str, Any] = {
+        "group": group_id,
+        "state": state,
+        "protocol_type": protocol_type,
+        "assignor": protocol or None,  # Tansu leaves it empty
+        "members": members,
+        "partitions": lag,
+        "total_lag": sum(row["lag"] or 0 for row in lag),
+        **figures(members, counts),
+    }
+    if what_if is not None:
+        out["what_if"] = next_assignment(members, counts, protocol, what_if)
+    return out
+
+
+def figures(members: Sequence[Mapping[str, Any]], counts: Mapping[str, int]) -> dict[str, Any]:
+    """Balance (spread of assigned counts) and stickiness (owned partitions still assigned)."""
+    sizes = [len(m["assigned"]) for m in members]
+    owned = sum(len(m["owned"]) for m in members)
+    kept = sum(len(set(m["owned"]) & set(m["assigned"])) for m in members)
+    assigned = sum(sizes)
+    return {
+        "balance": {"min": min(sizes, default=0), "max": max(sizes, default=0), "spread": (max(sizes) - min(sizes)) if sizes else 0},
+        "stickiness": {"owned": owned, "kept": kept, "ratio": (kept / owned) if owned else None},
+        "unassigned": sum(counts.values()) - assigned,
+    }
+
+
+def next_assignment(members: Sequence[Mapping[str, Any]], counts: Mapping[str, int], protocol: str | None, what_if: WhatIf) -> dict[str, Any]:
+    """The assignment our assignors give after the changes, what moves, and its pause cost."""
+    unknown = [m for m in what_if.leave if m not in {x["member_id"] for x in members}]
+    if unknown:
+        raise InvalidInput("--what-if", f"leave={unknown[0]!r}: no such member")
+    strategy = what_if.strategy or protocol or "cooperative-sticky"
+    topics = {**counts, **what_if.partitions}
+    all_topics = sorted({t for m in members for t in m["topics"]})
+    snapshot_members = [
+        {"member_id": m["member_id"], "topics": m["topics"], "owned": [p for p in m["assigned"] if p.rpartition("-")[0] in topics], "generation": max(m["generation"] or 0, 0) + 1}
+        | ({"group_instance_id": m["group_instance_id"]} if m["group_instance_id"] else {})
+        for m in members
+        if m["member_id"] not in what_if.leave
+    ]
+    snapshot_members += [{"member_id": f"new-member-{i + 1}", "topics": all_topics} for i in range(what_if.join)]
+    result = assign({"topics": topics, "members": snapshot_members}, strategy)
+    first_round = result["assignment"]
+    cooperative = result["protocol"] == "COOPERATIVE"
+    if cooperative:
+        # The follow-up rebalance, which sees the first round's answer as ownership, places
+        # what the first round withheld; that is where the group ends up.
+        follow_up = [{**m, "owned": first_round[m["member_id"]], "generation": m.get("generation", 0) + 1} for m in snapshot_members]
+        result = assign({"topics": topics, "members": follow_up}, strategy)
+    before = {p: m["member_id"] for m in members for p in m["assigned"]}
+    after = {p: mid for mid, parts in result["assignment"].items() for p in parts}
+    moved = sorted(p for p, mid in after.items() if p in before and before[p] != mid)
+    total = sum(topics.values())
+    return {
+        "strategy": result["strategy"],
+        "protocol": result["protocol"],
+        "assignment": result["assignment"],
+        **({"first_round": first_round} if cooperative else {}),
+        "moves": [{"partition": p, "from": before[p], "to": after[p]} for p in moved],
+        "newly_assigned": sorted(p for p in after if p not in before),
+        "stop_the_world": {
+            # Eager: every member revokes everything before rejoining, so all partitions pause.
+            "eager_paused_partitions": sum(len(m["assigned"]) for m in members),
+            # Cooperative: only partitions that change owner pause, across two rebalances.
+            "cooperative_paused_partitions": len(moved),
+            "cooperative_rebalances": 2 if moved else 1,
+            "this_strategy": "cooperative" if cooperative else "eager",
+            "total_partitions": total,
+        },
+    }

@@ -1,0 +1,211 @@
+"""Drop-in partition assignors for kafka-python (3.x), running our assignors at the leader.
+
+    from kafka import KafkaConsumer
+    from kafka_rebalance.clients.kafka_python import CooperativeStickyPartitionAssignor
+    consumer = KafkaConsumer("orders", group_id="billing",
+                             partition_assignment_strategy=[CooperativeStickyPartitionAssignor])
+
+Names on the wire are Java's (``range``, ``roundrobin``, ``sticky``, ``cooperative-sticky``), so
+one group can mix these with Java consumers, librdkafka and kafka-python's own assignors.
+``supported_protocols()`` is kafka-python's (cooperative-sticky: COOPERATIVE only), because
+kafka-python refuses to mix EAGER and COOPERATIVE assignors in one consumer.
+
+Where kafka-python and Java differ, these follow Java (docs/clients.md):
+- subscriptions are written as ConsumerProtocolSubscription v3 (owned partitions, generation,
+  rack), not v0/v1, so a leader can tell stale claims from current ones;
+- a topic a member gets no partitions of is left out of its assignment (kafka-python's range
+  lists it with no partitions);
+- sticky results are Kafka's (balance first, then stickiness; older-generation owners take
+  back what must move), computed on arrays.
+Eager ``sticky`` user data is written in kafka-python's version-prefixed form by default, so a
+rolling upgrade from kafka-python's own StickyPartitionAssignor keeps its stickiness (its
+leaders read only that form); pass ``user_data_format="java"`` in a group shared with Java or
+librdkafka sticky consumers. Both forms are read.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from collections.abc import Iterable
+
+from kafka_rebalance.assignors.userdata import (
+    UserDataFormat,
+    encode_cooperative_user_data,
+    encode_sticky_user_data,
+)
+from kafka_rebalance.clients.extras import require
+
+require("kafka", "kafka-python")
+
+from kafka.coordinator.assignors.abstract import AbstractPartitionAssignor, RebalanceProtocol  # noqa: E402
+from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription  # noqa: E402
+from kafka.structs import TopicPartition  # noqa: E402
+
+from kafka_rebalance.clients.group import (  # noqa: E402
+    LeaderResult,
+    MemberInfo,
+    PartitionMovements,
+    assign_members,
+    member_info,
+)
+from kafka_rebalance.protocol.wire import (  # noqa: E402
+    DEFAULT_GENERATION,
+    Subscription,
+    decode_subscription,
+    encode_subscription,
+)
+
+MemberMetadata = namedtuple("MemberMetadata", ["subscription", "partitions", "generation"])
+
+
+def _subscription(metadata) -> Subscription:
+    """A member's metadata as kafka-python hands it to the leader (decoded object or bytes)."""
+    if isinstance(metadata, bytes | bytearray | memoryview):
+        return decode_subscription(bytes(metadata))
+    user_data = metadata.user_data
+    if user_data is not None and not isinstance(user_data, bytes | bytearray):
+        user_data = user_data.encode()  # kafka-python's StickyAssignorUserData object
+    owned = tuple(
+        (tp[0], tuple(tp[1])) if isinstance(tp, tuple) else (tp.topic, tuple(tp.partitions))
+        for tp in (getattr(metadata, "owned_partitions", None) or ())
+    )
+    generation = getattr(metadata, "generation_id", None)
+    return Subscription(
+        topics=tuple(metadata.topics),
+        user_data=bytes(user_data) if user_data is not None else None,
+        owned_partitions=owned,
+        generation_id=DEFAULT_GENERATION if generation is None else int(generation),
+        rack_id=getattr(metadata, "rack_id", None),
+        version=int(getattr(metadata, "version", 0) or 0),
+    )
+
+
+def _to_kafka_python(sub: Subscription) -> ConsumerProtocolSubscription:
+    """Our bytes, read back by kafka-python: what goes on the wire is exactly our encoding."""
+    return ConsumerProtocolSubscription.decode(encode_subscription(sub))
+
+
+def _by_topic(partitions: Iterable[TopicPartition]) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    grouped: dict[str, set[int]] = {}
+    for tp in partitions:
+        grouped.setdefault(tp.topic, set()).add(tp.partition)
+    return tuple((t, tuple(sorted(ps))) for t, ps in sorted(grouped.items()))
+
+
+class _LeaderAssignor(AbstractPartitionAssignor):
+    """The leader side shared by all four: decode members, assign with ours, encode."""
+
+    name = ""
+    version = 0  # of the assignments written, as kafka-python's own classes write them
+    latest_result: LeaderResult | None = None  # the last assignment this consumer made as leader
+
+    @property
+    def _latest_partition_movements(self) -> PartitionMovements | None:
+        """kafka-python's attribute of the same name (its tests check ``are_sticky()``)."""
+        return self.latest_result.movements if self.latest_result is not None else None
+
+    @classmethod
+    def _assign(cls, cluster, members) -> tuple[dict[str, ConsumerProtocolAssignment], LeaderResult]:
+        infos: list[MemberInfo] = []
+        topics: set[str] = set()
+        for member in members:
+            sub = _subscription(member.metadata)
+            infos.append(member_info(cls.name, member.member_id, sub, getattr(member, "group_instance_id", None)))
+            topics.update(sub.topics)
+        partitions = {t: cluster.partitions_for_topic(t) for t in topics}
+        result = assign_members(cls.name, partitions, infos)
+        out = {member_id: ConsumerProtocolAssignment(cls.version, pairs, b"") for member_id, pairs in result.assignments.items()}
+        return out, result
+
+
+class RangePartitionAssignor(_LeaderAssignor):
+    """Kafka's RangeAssignor (static members first, then member ids, per topic)."""
+
+    name = "range"
+
+    @classmethod
+    def assign(cls, cluster, members):
+        return cls._assign(cluster, members)[0]
+
+    @classmethod
+    def metadata(cls, topics):
+        return _to_kafka_python(Subscription(tuple(sorted(topics))))
+
+    @classmethod
+    def on_assignment(cls, assignment, generation=None):
+        pass
+
+
+class RoundRobinPartitionAssignor(RangePartitionAssignor):
+    """Kafka's RoundRobinAssignor."""
+
+    name = "roundrobin"
+
+
+class StickyPartitionAssignor(_LeaderAssignor):
+    """Kafka's StickyAssignor (EAGER): the last assignment and its generation travel in the
+    subscription's user data."""
+
+    name = "sticky"
+    DEFAULT_GENERATION_ID = DEFAULT_GENERATION
+
+    def __init__(self, user_data_format: str = UserDataFormat.KAFKA_PYTHON, rack: str | None = None):
+        self.user_data_format = UserDataFormat(user_data_format)
+        self.rack = rack
+        self.member_assignment: list[TopicPartition] | None = None
+        self.generation = DEFAULT_GENERATION
+
+    def assign(self, cluster, members):
+        assignments, self.latest_result = self._assign(cluster, members)
+        return assignments
+
+    def metadata(self, topics):
+        return self._metadata(topics, self.member_assignment, self.generation, self.user_data_format, self.rack)
+
+    @classmethod
+    def _metadata(cls, topics, member_assignment_partitions, generation=-1, user_data_format=UserDataFormat.KAFKA_PYTHON, rack=None):
+        """kafka-python's helper of the same name (its tests build members with it)."""
+        user_data = None
+        if member_assignment_partitions is not None:
+            names = [f"{tp.topic}-{tp.partition}" for tp in member_assignment_partitions]
+            user_data = encode_sticky_user_data(names, generation, UserDataFormat(user_data_format))
+        # Java's consumer sends its generation in every v2+ subscription; EAGER members own
+        # nothing when they rejoin (they revoked everything), so owned partitions stay empty.
+        return _to_kafka_python(Subscription(tuple(sorted(topics)), user_data, generation_id=generation, rack_id=rack))
+
+    @classmethod
+    def parse_member_metadata(cls, metadata) -> MemberMetadata:
+        info = member_info(cls.name, "", _subscription(metadata))
+        return MemberMetadata(list(info.topics), [TopicPartition(t, p) for t, ps in info.owned for p in ps], info.generation)
+
+    def on_assignment(self, assignment, generation):
+        self.member_assignment = assignment.partitions()
+        self.generation = generation
+
+
+class CooperativeStickyPartitionAssignor(StickyPartitionAssignor):
+    """Kafka's CooperativeStickyAssignor: owned partitions and generation travel in the
+    subscription (v3); a partition moving between members is withheld for one rebalance."""
+
+    name = "cooperative-sticky"
+    version = 1
+
+    def supported_protocols(self):
+        return [RebalanceProtocol.COOPERATIVE]
+
+    def metadata(self, topics):
+        owned = _by_topic(self.member_assignment or ())
+        user_data = encode_cooperative_user_data(self.generation)
+        return _to_kafka_python(Subscription(tuple(sorted(topics)), user_data, owned, self.generation, self.rack))
+
+
+#: kafka-python's name for it, so either spelling drops in.
+CooperativeStickyAssignor = CooperativeStickyPartitionAssignor
+
+__all__ = [
+    "CooperativeStickyAssignor",
+    "CooperativeStickyPartitionAssignor",
+    "RangePartitionAssignor",
+    "RoundRobinPartitionAssignor",
+    "StickyPartitionAssignor",
+]
