@@ -44,27 +44,30 @@ def main(argv: list[str] | None = None) -> None:
         code = 130
     except click.exceptions.Exit as exc:
         code = exc.exit_code
-<<<<<<< HEAD
     except KeyboardInterrupt:
         sys.stderr.write("kafka-rebalance: interrupted\n")
         code = 130
-    except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, never a traceback
-        if os.environ.get("KAFKA_REBALANCE_DEBUG"):
-            raise
-        from kafka_rebalance.cli.errors import one_line
-
-        first = one_line(str(exc))
-        sys.stderr.write(f"kafka-rebalance: internal error: {type(exc).__name__}{': ' + first if first else ''} "
-                         "(set KAFKA_REBALANCE_DEBUG=1 for the traceback)\n")
-        code = 1
-=======
     except ImportError as exc:  # a command whose optional extra is not installed
         from kafka_rebalance.clients.extras import missing_extra_message
 
         message = missing_extra_message(exc)
         if message is None:
-            raise
-        sys.stderr.write(f"kafka-rebalance: {message}\n")
-        code = 2
->>>>>>> i11-protocol
+            code = _internal_error(exc)
+        else:
+            sys.stderr.write(f"kafka-rebalance: {message}\n")
+            code = 2
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, never a traceback
+        code = _internal_error(exc)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _internal_error(exc: Exception) -> int:
+    """A bug, not bad input: one line naming it (the traceback on request), exit 1."""
+    if os.environ.get("KAFKA_REBALANCE_DEBUG"):
+        raise exc
+    from kafka_rebalance.cli.errors import one_line
+
+    first = one_line(str(exc))
+    sys.stderr.write(f"kafka-rebalance: internal error: {type(exc).__name__}{': ' + first if first else ''} "
+                     "(set KAFKA_REBALANCE_DEBUG=1 for the traceback)\n")
+    return 1
