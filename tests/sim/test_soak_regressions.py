@@ -84,3 +84,25 @@ def test_a_clean_close_mid_batch_commits_only_what_was_processed():
 
     with wall_clock_limit(20):
         assert check_schedule(random_schedule(schedule_seed(1, 0))) == []
+
+
+def test_a_returning_static_leader_watches_partition_counts():
+    """A static leader bounced within its session timeout is let back without a rebalance
+    (KIP-814 skip_assignment); it must still watch the group's topics as the leader
+    (ConsumerCoordinator.onLeaderElected: assignmentSnapshot = metadataSnapshot). It did not, so
+    a partition added later was never assigned. Found by the soak (seed 1, schedule 128)."""
+    schedule = {
+        "name": "static-leader-bounce-then-partition-increase",
+        "config": {"session_timeout_ms": 6000, "heartbeat_interval_ms": 1200, "max_poll_interval_ms": 30000,
+                   "metadata_max_age_ms": 3000, "group_initial_rebalance_delay_ms": 1000},
+        "topics": {"t0": 1},
+        "consumers": [{"id": "c1", "strategies": ["cooperative-sticky"], "subscribe": ["t0"],
+                       "group_instance_id": "static-1"},
+                      {"id": "c2", "strategies": ["cooperative-sticky"], "subscribe": ["t0"]}],
+        "events": [{"at_ms": 0, "join": "c1"}, {"at_ms": 3000, "join": "c2"},
+                   {"at_ms": 22633, "restart": "c1", "after_ms": 3000},
+                   {"at_ms": 52653, "add_partitions": {"topic": "t0", "count": 2}}],
+        "end_ms": 120000,
+    }
+    with wall_clock_limit(20):
+        assert check_schedule(schedule) == []

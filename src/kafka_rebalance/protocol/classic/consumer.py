@@ -545,8 +545,8 @@ class ConsumerCoordinator:
 
     def _retry_join(self, now: int, out: list[ConsumerOutput], *, backoff: bool = False) -> None:
         """Rejoin: at once after UNKNOWN_MEMBER_ID or REBALANCE_IN_PROGRESS, after retry.backoff.ms
-        after a retriable error (AbstractCoordinator.joinGroupIfNeeded; without the backoff a
-        loading coordinator and a zero-latency network loop forever at one instant)."""
+        after COORDINATOR_LOAD_IN_PROGRESS (AbstractCoordinator.joinGroupIfNeeded; without the
+        backoff a loading coordinator and a zero-latency network loop forever at one instant)."""
         self._set_state(MemberState.UNJOINED if self.generation == NO_GENERATION else MemberState.STABLE)
         self.rejoin_needed = True
         self._join_backing_off = backoff
@@ -566,7 +566,7 @@ class ConsumerCoordinator:
             return
         if error in _COORDINATOR_GONE:
             self._coordinator_unknown(out)
-            self._retry_join(now, out, backoff=True)
+            self._retry_join(now, out)  # the FindCoordinator round trip comes first
             return
         if error in (ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
             self._retry_join(now, out, backoff=error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
@@ -582,6 +582,12 @@ class ConsumerCoordinator:
         assignments: tuple[SyncGroupRequestAssignment, ...] = ()
         if response.leader == self.member_id and response.members and not response.skip_assignment:
             assignments = self._run_assignor(response)
+        elif response.leader == self.member_id and response.skip_assignment:
+            # A returning static leader keeps its assignment but leads from now on: it watches the
+            # group's topics for partition changes (ConsumerCoordinator.onLeaderElected:
+            # assignmentSnapshot = metadataSnapshot).
+            group_topics = {t for m in response.members for t in m.metadata.topics} or set(self.subscribed)
+            self._assignment_metadata = {t: self._metadata[t] for t in sorted(group_topics) if t in self._metadata}
         self._send(SyncGroupRequest(self.config.group_id, self.generation, self.member_id,
                                     self.config.group_instance_id, response.protocol_type, response.protocol_name,
                                     assignments), out)
