@@ -100,16 +100,21 @@ def observation_of(result: SimulationResult) -> Observation:
 
 
 def live_consumers(scenario: Scenario) -> tuple[str, ...]:
-    """Consumers whose process is running at the end: the last of their join, restart, leave or
-    crash events (in time order, as the simulator replays them) started it."""
-    running: dict[str, bool] = {}
-    for event in sorted(scenario.events, key=lambda e: e.at_ms):
-        if event.at_ms > scenario.effective_end_ms:
-            break
-        for action, alive in (("join", True), ("restart", True), ("leave", False), ("crash", False)):
+    """Consumers whose process is running at the end. A restart stops the process at its time
+    and starts it ``after_ms`` later (after the scenario's own events of that instant, as the
+    simulator queues it), so a crash in between finds nothing to crash."""
+    changes: list[tuple[int, int, int, str, bool]] = []
+    for index, event in enumerate(scenario.events):
+        for action, alive in (("join", True), ("leave", False), ("crash", False), ("restart", False)):
             name = getattr(event, action)
             if name is not None:
-                running[name] = alive
+                changes.append((event.at_ms, 0, index, name, alive))
+        if event.restart is not None:
+            changes.append((event.at_ms + (event.after_ms or 0), 1, index, event.restart, True))
+    running: dict[str, bool] = {}
+    for at_ms, _, _, name, alive in sorted(changes):
+        if at_ms <= scenario.effective_end_ms:
+            running[name] = alive
     return tuple(sorted(name for name, alive in running.items() if alive))
 
 
