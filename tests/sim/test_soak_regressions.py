@@ -106,3 +106,14 @@ def test_a_returning_static_leader_watches_partition_counts():
     }
     with wall_clock_limit(20):
         assert check_schedule(schedule) == []
+
+
+def test_a_stale_wake_up_deferred_by_a_pause_does_not_drop_a_batch():
+    """A slow consumer frozen by a GC pause had an idle-poll wake-up deferred; on resume an
+    earlier deferred response made it poll and take a batch, then the stale wake-up polled again
+    and replaced that batch: its records were committed past and never processed. Found by the
+    soak (seed 1, schedule 406)."""
+    from kafka_rebalance.sim.soak import random_schedule, schedule_seed
+
+    with wall_clock_limit(20):
+        assert check_schedule(random_schedule(schedule_seed(1, 406))) == []

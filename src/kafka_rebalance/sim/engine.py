@@ -737,8 +737,10 @@ class Simulation:
                         self._deliver_response(proc, response)
                     case ConsumerTimerFires(timer=timer):
                         self._to_consumer(proc, timer)
-                    case AppWakes(activity=activity):
-                        self._app_event(proc, activity)
+                    case AppWakes(token=token, activity=activity):
+                        # An earlier deferred event may have made the loop poll again since.
+                        if token == proc.app_token:
+                            self._app_event(proc, activity)
                     case _:
                         assert_never(event)
             if proc.continuous:
