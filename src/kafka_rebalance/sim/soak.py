@@ -79,8 +79,8 @@ def _single_owner(seen: Observation) -> Violation | None:
 def _owner_consumes(seen: Observation) -> Violation | None:
     """A partition is consumed under generation g only by its owner in g: the member the
     coordinator's assignment of g gave it to. A cooperative member keeps consuming what it owned
-    in the generation before g until SyncGroup of g tells it what to revoke, so the owner of g-1
-    counts too. A member the coordinator has already expelled (a long GC pause) may still consume
+    in the generation before g until SyncGroup of g tells it what to revoke, so the owner in the
+    latest earlier generation with a recorded assignment counts too. A member the coordinator has already expelled (a long GC pause) may still consume
     under its old generation, as a real zombie consumer does: that is the generation it owns it in.
     An ownership interval starts only with a partition its generation's assignment gave."""
     assignments = seen.assignments
@@ -101,8 +101,9 @@ def _owner_consumes(seen: Observation) -> Violation | None:
         generation = batch.generation
         if generation is None or generation not in assignments:
             continue
-        if owner_in(generation, batch.member, batch.partition) or owner_in(generation - 1, batch.member,
-                                                                            batch.partition):
+        earlier = [g for g in assignments if g < generation]
+        if owner_in(generation, batch.member, batch.partition) or (
+                earlier and owner_in(max(earlier), batch.member, batch.partition)):
             continue
         return Violation(OWNER_CONSUMES, f"{batch.partition}: {batch.member} consumed offsets {batch.start_offset}-"
                                          f"{batch.end_offset} in {batch.start_ms}-{batch.end_ms} ms under generation "
