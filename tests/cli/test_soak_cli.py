@@ -16,7 +16,7 @@ class _SoakStub:
         self.calls = []
         self.failing = failing
 
-    def run_soak(self, spark, schedules, out_dir, *, seed=0, tasks=None, shrink_budget=300):
+    def run_soak(self, spark, schedules, out_dir, *, seed=0, first=0, tasks=None, shrink_budget=300):
         self.calls.append((schedules, out_dir, seed, tasks))
         by_invariant = {"converges": self.failing} if self.failing else {}
         return SoakRun(out_dir=out_dir, schedules=schedules, failing=self.failing, violations=self.failing,

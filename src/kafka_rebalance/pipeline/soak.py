@@ -94,9 +94,10 @@ def schedule_row(index: int, master_seed: int, shrink_budget: int) -> dict[str, 
 
 # --------------------------------------------------------------------------- transforms
 
-def schedule_indices(spark: SparkSession, schedules: int, tasks: int) -> DataFrame:
-    """Schedule numbers 0..schedules-1 in ``tasks`` partitions (the unit of work of a task)."""
-    return spark.range(0, schedules, 1, numPartitions=max(1, min(tasks, schedules))).withColumnRenamed(
+def schedule_indices(spark: SparkSession, schedules: int, tasks: int, first: int = 0) -> DataFrame:
+    """Schedule numbers first..first+schedules-1 in ``tasks`` partitions (the unit of work of a
+    task). A soak can be run in slices (``first``): schedule i is the same in every slice."""
+    return spark.range(first, first + schedules, 1, numPartitions=max(1, min(tasks, schedules))).withColumnRenamed(
         "id", "schedule_index")
 
 
@@ -165,7 +166,8 @@ def default_tasks(spark: SparkSession, schedules: int) -> int:
     return max(1, min(schedules, max(spark.sparkContext.defaultParallelism * 4, schedules // 1000)))
 
 
-def run_soak(spark: SparkSession, schedules: int, out_dir: str, *, seed: int = 0, tasks: int | None = None,
+def run_soak(spark: SparkSession, schedules: int, out_dir: str, *, seed: int = 0, first: int = 0,
+             tasks: int | None = None,
              shrink_budget: int = DEFAULT_SHRINK_BUDGET, progress: bool | None = None) -> SoakRun:
     from kafka_rebalance.pipeline.io import StagedOutput
     from kafka_rebalance.pipeline.spark import spark_progress
@@ -173,7 +175,7 @@ def run_soak(spark: SparkSession, schedules: int, out_dir: str, *, seed: int = 0
     started = time.monotonic()
     task_count = tasks or default_tasks(spark, schedules)
     with StagedOutput(out_dir) as out:
-        checked = check_schedules(schedule_indices(spark, schedules, task_count), seed, shrink_budget)
+        checked = check_schedules(schedule_indices(spark, schedules, task_count, first), seed, shrink_budget)
         with spark_progress(spark, f"soaking {schedules:,} schedules", enabled=progress):
             checked.write.parquet(str(out.path(SCHEDULES)))
         written = spark.read.parquet(str(out.path(SCHEDULES)))
@@ -185,7 +187,7 @@ def run_soak(spark: SparkSession, schedules: int, out_dir: str, *, seed: int = 0
         wall_s = time.monotonic() - started
         summary = {
             **{key: (value if value is not None else 0) for key, value in totals.items()},
-            "seed": seed, "tasks": task_count, "master": spark.sparkContext.master,
+            "seed": seed, "first_schedule": first, "tasks": task_count, "master": spark.sparkContext.master,
             "violations_by_invariant": by_invariant, "wall_s": round(wall_s, 1),
         }
         out.write_text(SUMMARY, json.dumps(summary, indent=2) + "\n")
