@@ -117,3 +117,13 @@ def test_a_stale_wake_up_deferred_by_a_pause_does_not_drop_a_batch():
 
     with wall_clock_limit(20):
         assert check_schedule(random_schedule(schedule_seed(1, 406))) == []
+
+
+def test_a_stall_ending_during_a_pause_restarts_the_poll_loop_when_the_pause_ends():
+    """A slow consumer's stall ended while a GC pause froze the process; the loop could not poll
+    then, and the end of the pause did not restart it: the consumer never polled again and the
+    group ended Empty with it running. Found by the soak (seed 1, schedule 497)."""
+    from kafka_rebalance.sim.soak import random_schedule, schedule_seed
+
+    with wall_clock_limit(20):
+        assert check_schedule(random_schedule(schedule_seed(1, 497))) == []

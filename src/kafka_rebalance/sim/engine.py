@@ -743,7 +743,8 @@ class Simulation:
                             self._app_event(proc, activity)
                     case _:
                         assert_never(event)
-            if proc.continuous:
+            if proc.continuous or (not proc.stalled and not proc.batch and not proc.cc.in_poll):
+                # (A stall that ended during the pause could not restart the loop then.)
                 self._app_poll(proc)
             else:
                 self._maybe_poll(proc)
