@@ -62,6 +62,7 @@ class Observation:
     subscribed_partitions: tuple[str, ...]  # what the live consumers subscribe to, at the end
     # generation -> member -> partitions, from the rebalances that completed (None: not known)
     assignments: dict[int, dict[str, tuple[str, ...]]] | None = None
+    ownership_conflicts: int = 0
 
 
 def observe(scenario: Scenario) -> Observation:
@@ -96,6 +97,7 @@ def observation_of(result: SimulationResult) -> Observation:
         final_assignment={m.member: m.partitions for m in result.final_assignment},
         subscribed_partitions=subscribed_partitions(scenario, live),
         assignments=assignments,
+        ownership_conflicts=result.ownership_conflicts,
     )
 
 
