@@ -253,7 +253,8 @@ def random_schedule(seed: int) -> dict[str, Any]:
         if kind in ("leave", "crash", "join"):
             events.append({"at_ms": at, kind: name})
         elif kind == "pause":  # a GC pause: sometimes longer than the session timeout
-            events.append({"at_ms": at, "pause": name, "for_ms": rng.choice((300, session // 2, session + 2000))})
+            longest = session // 3 if static[name] else session + 2000  # static: see the stall below
+            events.append({"at_ms": at, "pause": name, "for_ms": rng.choice((300, session // 2, longest))})
         elif kind == "stall":  # processing stuck: sometimes past max.poll.interval.ms
             longest = max_poll_interval + 3000
             if static[name]:
