@@ -1,5 +1,6 @@
 """Partition assignors: pure functions of a group snapshot (Range, RoundRobin, Sticky,
-CooperativeSticky, plug-ins) and the strategy vote."""
+CooperativeSticky, plug-ins) and the strategy vote; the broker's server-side assignors of
+consumer groups (KIP-848 ``uniform`` and ``range``) in ``assignors.server``."""
 
 from kafka_rebalance.assignors.api import assign, assign_columnar, choose_strategy
 from kafka_rebalance.assignors.base import (
@@ -10,15 +11,18 @@ from kafka_rebalance.assignors.base import (
 from kafka_rebalance.assignors.range import RangeAssignor
 from kafka_rebalance.assignors.registry import available, get_assignor, register
 from kafka_rebalance.assignors.roundrobin import RoundRobinAssignor
+from kafka_rebalance.assignors.server import SERVER_ASSIGNORS, ServerMember, server_assign
 from kafka_rebalance.assignors.sticky import CooperativeStickyAssignor, StickyAssignor, previous_owners
 from kafka_rebalance.assignors.vote import select_strategy
 
 __all__ = [
+    "SERVER_ASSIGNORS",
     "ColumnarAssignor",
     "CooperativeStickyAssignor",
     "PartitionAssignor",
     "RangeAssignor",
     "RoundRobinAssignor",
+    "ServerMember",
     "SimplePartitionAssignor",
     "StickyAssignor",
     "assign",
@@ -29,4 +33,5 @@ __all__ = [
     "previous_owners",
     "register",
     "select_strategy",
+    "server_assign",
 ]

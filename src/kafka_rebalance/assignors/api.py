@@ -9,6 +9,7 @@ import numpy as np
 
 from kafka_rebalance.assignors.base import PartitionAssignor
 from kafka_rebalance.assignors.registry import get_assignor
+from kafka_rebalance.assignors.server import assign_consumer_group
 from kafka_rebalance.assignors.vote import select_strategy
 from kafka_rebalance.model import ColumnarGroup, GroupSnapshot
 
@@ -26,10 +27,14 @@ def choose_strategy(snapshot: GroupSnapshot, strategy: str | None = None) -> str
 def assign(snapshot: Mapping[str, Any], strategy: str | None = None) -> dict[str, Any]:
     """Assign a group snapshot (the JSON of shared/spec/assignment-json.md) and return the
     output object: ``{"strategy", "protocol", "assignment": {member: [partition, ...]}}``.
+    A consumer-group snapshot (``"group_protocol": "consumer"``) goes to the server-side
+    assignors and its output also says ``"group_protocol": "consumer"``.
 
     Raises ``InvalidInput`` (a ``ValueError``) naming the field for input breaking the contract.
     """
     parsed = GroupSnapshot.from_dict(snapshot)
+    if parsed.group_protocol == "consumer":
+        return assign_consumer_group(parsed, strategy)
     name = choose_strategy(parsed, strategy)
     assignor = get_assignor(name)
     group = ColumnarGroup.from_snapshot(parsed)

@@ -15,6 +15,8 @@ from kafka_rebalance.model.errors import InvalidInput
 DEFAULT_GENERATION = -1
 # partition.assignment.strategy of a Java consumer left at its default (kafka-facts.md).
 DEFAULT_CONSUMER_STRATEGIES: tuple[str, ...] = ("range", "cooperative-sticky")
+# group.protocol: "classic" (JoinGroup/SyncGroup) or "consumer" (KIP-848, server-side assignors).
+GROUP_PROTOCOLS: tuple[str, ...] = ("classic", "consumer")
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +25,8 @@ class TopicMetadata:
     partitions: int
     # One tuple of replica racks per partition, or None when the topic carries no rack data.
     racks: tuple[tuple[str, ...], ...] | None = None
+    # Kafka's topic Uuid as base64 (consumer groups); checked where it is used.
+    topic_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +41,8 @@ class MemberSubscription:
     group_instance_id: str | None = None
     strategies: tuple[str, ...] = ()
     user_data: bytes | None = None
+    # Consumer groups: the assignor the member asks for (ConsumerGroupHeartbeat ServerAssignor).
+    server_assignor: str | None = None
 
     @property
     def effective_strategies(self) -> tuple[str, ...]:
@@ -49,6 +55,7 @@ class GroupSnapshot:
     members: tuple[MemberSubscription, ...]
     strategy: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    group_protocol: str = "classic"
 
     @classmethod
     def from_dict(cls, data: Any) -> GroupSnapshot:
@@ -57,20 +64,35 @@ class GroupSnapshot:
         strategy = data.get("strategy")
         if strategy is not None and (not isinstance(strategy, str) or not strategy):
             raise InvalidInput("strategy", "expected a non-empty string")
+        group_protocol = data.get("group_protocol", "classic")
+        if group_protocol is None:
+            group_protocol = "classic"
+        if group_protocol not in GROUP_PROTOCOLS:
+            raise InvalidInput("group_protocol", f"expected one of {', '.join(GROUP_PROTOCOLS)}, got {group_protocol!r}")
         topics = _parse_topics(data.get("topics"))
         members = _parse_members(data.get("members"))
-        return cls(topics=topics, members=members, strategy=strategy)
+        return cls(topics=topics, members=members, strategy=strategy, group_protocol=group_protocol)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
+        if self.group_protocol != "classic":
+            out["group_protocol"] = self.group_protocol
         if self.strategy is not None:
             out["strategy"] = self.strategy
-        out["topics"] = {
-            t.name: t.partitions if t.racks is None else {"partitions": t.partitions, "racks": [list(r) for r in t.racks]}
-            for t in self.topics.values()
-        }
+        out["topics"] = {t.name: _topic_to_dict(t) for t in self.topics.values()}
         out["members"] = [_member_to_dict(m) for m in self.members]
         return out
+
+
+def _topic_to_dict(t: TopicMetadata) -> int | dict[str, Any]:
+    if t.racks is None and t.topic_id is None:
+        return t.partitions
+    d: dict[str, Any] = {"partitions": t.partitions}
+    if t.racks is not None:
+        d["racks"] = [list(r) for r in t.racks]
+    if t.topic_id is not None:
+        d["topic_id"] = t.topic_id
+    return d
 
 
 def _member_to_dict(m: MemberSubscription) -> dict[str, Any]:
@@ -85,6 +107,8 @@ def _member_to_dict(m: MemberSubscription) -> dict[str, Any]:
         d["group_instance_id"] = m.group_instance_id
     if m.strategies:
         d["strategies"] = list(m.strategies)
+    if m.server_assignor is not None:
+        d["server_assignor"] = m.server_assignor
     return d
 
 
@@ -111,8 +135,12 @@ def _parse_topics(raw: Any) -> dict[str, TopicMetadata]:
         if not isinstance(name, str) or not name:
             raise InvalidInput("topics", "topic names must be non-empty strings")
         racks = None
+        topic_id = None
         if isinstance(spec, Mapping):
             count = spec.get("partitions")
+            topic_id = spec.get("topic_id")
+            if topic_id is not None and (not isinstance(topic_id, str) or not topic_id):
+                raise InvalidInput(f"{where}.topic_id", "expected a base64 topic id string or null")
             if "racks" in spec and spec["racks"] is not None:
                 racks_raw = spec["racks"]
                 if not isinstance(racks_raw, Sequence) or isinstance(racks_raw, str):
@@ -127,7 +155,7 @@ def _parse_topics(raw: Any) -> dict[str, TopicMetadata]:
             raise InvalidInput(where, f"partition count must not be negative, got {count}")
         if racks is not None and len(racks) != count:
             raise InvalidInput(f"topics.{name}.racks", f"has {len(racks)} entries for {count} partitions")
-        topics[name] = TopicMetadata(name, count, racks)
+        topics[name] = TopicMetadata(name, count, racks, topic_id)
     return topics
 
 
@@ -162,6 +190,9 @@ def _parse_members(raw: Any) -> tuple[MemberSubscription, ...]:
         if instance is not None and (not isinstance(instance, str) or not instance):
             raise InvalidInput(f"{where}.group_instance_id", "expected a non-empty string or null")
         strategies = _string_list(m.get("strategies") or (), f"{where}.strategies")
+        server_assignor = m.get("server_assignor")
+        if server_assignor is not None and (not isinstance(server_assignor, str) or not server_assignor):
+            raise InvalidInput(f"{where}.server_assignor", "expected a non-empty string or null")
         members.append(
             MemberSubscription(
                 member_id=member_id,
@@ -171,6 +202,7 @@ def _parse_members(raw: Any) -> tuple[MemberSubscription, ...]:
                 rack=rack,
                 group_instance_id=instance,
                 strategies=strategies,
+                server_assignor=server_assignor,
             )
         )
     return tuple(members)

@@ -158,6 +158,11 @@ class SimulationResult:
     ownership_conflicts: int
     log_records: tuple[LoggedRecord, ...] = field(repr=False, default=())
 
+    @property
+    def result(self) -> dict[str, Any]:
+        """``to_json()``, under the name callers of the untyped simulator used."""
+        return self.to_json()
+
     def to_json(self) -> dict[str, Any]:
         """The result of docs/scenario.md, plus ``ownership``."""
         o = self.ownership
