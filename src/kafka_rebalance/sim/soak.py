@@ -330,8 +330,9 @@ def quiet_ms(schedule: dict[str, Any]) -> int:
                    *(c.get("session_timeout_ms", 0) for c in consumers)])
     rebalance = max([config.get("max_poll_interval_ms", 300000),
                      *(c.get("max_poll_interval_ms", 0) for c in consumers)])
-    return (2 * session + 2 * rebalance + config.get("metadata_max_age_ms", 300000)
-            + config.get("group_initial_rebalance_delay_ms", 3000) + 2 * config.get("coordinator_load_ms", 500) + 10000)
+    return int(2 * session + 2 * rebalance + config.get("metadata_max_age_ms", 300000)
+               + config.get("group_initial_rebalance_delay_ms", 3000) + 2 * config.get("coordinator_load_ms", 500)
+               + 10000)
 
 
 def schedule_seed(master_seed: int, index: int) -> int:
@@ -339,7 +340,7 @@ def schedule_seed(master_seed: int, index: int) -> int:
     return random.Random(f"{master_seed}/{index}").getrandbits(48)
 
 
-class _PlainDumper(yaml.SafeDumper):
+class _PlainDumper(yaml.SafeDumper):  # type: ignore[misc]  # PyYAML ships no types
     """No anchors and aliases: a shared list is written out at each place (readable schedules)."""
 
     def ignore_aliases(self, data: Any) -> bool:
@@ -348,7 +349,7 @@ class _PlainDumper(yaml.SafeDumper):
 
 def schedule_yaml(schedule: dict[str, Any]) -> str:
     """A schedule as scenario YAML, ready for ``kafka-rebalance simulate``."""
-    return yaml.dump(schedule, Dumper=_PlainDumper, sort_keys=False, default_flow_style=None, width=120)
+    return str(yaml.dump(schedule, Dumper=_PlainDumper, sort_keys=False, default_flow_style=None, width=120))
 
 
 # ----------------------------------------------------------------------------- shrinking
@@ -387,7 +388,11 @@ def shrink(schedule: dict[str, Any], fails: Callable[[dict[str, Any]], bool], *,
     while changed and state["tries"] < budget:
         changed = False
         base = current
-        events = _ddmin(base["events"], lambda evs, base=base: attempt({**base, "events": evs}))
+
+        def fails_with(events: list[Any], base: dict[str, Any] = base) -> bool:
+            return attempt({**base, "events": events})
+
+        events = _ddmin(base["events"], fails_with)
         if len(events) < len(current["events"]):
             current = _with_end({**current, "events": events})
             changed = True
