@@ -41,7 +41,9 @@ def bad_input_exits(source: str | None = None) -> Iterator[None]:
     try:
         yield
     except InvalidInput as exc:
-        raise fail(str(inputs.with_source(exc, source) if source is not None else exc)) from None
+        # A field of standard input needs no file name in front of it.
+        named = source is not None and source != inputs.STDIN
+        raise fail(str(inputs.with_source(exc, source) if named else exc)) from None
     except FileNotFoundError as exc:
         raise fail(f"{exc.filename or source}: no such file") from None
     except IsADirectoryError as exc:
