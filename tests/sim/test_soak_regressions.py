@@ -127,3 +127,25 @@ def test_a_stall_ending_during_a_pause_restarts_the_poll_loop_when_the_pause_end
 
     with wall_clock_limit(20):
         assert check_schedule(random_schedule(schedule_seed(1, 497))) == []
+
+
+def test_the_leader_assigns_a_pattern_topic_its_metadata_learns_of_later():
+    """A pattern subscriber saw a new topic and rejoined; the leader (subscribed by list) assigned
+    from metadata that did not have the topic yet, and never noticed it appear, so it stayed
+    unowned. Java's leader fetches metadata for every group topic before assigning
+    (ConsumerCoordinator.performAssignment, ensureFreshMetadata). Found by the soak (seed 0,
+    schedule 6257), shrunk."""
+    schedule = {
+        "name": "pattern-topic-unknown-to-the-leader",
+        "config": {"session_timeout_ms": 15000, "heartbeat_interval_ms": 5000, "max_poll_interval_ms": 15000,
+                   "metadata_max_age_ms": 30000, "network_latency_ms": 20},
+        "topics": {"t0": 5, "p-0": 2},
+        "consumers": [{"id": "c1", "strategies": ["range", "cooperative-sticky"], "pattern": "p-.*"},
+                      {"id": "c2", "strategies": ["range", "cooperative-sticky"], "subscribe": ["t0"],
+                       "group_instance_id": "static-2"}],
+        "events": [{"at_ms": 494, "join": "c2"}, {"at_ms": 11557, "restart": "c1", "after_ms": 31},
+                   {"at_ms": 41193, "create_topic": {"name": "p-2", "partitions": 2}}],
+        "end_ms": 150193,
+    }
+    with wall_clock_limit(20):
+        assert check_schedule(schedule) == []

@@ -409,7 +409,7 @@ class ConsumerCoordinator:
         if self._joined_subscription is not None and self._joined_subscription != self.subscribed:
             self._request_rejoin("subscribed topics changed")
         snapshot = self._assignment_metadata
-        if snapshot is not None and any(topics.get(t) != n for t, n in snapshot.items()):
+        if snapshot is not None and any(topics.get(t, 0) != n for t, n in snapshot.items()):
             self._request_rejoin("partition count of a subscribed topic changed")
 
     def _close(self, positions: Mapping[str, int], out: list[ConsumerOutput]) -> None:
@@ -606,7 +606,10 @@ class ConsumerCoordinator:
             members.append({"member_id": m.member_id, "topics": list(m.metadata.topics), "owned": owned,
                             "generation": generation, "group_instance_id": m.group_instance_id})
         snapshot = {"strategy": name, "topics": topics, "members": members}
-        self._assignment_metadata = topics
+        # Topics a member subscribes to that the leader's metadata does not know yet count as 0
+        # partitions: when they appear, the leader rejoins and assigns them (Java's leader fetches
+        # them before assigning, ConsumerCoordinator.performAssignment -> ensureFreshMetadata).
+        self._assignment_metadata = {t: topics.get(t, 0) for t in group_topics}
         result = assign(snapshot)
         return tuple(SyncGroupRequestAssignment(member, tuple(parts)) for member, parts in result["assignment"].items())
 
