@@ -1,10 +1,13 @@
-"""Broker-log analysis throughput: generate a log (or reuse one), run `kafka-rebalance logs` on
-it, print a table.
+"""Log forensics, speed and latency: a realistic broker log through the Spark engine side by
+side with ``grep -c`` on the same file, and a 30-line paste from stdin end to end (the local
+engine that ``auto`` picks for it, and the Spark engine, with where its seconds go).
 
     .venv/bin/python benchmarks/logs.py [--size 1GB] [--log /tmp/server-1g.log] [--master 'local[2]']
+                                        [--coordinator-share 0.03] [--local-too]
 
-The generated log is kept (and reused when it already has the requested size), so a second run
-measures the analysis alone.
+The generated log is kept (and reused when it already has the requested size and share), so a
+second run measures the analysis alone. Coordinator lines are ``--coordinator-share`` of the
+lines (a few percent on a real broker); the rest is a broker's usual INFO/WARN output.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -22,21 +26,100 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from logs_generator import generate, parse_size  # noqa: E402
 
+PASTE_LINES = 30
+CLI = "from kafka_rebalance.cli import main; main()"
+
+
+def tree_cpu_seconds() -> float:
+    """CPU seconds (user + system) used so far by this process and every live descendant (the
+    JVM, Spark's Python workers), from /proc: a figure that, unlike wall time, does not depend
+    on what else the shared cores are doing."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    used: dict[int, float] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry.name)] = int(fields[1])
+        used[int(entry.name)] = (int(fields[11]) + int(fields[12])) / ticks
+    mine = {os.getpid()}
+    grew = True
+    while grew:
+        grew = False
+        for pid, parent in parents.items():
+            if parent in mine and pid not in mine:
+                mine.add(pid)
+                grew = True
+    return sum(used.get(pid, 0.0) for pid in mine)
+
+
+def grep_seconds(log: Path) -> tuple[float, int]:
+    started = time.perf_counter()
+    done = subprocess.run(["grep", "-c", "GroupCoordinator", str(log)], capture_output=True, text=True, check=False)
+    return time.perf_counter() - started, int(done.stdout.strip() or 0)
+
+
+def make_paste(log: Path, lines: int = PASTE_LINES) -> str:
+    """``lines`` consecutive lines of the log around its first rebalance, as a user would paste."""
+    window: list[str] = []
+    with log.open(encoding="utf-8") as fh:
+        for line in fh:
+            window.append(line)
+            if len(window) > lines:
+                window.pop(0)
+            if "Assignment received from leader" in line and len(window) == lines:
+                break
+    return "".join(window)
+
+
+def paste_run(paste: str, engine: str, master: str) -> tuple[float, dict]:
+    out = Path(tempfile.mkdtemp(prefix="kafka-rebalance-paste-"))
+    args = [sys.executable, "-c", CLI, "logs", "-", "--json", "--out", str(out), "--engine", engine]
+    if engine == "spark":
+        args += ["--master", master]
+    started = time.perf_counter()
+    done = subprocess.run(args, input=paste, capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - started
+    shutil.rmtree(out, ignore_errors=True)
+    if done.returncode != 0:
+        raise SystemExit(f"paste run failed ({engine}): {done.stderr.strip()[-500:]}")
+    return seconds, json.loads(done.stdout)
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", default="1GB", help="log size to generate, e.g. 1GB, 200MB (default 1GB)")
     parser.add_argument("--log", type=Path, default=None, help="log file to write or reuse (default: in the temp dir)")
     parser.add_argument("--master", default="local[2]", help="Spark master URL (default local[2])")
+    parser.add_argument("--coordinator-share", type=float, default=0.03,
+                        help="share of the log's lines that are GroupCoordinator lines (default 0.03)")
+    parser.add_argument("--local-too", action="store_true", help="also time the in-process engine on the big log")
+    parser.add_argument("--no-paste", action="store_true", help="skip the paste-latency runs")
     args = parser.parse_args(argv)
 
     size = parse_size(args.size)
-    log = args.log or Path(tempfile.gettempdir()) / f"kafka-rebalance-bench-{args.size}.log"
+    share = args.coordinator_share
+    log = args.log or Path(tempfile.gettempdir()) / f"kafka-rebalance-bench-{args.size}-{share:g}.log"
     generated_s = None
     if not log.exists() or abs(log.stat().st_size - size) > size * 0.01:
         started = time.perf_counter()
-        generate(log, size)
+        generate(log, size, coordinator_share=share)
         generated_s = time.perf_counter() - started
+    megabytes = log.stat().st_size / 1e6
+
+    # 1. latency: a 30-line paste on stdin, end to end in a fresh process, both engines.
+    if not args.no_paste:
+        paste = make_paste(log)
+        local_s, local_facts = paste_run(paste, "auto", args.master)
+        spark_paste_s, spark_facts = paste_run(paste, "spark", args.master)
+
+    # 2. throughput: the whole log on Spark, and grep -c on the same file.
+    grep_s, grep_count = grep_seconds(log)
+    grep_s, grep_count = grep_seconds(log)  # the second run reads from the page cache, as Spark will
 
     from kafka_rebalance.pipeline.logs import run_logs
     from kafka_rebalance.pipeline.spark import build_session
@@ -46,28 +129,55 @@ def main(argv: list[str] | None = None) -> int:
     spark = build_session(args.master, "kafka-rebalance-logs-bench")
     session_s = time.perf_counter() - started
     try:
+        cpu_before = tree_cpu_seconds()
         started = time.perf_counter()
-        run = run_logs(spark, [str(log)], str(out / "result"), progress=False)
+        run = run_logs(spark, [str(log)], str(out / "spark"), engine="spark", progress=False)
         analysis_s = time.perf_counter() - started
+        cpu_s = tree_cpu_seconds() - cpu_before
     finally:
         spark.stop()
-    summary = json.loads((out / "result" / "summary.json").read_text())
+    local_big = None
+    if args.local_too:
+        started = time.perf_counter()
+        local_run = run_logs(None, [str(log)], str(out / "local"), engine="local")
+        local_big = (time.perf_counter() - started, local_run.summary)
     shutil.rmtree(out, ignore_errors=True)
-    megabytes = log.stat().st_size / 1e6
+    summary = run.summary
+
     rows = [
-        ("log", f"{log} ({megabytes:,.0f} MB, {summary['lines_read']:,} lines, {summary['groups']:,} groups)"),
+        ("log", f"{log} ({megabytes:,.0f} MB, {summary['lines_read']:,} lines, {grep_count:,} GroupCoordinator "
+                f"lines = {grep_count / max(summary['lines_read'], 1):.1%})"),
         ("generated in", f"{generated_s:.1f} s" if generated_s is not None else "reused"),
+        ("grep -c GroupCoordinator", f"{grep_s:.2f} s = {megabytes / grep_s:,.0f} MB/s"),
         ("Spark session start", f"{session_s:.1f} s"),
-        ("analysis (parse, rebuild, tables, report)", f"{analysis_s:.1f} s"),
-        ("throughput", f"{megabytes / analysis_s:,.1f} MB/s, {summary['lines_read'] / analysis_s:,.0f} lines/s"),
-        ("found", f"{summary['rebalances']:,} rebalances, {summary['member_failures']:,} failures, "
+        ("Spark engine, whole log", f"{analysis_s:.1f} s = {megabytes / analysis_s:,.1f} MB/s "
+                                    f"({analysis_s / grep_s:,.0f}x grep's time)"),
+        *((f"  {stage}", f"{seconds:.1f} s") for stage, seconds in summary["seconds"].items()),
+        ("  CPU used (driver, JVM, Python workers)", f"{cpu_s:.1f} s = {megabytes / cpu_s:,.1f} MB per CPU-second; "
+                                                     f"on 2 idle cores: ~{2 * megabytes / cpu_s:,.0f} MB/s"),
+        ("found", f"{summary['groups']:,} groups, {summary['rebalances']:,} rebalances "
+                  f"({summary['open_rebalances']:,} open), {summary['member_failures']:,} failures, "
                   f"{summary['storms']:,} storms"),
+    ]
+    if local_big is not None:
+        seconds, facts = local_big
+        rows.append(("local engine, whole log", f"{seconds:.1f} s = {megabytes / seconds:,.1f} MB/s "
+                                                f"(same rebalances: {facts['rebalances'] == summary['rebalances']})"))
+    if not args.no_paste:
+        rows += [
+        (f"{PASTE_LINES}-line paste on stdin, auto (local)", f"{local_s:.2f} s end to end "
+                                                            f"({local_facts['rebalances']} rebalance(s))"),
+        (f"{PASTE_LINES}-line paste on stdin, --engine spark", f"{spark_paste_s:.1f} s end to end"),
+        *((f"  {stage}", f"{seconds:.1f} s") for stage, seconds in spark_facts["seconds"].items()),
+        ("  JVM, session start and imports (the rest)",
+         f"{spark_paste_s - sum(spark_facts['seconds'].values()):.1f} s"),
+        ]
+    rows += [
         ("machine", f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}, master {args.master}"),
     ]
     width = max(len(name) for name, _ in rows)
     for name, value in rows:
         print(f"{name:<{width}}  {value}")
-    del run
     return 0
 
 

@@ -1,9 +1,11 @@
-"""``kafka-rebalance logs``: rebalances, member failures, empty periods and storms from Kafka
-broker logs, on Spark."""
+"""``kafka-rebalance logs``: rebalances, their causes, member events, client-side rebalances,
+storms and advice from Kafka broker and client logs (any layout; files, directories, .gz, or
+``-`` for a paste on stdin)."""
 
 from __future__ import annotations
 
 import json
+import sys
 
 import click
 
@@ -11,10 +13,30 @@ from kafka_rebalance.cli.app import cli
 from kafka_rebalance.cli.errors import bad_input_exits
 
 
+def _cluster_labels(values: tuple[str, ...], files: tuple[str, ...]) -> dict[str, str]:
+    """``--cluster NAME`` labels every input; ``--cluster NAME=PATH`` labels the inputs under PATH."""
+    from kafka_rebalance.model import InvalidInput
+
+    labels: dict[str, str] = {}
+    for value in values:
+        name, _, path = value.partition("=")
+        if not name:
+            raise InvalidInput("--cluster", f"{value!r}: give NAME or NAME=PATH")
+        for target in ([path] if path else list(files)):
+            labels[target] = name
+    return labels
+
+
 @cli.command("logs")
 @click.argument("files", nargs=-1, required=True)
 @click.option("--out", "out_dir", default="rebalance-logs", show_default=True,
               help="Directory for the Parquet tables, summary.json and report.html.")
+@click.option("--cluster", "clusters", multiple=True, metavar="NAME[=PATH]",
+              help="Label inputs with the cluster they come from (the same group in two clusters is two groups). "
+                   "Repeat for several clusters.")
+@click.option("--engine", type=click.Choice(["auto", "local", "spark"]), default="auto", show_default=True,
+              help="local: in this process (fast start, for pastes and small logs); spark: PySpark; auto: local "
+                   "below 64 MB of input unless --master is given.")
 @click.option("--master", default=None, help="Spark master URL (default local[*]); any URL Spark accepts.")
 @click.option("--storm-gap", "storm_gap_s", type=click.FloatRange(min=0), default=600, show_default=True,
               help="Seconds: rebalances starting within this of the previous one belong to the same storm.")
@@ -22,27 +44,48 @@ from kafka_rebalance.cli.errors import bad_input_exits
               help="Rebalances that make a storm.")
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json instead of a readable summary.")
 @click.option("--verbose-spark", is_flag=True, help="Keep Spark's own logging.")
-def logs_command(files: tuple[str, ...], out_dir: str, master: str | None, storm_gap_s: float, storm_min: int,
-                 as_json: bool, verbose_spark: bool) -> None:
-    """Analyse Kafka broker logs FILE... (server.log, rotated, .gz, or directories of them)."""
-    from kafka_rebalance.pipeline.io import expand_log_paths
+def logs_command(files: tuple[str, ...], out_dir: str, clusters: tuple[str, ...], engine: str, master: str | None,
+                 storm_gap_s: float, storm_min: int, as_json: bool, verbose_spark: bool) -> None:
+    """Analyse Kafka logs FILE... (broker server.log, consumer application logs, rotated, .gz,
+    directories of them, or - to read a paste from stdin)."""
+    from kafka_rebalance.pipeline.logparse.tables import STDIN, expand_inputs
 
     with bad_input_exits():
-        expand_log_paths(files)  # bad paths fail before Spark starts
-        from kafka_rebalance.pipeline.logs import StormRule, run_logs
-        from kafka_rebalance.pipeline.spark import build_session
+        expand_inputs(list(files))  # bad paths fail before anything starts
+        labels = _cluster_labels(clusters, files)
+        stdin_text = None
+        if STDIN in files:
+            raw = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
+            stdin_text = raw.decode("utf-8", errors="replace")
+        from kafka_rebalance.pipeline.logs import StormRule, choose_engine, run_logs
 
-        spark = build_session(master, "kafka-rebalance logs", quiet=not verbose_spark)
-        result = run_logs(spark, list(files), out_dir,
+        spark = None
+        if choose_engine(engine, [f for f in files if f != STDIN], master) == "spark":
+            from kafka_rebalance.pipeline.spark import build_session
+
+            spark = build_session(master, "kafka-rebalance logs", quiet=not verbose_spark)
+        result = run_logs(spark, list(files), out_dir, engine=engine, master=master, clusters=labels,
+                          stdin_text=stdin_text,
                           storm_rule=StormRule(gap_ms=int(storm_gap_s * 1000), min_rebalances=storm_min))
     if as_json:
-        click.echo(json.dumps(result.summary, indent=2))
+        click.echo(json.dumps(result.summary, indent=2, default=str))
         return
     summary = result.summary
-    click.echo(f"read {summary['lines_read']:,} lines from {summary['files']} file(s): "
-               f"{summary['lines_matched']:,} GroupCoordinator lines parsed, {summary['lines_skipped']:,} skipped")
-    click.echo(f"{summary['groups']} group(s), {summary['rebalances']} rebalance(s), "
-               f"{summary['member_failures']} member failure(s), {summary['storms']} storm(s)")
+    if summary["lines_matched"] == 0:
+        click.echo(f"read {summary['lines_read']:,} lines from {summary['files']} input(s): none is a Kafka "
+                   "group-membership message this tool knows (broker GroupCoordinator, Java consumer, Spring Kafka, "
+                   "kafka-python, librdkafka debug, Kafka Streams). The input starts with:")
+        for line in summary.get("sample_lines", []):
+            click.echo(f"  {line[:160]}")
+    else:
+        click.echo(f"read {summary['lines_read']:,} lines from {summary['files']} input(s): "
+                   f"{summary['lines_matched']:,} understood, {summary['lines_unrecognised']:,} about groups but "
+                   "not understood")
+        click.echo(f"{summary['groups']} group(s), {summary['rebalances']} rebalance(s) "
+                   f"({summary['open_rebalances']} never completed), {summary['client_rebalances']} client-side, "
+                   f"{summary['member_failures']} member failure(s), {summary['storms']} storm(s)")
+    for item in summary.get("skipped_inputs", []):
+        click.echo(f"  skipped {item['path']}: {item['why']}")
     from kafka_rebalance.pipeline.advice import RULE_TITLES, Advice, by_rule
 
     for rule, items in by_rule([Advice(**item) for item in summary["advice"]]):

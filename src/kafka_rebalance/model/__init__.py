@@ -2,7 +2,14 @@
 
 from kafka_rebalance.model.columnar import UNASSIGNED, ColumnarGroup, parse_partition_strings
 from kafka_rebalance.model.errors import InvalidInput
-from kafka_rebalance.model.java import java_sort_key, java_string_hash
+from kafka_rebalance.model.java import (
+    java_order,
+    java_sort_key,
+    java_string_hash,
+    partition_topic_of,
+    static_first_member_order,
+    topic_offsets_of,
+)
 from kafka_rebalance.model.snapshot import (
     DEFAULT_CONSUMER_STRATEGIES,
     DEFAULT_GENERATION,
@@ -23,7 +30,11 @@ __all__ = [
     "RebalanceProtocol",
     "TopicMetadata",
     "TopicPartition",
+    "java_order",
     "java_sort_key",
     "java_string_hash",
     "parse_partition_strings",
+    "partition_topic_of",
+    "static_first_member_order",
+    "topic_offsets_of",
 ]

@@ -24,7 +24,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kafka_rebalance.model.errors import InvalidInput
-from kafka_rebalance.model.java import java_sort_key
+from kafka_rebalance.model.java import (
+    java_sort_key,
+    partition_topic_of,
+    static_first_member_order,
+    topic_offsets_of,
+)
 from kafka_rebalance.model.snapshot import GroupSnapshot
 
 UNASSIGNED = -1
@@ -55,9 +60,7 @@ class ColumnarGroup:
 
     @cached_property
     def topic_offsets(self) -> np.ndarray:
-        offsets = np.zeros(self.num_topics + 1, dtype=np.int64)
-        np.cumsum(self.partition_counts, out=offsets[1:])
-        return offsets
+        return topic_offsets_of(self.partition_counts)
 
     @property
     def num_partitions(self) -> int:
@@ -66,19 +69,13 @@ class ColumnarGroup:
     @cached_property
     def partition_topic(self) -> np.ndarray:
         """Topic index of every global partition."""
-        return np.repeat(np.arange(self.num_topics, dtype=np.int32), self.partition_counts)
+        return partition_topic_of(self.partition_counts, np.int32)
 
     @cached_property
     def member_order(self) -> np.ndarray:
         """Member indices in Kafka's MemberInfo order: static members first by group.instance.id,
         then dynamic members by member id (Java string order)."""
-        instance_ids = self.group_instance_ids or (None,) * self.num_members
-
-        def key(i: int) -> tuple[int, bytes]:
-            gid = instance_ids[i]
-            return (0, java_sort_key(gid)) if gid is not None else (1, java_sort_key(self.member_ids[i]))
-
-        return np.array(sorted(range(self.num_members), key=key), dtype=np.int64)
+        return static_first_member_order(self.member_ids, self.group_instance_ids)
 
     @cached_property
     def member_rank(self) -> np.ndarray:

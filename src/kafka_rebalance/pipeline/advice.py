@@ -1,7 +1,7 @@
-"""What to do about what a broker log shows: the seed documents' advice, applied per group.
+"""What to do about what the logs show, per group, with the numbers that justify it.
 
-Input is the small per-group findings table of ``logs.group_findings`` (already aggregated on
-Spark), so this is plain Python.
+Input is one findings dict per group (``logparse.story.findings``: counts, cadences, causes),
+so this is plain Python.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ class Advice:
     finding: str
     advice: str
     rule: str = ""  # which finding this is, to list the groups that share it together
+    cluster: str = "default"
 
     def as_dict(self) -> dict[str, str]:
         return asdict(self)
@@ -63,6 +64,49 @@ def _version_tuple(text: str | None) -> tuple[int, ...] | None:
 
 def advise_group(row: Any) -> list[Advice]:
     group = str(_value(row, "group"))
+    cluster = str(_value(row, "cluster") or "default")
+    items = _advise(row, group)
+    items.extend(_advise_causes(row, group))
+    return [Advice(i.group, i.severity, i.finding, i.advice, i.rule, cluster) for i in items]
+
+
+def _advise_causes(row: Any, group: str) -> list[Advice]:
+    """Advice from what caused the rebalances (restarts, clustered timeouts, coordinator moves)."""
+    items = []
+    restarts = int(_value(row, "restart_rebalances") or 0)
+    if restarts >= 2 and not _value(row, "static_members_seen"):
+        items.append(Advice(
+            group, "problem", f"{restarts} rebalances were members restarting (a member left or failed, then the "
+            "same client joined again)",
+            f"A rolling restart cost {restarts} rebalances. With static membership (group.instance.id set, and "
+            "session.timeout.ms longer than one restart) a restarted consumer takes its partitions back without a "
+            "rebalance: it would cost none.", rule="restarts"))
+    clustered = int(_value(row, "clustered_session_timeouts") or 0)
+    if clustered >= 3:
+        items.append(Advice(
+            group, "problem", f"{clustered} different members timed out within one minute",
+            "Session timeouts of many members at once point at a shared cause (a broker or network pause, a GC "
+            "pause on a shared host, the coordinator moving) rather than at one slow consumer.",
+            rule="clustered-timeouts"))
+    moves = int(_value(row, "coordinator_moves") or 0)
+    if moves:
+        items.append(Advice(
+            group, "note", f"{moves} rebalance(s) right after the group coordinator moved",
+            "The __consumer_offsets partition of the group changed leader (broker restart or reassignment); "
+            "members rejoin the new coordinator. Roll brokers one at a time and wait for the partitions to be "
+            "led by their preferred replicas.", rule="coordinator-moves"))
+    open_count = int(_value(row, "open_rebalances") or 0)
+    total = int(_value(row, "rebalances") or 0)
+    if open_count and total:
+        items.append(Advice(
+            group, "note", f"{open_count} of {total} rebalance(s) never completed in the log",
+            "A rebalance with no closing line was restarted before every member rejoined, or the log ends (or "
+            "a line is missing) before it completed. Look at the members that were slow to rejoin.",
+            rule="open-rebalances"))
+    return items
+
+
+def _advise(row: Any, group: str) -> list[Advice]:
     items: list[Advice] = []
     failures = int(_value(row, "failures") or 0)
     most = _value(row, "most_failing")
@@ -102,8 +146,14 @@ def advise_group(row: Any) -> list[Advice]:
             "poll means removal and a rebalance. Upgrade, or keep max_poll_records small.", rule="old-kafka-python"))
     poll_timeouts = int(_value(row, "poll_timeout_leaves") or 0)
     if poll_timeouts:
+        client = _value(row, "poll_timeout_client")
+        count = int(_value(row, "poll_timeout_client_count") or 0)
+        gap = _value(row, "poll_timeout_median_gap_ms")
+        finding = f"{poll_timeouts} poll-timeout leave(s)"
+        if client and count >= 2 and gap:
+            finding += f"; {client} left {count} times, every ~{_seconds(float(gap))}"
         items.append(Advice(
-            group, "problem", f"{poll_timeouts} member(s) left because the poll timeout expired",
+            group, "problem", finding,
             "Processing one batch took longer than max.poll.interval.ms, so the consumer left the group itself. "
             "Lower max.poll.records or raise max.poll.interval.ms.", rule="poll-timeouts"))
     storms = int(_value(row, "storms") or 0)
@@ -159,6 +209,10 @@ RULE_TITLES = {
     "slow-rebalances": "Slow rebalances",
     "high-generation": "Groups that rebalance routinely",
     "empty": "Groups that went empty",
+    "restarts": "Restarts that cost rebalances (static membership would avoid them)",
+    "clustered-timeouts": "Session timeouts clustered in time",
+    "coordinator-moves": "Rebalances after the coordinator moved",
+    "open-rebalances": "Rebalances that never completed",
 }
 
 

@@ -1,413 +1,38 @@
-"""Broker-log analysis on Spark: GroupCoordinator lines -> events -> rebalances, member events,
-empty periods and storms.
+"""Rebalance forensics on Kafka logs: broker and client lines of any layout -> rebalances, their
+causes and the tables of ``logparse.tables``; on Spark for big inputs, in-process for a paste.
 
-Every transform here is a pure DataFrame -> DataFrame function; reading files and writing
-tables happen in ``run_logs`` only. Parsing uses Spark's own regex functions with the pattern
-constants of ``kafka_rebalance.protocol.logformat`` (one set of regexes for the pure-Python
-parser and for Spark), so the hot path never leaves the JVM: a substring test picks the line's
-kind, then a single match of that kind's pattern yields all its fields.
+The Spark job keeps the JVM doing the bulk work: each line is tested against a few fixed
+substrings (``catalogue.RELEVANT_SUBSTRINGS``, a byte search) and only the few lines that
+could be about group membership cross to Python, where ``logparse.parse`` reads them. Events
+are then grouped by (cluster, group) and each group's story (``logparse.story.tell``) is told
+by ``applyInPandas``: memory is bounded by the largest group, not by the log.
 
-Rebalances are rebuilt exactly as ``logformat.parse_rebalances`` does, with window functions:
-a rebalance opens at a "Preparing to rebalance" line when none is open for the group (a further
-"Preparing" line while open is a restart of the same rebalance), closes at the leader's
-"Assignment received" line (the group is Stable again) or at "is now empty"; still open at the
-end of the log, it ends at its "Stabilized" line if it has one. A member that fails or leaves
-outside a rebalance in the same millisecond as the next "Preparing" line is what caused it.
+Small inputs (a paste from stdin, a few files of an incident) skip Spark entirely: starting a
+JVM costs more than reading them (``benchmarks/logs.py`` measures both). The two engines run
+the same parser and story and write the same tables.
 """
 
 from __future__ import annotations
 
-import re
+import json
+import os
+import tempfile
+import time
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-from pyspark.sql import Column, DataFrame, Observation, Window
-from pyspark.sql import functions as F
+from kafka_rebalance.pipeline.logparse.story import DEFAULT_STORM_RULE, StormRule
+from kafka_rebalance.pipeline.logparse.tables import STDIN
 
-from kafka_rebalance.protocol import logformat
+__all__ = ["StormRule", "LogsRun", "run_logs", "choose_engine", "LOCAL_ENGINE_LIMIT_BYTES"]
 
-KINDS: tuple[str, ...] = tuple(logformat.PATTERNS)
-PREPARING = "preparing_rebalance"
-STABILIZED = "stabilized"
-ASSIGNMENT = "assignment_received"
-FAILED = "member_failed"
-LEFT = "member_left"
-EMPTY = "group_empty"
-CLOSERS = (ASSIGNMENT, EMPTY)
-BOUNDARIES = (PREPARING, *CLOSERS)
+# Below this much input the in-process engine is faster than starting Spark.
+LOCAL_ENGINE_LIMIT_BYTES = 64 * 1024 * 1024
+SUMMARY_SAMPLE_LINES = 5
+# Lines are counted per file (one aggregate per file, in the same pass) for this many files.
+PER_FILE_LINE_COUNTS = 64
 
-# A fixed phrase of each kind, looked for (a plain substring search) before its regex runs:
-# most lines of a broker log are not coordinator lines, and most coordinator lines match one
-# kind, so each line costs at most one full regex match to classify.
-KIND_PHRASES: dict[str, str] = {
-    PREPARING: "Preparing to rebalance group ",
-    STABILIZED: "Stabilized group ",
-    ASSIGNMENT: "Assignment received from leader ",
-    FAILED: " has failed, removing it from the group",
-    LEFT: " has left group through explicit `LeaveGroup` request",
-    EMPTY: " is now empty",
-}
-TIMESTAMP_FORMAT = "yyyy-MM-dd HH:mm:ss,SSS"
-NO_BREAK_SPACES = "\u00a0\u2007\u202f"
-GROUP_SEPARATOR = "\u0001"
-# Member ids are client.id (or group.instance.id) + "-" + a UUID; the client part is what stays
-# the same when a consumer process rejoins with a new member id.
-_MEMBER_UUID_SUFFIX = r"-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
-
-_INT_FIELDS = {"broker", "members", "static_members", "prefix_partition", "suffix_partition"}
-_LONG_FIELDS = {"old_generation", "generation"}
-EVENT_FIELDS = ("group", "state", "old_generation", "generation", "members", "static_members", "leader", "member",
-                "reason", "broker")
-
-
-@dataclass(frozen=True)
-class StormRule:
-    """A storm: consecutive rebalances of a group, each starting within ``gap_ms`` of the one
-    before, at least ``min_rebalances`` of them."""
-
-    gap_ms: int = 10 * 60 * 1000
-    min_rebalances: int = 3
-    # A client failing this often within one storm is the seed's fail-rejoin loop.
-    loop_failures: int = 3
-
-
-# --------------------------------------------------------------------------- parsing
-
-def _kind_column(line: Column) -> Column:
-    kind = F.when(~line.contains("GroupCoordinator"), F.lit(None).cast("string"))
-    for name in KINDS:
-        kind = kind.when(line.contains(KIND_PHRASES[name]), F.lit(name))
-    return kind
-
-
-def _groups_column(line: Column, kind: Column) -> Column:
-    """All capture groups of the line's kind pattern in one regex match: the matched line is
-    rewritten as its groups joined by a separator, then split. (One ``regexp_extract`` per
-    field would run the same pattern once per field.) A line that does not match its kind's
-    pattern is left as it is, so it splits into a single element."""
-    value = None
-    for name in KINDS:
-        pattern = logformat.PATTERNS[name]
-        groups = re.compile(pattern).groups
-        rewritten = F.regexp_replace(line, pattern, GROUP_SEPARATOR.join(f"${i}" for i in range(1, groups + 1)))
-        parts = F.split(rewritten, GROUP_SEPARATOR)
-        value = F.when(kind == name, parts) if value is None else value.when(kind == name, parts)
-    return value
-
-
-def _field_column(groups: Column, kind: Column, field: str) -> Column:
-    """The text of ``field`` for the line's kind ('' when the kind has no such field)."""
-    value = None
-    for name in KINDS:
-        index = logformat.GROUP_INDEX[name].get(field)
-        if index is None:
-            continue
-        extract = F.try_element_at(groups, F.lit(index))
-        value = F.when(kind == name, extract) if value is None else value.when(kind == name, extract)
-    return F.coalesce(value, F.lit("")) if value is not None else F.lit("")
-
-
-def classify_lines(lines: DataFrame, line_column: str = "value") -> DataFrame:
-    """Lines -> ``seq``, ``kind`` (a key of ``logformat.PATTERNS``, or null), ``groups`` (the
-    capture groups of the kind's pattern) and the raw ``timestamp`` text, which is empty when
-    the line does not match its kind's pattern."""
-    raw = F.col(line_column)
-    kinds = lines.select("seq", raw.alias("raw"), _kind_column(raw).alias("kind"),
-                         raw.contains("GroupCoordinator").alias("coordinator"))
-    # Java's \s, unlike Python's, does not match a no-break space (logs pasted from web pages
-    # and documents indent with them): make them plain spaces before matching.
-    line = F.when(F.col("kind").isNotNull(),
-                  F.translate("raw", NO_BREAK_SPACES, " " * len(NO_BREAK_SPACES)))
-    # The one-element explode is a barrier the optimizer cannot inline through: without it each
-    # later use of ``groups`` would be rewritten into its own copy of the regex match.
-    candidates = kinds.select("seq", "kind", "coordinator", F.explode(F.array(_groups_column(line, F.col("kind")))).alias("groups"))
-    matched = F.size("groups") > 1
-    return candidates.withColumn("timestamp", F.when(matched, F.try_element_at("groups", F.lit(1))).otherwise(F.lit("")))
-
-
-def parse_events(lines: DataFrame, line_column: str = "value") -> DataFrame:
-    """Log lines (a string column and a ``seq`` giving file order) -> one row per
-    GroupCoordinator line of a known kind: ``seq, kind, time_ms, time`` and the fields of
-    ``EVENT_FIELDS`` plus ``partition`` (the coordinator's ``__consumer_offsets`` partition).
-    Lines of no known kind, or whose timestamp cannot be read, are dropped."""
-    return distinct_events(events_from_classified(classify_lines(lines, line_column)))
-
-
-def events_from_classified(classified: DataFrame) -> DataFrame:
-    """Classified lines (``classify_lines``) -> events (see ``parse_events``)."""
-    groups, kind = F.col("groups"), F.col("kind")
-    time_ms = F.unix_millis(F.try_to_timestamp(F.col("timestamp"), F.lit(TIMESTAMP_FORMAT)))
-    matched = classified.where(kind.isNotNull() & (F.col("timestamp") != "")).withColumn("time_ms", time_ms)
-    columns: list[Column] = [F.col("seq"), kind, F.col("time_ms"), F.timestamp_millis("time_ms").alias("time")]
-    for field in (*EVENT_FIELDS, "prefix_partition", "suffix_partition"):
-        text = F.nullif(_field_column(groups, kind, field), F.lit(""))
-        if field in _INT_FIELDS:
-            text = text.try_cast("int")
-        elif field in _LONG_FIELDS:
-            text = text.try_cast("bigint")
-        columns.append(text.alias(field))
-    events = matched.select(*columns).where(F.col("time_ms").isNotNull() & F.col("group").isNotNull())
-    return events.withColumn("partition", F.coalesce("prefix_partition", "suffix_partition")).drop(
-        "prefix_partition", "suffix_partition")
-
-
-def distinct_events(events: DataFrame) -> DataFrame:
-    """Events without repeats of the same line: a file given twice (a copy beside its rotated
-    original, or an excerpt pasted twice) must not double the rebalances it shows."""
-    return events.dropDuplicates([c for c in events.columns if c != "seq"])
-
-
-def line_counts(classified: DataFrame) -> list[Column]:
-    """Aggregates over classified lines for summary.json (used with ``Observation``)."""
-    matched = F.col("kind").isNotNull() & (F.col("timestamp") != "")
-    return [
-        F.count(F.lit(1)).alias("lines_read"),
-        F.sum(matched.cast("long")).alias("lines_matched"),
-        F.sum(F.col("coordinator").cast("long")).alias("coordinator_lines"),
-    ]
-
-
-# --------------------------------------------------------------------------- rebalances
-
-def _ordered(partition: str = "group") -> Window:
-    return Window.partitionBy(partition).orderBy("time_ms", "seq")
-
-
-def mark_rebalances(events: DataFrame) -> DataFrame:
-    """Events + ``rebalance_no`` (starts so far in the group), ``starts``, ``closes`` and
-    ``inside`` (the event belongs to the open rebalance ``rebalance_no``)."""
-    kind = F.col("kind")
-    before = _ordered().rowsBetween(Window.unboundedPreceding, -1)
-    so_far = _ordered().rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    boundary = F.when(kind.isin(*BOUNDARIES), kind)
-    marked = events.withColumn("previous_boundary", F.last(boundary, ignorenulls=True).over(before))
-    open_before = F.coalesce(F.col("previous_boundary") == PREPARING, F.lit(False))
-    marked = (
-        marked.withColumn("starts", (kind == PREPARING) & ~open_before)
-        .withColumn("closes", kind.isin(*CLOSERS) & open_before)
-        .withColumn("inside", (kind == PREPARING) | open_before)
-    )
-    return marked.withColumn("rebalance_no", F.sum(F.col("starts").cast("int")).over(so_far))
-
-
-def _members_sorted(condition: Column) -> Column:
-    collected = F.collect_list(F.when(condition, F.struct("time_ms", "seq", "member")))
-    return F.transform(F.array_sort(collected), lambda s: s["member"])
-
-
-def rebalances_from_events(events: DataFrame) -> DataFrame:
-    """Events -> one row per rebalance: ``group, generation`` (the new one; null if the log ends
-    before it is known), ``start, end`` (timestamps; ``end`` null while still open),
-    ``duration_ms, reason, members`` (null when unknown) and ``old_generation, leader, outcome``
-    (``stable``, ``empty`` or ``open``), ``failed_members, left_members, partition``."""
-    marked = mark_rebalances(events)
-    kind = F.col("kind")
-    order = F.struct("time_ms", "seq")
-    after = _ordered().rowsBetween(1, Window.unboundedFollowing)
-    next_start_ms = F.first(F.when(F.col("starts"), F.col("time_ms")), ignorenulls=True).over(after)
-    # A departure just before a rebalance opens (same millisecond, outside any rebalance)
-    # caused it and belongs to it; every other event belongs to the open rebalance, if any.
-    departure = kind.isin(FAILED, LEFT)
-    owned = marked.withColumn("next_start_ms", next_start_ms).withColumn(
-        "owner_no",
-        F.when(F.col("inside"), F.col("rebalance_no"))
-        .when(departure & (F.col("time_ms") == F.col("next_start_ms")), F.col("rebalance_no") + 1),
-    ).where(F.col("owner_no").isNotNull())
-
-    inside = F.col("inside")
-    members_value = F.when(kind == EMPTY, F.lit(0)).when(kind.isin(STABILIZED, ASSIGNMENT), F.col("members"))
-    members_known = inside & ((kind == EMPTY) | (kind == STABILIZED)
-                              | ((kind == ASSIGNMENT) & F.col("members").isNotNull()))
-    start_order = F.when(inside, order)
-    grouped = owned.groupBy("group", F.col("owner_no").alias("rebalance_no")).agg(
-        F.min_by("time_ms", start_order).alias("start_ms"),
-        F.min_by("old_generation", start_order).alias("old_generation"),
-        F.min_by("reason", start_order).alias("reason"),
-        F.min_by("partition", start_order).alias("partition"),
-        F.max_by("generation", F.when(inside & kind.isin(STABILIZED, *CLOSERS) & F.col("generation").isNotNull(),
-                                      order)).alias("generation"),
-        F.max_by(members_value, F.when(members_known, order)).alias("members"),
-        F.max_by("leader", F.when(inside & (kind == ASSIGNMENT), order)).alias("leader"),
-        F.max(F.when(F.col("closes"), F.col("time_ms"))).alias("closed_ms"),
-        F.max(F.when(inside & (kind == STABILIZED), F.col("time_ms"))).alias("stabilized_ms"),
-        F.max(F.col("closes") & (kind == EMPTY)).alias("empty"),
-        _members_sorted(kind == FAILED).alias("failed_members"),
-        _members_sorted(kind == LEFT).alias("left_members"),
-    )
-    end_ms = F.coalesce("closed_ms", "stabilized_ms")
-    return grouped.select(
-        "group",
-        "generation",
-        F.timestamp_millis("start_ms").alias("start"),
-        F.timestamp_millis(end_ms).alias("end"),
-        (end_ms - F.col("start_ms")).alias("duration_ms"),
-        "reason",
-        "members",
-        "old_generation",
-        "leader",
-        F.when(F.col("closed_ms").isNull(), F.lit("open")).when(F.col("empty"), F.lit("empty"))
-        .otherwise(F.lit("stable")).alias("outcome"),
-        "failed_members",
-        "left_members",
-        "partition",
-        "start_ms",
-        end_ms.alias("end_ms"),
-    )
-
-
-def client_of(member: Column) -> Column:
-    """The client part of a member id (member ids are client.id + '-' + UUID)."""
-    return F.regexp_replace(member, _MEMBER_UUID_SUFFIX, "")
-
-
-# The reason Kafka gives when a new member's JoinGroup starts a rebalance (modern and 2.x
-# coordinators): the only place a broker log names a joining member.
-JOIN_REASON = r"^Adding new member (\S+) with group instance id"
-
-
-def member_events_from_events(events: DataFrame) -> DataFrame:
-    """Events -> ``group, member, time, kind`` (``failed`` by session timeout, ``left`` by
-    LeaveGroup, ``joined`` when a new member's join started a rebalance; joins during a
-    rebalance already under way are not logged by Kafka, so they cannot appear) plus ``client``
-    and ``reason`` (the client's reason for leaving)."""
-    kind = F.col("kind")
-    departures = events.where(kind.isin(FAILED, LEFT)).select(
-        "group",
-        "member",
-        "time",
-        F.when(kind == FAILED, F.lit("failed")).otherwise(F.lit("left")).alias("kind"),
-        client_of(F.col("member")).alias("client"),
-        F.when(kind == LEFT, F.col("reason")).alias("reason"),
-        "time_ms",
-    )
-    joiner = F.regexp_extract(F.col("reason"), JOIN_REASON, 1)
-    joins = events.where((kind == PREPARING) & F.col("reason").rlike(JOIN_REASON)).select(
-        "group",
-        joiner.alias("member"),
-        "time",
-        F.lit("joined").alias("kind"),
-        client_of(joiner).alias("client"),
-        F.lit(None).cast("string").alias("reason"),
-        "time_ms",
-    )
-    return departures.unionByName(joins)
-
-
-def empty_periods_from_events(events: DataFrame) -> DataFrame:
-    """Events -> one row per time a group was empty: ``group, generation, start, end``
-    (the next rebalance's start; null if the log ends first) and ``duration_ms``."""
-    kind = F.col("kind")
-    after = _ordered().rowsBetween(1, Window.unboundedFollowing)
-    next_prepare = F.first(F.when(kind == PREPARING, F.col("time_ms")), ignorenulls=True).over(after)
-    relevant = events.where(kind.isin(PREPARING, EMPTY)).withColumn("next_prepare_ms", next_prepare)
-    empties = relevant.where(kind == EMPTY)
-    return empties.select(
-        "group",
-        "generation",
-        F.col("time").alias("start"),
-        F.timestamp_millis("next_prepare_ms").alias("end"),
-        (F.col("next_prepare_ms") - F.col("time_ms")).alias("duration_ms"),
-    )
-
-
-def storms_from_rebalances(rebalances: DataFrame, rule: StormRule = StormRule()) -> DataFrame:
-    """Rebalances -> storms: ``group, start, end, rebalances`` plus ``duration_ms``,
-    ``failures``, ``leaves``, ``top_client`` (the client that failed most in the storm),
-    ``top_client_failures`` and ``kind`` (``fail-rejoin loop`` when one client keeps failing
-    and coming back, else ``burst``)."""
-    ordered = Window.partitionBy("group").orderBy("start_ms", "generation")
-    gap = F.col("start_ms") - F.lag("start_ms").over(ordered)
-    new_cluster = F.when(gap.isNull() | (gap > rule.gap_ms), 1).otherwise(0)
-    clustered = rebalances.withColumn("storm_no", F.sum(new_cluster).over(
-        ordered.rowsBetween(Window.unboundedPreceding, Window.currentRow)))
-    storms = clustered.groupBy("group", "storm_no").agg(
-        F.min("start_ms").alias("start_ms"),
-        F.max(F.coalesce("end_ms", "start_ms")).alias("end_ms"),
-        F.count(F.lit(1)).alias("rebalances"),
-        F.sum(F.size("failed_members")).alias("failures"),
-        F.sum(F.size("left_members")).alias("leaves"),
-    ).where(F.col("rebalances") >= rule.min_rebalances)
-
-    failing = (
-        clustered.select("group", "storm_no", F.explode("failed_members").alias("member"))
-        .withColumn("client", client_of(F.col("member")))
-        .groupBy("group", "storm_no", "client").agg(F.count(F.lit(1)).alias("client_failures"))
-        .groupBy("group", "storm_no")
-        .agg(F.max_by("client", F.struct("client_failures", "client")).alias("top_client"),
-             F.max("client_failures").alias("top_client_failures"))
-    )
-    joined = storms.join(failing, ["group", "storm_no"], "left")
-    return joined.select(
-        "group",
-        F.timestamp_millis("start_ms").alias("start"),
-        F.timestamp_millis("end_ms").alias("end"),
-        "rebalances",
-        (F.col("end_ms") - F.col("start_ms")).alias("duration_ms"),
-        "failures",
-        "leaves",
-        "top_client",
-        F.coalesce("top_client_failures", F.lit(0)).alias("top_client_failures"),
-        F.when(F.coalesce("top_client_failures", F.lit(0)) >= rule.loop_failures, F.lit("fail-rejoin loop"))
-        .otherwise(F.lit("burst")).alias("kind"),
-    ).orderBy("group", "start")
-
-
-# --------------------------------------------------------------------------- per-group findings
-
-def group_findings(rebalances: DataFrame, member_events: DataFrame, storms: DataFrame,
-                   empty_periods: DataFrame) -> DataFrame:
-    """One row per group with what the advice rules need: counts, durations, generations,
-    failure cadence (the spread of the intervals between a client's failures), old clients."""
-    per_group = rebalances.groupBy("group").agg(
-        F.count(F.lit(1)).alias("rebalances"),
-        F.percentile_approx("duration_ms", 0.5).alias("median_duration_ms"),
-        F.max("duration_ms").alias("max_duration_ms"),
-        F.max(F.greatest("generation", "old_generation")).alias("max_generation"),
-        F.min("start_ms").alias("first_ms"),
-        F.max(F.coalesce("end_ms", "start_ms")).alias("last_ms"),
-    )
-    ordered = Window.partitionBy("group", "client").orderBy("time_ms")
-    failures = member_events.where(F.col("kind") == "failed")
-    intervals = failures.withColumn("interval_ms", F.col("time_ms") - F.lag("time_ms").over(ordered))
-    cadence = (
-        intervals.groupBy("group", "client").agg(
-            F.count(F.lit(1)).alias("failures"),
-            F.avg("interval_ms").alias("mean_interval_ms"),
-            F.stddev_pop("interval_ms").alias("sd_interval_ms"),
-        )
-        .groupBy("group")
-        .agg(
-            F.sum("failures").alias("failures"),
-            F.max_by(F.struct("client", "failures", "mean_interval_ms", "sd_interval_ms"), "failures")
-            .alias("most_failing"),
-        )
-    )
-    old_python = (
-        member_events.withColumn("version", F.regexp_extract("client", r"kafka-python-(\d+\.\d+)", 1))
-        .where(F.col("version") != "")
-        .groupBy("group")
-        .agg(F.min("version").alias("kafka_python_version"))
-    )
-    poll_timeouts = (
-        member_events.where((F.col("kind") == "left") & F.lower(F.col("reason")).contains("poll timeout"))
-        .groupBy("group").agg(F.count(F.lit(1)).alias("poll_timeout_leaves"))
-    )
-    leaves = member_events.where(F.col("kind") == "left").groupBy("group").agg(F.count(F.lit(1)).alias("leaves"))
-    storm_summary = storms.groupBy("group").agg(
-        F.count(F.lit(1)).alias("storms"),
-        F.max("rebalances").alias("largest_storm"),
-        F.max_by("kind", "rebalances").alias("largest_storm_kind"),
-        F.max_by("top_client", "rebalances").alias("largest_storm_client"),
-    )
-    empties = empty_periods.groupBy("group").agg(
-        F.count(F.lit(1)).alias("empty_periods"), F.max("duration_ms").alias("longest_empty_ms"))
-    groups = per_group
-    for extra in (cadence, old_python, poll_timeouts, leaves, storm_summary, empties):
-        groups = groups.join(extra, "group", "full")
-    return groups.fillna(0, subset=["rebalances", "failures", "poll_timeout_leaves", "leaves", "storms",
-                                    "empty_periods"])
-
-
-# --------------------------------------------------------------------------- the job
 
 @dataclass
 class LogsRun:
@@ -418,60 +43,412 @@ class LogsRun:
     report: str
 
 
-def read_lines(spark, files: list[str]) -> DataFrame:
-    """Text lines of the given files (gzip read by extension), with ``seq`` in file order."""
-    return spark.read.text(files).withColumn("seq", F.monotonically_increasing_id())
+def input_bytes(files: list[str]) -> int:
+    total = 0
+    for name in files:
+        if name == STDIN:
+            continue
+        try:
+            total += os.path.getsize(name) * (8 if name.endswith(".gz") else 1)
+        except OSError:
+            total += LOCAL_ENGINE_LIMIT_BYTES
+    return total
 
 
-def run_logs(spark, paths: list[str], out_dir: str, *, storm_rule: StormRule = StormRule(),
-             progress: bool | None = None) -> LogsRun:
-    """Read broker logs, write the tables of the output contract, summary.json and the report."""
-    import json
+MIN_SPLIT_BYTES = 128 * 1024 * 1024
+MAX_SPLIT_BYTES = 1024 * 1024 * 1024
 
-    from kafka_rebalance.pipeline import advice, report
-    from kafka_rebalance.pipeline.io import StagedOutput, expand_log_paths
+
+def split_bytes(total_bytes: int, parallelism: int) -> int:
+    """Input split size: one split per core when that is between 128 MB and 1 GB. Every split
+    starts Python workers (pyarrow, the catalogue) and pays the Arrow hand-over once, so fewer,
+    larger splits cost less CPU (measured: 24 -> 17.5 CPU-s per GB on local[2])."""
+    return max(MIN_SPLIT_BYTES, min(MAX_SPLIT_BYTES, -(-total_bytes // max(parallelism, 1))))
+
+
+def choose_engine(engine: str, files: list[str], master: str | None) -> str:
+    """``auto``: the local engine for small inputs unless a Spark master was asked for."""
+    if engine != "auto":
+        return engine
+    if master is not None:
+        return "spark"
+    return "local" if input_bytes(files) < LOCAL_ENGINE_LIMIT_BYTES else "spark"
+
+
+# --------------------------------------------------------------------------- Spark
+
+def _any_contains(value: Any, phrases: tuple[str, ...]) -> Any:
+    condition = None
+    for phrase in phrases:
+        test = value.contains(phrase)
+        condition = test if condition is None else condition | test
+    return condition
+
+
+def jvm_shape(value: Any) -> Any:
+    """``parse.shape`` in Spark's own functions, for lines that never reach Python."""
+    from pyspark.sql import functions as F
+
+    from kafka_rebalance.pipeline.logparse.parse import SHAPE_LEVEL, SHAPE_SUBSTITUTIONS, SHAPE_WIDTH
+
+    text = F.regexp_replace(value, SHAPE_LEVEL, "")
+    for pattern, replacement in SHAPE_SUBSTITUTIONS:
+        text = F.regexp_replace(text, pattern, replacement)
+    return F.substring(F.trim(text), 1, SHAPE_WIDTH)
+
+
+def flag_lines(lines: Any) -> Any:
+    """The JVM-side prefilter. ``marked``: the line holds a fixed phrase of some known message
+    (only these cross to Python); other lines that look like they are about group membership
+    (and are not known noise) get their ``shape`` computed here, for the unrecognised table.
+    Every other line is dropped before Python sees it."""
+    from pyspark.sql import functions as F
+
+    from kafka_rebalance.pipeline.logparse.catalogue import (
+        GATE_SUBSTRINGS,
+        IGNORED_PATTERN,
+        LOG_LIKE,
+        MARKERS,
+        NOISE_SUBSTRINGS,
+        RELEVANT,
+        RELEVANT_SUBSTRINGS,
+    )
+
+    value = F.col("value")
+    gated = lines.where(_any_contains(value, GATE_SUBSTRINGS) & ~_any_contains(value, NOISE_SUBSTRINGS))
+    marked = _any_contains(value, MARKERS)
+    about_groups = (_any_contains(value, RELEVANT_SUBSTRINGS) & value.rlike(RELEVANT.pattern)
+                    & value.rlike(LOG_LIKE.pattern) & ~value.rlike(IGNORED_PATTERN.pattern))
+    # No filter on ``marked``: Spark would evaluate the marker tests twice (in the filter and in
+    # the projection). The few gated lines that are neither go to Python and are skipped there.
+    return with_source(gated).select("source", "seq", "value", marked.alias("marked"),
+                                     F.when(~marked & about_groups, jvm_shape(value)).alias("shape"))
+
+
+def read_lines(spark: Any, files: list[str]) -> Any:
+    """The text lines (``value``) of the files, gzip read by extension."""
+    return spark.read.text(files)
+
+
+def with_source(lines: Any) -> Any:
+    """``source`` (the file) and ``seq`` (increasing in file order) for the lines that are left:
+    added after the prefilter, so they cost nothing for the lines it drops."""
+    from pyspark.sql import functions as F
+
+    source = F.regexp_replace(F.input_file_name(), r"^file:(//)?", "")
+    return lines.select(source.alias("source"), F.monotonically_increasing_id().alias("seq"), "value")
+
+
+def _arrow_schema(ddl_columns: tuple[tuple[str, str], ...]) -> Any:
+    import pyarrow as pa
+
+    types = {"long": pa.int64(), "boolean": pa.bool_(), "string": pa.string()}
+    return pa.schema([(name, types[kind]) for name, kind in ddl_columns])
+
+
+def parse_events(lines: Any, clusters: dict[str, str] | None = None) -> Any:
+    """Lines (``source, seq, value``) -> one row per line about groups: an event (``kind``
+    set) or an unrecognised line (``kind`` null, ``shape`` set)."""
+    from kafka_rebalance.pipeline.logparse.parse import EVENT_COLUMNS, LINE_CAP, parse_line, relevant, shape
+    from kafka_rebalance.pipeline.logparse.tables import event_ddl
+
+    labels = dict(clusters or {})
+
+    schema = _arrow_schema((*EVENT_COLUMNS, ("shape", "string")))
+
+    def parse_batches(batches):
+        import pyarrow as pa
+
+        for batch in batches:
+            records = []
+            columns = [batch.column(name).to_pylist() for name in ("source", "seq", "value", "marked", "shape")]
+            for source, seq, value, marked, jvm_shape_text in zip(*columns, strict=True):
+                if not marked and jvm_shape_text is None:
+                    continue
+                cluster = _cluster_for(source, labels)
+                event = parse_line(value) if marked else None
+                if event is None:
+                    if marked and not relevant(value):
+                        continue
+                    records.append({"source": source, "seq": int(seq), "cluster": cluster,
+                                    "shape": jvm_shape_text if not marked else shape(value), "line": value[:LINE_CAP]})
+                    continue
+                event.update(source=source, seq=int(seq), cluster=cluster)
+                event.pop("thread", None)
+                records.append(event)
+            yield pa.RecordBatch.from_pylist(records, schema=schema)
+
+    return flag_lines(lines).mapInArrow(parse_batches, event_ddl())
+
+
+def story_payloads(events: Any, coordinator_moves: dict[str, list[dict]], rule: StormRule) -> Any:
+    """Events -> ``table, payload`` (one JSON row of a story table). Events are shuffled by
+    (cluster, group) and sorted, so each Python worker sees each of its groups' events
+    together, in one stream: one story per group, memory bounded by the largest group."""
+    from pyspark.sql import functions as F
+
+    from kafka_rebalance.pipeline.logparse.story import tell
+
+    def tell_stream(batches):
+        import pyarrow as pa
+
+        schema = pa.schema([("table", pa.string()), ("payload", pa.string())])
+        current_key, current = None, []
+
+        def told(key, records):
+            tables, payloads = [], []
+            for table, rows in tell(key[0], key[1], records, coordinator_moves.get(key[0]), rule).items():
+                for row in rows:
+                    tables.append(table)
+                    payloads.append(json.dumps(row, default=str))
+            return pa.RecordBatch.from_arrays([pa.array(tables, pa.string()), pa.array(payloads, pa.string())],
+                                              schema=schema)
+
+        for batch in batches:
+            for record in batch.to_pylist():
+                key = (record["cluster"], record["group"])
+                if key != current_key and current:
+                    yield told(current_key, current)
+                    current = []
+                current_key = key
+                current.append(record)
+        if current:
+            yield told(current_key, current)
+
+    from pyspark.sql import Window
+
+    # Client lines that do not name their group take the one the same client named last.
+    named_last = Window.partitionBy("source", "client_id").orderBy("seq").rowsBetween(Window.unboundedPreceding, 0)
+    filled = events.withColumn("group", F.when(
+        F.col("group").isNull() & (F.col("side") == "client") & F.col("client_id").isNotNull(),
+        F.last("group", ignorenulls=True).over(named_last)).otherwise(F.col("group")))
+    grouped = filled.where(F.col("kind").isNotNull() & F.col("group").isNotNull())
+    ordered = grouped.repartition("cluster", "group").sortWithinPartitions("cluster", "group", "source", "seq")
+    return ordered.mapInArrow(tell_stream, "table string, payload string")
+
+
+class Stopwatch:
+    """Seconds spent per stage of a run (in summary.json, and in the benchmark's table)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.seconds[stage] = round(self.seconds.get(stage, 0.0) + now - self._last, 3)
+        self._last = now
+
+
+def _run_spark(spark: Any, files: list[str], clusters: dict[str, str], rule: StormRule, out: Any,
+               progress: bool | None, watch: Stopwatch) -> dict:
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    from kafka_rebalance.pipeline.logparse.tables import CLUSTER_KINDS, STORY_TABLES
     from kafka_rebalance.pipeline.spark import spark_progress
 
-    files = expand_log_paths(paths)
-    with StagedOutput(out_dir) as out:
-        classified = classify_lines(read_lines(spark, files))
-        observation = Observation("lines")
-        observed = classified.observe(observation, *line_counts(classified))
-        events_path = str(out.path("events"))
-        with spark_progress(spark, "reading logs", enabled=progress):
-            distinct_events(events_from_classified(observed)).write.parquet(events_path)
-        counts = observation.get
-        events = spark.read.parquet(events_path).cache()
+    lines = read_lines(spark, files)  # split as sized by ``split_bytes`` (set by run_logs)
+    observation = Observation("lines")
+    per_file = [] if len(files) == 1 else [
+        F.sum((F.input_file_name() == Path(name).as_uri()).cast("long")).alias(f"lines_{i}")
+        for i, name in enumerate(files[:PER_FILE_LINE_COUNTS])]
+    observed = lines.observe(observation, F.count(F.lit(1)).alias("lines_read"), *per_file)
+    parsed_counts = Observation("parsed")
+    parsed = parse_events(observed, clusters).observe(parsed_counts, F.count("kind").alias("events"))
+    events_path = str(out.path("events"))
+    with spark_progress(spark, "reading logs", enabled=progress):
+        parsed.write.parquet(events_path)
+    watch.lap("read and parse (Spark)")
+    counts = observation.get
+    lines_read = int(counts.get("lines_read") or 0)
+    event_count = int(parsed_counts.get.get("events") or 0)
+    parsed = spark.read.parquet(events_path)
+    events = parsed.where(F.col("kind").isNotNull())
+    moves: dict[str, list[dict]] = {}
+    for row in events.where(F.col("kind").isin(*CLUSTER_KINDS)).select("cluster", "partition", "time_ms", "line",
+                                                                     "source", "seq").collect():
+        moves.setdefault(row["cluster"], []).append(row.asDict())
+    with spark_progress(spark, "rebuilding rebalances", enabled=progress):
+        # The story rows are few (one per rebalance, member event, cause): one Spark job writes
+        # them all, then the driver streams them (batch by batch) into each table's Parquet.
+        import pyarrow.dataset as ds
 
-        rebalances = rebalances_from_events(events).cache()
-        member_events = member_events_from_events(events).cache()
-        empty_periods = empty_periods_from_events(events).cache()
-        storms = storms_from_rebalances(rebalances, storm_rule).cache()
-        with spark_progress(spark, "rebuilding rebalances", enabled=progress):
-            rebalances.drop("start_ms", "end_ms").write.parquet(str(out.path("rebalances")))
-            member_events.drop("time_ms").write.parquet(str(out.path("member_events")))
-            storms.write.parquet(str(out.path("storms")))
-            empty_periods.write.parquet(str(out.path("empty_periods")))
-            findings = group_findings(rebalances, member_events, storms, empty_periods).toPandas()
-        lines_read = int(counts.get("lines_read") or 0)
-        lines_matched = int(counts.get("lines_matched") or 0)
-        advice_items = advice.advise(findings, storm_rule)
-        summary = {
-            "lines_read": lines_read,
-            "lines_matched": lines_matched,
-            "lines_skipped": lines_read - lines_matched,
-            "groups": int(events.select("group").distinct().count()),
-            # GroupCoordinator lines of other kinds (loading metadata, joins) or cut short.
-            "coordinator_lines_not_parsed": int(counts.get("coordinator_lines") or 0) - lines_matched,
-            "rebalances": int(findings["rebalances"].sum()) if len(findings) else 0,
-            "member_failures": int(findings["failures"].sum()) if len(findings) else 0,
-            "storms": int(findings["storms"].sum()) if len(findings) else 0,
-            "files": len(files),
-            "advice": [item.as_dict() for item in advice_items],
-        }
-        out.write_text("summary.json", json.dumps(summary, indent=2) + "\n")
-        figures = report.logs_figures(spark, rebalances, member_events, storms, findings)
-        html = report.render_logs_report(summary, figures, advice_items, findings, storms)
+        payloads_path = out.staging / "story-payloads.tmp"
+        story_payloads(events, moves, rule).write.parquet(str(payloads_path))
+        writers = TableWriters(out, STORY_TABLES)
+        findings = []
+        for batch in ds.dataset(str(payloads_path), format="parquet").to_batches(columns=["table", "payload"]):
+            for table, payload in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True):
+                record = json.loads(payload)
+                if table == "findings":
+                    findings.append(record)
+                else:
+                    writers.add(table, record)
+        writers.close()
+        groups = len(findings)  # one per group told
+        watch.lap("stories and tables (Spark)")
+        unrecognised = parsed.where(F.col("kind").isNull()).groupBy("cluster", "source", "shape").agg(
+            F.count(F.lit(1)).alias("count"), F.first("line").alias("sample")).orderBy(F.desc("count"))
+        unrecognised.write.parquet(str(out.path("unrecognised")))
+        coverage_rows = parsed.groupBy("source", "cluster").agg(
+            F.sum((F.col("side") == "broker").cast("long")).alias("broker_lines"),
+            F.sum((F.col("side") == "client").cast("long")).alias("client_lines"),
+            F.sum(F.col("kind").isNull().cast("long")).alias("unrecognised_lines"),
+            F.min("time_ms").alias("first_ms"), F.max("time_ms").alias("last_ms")).collect()
+    watch.lap("counts and coverage (Spark)")
+    seen = {r["source"]: r.asDict() for r in coverage_rows}
+    coverage = []
+    for index, name in enumerate(files):
+        row = seen.get(name) or {
+            "source": name, "cluster": _cluster_for(name, clusters), "broker_lines": 0, "client_lines": 0,
+            "unrecognised_lines": 0, "first_ms": None, "last_ms": None}
+        row = {k: (int(v) if isinstance(v, int | float) and v is not None else v) for k, v in row.items()}
+        row["source"] = name
+        counted = lines_read if len(files) == 1 else counts.get(f"lines_{index}")
+        row["lines"] = int(counted) if counted is not None else None
+        coverage.append(row)
+    return {"findings": findings, "coverage": coverage, "lines_read": lines_read, "events": event_count,
+            "groups": groups, "samples": []}
+
+
+class TableWriters:
+    """Story rows -> one Parquet file per table, written in chunks (memory stays bounded)."""
+
+    CHUNK = 20_000
+
+    def __init__(self, out: Any, tables: tuple[str, ...]):
+        self._out = out
+        self._rows: dict[str, list[dict]] = {table: [] for table in tables}
+        self._writers: dict[str, Any] = {}
+
+    def add(self, table: str, row: dict) -> None:
+        rows = self._rows[table]
+        rows.append(row)
+        if len(rows) >= self.CHUNK:
+            self._flush(table)
+
+    def _flush(self, table: str) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from kafka_rebalance.pipeline.logparse.tables import arrow_schema, frame
+
+        schema = arrow_schema(table)
+        writer = self._writers.get(table)
+        if writer is None:
+            directory = self._out.path(table)
+            directory.mkdir(parents=True, exist_ok=True)
+            writer = self._writers[table] = pq.ParquetWriter(directory / "part-00000.parquet", schema)
+        writer.write_table(pa.Table.from_pandas(frame(table, self._rows[table]), schema=schema, preserve_index=False))
+        self._rows[table] = []
+
+    def close(self) -> None:
+        for table in self._rows:
+            if self._rows[table] or table not in self._writers:
+                self._flush(table)
+            self._writers[table].close()
+
+
+def _cluster_for(source: str, clusters: dict[str, str]) -> str:
+    for prefix, name in clusters.items():
+        if source.startswith(prefix):
+            return name
+    return "default"
+
+
+# --------------------------------------------------------------------------- the run
+
+def _inputs(paths: list[str], clusters: dict[str, str]) -> list[tuple[str, str]]:
+    return [(p, _cluster_for(p if p == STDIN else str(Path(p).resolve()), clusters)) for p in paths]
+
+
+def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRule = DEFAULT_STORM_RULE,
+             progress: bool | None = None, engine: str = "auto", clusters: dict[str, str] | None = None,
+             stdin_text: str | None = None, master: str | None = None, skipped: list[tuple[str, str]] | None = None
+             ) -> LogsRun:
+    """Read logs (files, directories, .gz, ``-`` for stdin), write every table, summary.json and
+    report.html into ``out_dir``. ``spark`` may be None: it is built (from ``master``) only if
+    the Spark engine is chosen. ``clusters`` maps a path prefix to a cluster name."""
+    from kafka_rebalance.pipeline import advice, report
+    from kafka_rebalance.pipeline.io import StagedOutput
+    from kafka_rebalance.pipeline.logparse.tables import analyse_local, expand_inputs, write_frame
+
+    files, found_skipped = expand_inputs(paths)
+    skipped = list(skipped or []) + found_skipped
+    resolved = {str(Path(prefix).resolve()) if prefix != STDIN else prefix: name
+                for prefix, name in (clusters or {}).items()}
+    chosen = choose_engine(engine, files, master)
+    watch = Stopwatch()
+    with StagedOutput(out_dir) as out:
+        if chosen == "local":
+            result = analyse_local(_inputs(files, resolved), storm_rule, stdin_text=stdin_text)
+            watch.lap("read, parse and stories (local)")
+            for table, df in result.frames.items():
+                write_frame(df, out.path(table), table)
+            watch.lap("tables (local)")
+            facts = {"findings": result.findings, "coverage": result.coverage, "lines_read": result.lines_read,
+                     "events": result.events, "groups": result.groups, "samples": result.samples}
+            frames = result.frames
+            skipped.extend(result.unreadable)
+        else:
+            spark_files = list(files)
+            temporary = None
+            if STDIN in spark_files:
+                import sys
+
+                # Spark reads files: the paste goes to one first (removed when the run ends).
+                descriptor, temporary = tempfile.mkstemp(suffix=".log", prefix="kafka-rebalance-stdin-")
+                with os.fdopen(descriptor, "w", encoding="utf-8") as fh:
+                    fh.write(stdin_text if stdin_text is not None else sys.stdin.read())
+                spark_files[spark_files.index(STDIN)] = temporary
+            if spark is None:
+                from kafka_rebalance.pipeline.spark import build_session
+
+                spark = build_session(master, "kafka-rebalance logs")
+            split_key = "spark.sql.files.maxPartitionBytes"
+            previous_split = spark.conf.get(split_key)
+            spark.conf.set(split_key, str(split_bytes(input_bytes(spark_files), spark.sparkContext.defaultParallelism)))
+            try:
+                facts = _run_spark(spark, [str(Path(f).resolve()) for f in spark_files],
+                                   resolved, storm_rule, out, progress, watch)
+            finally:
+                spark.conf.set(split_key, previous_split)
+                if temporary is not None:
+                    os.unlink(temporary)
+            frames = report.read_tables(out.staging)
+        advice_items = advice.advise(facts["findings"], storm_rule)
+        summary = _summary(facts, frames, files, chosen, advice_items, skipped)
+        figures = report.logs_figures(frames, facts["findings"])
+        html = report.render_logs_report(summary, figures, advice_items, frames, facts["findings"])
         report.write_report(out, html, figures)
-        events.unpersist()
+        watch.lap("advice and report")
+        summary["seconds"] = watch.seconds
+        out.write_text("summary.json", json.dumps(summary, indent=2, default=str) + "\n")
     return LogsRun(out_dir=str(out.final), summary=summary, report=str(out.final / "report.html"))
+
+
+def _summary(facts: dict, frames: dict[str, Any], files: list[str], engine: str, advice_items: list,
+             skipped: list[tuple[str, str]]) -> dict:
+    rebalances = frames["rebalances"]
+    member_events = frames["member_events"]
+    unrecognised = frames["unrecognised"]
+    lines_matched = int(facts["events"])
+    return {
+        "lines_read": int(facts["lines_read"]),
+        "lines_matched": lines_matched,
+        "lines_skipped": int(facts["lines_read"]) - lines_matched,
+        "lines_unrecognised": int(unrecognised["count"].sum()) if len(unrecognised) else 0,
+        "groups": int(facts["groups"]),
+        "rebalances": int(len(rebalances)),
+        "open_rebalances": int((rebalances["outcome"] == "open").sum()) if len(rebalances) else 0,
+        "client_rebalances": int(len(frames["client_rebalances"])),
+        "member_failures": int(member_events["kind"].isin(["failed", "fenced"]).sum()) if len(member_events) else 0,
+        "storms": int(len(frames["storms"])),
+        "files": len(files),
+        "engine": engine,
+        "coverage": facts["coverage"],
+        "skipped_inputs": [{"path": p, "why": why} for p, why in skipped],
+        "sample_lines": facts.get("samples", [])[:SUMMARY_SAMPLE_LINES] if lines_matched == 0 else [],
+        "advice": [item.as_dict() for item in advice_items],
+    }

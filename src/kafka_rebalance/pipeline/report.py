@@ -170,6 +170,49 @@ def generated_note() -> str:
 
 # --------------------------------------------------------------------------- logs report
 
+LOG_TABLES = ("rebalances", "member_events", "storms", "empty_periods", "client_rebalances", "causes",
+              "unrecognised")
+GROUP_SECTIONS = 20
+GROUP_SECTION_ROWS = 30
+
+
+def read_tables(directory: Any) -> dict[str, pd.DataFrame]:
+    """The logs tables written under ``directory`` (one Parquet directory each) as pandas."""
+    from pathlib import Path
+
+    frames = {}
+    for name in LOG_TABLES:
+        frames[name] = pd.read_parquet(Path(directory) / name)
+    return frames
+
+
+def _naive(series: pd.Series) -> pd.Series:
+    series = pd.to_datetime(series)
+    return series.dt.tz_convert(None) if getattr(series.dt, "tz", None) is not None else series
+
+
+def _labelled(frame: pd.DataFrame, several_clusters: bool) -> pd.DataFrame:
+    """``group`` as shown: ``cluster/group`` when the inputs span several clusters."""
+    frame = frame.copy()
+    if several_clusters and "cluster" in frame.columns and len(frame):
+        frame["group"] = frame["cluster"].astype(str) + "/" + frame["group"].astype(str)
+    for column in ("start", "end", "time", "drawn_until"):
+        if column in frame.columns:
+            frame[column] = _naive(frame[column])
+    return frame
+
+
+def findings_frame(findings: list[dict]) -> pd.DataFrame:
+    columns = ["cluster", "group", "rebalances", "open_rebalances", "median_duration_ms", "max_duration_ms",
+               "max_generation", "failures", "poll_timeout_leaves", "leaves", "storms", "empty_periods"]
+    frame = pd.DataFrame(findings, columns=columns) if findings else pd.DataFrame(columns=columns)
+    return frame
+
+
+def _several_clusters(findings: list[dict]) -> bool:
+    return len({f["cluster"] for f in findings}) > 1
+
+
 def _top_groups(findings: pd.DataFrame) -> list[str]:
     if findings.empty:
         return []
@@ -177,42 +220,42 @@ def _top_groups(findings: pd.DataFrame) -> list[str]:
     return [str(g) for g in ranked["group"].head(TOP_GROUPS)]
 
 
-def logs_figures(spark: Any, rebalances: Any, member_events: Any, storms: Any, findings: pd.DataFrame) -> list[Figure]:
-    """The figures of the logs report. ``rebalances``, ``member_events`` and ``storms`` are Spark
-    DataFrames; only the top groups' rows (bounded) come to the driver."""
-    from pyspark.sql import functions as F
-
-    top = _top_groups(findings)
-    in_top = F.col("group").isin(top) if top else F.lit(False)
-    per_group_cap = 3000
-    ranked = rebalances.where(in_top).select(
-        "group", "generation", "start", "end", "duration_ms", "members", "outcome", "reason",
-        F.size("failed_members").alias("failed"), F.size("left_members").alias("left"), "start_ms")
-    from pyspark.sql import Window
-
-    latest = Window.partitionBy("group").orderBy(F.col("start_ms").desc())
-    timeline = (ranked.withColumn("n", F.row_number().over(latest)).where(F.col("n") <= per_group_cap)
-                .drop("n", "start_ms").toPandas())
-    quantiles = rebalances.where(in_top & F.col("duration_ms").isNotNull()).groupBy("group").agg(
-        F.count(F.lit(1)).alias("rebalances"),
-        *(F.percentile_approx("duration_ms", q).alias(f"p{int(q * 100)}") for q in (0.05, 0.25, 0.5, 0.75, 0.95)),
-        F.max("duration_ms").alias("max"),
-        F.min("duration_ms").alias("min"),
-    ).toPandas()
-    departures = member_events.where(in_top).select("group", "member", "time", "kind", "client").limit(20000).toPandas()
-    storm_rows = storms.where(in_top).toPandas()
+def logs_figures(frames: dict[str, pd.DataFrame], findings: list[dict]) -> list[Figure]:
+    """The figures of the logs report, from the (already small) tables."""
+    several = _several_clusters(findings)
+    groups = _labelled(findings_frame(findings), several)
+    top = _top_groups(groups)
+    rebalances = _labelled(frames["rebalances"], several)
+    timeline = rebalances[rebalances["group"].isin(top)].copy()
+    timeline["failed"] = timeline["failed_members"].map(len)
+    timeline["left"] = timeline["left_members"].map(len)
+    timeline = timeline.sort_values("start").groupby("group").tail(3000)
+    timeline = timeline[["group", "generation", "start", "end", "duration_ms", "members", "outcome", "reason", "cause",
+                         "failed", "left", "drawn_until"]]
+    events = _labelled(frames["member_events"], several)
+    marks = events[events["group"].isin(top) & events["kind"].isin(["failed", "left", "joined", "fenced",
+                                                                     "poll_timeout"])]
+    marks = marks[["group", "member", "time", "kind", "client"]].head(20000)
+    storms = _labelled(frames["storms"], several)
+    storms = storms[storms["group"].isin(top)]
+    durations = rebalances[rebalances["group"].isin(top) & rebalances["duration_ms"].notna()]
+    quantiles = durations.groupby("group")["duration_ms"].agg(
+        rebalances="count", p5=lambda s: s.quantile(0.05), p25=lambda s: s.quantile(0.25),
+        p50=lambda s: s.quantile(0.5), p75=lambda s: s.quantile(0.75), p95=lambda s: s.quantile(0.95),
+        max="max", min="min").reset_index() if len(durations) else pd.DataFrame()
     return [
-        rebalance_timeline_figure(timeline, departures, storm_rows, top),
-        duration_figure(quantiles, top),
-        storms_figure(findings, storm_rows),
+        rebalance_timeline_figure(timeline, marks, storms, top),
+        duration_figure(quantiles.astype({c: float for c in quantiles.columns if c != "group"}), top),
+        storms_figure(groups.fillna({"failures": 0, "storms": 0}), storms),
     ]
 
 
 def rebalance_timeline_figure(timeline: pd.DataFrame, departures: pd.DataFrame, storms: pd.DataFrame,
                               groups: list[str]) -> Figure:
     caption = ("Each bar is one rebalance, from \"Preparing to rebalance\" until the group was stable again "
-               "(grey: ended empty, hatched: still open at the end of the log); red crosses are members removed "
-               "by session timeout, orange ticks members that left; shaded spans are storms. "
+               "(grey: ended empty, hatched: never completed, drawn to the next rebalance or the end of the "
+               "log); red crosses are members removed by session timeout or fenced, orange ticks members that left "
+               "(or whose poll timeout expired), green pluses members that joined; shaded spans are storms. "
                f"Top {TOP_GROUPS} groups by rebalances.")
     if timeline.empty:
         return Figure("rebalance_timeline", "Rebalances over time", caption, empty_figure("no rebalances found"),
@@ -283,7 +326,7 @@ def _draw_group_row(ax, y: int, rows_in_panel: int, group: str, timeline: pd.Dat
         if part.empty:
             continue
         starts = mdates.date2num(part["start"].dt.tz_localize(None))
-        ends = part["end"].fillna(end_all)
+        ends = part["end"].fillna(part.get("drawn_until", end_all)).fillna(end_all)
         widths = mdates.date2num(ends.dt.tz_localize(None)) - starts
         bars = [(s, max(w, min_width)) for s, w in zip(starts, widths, strict=True)]
         ax.broken_barh(bars, (y - 0.3, 0.6), facecolors=colour, hatch=hatch,
@@ -297,10 +340,13 @@ def _draw_group_row(ax, y: int, rows_in_panel: int, group: str, timeline: pd.Dat
     if not departures.empty:
         mine = departures[departures["group"] == group]
         failed = mine[mine["kind"] == "failed"]
-        left = mine[mine["kind"] == "left"]
+        failed = mine[mine["kind"].isin(["failed", "fenced"])]
+        left = mine[mine["kind"].isin(["left", "poll_timeout"])]
+        joined = mine[mine["kind"] == "joined"]
         ax.plot(failed["time"].dt.tz_localize(None), [y + 0.38] * len(failed), "x", color="#d62728", ms=6, mew=1.6)
         ax.plot(left["time"].dt.tz_localize(None), [y + 0.38] * len(left), "|", color="#ff7f0e", ms=8, mew=1.6)
-        elements += len(failed) + len(left)
+        ax.plot(joined["time"].dt.tz_localize(None), [y - 0.42] * len(joined), "+", color="#2ca02c", ms=7, mew=1.4)
+        elements += len(failed) + len(left) + len(joined)
     return elements
 
 
@@ -380,34 +426,126 @@ def advice_html(advice_items: Sequence[Any], groups_shown: int = 8) -> str:
     return f'<ul class="advice">{"".join(entries)}</ul>'
 
 
-def render_logs_report(summary: dict, figures: list[Figure], advice_items: list, findings: pd.DataFrame,
-                       storms: Any) -> str:
-    if hasattr(storms, "toPandas"):
-        storms = storms.limit(200).toPandas()
+def _ms_text(value: Any) -> str:
+    if value is None or (isinstance(value, float) and pd.isna(value)) or value is pd.NA:
+        return ""
+    seconds = float(value) / 1000
+    return f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
+def coverage_html(summary: dict) -> str:
+    rows = []
+    for item in summary.get("coverage", []):
+        first, last = item.get("first_ms"), item.get("last_ms")
+        span = ""
+        if first is not None and last is not None:
+            span = (f"{datetime.fromtimestamp(first / 1000, UTC):%Y-%m-%d %H:%M:%S} to "
+                    f"{datetime.fromtimestamp(last / 1000, UTC):%Y-%m-%d %H:%M:%S}")
+        rows.append({"input": item["source"], "cluster": item.get("cluster"), "lines": item.get("lines"),
+                     "broker lines read": item.get("broker_lines"), "client lines read": item.get("client_lines"),
+                     "group-related lines not understood": item.get("unrecognised_lines"), "time span": span})
+    for item in summary.get("skipped_inputs", []):
+        rows.append({"input": item["path"], "cluster": "", "lines": None, "broker lines read": None,
+                     "client lines read": None, "group-related lines not understood": None,
+                     "time span": f"skipped: {item['why']}"})
+    return table(pd.DataFrame(rows), limit=200) if rows else ""
+
+
+def group_section(group: str, rebalances: pd.DataFrame, causes: pd.DataFrame, advice_items: list) -> str:
+    """One group: its advice, then its rebalances (latest first) with cause and evidence."""
+    from kafka_rebalance.pipeline.logparse.story import CAUSE_TITLES
+
+    parts = []
+    mine = [a for a in advice_items if a.group == group]
+    if mine:
+        parts.append("<ul class=\"advice\">" + "".join(
+            f'<li><span class="{a.severity}">{html.escape(a.finding)}</span>. {html.escape(a.advice)}</li>'
+            for a in mine) + "</ul>")
+    rows = rebalances.sort_values("start", ascending=False).head(GROUP_SECTION_ROWS)
+    lines = []
+    for r in rows.itertuples():
+        start = "" if pd.isna(r.start) else f"{r.start:%Y-%m-%d %H:%M:%S.%f}"[:-3]
+        length = "never completed" if r.outcome == "open" else _ms_text(r.duration_ms)
+        generation = "" if pd.isna(r.generation) else f"{int(r.generation)}"
+        evidence = causes[(causes["generation"].astype("Float64") == (float(r.generation) if generation else -1))
+                          | ((causes["start"] == r.start) & causes["generation"].isna())] if len(causes) else causes
+        cause_text = html.escape(CAUSE_TITLES.get(r.cause, r.cause or ""))
+        member = f" ({html.escape(str(r.cause_member))})" if isinstance(r.cause_member, str) and r.cause_member else ""
+        details = "".join(
+            f"<li>{html.escape(CAUSE_TITLES.get(c.cause, c.cause))}"
+            f"{': ' + html.escape(str(c.detail)) if isinstance(c.detail, str) and c.detail else ''}"
+            f"<pre>{html.escape(chr(10).join(list(c.evidence)[:5]))}</pre></li>" for c in evidence.itertuples())
+        lines.append(
+            f"<tr><td>{start}</td><td>{generation}</td><td>{html.escape(str(r.outcome))}</td><td>{length}</td>"
+            f"<td>{'' if pd.isna(r.members) else int(r.members)}</td><td>{cause_text}{member}"
+            + (f"<details><summary>evidence</summary><ul>{details}</ul></details>" if details else "")
+            + "</td></tr>")
+    more = len(rebalances) - len(rows)
+    note = f'<p class="caption">latest {len(rows)} of {len(rebalances)} rebalances</p>' if more > 0 else ""
+    parts.append("<table><thead><tr><th>start</th><th>generation</th><th>outcome</th><th>length</th><th>members</th>"
+                 f"<th>cause</th></tr></thead><tbody>{''.join(lines)}</tbody></table>{note}")
+    return "".join(parts)
+
+
+def render_logs_report(summary: dict, figures: list[Figure], advice_items: list, frames: dict[str, pd.DataFrame],
+                       findings: list[dict]) -> str:
+    several = _several_clusters(findings)
     sections = [cards([
         ("lines read", summary["lines_read"]),
-        ("coordinator lines parsed", summary["lines_matched"]),
-        ("lines skipped", summary["lines_skipped"]),
+        ("lines understood", summary["lines_matched"]),
+        ("group lines not understood", summary.get("lines_unrecognised", 0)),
         ("groups", summary["groups"]),
         ("rebalances", summary["rebalances"]),
+        ("never completed", summary.get("open_rebalances", 0)),
         ("member failures", summary["member_failures"]),
         ("storms", summary["storms"]),
     ])]
+    if summary["lines_matched"] == 0:
+        samples = "".join(f"<li><code>{html.escape(s[:200])}</code></li>" for s in summary.get("sample_lines", []))
+        sections.append(section("Nothing recognised", "<p>No line of the input is a Kafka group-membership message "
+                                "this tool knows (broker GroupCoordinator, Java consumer, Spring Kafka, kafka-python, "
+                                "librdkafka debug, Kafka Streams). The input starts with:</p>"
+                                f"<ul>{samples}</ul>"))
     if advice_items:
-        sections.append(section("What the log shows, and what to do", advice_html(advice_items)))
-    else:
-        sections.append(section("What the log shows, and what to do",
+        sections.append(section("What the logs show, and what to do", advice_html(advice_items)))
+    elif summary["lines_matched"]:
+        sections.append(section("What the logs show, and what to do",
                                 '<p class="caption">No failures, storms or slow rebalances found.</p>'))
+    sections.append(section("Inputs", coverage_html(summary),
+                            "What was read from each input. Lines about groups that match no known message are "
+                            "listed under \"Not understood\"."))
     sections.extend(figure_section(f) for f in figures)
-    if not storms.empty:
-        sections.append(section("Storms", table(storms)))
-    if not findings.empty:
-        columns = ["group", "rebalances", "median_duration_ms", "max_duration_ms", "max_generation", "failures",
-                   "leaves", "storms", "empty_periods"]
-        ranked = findings.sort_values(["rebalances", "group"], ascending=[False, True])[columns]
-        sections.append(section("Groups", table(ranked)))
-    subtitle = f"{summary.get('files', 0)} file(s); {generated_note()}"
-    return page("Kafka rebalances in broker logs", subtitle, sections)
+    groups = _labelled(findings_frame(findings), several)
+    rebalances = _labelled(frames["rebalances"], several)
+    causes = _labelled(frames["causes"], several)
+    for group in _top_groups(groups)[:GROUP_SECTIONS] if len(groups) else []:
+        mine = rebalances[rebalances["group"] == group]
+        label = group
+        group_advice = [a for a in advice_items if (f"{a.cluster}/{a.group}" if several else a.group) == group]
+        raw_group = group.split("/", 1)[1] if several else group
+        sections.append(section(f"Group {label}", group_section(raw_group, mine, causes[causes["group"] == group],
+                                                               group_advice)))
+    storms = frames["storms"]
+    if len(storms):
+        sections.append(section("Storms", table(_labelled(storms, several))))
+    if len(groups):
+        ranked = groups.sort_values(["rebalances", "group"], ascending=[False, True])
+        sections.append(section("Groups", table(ranked, limit=200)))
+    client = frames["client_rebalances"]
+    if len(client):
+        shown = _labelled(client, several).sort_values("start", ascending=False).head(200).copy()
+        for column in ("assigned", "revoked", "lost"):
+            shown[column] = shown[column].map(lambda v: ", ".join(list(v)[:6]) + (" ..." if len(v) > 6 else ""))
+        sections.append(section("Client-side rebalances",
+                                table(shown[["start", "group", "client", "client_library", "generation", "protocol",
+                                             "assigned", "revoked", "lost", "outcome"]], limit=200)))
+    unrecognised = frames["unrecognised"]
+    if len(unrecognised):
+        sections.append(section("Not understood", table(unrecognised.head(30), limit=30),
+                                "Lines that mention groups, members, generations or rebalances but match no known "
+                                "message, counted by wording."))
+    subtitle = f"{summary.get('files', 0)} input(s), {summary.get('engine', 'spark')} engine; {generated_note()}"
+    return page("Kafka rebalances in logs", subtitle, sections)
 
 
 # --------------------------------------------------------------------------- lab report

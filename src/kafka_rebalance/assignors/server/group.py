@@ -15,20 +15,18 @@ from functools import cached_property
 
 import numpy as np
 
-from kafka_rebalance.model import UNASSIGNED, InvalidInput, java_sort_key
+from kafka_rebalance.model import (
+    UNASSIGNED,
+    InvalidInput,
+    java_order,
+    java_sort_key,
+    partition_topic_of,
+    static_first_member_order,
+    topic_offsets_of,
+)
 
 # Largest (classes x topics) subscription table held as a dense boolean matrix.
 _DENSE_TABLE_LIMIT = 1 << 24
-
-
-def java_order(strings: Sequence[str]) -> np.ndarray:
-    """Indices that sort ``strings`` as Java's ``String.compareTo`` does (UTF-16 code units).
-    Without characters beyond the BMP that is code-point order, which Python sorts natively
-    (ten times faster than through encoded keys)."""
-    joined = "".join(strings)
-    if len(joined.encode("utf-16-le", "surrogatepass")) == 2 * len(joined):
-        return np.array(sorted(range(len(strings)), key=strings.__getitem__), dtype=np.int64)
-    return np.array(sorted(range(len(strings)), key=lambda i: java_sort_key(strings[i])), dtype=np.int64)
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,9 +55,7 @@ class ServerGroup:
 
     @cached_property
     def topic_offsets(self) -> np.ndarray:
-        offsets = np.zeros(self.num_topics + 1, dtype=np.int64)
-        np.cumsum(self.partition_counts, out=offsets[1:])
-        return offsets
+        return topic_offsets_of(self.partition_counts)
 
     @property
     def num_partitions(self) -> int:
@@ -67,7 +63,7 @@ class ServerGroup:
 
     @cached_property
     def partition_topic(self) -> np.ndarray:
-        return np.repeat(np.arange(self.num_topics, dtype=np.int64), self.partition_counts)
+        return partition_topic_of(self.partition_counts)
 
     @cached_property
     def class_of_entry(self) -> np.ndarray:
@@ -83,14 +79,7 @@ class ServerGroup:
     def range_order(self) -> np.ndarray:
         """Kafka's ``RangeAssignor.sortMemberIds``: static members first by instance id, then the
         others by member id (both ``String.compareTo``)."""
-        instance_ids = self.instance_ids
-        if not instance_ids or instance_ids.count(None) == len(instance_ids):
-            return self.member_id_order
-        static = [m for m in range(self.num_members) if instance_ids[m] is not None]
-        dynamic = [m for m in range(self.num_members) if instance_ids[m] is None]
-        static_order = java_order([instance_ids[m] for m in static])
-        dynamic_order = java_order([self.member_ids[m] for m in dynamic])
-        return np.concatenate((np.array(static, dtype=np.int64)[static_order], np.array(dynamic, dtype=np.int64)[dynamic_order]))
+        return static_first_member_order(self.member_ids, self.instance_ids)
 
     @cached_property
     def topic_class(self) -> np.ndarray | None:

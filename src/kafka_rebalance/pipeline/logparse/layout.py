@@ -1,0 +1,185 @@
+r"""Line layouts: whatever wraps a log message -> ``(time_ms or None, message text)``.
+
+Kafka and its clients log through log4j, logback, Python ``logging`` or librdkafka's own
+printer, and users see those lines through docker-compose, kubectl, journald, syslog, JSON
+log shippers and CSV exports from CloudWatch or Datadog. Rather than one parser per layout,
+a line is first unwrapped (JSON object, CSV row, ANSI colours, CR, no-break spaces, markdown
+quote marks), then the message catalogue looks for a known message *anywhere* in it, and the
+time is the first timestamp found in the text before the message (or the envelope's own time
+field). That reads every prefix layout, including ones never seen, as long as the timestamp
+pattern is one of ``TIMESTAMP``'s.
+
+Times without a zone are read as UTC (a broker's log4j times are its local wall clock; the
+report shows them as written). Lines without any time keep their file order; ``time_ms`` is
+None for them.
+"""
+
+from __future__ import annotations
+
+import calendar
+import csv
+import functools
+import json
+import re
+from datetime import UTC, datetime
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+NO_BREAK_SPACES = str.maketrans({"\u00a0": " ", "\u2007": " ", "\u202f": " ", "\ufeff": ""})
+FENCE = re.compile(r"^\s*(```|~~~)")
+QUOTE_MARKS = re.compile(r"^(?:\s*>)+\s?")
+
+_MONTHS = {name: i for i, name in enumerate(calendar.month_abbr) if name}
+
+# The first of these found before the message is the line's time. Named alternatives so one
+# search finds the earliest timestamp of any form.
+TIMESTAMP = re.compile(
+    r"(?P<iso>(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[T ](?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
+    r"(?:[.,](?P<frac>\d{1,9}))?(?:\s?(?P<zone>Z|UTC|[+-]\d{2}:?\d{2})(?![\d:]))?)"
+    r"|(?P<short>\b(?P<sy>\d{2})/(?P<smo>\d{2})/(?P<sd>\d{2}) (?P<sh>\d{2}):(?P<smi>\d{2}):(?P<ss>\d{2})"
+    r"(?:[.,](?P<sfrac>\d{1,3}))?)"
+    r"|(?P<rdk>%\d\|(?P<epoch_s>\d{9,10})\.(?P<epoch_frac>\d{3})\|)"
+    r"|(?P<syslog>\b(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) {1,2}(?P<md>\d{1,2}) "
+    r"(?P<th>\d{2}):(?P<tmi>\d{2}):(?P<ts>\d{2})\b)"
+    r"|(?P<epochms>^\"?(?P<ems>1\d{12})\"?(?=[,\s]))"
+)
+# Syslog and journald's short layout print no year.
+SYSLOG_YEAR = 2000
+
+
+def _fraction_ms(text: str | None) -> int:
+    return int((text or "0").ljust(3, "0")[:3])
+
+
+def _zone_offset_ms(zone: str | None) -> int:
+    if not zone or zone in ("Z", "UTC"):
+        return 0
+    sign = -1 if zone[0] == "-" else 1
+    digits = zone[1:].replace(":", "")
+    return sign * (int(digits[:2]) * 3600 + int(digits[2:4]) * 60) * 1000
+
+
+@functools.lru_cache(maxsize=4096)
+def _utc_ms(year: int, month: int, day: int, hour: int, minute: int, second: int) -> int | None:
+    try:
+        moment = datetime(year, month, day, hour, minute, second, tzinfo=UTC)
+    except ValueError:
+        return None
+    return int(moment.timestamp()) * 1000
+
+
+def timestamp_ms(match: re.Match[str]) -> int | None:
+    """Epoch milliseconds of a ``TIMESTAMP`` match (UTC unless the text names a zone)."""
+    g = match.group
+    if g("iso"):
+        base = _utc_ms(int(g("y")), int(g("mo")), int(g("d")), int(g("h")), int(g("mi")), int(g("s")))
+        return None if base is None else base + _fraction_ms(g("frac")) - _zone_offset_ms(g("zone"))
+    if g("short"):
+        base = _utc_ms(2000 + int(g("sy")), int(g("smo")), int(g("sd")), int(g("sh")), int(g("smi")), int(g("ss")))
+        return None if base is None else base + _fraction_ms(g("sfrac"))
+    if g("rdk"):
+        return int(g("epoch_s")) * 1000 + int(g("epoch_frac"))
+    if g("syslog"):
+        return _utc_ms(SYSLOG_YEAR, _MONTHS[g("mon")], int(g("md")), int(g("th")), int(g("tmi")), int(g("ts")))
+    if g("epochms"):
+        return int(g("ems"))
+    return None
+
+
+def find_time(text: str) -> int | None:
+    match = TIMESTAMP.search(text)
+    return timestamp_ms(match) if match else None
+
+
+_JSON_MESSAGE_KEYS = ("message", "msg", "log", "MESSAGE", "Message", "@message", "text")
+_JSON_TIME_KEYS = ("@timestamp", "timestamp", "time", "ts", "_time", "Timestamp", "date", "__REALTIME_TIMESTAMP")
+
+
+def _json_time(value: object) -> int | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        number = float(value)
+        # seconds, milliseconds or microseconds since the epoch (journald exports microseconds)
+        if number > 1e14:
+            return int(number / 1000)
+        if number > 1e11:
+            return int(number)
+        return int(number * 1000)
+    if isinstance(value, str):
+        if value.isdigit():
+            return _json_time(int(value))
+        return find_time(value)
+    return None
+
+
+def unwrap_json(line: str) -> tuple[str, int | None] | None:
+    """A JSON-structured line -> (its message, its time field in ms or None); None if the line
+    is not a JSON object with a message."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(record, dict):
+        return None
+    message = next((record[k] for k in _JSON_MESSAGE_KEYS if isinstance(record.get(k), str)), None)
+    if message is None:
+        return None
+    time_ms = next((t for t in (_json_time(record.get(k)) for k in _JSON_TIME_KEYS) if t is not None), None)
+    # docker's json-file driver: {"log": "<the container's line>\n", "time": ...}; the inner
+    # line carries its own layout, possibly JSON again.
+    message = message.rstrip("\n")
+    if message.startswith("{"):
+        inner = unwrap_json(message)
+        if inner is not None:
+            return inner[0], inner[1] if inner[1] is not None else time_ms
+    return message, time_ms
+
+
+def unwrap_csv(line: str) -> tuple[str, int | None] | None:
+    """A CSV export row (CloudWatch: ``timestamp,message``; Datadog: ``Date,Host,Service,
+    Message``) -> (the longest field, the first field's time); None when not a quoted CSV row."""
+    try:
+        fields = next(csv.reader([line]))
+    except (csv.Error, StopIteration):
+        return None
+    if len(fields) < 2:
+        return None
+    message = max(fields, key=len)
+    time_ms = next((t for t in (find_time(f) for f in fields if f is not message and len(f) < 40) if t is not None),
+                   None)
+    return message, time_ms
+
+
+def clean(line: str) -> str:
+    """Remove what a terminal, a paste or Windows added: ANSI colours, CR, no-break spaces,
+    markdown quote marks."""
+    if "\x1b" in line:
+        line = ANSI.sub("", line)
+    line = line.rstrip("\r\n")
+    if not line.isascii():
+        line = line.translate(NO_BREAK_SPACES)
+    if line.lstrip().startswith(">"):
+        line = QUOTE_MARKS.sub("", line)
+    return line
+
+
+def unwrap(line: str) -> tuple[str, int | None, str]:
+    """A raw line -> (text to search for a message, envelope time or None, envelope name:
+    ``json``, ``csv`` or ``text``)."""
+    line = clean(line)
+    stripped = line.lstrip()
+    if stripped.startswith("{") and stripped.rstrip().endswith("}"):
+        unwrapped = unwrap_json(stripped)
+        if unwrapped is not None:
+            return clean(unwrapped[0]), unwrapped[1], "json"
+    if '"' in stripped and "," in stripped and (stripped.startswith('"') or stripped[:1].isdigit()):
+        first = stripped.split(",", 1)[0].strip('"')
+        if find_time(first) is not None or first.isdigit():
+            unwrapped = unwrap_csv(stripped)
+            if unwrapped is not None:
+                return clean(unwrapped[0]), unwrapped[1], "csv"
+    return line, None, "text"
+
+
+def is_fence(line: str) -> bool:
+    return bool(FENCE.match(line))

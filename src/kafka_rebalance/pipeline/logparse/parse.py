@@ -1,0 +1,231 @@
+"""One log line -> one event (a dict of the fields of ``EVENT_COLUMNS``), without Spark.
+
+The same function runs on Spark's Python workers (over the candidate lines the JVM picked)
+and directly on a paste, so both engines see exactly the same events.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from kafka_rebalance.pipeline.logparse import layout
+from kafka_rebalance.pipeline.logparse.catalogue import (
+    BROKER_PREFIX,
+    GATE_SUBSTRINGS,
+    IGNORED_PATTERN,
+    JAVA_CLIENT_PREFIX,
+    KAFKA_PYTHON_LOGGER,
+    LOG_LIKE,
+    LOGGER_SUFFIX,
+    MESSAGES,
+    NOISE_SUBSTRINGS,
+    RDKAFKA_PREFIX,
+    RELEVANT,
+    STREAMS_THREAD,
+    Message,
+)
+
+# The fields of an event, in table order, with their types (see ``tables``).
+EVENT_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("source", "string"), ("seq", "long"), ("cluster", "string"), ("time_ms", "long"), ("kind", "string"),
+    ("side", "string"), ("library", "string"), ("group", "string"), ("member", "string"),
+    ("generation", "long"), ("old_generation", "long"), ("state", "string"), ("from_state", "string"),
+    ("reason", "string"), ("members", "long"), ("static_members", "long"), ("instance_id", "string"),
+    ("old_member", "string"), ("membership", "string"), ("partitions", "string"), ("count", "long"),
+    ("protocol", "string"), ("assignor", "string"), ("took_ms", "long"), ("partition", "long"),
+    ("broker", "long"), ("client_id", "string"), ("pending", "boolean"), ("rejoin", "boolean"),
+    ("line", "string"),
+)
+_LONGS = {name for name, kind in EVENT_COLUMNS if kind == "long"}
+_ALIASES = {"member2": "member", "reason2": "reason", "reason3": "reason", "reason4": "reason", "group2": "group",
+            "coordinator2": "coordinator"}
+_KEEP = {name for name, _ in EVENT_COLUMNS}
+LINE_CAP = 600
+# The wording of a line, for counting unrecognised lines by shape. Written in the common
+# subset of Python and Java regex: the Spark job computes the same shape on the JVM.
+SHAPE_LEVEL = r"^.{0,120}?\b(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL)\b[\s:]*"
+SHAPE_SUBSTITUTIONS: tuple[tuple[str, str], ...] = (
+    (r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", "<uuid>"),
+    (r"'[^']*'|\"[^\"]*\"", "<s>"),
+    (r"\[[^\]]*\]", "[..]"),
+    (r"\b[0-9a-fA-F]{12,}\b", "<id>"),
+    (r"\d+", "N"),
+)
+SHAPE_WIDTH = 160
+_LEVEL = re.compile(SHAPE_LEVEL)
+_SHAPE_SUBS = tuple((re.compile(p), r) for p, r in SHAPE_SUBSTITUTIONS)
+
+
+def _candidates(text: str) -> Iterator[Message]:
+    for message in MESSAGES:
+        if message.marker in text:
+            yield message
+
+
+def match_message(text: str) -> tuple[Message, re.Match[str]] | None:
+    stripped = layout_strip_logger(text)
+    for message in _candidates(stripped):
+        match = message.compiled().search(stripped)
+        if match is not None:
+            return message, match
+    return None
+
+
+def layout_strip_logger(text: str) -> str:
+    """Without log4j's trailing ``(logger.Name)``: greedy fields (reasons) must stop before it."""
+    return LOGGER_SUFFIX.sub("", text) if text.endswith(")") else text
+
+
+def _as_long(value: str | None) -> int | None:
+    if value is None or value == "":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
+def parse_line(raw: str) -> dict[str, Any] | None:
+    """A raw line -> an event dict (``EVENT_COLUMNS`` minus source/seq/cluster), or None when
+    the line holds no known message."""
+    if not passes_gate(raw):
+        return None
+    text, envelope_time, _ = layout.unwrap(raw)
+    found = match_message(text)
+    if found is None:
+        return None
+    message, match = found
+    event: dict[str, Any] = {"kind": message.kind, "side": message.side, "library": message.library}
+    for name, value in match.groupdict().items():
+        if value is None:
+            continue
+        name = _ALIASES.get(name, name)
+        if name in _KEEP or name == "thread":
+            event[name] = value
+    for name, value in message.fixed.items():
+        event.setdefault(name, value)
+    prefix = text[: match.start()]
+    time_ms = layout.find_time(prefix)
+    event["time_ms"] = time_ms if time_ms is not None else envelope_time
+    _context(event, text, prefix)
+    for name in _LONGS & event.keys():
+        event[name] = _as_long(event[name])
+    for name in ("pending", "rejoin"):
+        if name in event:
+            event[name] = event[name] == "true"
+    if event.get("member") and event["member"].endswith((".", ",")):
+        event["member"] = event["member"].rstrip(".,")
+    event["line"] = text.strip()[:LINE_CAP]
+    return event
+
+
+def _context(event: dict[str, Any], text: str, prefix: str) -> None:
+    """Fields that the line's prefix (not the message) carries: broker id and coordinator
+    partition, the Java client's clientId and groupId, librdkafka's client name, the Kafka
+    Streams application id, and which library wrote a shared wording."""
+    if event["side"] == "broker":
+        broker = BROKER_PREFIX.search(prefix)
+        if broker:
+            event["broker"] = broker.group("broker")
+            if broker.group("partition") and not event.get("partition"):
+                event["partition"] = broker.group("partition")
+        return
+    java = JAVA_CLIENT_PREFIX.search(prefix)
+    if java:
+        event["client_id"] = java.group("client_id").strip()
+        group = java.group("group").strip()
+        if group != "null":
+            event.setdefault("group", group)
+        if event["library"] in ("kafka-python", "librdkafka", "spring"):
+            event["library"] = "java"
+        return
+    rdkafka = RDKAFKA_PREFIX.search(prefix)
+    if rdkafka:
+        event["client_id"] = rdkafka.group("client_id")
+        event["library"] = "librdkafka"
+        return
+    if event["library"] == "streams":
+        thread = event.pop("thread", None) or ""
+        app = STREAMS_THREAD.match(thread)
+        event["client_id"] = thread
+        if app:
+            event.setdefault("group", app.group("app"))
+        return
+    if KAFKA_PYTHON_LOGGER.search(prefix) or "kafka.consumer" in prefix:
+        event["library"] = "kafka-python"
+        return
+    if event["library"] == "spring":
+        # Spring Boot's layout puts the listener thread in brackets: it names the container.
+        threads = re.findall(r"\[([^\]\s]*-C-\d+)\]", prefix)
+        if threads:
+            event["client_id"] = threads[-1]
+
+
+def passes_gate(raw: str) -> bool:
+    """The Spark job's JVM prefilter, in Python: both engines read exactly the same lines."""
+    return any(g in raw for g in GATE_SUBSTRINGS) and not any(n in raw for n in NOISE_SUBSTRINGS)
+
+
+def relevant(raw: str) -> bool:
+    """Does the line look like it is about group membership (for the unrecognised table)?"""
+    return (passes_gate(raw) and bool(RELEVANT.search(raw)) and bool(LOG_LIKE.search(raw))
+            and not IGNORED_PATTERN.search(raw))
+
+
+def shape(raw: str) -> str:
+    """A line reduced to its wording: prefix up to the level dropped, ids and numbers replaced."""
+    text = _LEVEL.sub("", layout.unwrap(raw)[0], count=1)
+    for pattern, replacement in _SHAPE_SUBS:
+        text = pattern.sub(replacement, text)
+    return text.strip()[:SHAPE_WIDTH]
+
+
+def _starts_new_line(line: str) -> bool:
+    return layout.find_time(line[:40]) is not None or line[:1] in "{[%<" or bool(re.match(r"^\S+\s+\|", line))
+
+
+def parse_lines(lines: Iterable[str], source: str = "-", cluster: str = "default") -> Iterator[dict[str, Any]]:
+    """Parse lines in file order, yielding one record per line that is an event, or an
+    ``unrecognised`` record (kind None, ``shape``) for relevant lines matching nothing.
+
+    A line that fails to match but is followed by a line without a timestamp is tried again
+    joined with it: terminal and paste wrapping cut long Kafka lines in two."""
+    pending: tuple[int, str] | None = None
+    seq = -1
+    for seq, raw in enumerate(lines):
+        if layout.is_fence(raw):
+            continue
+        if pending is not None:
+            first_seq, first = pending
+            pending = None
+            if not _starts_new_line(layout.clean(raw).lstrip()):
+                for joiner in ("", " "):
+                    event = parse_line(layout.clean(first) + joiner + layout.clean(raw).strip())
+                    if event is not None:
+                        yield _finish(event, source, first_seq, cluster)
+                        break
+                else:
+                    yield from _unrecognised(first, source, first_seq, cluster)
+                    yield from _unrecognised(raw, source, seq, cluster)
+                continue
+            yield from _unrecognised(first, source, first_seq, cluster)
+        event = parse_line(raw)
+        if event is not None:
+            yield _finish(event, source, seq, cluster)
+        elif relevant(raw):
+            pending = (seq, raw)
+    if pending is not None:
+        yield from _unrecognised(pending[1], source, pending[0], cluster)
+
+
+def _finish(event: dict[str, Any], source: str, seq: int, cluster: str) -> dict[str, Any]:
+    event.update(source=source, seq=seq, cluster=cluster, line_no=seq + 1)
+    return event
+
+
+def _unrecognised(raw: str, source: str, seq: int, cluster: str) -> Iterator[dict[str, Any]]:
+    if relevant(raw):
+        yield {"kind": None, "source": source, "seq": seq, "cluster": cluster, "shape": shape(raw),
+               "line": layout.clean(raw).strip()[:LINE_CAP]}

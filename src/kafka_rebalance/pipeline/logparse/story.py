@@ -1,0 +1,859 @@
+"""The story of one group: its events (broker and client lines, in time order) -> rebalances,
+member events, client rebalances, causes, empty periods, storms and the findings for advice.
+
+Pure Python over one group's events, so Spark runs it per group (``applyInPandas``) and a
+paste runs it directly; both give the same rows.
+
+Rebalances are closed by generation arithmetic (classic protocol): the "Stabilized" line for
+generation N, the leader's "Assignment received" for N or "is now empty" with N close the
+rebalance that produced N, i.e. the one that opened with old generation N-1. A rebalance whose
+closing line never comes ends at the next one (or at the end of the log) and is ``open``; a
+closing line whose opening line is missing gets a rebalance of its own (``start_known`` false),
+so one lost line never merges two rebalances. A "Preparing" line from CompletingRebalance
+means the stabilized generation never got its assignment: that rebalance is ``superseded``.
+
+For KIP-848 consumer groups a rebalance is a group epoch: it opens at "Bumped group epoch to
+N" and is done when every known member reports ``epoch=N, state=STABLE``; a newer epoch before
+that supersedes it.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka_rebalance.pipeline.logparse.catalogue import client_of
+
+EVIDENCE_WINDOW_MS = 60_000
+EVIDENCE_CAP = 5
+CLIENT_MERGE_MS = 5_000
+
+
+@dataclass(frozen=True)
+class StormRule:
+    """A storm: consecutive rebalances of a group, each starting within ``gap_ms`` of the one
+    before, at least ``min_rebalances`` of them."""
+
+    gap_ms: int = 10 * 60 * 1000
+    min_rebalances: int = 3
+    # A client failing this often within one storm is the fail-rejoin loop.
+    loop_failures: int = 3
+
+
+DEFAULT_STORM_RULE = StormRule()
+
+
+@dataclass
+class Rebalance:
+    cluster: str
+    group: str
+    start_ms: int | None
+    old_generation: int | None = None
+    generation: int | None = None
+    reason: str | None = None
+    state: str | None = None
+    members: int | None = None
+    leader: str | None = None
+    end_ms: int | None = None
+    outcome: str = "open"
+    protocol: str = "classic"
+    partition: int | None = None
+    start_known: bool = True
+    assignor: str | None = None
+    assignor_ms: int | None = None
+    stabilized_ms: int | None = None
+    failed: list[str] = field(default_factory=list)
+    left: list[str] = field(default_factory=list)
+    joined: list[str] = field(default_factory=list)
+    evidence: list[dict] = field(default_factory=list)
+    source: str = "broker"
+    causes: list[dict] = field(default_factory=list)
+    clip_ms: int | None = None  # where an open rebalance is drawn to (the next one, or the log's end)
+
+
+# ----------------------------------------------------------------------------- ordering
+
+def order_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Time order; lines without a time keep their place in their file (they sort at the last
+    known time of that file)."""
+    last_known: dict[str, int] = {}
+    keyed = []
+    for event in sorted(events, key=lambda e: (e.get("source") or "", e.get("seq") or 0)):
+        source = event.get("source") or ""
+        time_ms = event.get("time_ms")
+        if time_ms is None:
+            time_ms = last_known.get(source, -1)
+        else:
+            last_known[source] = time_ms
+        keyed.append(((time_ms, source, event.get("seq") or 0), event))
+    keyed.sort(key=lambda pair: pair[0])
+    return [event for _, event in keyed]
+
+
+_IDENTITY = ("kind", "time_ms", "member", "generation", "old_generation", "state", "reason", "client_id",
+             "partitions", "from_state")
+
+
+def distinct_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Without repeats of the same line: a file given twice (a copy beside its rotated original,
+    an excerpt pasted twice) must not double what it shows. Lines without a time are kept."""
+    seen: set[tuple] = set()
+    out = []
+    for event in events:
+        if event.get("time_ms") is not None:
+            key = tuple(event.get(name) for name in _IDENTITY)
+            if key in seen:
+                continue
+            seen.add(key)
+        out.append(event)
+    return out
+
+
+# ----------------------------------------------------------------------------- broker side
+
+_REASON_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"[Aa]dding new member (?P<member>\S+?);? with group instance ?id (?P<instance>\S+?)(?:;|$)"), "joined"),
+    (re.compile(r"[Aa]dding new member (?P<member>\S+?)\s*$"), "joined"),
+    (re.compile(r"[Rr]emoving member (?P<member>\S+) on heartbeat expiration"), "session_timeout"),
+    (re.compile(r"[Rr]emoving member (?P<member>\S+) on LeaveGroup"), "left"),
+    (re.compile(r"Leader (?P<member>\S+) re-joining group"), "leader_rejoined"),
+    (re.compile(r"Updating metadata for (?:static )?member (?P<member>\S+)"), "metadata_changed"),
+    (re.compile(r"static member (?P<member>\S+) with instance id \S+ joined with change of protocol"), "metadata_changed"),
+    (re.compile(r"Freshly-loaded group is over capacity"), "coordinator_moved"),
+    (re.compile(r"on pending sync request expiration"), "sync_timeout"),
+    (re.compile(r"when storing group assignment"), "storage_error"),
+)
+_CLIENT_REASON = re.compile(r"client reason: (?P<reason>.*)$")
+CAUSE_TITLES = {
+    "joined": "a member joined",
+    "static_joined": "a static member joined",
+    "restarted": "a member restarted (left, then joined again)",
+    "left": "a member left cleanly",
+    "poll_timeout": "a member left: poll timeout (max.poll.interval.ms)",
+    "session_timeout": "a member failed: session timeout",
+    "rebalance_timeout": "a member was fenced: rebalance timeout",
+    "metadata_changed": "subscription or topic metadata changed",
+    "leader_rejoined": "the leader rejoined (metadata change)",
+    "coordinator_moved": "the group coordinator moved",
+    "sync_timeout": "members did not sync in time",
+    "storage_error": "the coordinator failed to store the assignment",
+    "unknown": "not in the log",
+}
+
+
+def _cause_from_reason(reason: str | None) -> tuple[str, str | None, str | None] | None:
+    if not reason:
+        return None
+    client_reason = _CLIENT_REASON.search(reason)
+    detail = client_reason.group("reason") if client_reason else None
+    for pattern, cause in _REASON_RULES:
+        match = pattern.search(reason)
+        if match:
+            member = match.groupdict().get("member")
+            instance = match.groupdict().get("instance")
+            if cause == "joined" and instance and instance not in ("None", "null"):
+                cause = "static_joined"
+            if cause == "left" and detail and "poll timeout" in detail.lower():
+                cause = "poll_timeout"
+            if cause == "metadata_changed" and detail and "need to re-join with the given member-id" in detail:
+                cause = "joined"
+            return cause, member, detail
+    return None
+
+
+class GroupStory:
+    """Rebuilds one group's rebalances from its ordered events."""
+
+    def __init__(self, cluster: str, group: str, coordinator_moves: list[dict] | None = None):
+        self.cluster = cluster
+        self.group = group
+        self.rebalances: list[Rebalance] = []
+        self.open: Rebalance | None = None
+        self.awaiting_sync: Rebalance | None = None
+        self.member_events: list[dict] = []
+        self.empty_periods: list[dict] = []
+        self.recent: list[dict] = []  # departures, joins and client signals not yet tied to a rebalance
+        self.coordinator_moves = coordinator_moves or []
+        self.partition: int | None = None
+        self.consumer_members: dict[str, tuple[int | None, str | None]] = {}
+        self.last_epoch: int | None = None
+        self.last_ms: int | None = None
+
+    # -- helpers
+    def _new(self, event: dict, *, old_generation: int | None, start_known: bool = True,
+             protocol: str = "classic") -> Rebalance:
+        rebalance = Rebalance(self.cluster, self.group, event.get("time_ms"), old_generation=old_generation,
+                              start_known=start_known, protocol=protocol, partition=self.partition)
+        rebalance.evidence.append(event)
+        self.rebalances.append(rebalance)
+        return rebalance
+
+    def _close_open(self, at_ms: int | None, outcome: str = "open") -> None:
+        if self.open is not None:
+            self.open.outcome = outcome
+            self.open.clip_ms = at_ms
+            self.open = None
+
+    def _member_event(self, event: dict, kind: str, member: str | None = None, reason: str | None = None) -> dict:
+        member = member or event.get("member") or event.get("client_id")
+        row = {"cluster": self.cluster, "group": self.group, "member": member, "time_ms": event.get("time_ms"),
+               "kind": kind, "client": client_of(member) if kind in ("failed", "left", "joined", "fenced") else
+               (event.get("client_id") or client_of(member)), "reason": reason, "source": event.get("source"),
+               "side": event.get("side"), "generation": event.get("generation"), "line": event.get("line")}
+        self.member_events.append(row)
+        return row
+
+    # -- the broker's classic lines
+    def feed(self, event: dict) -> None:
+        kind = event["kind"]
+        if event.get("time_ms") is not None:
+            self.last_ms = event["time_ms"]
+        if event.get("partition") is not None and event.get("side") == "broker" and kind not in (
+                "coordinator_loaded", "coordinator_unloaded"):
+            self.partition = event["partition"]
+        handler = getattr(self, f"_on_{kind}", None)
+        if handler is not None:
+            handler(event)
+
+    def _on_preparing_rebalance(self, event: dict) -> None:
+        old = event.get("old_generation")
+        current = self.open
+        if current is not None and current.old_generation == old:
+            current.evidence.append(event)
+            return
+        if current is not None:
+            self._close_open(event.get("time_ms"))
+        previous = self.awaiting_sync
+        if previous is not None and previous.generation == old and event.get("state") == "CompletingRebalance" \
+                and previous.outcome == "stable":
+            previous.outcome = "superseded"
+            previous.end_ms = previous.stabilized_ms
+        self.awaiting_sync = None
+        rebalance = self._new(event, old_generation=old)
+        rebalance.reason = event.get("reason")
+        rebalance.state = event.get("state")
+        self._claim_recent(rebalance)
+        self.open = rebalance
+
+    def _producing(self, event: dict, generation: int | None) -> Rebalance:
+        """The rebalance that produced ``generation``: the open one if it came from N-1 (or its
+        old generation is unknown), else a new one whose opening line is missing."""
+        current = self.open
+        if current is not None and (generation is None or current.old_generation is None
+                                    or current.old_generation == generation - 1):
+            return current
+        if current is not None:
+            self._close_open(event.get("time_ms"))
+        awaiting = self.awaiting_sync
+        if awaiting is not None and awaiting.generation == generation:
+            return awaiting
+        rebalance = self._new(event, old_generation=None if generation is None else generation - 1, start_known=False)
+        self._claim_recent(rebalance)
+        self.open = rebalance
+        return rebalance
+
+    def _on_stabilized(self, event: dict) -> None:
+        generation = event.get("generation")
+        rebalance = self._producing(event, generation)
+        rebalance.generation = generation
+        if event.get("members") is not None:
+            rebalance.members = event["members"]
+        rebalance.stabilized_ms = event.get("time_ms")
+        rebalance.end_ms = event.get("time_ms")
+        rebalance.outcome = "stable"
+        rebalance.evidence.append(event)
+        self.open = None
+        self.awaiting_sync = rebalance
+
+    def _on_assignment_received(self, event: dict) -> None:
+        generation = event.get("generation")
+        rebalance = self._producing(event, generation)
+        rebalance.generation = generation
+        rebalance.leader = event.get("member") or rebalance.leader
+        if event.get("members") is not None:
+            rebalance.members = event["members"]
+        rebalance.end_ms = event.get("time_ms")
+        rebalance.outcome = "stable"
+        rebalance.evidence.append(event)
+        self.open = None
+        self.awaiting_sync = None
+
+    def _on_group_empty(self, event: dict) -> None:
+        generation = event.get("generation")
+        rebalance = self._producing(event, generation)
+        rebalance.generation = generation
+        rebalance.members = 0
+        rebalance.end_ms = event.get("time_ms")
+        rebalance.outcome = "empty"
+        rebalance.evidence.append(event)
+        self.open = None
+        self.awaiting_sync = None
+        self.empty_periods.append({"cluster": self.cluster, "group": self.group, "generation": generation,
+                                   "start_ms": event.get("time_ms"), "end_ms": None})
+
+    def _on_group_dead(self, event: dict) -> None:
+        if self.open is not None:
+            self.open.end_ms = event.get("time_ms")
+            self.open.outcome = "dead"
+            self.open = None
+        self._member_event(event, "group_dead", member="")
+
+    def _departure(self, event: dict, kind: str) -> None:
+        reason = event.get("reason")
+        if kind == "left" and reason and "poll timeout" in reason.lower():
+            kind_cause = "poll_timeout"
+        else:
+            kind_cause = {"failed": "session_timeout", "left": "left", "fenced": "session_timeout"}[kind]
+        if kind == "fenced" and reason and "failed to transition" in reason:
+            kind_cause = "rebalance_timeout"
+        row = self._member_event(event, kind, reason=reason)
+        row["cause"] = kind_cause
+        self._forget_member(row["member"])
+        target = self.open
+        if target is not None and event.get("side") == "broker":
+            (target.failed if kind in ("failed", "fenced") else target.left).append(row["member"])
+            target.causes.append(self._cause(kind_cause, row["member"], reason, [event]))
+        else:
+            self.recent.append({"cause": kind_cause, "member": row["member"], "detail": reason, "event": event,
+                                "departure": kind})
+
+    def _on_member_failed(self, event: dict) -> None:
+        self._departure(event, "failed")
+
+    def _on_member_left(self, event: dict) -> None:
+        if event.get("library") == "broker-kip848" and event.get("membership") == "Static" and \
+                "temporarily" in (event.get("line") or ""):
+            self._member_event(event, "left_temporarily")
+            return
+        self._departure(event, "left")
+
+    def _on_member_fenced(self, event: dict) -> None:
+        self._departure(event, "fenced")
+
+    def _on_member_joined(self, event: dict) -> None:
+        row = self._member_event(event, "joined", reason=event.get("membership"))
+        cause = "static_joined" if event.get("membership") == "Static" else "joined"
+        if self._rejoins(row["client"], row["time_ms"]):
+            cause = "restarted"
+        row["cause"] = cause
+        if event.get("library") == "broker-kip848" and row["member"]:
+            self.consumer_members.setdefault(row["member"], (None, None))
+        target = self.open
+        if target is not None:
+            target.joined.append(row["member"])
+        self.recent.append({"cause": cause, "member": row["member"], "detail": event.get("membership"), "event": event,
+                            "departure": None})
+
+    def _rejoins(self, client: str | None, time_ms: int | None) -> bool:
+        """A join of a client that left or failed earlier: a restart."""
+        if not client:
+            return False
+        return any(e["client"] == client and e["kind"] in ("failed", "left", "fenced")
+                   and (time_ms is None or e["time_ms"] is None or e["time_ms"] <= time_ms) for e in self.member_events)
+
+    def _on_members_not_rejoined(self, event: dict) -> None:
+        for member in re.findall(r"[\w.\-]+", event.get("members_text") or event.get("line", "").split(":")[-1]):
+            self._member_event(event, "failed", member=member, reason="did not rejoin in time")
+
+    def _on_group_loaded(self, event: dict) -> None:
+        self._member_event(event, "coordinator_loaded", member="")
+        self.recent.append({"cause": "coordinator_moved", "member": None, "detail": event.get("line"), "event": event,
+                            "departure": None})
+
+    def _on_group_unloaded(self, event: dict) -> None:
+        self._member_event(event, "coordinator_unloaded", member="")
+
+    # -- KIP-848 consumer groups
+    def _on_group_epoch_bumped(self, event: dict) -> None:
+        epoch = event.get("generation")
+        if self.open is not None and self.open.protocol == "consumer":
+            self._close_open(event.get("time_ms"), "superseded")
+            self.rebalances[-1].end_ms = None
+        rebalance = self._new(event, old_generation=self.last_epoch if self.last_epoch is not None else
+                              (epoch - 1 if epoch is not None else None), protocol="consumer")
+        rebalance.generation = epoch
+        self.last_epoch = epoch
+        self._claim_recent(rebalance)
+        self.open = rebalance
+
+    def _on_target_assignment(self, event: dict) -> None:
+        epoch = event.get("generation")
+        rebalance = self.open
+        if rebalance is None or rebalance.protocol != "consumer" or rebalance.generation != epoch:
+            rebalance = next((r for r in reversed(self.rebalances) if r.protocol == "consumer" and r.generation == epoch),
+                             None)
+        if rebalance is None:
+            rebalance = self._new(event, old_generation=None, start_known=False, protocol="consumer")
+            rebalance.generation = epoch
+            self.open = rebalance
+        rebalance.assignor = event.get("assignor")
+        rebalance.assignor_ms = event.get("took_ms")
+        rebalance.evidence.append(event)
+
+    def _on_member_epoch(self, event: dict) -> None:
+        member = event.get("member")
+        self.consumer_members[member] = (event.get("generation"), event.get("state"))
+        rebalance = self.open
+        if rebalance is None or rebalance.protocol != "consumer":
+            return
+        if all(epoch == rebalance.generation and state == "STABLE" for epoch, state in self.consumer_members.values()):
+            rebalance.end_ms = event.get("time_ms")
+            rebalance.members = len(self.consumer_members)
+            rebalance.outcome = "stable"
+            rebalance.evidence.append(event)
+            self.open = None
+
+    def _forget_member(self, member: str | None) -> None:
+        self.consumer_members.pop(member, None)
+
+    def _on_subscription_changed(self, event: dict) -> None:
+        self.recent.append({"cause": "metadata_changed", "member": event.get("member"),
+                            "detail": f"subscribed topics: {event.get('topics') or ''}", "event": event, "departure": None})
+
+    def _on_metadata_changed(self, event: dict) -> None:
+        self.recent.append({"cause": "metadata_changed", "member": None, "detail": "topic metadata changed",
+                            "event": event, "departure": None})
+
+    def _on_conversion_refused(self, event: dict) -> None:
+        self._member_event(event, "conversion_refused", member="", reason=event.get("reason"))
+
+    # -- client lines that explain a rebalance
+    def _on_client_poll_timeout(self, event: dict) -> None:
+        row = self._member_event(event, "poll_timeout", reason="consumer poll timeout has expired")
+        self.recent.append({"cause": "poll_timeout", "member": row["member"], "detail": row["reason"], "event": event,
+                            "departure": "client"})
+
+    def _on_client_leave(self, event: dict) -> None:
+        reason = event.get("reason")
+        row = self._member_event(event, "leave_request", reason=reason)
+        cause = "poll_timeout" if reason and "poll timeout" in reason.lower() else "left"
+        self.recent.append({"cause": cause, "member": row["member"], "detail": reason, "event": event,
+                            "departure": "client"})
+
+    def _on_client_heartbeat_failed(self, event: dict) -> None:
+        self._member_event(event, "heartbeat_failed", reason=event.get("reason"))
+
+    def _on_client_commit_failed(self, event: dict) -> None:
+        self._member_event(event, "commit_failed", reason=event.get("reason"))
+
+    def _on_client_rejoin_requested(self, event: dict) -> None:
+        reason = event.get("reason") or ""
+        if "metadata" in reason or "subscription" in reason:
+            self.recent.append({"cause": "metadata_changed", "member": event.get("client_id"), "detail": reason,
+                                "event": event, "departure": "client"})
+
+    # -- causes
+    def _cause(self, cause: str, member: str | None, detail: str | None, events: list[dict]) -> dict:
+        return {"cause": cause, "member": member, "detail": detail, "events": events}
+
+    def _claim_recent(self, rebalance: Rebalance) -> None:
+        """Departures, joins and client signals shortly before a rebalance opened caused it."""
+        start = rebalance.start_ms
+        kept = []
+        for item in self.recent:
+            time_ms = item["event"].get("time_ms")
+            close = start is None or time_ms is None or 0 <= start - time_ms <= EVIDENCE_WINDOW_MS
+            if close:
+                rebalance.causes.append(self._cause(item["cause"], item["member"], item["detail"], [item["event"]]))
+                if item["departure"] in ("failed", "fenced"):
+                    rebalance.failed.append(item["member"])
+                elif item["departure"] == "left":
+                    rebalance.left.append(item["member"])
+            elif time_ms is not None and start is not None and time_ms > start:
+                kept.append(item)
+        self.recent = kept
+        reason = _cause_from_reason(rebalance.reason)
+        if reason is not None:
+            cause, member, detail = reason
+            if cause in ("joined", "static_joined") and self._rejoins(client_of(member), start):
+                cause = "restarted"
+            if cause in ("left", "poll_timeout", "session_timeout") and member:
+                self._departure_from_reason(rebalance, cause, member, detail)
+            rebalance.causes.insert(0, self._cause(cause, member, detail or rebalance.reason, rebalance.evidence[:1]))
+        if rebalance.partition is not None:
+            for move in self.coordinator_moves:
+                if move.get("partition") == rebalance.partition and move.get("time_ms") is not None and start is not None \
+                        and 0 <= start - move["time_ms"] <= EVIDENCE_WINDOW_MS:
+                    rebalance.causes.append(self._cause("coordinator_moved", None, move.get("line"), [move]))
+
+    def _departure_from_reason(self, rebalance: Rebalance, cause: str, member: str, detail: str | None) -> None:
+        """Brokers before 2.4 name a leaving or expired member only in the rebalance's reason:
+        record the departure unless its own line was already read."""
+        start = rebalance.start_ms
+        for e in self.member_events:
+            if e["member"] == member and e["kind"] in ("failed", "left") and (
+                    start is None or e["time_ms"] is None or abs(start - e["time_ms"]) <= EVIDENCE_WINDOW_MS):
+                return
+        kind = "failed" if cause == "session_timeout" else "left"
+        event = rebalance.evidence[0] if rebalance.evidence else {}
+        row = self._member_event(event, kind, member=member, reason=detail)
+        row["cause"] = cause
+        row["generation"] = None
+        (rebalance.failed if kind == "failed" else rebalance.left).append(member)
+
+    def finish(self) -> None:
+        if self.open is not None:
+            self.open.clip_ms = self.last_ms
+            self.open = None
+        for rebalance in self.rebalances:
+            if rebalance.outcome == "open" and rebalance.clip_ms is None:
+                rebalance.clip_ms = self.last_ms
+        starts = sorted(r.start_ms for r in self.rebalances if r.start_ms is not None)
+        for period in self.empty_periods:
+            later = [s for s in starts if period["start_ms"] is not None and s > period["start_ms"]]
+            period["end_ms"] = later[0] if later else None
+            period["duration_ms"] = period["end_ms"] - period["start_ms"] if later else None
+
+
+# ----------------------------------------------------------------------------- client side
+
+_CLIENT_STARTS = {"client_join_start", "client_rejoin_requested"}
+_STREAMS_REBALANCING = {"PARTITIONS_REVOKED", "PARTITIONS_ASSIGNED", "REBALANCING"}
+
+
+def client_rebalances(cluster: str, group: str, events: list[dict]) -> list[dict]:
+    """Per client (source + client id), one row per rebalance it took part in."""
+    rows: list[dict] = []
+    current: dict[tuple, dict] = {}
+
+    def open_row(key: tuple, event: dict) -> dict:
+        row = current.get(key)
+        if row is None:
+            row = {"cluster": cluster, "group": group, "source": event.get("source"),
+                   "client_library": event.get("library"), "client": event.get("client_id"),
+                   "member": None, "generation": None, "protocol": None, "assigned": [], "revoked": [], "lost": [],
+                   "start_ms": event.get("time_ms"), "end_ms": None, "outcome": "open", "reason": None}
+            current[key] = row
+            rows.append(row)
+        return row
+
+    def close(key: tuple, event: dict) -> None:
+        row = current.pop(key, None)
+        if row is not None:
+            row["end_ms"] = event.get("time_ms")
+            row["outcome"] = "completed"
+
+    for event in events:
+        if event.get("side") != "client":
+            continue
+        kind = event["kind"]
+        key = (event.get("source"), event.get("client_id") or event.get("library"))
+        partitions = _partition_list(event.get("partitions"))
+        if kind in _CLIENT_STARTS:
+            row = open_row(key, event)
+            if kind == "client_rejoin_requested":
+                row["reason"] = event.get("reason")
+        elif kind == "client_joined":
+            row = open_row(key, event)
+            if row["generation"] is not None and row["generation"] != event.get("generation"):
+                close(key, event)
+                row = open_row(key, event)
+            row.update(generation=event.get("generation"), member=event.get("member") or row["member"],
+                       protocol=event.get("protocol") or row["protocol"])
+        elif kind == "client_synced":
+            row = open_row(key, event)
+            row.update(generation=event.get("generation"), member=event.get("member") or row["member"],
+                       protocol=event.get("protocol") or row["protocol"])
+            row["end_ms"] = event.get("time_ms")
+        elif kind == "client_revoked":
+            row = open_row(key, event)
+            row["revoked"].extend(partitions)
+            if event.get("count") is not None and not partitions:
+                row["revoked"].append(f"{event['count']} partition(s)")
+        elif kind == "client_lost":
+            row = open_row(key, event)
+            row["lost"].extend(partitions)
+        elif kind == "client_assigned":
+            row = open_row(key, event)
+            row["assigned"].extend(partitions)
+            if event.get("count") is not None and not partitions:
+                row["assigned"].append(f"{event['count']} partition(s)")
+            if event.get("library") != "librdkafka":
+                close(key, event)
+        elif kind == "client_member_state":
+            state = event.get("state")
+            if state in ("JOINING", "RECONCILING", "ACKNOWLEDGING"):
+                row = open_row(key, event)
+                row.update(member=event.get("member"), protocol="consumer")
+                if event.get("generation") is not None and event["generation"] > 0:
+                    row["generation"] = event["generation"]
+            elif state == "STABLE":
+                row = current.get(key)
+                if row is not None:
+                    if event.get("generation") is not None and event["generation"] > 0:
+                        row["generation"] = event["generation"]
+                    close(key, event)
+            elif state in ("FENCED", "UNSUBSCRIBED", "FATAL", "LEAVING"):
+                row = current.get(key)
+                if row is not None:
+                    row["reason"] = f"member {state.lower()}"
+        elif kind == "client_reconciling":
+            row = open_row(key, event)
+            row["generation"] = event.get("generation")
+            row["protocol"] = "consumer"
+        elif kind == "client_join_state":
+            state = event.get("state")
+            if state in ("wait-join", "wait-metadata", "wait-sync"):
+                open_row(key, event)
+            elif state == "steady":
+                close(key, event)
+        elif kind == "client_streams_state":
+            if event.get("line") and "stream-client" in event["line"]:
+                continue
+            state = event.get("state")
+            if state in _STREAMS_REBALANCING:
+                open_row(key, event)
+            elif state == "RUNNING":
+                close(key, event)
+    # Spring's container logs the same assignment as the Java consumer it wraps: keep its rows
+    # only for sources where the consumer's own lines are missing.
+    java_sources = {r["source"] for r in rows if r["client_library"] == "java"}
+    rows = [r for r in rows if not (r["client_library"] == "spring" and r["source"] in java_sources)]
+    for row in rows:
+        if row["end_ms"] is not None and row["start_ms"] is not None:
+            row["duration_ms"] = row["end_ms"] - row["start_ms"]
+        else:
+            row["duration_ms"] = None
+    return rows
+
+
+def _partition_list(text: str | None) -> list[str]:
+    if not text:
+        return []
+    inner = text.strip().strip(".").strip()
+    if inner.startswith(("[", "{")):
+        inner = inner[1:-1] if inner.endswith(("]", "}")) else inner[1:]
+    inner = re.sub(r"TopicPartition\(topic='([^']*)', partition=(\d+)\)", r"\1-\2", inner)
+    return [p.strip().strip("'") for p in inner.split(",") if p.strip()]
+
+
+def rebalances_from_clients(cluster: str, group: str, rows: list[dict]) -> list[Rebalance]:
+    """A group seen only in client logs: client rebalances of the same generation (or, without
+    generations, starting within ``CLIENT_MERGE_MS`` of each other) are one group rebalance."""
+    merged: list[Rebalance] = []
+    by_generation: dict[int, Rebalance] = {}
+    for row in sorted(rows, key=lambda r: (r["start_ms"] if r["start_ms"] is not None else -1)):
+        generation = row.get("generation")
+        target = by_generation.get(generation) if generation is not None else None
+        if target is None and generation is None and merged:
+            last = merged[-1]
+            reach = max(x for x in (last.end_ms, last.start_ms, -1) if x is not None)
+            if row["start_ms"] is not None and row["start_ms"] <= reach + CLIENT_MERGE_MS and last.generation is None:
+                target = last
+        if target is None:
+            protocol = "consumer" if row.get("protocol") == "consumer" else "classic"
+            target = Rebalance(cluster, group, row["start_ms"], generation=generation,
+                               old_generation=None, protocol=protocol, source="client")
+            target.outcome = "open"
+            target.members = 0
+            merged.append(target)
+            if generation is not None:
+                by_generation[generation] = target
+        target.members = (target.members or 0) + 1
+        if row["start_ms"] is not None and (target.start_ms is None or row["start_ms"] < target.start_ms):
+            target.start_ms = row["start_ms"]
+        if row["end_ms"] is not None:
+            target.end_ms = max(target.end_ms or row["end_ms"], row["end_ms"])
+            target.outcome = "stable"
+        if row.get("reason") and not target.reason:
+            target.reason = row["reason"]
+    return merged
+
+
+# ----------------------------------------------------------------------------- one group, end to end
+
+def storms(rebalances: list[dict], member_events: list[dict], rule: StormRule) -> list[dict]:
+    rows = sorted((r for r in rebalances if r["start_ms"] is not None), key=lambda r: (r["start_ms"], r["generation"] or 0))
+    clusters: list[list[dict]] = []
+    for row in rows:
+        if clusters and row["start_ms"] - clusters[-1][-1]["start_ms"] <= rule.gap_ms:
+            clusters[-1].append(row)
+        else:
+            clusters.append([row])
+    out = []
+    for members in clusters:
+        if len(members) < rule.min_rebalances:
+            continue
+        start = members[0]["start_ms"]
+        end = max((r["end_ms"] if r["end_ms"] is not None else r["start_ms"]) for r in members)
+        failing = Counter(client_of(m) for r in members for m in r["failed_members"])
+        top, top_count = (failing.most_common(1)[0] if failing else (None, 0))
+        out.append({"cluster": members[0]["cluster"], "group": members[0]["group"], "start_ms": start, "end_ms": end,
+                    "rebalances": len(members), "duration_ms": end - start,
+                    "failures": sum(len(r["failed_members"]) for r in members),
+                    "leaves": sum(len(r["left_members"]) for r in members), "top_client": top,
+                    "top_client_failures": top_count,
+                    "kind": "fail-rejoin loop" if top_count >= rule.loop_failures else "burst",
+                    "restarts": sum(1 for r in members if r["cause"] in ("restarted", "left", "joined"))})
+    return out
+
+
+def _rebalance_row(r: Rebalance) -> dict:
+    primary = r.causes[0] if r.causes else None
+    duration = r.end_ms - r.start_ms if r.end_ms is not None and r.start_ms is not None else None
+    return {"cluster": r.cluster, "group": r.group, "generation": r.generation, "start_ms": r.start_ms,
+            "end_ms": r.end_ms if r.outcome != "open" else None, "duration_ms": duration if r.outcome != "open" else None,
+            "reason": r.reason, "members": r.members, "old_generation": r.old_generation, "leader": r.leader,
+            "outcome": r.outcome, "failed_members": list(dict.fromkeys(r.failed)),
+            "left_members": list(dict.fromkeys(r.left)), "joined_members": list(dict.fromkeys(r.joined)),
+            "partition": r.partition, "protocol": r.protocol, "source": r.source, "start_known": r.start_known,
+            "assignor": r.assignor, "assignor_ms": r.assignor_ms,
+            "cause": primary["cause"] if primary else "unknown", "cause_member": primary["member"] if primary else None,
+            "clip_ms": r.clip_ms if r.outcome == "open" else None}
+
+
+def tell(cluster: str, group: str, events: list[dict], coordinator_moves: list[dict] | None = None,
+         rule: StormRule = DEFAULT_STORM_RULE) -> dict[str, list[dict]]:
+    """All tables' rows for one group (see the module docstring)."""
+    ordered = distinct_events(order_events(events))
+    story = GroupStory(cluster, group, coordinator_moves)
+    for event in ordered:
+        story.feed(event)
+    story.finish()
+    clients = client_rebalances(cluster, group, ordered)
+    rebalances = story.rebalances
+    if not any(r.source == "broker" for r in rebalances) and clients:
+        rebalances = rebalances_from_clients(cluster, group, clients)
+        _client_causes(rebalances, story.member_events)
+    rebalances.sort(key=lambda r: (r.start_ms if r.start_ms is not None else -1))
+    _infer_joins(rebalances)
+    rows = [_rebalance_row(r) for r in rebalances]
+    causes = []
+    for r, row in zip(rebalances, rows, strict=True):
+        chosen = r.causes or [{"cause": "unknown", "member": None, "detail": None, "events": r.evidence[:1]}]
+        merged: dict[tuple, dict] = {}
+        for cause in chosen:
+            key = (cause["cause"], cause["member"])
+            if key in merged:
+                merged[key]["events"] = merged[key]["events"] + cause["events"]
+            else:
+                merged[key] = dict(cause)
+        for cause in merged.values():
+            evidence = sorted((e for e in cause["events"] if e),
+                              key=lambda e: (e.get("time_ms") or 0, e.get("seq") or 0))[:EVIDENCE_CAP]
+            causes.append({"cluster": cluster, "group": group, "generation": row["generation"],
+                           "start_ms": row["start_ms"], "cause": cause["cause"], "member": cause["member"],
+                           "detail": cause["detail"], "evidence": [e.get("line") or "" for e in evidence],
+                           "evidence_sources": [_where(e) for e in evidence]})
+    storm_rows = storms(rows, story.member_events, rule)
+    return {"rebalances": rows, "member_events": story.member_events, "client_rebalances": clients,
+            "causes": causes, "empty_periods": story.empty_periods, "storms": storm_rows,
+            "findings": [findings(cluster, group, rows, story.member_events, storm_rows, story.empty_periods, causes)]}
+
+
+def _where(event: dict) -> str:
+    """``file:line`` of an event (the Spark engine does not know line numbers: file only)."""
+    line_no = event.get("line_no")
+    return f"{event.get('source')}:{line_no}" if line_no is not None else str(event.get("source"))
+
+
+def _client_causes(rebalances: list[Rebalance], member_events: list[dict]) -> None:
+    signals = [e for e in member_events if e["kind"] in ("poll_timeout", "leave_request", "heartbeat_failed")]
+    for r in rebalances:
+        if r.start_ms is None:
+            continue
+        for e in signals:
+            if e["time_ms"] is not None and 0 <= r.start_ms - e["time_ms"] <= EVIDENCE_WINDOW_MS:
+                cause = "poll_timeout" if e["kind"] == "poll_timeout" or "poll timeout" in (e["reason"] or "").lower() \
+                    else ("left" if e["kind"] == "leave_request" else "session_timeout")
+                r.causes.append({"cause": cause, "member": e["member"], "detail": e["reason"],
+                                 "events": [{"line": e["line"], "source": e["source"], "seq": None}]})
+
+
+def _infer_joins(rebalances: list[Rebalance]) -> None:
+    """Brokers before 2.2 give no reason: a rebalance with no other evidence whose group grew
+    was a join; one whose group shrank, a departure the log does not show."""
+    previous_members = None
+    for r in rebalances:
+        if not r.causes and r.members is not None and previous_members is not None:
+            if r.members > previous_members:
+                r.causes.append({"cause": "joined", "member": None,
+                                 "detail": f"members {previous_members} -> {r.members} (inferred)", "events": r.evidence[:1]})
+            elif r.members < previous_members:
+                r.causes.append({"cause": "left", "member": None,
+                                 "detail": f"members {previous_members} -> {r.members} (inferred)", "events": r.evidence[:1]})
+        if r.members is not None:
+            previous_members = r.members
+
+
+INCIDENT_MS = 10_000
+
+
+def _incidents(times: list[int]) -> list[int]:
+    """Times closer than ``INCIDENT_MS`` to the previous one are the same incident."""
+    out: list[int] = []
+    for time_ms in sorted(times):
+        if not out or time_ms - out[-1] > INCIDENT_MS:
+            out.append(time_ms)
+    return out
+
+
+def findings(cluster: str, group: str, rebalances: list[dict], member_events: list[dict], storm_rows: list[dict],
+             empty_periods: list[dict], causes: list[dict]) -> dict:
+    """What the advice rules need for one group (all numbers, no prose)."""
+    durations = [r["duration_ms"] for r in rebalances if r["duration_ms"] is not None]
+    generations = [g for r in rebalances for g in (r["generation"], r["old_generation"]) if g is not None]
+    failures = [e for e in member_events if e["kind"] in ("failed", "fenced") and e.get("cause") != "rebalance_timeout"]
+    by_client: dict[str, list[int]] = defaultdict(list)
+    for e in failures:
+        if e["time_ms"] is not None:
+            by_client[e["client"] or e["member"] or "?"].append(e["time_ms"])
+    most_failing = None
+    for client, times in by_client.items():
+        times.sort()
+        intervals = [b - a for a, b in zip(times, times[1:], strict=False)]
+        candidate = {"client": client, "failures": len(times),
+                     "mean_interval_ms": statistics.fmean(intervals) if intervals else None,
+                     "sd_interval_ms": statistics.pstdev(intervals) if len(intervals) > 1 else (0.0 if intervals else None)}
+        if most_failing is None or candidate["failures"] > most_failing["failures"]:
+            most_failing = candidate
+    poll_by_client: dict[str, list[int]] = defaultdict(list)
+    for e in member_events:
+        if (e["kind"] == "poll_timeout" or (e["kind"] in ("left", "leave_request")
+                                            and "poll timeout" in (e["reason"] or "").lower())) and e["time_ms"] is not None:
+            poll_by_client[e["client"] or e["member"] or "?"].append(e["time_ms"])
+    # The client's warning, its LeaveGroup and the broker's line are one incident.
+    poll_by_client = {client: _incidents(times) for client, times in poll_by_client.items()}
+    poll_client, poll_times = max(poll_by_client.items(), key=lambda kv: len(kv[1]), default=(None, []))
+    poll_gaps = [b - a for a, b in zip(poll_times, poll_times[1:], strict=False)]
+    versions = [m.group(1) for e in member_events for m in [re.search(r"kafka-python-(\d+\.\d+)", e["member"] or "")] if m]
+    # session timeouts of different members close together: a shared cause
+    timeout_times = sorted((e["time_ms"], e["client"]) for e in failures if e["time_ms"] is not None)
+    clustered = 0
+    for i, (t, _) in enumerate(timeout_times):
+        clients = {c for u, c in timeout_times[i:] if u - t <= 60_000}
+        clustered = max(clustered, len(clients))
+    cause_counts = Counter(c["cause"] for c in causes)
+    restart_rebalances = sum(1 for r in rebalances if r["cause"] in ("restarted",))
+    largest = max(storm_rows, key=lambda s: s["rebalances"], default=None)
+    return {
+        "cluster": cluster, "group": group, "rebalances": len(rebalances),
+        "open_rebalances": sum(1 for r in rebalances if r["outcome"] == "open"),
+        "median_duration_ms": statistics.median(durations) if durations else None,
+        "max_duration_ms": max(durations) if durations else None,
+        "max_generation": max(generations) if generations else None,
+        "first_ms": min((r["start_ms"] for r in rebalances if r["start_ms"] is not None), default=None),
+        "last_ms": max((r["end_ms"] or r["start_ms"] for r in rebalances if r["start_ms"] is not None), default=None),
+        "failures": len(failures), "most_failing": most_failing,
+        "kafka_python_version": min(versions) if versions else None,
+        "poll_timeout_leaves": sum(len(v) for v in poll_by_client.values()),
+        "poll_timeout_client": poll_client, "poll_timeout_client_count": len(poll_times),
+        "poll_timeout_median_gap_ms": statistics.median(poll_gaps) if poll_gaps else None,
+        "leaves": sum(1 for e in member_events if e["kind"] == "left"),
+        "storms": len(storm_rows), "largest_storm": largest["rebalances"] if largest else 0,
+        "largest_storm_kind": largest["kind"] if largest else None,
+        "largest_storm_client": largest["top_client"] if largest else None,
+        "largest_storm_minutes": (largest["duration_ms"] / 60000) if largest else None,
+        "restart_rebalances": restart_rebalances,
+        "static_members_seen": any(e.get("reason") == "Static" for e in member_events),
+        "clustered_session_timeouts": clustered,
+        "coordinator_moves": cause_counts.get("coordinator_moved", 0),
+        "empty_periods": len(empty_periods),
+        "longest_empty_ms": max((p["end_ms"] - p["start_ms"] for p in empty_periods
+                                 if p["end_ms"] is not None and p["start_ms"] is not None), default=None),
+        "cause_counts": dict(cause_counts),
+        "protocols": sorted({r["protocol"] for r in rebalances}),
+    }
