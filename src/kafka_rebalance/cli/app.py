@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -21,6 +22,7 @@ def _register_commands() -> None:
         lab_cmd,  # noqa: F401
         logs_cmd,  # noqa: F401
         simulate_cmd,  # noqa: F401
+        soak_cmd,  # noqa: F401
     )
 
 
@@ -33,19 +35,39 @@ def main(argv: list[str] | None = None) -> None:
         code = cli.main(args=args, prog_name="kafka-rebalance", standalone_mode=False)
     except click.UsageError as exc:
         # One line, like every other bad input, instead of click's usage block.
-        sys.stderr.write(f"kafka-rebalance: {exc.format_message()}\n")
+        from kafka_rebalance.cli.errors import one_line
+
+        sys.stderr.write(f"kafka-rebalance: {one_line(exc.format_message())}\n")
         code = 2
     except click.exceptions.Abort:
         sys.stderr.write("kafka-rebalance: aborted\n")
         code = 130
     except click.exceptions.Exit as exc:
         code = exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("kafka-rebalance: interrupted\n")
+        code = 130
     except ImportError as exc:  # a command whose optional extra is not installed
         from kafka_rebalance.clients.extras import missing_extra_message
 
         message = missing_extra_message(exc)
         if message is None:
-            raise
-        sys.stderr.write(f"kafka-rebalance: {message}\n")
-        code = 2
+            code = _internal_error(exc)
+        else:
+            sys.stderr.write(f"kafka-rebalance: {message}\n")
+            code = 2
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, never a traceback
+        code = _internal_error(exc)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _internal_error(exc: Exception) -> int:
+    """A bug, not bad input: one line naming it (the traceback on request), exit 1."""
+    if os.environ.get("KAFKA_REBALANCE_DEBUG"):
+        raise exc
+    from kafka_rebalance.cli.errors import one_line
+
+    first = one_line(str(exc))
+    sys.stderr.write(f"kafka-rebalance: internal error: {type(exc).__name__}{': ' + first if first else ''} "
+                     "(set KAFKA_REBALANCE_DEBUG=1 for the traceback)\n")
+    return 1

@@ -10,8 +10,11 @@ from rich.console import Console
 from rich.table import Table
 
 from kafka_rebalance.assignors import assign
+from kafka_rebalance.cli import inputs
 from kafka_rebalance.cli.app import cli
-from kafka_rebalance.cli.errors import bad_input_exits, load_json
+from kafka_rebalance.cli.errors import bad_input_exits
+from kafka_rebalance.cli.limits import check_snapshot_limits
+from kafka_rebalance.model import GroupSnapshot
 
 
 @cli.command("assign")
@@ -26,8 +29,14 @@ def assign_command(file: str, strategy: str | None, output_format: str) -> None:
 
     A classic group runs its client-side assignor; a consumer group (KIP-848) the broker's
     server-side assignor, and the output is its full target assignment."""
-    with bad_input_exits():
-        result = assign(load_json(file), strategy)
+    with bad_input_exits(file):
+        snapshot = inputs.load_document(file, "a group snapshot (JSON)", json_only=True)
+        check_snapshot_limits(snapshot)
+        parsed = GroupSnapshot.from_dict(snapshot)
+        if not parsed.members and parsed.group_protocol != "consumer":
+            click.echo(f"{inputs.display_name(file)}: the group has no members; nothing to assign", err=True)
+            return
+        result = assign(snapshot, strategy)
     if output_format == "json":
         click.echo(json.dumps(result, indent=2))
     else:

@@ -3,10 +3,15 @@ simulator on Spark, write Parquet tables and an HTML report."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
+from kafka_rebalance.cli import inputs
 from kafka_rebalance.cli.app import cli
 from kafka_rebalance.cli.errors import bad_input_exits
+from kafka_rebalance.cli.limits import check_scenario_limits, check_sweep_size
+from kafka_rebalance.model import InvalidInput
 
 
 @cli.command("lab")
@@ -15,7 +20,7 @@ from kafka_rebalance.cli.errors import bad_input_exits
               help="Directory for the Parquet tables (simulations/, rebalances/, moves/, ownership/) and "
                    "report.html.")
 @click.option("--master", default=None, help="Spark master URL (default local[*]); any URL Spark accepts.")
-@click.option("--tasks", type=click.IntRange(min=1), default=None,
+@click.option("--tasks", type=click.IntRange(min=1, max=1_000_000), default=None,
               help="Spark tasks to split the runs into (default: 4 per core).")
 @click.option("--verbose-spark", is_flag=True, help="Keep Spark's own logging.")
 def lab_command(sweep_file: str | None, out_dir: str, master: str | None, tasks: int | None,
@@ -24,20 +29,37 @@ def lab_command(sweep_file: str | None, out_dir: str, master: str | None, tasks:
 
     Without SWEEP_FILE, runs the built-in sweep of the seed situations under every strategy.
     """
-    from kafka_rebalance.pipeline.sweep import load_sweep
+    from kafka_rebalance.pipeline.sweep import load_sweep, parse_sweep
+    from kafka_rebalance.sim import load_scenario
 
     with bad_input_exits():
-        sweep = load_sweep(sweep_file)
-        from kafka_rebalance.sim import load_scenario
-
+        inputs.check_output_dir(out_dir)
+        inputs.check_master(master)
+    with bad_input_exits(sweep_file):
+        if sweep_file is None:
+            sweep = load_sweep(None)
+        else:
+            data = inputs.load_document(sweep_file, "a sweep (YAML)")
+            check_sweep_size(data)
+            try:
+                sweep = parse_sweep(data, base_dir=Path(sweep_file).parent, origin=sweep_file)
+            except (TypeError, ValueError, KeyError, AttributeError) as exc:
+                if isinstance(exc, InvalidInput):
+                    raise
+                # A value of the wrong type deep in a grid: the sweep parser has no field for it.
+                raise InvalidInput("sweep", f"a value has the wrong type ({exc})") from None
         for run in sweep.runs:
-            load_scenario(run.scenario)
-        from kafka_rebalance.pipeline.lab import run_lab
-        from kafka_rebalance.pipeline.spark import build_session
+            try:
+                check_scenario_limits(load_scenario(run.scenario))
+            except InvalidInput as exc:
+                raise InvalidInput(f"runs[{run.run_index}].scenario.{exc.field}", exc.problem) from None
+    from kafka_rebalance.pipeline.lab import run_lab
+    from kafka_rebalance.pipeline.spark import build_session
 
-        click.echo(f"sweep {sweep.name}: {len(sweep.runs)} simulations "
-                   f"({len({r.scenario_name for r in sweep.runs})} scenarios)", err=True)
-        spark = build_session(master, "kafka-rebalance lab", quiet=not verbose_spark)
+    click.echo(f"sweep {sweep.name}: {len(sweep.runs)} simulations "
+               f"({len({r.scenario_name for r in sweep.runs})} scenarios)", err=True)
+    spark = build_session(master, "kafka-rebalance lab", quiet=not verbose_spark)
+    with bad_input_exits():
         result = run_lab(spark, sweep, out_dir, tasks=tasks)
     if result.failed:
         click.echo(f"{result.failed} of {result.runs} simulations failed (see the error column)", err=True)

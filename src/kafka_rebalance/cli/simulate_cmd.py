@@ -9,8 +9,10 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from kafka_rebalance.cli import inputs
 from kafka_rebalance.cli.app import cli
-from kafka_rebalance.cli.errors import bad_input_exits, read_text
+from kafka_rebalance.cli.errors import bad_input_exits, fail
+from kafka_rebalance.cli.limits import check_scenario_limits
 from kafka_rebalance.sim import load_scenario, run_simulation, write_log
 
 
@@ -22,15 +24,23 @@ from kafka_rebalance.sim import load_scenario, run_simulation, write_log
 @click.option("--seed", type=int, default=None, help="Override the scenario's seed.")
 def simulate_command(file: str, as_json: bool, log_path: str | None, seed: int | None) -> None:
     """Simulate the consumer-group scenario FILE (YAML or JSON, or - for stdin)."""
-    with bad_input_exits():
-        scenario = load_scenario(read_text(file))
-        run = run_simulation(scenario, seed)
-    if log_path:
+    if log_path is not None:
         with bad_input_exits():
-            try:
-                write_log(run, log_path)
-            except (FileNotFoundError, NotADirectoryError):
-                raise FileNotFoundError(2, "no such directory", log_path) from None
+            inputs.check_output_file(log_path, "--log")
+    with bad_input_exits(file):
+        scenario = load_scenario(inputs.load_document(file, "a scenario (YAML or JSON)"))
+        check_scenario_limits(scenario)
+    if not scenario.events:
+        click.echo(f"{inputs.display_name(file)}: the scenario has no events, so no consumer ever joins; "
+                   "nothing happens", err=True)
+        if not as_json:
+            return
+    run = run_simulation(scenario, seed)
+    if log_path:
+        try:
+            write_log(run, log_path)
+        except OSError as exc:
+            raise fail(f"{log_path}: cannot write the log: {exc.strerror or type(exc).__name__}") from None
     result = run.to_json()
     if as_json:
         click.echo(json.dumps(result, indent=2))

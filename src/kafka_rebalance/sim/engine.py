@@ -430,6 +430,13 @@ class Simulation:
             if (type(only) is Respond and type(only.response) is HeartbeatResponse
                     and only.response.error_code is ErrorCode.NONE):
                 return  # an OK heartbeat answer: the client does nothing with it
+        # A member id is its consumer's from the moment the coordinator hands it out: the
+        # rebalance it joins may complete (and be recorded) before the response arrives.
+        for output in outputs:
+            if type(output) is Respond and type(output.response) is JoinGroupResponse and output.response.member_id:
+                proc = self.connections.get(output.connection)
+                if proc is not None:
+                    self.member_names[output.response.member_id] = proc.name
         # Log records first, then responses, then timers: the order the machines' effects land.
         for output in outputs:
             match output:
@@ -706,8 +713,10 @@ class Simulation:
             proc.batch = []
         self._app_poll(proc)
 
-    def _finish_batch_partially(self, proc: Process) -> None:
-        """A crash mid-batch: the records processed before the crash count as processed."""
+    def _finish_batch_partially(self, proc: Process, *, rewind: bool = False) -> None:
+        """A crash or a close mid-batch: the records processed before it count as processed. A
+        clean close (``rewind``) stops after them and commits only them (a well-behaved application
+        commits what it processed on shutdown); committing the whole batch would lose the rest."""
         if not proc.batch:
             return
         done = int((self.now - proc.batch_start) / proc.ms_per_record) if proc.ms_per_record else 0
@@ -715,9 +724,8 @@ class Simulation:
             take = max(0, min(done, end - start))
             if take > 0:
                 self._processed(proc, partition, start, start + take, proc.batch_start)
-            if partition in proc.positions:
-                # close() commits the positions: only what was processed, or the rest is lost.
-                proc.positions[partition] = start + take
+            if rewind and partition in proc.positions:
+                proc.positions[partition] = start + max(take, 0)
             done -= take
         proc.batch = []
 
@@ -734,11 +742,14 @@ class Simulation:
                         self._deliver_response(proc, response)
                     case ConsumerTimerFires(timer=timer):
                         self._to_consumer(proc, timer)
-                    case AppWakes(activity=activity):
-                        self._app_event(proc, activity)
+                    case AppWakes(token=token, activity=activity):
+                        # An earlier deferred event may have made the loop poll again since.
+                        if token == proc.app_token:
+                            self._app_event(proc, activity)
                     case _:
                         assert_never(event)
-            if proc.continuous:
+            if proc.continuous or (not proc.stalled and not proc.batch and not proc.cc.in_poll):
+                # (A stall that ended during the pause could not restart the loop then.)
                 self._app_poll(proc)
             else:
                 self._maybe_poll(proc)
@@ -762,7 +773,7 @@ class Simulation:
             if proc is not None and proc.alive:
                 self._checkpoint(proc)
                 if proc.batch:
-                    self._finish_batch_partially(proc)
+                    self._finish_batch_partially(proc, rewind=True)
                 self._to_consumer(proc, Close(proc.position_view()))
                 self._drop_process_ownership(proc)
                 proc.alive = False

@@ -182,6 +182,7 @@ class ConsumerCoordinator:
         self.in_poll = True
         self.fatal: ErrorCode | None = None
         self._commit_before_join = False
+        self._join_backing_off = False  # a retriable JoinGroup error: wait retry.backoff.ms
         self._commits_in_flight = 0  # responses come back in order on the connection
         self._heartbeat_due = False
         self._heartbeat_send: Send | None = None  # requests are immutable: one per generation
@@ -212,7 +213,7 @@ class ConsumerCoordinator:
         """A rejoin is wanted and nothing stands in its way (coordinator known, not
         mid-rebalance, no commit before the join still under way)."""
         return (self.rejoin_needed and self.state in (MemberState.UNJOINED, MemberState.STABLE)
-                and not self._commit_before_join and self.coordinator_id is not None)
+                and not self._commit_before_join and not self._join_backing_off and self.coordinator_id is not None)
 
     @property
     def wants_poll(self) -> bool:
@@ -250,7 +251,7 @@ class ConsumerCoordinator:
             case PollIntervalExpired():
                 self._poll_interval_timer(now_ms, out)
             case RetryJoin():
-                pass  # the application's poll loop, woken, rejoins (see ready_to_join)
+                self._join_backing_off = False  # the application's poll loop, woken, rejoins (see ready_to_join)
             case RetryFetch():
                 self._fetch_positions(out)
             case RetryFindCoordinator():
@@ -408,7 +409,7 @@ class ConsumerCoordinator:
         if self._joined_subscription is not None and self._joined_subscription != self.subscribed:
             self._request_rejoin("subscribed topics changed")
         snapshot = self._assignment_metadata
-        if snapshot is not None and any(topics.get(t) != n for t, n in snapshot.items()):
+        if snapshot is not None and any(topics.get(t, 0) != n for t, n in snapshot.items()):
             self._request_rejoin("partition count of a subscribed topic changed")
 
     def _close(self, positions: Mapping[str, int], out: list[ConsumerOutput]) -> None:
@@ -542,9 +543,13 @@ class ConsumerCoordinator:
         out.append(Fatal(error))
         self._reset_generation(reset_member_id=True, out=out)
 
-    def _retry_join(self, now: int, out: list[ConsumerOutput]) -> None:
+    def _retry_join(self, now: int, out: list[ConsumerOutput], *, backoff: bool = False) -> None:
+        """Rejoin: at once after UNKNOWN_MEMBER_ID or REBALANCE_IN_PROGRESS, after retry.backoff.ms
+        after COORDINATOR_LOAD_IN_PROGRESS (AbstractCoordinator.joinGroupIfNeeded; without the
+        backoff a loading coordinator and a zero-latency network loop forever at one instant)."""
         self._set_state(MemberState.UNJOINED if self.generation == NO_GENERATION else MemberState.STABLE)
         self.rejoin_needed = True
+        self._join_backing_off = backoff
         out.append(ArmTimer(_RETRY_JOIN, now + self.config.retry_backoff_ms))
 
     def _on_join(self, response: JoinGroupResponse, now: int, out: list[ConsumerOutput]) -> None:
@@ -561,10 +566,10 @@ class ConsumerCoordinator:
             return
         if error in _COORDINATOR_GONE:
             self._coordinator_unknown(out)
-            self._retry_join(now, out)
+            self._retry_join(now, out)  # the FindCoordinator round trip comes first
             return
         if error in (ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
-            self._retry_join(now, out)
+            self._retry_join(now, out, backoff=error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
             return
         if error is not ErrorCode.NONE:
             self._fail(error, out)
@@ -577,6 +582,12 @@ class ConsumerCoordinator:
         assignments: tuple[SyncGroupRequestAssignment, ...] = ()
         if response.leader == self.member_id and response.members and not response.skip_assignment:
             assignments = self._run_assignor(response)
+        elif response.leader == self.member_id and response.skip_assignment:
+            # A returning static leader keeps its assignment but leads from now on: it watches the
+            # group's topics for partition changes (ConsumerCoordinator.onLeaderElected:
+            # assignmentSnapshot = metadataSnapshot).
+            group_topics = {t for m in response.members for t in m.metadata.topics} or set(self.subscribed)
+            self._assignment_metadata = {t: self._metadata[t] for t in sorted(group_topics) if t in self._metadata}
         self._send(SyncGroupRequest(self.config.group_id, self.generation, self.member_id,
                                     self.config.group_instance_id, response.protocol_type, response.protocol_name,
                                     assignments), out)
@@ -595,7 +606,10 @@ class ConsumerCoordinator:
             members.append({"member_id": m.member_id, "topics": list(m.metadata.topics), "owned": owned,
                             "generation": generation, "group_instance_id": m.group_instance_id})
         snapshot = {"strategy": name, "topics": topics, "members": members}
-        self._assignment_metadata = topics
+        # Topics a member subscribes to that the leader's metadata does not know yet count as 0
+        # partitions: when they appear, the leader rejoins and assigns them (Java's leader fetches
+        # them before assigning, ConsumerCoordinator.performAssignment -> ensureFreshMetadata).
+        self._assignment_metadata = {t: topics.get(t, 0) for t in group_topics}
         result = assign(snapshot)
         return tuple(SyncGroupRequestAssignment(member, tuple(parts)) for member, parts in result["assignment"].items())
 

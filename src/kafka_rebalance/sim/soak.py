@@ -1,0 +1,494 @@
+"""The soak's pure parts: random schedules, the invariants a run must keep, and a shrinker.
+
+A *schedule* is an ordinary scenario document (shared/spec/scenario.md), drawn from a seed by
+``random_schedule``: a small group (2-5 consumers, eager or cooperative, some static, some slow,
+some subscribed by pattern) through a random mix of joins, clean leaves, crashes, long pauses (GC),
+slow processing past ``max.poll.interval.ms``, static bounces, topic creation for the pattern,
+partition increases, coordinator failovers (several in a row) and network delays (latency with
+jitter, so requests overtake each other and clients retry on the errors they get), followed by
+quiet time long enough for every timeout in play to fire.
+
+``check_schedule`` runs one schedule and returns the violations of the invariants in
+``INVARIANTS``; ``shrink`` reduces a failing schedule to a minimal one that fails the same way
+(delta debugging over the events, then over consumers, topics, traffic and settings), so a
+violation comes with a schedule a person can read. Everything here is deterministic: the same
+seed gives the same schedule, the same failing schedule shrinks to the same minimal one.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from kafka_rebalance.assignors import get_assignor
+from kafka_rebalance.model import InvalidInput, RebalanceProtocol
+from kafka_rebalance.sim.scenario import load_scenario
+from kafka_rebalance.sim.soak_observe import Observation, observe
+
+# ----------------------------------------------------------------------------- invariants
+
+SINGLE_OWNER = "single-owner"
+OWNER_CONSUMES = "owner-consumes"
+COMMITS_FORWARD = "commits-forward"
+NO_RECORD_LOST = "no-record-lost"
+CONVERGES = "converges"
+SIMULATION_ERROR = "simulation-error"
+INVARIANTS = (SINGLE_OWNER, OWNER_CONSUMES, COMMITS_FORWARD, NO_RECORD_LOST, CONVERGES)
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    invariant: str
+    detail: str
+
+
+def check_observation(seen: Observation) -> list[Violation]:
+    """Every invariant over one finished run, first violation of each kind (with its detail)."""
+    found: list[Violation] = []
+    for check in (_single_owner, _owner_consumes, _commits_forward, _no_record_lost, _converges):
+        violation = check(seen)
+        if violation is not None:
+            found.append(violation)
+    return found
+
+
+def _single_owner(seen: Observation) -> Violation | None:
+    """Never two owners of a partition at the same instant (eager and cooperative alike).
+
+    Not counted here: ``SimulationResult.ownership_conflicts`` (a partition assigned while another
+    member still holds it). Those come from static members that missed a rebalance (stuck, or
+    cut off by coordinator failovers): Kafka's coordinator keeps such members and assigns from
+    their old subscription (GroupCoordinator.onCompleteJoin removes only dynamic members that did
+    not rejoin), the classic protocol's own two-owner window."""
+    by_partition: dict[str, list[tuple[int, int, str, int | None]]] = {}
+    for interval in seen.ownership:
+        by_partition.setdefault(interval.partition, []).append(
+            (interval.start_ms, interval.end_ms, interval.member, interval.generation))
+    for partition in sorted(by_partition):
+        # Sweep in start order, remembering the interval that reaches furthest: any later start
+        # before its end by another member is an overlap, adjacent or not.
+        reach: tuple[int, str, int | None] | None = None
+        for start, end, member, generation in sorted(by_partition[partition]):
+            if reach is not None and start < reach[0] and member != reach[1]:
+                return Violation(SINGLE_OWNER, f"{partition}: {reach[1]} (generation {reach[2]}) owns it until "
+                                               f"{reach[0]} ms and {member} (generation {generation}) from {start} ms")
+            if reach is None or end > reach[0]:
+                reach = (end, member, generation)
+    return None
+
+
+def _owner_consumes(seen: Observation) -> Violation | None:
+    """A partition is consumed under generation g only by its owner in g: the member the
+    coordinator's assignment of g gave it to. A cooperative member keeps consuming what it owned
+    in the generation before g until SyncGroup of g tells it what to revoke, so the owner in the
+    latest earlier generation with a recorded assignment counts too. A member the coordinator has already expelled (a long GC pause) may still consume
+    under its old generation, as a real zombie consumer does: that is the generation it owns it in.
+    An ownership interval starts only with a partition its generation's assignment gave."""
+    assignments = seen.assignments
+    if assignments is None:
+        return None
+
+    def owner_in(generation: int, member: str, partition: str) -> bool | None:
+        given = assignments.get(generation)
+        return None if given is None else partition in given.get(member, ())
+
+    for interval in seen.ownership:
+        if interval.generation is not None and owner_in(interval.generation, interval.member,
+                                                        interval.partition) is False:
+            return Violation(OWNER_CONSUMES, f"{interval.partition}: {interval.member} owned it from "
+                                             f"{interval.start_ms} ms as of generation {interval.generation}, whose "
+                                             "assignment did not give it to them")
+    for batch in seen.consumption or ():
+        generation = batch.generation
+        if generation is None or generation not in assignments:
+            continue
+        earlier = [g for g in assignments if g < generation]
+        if owner_in(generation, batch.member, batch.partition) or (
+                earlier and owner_in(max(earlier), batch.member, batch.partition)):
+            continue
+        return Violation(OWNER_CONSUMES, f"{batch.partition}: {batch.member} consumed offsets {batch.start_offset}-"
+                                         f"{batch.end_offset} in {batch.start_ms}-{batch.end_ms} ms under generation "
+                                         f"{generation}, whose assignment gave it to "
+                                         f"{_holder(assignments[generation], batch.partition)}")
+    return None
+
+
+def _holder(assignment: dict[str, tuple[str, ...]], partition: str) -> str:
+    return next((member for member, parts in assignment.items() if partition in parts), "nobody")
+
+
+def _commits_forward(seen: Observation) -> Violation | None:
+    """Accepted commits of a partition never move its committed offset backwards, across any
+    number of coordinator failovers."""
+    committed: dict[str, tuple[int, int, str]] = {}
+    for commit in sorted(seen.commits or (), key=lambda c: c.time_ms):
+        if not commit.accepted:
+            continue
+        previous = committed.get(commit.partition)
+        if previous is not None and commit.offset < previous[0]:
+            return Violation(COMMITS_FORWARD, f"{commit.partition}: {commit.member} committed {commit.offset} at "
+                                              f"{commit.time_ms} ms after {previous[2]} committed {previous[0]} at "
+                                              f"{previous[1]} ms")
+        committed[commit.partition] = (commit.offset, commit.time_ms, commit.member)
+    if seen.offset_regressions:
+        return Violation(COMMITS_FORWARD, f"{seen.offset_regressions} commit(s) moved an offset backwards")
+    return None
+
+
+def _no_record_lost(seen: Observation) -> Violation | None:
+    """Every record produced before the last owner's final position was consumed by someone:
+    no offset range is ever skipped."""
+    ranges: dict[str, list[tuple[int, int]]] = {}
+    for record in seen.consumption or ():
+        if record.end_offset > record.start_offset:
+            ranges.setdefault(record.partition, []).append((record.start_offset, record.end_offset))
+    for partition in sorted(ranges):
+        reached = 0
+        for start, end in sorted(ranges[partition]):
+            if start > reached:
+                return Violation(NO_RECORD_LOST, f"{partition}: offsets {reached}-{start} were never consumed")
+            reached = max(reached, end)
+    if seen.records_lost:
+        return Violation(NO_RECORD_LOST, f"{seen.records_lost} record(s) skipped")
+    return None
+
+
+def _converges(seen: Observation) -> Violation | None:
+    """After the last event and the quiet time, the group is Stable with every subscribed
+    partition owned by a live member (or Empty when no consumer is left)."""
+    if not seen.live_members:
+        if seen.final_state not in ("Empty", "Dead"):
+            return Violation(CONVERGES, f"no consumer is running but the group is {seen.final_state}")
+        return None
+    if seen.final_state != "Stable":
+        return Violation(CONVERGES, f"the group is {seen.final_state} at the end, with "
+                                    f"{len(seen.live_members)} consumer(s) running")
+    owned = {p for parts in seen.final_assignment.values() for p in parts}
+    missing = sorted(set(seen.subscribed_partitions) - owned)
+    if missing:
+        return Violation(CONVERGES, f"{len(missing)} subscribed partition(s) owned by nobody at the end "
+                                    f"({', '.join(missing[:5])})")
+    return None
+
+
+def check_schedule(schedule: dict[str, Any]) -> list[Violation]:
+    """Run one schedule and check every invariant. A crash of the simulator is a violation too."""
+    try:
+        seen = observe(load_scenario(schedule))
+    except InvalidInput:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a simulator crash is what the soak exists to find
+        return [Violation(SIMULATION_ERROR, f"{type(exc).__name__}: {exc}".splitlines()[0])]
+    return check_observation(seen)
+
+
+# ----------------------------------------------------------------------------- schedules
+
+STRATEGY_LISTS = (
+    ("range",), ("roundrobin",), ("sticky",), ("cooperative-sticky",), ("cooperative-sticky",),
+    ("range", "cooperative-sticky"), ("cooperative-sticky", "range"),
+)
+PATTERN = "p-.*"
+
+
+def random_schedule(seed: int) -> dict[str, Any]:
+    """A random, valid schedule (a scenario document) for ``seed``."""
+    rng = random.Random(seed)
+    session = rng.choice((6000, 10000, 15000))
+    heartbeat = session // rng.choice((3, 4, 5))
+    max_poll_interval = rng.choice((8000, 15000, 30000))
+    coordinator_load = rng.choice((0, 200, 1000, 3000))
+    metadata_age = rng.choice((3000, 10000, 30000))
+    config = {
+        "session_timeout_ms": session,
+        "heartbeat_interval_ms": heartbeat,
+        "max_poll_interval_ms": max_poll_interval,
+        "group_initial_rebalance_delay_ms": rng.choice((0, 0, 1000, 3000)),
+        "auto_commit_interval_ms": rng.choice((500, 1000, 5000)),
+        "metadata_max_age_ms": metadata_age,
+        "network_latency_ms": rng.choice((0, 1, 2, 5, 20)),
+        "network_jitter_ms": rng.choice((0, 0, 3, 30, 200)),
+        "coordinator_load_ms": coordinator_load,
+        "idle_poll_ms": rng.choice((100, 500)),
+    }
+    topics = {f"t{i}": rng.randint(1, 6) for i in range(rng.randint(1, 3))}
+    use_pattern = rng.random() < 0.3
+    if use_pattern:
+        topics["p-0"] = rng.randint(1, 3)
+    strategies = list(rng.choice(STRATEGY_LISTS))
+    consumers = []
+    for i in range(rng.randint(2, 5)):
+        consumer: dict[str, Any] = {"id": f"c{i + 1}", "strategies": strategies}
+        if use_pattern and rng.random() < 0.7:
+            consumer["pattern"] = PATTERN
+        else:
+            names = sorted(t for t in topics if t.startswith("t"))
+            consumer["subscribe"] = names if rng.random() < 0.8 else sorted(rng.sample(names, rng.randint(1, len(names))))
+        if rng.random() < 0.3:
+            consumer["group_instance_id"] = f"static-{i + 1}"
+        if rng.random() < 0.25:
+            consumer["processing_ms_per_record"] = rng.choice((0.2, 1, 3))
+            consumer["max_poll_records"] = rng.choice((5, 20, 100))
+        consumers.append(consumer)
+    produce = [{"topic": t, "records_per_s": rng.choice((5, 50, 200)), "keys": rng.choice((3, 20, 100))}
+               for t in topics if rng.random() < 0.8]
+    names = [c["id"] for c in consumers]
+    static = {c["id"]: "group_instance_id" in c for c in consumers}
+    events: list[dict[str, Any]] = []
+    for name in names:
+        events.append({"at_ms": 0 if rng.random() < 0.6 else rng.randint(0, 10000), "join": name})
+    horizon = rng.choice((30000, 60000, 90000))
+    pattern_topics = 1
+    for _ in range(rng.randint(2, 10)):
+        at = rng.randint(1000, horizon)
+        kind = rng.choices(
+            ("leave", "crash", "join", "pause", "stall", "restart", "create_topic", "add_partitions", "failover"),
+            weights=(2, 2, 3, 2, 2, 2, 1 if use_pattern else 0, 1, 2))[0]
+        name = rng.choice(names)
+        if kind in ("leave", "crash", "join"):
+            events.append({"at_ms": at, kind: name})
+        elif kind == "pause":  # a GC pause: sometimes longer than the session timeout
+            longest = session // 3 if static[name] else session + 2000  # static: see the stall below
+            events.append({"at_ms": at, "pause": name, "for_ms": rng.choice((300, session // 2, longest))})
+        elif kind == "stall":  # processing stuck: sometimes past max.poll.interval.ms
+            longest = max_poll_interval + 3000
+            if static[name]:
+                # A static member that misses a rebalance (stuck until its rebalance timeout ran
+                # out, even when the rebalance began before the stall) keeps its partitions while
+                # they go to others: Kafka's own two-owner window in the classic protocol
+                # (tests/sim/test_properties.py states it), not a finding.
+                longest = max_poll_interval // 3
+            events.append({"at_ms": at, "stall": name, "for_ms": rng.choice((1000, max_poll_interval // 2, longest))})
+        elif kind == "restart":  # a bounce; a static member keeps its id if back within the session
+            events.append({"at_ms": at, "restart": name, "after_ms": rng.choice((0, 500, session // 2, session + 1000))})
+        elif kind == "create_topic":
+            topic = f"p-{pattern_topics}"
+            pattern_topics += 1
+            events.append({"at_ms": at, "create_topic": {"name": topic, "partitions": rng.randint(1, 3)}})
+        elif kind == "add_partitions":  # count: the increase for now, made absolute below
+            events.append({"at_ms": at, "add_partitions": {"topic": rng.choice(sorted(topics)),
+                                                           "count": rng.randint(1, 3)}})
+        else:  # several failovers in a row, some before the new coordinator finished loading
+            for _ in range(rng.choice((1, 1, 2, 3))):
+                events.append({"at_ms": at, "coordinator_failover": {}})
+                at += rng.choice((0, coordinator_load // 2 + 1, coordinator_load + 500, session))
+    events.sort(key=lambda e: e["at_ms"])  # stable: equal times keep their drawn order
+    # A static leader that returns within its session timeout keeps leading without a rebalance
+    # and takes the metadata of its return as its snapshot (KIP-814: ConsumerCoordinator.
+    # onLeaderElected, assignmentSnapshot = metadataSnapshot), so a partition change it was away
+    # for is never noticed: a gap of Kafka's, not a finding. Schedules with topic changes
+    # therefore bounce only dynamic members.
+    if any("add_partitions" in e or "create_topic" in e for e in events):
+        events = [e for e in events if not any(static.get(e.get(action, ""), False)
+                                                for action in ("leave", "crash", "restart"))]
+    grown = dict(topics)  # partition counts only grow, in time order
+    for event in events:
+        if "add_partitions" in event:
+            topic = event["add_partitions"]["topic"]
+            grown[topic] += event["add_partitions"]["count"]
+            event["add_partitions"]["count"] = grown[topic]
+    schedule = {
+        "name": f"soak-{seed}",
+        "group": f"soak-group-{seed % 97}",
+        "config": config,
+        "topics": topics,
+        "consumers": consumers,
+        "produce": produce,
+        "events": events,
+        "seed": seed,
+    }
+    schedule["end_ms"] = last_activity_ms(schedule) + quiet_ms(schedule)
+    return schedule
+
+
+def schedule_protocol(schedule: dict[str, Any]) -> str:
+    """COOPERATIVE when every consumer can only rebalance cooperatively (a Java consumer uses the
+    protocol all its configured assignors support), else EAGER."""
+    for consumer in schedule["consumers"]:
+        if any(get_assignor(name).protocol is not RebalanceProtocol.COOPERATIVE for name in consumer["strategies"]):
+            return RebalanceProtocol.EAGER.value
+    return RebalanceProtocol.COOPERATIVE.value
+
+
+def last_activity_ms(schedule: dict[str, Any]) -> int:
+    return max((e["at_ms"] + e.get("for_ms", 0) + e.get("after_ms", 0) for e in schedule.get("events", [])), default=0)
+
+
+def quiet_ms(schedule: dict[str, Any]) -> int:
+    """Quiet time after the last event in which every timeout in play fires and the group settles:
+    a crash is noticed after the session timeout, a rebalance waits up to the rebalance timeout
+    (max.poll.interval.ms) for slow members, a new pattern topic is seen at the next metadata
+    refresh, and a failover takes the coordinator's load time (each of these can follow another)."""
+    config = schedule.get("config", {})
+    consumers = schedule.get("consumers", [])
+    session = max([config.get("session_timeout_ms", 45000),
+                   *(c.get("session_timeout_ms", 0) for c in consumers)])
+    rebalance = max([config.get("max_poll_interval_ms", 300000),
+                     *(c.get("max_poll_interval_ms", 0) for c in consumers)])
+    return int(2 * session + 2 * rebalance + config.get("metadata_max_age_ms", 300000)
+               + config.get("group_initial_rebalance_delay_ms", 3000) + 2 * config.get("coordinator_load_ms", 500)
+               + 10000)
+
+
+def schedule_seed(master_seed: int, index: int) -> int:
+    """The seed of schedule ``index`` of a soak (independent streams for nearby indices)."""
+    return random.Random(f"{master_seed}/{index}").getrandbits(48)
+
+
+class _PlainDumper(yaml.SafeDumper):  # type: ignore[misc]  # PyYAML ships no types
+    """No anchors and aliases: a shared list is written out at each place (readable schedules)."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def schedule_yaml(schedule: dict[str, Any]) -> str:
+    """A schedule as scenario YAML, ready for ``kafka-rebalance simulate``."""
+    return str(yaml.dump(schedule, Dumper=_PlainDumper, sort_keys=False, default_flow_style=None, width=120))
+
+
+# ----------------------------------------------------------------------------- shrinking
+
+def same_failure(violations: Sequence[Violation]) -> Callable[[dict[str, Any]], bool]:
+    """The predicate a shrink keeps true: the candidate still breaks one of the same invariants."""
+    kinds = {v.invariant for v in violations}
+
+    def fails(candidate: dict[str, Any]) -> bool:
+        try:
+            return any(v.invariant in kinds for v in check_schedule(candidate))
+        except InvalidInput:
+            return False
+
+    return fails
+
+
+def shrink(schedule: dict[str, Any], fails: Callable[[dict[str, Any]], bool], *, budget: int = 400) -> tuple[
+        dict[str, Any], int]:
+    """A minimal schedule for which ``fails`` still holds, and how many candidates were tried.
+
+    Delta debugging (ddmin) over the events, then removal of whole consumers (with their events),
+    topics, produce entries, and simplification of settings (no jitter, no processing cost, not
+    static, the quiet time recomputed). Repeats until nothing more can go or ``budget`` runs out.
+    """
+    state = {"tries": 0}
+
+    def attempt(candidate: dict[str, Any]) -> bool:
+        if state["tries"] >= budget:
+            return False
+        state["tries"] += 1
+        return fails(_with_end(candidate))
+
+    current = _with_end(copy.deepcopy(schedule))
+    changed = True
+    while changed and state["tries"] < budget:
+        changed = False
+        base = current
+
+        def fails_with(events: list[Any], base: dict[str, Any] = base) -> bool:
+            return attempt({**base, "events": events})
+
+        events = _ddmin(base["events"], fails_with)
+        if len(events) < len(current["events"]):
+            current = _with_end({**current, "events": events})
+            changed = True
+        for candidate in _simplifications(current):
+            if state["tries"] >= budget:
+                break
+            if attempt(candidate):
+                current = _with_end(candidate)
+                changed = True
+    return current, state["tries"]
+
+
+def _with_end(schedule: dict[str, Any]) -> dict[str, Any]:
+    result = dict(schedule)
+    result["end_ms"] = last_activity_ms(result) + quiet_ms(result)
+    return result
+
+
+def _ddmin(items: list[Any], fails: Callable[[list[Any]], bool]) -> list[Any]:
+    """Zeller's ddmin: a 1-minimal sublist of ``items`` (order kept) for which ``fails`` holds."""
+    current = list(items)
+    granularity = 2
+    while len(current) >= 2:
+        chunk = max(1, len(current) // granularity)
+        subsets = [current[i:i + chunk] for i in range(0, len(current), chunk)]
+        reduced = False
+        for index in range(len(subsets)):
+            complement = [item for j, subset in enumerate(subsets) if j != index for item in subset]
+            if fails(complement):
+                current = complement
+                granularity = max(granularity - 1, 2)
+                reduced = True
+                break
+        if not reduced:
+            if granularity >= len(current):
+                break
+            granularity = min(granularity * 2, len(current))
+    if len(current) == 1 and fails([]):
+        return []
+    return current
+
+
+def _simplifications(schedule: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Candidate schedules one step simpler than ``schedule``, most aggressive first."""
+    for consumer in schedule["consumers"]:
+        name = consumer["id"]
+        if len(schedule["consumers"]) > 1:
+            yield {**schedule, "consumers": [c for c in schedule["consumers"] if c["id"] != name],
+                   "events": [e for e in schedule["events"] if not _mentions(e, name)]}
+    for topic in list(schedule["topics"]):
+        if len(schedule["topics"]) > 1:
+            yield _without_topic(schedule, topic)
+    for index in range(len(schedule.get("produce", []))):
+        yield {**schedule, "produce": [p for i, p in enumerate(schedule["produce"]) if i != index]}
+    config = schedule.get("config", {})
+    for key, simple in (("network_jitter_ms", 0), ("network_latency_ms", 0), ("coordinator_load_ms", 0),
+                        ("group_initial_rebalance_delay_ms", 0)):
+        if config.get(key, simple) != simple:
+            yield {**schedule, "config": {**config, key: simple}}
+    for i, consumer in enumerate(schedule["consumers"]):
+        for key in ("group_instance_id", "processing_ms_per_record", "max_poll_records"):
+            if key in consumer:
+                simpler = {k: v for k, v in consumer.items() if k != key}
+                yield {**schedule, "consumers": [*schedule["consumers"][:i], simpler, *schedule["consumers"][i + 1:]]}
+    for topic, count in schedule["topics"].items():
+        if count > 1:
+            yield {**schedule, "topics": {**schedule["topics"], topic: count - 1},
+                   "events": [_regrow(e, topic, count - 1) for e in schedule["events"]]}
+    for i, event in enumerate(schedule["events"]):
+        for key in ("for_ms", "after_ms"):
+            if event.get(key, 0) > 0:
+                yield {**schedule, "events": [*schedule["events"][:i], {**event, key: event[key] // 2},
+                                              *schedule["events"][i + 1:]]}
+
+
+def _mentions(event: dict[str, Any], name: str) -> bool:
+    return any(event.get(action) == name for action in ("join", "leave", "crash", "pause", "stall", "restart")) or (
+        isinstance(event.get("subscribe"), dict) and event["subscribe"].get("consumer") == name)
+
+
+def _without_topic(schedule: dict[str, Any], topic: str) -> dict[str, Any]:
+    consumers = []
+    for consumer in schedule["consumers"]:
+        if "subscribe" in consumer:
+            remaining = [t for t in consumer["subscribe"] if t != topic]
+            consumer = {**consumer, "subscribe": remaining or [t for t in schedule["topics"] if t != topic][:1]}
+        consumers.append(consumer)
+    return {**schedule, "topics": {t: n for t, n in schedule["topics"].items() if t != topic},
+            "consumers": consumers,
+            "produce": [p for p in schedule.get("produce", []) if p["topic"] != topic],
+            "events": [e for e in schedule["events"]
+                       if not (isinstance(e.get("add_partitions"), dict) and e["add_partitions"]["topic"] == topic)]}
+
+
+def _regrow(event: dict[str, Any], topic: str, base: int) -> dict[str, Any]:
+    grow = event.get("add_partitions")
+    if isinstance(grow, dict) and grow["topic"] == topic:
+        return {**event, "add_partitions": {**grow, "count": max(grow["count"] - 1, base + 1)}}
+    return event

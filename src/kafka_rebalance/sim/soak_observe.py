@@ -1,0 +1,152 @@
+"""What the soak's invariants look at in a finished run, in one typed record (``Observation``),
+read from the simulator's public result.
+
+Rows are plain objects here: a soak schedule has a few hundred of them, and the invariants read
+best over named fields. Fields left ``None`` (in hand-made observations) make the invariants
+fall back to the simulator's own counters (``offset_regressions``, ``records_lost``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from kafka_rebalance.sim.engine import run_simulation
+from kafka_rebalance.sim.result import SimulationResult
+from kafka_rebalance.sim.scenario import Scenario
+
+
+@dataclass(frozen=True, slots=True)
+class Ownership:
+    partition: str
+    member: str
+    generation: int | None
+    start_ms: int
+    end_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Consumption:
+    """A batch: ``member`` consumed ``[start_offset, end_offset)`` of a partition under
+    ``generation`` between ``start_ms`` and ``end_ms``."""
+
+    partition: str
+    member: str
+    generation: int | None
+    start_offset: int
+    end_offset: int
+    start_ms: int
+    end_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    time_ms: int
+    partition: str
+    offset: int
+    member: str
+    generation: int | None
+    accepted: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    ownership: tuple[Ownership, ...]
+    consumption: tuple[Consumption, ...] | None
+    commits: tuple[Commit, ...] | None
+    offset_regressions: int
+    records_lost: int
+    final_state: str
+    live_members: tuple[str, ...]  # consumers whose process runs at the end
+    final_assignment: dict[str, tuple[str, ...]]
+    subscribed_partitions: tuple[str, ...]  # what the live consumers subscribe to, at the end
+    # generation -> member -> partitions, from the rebalances that completed (None: not known)
+    assignments: dict[int, dict[str, tuple[str, ...]]] | None = None
+    ownership_conflicts: int = 0
+
+
+def observe(scenario: Scenario) -> Observation:
+    return observation_of(run_simulation(scenario))
+
+
+def observation_of(result: SimulationResult) -> Observation:
+    scenario = result.scenario
+    o, c, k = result.ownership, result.consumption, result.commits
+    ownership = tuple(Ownership(*row) for row in zip(
+        o.partition.tolist(), o.member.tolist(), o.generation.tolist(), o.start_ms.tolist(), o.end_ms.tolist(),
+        strict=True))
+    consumption = tuple(Consumption(*row) for row in zip(
+        c.partition.tolist(), c.member.tolist(), c.generation.tolist(), c.from_offset.tolist(), c.to_offset.tolist(),
+        c.start_ms.tolist(), c.end_ms.tolist(), strict=True))
+    commits = tuple(Commit(time, partition, offset, member, generation, error == 0) for time, partition, offset, member,
+                    generation, error in zip(k.time_ms.tolist(), k.partition.tolist(), k.offset.tolist(),
+                                             k.member.tolist(), k.generation.tolist(), k.error_code.tolist(), strict=True))
+    assignments: dict[int, dict[str, tuple[str, ...]]] = {}
+    for rebalance in result.rebalances:
+        if rebalance.end_ms is not None and rebalance.generation is not None and rebalance.assignment:
+            assignments[rebalance.generation] = {m.member: m.partitions for m in rebalance.assignment}
+    live = live_consumers(scenario)
+    return Observation(
+        ownership=ownership,
+        consumption=consumption,
+        commits=commits,
+        offset_regressions=result.offset_regressions,
+        records_lost=result.metrics.records_lost,
+        final_state=result.final_group_state,
+        live_members=live,
+        final_assignment={m.member: m.partitions for m in result.final_assignment},
+        subscribed_partitions=subscribed_partitions(scenario, live),
+        assignments=assignments,
+        ownership_conflicts=result.ownership_conflicts,
+    )
+
+
+def live_consumers(scenario: Scenario) -> tuple[str, ...]:
+    """Consumers whose process is running at the end. A restart stops the process at its time
+    and starts it ``after_ms`` later (after the scenario's own events of that instant, as the
+    simulator queues it), so a crash in between finds nothing to crash."""
+    changes: list[tuple[int, int, int, str, bool]] = []
+    for index, event in enumerate(scenario.events):
+        for action, alive in (("join", True), ("leave", False), ("crash", False), ("restart", False)):
+            name = getattr(event, action)
+            if name is not None:
+                changes.append((event.at_ms, 0, index, name, alive))
+        if event.restart is not None:
+            changes.append((event.at_ms + (event.after_ms or 0), 1, index, event.restart, True))
+    running: dict[str, bool] = {}
+    for at_ms, _, _, name, alive in sorted(changes):
+        if at_ms <= scenario.effective_end_ms:
+            running[name] = alive
+    return tuple(sorted(name for name, alive in running.items() if alive))
+
+
+def final_topics(scenario: Scenario) -> dict[str, int]:
+    topics = dict(scenario.topics)
+    for event in sorted(scenario.events, key=lambda e: e.at_ms):
+        if event.at_ms > scenario.effective_end_ms:
+            break
+        if event.create_topic is not None:
+            topics[event.create_topic.name] = event.create_topic.partitions
+        elif event.add_partitions is not None:
+            topics[event.add_partitions.topic] = max(topics[event.add_partitions.topic], event.add_partitions.count)
+    return topics
+
+
+def subscribed_partitions(scenario: Scenario, members: tuple[str, ...]) -> tuple[str, ...]:
+    topics = final_topics(scenario)
+    subscriptions = {c.id: (tuple(c.subscribe) if c.subscribe is not None else None, c.pattern)
+                     for c in scenario.consumers}
+    for event in sorted(scenario.events, key=lambda e: e.at_ms):
+        if event.subscribe is not None and event.at_ms <= scenario.effective_end_ms:
+            change = event.subscribe
+            subscriptions[change.consumer] = (tuple(change.topics) if change.topics is not None else None,
+                                              change.pattern)
+    wanted: set[str] = set()
+    for name in members:
+        listed, pattern = subscriptions[name]
+        if pattern is not None:
+            compiled = re.compile(pattern)
+            wanted.update(t for t in topics if compiled.fullmatch(t))
+        else:
+            wanted.update(t for t in listed or () if t in topics)
+    return tuple(sorted(f"{t}-{p}" for t in wanted for p in range(topics[t])))
