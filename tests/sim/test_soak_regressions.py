@@ -167,3 +167,20 @@ def test_open_soak_findings(path):
     second (seed0-schedule5909)."""
     with wall_clock_limit(20):
         assert check_schedule(yaml.safe_load(path.read_text())) == []
+
+
+KAFKA_BEHAVIOUR = sorted((Path(__file__).parent / "soak_kafka_behaviour").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", KAFKA_BEHAVIOUR, ids=[p.stem for p in KAFKA_BEHAVIOUR])
+def test_a_cooperative_member_consumes_what_it_last_learnt_until_its_next_sync(path):
+    """Shrunk soak schedules (seed 0) once flagged owner-consumes: a cooperative member consumed,
+    under generation g, a partition g's assignment gave to nobody (or to another member). Each is
+    Kafka's own behaviour: the member never learnt g-1's assignment (its SyncGroup arrived after
+    the group had moved to PreparingRebalance, REBALANCE_IN_PROGRESS in 3.9's
+    GroupCoordinator.doSyncGroup; or it was paused past the rebalance while static, kept by
+    GroupCoordinator.onCompleteJoin), so it rejoined still holding the partitions of the last
+    generation it did learn (ConsumerCoordinator.onJoinPrepare revokes nothing for COOPERATIVE
+    while the subscription covers them) and consumed them until SyncGroup of g said to revoke."""
+    with wall_clock_limit(20):
+        assert check_schedule(yaml.safe_load(path.read_text())) == []
