@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from kafka_rebalance.sim import load_scenario
+from kafka_rebalance.sim.engine import run_simulation
 from kafka_rebalance.sim.soak import check_schedule
 
 
@@ -170,6 +171,21 @@ def test_a_stale_coordinator_load_does_not_rebuild_the_live_group(path):
     maybeUpdateCoordinatorEpoch). Found by the soak (seed 0), shrunk."""
     with wall_clock_limit(20):
         assert check_schedule(yaml.safe_load(path.read_text())) == []
+
+
+def test_a_static_member_fenced_after_a_failover_is_no_longer_running():
+    """Kafka's behaviour, not ours: c2 (static-2) restarted past its session; its old member id
+    expired and c2 joined again as a new member id for the instance during the rebalance. Such a
+    join is stored only with the leader's SyncGroup, and a coordinator failover came first, so
+    the new coordinator loaded the old member id for static-2 and answered c2's next request
+    FENCED_INSTANCE_ID (GroupCoordinator.validateCurrentMember), fatal for a Java consumer
+    (AbstractCoordinator.JoinGroupResponseHandler/SyncGroupResponseHandler). Its partitions then
+    stay unowned: the converges invariant counts c2 as stopped, not as a running consumer. Soak
+    seed 0, schedule 15474, shrunk."""
+    schedule = yaml.safe_load((Path(__file__).parent / "soak_fenced" / "seed0-schedule15474.yaml").read_text())
+    with wall_clock_limit(20):
+        assert check_schedule(schedule) == []
+        assert run_simulation(load_scenario(schedule)).fenced == ("c2",)
 
 
 OPEN = sorted((Path(__file__).parent / "soak_open").glob("*.yaml"))

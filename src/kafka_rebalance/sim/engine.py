@@ -954,6 +954,9 @@ class Simulation:
             final_members=tuple(self._name(m.member_id) for m in description.members),
             offset_regressions=self.offset_regressions, ownership_conflicts=self.ownership_conflicts,
             log_records=tuple(self.log_records),
+            fenced=tuple(spec.id for spec in self.scenario.consumers
+                         if (running := self.processes.get(spec.id)) is not None and running.alive
+                         and running.cc.fatal is ErrorCode.FENCED_INSTANCE_ID),
         )
 
     def _commit_table(self) -> Commits:
