@@ -121,12 +121,12 @@ def main(argv: list[str] | None = None) -> int:
     grep_s, grep_count = grep_seconds(log)
     grep_s, grep_count = grep_seconds(log)  # the second run reads from the page cache, as Spark will
 
-    from kafka_rebalance.pipeline.logs import run_logs
+    from kafka_rebalance.pipeline.logs import LOGS_DRIVER_JVM_OPTIONS, run_logs
     from kafka_rebalance.pipeline.spark import build_session
 
     out = Path(tempfile.mkdtemp(prefix="kafka-rebalance-logs-bench-"))
     started = time.perf_counter()
-    spark = build_session(args.master, "kafka-rebalance-logs-bench")
+    spark = build_session(args.master, "kafka-rebalance-logs-bench", driver_jvm_options=LOGS_DRIVER_JVM_OPTIONS)
     session_s = time.perf_counter() - started
     try:
         cpu_before = tree_cpu_seconds()

@@ -57,13 +57,14 @@ def logs_command(files: tuple[str, ...], out_dir: str, clusters: tuple[str, ...]
         if STDIN in files:
             raw = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
             stdin_text = raw.decode("utf-8", errors="replace")
-        from kafka_rebalance.pipeline.logs import StormRule, choose_engine, run_logs
+        from kafka_rebalance.pipeline.logs import LOGS_DRIVER_JVM_OPTIONS, StormRule, choose_engine, run_logs
 
         spark = None
         if choose_engine(engine, [f for f in files if f != STDIN], master) == "spark":
             from kafka_rebalance.pipeline.spark import build_session
 
-            spark = build_session(master, "kafka-rebalance logs", quiet=not verbose_spark)
+            spark = build_session(master, "kafka-rebalance logs", quiet=not verbose_spark,
+                                  driver_jvm_options=LOGS_DRIVER_JVM_OPTIONS)
         result = run_logs(spark, list(files), out_dir, engine=engine, master=master, clusters=labels,
                           stdin_text=stdin_text,
                           storm_rule=StormRule(gap_ms=int(storm_gap_s * 1000), min_rebalances=storm_min))

@@ -33,8 +33,9 @@ def quiet_log4j_config() -> str:
 
 
 def build_session(master: str | None = None, app_name: str = "kafka-rebalance", *, quiet: bool = True,
-                  extra_conf: dict[str, str] | None = None) -> SparkSession:
-    """Create (or return the running) SparkSession for ``master`` (any URL Spark accepts)."""
+                  extra_conf: dict[str, str] | None = None, driver_jvm_options: str = "") -> SparkSession:
+    """Create (or return the running) SparkSession for ``master`` (any URL Spark accepts).
+    ``driver_jvm_options`` go to the driver JVM (the only one on a local master)."""
     master = master or DEFAULT_MASTER
     # The driver JVM and Python workers must use this interpreter (the one with our package).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -54,8 +55,10 @@ def build_session(master: str | None = None, app_name: str = "kafka-rebalance", 
     )
     if quiet:
         option = f"-Dlog4j.configurationFile=file:{quiet_log4j_config()}"
-        builder = builder.config("spark.driver.extraJavaOptions", option).config(
+        builder = builder.config("spark.driver.extraJavaOptions", f"{option} {driver_jvm_options}".strip()).config(
             "spark.executor.extraJavaOptions", option)
+    elif driver_jvm_options:
+        builder = builder.config("spark.driver.extraJavaOptions", driver_jvm_options)
     for key, value in (extra_conf or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

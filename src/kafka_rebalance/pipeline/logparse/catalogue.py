@@ -353,14 +353,7 @@ RELEVANT = re.compile(r"[Rr]ebalanc|REBALANC|[Gg]eneration|\b[Mm]ember|\b[Gg]rou
 # Lines written by a logger (a level, or a JSON record), as opposed to prose around a paste:
 # only these can count as unrecognised.
 LOG_LIKE = re.compile(r"\b(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL)\b|^\s*\{|^%\d\|")
-# The JVM-side prefilter: fixed substrings (case-sensitive, ``contains`` in Spark) that every
-# line matching MESSAGES or RELEVANT contains at least one of.
-RELEVANT_SUBSTRINGS: tuple[str, ...] = (
-    "roup", "ROUP", "ebalanc", "EBALANC", "eneration", "ember", "EMBER", "ssign", "evok", "eartbeat", "EARTBEAT",
-    "oordinator", "OORDINATOR", "poch", "POCH", "State transition", "oll timeout", "ommit",
-)
-
-# A cheaper gate in front of MARKERS and RELEVANT_SUBSTRINGS: every line MESSAGES can match
+# The JVM-side gate (``contains`` in Spark, before any Python): every line MESSAGES can match
 # contains one of these (broker lines name GroupCoordinator/GroupMetadataManager/GroupId, Java
 # client lines carry "groupId=", librdkafka and kafka-python name the group; Spring, Streams,
 # kafka-python's heartbeat and poll-timeout warnings are the exceptions listed). Most lines of
