@@ -119,8 +119,15 @@ def test_consumption_by_a_non_owner_or_under_another_generation():
     assert kinds(observation(consumption=zombie)) == []  # expelled, still consuming under generation 1
     handing_over = (Consumption("t-0", "a", 2, 0, 5, 40, 50),)  # joined generation 2, not synced yet
     assert kinds(observation(consumption=handing_over)) == []
-    stale = (Consumption("t-0", "a", 3, 0, 5, 40, 50),)
+    stale = (Consumption("t-0", "a", 3, 0, 5, 140, 150),)  # after its hold on t-0 ended
     assert OWNER_CONSUMES in kinds(observation(consumption=stale))
+    # Its SyncGroup of generation 2 answered REBALANCE_IN_PROGRESS, ``a`` joined generation 3
+    # still holding what generation 1 gave it (GroupCoordinator.doSyncGroup, PreparingRebalance;
+    # ConsumerCoordinator.onJoinPrepare keeps a COOPERATIVE member's partitions).
+    missed_sync = (Consumption("t-0", "a", 3, 0, 5, 40, 50),)
+    assert kinds(observation(consumption=missed_sync)) == []
+    beyond_the_hold = (Consumption("t-0", "a", 3, 0, 5, 40, 120),)
+    assert OWNER_CONSUMES in kinds(observation(consumption=beyond_the_hold))
     wrong_member = (Consumption("t-0", "a", 1, 0, 5, 40, 50), Consumption("t-0", "b", 1, 5, 9, 140, 150))
     assert OWNER_CONSUMES in kinds(observation(consumption=wrong_member))
     not_given = {1: {"a": ("t-0",)}, 2: {"b": ()}}

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from kafka_rebalance.sim import load_scenario
+from kafka_rebalance.sim.engine import run_simulation
 from kafka_rebalance.sim.soak import check_schedule
 
 
@@ -155,6 +156,38 @@ def test_the_leader_assigns_a_pattern_topic_its_metadata_learns_of_later():
         assert check_schedule(schedule) == []
 
 
+STALE_LOAD = sorted((Path(__file__).parent / "soak_stale_load").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", STALE_LOAD, ids=[p.stem for p in STALE_LOAD])
+def test_a_stale_coordinator_load_does_not_rebuild_the_live_group(path):
+    """Failovers in quick succession (A -> B -> C -> A within ``coordinator_load_ms``): the load
+    A began for its first leadership finished during its second one, ending that load early,
+    and the second load's completion then rebuilt the group from the log over the live group,
+    dropping the JoinGroup requests waiting in it: those members waited forever (a group stuck in
+    PreparingRebalance, or Stable/Empty with consumers running and partitions owned by nobody).
+    Kafka loads a partition only for the current coordinator epoch
+    (GroupMetadataManager.loadGroupsAndOffsets: "Not loading ... since current epoch is ...",
+    maybeUpdateCoordinatorEpoch). Found by the soak (seed 0), shrunk."""
+    with wall_clock_limit(20):
+        assert check_schedule(yaml.safe_load(path.read_text())) == []
+
+
+def test_a_static_member_fenced_after_a_failover_is_no_longer_running():
+    """Kafka's behaviour, not ours: c2 (static-2) restarted past its session; its old member id
+    expired and c2 joined again as a new member id for the instance during the rebalance. Such a
+    join is stored only with the leader's SyncGroup, and a coordinator failover came first, so
+    the new coordinator loaded the old member id for static-2 and answered c2's next request
+    FENCED_INSTANCE_ID (GroupCoordinator.validateCurrentMember), fatal for a Java consumer
+    (AbstractCoordinator.JoinGroupResponseHandler/SyncGroupResponseHandler). Its partitions then
+    stay unowned: the converges invariant counts c2 as stopped, not as a running consumer. Soak
+    seed 0, schedule 15474, shrunk."""
+    schedule = yaml.safe_load((Path(__file__).parent / "soak_fenced" / "seed0-schedule15474.yaml").read_text())
+    with wall_clock_limit(20):
+        assert check_schedule(schedule) == []
+        assert run_simulation(load_scenario(schedule)).fenced == ("c2",)
+
+
 OPEN = sorted((Path(__file__).parent / "soak_open").glob("*.yaml"))
 
 
@@ -162,8 +195,23 @@ OPEN = sorted((Path(__file__).parent / "soak_open").glob("*.yaml"))
                                        "a fix turns this into XPASS: move the case into its own regression test")
 @pytest.mark.parametrize("path", OPEN, ids=[p.stem for p in OPEN])
 def test_open_soak_findings(path):
-    """Shrunk schedules from the first 10,000-schedule soak (seed 0) that still break an invariant:
-    e.g. a group left in PreparingRebalance forever after four coordinator failovers within a
-    second (seed0-schedule5909)."""
+    """Shrunk schedules from the soak (seed 0) that still break an invariant."""
+    with wall_clock_limit(20):
+        assert check_schedule(yaml.safe_load(path.read_text())) == []
+
+
+KAFKA_BEHAVIOUR = sorted((Path(__file__).parent / "soak_kafka_behaviour").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", KAFKA_BEHAVIOUR, ids=[p.stem for p in KAFKA_BEHAVIOUR])
+def test_a_cooperative_member_consumes_what_it_last_learnt_until_its_next_sync(path):
+    """Shrunk soak schedules (seed 0) once flagged owner-consumes: a cooperative member consumed,
+    under generation g, a partition g's assignment gave to nobody (or to another member). Each is
+    Kafka's own behaviour: the member never learnt g-1's assignment (its SyncGroup arrived after
+    the group had moved to PreparingRebalance, REBALANCE_IN_PROGRESS in 3.9's
+    GroupCoordinator.doSyncGroup; or it was paused past the rebalance while static, kept by
+    GroupCoordinator.onCompleteJoin), so it rejoined still holding the partitions of the last
+    generation it did learn (ConsumerCoordinator.onJoinPrepare revokes nothing for COOPERATIVE
+    while the subscription covers them) and consumed them until SyncGroup of g said to revoke."""
     with wall_clock_limit(20):
         assert check_schedule(yaml.safe_load(path.read_text())) == []

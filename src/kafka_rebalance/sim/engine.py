@@ -215,6 +215,7 @@ class Simulation:
         self.traffic = Traffic(scenario.produce, topic_epochs(self.scenario), self.end_ms)
         self.offsets_partition = coordinator_partition(scenario.group, self.cfg.offsets_topic_num_partitions)
         self.leader_broker = self.offsets_partition % self.cfg.brokers
+        self.leader_epoch = 0  # leadership moves of the group's __consumer_offsets partition so far
         self.brokers: dict[int, GroupCoordinator] = {}
         self.brokers[self.leader_broker] = self._new_coordinator(self.leader_broker, loaded=True)
         self.offsets_log: list[PersistedRecord] = []  # the group's __consumer_offsets partition
@@ -353,8 +354,14 @@ class Simulation:
                 proc = self.connections.get(connection)
                 if proc is not None and proc.alive:
                     self._resume(proc, interruption)
-            case CoordinatorLoaded(broker_id=broker_id, partition=partition):
-                if broker_id == self.leader_broker:
+            case CoordinatorLoaded(broker_id=broker_id, partition=partition, leader_epoch=epoch):
+                # Only the load of the current leadership completes. A broker that led the
+                # partition before (A -> B -> A) has an older load still running; finishing it
+                # would end the new load early, and its second LoadCompleted would rebuild the
+                # group from the log over the live group, dropping waiting JoinGroup requests
+                # (Kafka skips a load whose coordinator epoch is stale:
+                # GroupMetadataManager.scheduleLoadGroupAndOffsets / maybeUpdateCoordinatorEpoch).
+                if broker_id == self.leader_broker and epoch == self.leader_epoch:
                     self._to_coordinator(broker_id, LoadCompleted(partition, tuple(self.offsets_log)))
             case ProcessStarts(name=name):
                 self._start_process(name)
@@ -833,11 +840,13 @@ class Simulation:
         if new == old:
             return
         self.leader_broker = new
+        self.leader_epoch += 1
         self._to_coordinator(old, Resign(self.offsets_partition))
         if new not in self.brokers:
             self.brokers[new] = self._new_coordinator(new, loaded=False)
         self._to_coordinator(new, BeginLoading(self.offsets_partition))
-        self._push(self.now + self.cfg.coordinator_load_ms, CoordinatorLoaded(new, self.offsets_partition))
+        self._push(self.now + self.cfg.coordinator_load_ms, CoordinatorLoaded(new, self.offsets_partition,
+                                                                             self.leader_epoch))
 
     # ------------------------------------------------------------------ rebalance bookkeeping
 
@@ -952,6 +961,9 @@ class Simulation:
             final_members=tuple(self._name(m.member_id) for m in description.members),
             offset_regressions=self.offset_regressions, ownership_conflicts=self.ownership_conflicts,
             log_records=tuple(self.log_records),
+            fenced=tuple(spec.id for spec in self.scenario.consumers
+                         if (running := self.processes.get(spec.id)) is not None and running.alive
+                         and running.cc.fatal is ErrorCode.FENCED_INSTANCE_ID),
         )
 
     def _commit_table(self) -> Commits:

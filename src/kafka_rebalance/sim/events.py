@@ -99,10 +99,12 @@ class ProcessResumes:
 
 @dataclass(frozen=True, slots=True)
 class CoordinatorLoaded:
-    """Broker ``broker_id`` finished reading ``__consumer_offsets`` partition ``partition``."""
+    """Broker ``broker_id`` finished reading ``__consumer_offsets`` partition ``partition``, a
+    load begun when the partition's leadership moved for the ``leader_epoch``-th time."""
 
     broker_id: int
     partition: int
+    leader_epoch: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -157,6 +157,9 @@ class SimulationResult:
     offset_regressions: int  # accepted commits lower than the partition's committed offset
     ownership_conflicts: int
     log_records: tuple[LoggedRecord, ...] = field(repr=False, default=())
+    # consumers stopped for good by FENCED_INSTANCE_ID (fatal: a Java consumer's poll throws
+    # FencedInstanceIdException), in scenario order
+    fenced: tuple[str, ...] = ()
 
     @property
     def result(self) -> dict[str, Any]:

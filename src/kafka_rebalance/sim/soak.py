@@ -28,7 +28,7 @@ import yaml
 from kafka_rebalance.assignors import get_assignor
 from kafka_rebalance.model import InvalidInput, RebalanceProtocol
 from kafka_rebalance.sim.scenario import load_scenario
-from kafka_rebalance.sim.soak_observe import Observation, observe
+from kafka_rebalance.sim.soak_observe import Consumption, Observation, observe
 
 # ----------------------------------------------------------------------------- invariants
 
@@ -111,11 +111,31 @@ def _owner_consumes(seen: Observation) -> Violation | None:
         if owner_in(generation, batch.member, batch.partition) or (
                 earlier and owner_in(max(earlier), batch.member, batch.partition)):
             continue
+        if _held_since_earlier_generation(seen, batch):
+            continue
         return Violation(OWNER_CONSUMES, f"{batch.partition}: {batch.member} consumed offsets {batch.start_offset}-"
                                          f"{batch.end_offset} in {batch.start_ms}-{batch.end_ms} ms under generation "
                                          f"{generation}, whose assignment gave it to "
                                          f"{_holder(assignments[generation], batch.partition)}")
     return None
+
+
+def _held_since_earlier_generation(seen: Observation, batch: Consumption) -> bool:
+    """A cooperative member whose SyncGroup of g-1 was answered REBALANCE_IN_PROGRESS (the
+    group moved on before its request arrived: GroupCoordinator.doSyncGroup, case
+    PreparingRebalance) never learns g-1's assignment, so it keeps consuming what it was given in
+    the last generation it did learn, until SyncGroup of g tells it what to revoke
+    (ConsumerCoordinator.onJoinPrepare revokes nothing for COOPERATIVE while the subscription
+    still covers it). That earlier grant is an ownership interval, itself checked above against
+    its generation's assignment; the batch must lie inside it. The same holds for a static
+    member back from a long pause: it rejoins with its old generation's partitions and consumes
+    them until SyncGroup of g, while the member the missed generation gave them to consumes too,
+    the two-owner window noted in ``_single_owner``."""
+    return any(interval.member == batch.member and interval.partition == batch.partition
+               and interval.generation is not None and batch.generation is not None
+               and interval.generation < batch.generation
+               and interval.start_ms <= batch.start_ms and batch.end_ms <= interval.end_ms
+               for interval in seen.ownership)
 
 
 def _holder(assignment: dict[str, tuple[str, ...]], partition: str) -> str:

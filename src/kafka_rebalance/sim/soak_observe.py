@@ -85,7 +85,13 @@ def observation_of(result: SimulationResult) -> Observation:
     for rebalance in result.rebalances:
         if rebalance.end_ms is not None and rebalance.generation is not None and rebalance.assignment:
             assignments[rebalance.generation] = {m.member: m.partitions for m in rebalance.assignment}
-    live = live_consumers(scenario)
+    # A static member fenced for good is no longer consuming, as a Java consumer whose poll threw
+    # FencedInstanceIdException (AbstractCoordinator.JoinGroupResponseHandler: fatal). It happens
+    # in Kafka without any fault of ours: a static member that replaced an expired instance
+    # during a rebalance is not stored until the leader's SyncGroup, so after a failover the new
+    # coordinator loads the old member id for the instance and fences the new one
+    # (GroupCoordinator.validateCurrentMember, for its JoinGroup and SyncGroup).
+    live = tuple(name for name in live_consumers(scenario) if name not in result.fenced)
     return Observation(
         ownership=ownership,
         consumption=consumption,
