@@ -38,3 +38,14 @@ def test_bad_scenario_is_one_line_exit_2(tmp_path):
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.strip().count("\n") == 0 and "events[0].crash" in done.stderr
     assert not log.exists()
+
+
+def test_an_empty_group_instance_id_is_refused_up_front(tmp_path):
+    """Kafka refuses an empty group.instance.id (JoinGroupRequest.validateGroupInstanceId);
+    found by the fuzz test as an internal error raised mid-simulation."""
+    bad = tmp_path / "static.yaml"
+    bad.write_text("topics: {t0: 2}\nconsumers: [{id: c1, subscribe: [t0], group_instance_id: ''}]\n"
+                   "events: [{at_ms: 0, join: c1}]\n")
+    done = run("simulate", str(bad))
+    assert done.returncode == 2 and done.stdout == ""
+    assert "consumers[0].group_instance_id" in done.stderr and done.stderr.strip().count("\n") == 0

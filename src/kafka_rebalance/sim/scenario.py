@@ -82,7 +82,8 @@ class ConsumerSpec(_Strict):
     strategies: list[str] = Field(default_factory=lambda: ["range", "cooperative-sticky"])
     subscribe: list[str] | None = None
     pattern: str | None = None
-    group_instance_id: str | None = None
+    # Kafka refuses an empty group.instance.id (JoinGroupRequest.validateGroupInstanceId).
+    group_instance_id: str | None = Field(None, min_length=1)
     processing_ms_per_record: float = Field(0, ge=0)
     client_id: str | None = None
     session_timeout_ms: int | None = Field(None, gt=0)
