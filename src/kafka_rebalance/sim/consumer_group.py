@@ -88,6 +88,7 @@ from kafka_rebalance.sim.events import (
     GroupTimer,
     GroupTimerFires,
     Interruption,
+    MemberTimer,
     MemberTimerFires,
     ProcessResumes,
     ProcessStarts,
@@ -140,6 +141,7 @@ class Process:
     batch_start: int = 0
     callbacks: list[list[me.Output]] = field(default_factory=list)
     deferred: list[ConsumerGroupDeferrable] = field(default_factory=list)
+    timer_events: dict[MemberTimer, MemberTimerFires] = field(default_factory=dict)  # one per timer
     order: list[str] = field(default_factory=list)  # positions in fetch order (cached)
 
     @property
@@ -390,19 +392,25 @@ class ConsumerGroupSimulation:
         """A timer or log record of either coordinator (classic before a conversion, then the consumer group)."""
         match item:
             case ArmTimer(timer=timer, deadline_ms=deadline):
-                self.coordinator_timers[timer] = deadline
-                scheduled = self.coordinator_scheduled.get(timer)
-                if scheduled is None or deadline < scheduled:
-                    self.coordinator_scheduled[timer] = deadline
-                    self._push(deadline, GroupTimerFires(self.coordinator_epoch, timer))
+                self._arm_coordinator_timer(timer, deadline)
             case CancelTimer(timer=timer):
                 self.coordinator_timers.pop(timer, None)
             case Log(record=record):
                 self._on_log(record)
 
+    def _arm_coordinator_timer(self, timer: GroupTimer, deadline: int) -> None:
+        self.coordinator_timers[timer] = deadline
+        scheduled = self.coordinator_scheduled.get(timer)
+        if scheduled is None or deadline < scheduled:
+            self.coordinator_scheduled[timer] = deadline
+            self._push(deadline, GroupTimerFires(self.coordinator_epoch, timer))
+
     def _coordinator_output(self, out: list[ce.Output]) -> None:
         now = self.now
         for item in out:
+            if type(item) is ArmTimer:  # the session timeout every heartbeat moves on
+                self._arm_coordinator_timer(item.timer, item.deadline_ms)
+                continue
             match item:
                 case ce.Respond(connection=connection, response=response):
                     if isinstance(response, cl.JoinGroupResponse) and response.member_id:
@@ -492,7 +500,26 @@ class ConsumerGroupSimulation:
             out = machine.handle(event, self.now)  # type: ignore[arg-type]
         self._member_output(proc, out, proc.machine.pending_callbacks > before)
 
+    def _arm_member_timer(self, proc: Process, timer: MemberTimer, deadline: int) -> None:
+        fires = proc.timer_events.get(timer)
+        if fires is None:
+            fires = proc.timer_events[timer] = MemberTimerFires(proc.connection, timer)
+        self.member_timers[fires] = deadline
+        scheduled = self.member_scheduled.get(fires)
+        if scheduled is None or deadline < scheduled:
+            self.member_scheduled[fires] = deadline
+            self._push(deadline, fires)
+
     def _member_output(self, proc: Process, out: list[me.Output] | list[ClassicOutput], new_batch: bool) -> None:
+        if len(out) == 2:  # the background thread's heartbeat and its next turn
+            first, second = out
+            if type(first) is me.Send and type(second) is ArmTimer and first.request.member_epoch >= 0:
+                self._push(self._arrival(self.request_arrival_ms, proc.connection),
+                           GroupRequestArrives(proc.connection, first.request, first.ignore_response))
+                self._arm_member_timer(proc, second.timer, second.deadline_ms)
+                return
+        elif not out:
+            return
         callbacks: list[me.Output] = []
         fatal = False
         for item in out:
@@ -508,14 +535,11 @@ class ConsumerGroupSimulation:
                     if request.member_epoch < 0 and proc.closing and not proc.machine.pending_callbacks:
                         self._end_process(proc)
                 case ArmTimer(timer=timer, deadline_ms=deadline):
-                    fires = MemberTimerFires(proc.connection, timer)
-                    self.member_timers[fires] = deadline
-                    scheduled = self.member_scheduled.get(fires)
-                    if scheduled is None or deadline < scheduled:
-                        self.member_scheduled[fires] = deadline
-                        self._push(deadline, fires)
+                    self._arm_member_timer(proc, timer, deadline)
                 case CancelTimer(timer=timer):
-                    self.member_timers.pop(MemberTimerFires(proc.connection, timer), None)
+                    fires = proc.timer_events.get(timer)
+                    if fires is not None:
+                        self.member_timers.pop(fires, None)
                 case me.CommitOffsets() | me.PartitionsRevoked() | me.PartitionsAssigned() | me.PartitionsLost():
                     callbacks.append(item)
                 case me.Fatal():
