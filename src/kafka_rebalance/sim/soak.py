@@ -217,7 +217,9 @@ PATTERN = "p-.*"
 
 
 def random_schedule(seed: int) -> dict[str, Any]:
-    """A random, valid schedule (a scenario document) for ``seed``."""
+    """A random, valid schedule (a scenario document) for ``seed``; about 3 in 10 also lose
+    requests and responses on the network (``network_loss`` 1-5% until the last event, with
+    more jitter), so the clients' request timeouts and retries are exercised."""
     rng = random.Random(seed)
     session = rng.choice((6000, 10000, 15000))
     heartbeat = session // rng.choice((3, 4, 5))
@@ -322,7 +324,20 @@ def random_schedule(seed: int) -> dict[str, Any]:
         "events": events,
         "seed": seed,
     }
-    schedule["end_ms"] = last_activity_ms(schedule) + quiet_ms(schedule)
+    last = last_activity_ms(schedule)
+    schedule["end_ms"] = last + quiet_ms(schedule)
+    # Lost requests and responses (clients time them out and retry), drawn from a stream of
+    # their own so that the rest of a seed's schedule is what it always was. The loss stops at
+    # the last event; the quiet time then also covers a timeout (a request lost just before),
+    # the join timeout of the retried JoinGroup and a session timeout for what it left behind.
+    lossy = random.Random(f"network-loss/{seed}")
+    if lossy.random() < 0.3:
+        request_timeout = lossy.choice((5000, 30000))
+        config["network_loss"] = lossy.choice((0.01, 0.02, 0.05))
+        config["network_loss_until_ms"] = last
+        config["request_timeout_ms"] = request_timeout
+        config["network_jitter_ms"] = max(config["network_jitter_ms"], lossy.choice((0, 30, 200)))
+        schedule["end_ms"] += request_timeout + max(request_timeout, max_poll_interval + 5000) + session
     return schedule
 
 

@@ -372,13 +372,20 @@ class ConsumerCoordinator:
             out.append(ArmTimer(_TIMED_OUT[api], deadlines[0]))
 
     def _answered(self, api: ApiKey, out: list[ConsumerOutput]) -> bool:
-        """A response of ``api`` arrived: it answers the oldest request in flight (False: none is,
-        the request already failed and the response is not read)."""
+        """A response of ``api`` arrived (False: nothing of ``api`` is in flight, the request
+        already failed and the response is not read).
+
+        Responses carry no correlation id here, so which request it answers is inferred:
+        responses come back in order on a connection, so when two are in flight and an answer
+        comes, the older one was answered or lost; taking the newest off keeps the oldest
+        deadline, so a lost request times out at its own deadline (Kafka: each in-flight request
+        is timed on its own, InFlightRequests.nodesWithTimedOutRequests). When instead the newer
+        one is lost, the timeout fires earlier than Kafka's by the time between the two sends."""
         assert self._in_flight is not None
         deadlines = self._in_flight[api]
         if not deadlines:
             return False
-        del deadlines[0]
+        deadlines.pop()
         out.append(ArmTimer(_TIMED_OUT[api], deadlines[0]) if deadlines else CancelTimer(_TIMED_OUT[api]))
         return True
 
