@@ -28,7 +28,6 @@ from kafka_rebalance.protocol.classic.coordinator_events import (
     JoinGroupResponseMember,
     OffsetFetchRequest,
     OffsetFetchResponse,
-    SyncGroupRequest,
     SyncGroupResponse,
 )
 from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer
