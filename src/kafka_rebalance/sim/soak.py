@@ -226,7 +226,7 @@ def random_schedule(seed: int) -> dict[str, Any]:
     max_poll_interval = rng.choice((8000, 15000, 30000))
     coordinator_load = rng.choice((0, 200, 1000, 3000))
     metadata_age = rng.choice((3000, 10000, 30000))
-    config = {
+    config: dict[str, Any] = {
         "session_timeout_ms": session,
         "heartbeat_interval_ms": heartbeat,
         "max_poll_interval_ms": max_poll_interval,
@@ -325,7 +325,7 @@ def random_schedule(seed: int) -> dict[str, Any]:
         "seed": seed,
     }
     last = last_activity_ms(schedule)
-    schedule["end_ms"] = last + quiet_ms(schedule)
+    end_ms = last + quiet_ms(schedule)
     # Lost requests and responses (clients time them out and retry), drawn from a stream of
     # their own so that the rest of a seed's schedule is what it always was. The loss stops at
     # the last event; the quiet time then also covers a timeout (a request lost just before),
@@ -337,7 +337,8 @@ def random_schedule(seed: int) -> dict[str, Any]:
         config["network_loss_until_ms"] = last
         config["request_timeout_ms"] = request_timeout
         config["network_jitter_ms"] = max(config["network_jitter_ms"], lossy.choice((0, 30, 200)))
-        schedule["end_ms"] += request_timeout + max(request_timeout, max_poll_interval + 5000) + session
+        end_ms += request_timeout + max(request_timeout, max_poll_interval + 5000) + session
+    schedule["end_ms"] = end_ms
     return schedule
 
 
