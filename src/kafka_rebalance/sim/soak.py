@@ -324,21 +324,16 @@ def random_schedule(seed: int) -> dict[str, Any]:
         "events": events,
         "seed": seed,
     }
-    last = last_activity_ms(schedule)
-    end_ms = last + quiet_ms(schedule)
     # Lost requests and responses (clients time them out and retry), drawn from a stream of
     # their own so that the rest of a seed's schedule is what it always was. The loss stops at
-    # the last event; the quiet time then also covers a timeout (a request lost just before),
-    # the join timeout of the retried JoinGroup and a session timeout for what it left behind.
+    # the last event (quiet_ms covers what it leaves behind).
     lossy = random.Random(f"network-loss/{seed}")
     if lossy.random() < 0.3:
-        request_timeout = lossy.choice((5000, 30000))
         config["network_loss"] = lossy.choice((0.01, 0.02, 0.05))
-        config["network_loss_until_ms"] = last
-        config["request_timeout_ms"] = request_timeout
+        config["network_loss_until_ms"] = last_activity_ms(schedule)
+        config["request_timeout_ms"] = lossy.choice((5000, 30000))
         config["network_jitter_ms"] = max(config["network_jitter_ms"], lossy.choice((0, 30, 200)))
-        end_ms += request_timeout + max(request_timeout, max_poll_interval + 5000) + session
-    schedule["end_ms"] = end_ms
+    schedule["end_ms"] = last_activity_ms(schedule) + quiet_ms(schedule)
     return schedule
 
 
@@ -352,7 +347,12 @@ def schedule_protocol(schedule: dict[str, Any]) -> str:
 
 
 def last_activity_ms(schedule: dict[str, Any]) -> int:
-    return max((e["at_ms"] + e.get("for_ms", 0) + e.get("after_ms", 0) for e in schedule.get("events", [])), default=0)
+    """The end of the last event, or of the lossy network if later."""
+    last = max((e["at_ms"] + e.get("for_ms", 0) + e.get("after_ms", 0) for e in schedule.get("events", [])), default=0)
+    config = schedule.get("config", {})
+    if config.get("network_loss"):
+        last = max(last, config.get("network_loss_until_ms") or 0)
+    return int(last)
 
 
 def quiet_ms(schedule: dict[str, Any]) -> int:
@@ -366,9 +366,15 @@ def quiet_ms(schedule: dict[str, Any]) -> int:
                    *(c.get("session_timeout_ms", 0) for c in consumers)])
     rebalance = max([config.get("max_poll_interval_ms", 300000),
                      *(c.get("max_poll_interval_ms", 0) for c in consumers)])
-    return int(2 * session + 2 * rebalance + config.get("metadata_max_age_ms", 300000)
-               + config.get("group_initial_rebalance_delay_ms", 3000) + 2 * config.get("coordinator_load_ms", 500)
-               + 10000)
+    quiet = int(2 * session + 2 * rebalance + config.get("metadata_max_age_ms", 300000)
+                + config.get("group_initial_rebalance_delay_ms", 3000) + 2 * config.get("coordinator_load_ms", 500)
+                + 10000)
+    if config.get("network_loss"):
+        # A request lost just before the network recovered times out, the JoinGroup retried
+        # then may wait its join timeout, and what it left behind expires after a session.
+        request_timeout = config.get("request_timeout_ms", 30000)
+        quiet += request_timeout + max(request_timeout, rebalance + 5000) + session
+    return quiet
 
 
 def schedule_seed(master_seed: int, index: int) -> int:
