@@ -679,7 +679,9 @@ class Simulation:
             if partition in owned and partition not in proc.positions:
                 proc.positions[partition] = max(entry.offset, 0)
                 if partition not in self.open_ownership:
-                    self.open_ownership[partition] = (proc.name, self.now, proc.cc.generation)
+                    # Owned as of the generation whose assignment gave it (a SyncGroup that failed
+                    # since, its committed offset still being fetched, leaves the JoinGroup's newer).
+                    self.open_ownership[partition] = (proc.name, self.now, proc.cc.assignment_generation)
 
     def _end_ownership(self, partition: str, name: str) -> None:
         current = self.open_ownership.get(partition)

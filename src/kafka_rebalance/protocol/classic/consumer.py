@@ -199,6 +199,9 @@ class ConsumerCoordinator:
         self.state = MemberState.UNJOINED
         self.member_id = UNKNOWN_MEMBER_ID
         self.generation = NO_GENERATION
+        # The generation whose assignment the member holds (its last SyncGroup): the generation
+        # of a JoinGroup whose SyncGroup then failed is newer.
+        self.assignment_generation = NO_GENERATION
         self.leader: str | None = None
         self.protocol_name: str | None = None
         self._owned: set[str] = set()
@@ -348,7 +351,12 @@ class ConsumerCoordinator:
         return tuple(sorted(t for t in self._metadata if pattern.fullmatch(t)))
 
     def _coordinator_unknown(self, out: list[ConsumerOutput]) -> None:
-        """markCoordinatorUnknown: forget the coordinator and look for it again."""
+        """markCoordinatorUnknown: forget the coordinator and look for it again. With request
+        timeouts it also disconnects from the old coordinator (client.disconnectAsync), so the
+        requests in flight to it fail; without them, they are still answered."""
+        if self._in_flight is not None and self.coordinator_id is not None:
+            self._disconnect(self._now, out)
+            return
         self.coordinator_id = None
         self._find_coordinator(out)
 
@@ -407,14 +415,23 @@ class ConsumerCoordinator:
             self._finding_coordinator = False  # ensureCoordinatorReady: retriable, back off and ask again
             out.append(ArmTimer(_RETRY_FIND_COORDINATOR, now + self.config.retry_backoff_ms))
             return
+        self._disconnect(now, out)
+
+    def _disconnect(self, now: int, out: list[ConsumerOutput]) -> None:
+        """The connection to the coordinator is closed: every request in flight on it fails with a
+        DisconnectException (NetworkClient.cancelInFlightRequests), the coordinator is unknown
+        (CoordinatorResponseHandler.onFailure: markCoordinatorUnknown) and each failed request
+        takes its retriable-failure path."""
+        in_flight = self._in_flight
+        assert in_flight is not None
         failed = {a: len(d) for a, d in in_flight.items() if d and a is not ApiKey.FIND_COORDINATOR}
         for failed_api in failed:
             in_flight[failed_api].clear()
             out.append(CancelTimer(_TIMED_OUT[failed_api]))
         if self.coordinator_id is not None:
             out.append(Disconnect(self.coordinator_id))
-        # CoordinatorResponseHandler.onFailure: markCoordinatorUnknown(isDisconnected=true).
-        self._coordinator_unknown(out)
+        self.coordinator_id = None
+        self._find_coordinator(out)
         if ApiKey.OFFSET_COMMIT in failed:
             self._commits_in_flight = max(self._commits_in_flight - failed[ApiKey.OFFSET_COMMIT], 0)
             if self._commit_before_join and self._commits_in_flight == 0:
@@ -738,6 +755,7 @@ class ConsumerCoordinator:
         error = response.error_code
         if error is ErrorCode.NONE:
             self._set_state(MemberState.STABLE)
+            self.assignment_generation = self.generation
             self.rejoin_needed = False
             assigned = set(response.assignment)
             if self.protocol is RebalanceProtocol.COOPERATIVE:
