@@ -42,23 +42,24 @@ def sends(outputs):
     return [o for o in outputs if isinstance(o, Send)]
 
 
-def consumer(max_poll_interval_ms=300000, request_timeout_ms=30000) -> ConsumerCoordinator:
-    return ConsumerCoordinator(ConsumerConfig("c", "g", ("range",), topics=("t0",), max_poll_interval_ms=max_poll_interval_ms,
+def consumer(max_poll_interval_ms=300000, request_timeout_ms=30000, strategy="range") -> ConsumerCoordinator:
+    return ConsumerCoordinator(ConsumerConfig("c", "g", (strategy,), topics=("t0",), max_poll_interval_ms=max_poll_interval_ms,
                                               request_timeout_ms=request_timeout_ms), {"t0": 2}, coordinator_id=0)
 
 
-def join_response(cc: ConsumerCoordinator, join: Send) -> Received:
+def join_response(cc: ConsumerCoordinator, join: Send, generation=1) -> Received:
     metadata = join.request.protocols[0].metadata
-    return Received(JoinGroupResponse(ErrorCode.NONE, 1, "consumer", "range", "m1", False, "m1",
+    strategy = join.request.protocols[0].name
+    return Received(JoinGroupResponse(ErrorCode.NONE, generation, "consumer", strategy, "m1", False, "m1",
                                       (JoinGroupResponseMember("m1", None, metadata),)))
 
 
-def stable_consumer() -> ConsumerCoordinator:
+def stable_consumer(strategy="range") -> ConsumerCoordinator:
     """Joined generation 1 as the only member with t0-0 and t0-1; its OffsetFetch answered."""
-    cc = consumer()
+    cc = consumer(strategy=strategy)
     (join,) = sends(cc.handle(Poll(), 0))
     cc.handle(join_response(cc, join), 10)
-    cc.handle(Received(SyncGroupResponse(ErrorCode.NONE, "consumer", "range", ("t0-0", "t0-1"))), 20)
+    cc.handle(Received(SyncGroupResponse(ErrorCode.NONE, "consumer", strategy, ("t0-0", "t0-1"))), 20)
     cc.handle(Received(OffsetFetchResponse(ErrorCode.NONE, ())), 30)
     assert cc.state is MemberState.STABLE
     return cc
@@ -192,3 +193,34 @@ def test_a_timed_out_find_coordinator_is_asked_again_after_the_backoff():
     out = cc.handle(FIND, 30000)
     assert [o for o in out if isinstance(o, Disconnect)] == [] and ArmTimer(RetryFindCoordinator(), 30100) in out
     assert sends(cc.handle(RetryFindCoordinator(), 30100)) == [Send(FindCoordinatorRequest("g"), ANY_BROKER)]
+
+
+def test_an_error_that_marks_the_coordinator_unknown_fails_the_requests_in_flight_to_it():
+    """AbstractCoordinator.markCoordinatorUnknown(error): client.disconnectAsync(oldCoordinator),
+    so a SyncGroup still in flight to the old coordinator fails with a DisconnectException and the
+    member rejoins; its deadline does not linger to fail a later SyncGroup. (Found by the soak: a
+    stale deadline timed out the next rebalance's SyncGroup.)"""
+    cc = consumer(max_poll_interval_ms=10000)
+    (join,) = sends(cc.handle(Poll(), 0))
+    cc.handle(join_response(cc, join), 10)  # SyncGroup in flight
+    cc.handle(HeartbeatDue(), 3010)
+    out = cc.handle(Received(HeartbeatResponse(ErrorCode.NOT_COORDINATOR)), 3020)
+    assert Disconnect(0) in out and CancelTimer(SYNC) in out and ArmTimer(RetryJoin(), 3120) in out
+    assert sends(out) == [Send(FindCoordinatorRequest("g"), ANY_BROKER)]
+    cc.handle(Received(FindCoordinatorResponse(ErrorCode.NONE, 1)), 3030)
+    cc.handle(RetryJoin(), 3120)
+    (rejoin,) = sends(cc.handle(Poll(), 3120))
+    assert isinstance(rejoin.request, JoinGroupRequest) and rejoin.node_id == 1
+
+
+def test_a_failed_sync_group_leaves_the_assignment_of_the_generation_before():
+    """JoinGroupResponseHandler sets the generation; only a completed SyncGroup brings its
+    assignment. A member whose SyncGroup failed holds the partitions of the generation before
+    (``assignment_generation``), though its generation is the new one."""
+    cc = stable_consumer("cooperative-sticky")  # keeps its partitions through the rebalance
+    cc.handle(HeartbeatDue(), 2990)
+    cc.handle(Received(HeartbeatResponse(ErrorCode.REBALANCE_IN_PROGRESS)), 3000)
+    (join,) = sends(cc.handle(Poll(), 3000))
+    cc.handle(join_response(cc, join, generation=2), 3010)
+    cc.handle(SYNC, 3010 + 30000)
+    assert cc.generation == 2 and cc.assignment_generation == 1 and cc.owned == {"t0-0", "t0-1"}

@@ -81,3 +81,29 @@ def test_a_join_handled_but_never_answered_leaves_its_member_id_behind():
             assert sorted(result.final_members) == ["c1", "c2", "c3"]
             assert check_observation(observation_of(result)) == []
     assert found > 0
+
+
+def test_ownership_is_as_of_the_generation_whose_assignment_gave_it():
+    """Found by the soak (seed 0, schedule 426), shrunk: c2's SyncGroup of generation 3 and its
+    OffsetFetch were both lost; the fetch, retried, answered after the SyncGroup had failed, so
+    c2 held generation 1's partitions with the generation of its last JoinGroup (3), whose
+    assignment gave one of them to nobody. Its ownership counts as of generation 1."""
+    schedule = {
+        "name": "sync-lost-while-fetching", "group": "soak-group-67",
+        "config": {"session_timeout_ms": 15000, "heartbeat_interval_ms": 3000, "max_poll_interval_ms": 8000,
+                   "group_initial_rebalance_delay_ms": 1000, "auto_commit_interval_ms": 1000,
+                   "metadata_max_age_ms": 3000, "network_latency_ms": 0, "network_jitter_ms": 0,
+                   "coordinator_load_ms": 0, "idle_poll_ms": 100, "network_loss": 0.05,
+                   "network_loss_until_ms": 38039, "request_timeout_ms": 5000},
+        "topics": {"t0": 1, "t1": 1, "t2": 1},
+        "consumers": [{"id": "c1", "strategies": ["cooperative-sticky"], "subscribe": ["t0", "t1"]},
+                      {"id": "c2", "strategies": ["cooperative-sticky"], "subscribe": ["t0", "t1", "t2"]}],
+        "events": [{"at_ms": 0, "join": "c2"}, {"at_ms": 9789, "join": "c1"}, {"at_ms": 10880, "leave": "c1"},
+                   {"at_ms": 11264, "restart": "c1", "after_ms": 0}],
+        "seed": 153947378519306, "end_ms": 71264,
+    }
+    result = Simulation(load_scenario(schedule)).run()
+    assert check_observation(observation_of(result)) == []
+    c2_t1 = [g for p, m, g in zip(result.ownership.partition.tolist(), result.ownership.member.tolist(),
+                                  result.ownership.generation.tolist(), strict=True) if p == "t1-0" and m == "c2"]
+    assert c2_t1 == [1]
