@@ -26,7 +26,6 @@ from kafka_rebalance.protocol.classic import coordinator_events as cl
 from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer, Log, StateTable
 from kafka_rebalance.protocol.errors import ErrorCode, IllegalStateTransition
 from kafka_rebalance.protocol.logrecords import (
-    ConsumerGroupConverted,
     ConsumerGroupEpochBumped,
     ConsumerGroupStateChanged,
     ConsumerMemberAssignmentUpdated,
@@ -899,7 +898,8 @@ class ConsumerGroupCoordinator:
             self._state_dirty = False
             out.append(Log(ConsumerGroupStateChanged(now_ms, self.group_id, self.state.value, "Dead")))
             self.state = ConsumerGroupState.DEAD
-            out.append(Log(ConsumerGroupConverted(now_ms, self.group_id, "downgrade")))
+            # "Converted the consumer group to a classic group" is logged by whoever runs the
+            # classic group, after its rebalance started (convertToClassicGroup's order).
             out.append(ConvertedToClassic(classic))
             return
         self._remove(member_id, out)
