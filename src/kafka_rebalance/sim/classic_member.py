@@ -41,7 +41,7 @@ class ClassicSend:
     request: ce.ClassicRequest
 
 
-ClassicInput = me.Input | cc_events.ConsumerTimer
+ClassicInput = me.Input | cc_events.ConsumerTimer | cc_events.Received
 ClassicOutput = (ClassicSend | ArmTimer[cc_events.ConsumerTimer] | CancelTimer[cc_events.ConsumerTimer]
                  | me.CommitOffsets | me.PartitionsRevoked | me.PartitionsAssigned | me.PartitionsLost | me.Fatal)
 

@@ -28,14 +28,16 @@ import heapq
 import math
 import random
 import re
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, assert_never
 
 from kafka_rebalance.model import InvalidInput
+from kafka_rebalance.protocol.classic import consumer_events as cc_events
 from kafka_rebalance.protocol.classic import coordinator_events as cl
 from kafka_rebalance.protocol.classic.consumer import ConsumerConfig
 from kafka_rebalance.protocol.classic.coordinator import (
+    ClassicGroup,
     CoordinatorConfig,
     GroupCoordinator,
     coordinator_partition,
@@ -75,6 +77,22 @@ from kafka_rebalance.protocol.modern.consumer.member import (
 )
 from kafka_rebalance.protocol.modern.consumer.migration import consumer_group_for_heartbeat
 from kafka_rebalance.sim.classic_member import ClassicInput, ClassicMembership, ClassicOutput, ClassicSend
+from kafka_rebalance.sim.events import (
+    AppActivity,
+    AppWakes,
+    ConsumerGroupDeferrable,
+    ConsumerGroupEvent,
+    CoordinatorLoaded,
+    GroupRequestArrives,
+    GroupResponseArrives,
+    GroupTimer,
+    GroupTimerFires,
+    Interruption,
+    MemberTimerFires,
+    ProcessResumes,
+    ProcessStarts,
+    ScenarioStep,
+)
 from kafka_rebalance.sim.ownership_metrics import ownership_metrics, topic_epochs
 from kafka_rebalance.sim.result import (
     Commits,
@@ -91,9 +109,6 @@ from kafka_rebalance.sim.result import (
 )
 from kafka_rebalance.sim.scenario import ConsumerSpec, Event, Scenario
 from kafka_rebalance.sim.traffic import Traffic
-
-# Heap event kinds.
-TO_COORDINATOR, TO_MEMBER, COORDINATOR_TIMER, MEMBER_TIMER, SCENARIO, APP, START, RESUME, LOADED = range(9)
 
 
 def _sort_key(partition: str) -> tuple[str, int]:
@@ -124,7 +139,7 @@ class Process:
     batch: list[tuple[str, int, int]] = field(default_factory=list)
     batch_start: int = 0
     callbacks: list[list[me.Output]] = field(default_factory=list)
-    deferred: list[tuple[int, Any]] = field(default_factory=list)
+    deferred: list[ConsumerGroupDeferrable] = field(default_factory=list)
     order: list[str] = field(default_factory=list)  # positions in fetch order (cached)
 
     @property
@@ -145,7 +160,7 @@ class ConsumerGroupSimulation:
         self.rng = random.Random(self.seed)
         self.end_ms = scenario.effective_end_ms
         self.now = 0
-        self.heap: list[tuple[int, int, int, Any, Any]] = []
+        self.heap: list[tuple[int, int, ConsumerGroupEvent]] = []
         self.seq = 0
         self.topics: dict[str, int] = dict(scenario.topics)
         self.partition_created: dict[str, int] = {f"{t}-{p}": 0 for t, n in self.topics.items() for p in range(n)}
@@ -172,10 +187,11 @@ class ConsumerGroupSimulation:
         self.upgraded: set[str] = set()  # consumers restarted with group.protocol=consumer
         self.coordinator_available = True
         self.coordinator_epoch = 0
-        self.coordinator_timers: dict[Hashable, int] = {}
-        self.coordinator_scheduled: dict[Hashable, int] = {}
-        self.member_timers: dict[tuple[str, Hashable], int] = {}
-        self.member_scheduled: dict[tuple[str, Hashable], int] = {}
+        # Armed deadlines, and the deadline of each timer's one queue entry (moved forward lazily).
+        self.coordinator_timers: dict[GroupTimer, int] = {}
+        self.coordinator_scheduled: dict[GroupTimer, int] = {}
+        self.member_timers: dict[MemberTimerFires, int] = {}
+        self.member_scheduled: dict[MemberTimerFires, int] = {}
         self.processes: dict[str, Process] = {}
         self.connections: dict[str, Process] = {}
         self.incarnations: dict[str, int] = {}
@@ -194,79 +210,103 @@ class ConsumerGroupSimulation:
         self.open_rebalance: dict[str, Any] | None = None
         self.last_reason = "the group changed"
         self.requester: str | None = None
-        self.in_order: dict[tuple[int, str], int] = {}
+        # When the last message sent on a connection arrives, per direction (to the coordinator, to the member).
+        self.request_arrival_ms: dict[str, int] = {}
+        self.response_arrival_ms: dict[str, int] = {}
 
     # ------------------------------------------------------------------ set-up helpers
 
-    def _push(self, time: int, kind: int, a: Any = None, b: Any = None) -> None:
+    def _push(self, time: int, event: ConsumerGroupEvent) -> None:
         self.seq += 1
-        heapq.heappush(self.heap, (time, self.seq, kind, a, b))
+        heapq.heappush(self.heap, (time, self.seq, event))
 
     def _latency(self) -> int:
         jitter = self.cfg.network_jitter_ms
         return self.cfg.network_latency_ms + (self.rng.randint(0, jitter) if jitter else 0)
 
-    def _arrival(self, direction: int, connection: str) -> int:
+    def _arrival(self, in_order: dict[str, int], connection: str) -> int:
         """When a message sent now arrives: after the latency, and never before an earlier
         message on the same connection (Kafka answers a connection's requests in order)."""
-        key = (direction, connection)
-        at = max(self.now + self._latency(), self.in_order.get(key, 0))
-        self.in_order[key] = at
+        at = max(self.now + self._latency(), in_order.get(connection, 0))
+        in_order[connection] = at
         return at
+
+    def _respond(self, connection: str, response: ce.Response | cl.GroupResponse) -> None:
+        self._push(self._arrival(self.response_arrival_ms, connection), GroupResponseArrives(connection, response))
 
     # ------------------------------------------------------------------ main loop
 
     def run(self) -> SimulationResult:
-        for index, event in enumerate(self.scenario.events):
-            self._push(event.at_ms, SCENARIO, index)
+        for index, step in enumerate(self.scenario.events):
+            self._push(step.at_ms, ScenarioStep(index))
         heap = self.heap
         end = self.end_ms
         pop = heapq.heappop
         while heap:
-            time, _, kind, a, b = heap[0]
+            time, _, event = heap[0]
             if time > end:
                 break
             pop(heap)
             self.now = time
-            if kind == TO_COORDINATOR:
-                self._deliver_to_coordinator(a, b[0], b[1])
-            elif kind == TO_MEMBER:
-                proc = self.connections.get(a)
-                if proc is not None and proc.alive and proc.paused:
-                    proc.deferred.append((TO_MEMBER, b))
-                elif proc is not None and proc.alive:
-                    self._member_input(proc, me.Received(b))
-            elif kind == MEMBER_TIMER:
-                self._member_timer(a, b, time)
-            elif kind == COORDINATOR_TIMER:
-                self._coordinator_timer(a, b, time)
-            elif kind == SCENARIO:
-                self._scenario_event(self.scenario.events[a])
-            elif kind == APP:
-                proc = self.connections.get(a[0])
-                if proc is not None and proc.alive and a[1] == proc.app_token:
-                    if proc.paused:
-                        proc.deferred.append((APP, (a, b)))
-                    else:
-                        self._app_event(proc, b)
-            elif kind == START:
-                self._start_process(a)
-            elif kind == RESUME:
-                proc = self.connections.get(a)
-                if proc is not None and proc.alive:
-                    self._resume(proc, b)
-            elif kind == LOADED and a == self.coordinator_epoch:
-                self.coordinator_available = True
+            # The most frequent events (heartbeats and their timers) go straight to their handlers.
+            if type(event) is GroupRequestArrives:
+                self._deliver_to_coordinator(event.connection, event.request, event.ignore_response)
+            elif type(event) is MemberTimerFires:
+                self._member_timer(event, time)
+            else:
+                self._dispatch(event)
         self.now = end
         return self._finish()
+
+    def _dispatch(self, event: ConsumerGroupEvent) -> None:
+        match event:
+            case GroupRequestArrives(connection=connection, request=request, ignore_response=ignore):
+                self._deliver_to_coordinator(connection, request, ignore)
+            case GroupResponseArrives(connection=connection, response=response):
+                proc = self.connections.get(connection)
+                if proc is not None and proc.alive and proc.paused:
+                    proc.deferred.append(event)
+                elif proc is not None and proc.alive:
+                    self._deliver_response(proc, response)
+            case MemberTimerFires():
+                self._member_timer(event, self.now)
+            case GroupTimerFires(coordinator_epoch=epoch, timer=timer):
+                self._coordinator_timer(epoch, timer, self.now)
+            case ScenarioStep(index=index):
+                self._scenario_event(self.scenario.events[index])
+            case AppWakes(connection=connection, token=token, activity=activity):
+                proc = self.connections.get(connection)
+                if proc is not None and proc.alive and token == proc.app_token:
+                    if proc.paused:
+                        proc.deferred.append(event)
+                    else:
+                        self._app_event(proc, activity)
+            case ProcessStarts(name=name):
+                self._start_process(name)
+            case ProcessResumes(connection=connection, interruption=interruption):
+                proc = self.connections.get(connection)
+                if proc is not None and proc.alive:
+                    self._resume(proc, interruption)
+            case CoordinatorLoaded(leader_epoch=epoch):
+                if epoch == self.coordinator_epoch:
+                    self.coordinator_available = True
+            case _:
+                assert_never(event)
+
+    def _deliver_response(self, proc: Process, response: ce.Response | cl.GroupResponse) -> None:
+        if isinstance(response, ce.ConsumerGroupHeartbeatResponse):
+            self._member_input(proc, me.Received(response))
+        elif isinstance(response, ce.OffsetCommitResponse | ce.OffsetFetchResponse):
+            raise AssertionError(f"{response!r}: OffsetCommit and OffsetFetch go straight to the coordinator")
+        else:  # to a classic member (a rolling upgrade)
+            self._member_input(proc, cc_events.Received(response))
 
     # ------------------------------------------------------------------ coordinator side
 
     def _deliver_to_coordinator(self, connection: str, request: ce.Request, ignore_response: bool) -> None:
         if not self.coordinator_available:
             if isinstance(request, ce.ConsumerGroupHeartbeatRequest) and not ignore_response:
-                self._push(self._arrival(TO_MEMBER, connection), TO_MEMBER, connection,
-                           ce.ConsumerGroupHeartbeatResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+                self._respond(connection, ce.ConsumerGroupHeartbeatResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE))
             return
         if isinstance(request, ce.ConsumerGroupHeartbeatRequest) and request.member_epoch == 0:
             topics = request.subscribed_topic_names or ()
@@ -286,7 +326,7 @@ class ConsumerGroupSimulation:
         self._coordinator_output(out)
         self.requester = None
 
-    def _classic_group(self) -> Any:
+    def _classic_group(self) -> ClassicGroup | None:
         assert self.classic_coordinator is not None
         return self.classic_coordinator.group(self.scenario.group)
 
@@ -306,8 +346,7 @@ class ConsumerGroupSimulation:
             coordinator = consumer_group_for_heartbeat(snapshot, request.member_epoch, self.topics, self.group_config,
                                                        seed=self.rng.getrandbits(32))
         except ProtocolError as error:
-            self._push(self._arrival(TO_MEMBER, connection), TO_MEMBER, connection,
-                       ce.ConsumerGroupHeartbeatResponse(error.code, error_message=error.message))
+            self._respond(connection, ce.ConsumerGroupHeartbeatResponse(error.code, error_message=error.message))
             return False
         if not coordinator.group_id:
             coordinator.group_id = self.scenario.group
@@ -317,11 +356,10 @@ class ConsumerGroupSimulation:
             coordinator.offsets.update(group.offsets)
             for m in group.members.values():
                 if m.join_connection is not None:
-                    self._push(self._arrival(TO_MEMBER, m.join_connection), TO_MEMBER, m.join_connection,
-                               cl.JoinGroupResponse(ErrorCode.REBALANCE_IN_PROGRESS, member_id=m.member_id))
+                    self._respond(m.join_connection,
+                                  cl.JoinGroupResponse(ErrorCode.REBALANCE_IN_PROGRESS, member_id=m.member_id))
                 if m.sync_connection is not None:
-                    self._push(self._arrival(TO_MEMBER, m.sync_connection), TO_MEMBER, m.sync_connection,
-                               cl.SyncGroupResponse(ErrorCode.REBALANCE_IN_PROGRESS))
+                    self._respond(m.sync_connection, cl.SyncGroupResponse(ErrorCode.REBALANCE_IN_PROGRESS))
         self.coordinator = coordinator
         if group is not None and group.members:
             self._on_log(ConsumerGroupConverted(self.now, self.scenario.group, "upgrade"))
@@ -336,7 +374,7 @@ class ConsumerGroupSimulation:
                 case cl.Respond(connection=connection, response=response):
                     if isinstance(response, cl.JoinGroupResponse) and response.member_id:
                         self._name_member(response.member_id, connection)
-                    self._push(self._arrival(TO_MEMBER, connection), TO_MEMBER, connection, response)
+                    self._respond(connection, response)
                 case ArmTimer() | CancelTimer() | Log():
                     self._coordinator_effect(item)
                 case cl.Persist():
@@ -347,7 +385,8 @@ class ConsumerGroupSimulation:
         if proc is not None:
             self.member_names[member_id] = proc.name
 
-    def _coordinator_effect(self, item: ArmTimer[Any] | CancelTimer[Any] | Log) -> None:
+    def _coordinator_effect(self, item: ArmTimer[ce.Timer] | CancelTimer[ce.Timer] | ArmTimer[cl.CoordinatorTimer]
+                            | CancelTimer[cl.CoordinatorTimer] | Log) -> None:
         """A timer or log record of either coordinator (classic before a conversion, then the consumer group)."""
         match item:
             case ArmTimer(timer=timer, deadline_ms=deadline):
@@ -355,7 +394,7 @@ class ConsumerGroupSimulation:
                 scheduled = self.coordinator_scheduled.get(timer)
                 if scheduled is None or deadline < scheduled:
                     self.coordinator_scheduled[timer] = deadline
-                    self._push(deadline, COORDINATOR_TIMER, self.coordinator_epoch, timer)
+                    self._push(deadline, GroupTimerFires(self.coordinator_epoch, timer))
             case CancelTimer(timer=timer):
                 self.coordinator_timers.pop(timer, None)
             case Log(record=record):
@@ -372,14 +411,14 @@ class ConsumerGroupSimulation:
                         if response.member_id:
                             self._name_member(response.member_id, connection)
                         if (response.error_code is ErrorCode.NONE and response.assignment is None
-                                and self.in_order.get((TO_MEMBER, connection), 0) <= now
+                                and self.response_arrival_ms.get(connection, 0) <= now
                                 and self._member_knows(connection, response)):
                             # Nothing in it for the member but the end of its request: deliver at once.
                             proc = self.connections.get(connection)
                             if proc is not None and proc.alive and not proc.paused:
                                 self._member_input(proc, me.Received(response))
                                 continue
-                    self._push(self._arrival(TO_MEMBER, connection), TO_MEMBER, connection, response)
+                    self._respond(connection, response)
                 case ArmTimer() | CancelTimer() | Log():
                     self._coordinator_effect(item)
                 case ce.ConvertedToClassic():
@@ -393,7 +432,7 @@ class ConsumerGroupSimulation:
         return (proc is not None and proc.machine.member_epoch == response.member_epoch
                 and proc.machine.heartbeat_interval_ms == response.heartbeat_interval_ms)
 
-    def _coordinator_timer(self, epoch: int, timer: Hashable, time: int) -> None:
+    def _coordinator_timer(self, epoch: int, timer: GroupTimer, time: int) -> None:
         if epoch != self.coordinator_epoch:
             return
         if self.coordinator_scheduled.get(timer) == time:
@@ -404,7 +443,7 @@ class ConsumerGroupSimulation:
         if deadline > time:
             if timer not in self.coordinator_scheduled:
                 self.coordinator_scheduled[timer] = deadline
-                self._push(deadline, COORDINATOR_TIMER, epoch, timer)
+                self._push(deadline, GroupTimerFires(epoch, timer))
             return
         del self.coordinator_timers[timer]
         if not self.coordinator_available:
@@ -412,34 +451,35 @@ class ConsumerGroupSimulation:
         if isinstance(timer, ce.SessionTimeout | ce.RebalanceTimeout | ce.ClassicJoinTimeout | ce.ClassicSyncTimeout):
             self._coordinator_output(self.coordinator.handle(timer, time))
         elif self.classic_coordinator is not None:
-            self._classic_output(self.classic_coordinator.handle(timer, time))  # type: ignore[arg-type]
+            self._classic_output(self.classic_coordinator.handle(timer, time))
 
     # ------------------------------------------------------------------ member side
 
-    def _member_timer(self, connection: str, timer: Hashable, time: int) -> None:
-        key = (connection, timer)
-        if self.member_scheduled.get(key) == time:
-            del self.member_scheduled[key]
-        deadline = self.member_timers.get(key)
+    def _member_timer(self, fires: MemberTimerFires, time: int) -> None:
+        """``fires`` is also the key of the timer's armed deadline and of its one queue entry."""
+        if self.member_scheduled.get(fires) == time:
+            del self.member_scheduled[fires]
+        deadline = self.member_timers.get(fires)
         if deadline is None:
             return
         if deadline > time:  # re-armed later (poll timers move with every poll): one heap entry each
-            if key not in self.member_scheduled:
-                self.member_scheduled[key] = deadline
-                self._push(deadline, MEMBER_TIMER, connection, timer)
+            if fires not in self.member_scheduled:
+                self.member_scheduled[fires] = deadline
+                self._push(deadline, fires)
             return
-        del self.member_timers[key]
-        proc = self.connections.get(connection)
+        del self.member_timers[fires]
+        proc = self.connections.get(fires.connection)
         if proc is None or not proc.alive:
             return
         if proc.paused:
-            proc.deferred.append((MEMBER_TIMER, timer))
+            proc.deferred.append(fires)
             return
-        if isinstance(timer, me.PollTimerExpired) and proc.continuous and not proc.stalled:
+        timer = fires.timer
+        if type(timer) is me.PollTimerExpired and proc.continuous and not proc.stalled:
             # A continuously consuming application is always inside poll(): the timer never expires.
             self._member_input(proc, me.Poll())
             return
-        self._member_input(proc, timer)  # type: ignore[arg-type]
+        self._member_input(proc, timer)
 
     def _member_input(self, proc: Process, event: ClassicInput) -> None:
         before = proc.machine.pending_callbacks
@@ -458,8 +498,8 @@ class ConsumerGroupSimulation:
         for item in out:
             match item:
                 case me.Send(request=request, ignore_response=ignore):
-                    self._push(self._arrival(TO_COORDINATOR, proc.connection), TO_COORDINATOR, proc.connection,
-                               (request, ignore))
+                    self._push(self._arrival(self.request_arrival_ms, proc.connection),
+                               GroupRequestArrives(proc.connection, request, ignore))
                     if request.member_epoch < 0 and proc.positions:
                         # Out of the group: whatever the listener does later, it consumes no more.
                         self._checkpoint(proc)
@@ -468,21 +508,21 @@ class ConsumerGroupSimulation:
                     if request.member_epoch < 0 and proc.closing and not proc.machine.pending_callbacks:
                         self._end_process(proc)
                 case ArmTimer(timer=timer, deadline_ms=deadline):
-                    key = (proc.connection, timer)
-                    self.member_timers[key] = deadline
-                    scheduled = self.member_scheduled.get(key)
+                    fires = MemberTimerFires(proc.connection, timer)
+                    self.member_timers[fires] = deadline
+                    scheduled = self.member_scheduled.get(fires)
                     if scheduled is None or deadline < scheduled:
-                        self.member_scheduled[key] = deadline
-                        self._push(deadline, MEMBER_TIMER, proc.connection, timer)
+                        self.member_scheduled[fires] = deadline
+                        self._push(deadline, fires)
                 case CancelTimer(timer=timer):
-                    self.member_timers.pop((proc.connection, timer), None)
+                    self.member_timers.pop(MemberTimerFires(proc.connection, timer), None)
                 case me.CommitOffsets() | me.PartitionsRevoked() | me.PartitionsAssigned() | me.PartitionsLost():
                     callbacks.append(item)
                 case me.Fatal():
                     fatal = True
                 case ClassicSend(request=request):
-                    self._push(self._arrival(TO_COORDINATOR, proc.connection), TO_COORDINATOR, proc.connection,
-                               (request, False))
+                    self._push(self._arrival(self.request_arrival_ms, proc.connection),
+                               GroupRequestArrives(proc.connection, request, False))
                     if isinstance(request, cl.LeaveGroupRequest):
                         self._checkpoint(proc)
                         for partition in list(proc.positions):
@@ -527,7 +567,7 @@ class ConsumerGroupSimulation:
             return
         proc.busy = True
         proc.app_token += 1
-        self._push(self.now + work, APP, (proc.connection, proc.app_token), "callbacks_done")
+        self._push(self.now + work, AppWakes(proc.connection, proc.app_token, AppActivity.CALLBACKS_DONE))
 
     def _callbacks_done(self, proc: Process) -> None:
         proc.mark_ms = self.now
@@ -664,16 +704,16 @@ class ConsumerGroupSimulation:
             proc.batch_start = now
             proc.busy = True
             records = proc.max_poll_records - room
-            self._push(now + max(1, math.ceil(records * proc.ms_per_record)), APP,
-                       (proc.connection, proc.app_token), "batch_done")
+            self._push(now + max(1, math.ceil(records * proc.ms_per_record)),
+                       AppWakes(proc.connection, proc.app_token, AppActivity.BATCH_DONE))
         else:
-            self._push(now + self.cfg.idle_poll_ms, APP, (proc.connection, proc.app_token), "idle")
+            self._push(now + self.cfg.idle_poll_ms, AppWakes(proc.connection, proc.app_token, AppActivity.IDLE_POLL))
 
-    def _app_event(self, proc: Process, what: str) -> None:
-        if what == "callbacks_done":
+    def _app_event(self, proc: Process, activity: AppActivity) -> None:
+        if activity is AppActivity.CALLBACKS_DONE:
             self._callbacks_done(proc)
             return
-        if what == "batch_done":
+        if activity is AppActivity.BATCH_DONE:
             for partition, start, end in proc.batch:
                 if partition in proc.positions:
                     self._processed(proc, partition, start, end, proc.batch_start)
@@ -754,25 +794,27 @@ class ConsumerGroupSimulation:
             self._release(proc, partition)
         proc.alive = False
 
-    def _resume(self, proc: Process, what: str) -> None:
-        if what == "pause" and proc.paused:
+    def _resume(self, proc: Process, interruption: Interruption) -> None:
+        if interruption is Interruption.PAUSE and proc.paused:
             proc.paused = False
             proc.mark_ms = self.now
             deferred, proc.deferred = proc.deferred, []
-            for kind, payload in deferred:
+            for event in deferred:
                 if not proc.alive:
                     break
-                if kind == TO_MEMBER:
-                    self._member_input(proc, me.Received(payload))
-                elif kind == MEMBER_TIMER:
-                    self._member_input(proc, payload)
-                elif kind == APP:
-                    (connection, token), what_app = payload
-                    if token == proc.app_token:
-                        self._app_event(proc, what_app)
+                match event:
+                    case GroupResponseArrives(response=response):
+                        self._deliver_response(proc, response)
+                    case MemberTimerFires(timer=timer):
+                        self._member_input(proc, timer)
+                    case AppWakes(token=token, activity=activity):
+                        if token == proc.app_token:
+                            self._app_event(proc, activity)
+                    case _:
+                        assert_never(event)
             self._maybe_run_callbacks(proc)
             self._app_poll(proc)
-        elif what == "stall" and proc.stalled:
+        elif interruption is Interruption.STALL and proc.stalled:
             proc.stalled = False
             proc.mark_ms = self.now
             self._maybe_run_callbacks(proc)
@@ -793,7 +835,7 @@ class ConsumerGroupSimulation:
             if proc is not None and proc.alive:
                 self._close(proc)
             if action == "restart":
-                self._push(now + (event.after_ms or 0), START, name)
+                self._push(now + (event.after_ms or 0), ProcessStarts(name))
         elif action == "crash":
             assert event.crash is not None
             proc = self.processes.get(event.crash)
@@ -802,15 +844,17 @@ class ConsumerGroupSimulation:
                 self._finish_batch_partially(proc)
                 self._end_process(proc)
         elif action in ("pause", "stall"):
-            name = event.pause if action == "pause" else event.stall
+            interruption = Interruption.PAUSE if action == "pause" else Interruption.STALL
+            name = event.pause if interruption is Interruption.PAUSE else event.stall
             proc = self.processes.get(name or "")
-            if proc is not None and proc.alive and not proc.paused and not (action == "stall" and proc.stalled):
+            if (proc is not None and proc.alive and not proc.paused
+                    and not (interruption is Interruption.STALL and proc.stalled)):
                 self._checkpoint(proc)
-                if action == "pause":
+                if interruption is Interruption.PAUSE:
                     proc.paused = True
                 else:
                     proc.stalled = True
-                self._push(now + (event.for_ms or 0), RESUME, proc.connection, action)
+                self._push(now + (event.for_ms or 0), ProcessResumes(proc.connection, interruption))
         elif action in ("create_topic", "add_partitions"):
             if event.create_topic is not None:
                 spec = event.create_topic
@@ -845,13 +889,13 @@ class ConsumerGroupSimulation:
             self.coordinator_scheduled.clear()
             self.broker = (self.broker + 1) % self.cfg.brokers
             loaded_at = now + self.cfg.coordinator_load_ms
-            self._push(loaded_at, LOADED, self.coordinator_epoch)
+            self._push(loaded_at, CoordinatorLoaded(self.broker, self.offsets_partition, self.coordinator_epoch))
             for timer in list(self.coordinator_timers):
                 if isinstance(timer, ce.SessionTimeout):
                     deadline = loaded_at + self.cfg.consumer_session_timeout_ms
                     self.coordinator_timers[timer] = deadline
                     self.coordinator_scheduled[timer] = deadline
-                    self._push(deadline, COORDINATOR_TIMER, self.coordinator_epoch, timer)
+                    self._push(deadline, GroupTimerFires(self.coordinator_epoch, timer))
                 else:
                     del self.coordinator_timers[timer]
         elif action == "upgrade":
@@ -861,7 +905,7 @@ class ConsumerGroupSimulation:
             proc = self.processes.get(event.upgrade)
             if proc is not None and proc.alive:
                 self._close(proc)
-            self._push(now + (event.after_ms or 0), START, event.upgrade)
+            self._push(now + (event.after_ms or 0), ProcessStarts(event.upgrade))
 
     def _close(self, proc: Process) -> None:
         """consumer.close(): commit and revoke through the listener, send the leave heartbeat."""
