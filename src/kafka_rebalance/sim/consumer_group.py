@@ -32,7 +32,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
-from kafka_rebalance.model import InvalidInput
 from kafka_rebalance.protocol.classic import consumer_events as cc_events
 from kafka_rebalance.protocol.classic import coordinator_events as cl
 from kafka_rebalance.protocol.classic.consumer import ConsumerConfig
@@ -75,7 +74,7 @@ from kafka_rebalance.protocol.modern.consumer.member import (
     MemberConfig,
     MemberState,
 )
-from kafka_rebalance.protocol.modern.consumer.migration import consumer_group_for_heartbeat
+from kafka_rebalance.protocol.modern.consumer.migration import consumer_group_for_heartbeat, downgraded
 from kafka_rebalance.sim.classic_member import ClassicInput, ClassicMembership, ClassicOutput, ClassicSend
 from kafka_rebalance.sim.events import (
     AppActivity,
@@ -178,13 +177,9 @@ class ConsumerGroupSimulation:
         # until the first ConsumerGroupHeartbeat converts it (protocol/modern/consumer/migration.py).
         self.classic_coordinator: GroupCoordinator | None = None
         if scenario.group_protocol == "classic":
-            self.classic_coordinator = GroupCoordinator(CoordinatorConfig(
-                group_initial_rebalance_delay_ms=self.cfg.group_initial_rebalance_delay_ms,
-                group_min_session_timeout_ms=self.cfg.group_min_session_timeout_ms,
-                group_max_session_timeout_ms=self.cfg.group_max_session_timeout_ms,
-                offsets_topic_num_partitions=self.cfg.offsets_topic_num_partitions,
-                broker_id=self.broker), seed=self.rng.getrandbits(32))
-        self.upgraded: set[str] = set()  # consumers restarted with group.protocol=consumer
+            self.classic_coordinator = self._new_classic_coordinator()
+        # The protocol each consumer runs when it next starts (``upgrade`` / ``downgrade`` events change it).
+        self.protocol_of: dict[str, str] = {c.id: scenario.group_protocol for c in scenario.consumers}
         self.coordinator_available = True
         self.coordinator_epoch = 0
         # Armed deadlines, and the deadline of each timer's one queue entry (moved forward lazily).
@@ -215,6 +210,14 @@ class ConsumerGroupSimulation:
         self.response_arrival_ms: dict[str, int] = {}
 
     # ------------------------------------------------------------------ set-up helpers
+
+    def _new_classic_coordinator(self) -> GroupCoordinator:
+        return GroupCoordinator(CoordinatorConfig(
+            group_initial_rebalance_delay_ms=self.cfg.group_initial_rebalance_delay_ms,
+            group_min_session_timeout_ms=self.cfg.group_min_session_timeout_ms,
+            group_max_session_timeout_ms=self.cfg.group_max_session_timeout_ms,
+            offsets_topic_num_partitions=self.cfg.offsets_topic_num_partitions,
+            broker_id=self.broker), seed=self.rng.getrandbits(32))
 
     def _push(self, time: int, event: ConsumerGroupEvent) -> None:
         self.seq += 1
@@ -367,6 +370,18 @@ class ConsumerGroupSimulation:
                                       for m in group.members.values()])
         return True
 
+    def _downgrade_group(self, classic: ce.ClassicGroupSnapshot) -> None:
+        """The last consumer-protocol member left while classic ones remain: Kafka's
+        ``convertToClassicGroup``. The consumer group's timers go with it; the classic group is
+        loaded from the records the conversion writes (its members keep their target assignment,
+        their sessions restart) and starts a rebalance, then the conversion is logged."""
+        offsets = dict(self.coordinator.offsets)
+        self.coordinator_timers.clear()
+        self.classic_coordinator = self._new_classic_coordinator()
+        self._classic_output(self.classic_coordinator.handle(
+            downgraded(classic, offsets, self.offsets_partition), self.now))
+        self._on_log(ConsumerGroupConverted(self.now, self.scenario.group, "downgrade"))
+
     def _classic_output(self, out: list[cl.CoordinatorOutput]) -> None:
         """The classic coordinator's outputs, before the group converts."""
         for item in out:
@@ -421,9 +436,8 @@ class ConsumerGroupSimulation:
                     self._respond(connection, response)
                 case ArmTimer() | CancelTimer() | Log():
                     self._coordinator_effect(item)
-                case ce.ConvertedToClassic():
-                    raise InvalidInput("events", "the group would convert back to classic (every upgraded consumer "
-                                       "gone while classic ones remain): a downgrade is not simulated")
+                case ce.ConvertedToClassic(classic=classic):
+                    self._downgrade_group(classic)
                 case _:
                     raise AssertionError(f"unexpected coordinator output {item!r}")
 
@@ -749,7 +763,7 @@ class ConsumerGroupSimulation:
             enable_auto_commit=spec.setting(self.cfg, "enable_auto_commit"),
             client_id=spec.client_id or name)
         machine: ConsumerMembershipManager | ClassicMembership = ConsumerMembershipManager(config)
-        if self.scenario.group_protocol == "classic" and name not in self.upgraded:
+        if self.protocol_of[name] == "classic":
             machine = ClassicMembership(ConsumerConfig(
                 client_id=spec.client_id or name, group_id=self.scenario.group, strategies=tuple(spec.strategies),
                 topics=tuple(spec.subscribe or ()), pattern=spec.pattern, group_instance_id=spec.group_instance_id,
@@ -872,7 +886,9 @@ class ConsumerGroupSimulation:
                     self.topics[grow.topic] = grow.count
                     for p in range(current, grow.count):
                         self.partition_created[f"{grow.topic}-{p}"] = now
-            self._coordinator_output(self.coordinator.handle(ce.TopicsChanged(tuple(sorted(self.topics.items()))), now))
+            if self.classic_coordinator is None:  # a classic group's consumers notice on their own
+                self._coordinator_output(self.coordinator.handle(ce.TopicsChanged(tuple(sorted(self.topics.items()))),
+                                                                 now))
         elif action == "subscribe":
             change = event.subscribe
             assert change is not None
@@ -898,14 +914,16 @@ class ConsumerGroupSimulation:
                     self._push(deadline, GroupTimerFires(self.coordinator_epoch, timer))
                 else:
                     del self.coordinator_timers[timer]
-        elif action == "upgrade":
-            # A rolling upgrade's step: stop the consumer, start it again with group.protocol=consumer.
-            assert event.upgrade is not None
-            self.upgraded.add(event.upgrade)
-            proc = self.processes.get(event.upgrade)
+        elif action in ("upgrade", "downgrade"):
+            # A rolling upgrade's (or downgrade's) step: stop the consumer, start it again with
+            # group.protocol=consumer (or classic).
+            name = event.upgrade if action == "upgrade" else event.downgrade
+            assert name is not None
+            self.protocol_of[name] = "consumer" if action == "upgrade" else "classic"
+            proc = self.processes.get(name)
             if proc is not None and proc.alive:
                 self._close(proc)
-            self._push(now + (event.after_ms or 0), ProcessStarts(event.upgrade))
+            self._push(now + (event.after_ms or 0), ProcessStarts(name))
 
     def _close(self, proc: Process) -> None:
         """consumer.close(): commit and revoke through the listener, send the leave heartbeat."""

@@ -227,7 +227,7 @@ class Scenario(_Strict):
         known = set(ids)
         topics = set(self.topics)
         # In time order, as the simulator replays them: a topic must exist before it grows.
-        protocol_of = dict.fromkeys(ids, self.group_protocol)
+        protocol_of: dict[str, str] = dict.fromkeys(ids, self.group_protocol)
         for i, event in sorted(enumerate(self.events), key=lambda indexed: indexed[1].at_ms):
             action = event.action
             if action in ("upgrade", "downgrade"):

@@ -73,11 +73,18 @@ SMALL = Service(members=6, partitions=12)
 
 def _scenarios() -> dict[str, str]:
     docs = {"churn": CHURN}
-    for name in ("rolling-restart", "rolling-upgrade", "static-restart"):
+    for name in ("rolling-restart", "rolling-upgrade", "rolling-downgrade", "static-restart"):
         docs[name] = (EXAMPLES / f"{name}.yaml").read_text()
     for churn in ("scale-out-in", "crashes"):
         docs[f"{churn}-range"] = yaml.safe_dump(churn_scenario(churn, "consumer-range", SMALL))
     docs["migration-eager"] = yaml.safe_dump(churn_scenario("migration", "eager", SMALL))
+    there_and_back = churn_scenario("migration", "cooperative-sticky", SMALL)
+    last = max(e["at_ms"] for e in there_and_back["events"])
+    names = [c["id"] for c in there_and_back["consumers"]]
+    there_and_back["events"] += [{"at_ms": last + 30000 * (i + 1), "downgrade": n, "after_ms": 5000}
+                                 for i, n in enumerate(names)]
+    there_and_back["end_ms"] = last + 30000 * (len(names) + 2)
+    docs["upgrade-and-downgrade"] = yaml.safe_dump(there_and_back)
     return docs
 
 
@@ -214,3 +221,20 @@ def test_spark_reads_the_migration_log_as_the_local_engine_does(spark, tmp_path)
     check_round_trip(simulation, run, spark_rows)
     events = pd.read_parquet(tmp_path / "spark" / "member_events")
     assert list(events[events.kind == "converted"].reason) == ["to consumer"]
+
+
+def test_a_downgrade_reads_back_consumer_then_classic(tmp_path):
+    """Kafka's convertToClassicGroup: the classic group's generation is the group epoch
+    (ClassicGroup.fromConsumerGroup) and its first rebalance (reason "Downgrade group ...") gives
+    generation epoch + 1; the log reader sees the conversion and the last consumer-protocol
+    member's leaving as its cause."""
+    simulation, run, rows, _ = simulate_and_read_back(tmp_path, SCENARIOS["rolling-downgrade"])
+    protocols = list(rows.protocol)
+    switch = protocols.index("classic")
+    assert set(protocols[:switch]) == {"consumer"} and set(protocols[switch:]) == {"classic"}
+    first_classic = rows.iloc[switch]
+    assert int(first_classic.generation) == int(rows.generation[switch - 1]) + 1
+    assert first_classic.reason.startswith("Downgrade group orders-service from consumer to classic")
+    assert first_classic.cause == "left" and simulation.member_names[first_classic.cause_member] == "c3"
+    events = pd.read_parquet(tmp_path / "out" / "member_events")
+    assert list(events[events.kind == "converted"].reason) == ["to classic"]
