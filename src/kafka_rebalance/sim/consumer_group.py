@@ -75,7 +75,14 @@ from kafka_rebalance.protocol.modern.consumer.member import (
     MemberState,
 )
 from kafka_rebalance.protocol.modern.consumer.migration import consumer_group_for_heartbeat, downgraded
-from kafka_rebalance.sim.classic_member import ClassicInput, ClassicMembership, ClassicOutput, ClassicSend
+from kafka_rebalance.protocol.modern.consumer.records import ConsumerGroupRecords, records_of, replay
+from kafka_rebalance.sim.classic_member import (
+    ClassicFindCoordinator,
+    ClassicInput,
+    ClassicMembership,
+    ClassicOutput,
+    ClassicSend,
+)
 from kafka_rebalance.sim.events import (
     AppActivity,
     AppWakes,
@@ -182,6 +189,10 @@ class ConsumerGroupSimulation:
         self.protocol_of: dict[str, str] = {c.id: scenario.group_protocol for c in scenario.consumers}
         self.coordinator_available = True
         self.coordinator_epoch = 0
+        # __consumer_offsets as the classic coordinator wrote it (a new one loads it after a
+        # failover); a consumer group's records are taken when its coordinator resigns.
+        self.offsets_records: list[cl.PersistedRecord] = []
+        self.consumer_group_records: ConsumerGroupRecords | None = None
         # Armed deadlines, and the deadline of each timer's one queue entry (moved forward lazily).
         self.coordinator_timers: dict[GroupTimer, int] = {}
         self.coordinator_scheduled: dict[GroupTimer, int] = {}
@@ -211,13 +222,13 @@ class ConsumerGroupSimulation:
 
     # ------------------------------------------------------------------ set-up helpers
 
-    def _new_classic_coordinator(self) -> GroupCoordinator:
+    def _new_classic_coordinator(self, partitions: tuple[int, ...] | None = None) -> GroupCoordinator:
         return GroupCoordinator(CoordinatorConfig(
             group_initial_rebalance_delay_ms=self.cfg.group_initial_rebalance_delay_ms,
             group_min_session_timeout_ms=self.cfg.group_min_session_timeout_ms,
             group_max_session_timeout_ms=self.cfg.group_max_session_timeout_ms,
             offsets_topic_num_partitions=self.cfg.offsets_topic_num_partitions,
-            broker_id=self.broker), seed=self.rng.getrandbits(32))
+            broker_id=self.broker), seed=self.rng.getrandbits(32), partitions=partitions)
 
     def _push(self, time: int, event: ConsumerGroupEvent) -> None:
         self.seq += 1
@@ -292,7 +303,7 @@ class ConsumerGroupSimulation:
                     self._resume(proc, interruption)
             case CoordinatorLoaded(leader_epoch=epoch):
                 if epoch == self.coordinator_epoch:
-                    self.coordinator_available = True
+                    self._coordinator_loaded()
             case _:
                 assert_never(event)
 
@@ -308,8 +319,14 @@ class ConsumerGroupSimulation:
 
     def _deliver_to_coordinator(self, connection: str, request: ce.Request, ignore_response: bool) -> None:
         if not self.coordinator_available:
-            if isinstance(request, ce.ConsumerGroupHeartbeatRequest) and not ignore_response:
-                self._respond(connection, ce.ConsumerGroupHeartbeatResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            if isinstance(request, ce.ConsumerGroupHeartbeatRequest):
+                if not ignore_response:
+                    self._respond(connection, ce.ConsumerGroupHeartbeatResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            elif self.classic_coordinator is not None:  # loading: it answers COORDINATOR_LOAD_IN_PROGRESS
+                assert not isinstance(request, ce.OffsetCommitRequest | ce.OffsetFetchRequest)
+                self._classic_output(self.classic_coordinator.handle(cl.Received(connection, request), self.now))
+            else:
+                self._respond(connection, _not_available(request))
             return
         if isinstance(request, ce.ConsumerGroupHeartbeatRequest) and request.member_epoch == 0:
             topics = request.subscribed_topic_names or ()
@@ -354,6 +371,7 @@ class ConsumerGroupSimulation:
         if not coordinator.group_id:
             coordinator.group_id = self.scenario.group
         self.classic_coordinator = None
+        self.offsets_records = []  # the classic group's tombstone; the consumer group's records follow
         self.coordinator_timers.clear()
         if group is not None:
             coordinator.offsets.update(group.offsets)
@@ -378,8 +396,9 @@ class ConsumerGroupSimulation:
         offsets = dict(self.coordinator.offsets)
         self.coordinator_timers.clear()
         self.classic_coordinator = self._new_classic_coordinator()
-        self._classic_output(self.classic_coordinator.handle(
-            downgraded(classic, offsets, self.offsets_partition), self.now))
+        conversion = downgraded(classic, offsets, self.offsets_partition)
+        self.offsets_records = list(conversion.records)
+        self._classic_output(self.classic_coordinator.handle(conversion, self.now))
         self._on_log(ConsumerGroupConverted(self.now, self.scenario.group, "downgrade"))
 
     def _classic_output(self, out: list[cl.CoordinatorOutput]) -> None:
@@ -392,8 +411,8 @@ class ConsumerGroupSimulation:
                     self._respond(connection, response)
                 case ArmTimer() | CancelTimer() | Log():
                     self._coordinator_effect(item)
-                case cl.Persist():
-                    pass
+                case cl.Persist(record=record):
+                    self.offsets_records.append(record)
 
     def _name_member(self, member_id: str, connection: str) -> None:
         proc = self.connections.get(connection)
@@ -509,6 +528,7 @@ class ConsumerGroupSimulation:
     def _member_output(self, proc: Process, out: list[me.Output] | list[ClassicOutput], new_batch: bool) -> None:
         callbacks: list[me.Output] = []
         fatal = False
+        find_coordinator = False
         for item in out:
             match item:
                 case me.Send(request=request, ignore_response=ignore):
@@ -534,6 +554,8 @@ class ConsumerGroupSimulation:
                     callbacks.append(item)
                 case me.Fatal():
                     fatal = True
+                case ClassicFindCoordinator():
+                    find_coordinator = True
                 case ClassicSend(request=request):
                     self._push(self._arrival(self.request_arrival_ms, proc.connection),
                                GroupRequestArrives(proc.connection, request, False))
@@ -553,6 +575,11 @@ class ConsumerGroupSimulation:
                 self._maybe_run_callbacks(proc)
         if fatal:
             self._end_process(proc)  # poll() throws; the application exits
+        elif find_coordinator and proc.alive:
+            # Any broker answers FindCoordinator from the partition's leader (no latency modelled).
+            found = (cl.FindCoordinatorResponse(ErrorCode.NONE, self.broker) if self.coordinator_available
+                     else cl.FindCoordinatorResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            self._member_input(proc, cc_events.Received(found))
 
     def _maybe_run_callbacks(self, proc: Process) -> None:
         """Listener callbacks run on the application thread, inside poll()."""
@@ -631,6 +658,7 @@ class ConsumerGroupSimulation:
                                              tuple(cl.PartitionOffset(p, o) for p, o in entries))
             if self.classic_coordinator is not None:
                 outputs: list[Any] = self.classic_coordinator.handle(cl.Received(proc.connection, classic), self.now)
+                self.offsets_records.extend(o.record for o in outputs if isinstance(o, cl.Persist))
             else:
                 outputs = self.coordinator.handle(ce.Received(proc.connection, classic), self.now)
         else:
@@ -898,22 +926,7 @@ class ConsumerGroupSimulation:
                     self.topic_wanted.setdefault(topic, now)
                 self._member_input(proc, me.Subscribe(tuple(change.topics or ()), change.pattern))
         elif action == "coordinator_failover":
-            # The group's state is in __consumer_offsets: the next coordinator replays it and
-            # re-arms every member's session timeout (GroupMetadataManager.onLoaded).
-            self.coordinator_available = False
-            self.coordinator_epoch += 1
-            self.coordinator_scheduled.clear()
-            self.broker = (self.broker + 1) % self.cfg.brokers
-            loaded_at = now + self.cfg.coordinator_load_ms
-            self._push(loaded_at, CoordinatorLoaded(self.broker, self.offsets_partition, self.coordinator_epoch))
-            for timer in list(self.coordinator_timers):
-                if isinstance(timer, ce.SessionTimeout):
-                    deadline = loaded_at + self.cfg.consumer_session_timeout_ms
-                    self.coordinator_timers[timer] = deadline
-                    self.coordinator_scheduled[timer] = deadline
-                    self._push(deadline, GroupTimerFires(self.coordinator_epoch, timer))
-                else:
-                    del self.coordinator_timers[timer]
+            self._fail_over()
         elif action in ("upgrade", "downgrade"):
             # A rolling upgrade's (or downgrade's) step: stop the consumer, start it again with
             # group.protocol=consumer (or classic).
@@ -924,6 +937,40 @@ class ConsumerGroupSimulation:
             if proc is not None and proc.alive:
                 self._close(proc)
             self._push(now + (event.after_ms or 0), ProcessStarts(name))
+
+    def _fail_over(self) -> None:
+        """Leadership of the group's ``__consumer_offsets`` partition moves to the next broker:
+        the old coordinator resigns (a classic group's waiting JoinGroup/SyncGroup get
+        NOT_COORDINATOR), its in-memory timers are gone, and the new one loads the partition for
+        ``coordinator_load_ms``, then replays the group from its records: a classic group from
+        its GroupMetadata and offset records (``LoadCompleted``), a consumer group (classic
+        members included, with their state) from the consumer group's records
+        (``records.replay``, then ``GroupLoaded``: Kafka's ``onLoaded``)."""
+        self.coordinator_available = False
+        self.coordinator_epoch += 1
+        self.coordinator_scheduled.clear()
+        self.coordinator_timers.clear()
+        self.broker = (self.broker + 1) % self.cfg.brokers
+        partition = self.offsets_partition
+        if self.classic_coordinator is not None:
+            self._classic_output(self.classic_coordinator.handle(cl.Resign(partition), self.now))
+            self.classic_coordinator = self._new_classic_coordinator(partitions=(partition,))
+            self._classic_output(self.classic_coordinator.handle(cl.BeginLoading(partition), self.now))
+        else:
+            self.consumer_group_records = records_of(self.coordinator)
+        self._push(self.now + self.cfg.coordinator_load_ms,
+                   CoordinatorLoaded(self.broker, partition, self.coordinator_epoch))
+
+    def _coordinator_loaded(self) -> None:
+        self.coordinator_available = True
+        if self.classic_coordinator is not None:
+            self._classic_output(self.classic_coordinator.handle(
+                cl.LoadCompleted(self.offsets_partition, tuple(self.offsets_records)), self.now))
+        elif self.consumer_group_records is not None:
+            self.coordinator = replay(self.consumer_group_records, self.topics, self.group_config,
+                                      seed=self.rng.getrandbits(32))
+            self.consumer_group_records = None
+            self._coordinator_output(self.coordinator.handle(ce.GroupLoaded(), self.now))
 
     def _close(self, proc: Process) -> None:
         """consumer.close(): commit and revoke through the listener, send the leave heartbeat."""
@@ -1130,6 +1177,28 @@ def consumer_group_log_lines(run: SimulationResult, debug: bool = True) -> list[
         if line is not None:
             lines.append(line)
     return lines
+
+
+def _not_available(request: ce.Request) -> ce.ClassicResponse:
+    """A classic member's request while the consumer group's new coordinator loads it."""
+    code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+    match request:
+        case cl.JoinGroupRequest(member_id=member_id):
+            return cl.JoinGroupResponse(code, member_id=member_id)
+        case cl.SyncGroupRequest():
+            return cl.SyncGroupResponse(code)
+        case cl.HeartbeatRequest():
+            return cl.HeartbeatResponse(code)
+        case cl.LeaveGroupRequest():
+            return cl.LeaveGroupResponse(code)
+        case cl.OffsetCommitRequest():
+            return cl.OffsetCommitResponse(code)
+        case cl.OffsetFetchRequest():
+            return cl.OffsetFetchResponse(code)
+        case ce.ConsumerGroupHeartbeatRequest() | ce.OffsetCommitRequest() | ce.OffsetFetchRequest():
+            raise AssertionError(f"not a classic request: {request!r}")
+        case _:
+            assert_never(request)
 
 
 __all__ = ["ConsumerGroupSimulation", "consumer_group_log_lines", "run_consumer_group"]

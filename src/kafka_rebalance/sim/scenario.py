@@ -239,8 +239,6 @@ class Scenario(_Strict):
                     raise _FieldError(f"events[{i}].{action}", f"consumer {name!r} already uses the {after} protocol "
                                       f"(group_protocol: {self.group_protocol}, earlier upgrade/downgrade events)")
                 protocol_of[name] = after
-            if action == "coordinator_failover" and any(e.upgrade is not None for e in self.events):
-                raise _FieldError(f"events[{i}]", "coordinator failover during a rolling upgrade is not simulated")
             if action in ("join", "leave", "crash", "pause", "stall", "restart", "upgrade", "downgrade"):
                 name = getattr(event, action)
                 if name not in known:

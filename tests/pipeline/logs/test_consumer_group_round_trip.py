@@ -85,6 +85,10 @@ def _scenarios() -> dict[str, str]:
                                  for i, n in enumerate(names)]
     there_and_back["end_ms"] = last + 30000 * (len(names) + 2)
     docs["upgrade-and-downgrade"] = yaml.safe_dump(there_and_back)
+    # coordinator failovers before, during and after the conversion ("Loaded consumer group" lines)
+    moved = yaml.safe_load(docs["rolling-upgrade"])
+    moved["events"] += [{"at_ms": at, "coordinator_failover": {}} for at in (30000, 100000, 150000)]
+    docs["rolling-upgrade-failovers"] = yaml.safe_dump(moved)
     return docs
 
 
