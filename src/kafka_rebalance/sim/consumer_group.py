@@ -25,8 +25,6 @@ Modelling choices (beyond those of ``sim.engine``, which this follows):
 from __future__ import annotations
 
 import heapq
-import math
-import random
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -83,6 +81,7 @@ from kafka_rebalance.sim.classic_member import (
     ClassicOutput,
     ClassicSend,
 )
+from kafka_rebalance.sim.core import AppProcess, SimulatorCore, partition_order
 from kafka_rebalance.sim.events import (
     AppActivity,
     AppWakes,
@@ -93,84 +92,54 @@ from kafka_rebalance.sim.events import (
     GroupResponseArrives,
     GroupTimer,
     GroupTimerFires,
-    Interruption,
+    MemberTimer,
     MemberTimerFires,
     ProcessResumes,
     ProcessStarts,
     ScenarioStep,
 )
-from kafka_rebalance.sim.ownership_metrics import ownership_metrics, topic_epochs
+from kafka_rebalance.sim.ownership_metrics import ownership_metrics
 from kafka_rebalance.sim.result import (
     Commits,
-    Consumption,
     LoggedRecord,
     MemberPartitions,
     Metrics,
     Ownership,
-    Produced,
     Rebalance,
     SimulationResult,
     ints,
     strings,
 )
-from kafka_rebalance.sim.scenario import ConsumerSpec, Event, Scenario
-from kafka_rebalance.sim.traffic import Traffic
+from kafka_rebalance.sim.scenario import ConsumerSpec, Event, Scenario, SubscribeChange
 
 
-def _sort_key(partition: str) -> tuple[str, int]:
-    topic, _, number = partition.rpartition("-")
-    return topic, int(number)
-
-
-@dataclass
-class Process:
+@dataclass(slots=True, kw_only=True)
+class Process(AppProcess):
     """One run of a consumer process (a restart is a new Process with the same name)."""
 
-    name: str
-    spec: ConsumerSpec
-    connection: str
     machine: ConsumerMembershipManager | ClassicMembership
-    ms_per_record: float
-    max_poll_records: int
     auto_commit_interval_ms: int
-    alive: bool = True
-    paused: bool = False
-    stalled: bool = False
     busy: bool = False  # running listener callbacks or a batch
     closing: bool = False
-    positions: dict[str, int] = field(default_factory=dict)
-    mark_ms: int = 0
     next_commit_ms: int = 0
-    app_token: int = 0
-    batch: list[tuple[str, int, int]] = field(default_factory=list)
-    batch_start: int = 0
     callbacks: list[list[me.Output]] = field(default_factory=list)
     deferred: list[ConsumerGroupDeferrable] = field(default_factory=list)
-    order: list[str] = field(default_factory=list)  # positions in fetch order (cached)
-
-    @property
-    def continuous(self) -> bool:
-        return self.ms_per_record == 0
+    timer_events: dict[MemberTimer, MemberTimerFires] = field(default_factory=dict)  # one per timer
 
     @property
     def flowing(self) -> bool:
         return (self.alive and self.continuous and not self.paused and not self.stalled and not self.busy
                 and self.machine.state is not MemberState.FATAL)
 
+    @property
+    def generation(self) -> int:
+        return self.machine.member_epoch
 
-class ConsumerGroupSimulation:
+
+class ConsumerGroupSimulation(SimulatorCore[Process]):
     def __init__(self, scenario: Scenario, seed: int | None = None):
-        self.scenario = scenario
-        self.seed = scenario.seed if seed is None else seed
-        self.cfg = scenario.config
-        self.rng = random.Random(self.seed)
-        self.end_ms = scenario.effective_end_ms
-        self.now = 0
+        super().__init__(scenario, seed)
         self.heap: list[tuple[int, int, ConsumerGroupEvent]] = []
-        self.seq = 0
-        self.topics: dict[str, int] = dict(scenario.topics)
-        self.partition_created: dict[str, int] = {f"{t}-{p}": 0 for t, n in self.topics.items() for p in range(n)}
-        self.traffic = Traffic(scenario.produce, topic_epochs(self.scenario), self.end_ms)
         self.offsets_partition = coordinator_partition(scenario.group, self.cfg.offsets_topic_num_partitions)
         self.broker = self.offsets_partition % self.cfg.brokers
         config = ConsumerGroupConfig(
@@ -198,19 +167,10 @@ class ConsumerGroupSimulation:
         self.coordinator_scheduled: dict[GroupTimer, int] = {}
         self.member_timers: dict[MemberTimerFires, int] = {}
         self.member_scheduled: dict[MemberTimerFires, int] = {}
-        self.processes: dict[str, Process] = {}
-        self.connections: dict[str, Process] = {}
-        self.incarnations: dict[str, int] = {}
-        self.member_names: dict[str, str] = {}
         self.open_ownership: dict[str, tuple[str, int, int]] = {}  # partition -> member, since, epoch
         self.ownership: list[tuple[str, str, int, int, int]] = []  # partition, member, epoch, start, end
-        self.consumption: list[tuple[str, str, int, int, int, int, int]] = []
         self.commit_rows: list[tuple[int, str, int, str, int, int]] = []
         self.ownership_conflicts = 0
-        self.processed_high: dict[str, int] = {}
-        self.records_twice = 0
-        self.records_lost = 0
-        self.topic_wanted: dict[str, int] = {}
         self.log_records: list[LoggedRecord] = []
         self.rebalances: list[dict[str, Any]] = []
         self.open_rebalance: dict[str, Any] | None = None
@@ -230,13 +190,10 @@ class ConsumerGroupSimulation:
             offsets_topic_num_partitions=self.cfg.offsets_topic_num_partitions,
             broker_id=self.broker), seed=self.rng.getrandbits(32), partitions=partitions)
 
-    def _push(self, time: int, event: ConsumerGroupEvent) -> None:
+    def _push(self, time: int, event: ConsumerGroupEvent) -> int:
         self.seq += 1
         heapq.heappush(self.heap, (time, self.seq, event))
-
-    def _latency(self) -> int:
-        jitter = self.cfg.network_jitter_ms
-        return self.cfg.network_latency_ms + (self.rng.randint(0, jitter) if jitter else 0)
+        return self.seq
 
     def _arrival(self, in_order: dict[str, int], connection: str) -> int:
         """When a message sent now arrives: after the latency, and never before an earlier
@@ -424,19 +381,25 @@ class ConsumerGroupSimulation:
         """A timer or log record of either coordinator (classic before a conversion, then the consumer group)."""
         match item:
             case ArmTimer(timer=timer, deadline_ms=deadline):
-                self.coordinator_timers[timer] = deadline
-                scheduled = self.coordinator_scheduled.get(timer)
-                if scheduled is None or deadline < scheduled:
-                    self.coordinator_scheduled[timer] = deadline
-                    self._push(deadline, GroupTimerFires(self.coordinator_epoch, timer))
+                self._arm_coordinator_timer(timer, deadline)
             case CancelTimer(timer=timer):
                 self.coordinator_timers.pop(timer, None)
             case Log(record=record):
                 self._on_log(record)
 
+    def _arm_coordinator_timer(self, timer: GroupTimer, deadline: int) -> None:
+        self.coordinator_timers[timer] = deadline
+        scheduled = self.coordinator_scheduled.get(timer)
+        if scheduled is None or deadline < scheduled:
+            self.coordinator_scheduled[timer] = deadline
+            self._push(deadline, GroupTimerFires(self.coordinator_epoch, timer))
+
     def _coordinator_output(self, out: list[ce.Output]) -> None:
         now = self.now
         for item in out:
+            if type(item) is ArmTimer:  # the session timeout every heartbeat moves on
+                self._arm_coordinator_timer(item.timer, item.deadline_ms)
+                continue
             match item:
                 case ce.Respond(connection=connection, response=response):
                     if isinstance(response, cl.JoinGroupResponse) and response.member_id:
@@ -525,7 +488,26 @@ class ConsumerGroupSimulation:
             out = machine.handle(event, self.now)  # type: ignore[arg-type]
         self._member_output(proc, out, proc.machine.pending_callbacks > before)
 
+    def _arm_member_timer(self, proc: Process, timer: MemberTimer, deadline: int) -> None:
+        fires = proc.timer_events.get(timer)
+        if fires is None:
+            fires = proc.timer_events[timer] = MemberTimerFires(proc.connection, timer)
+        self.member_timers[fires] = deadline
+        scheduled = self.member_scheduled.get(fires)
+        if scheduled is None or deadline < scheduled:
+            self.member_scheduled[fires] = deadline
+            self._push(deadline, fires)
+
     def _member_output(self, proc: Process, out: list[me.Output] | list[ClassicOutput], new_batch: bool) -> None:
+        if len(out) == 2:  # the background thread's heartbeat and its next turn
+            first, second = out
+            if type(first) is me.Send and type(second) is ArmTimer and first.request.member_epoch >= 0:
+                self._push(self._arrival(self.request_arrival_ms, proc.connection),
+                           GroupRequestArrives(proc.connection, first.request, first.ignore_response))
+                self._arm_member_timer(proc, second.timer, second.deadline_ms)
+                return
+        elif not out:
+            return
         callbacks: list[me.Output] = []
         fatal = False
         find_coordinator = False
@@ -542,14 +524,11 @@ class ConsumerGroupSimulation:
                     if request.member_epoch < 0 and proc.closing and not proc.machine.pending_callbacks:
                         self._end_process(proc)
                 case ArmTimer(timer=timer, deadline_ms=deadline):
-                    fires = MemberTimerFires(proc.connection, timer)
-                    self.member_timers[fires] = deadline
-                    scheduled = self.member_scheduled.get(fires)
-                    if scheduled is None or deadline < scheduled:
-                        self.member_scheduled[fires] = deadline
-                        self._push(deadline, fires)
+                    self._arm_member_timer(proc, timer, deadline)
                 case CancelTimer(timer=timer):
-                    self.member_timers.pop(MemberTimerFires(proc.connection, timer), None)
+                    fires = proc.timer_events.get(timer)
+                    if fires is not None:
+                        self.member_timers.pop(fires, None)
                 case me.CommitOffsets() | me.PartitionsRevoked() | me.PartitionsAssigned() | me.PartitionsLost():
                     callbacks.append(item)
                 case me.Fatal():
@@ -672,27 +651,6 @@ class ConsumerGroupSimulation:
 
     # ------------------------------------------------------------------ consumption
 
-    def _processed(self, proc: Process, partition: str, start: int, end: int, since_ms: int) -> None:
-        self.consumption.append((partition, proc.name, proc.machine.member_epoch, start, end, since_ms, self.now))
-        high = self.processed_high.get(partition, 0)
-        if start > high:
-            self.records_lost += start - high
-        if start < high:
-            self.records_twice += min(end, high) - start
-        if end > high:
-            self.processed_high[partition] = end
-
-    def _sync(self, proc: Process) -> None:
-        if not proc.flowing:
-            return
-        leo = self.traffic.leo_of
-        now = self.now
-        for partition, position in proc.positions.items():
-            end = leo(partition, now)
-            if end > position:
-                self._processed(proc, partition, position, end, proc.mark_ms)
-                proc.positions[partition] = end
-
     def _checkpoint(self, proc: Process) -> None:
         """Before a process's consumption state changes: its due auto-commits, then consume to now."""
         if proc.flowing and self.scenario_auto_commit(proc) and proc.positions and self.now >= proc.next_commit_ms:
@@ -723,33 +681,8 @@ class ConsumerGroupSimulation:
             self._commit(proc, dict(proc.positions))
         self._take_batch(proc)
 
-    def _take_batch(self, proc: Process) -> None:
-        now = self.now
-        room = proc.max_poll_records
-        batch = []
-        leo = self.traffic.leo_of
-        if len(proc.order) != len(proc.positions) or not all(p in proc.positions for p in proc.order):
-            proc.order = sorted(proc.positions, key=_sort_key)
-        for partition in proc.order:
-            if room == 0:
-                break
-            position = proc.positions[partition]
-            available = leo(partition, now) - position
-            if available > 0:
-                take = min(room, available)
-                batch.append((partition, position, position + take))
-                proc.positions[partition] = position + take
-                room -= take
-        proc.app_token += 1
-        if batch:
-            proc.batch = batch
-            proc.batch_start = now
-            proc.busy = True
-            records = proc.max_poll_records - room
-            self._push(now + max(1, math.ceil(records * proc.ms_per_record)),
-                       AppWakes(proc.connection, proc.app_token, AppActivity.BATCH_DONE))
-        else:
-            self._push(now + self.cfg.idle_poll_ms, AppWakes(proc.connection, proc.app_token, AppActivity.IDLE_POLL))
+    def _batch_taken(self, proc: Process) -> None:
+        proc.busy = True
 
     def _app_event(self, proc: Process, activity: AppActivity) -> None:
         if activity is AppActivity.CALLBACKS_DONE:
@@ -763,19 +696,11 @@ class ConsumerGroupSimulation:
             proc.busy = False
         self._app_poll(proc)
 
-    def _finish_batch_partially(self, proc: Process) -> None:
-        if not proc.batch:
-            return
-        done = int((self.now - proc.batch_start) / proc.ms_per_record) if proc.ms_per_record else 0
-        for partition, start, end in proc.batch:
-            take = max(0, min(done, end - start))
-            if take > 0:
-                self._processed(proc, partition, start, start + take, proc.batch_start)
-            if partition in proc.positions:
-                proc.positions[partition] = start + take  # what a commit on close may claim
-            done -= take
-        proc.batch = []
-        proc.busy = False
+    def _abandon_batch(self, proc: Process) -> None:
+        """A crash or close mid-batch: what was processed counts, and a commit on close claims only that."""
+        if proc.batch:
+            self._finish_batch_partially(proc, rewind=True)
+            proc.busy = False
 
     # ------------------------------------------------------------------ processes
 
@@ -812,21 +737,12 @@ class ConsumerGroupSimulation:
             return me.Subscribe((), spec.pattern)
         return me.Subscribe(tuple(spec.subscribe or ()))
 
-    def _start_process(self, name: str) -> None:
-        old = self.processes.get(name)
-        if old is not None and old.alive:
-            return
-        proc = self._new_process(name)
-        self.processes[name] = proc
-        self.connections[proc.connection] = proc
+    def _started(self, proc: Process) -> None:
         self._member_input(proc, self._subscription(proc.spec))
         if proc.spec.pattern is not None:
             for topic in self.topics:
-                import re
-
                 if re.fullmatch(proc.spec.pattern, topic):
                     self.topic_wanted.setdefault(topic, self.now)
-        self._app_poll(proc)
 
     def _end_process(self, proc: Process) -> None:
         if not proc.alive:
@@ -836,96 +752,61 @@ class ConsumerGroupSimulation:
             self._release(proc, partition)
         proc.alive = False
 
-    def _resume(self, proc: Process, interruption: Interruption) -> None:
-        if interruption is Interruption.PAUSE and proc.paused:
-            proc.paused = False
-            proc.mark_ms = self.now
-            deferred, proc.deferred = proc.deferred, []
-            for event in deferred:
-                if not proc.alive:
-                    break
-                match event:
-                    case GroupResponseArrives(response=response):
-                        self._deliver_response(proc, response)
-                    case MemberTimerFires(timer=timer):
-                        self._member_input(proc, timer)
-                    case AppWakes(token=token, activity=activity):
-                        if token == proc.app_token:
-                            self._app_event(proc, activity)
-                    case _:
-                        assert_never(event)
-            self._maybe_run_callbacks(proc)
-            self._app_poll(proc)
-        elif interruption is Interruption.STALL and proc.stalled:
-            proc.stalled = False
-            proc.mark_ms = self.now
-            self._maybe_run_callbacks(proc)
-            self._app_poll(proc)
+    def _resumed_from_pause(self, proc: Process) -> None:
+        deferred, proc.deferred = proc.deferred, []
+        for event in deferred:
+            if not proc.alive:
+                break
+            match event:
+                case GroupResponseArrives(response=response):
+                    self._deliver_response(proc, response)
+                case MemberTimerFires(timer=timer):
+                    self._member_input(proc, timer)
+                case AppWakes(token=token, activity=activity):
+                    if token == proc.app_token:
+                        self._app_event(proc, activity)
+                case _:
+                    assert_never(event)
+        self._maybe_run_callbacks(proc)
+        self._app_poll(proc)
 
-    # ------------------------------------------------------------------ scenario events
+    def _resumed_from_stall(self, proc: Process) -> None:
+        self._maybe_run_callbacks(proc)
+        self._app_poll(proc)
 
-    def _scenario_event(self, event: Event) -> None:
+    # ------------------------------------------------------------------ scenario events (sim.core dispatches them)
+
+    def _stop_process(self, proc: Process) -> None:
+        self._close(proc)
+
+    def _crash_process(self, proc: Process) -> None:
+        self._checkpoint(proc)
+        self._abandon_batch(proc)
+        self._end_process(proc)
+
+    def _stalled(self, proc: Process) -> None:
+        pass  # the heartbeat thread goes on; listener callbacks wait for the loop
+
+    def _topics_grown(self, event: Event) -> None:
+        now = self.now
+        if event.create_topic is not None:
+            name = event.create_topic.name
+            for proc in self.processes.values():
+                pattern = proc.spec.pattern
+                if proc.alive and pattern is not None and re.fullmatch(pattern, name):
+                    self.topic_wanted.setdefault(name, now)
+        if self.classic_coordinator is None:  # a classic group's consumers notice on their own
+            self._coordinator_output(self.coordinator.handle(ce.TopicsChanged(tuple(sorted(self.topics.items()))), now))
+
+    def _subscribe(self, proc: Process, change: SubscribeChange) -> None:
+        for topic in change.topics or ():
+            self.topic_wanted.setdefault(topic, self.now)
+        self._member_input(proc, me.Subscribe(tuple(change.topics or ()), change.pattern))
+
+    def _other_scenario_event(self, event: Event) -> None:
         action = event.action
         now = self.now
-        if action == "join":
-            assert event.join is not None
-            self._start_process(event.join)
-        elif action in ("leave", "restart"):
-            name = event.leave if action == "leave" else event.restart
-            assert name is not None
-            proc = self.processes.get(name)
-            if proc is not None and proc.alive:
-                self._close(proc)
-            if action == "restart":
-                self._push(now + (event.after_ms or 0), ProcessStarts(name))
-        elif action == "crash":
-            assert event.crash is not None
-            proc = self.processes.get(event.crash)
-            if proc is not None and proc.alive:
-                self._checkpoint(proc)
-                self._finish_batch_partially(proc)
-                self._end_process(proc)
-        elif action in ("pause", "stall"):
-            interruption = Interruption.PAUSE if action == "pause" else Interruption.STALL
-            name = event.pause if interruption is Interruption.PAUSE else event.stall
-            proc = self.processes.get(name or "")
-            if (proc is not None and proc.alive and not proc.paused
-                    and not (interruption is Interruption.STALL and proc.stalled)):
-                self._checkpoint(proc)
-                if interruption is Interruption.PAUSE:
-                    proc.paused = True
-                else:
-                    proc.stalled = True
-                self._push(now + (event.for_ms or 0), ProcessResumes(proc.connection, interruption))
-        elif action in ("create_topic", "add_partitions"):
-            if event.create_topic is not None:
-                spec = event.create_topic
-                self.topics[spec.name] = spec.partitions
-                for p in range(spec.partitions):
-                    self.partition_created[f"{spec.name}-{p}"] = now
-                for proc in self.processes.values():
-                    pattern = proc.spec.pattern
-                    if proc.alive and pattern is not None and re.fullmatch(pattern, spec.name):
-                        self.topic_wanted.setdefault(spec.name, now)
-            elif event.add_partitions is not None:
-                grow = event.add_partitions
-                current = self.topics[grow.topic]
-                if grow.count > current:
-                    self.topics[grow.topic] = grow.count
-                    for p in range(current, grow.count):
-                        self.partition_created[f"{grow.topic}-{p}"] = now
-            if self.classic_coordinator is None:  # a classic group's consumers notice on their own
-                self._coordinator_output(self.coordinator.handle(ce.TopicsChanged(tuple(sorted(self.topics.items()))),
-                                                                 now))
-        elif action == "subscribe":
-            change = event.subscribe
-            assert change is not None
-            proc = self.processes.get(change.consumer)
-            if proc is not None and proc.alive:
-                for topic in change.topics or ():
-                    self.topic_wanted.setdefault(topic, now)
-                self._member_input(proc, me.Subscribe(tuple(change.topics or ()), change.pattern))
-        elif action == "coordinator_failover":
+        if action == "coordinator_failover":
             self._fail_over()
         elif action in ("upgrade", "downgrade"):
             # A rolling upgrade's (or downgrade's) step: stop the consumer, start it again with
@@ -978,7 +859,7 @@ class ConsumerGroupSimulation:
             return
         self._checkpoint(proc)
         if proc.batch:
-            self._finish_batch_partially(proc)
+            self._abandon_batch(proc)
             proc.app_token += 1  # the batch's end will not come
         elif not proc.busy:
             proc.app_token += 1  # nor the next idle poll; callbacks already running finish first
@@ -1060,13 +941,13 @@ class ConsumerGroupSimulation:
         self.open_rebalance = None
         held = current["held"]
         names = list(by_name)
-        revoked = {n: sorted(set(to_strings(held.get(n, {}))) - set(by_name[n]), key=_sort_key) for n in names}
-        added = {n: sorted(set(by_name[n]) - set(to_strings(held.get(n, {}))), key=_sort_key) for n in names}
+        revoked = {n: sorted(set(to_strings(held.get(n, {}))) - set(by_name[n]), key=partition_order) for n in names}
+        added = {n: sorted(set(by_name[n]) - set(to_strings(held.get(n, {}))), key=partition_order) for n in names}
         strategy = current.get("strategy")
         self.rebalances.append({
             "generation": generation, "start_ms": current["start_ms"], "end_ms": self.now, "reason": current["reason"],
             "strategy": strategy, "protocol": "COOPERATIVE" if strategy == "cooperative-sticky" else "EAGER",
-            "leader": None, "members": names, "assignment": {n: sorted(by_name[n], key=_sort_key) for n in names},
+            "leader": None, "members": names, "assignment": {n: sorted(by_name[n], key=partition_order) for n in names},
             "revoked": revoked, "added": added,
         })
 
@@ -1079,8 +960,8 @@ class ConsumerGroupSimulation:
         for name in names:
             before = set(to_strings(held.get(name, {})))
             now_assigned = set(by_name.get(name, ()))
-            revoked[name] = sorted(before - now_assigned, key=_sort_key)
-            added[name] = sorted(now_assigned - before, key=_sort_key)
+            revoked[name] = sorted(before - now_assigned, key=partition_order)
+            added[name] = sorted(now_assigned - before, key=partition_order)
         self.rebalances.append({
             "generation": self.coordinator.group_epoch, "start_ms": current["start_ms"], "end_ms": self.now,
             "reason": current["reason"], "strategy": current.get("strategy"), "protocol": "CONSUMER",
@@ -1099,9 +980,7 @@ class ConsumerGroupSimulation:
         return self.coordinator.state.value, tuple(self._name(m) for m in self.coordinator.members)
 
     def _finish(self) -> SimulationResult:
-        for proc in self.processes.values():
-            if proc.alive:
-                self._checkpoint(proc)
+        self._checkpoint_running()
         end = self.end_ms
         for partition, (name, start, epoch) in list(self.open_ownership.items()):
             if end > start:
@@ -1114,7 +993,7 @@ class ConsumerGroupSimulation:
                 "reason": current["reason"], "strategy": current.get("strategy"), "protocol": "CONSUMER",
                 "leader": None, "members": [], "assignment": {}, "revoked": {}, "added": {},
             })
-        rows = sorted(self.ownership, key=lambda o: (_sort_key(o[0]), o[3], o[1]))
+        rows = sorted(self.ownership, key=lambda o: (partition_order(o[0]), o[3], o[1]))
         metrics, pauses = ownership_metrics([(p, m, s, e) for p, m, _, s, e in rows],
                                             [(r["start_ms"], r["end_ms"]) for r in self.rebalances],
                                             self.partition_created, self.topic_wanted, end, self.records_twice,
@@ -1125,24 +1004,22 @@ class ConsumerGroupSimulation:
         for spec in self.scenario.consumers:
             last = self.processes.get(spec.id)
             owned = last.machine.owned if last is not None and last.alive and last.machine.member_epoch > 0 else ()
-            final.append(MemberPartitions(spec.id, tuple(sorted(owned, key=_sort_key))))
+            final.append(MemberPartitions(spec.id, tuple(sorted(owned, key=partition_order))))
 
         def column(table: Sequence[tuple[Any, ...]], index: int) -> list[Any]:
             return [row[index] for row in table]
 
-        partitions = sorted(self.partition_created, key=_sort_key)
-        c, k = self.consumption, self.commit_rows
+        k = self.commit_rows
         return SimulationResult(
             scenario=self.scenario, coordinator_partition=self.offsets_partition,
             rebalances=tuple(_typed_rebalance(r) for r in self.rebalances),
             final_assignment=tuple(final), metrics=Metrics(**metrics),
             ownership=Ownership(strings(column(rows, 0)), strings(column(rows, 1)), ints(column(rows, 2)),
                                 ints(column(rows, 3)), ints(column(rows, 4))),
-            consumption=Consumption(strings(column(c, 0)), strings(column(c, 1)), ints(column(c, 2)),
-                                    ints(column(c, 3)), ints(column(c, 4)), ints(column(c, 5)), ints(column(c, 6))),
+            consumption=self._consumption_table(),
             commits=Commits(ints(column(k, 0)), strings(column(k, 1)), ints(column(k, 2)), strings(column(k, 3)),
                             ints(column(k, 4)), ints(column(k, 5))),
-            produced=Produced(strings(partitions), ints([self.traffic.leo_of(p, end) for p in partitions])),
+            produced=self._produced_table(),
             final_group_state=self._final_group()[0],
             final_members=self._final_group()[1],
             offset_regressions=0, ownership_conflicts=self.ownership_conflicts,

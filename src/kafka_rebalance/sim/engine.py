@@ -35,8 +35,6 @@ from __future__ import annotations
 
 import gc
 import heapq
-import math
-import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -112,6 +110,7 @@ from kafka_rebalance.protocol.logrecords import (
     PreparingRebalance,
     Stabilized,
 )
+from kafka_rebalance.sim.core import AppProcess, SimulatorCore
 from kafka_rebalance.sim.events import (
     AppActivity,
     AppWakes,
@@ -120,7 +119,6 @@ from kafka_rebalance.sim.events import (
     CoordinatorTimerFires,
     DeferrableEvent,
     FindCoordinatorArrives,
-    Interruption,
     MetadataRefresh,
     ProcessResumes,
     ProcessStarts,
@@ -129,42 +127,26 @@ from kafka_rebalance.sim.events import (
     ScenarioStep,
     SimEvent,
 )
-from kafka_rebalance.sim.ownership_metrics import ownership_metrics, topic_epochs
+from kafka_rebalance.sim.ownership_metrics import ownership_metrics
 from kafka_rebalance.sim.result import (
     Commits,
-    Consumption,
     LoggedRecord,
     MemberPartitions,
     Metrics,
     Ownership,
-    Produced,
     Rebalance,
     SimulationResult,
     ints,
     strings,
 )
-from kafka_rebalance.sim.scenario import ConsumerSpec, Event, Scenario, load_scenario
-from kafka_rebalance.sim.traffic import Traffic
+from kafka_rebalance.sim.scenario import Event, Scenario, SubscribeChange, load_scenario
 
 
-@dataclass(slots=True)
-class Process:
-    """One run of a consumer process (a restart is a new Process with the same name)."""
+@dataclass(slots=True, kw_only=True)
+class Process(AppProcess):
+    """One run of a classic consumer process (a restart is a new Process with the same name)."""
 
-    name: str
-    spec: ConsumerSpec
-    connection: str
     cc: ConsumerCoordinator
-    ms_per_record: float
-    max_poll_records: int
-    alive: bool = True
-    paused: bool = False
-    stalled: bool = False
-    positions: dict[str, int] = field(default_factory=dict)
-    mark_ms: int = 0  # since when positions and the flowing state have been unchanged
-    app_token: int = 0
-    batch: list[tuple[str, int, int]] = field(default_factory=list)
-    batch_start: int = 0
     deferred: list[DeferrableEvent] = field(default_factory=list)
     timer_events: dict[ConsumerTimer, ConsumerTimerFires] = field(default_factory=dict)
     last_send: Send | None = None
@@ -173,12 +155,12 @@ class Process:
     last_arrives: RequestArrives | None = None
 
     @property
-    def continuous(self) -> bool:
-        return self.ms_per_record == 0
-
-    @property
     def flowing(self) -> bool:
         return self.alive and self.continuous and not self.paused and not self.stalled and self.cc.fatal is None
+
+    @property
+    def generation(self) -> int:
+        return self.cc.generation
 
     def position_view(self) -> Mapping[str, int]:
         return MappingProxyType(self.positions)
@@ -195,49 +177,27 @@ class OpenRebalance:
     strategy: str | None = None
 
 
-class Simulation:
+class Simulation(SimulatorCore[Process]):
     def __init__(self, scenario: Scenario, seed: int | None = None):
-        self.scenario = scenario
-        self.seed = scenario.seed if seed is None else seed
-        self.cfg = scenario.config
-        self.rng = random.Random(self.seed)
-        self.end_ms = scenario.effective_end_ms
-        self.now = 0
+        super().__init__(scenario, seed)
         self.heap: list[tuple[int, int, SimEvent]] = []
-        self.seq = 0
         self.armed: dict[SimEvent, int] = {}  # timer event -> the sequence number of its live queue entry
         self.coordinator_timer_events: dict[int, dict[CoordinatorTimer, CoordinatorTimerFires]] = {}
-        self.topics: dict[str, int] = dict(scenario.topics)
-        self.partition_created: dict[str, int] = {}
-        for topic, count in self.topics.items():
-            for p in range(count):
-                self.partition_created[f"{topic}-{p}"] = 0
-        self.traffic = Traffic(scenario.produce, topic_epochs(self.scenario), self.end_ms)
         self.offsets_partition = coordinator_partition(scenario.group, self.cfg.offsets_topic_num_partitions)
         self.leader_broker = self.offsets_partition % self.cfg.brokers
         self.leader_epoch = 0  # leadership moves of the group's __consumer_offsets partition so far
         self.brokers: dict[int, GroupCoordinator] = {}
         self.brokers[self.leader_broker] = self._new_coordinator(self.leader_broker, loaded=True)
         self.offsets_log: list[PersistedRecord] = []  # the group's __consumer_offsets partition
-        self.processes: dict[str, Process] = {}
         self.response_arrival_ms: dict[str, int] = {}  # connection -> when its last response arrives
-        self.connections: dict[str, Process] = {}
-        self.incarnations: dict[str, int] = {}
-        self.member_names: dict[str, str] = {}
         # Accounting
         self.open_ownership: dict[str, tuple[str, int, int]] = {}  # partition -> (name, since, generation)
         self.ownership_rows: list[tuple[str, str, int, int, int]] = []  # partition, member, generation, start, end
-        # (partition, member, generation, from_offset, to_offset, start_ms, end_ms)
-        self.consumption_rows: list[tuple[str, str, int, int, int, int, int]] = []
         self.commit_batches: list[tuple[int, OffsetCommitRequest, str, ErrorCode]] = []
         self.assigned_to: dict[str, str] = {}
         self.ownership_conflicts = 0
-        self.processed_high: dict[str, int] = {}
         self.committed_high: dict[str, int] = {}
         self.offset_regressions = 0
-        self.records_twice = 0
-        self.records_lost = 0
-        self.topic_wanted: dict[str, int] = {}
         self.log_records: list[LoggedRecord] = []
         self.rebalances: list[Rebalance] = []
         self.open_rebalance: OpenRebalance | None = None
@@ -259,10 +219,6 @@ class Simulation:
         self.seq += 1
         heapq.heappush(self.heap, (time, self.seq, event))
         return self.seq
-
-    def _latency(self) -> int:
-        jitter = self.cfg.network_jitter_ms
-        return self.cfg.network_latency_ms + (self.rng.randint(0, jitter) if jitter else 0)
 
     # ------------------------------------------------------------------ main loop
 
@@ -568,28 +524,8 @@ class Simulation:
         return Process(name=name, spec=spec, connection=connection, cc=cc, ms_per_record=spec.processing_ms_per_record,
                        max_poll_records=spec.setting(cfg, "max_poll_records"), mark_ms=self.now)
 
-    def _start_process(self, name: str) -> None:
-        old = self.processes.get(name)
-        if old is not None and old.alive:
-            return  # already running: a join for a running consumer changes nothing
-        proc = self._new_process(name)
-        self.processes[name] = proc
-        self.connections[proc.connection] = proc
+    def _started(self, proc: Process) -> None:
         self._push(self.now + self.cfg.metadata_max_age_ms, MetadataRefresh(proc.connection))
-        self._app_poll(proc)
-
-    def _sync(self, proc: Process) -> None:
-        """Bring a continuously consuming process's positions up to now (recording what it processed)."""
-        if not proc.flowing:
-            return
-        now = self.now
-        leo = self.traffic.leo_of
-        positions = proc.positions
-        for partition, position in positions.items():
-            end = leo(partition, now)
-            if end > position:
-                self._processed(proc, partition, position, end, proc.mark_ms)
-                positions[partition] = end
 
     def _checkpoint(self, proc: Process) -> None:
         """Before a process's consumption state changes: apply its due auto-commit tick, then sync."""
@@ -611,16 +547,6 @@ class Simulation:
             return
         leo = self.traffic.leo_of
         self._to_consumer(proc, AutoCommitDue(tick, {p: leo(p, tick) for p in proc.positions}), sent_ms=tick)
-
-    def _processed(self, proc: Process, partition: str, start: int, end: int, since_ms: int) -> None:
-        high = self.processed_high.get(partition, 0)
-        if start > high:
-            self.records_lost += start - high
-        if start < high:
-            self.records_twice += min(end, high) - start
-        if end > high:
-            self.processed_high[partition] = end
-        self.consumption_rows.append((partition, proc.name, proc.cc.generation, start, end, since_ms, self.now))
 
     def _revoked(self, proc: Process, partitions: Iterable[str]) -> None:
         self._checkpoint(proc)
@@ -687,31 +613,8 @@ class Simulation:
             return  # still (re)joining: poll() keeps running until the group is stable
         self._take_batch(proc)
 
-    def _take_batch(self, proc: Process) -> None:
-        now = self.now
-        room = proc.max_poll_records
-        batch = []
-        leo = self.traffic.leo_of
-        for partition in sorted_partitions(proc.positions):
-            if room == 0:
-                break
-            position = proc.positions[partition]
-            available = leo(partition, now) - position
-            if available > 0:
-                take = min(room, available)
-                batch.append((partition, position, position + take))
-                proc.positions[partition] = position + take
-                room -= take
-        proc.app_token += 1
-        if batch:
-            records = proc.max_poll_records - room
-            proc.batch = batch
-            proc.batch_start = now
-            self._to_consumer(proc, PollReturned())
-            self._push(now + max(1, math.ceil(records * proc.ms_per_record)),
-                       AppWakes(proc.connection, proc.app_token, AppActivity.BATCH_DONE))
-        else:
-            self._push(now + self.cfg.idle_poll_ms, AppWakes(proc.connection, proc.app_token, AppActivity.IDLE_POLL))
+    def _batch_taken(self, proc: Process) -> None:
+        self._to_consumer(proc, PollReturned())
 
     def _app_event(self, proc: Process, activity: AppActivity) -> None:
         if activity is AppActivity.BATCH_DONE:
@@ -720,117 +623,60 @@ class Simulation:
             proc.batch = []
         self._app_poll(proc)
 
-    def _finish_batch_partially(self, proc: Process, *, rewind: bool = False) -> None:
-        """A crash or a close mid-batch: the records processed before it count as processed. A
-        clean close (``rewind``) stops after them and commits only them (a well-behaved application
-        commits what it processed on shutdown); committing the whole batch would lose the rest."""
-        if not proc.batch:
-            return
-        done = int((self.now - proc.batch_start) / proc.ms_per_record) if proc.ms_per_record else 0
-        for partition, start, end in proc.batch:
-            take = max(0, min(done, end - start))
-            if take > 0:
-                self._processed(proc, partition, start, start + take, proc.batch_start)
-            if rewind and partition in proc.positions:
-                proc.positions[partition] = start + max(take, 0)
-            done -= take
-        proc.batch = []
-
-    def _resume(self, proc: Process, interruption: Interruption) -> None:
-        if interruption is Interruption.PAUSE and proc.paused:
-            proc.paused = False
-            proc.mark_ms = self.now
-            deferred, proc.deferred = proc.deferred, []
-            for event in deferred:
-                if not proc.alive:
-                    break
-                match event:
-                    case ResponseArrives(response=response):
-                        self._deliver_response(proc, response)
-                    case ConsumerTimerFires(timer=timer):
-                        self._to_consumer(proc, timer)
-                    case AppWakes(token=token, activity=activity):
-                        # An earlier deferred event may have made the loop poll again since.
-                        if token == proc.app_token:
-                            self._app_event(proc, activity)
-                    case _:
-                        assert_never(event)
-            if proc.continuous or (not proc.stalled and not proc.batch and not proc.cc.in_poll):
-                # (A stall that ended during the pause could not restart the loop then.)
-                self._app_poll(proc)
-            else:
-                self._maybe_poll(proc)
-        elif interruption is Interruption.STALL and proc.stalled:
-            proc.stalled = False
-            proc.mark_ms = self.now
+    def _resumed_from_pause(self, proc: Process) -> None:
+        deferred, proc.deferred = proc.deferred, []
+        for event in deferred:
+            if not proc.alive:
+                break
+            match event:
+                case ResponseArrives(response=response):
+                    self._deliver_response(proc, response)
+                case ConsumerTimerFires(timer=timer):
+                    self._to_consumer(proc, timer)
+                case AppWakes(token=token, activity=activity):
+                    # An earlier deferred event may have made the loop poll again since.
+                    if token == proc.app_token:
+                        self._app_event(proc, activity)
+                case _:
+                    assert_never(event)
+        if proc.continuous or (not proc.stalled and not proc.batch and not proc.cc.in_poll):
+            # (A stall that ended during the pause could not restart the loop then.)
             self._app_poll(proc)
+        else:
+            self._maybe_poll(proc)
 
-    # ------------------------------------------------------------------ scenario events
+    def _resumed_from_stall(self, proc: Process) -> None:
+        self._app_poll(proc)
 
-    def _scenario_event(self, event: Event) -> None:
-        action = event.action
-        now = self.now
-        if action == "join":
-            assert event.join is not None
-            self._start_process(event.join)
-        elif action in ("leave", "restart"):
-            name = event.leave if action == "leave" else event.restart
-            assert name is not None
-            proc = self.processes.get(name)
-            if proc is not None and proc.alive:
-                self._checkpoint(proc)
-                if proc.batch:
-                    self._finish_batch_partially(proc, rewind=True)
-                self._to_consumer(proc, Close(proc.position_view()))
-                self._drop_process_ownership(proc)
-                proc.alive = False
-            if action == "restart":
-                self._push(now + (event.after_ms or 0), ProcessStarts(name))
-        elif action == "crash":
-            assert event.crash is not None
-            proc = self.processes.get(event.crash)
-            if proc is not None and proc.alive:
-                self._checkpoint(proc)
-                self._finish_batch_partially(proc)
-                self._drop_process_ownership(proc)
-                proc.alive = False
-        elif action in ("pause", "stall"):
-            interruption = Interruption.PAUSE if action == "pause" else Interruption.STALL
-            name = event.pause if interruption is Interruption.PAUSE else event.stall
-            proc = self.processes.get(name) if name is not None else None
-            if (proc is not None and proc.alive and not proc.paused
-                    and not (interruption is Interruption.STALL and proc.stalled)):
-                self._checkpoint(proc)
-                if interruption is Interruption.PAUSE:
-                    proc.paused = True
-                else:
-                    proc.stalled = True
-                    self._to_consumer(proc, PollReturned())  # the loop left poll() now and is stuck
-                assert event.for_ms is not None
-                self._push(now + event.for_ms, ProcessResumes(proc.connection, interruption))
-        elif action == "create_topic":
-            spec = event.create_topic
-            assert spec is not None
-            self.topics[spec.name] = spec.partitions
-            for p in range(spec.partitions):
-                self.partition_created[f"{spec.name}-{p}"] = now
-        elif action == "add_partitions":
-            change = event.add_partitions
-            assert change is not None
-            current = self.topics[change.topic]
-            if change.count > current:
-                self.topics[change.topic] = change.count
-                for p in range(current, change.count):
-                    self.partition_created[f"{change.topic}-{p}"] = now
-        elif action == "subscribe":
-            subscription = event.subscribe
-            assert subscription is not None
-            proc = self.processes.get(subscription.consumer)
-            if proc is not None and proc.alive:
-                self._to_consumer(proc, MetadataUpdate(dict(self.topics)))
-                self._to_consumer(proc, Subscribe(tuple(subscription.topics or ()), subscription.pattern))
-                self._maybe_poll(proc)
-        elif action == "coordinator_failover":
+    # ------------------------------------------------------------------ scenario events (sim.core dispatches them)
+
+    def _stop_process(self, proc: Process) -> None:
+        self._checkpoint(proc)
+        if proc.batch:
+            self._finish_batch_partially(proc, rewind=True)
+        self._to_consumer(proc, Close(proc.position_view()))
+        self._drop_process_ownership(proc)
+        proc.alive = False
+
+    def _crash_process(self, proc: Process) -> None:
+        self._checkpoint(proc)
+        self._finish_batch_partially(proc, rewind=False)
+        self._drop_process_ownership(proc)
+        proc.alive = False
+
+    def _stalled(self, proc: Process) -> None:
+        self._to_consumer(proc, PollReturned())  # the loop left poll() now and is stuck
+
+    def _topics_grown(self, event: Event) -> None:
+        pass  # consumers see it at their next metadata refresh
+
+    def _subscribe(self, proc: Process, change: SubscribeChange) -> None:
+        self._to_consumer(proc, MetadataUpdate(dict(self.topics)))
+        self._to_consumer(proc, Subscribe(tuple(change.topics or ()), change.pattern))
+        self._maybe_poll(proc)
+
+    def _other_scenario_event(self, event: Event) -> None:
+        if event.action == "coordinator_failover":
             self._failover()
 
     def _failover(self) -> None:
@@ -921,9 +767,7 @@ class Simulation:
     # ------------------------------------------------------------------ results
 
     def _finish(self) -> SimulationResult:
-        for proc in self.processes.values():
-            if proc.alive:
-                self._checkpoint(proc)
+        self._checkpoint_running()
         end = self.end_ms
         for partition, current in list(self.open_ownership.items()):
             self._ownership_row(partition, current, end)
@@ -943,20 +787,13 @@ class Simulation:
                      else frozenset())
             final.append(MemberPartitions(spec.id, sorted_partitions(owned)))
         description = self.brokers[self.leader_broker].describe(self.scenario.group)
-        consumption = {name: list(column) for name, column in zip(
-            ("partition", "member", "generation", "from_offset", "to_offset", "start_ms", "end_ms"),
-            zip(*self.consumption_rows, strict=True) if self.consumption_rows else [()] * 7, strict=True)}
         commits = self._commit_table()
-        partitions = sorted(self.partition_created, key=partition_sort_key)
         return SimulationResult(
             scenario=self.scenario, coordinator_partition=self.offsets_partition, rebalances=rebalances,
             final_assignment=tuple(final), metrics=metrics, ownership=ownership,
-            consumption=Consumption(strings(consumption["partition"]), strings(consumption["member"]),
-                                    ints(consumption["generation"]), ints(consumption["from_offset"]),
-                                    ints(consumption["to_offset"]), ints(consumption["start_ms"]),
-                                    ints(consumption["end_ms"])),
+            consumption=self._consumption_table(),
             commits=commits,
-            produced=Produced(strings(partitions), ints([self.traffic.leo_of(p, end) for p in partitions])),
+            produced=self._produced_table(),
             final_group_state=description.group_state,
             final_members=tuple(self._name(m.member_id) for m in description.members),
             offset_regressions=self.offset_regressions, ownership_conflicts=self.ownership_conflicts,

@@ -151,9 +151,10 @@ class GroupTimerFires:
     timer: GroupTimer
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class MemberTimerFires:
-    """A timer of the consumer on ``connection`` is due (also the key of its armed deadline)."""
+    """A timer of the consumer on ``connection`` is due (also the key of its armed deadline:
+    the simulator keeps one per consumer and timer, so identity is value equality there)."""
 
     connection: str
     timer: MemberTimer
