@@ -400,33 +400,33 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
             if type(item) is ArmTimer:  # the session timeout every heartbeat moves on
                 self._arm_coordinator_timer(item.timer, item.deadline_ms)
                 continue
+            if type(item) is ce.Respond:
+                connection, response = item.connection, item.response
+                if type(response) is ce.ConsumerGroupHeartbeatResponse:
+                    proc = self.connections.get(connection)
+                    if response.member_id and proc is not None:
+                        self.member_names[response.member_id] = proc.name
+                    if (proc is not None and response.error_code is ErrorCode.NONE and response.assignment is None
+                            and self.response_arrival_ms.get(connection, 0) <= now
+                            and proc.machine.member_epoch == response.member_epoch
+                            and proc.machine.heartbeat_interval_ms == response.heartbeat_interval_ms
+                            and proc.alive and not proc.paused):
+                        # Nothing in it for the member but the end of its request: deliver at once.
+                        self._member_input(proc, me.Received(response))
+                        continue
+                elif type(response) is cl.JoinGroupResponse and response.member_id:
+                    self._name_member(response.member_id, connection)
+                self._respond(connection, response)
+                continue
             match item:
-                case ce.Respond(connection=connection, response=response):
-                    if isinstance(response, cl.JoinGroupResponse) and response.member_id:
-                        self._name_member(response.member_id, connection)
-                    if isinstance(response, ce.ConsumerGroupHeartbeatResponse):
-                        if response.member_id:
-                            self._name_member(response.member_id, connection)
-                        if (response.error_code is ErrorCode.NONE and response.assignment is None
-                                and self.response_arrival_ms.get(connection, 0) <= now
-                                and self._member_knows(connection, response)):
-                            # Nothing in it for the member but the end of its request: deliver at once.
-                            proc = self.connections.get(connection)
-                            if proc is not None and proc.alive and not proc.paused:
-                                self._member_input(proc, me.Received(response))
-                                continue
-                    self._respond(connection, response)
+                case ce.Respond():
+                    raise AssertionError("answered above")
                 case ArmTimer() | CancelTimer() | Log():
                     self._coordinator_effect(item)
                 case ce.ConvertedToClassic(classic=classic):
                     self._downgrade_group(classic)
                 case _:
                     raise AssertionError(f"unexpected coordinator output {item!r}")
-
-    def _member_knows(self, connection: str, response: ce.ConsumerGroupHeartbeatResponse) -> bool:
-        proc = self.connections.get(connection)
-        return (proc is not None and proc.machine.member_epoch == response.member_epoch
-                and proc.machine.heartbeat_interval_ms == response.heartbeat_interval_ms)
 
     def _coordinator_timer(self, epoch: int, timer: GroupTimer, time: int) -> None:
         if epoch != self.coordinator_epoch:
@@ -478,15 +478,16 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
         self._member_input(proc, timer)
 
     def _member_input(self, proc: Process, event: ClassicInput) -> None:
-        before = proc.machine.pending_callbacks
-        if isinstance(event, me.CallbacksCompleted):
-            before -= 1
         machine = proc.machine
+        before = machine.pending_callbacks
+        if type(event) is me.CallbacksCompleted:
+            before -= 1
         if isinstance(machine, ClassicMembership):
             out: list[me.Output] | list[ClassicOutput] = machine.handle(event, self.now)
         else:
             out = machine.handle(event, self.now)  # type: ignore[arg-type]
-        self._member_output(proc, out, proc.machine.pending_callbacks > before)
+        if out:
+            self._member_output(proc, out, before)
 
     def _arm_member_timer(self, proc: Process, timer: MemberTimer, deadline: int) -> None:
         fires = proc.timer_events.get(timer)
@@ -498,7 +499,8 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
             self.member_scheduled[fires] = deadline
             self._push(deadline, fires)
 
-    def _member_output(self, proc: Process, out: list[me.Output] | list[ClassicOutput], new_batch: bool) -> None:
+    def _member_output(self, proc: Process, out: list[me.Output] | list[ClassicOutput], pending_before: int) -> None:
+        """``pending_before``: the listener-callback batches the machine waited for before its input."""
         if len(out) == 2:  # the background thread's heartbeat and its next turn
             first, second = out
             if type(first) is me.Send and type(second) is ArmTimer and first.request.member_epoch >= 0:
@@ -506,8 +508,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
                            GroupRequestArrives(proc.connection, first.request, first.ignore_response))
                 self._arm_member_timer(proc, second.timer, second.deadline_ms)
                 return
-        elif not out:
-            return
+        new_batch = proc.machine.pending_callbacks > pending_before
         callbacks: list[me.Output] = []
         fatal = False
         find_coordinator = False
