@@ -30,7 +30,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
-from kafka_rebalance.model import InvalidInput
 from kafka_rebalance.protocol.classic import consumer_events as cc_events
 from kafka_rebalance.protocol.classic import coordinator_events as cl
 from kafka_rebalance.protocol.classic.consumer import ConsumerConfig
@@ -73,8 +72,15 @@ from kafka_rebalance.protocol.modern.consumer.member import (
     MemberConfig,
     MemberState,
 )
-from kafka_rebalance.protocol.modern.consumer.migration import consumer_group_for_heartbeat
-from kafka_rebalance.sim.classic_member import ClassicInput, ClassicMembership, ClassicOutput, ClassicSend
+from kafka_rebalance.protocol.modern.consumer.migration import consumer_group_for_heartbeat, downgraded
+from kafka_rebalance.protocol.modern.consumer.records import ConsumerGroupRecords, records_of, replay
+from kafka_rebalance.sim.classic_member import (
+    ClassicFindCoordinator,
+    ClassicInput,
+    ClassicMembership,
+    ClassicOutput,
+    ClassicSend,
+)
 from kafka_rebalance.sim.core import AppProcess, SimulatorCore, partition_order
 from kafka_rebalance.sim.events import (
     AppActivity,
@@ -147,15 +153,15 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
         # until the first ConsumerGroupHeartbeat converts it (protocol/modern/consumer/migration.py).
         self.classic_coordinator: GroupCoordinator | None = None
         if scenario.group_protocol == "classic":
-            self.classic_coordinator = GroupCoordinator(CoordinatorConfig(
-                group_initial_rebalance_delay_ms=self.cfg.group_initial_rebalance_delay_ms,
-                group_min_session_timeout_ms=self.cfg.group_min_session_timeout_ms,
-                group_max_session_timeout_ms=self.cfg.group_max_session_timeout_ms,
-                offsets_topic_num_partitions=self.cfg.offsets_topic_num_partitions,
-                broker_id=self.broker), seed=self.rng.getrandbits(32))
-        self.upgraded: set[str] = set()  # consumers restarted with group.protocol=consumer
+            self.classic_coordinator = self._new_classic_coordinator()
+        # The protocol each consumer runs when it next starts (``upgrade`` / ``downgrade`` events change it).
+        self.protocol_of: dict[str, str] = {c.id: scenario.group_protocol for c in scenario.consumers}
         self.coordinator_available = True
         self.coordinator_epoch = 0
+        # __consumer_offsets as the classic coordinator wrote it (a new one loads it after a
+        # failover); a consumer group's records are taken when its coordinator resigns.
+        self.offsets_records: list[cl.PersistedRecord] = []
+        self.consumer_group_records: ConsumerGroupRecords | None = None
         # Armed deadlines, and the deadline of each timer's one queue entry (moved forward lazily).
         self.coordinator_timers: dict[GroupTimer, int] = {}
         self.coordinator_scheduled: dict[GroupTimer, int] = {}
@@ -175,6 +181,14 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
         self.response_arrival_ms: dict[str, int] = {}
 
     # ------------------------------------------------------------------ set-up helpers
+
+    def _new_classic_coordinator(self, partitions: tuple[int, ...] | None = None) -> GroupCoordinator:
+        return GroupCoordinator(CoordinatorConfig(
+            group_initial_rebalance_delay_ms=self.cfg.group_initial_rebalance_delay_ms,
+            group_min_session_timeout_ms=self.cfg.group_min_session_timeout_ms,
+            group_max_session_timeout_ms=self.cfg.group_max_session_timeout_ms,
+            offsets_topic_num_partitions=self.cfg.offsets_topic_num_partitions,
+            broker_id=self.broker), seed=self.rng.getrandbits(32), partitions=partitions)
 
     def _push(self, time: int, event: ConsumerGroupEvent) -> int:
         self.seq += 1
@@ -246,7 +260,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
                     self._resume(proc, interruption)
             case CoordinatorLoaded(leader_epoch=epoch):
                 if epoch == self.coordinator_epoch:
-                    self.coordinator_available = True
+                    self._coordinator_loaded()
             case _:
                 assert_never(event)
 
@@ -262,8 +276,14 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
 
     def _deliver_to_coordinator(self, connection: str, request: ce.Request, ignore_response: bool) -> None:
         if not self.coordinator_available:
-            if isinstance(request, ce.ConsumerGroupHeartbeatRequest) and not ignore_response:
-                self._respond(connection, ce.ConsumerGroupHeartbeatResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            if isinstance(request, ce.ConsumerGroupHeartbeatRequest):
+                if not ignore_response:
+                    self._respond(connection, ce.ConsumerGroupHeartbeatResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            elif self.classic_coordinator is not None:  # loading: it answers COORDINATOR_LOAD_IN_PROGRESS
+                assert not isinstance(request, ce.OffsetCommitRequest | ce.OffsetFetchRequest)
+                self._classic_output(self.classic_coordinator.handle(cl.Received(connection, request), self.now))
+            else:
+                self._respond(connection, _not_available(request))
             return
         if isinstance(request, ce.ConsumerGroupHeartbeatRequest) and request.member_epoch == 0:
             topics = request.subscribed_topic_names or ()
@@ -308,6 +328,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
         if not coordinator.group_id:
             coordinator.group_id = self.scenario.group
         self.classic_coordinator = None
+        self.offsets_records = []  # the classic group's tombstone; the consumer group's records follow
         self.coordinator_timers.clear()
         if group is not None:
             coordinator.offsets.update(group.offsets)
@@ -324,6 +345,19 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
                                       for m in group.members.values()])
         return True
 
+    def _downgrade_group(self, classic: ce.ClassicGroupSnapshot) -> None:
+        """The last consumer-protocol member left while classic ones remain: Kafka's
+        ``convertToClassicGroup``. The consumer group's timers go with it; the classic group is
+        loaded from the records the conversion writes (its members keep their target assignment,
+        their sessions restart) and starts a rebalance, then the conversion is logged."""
+        offsets = dict(self.coordinator.offsets)
+        self.coordinator_timers.clear()
+        self.classic_coordinator = self._new_classic_coordinator()
+        conversion = downgraded(classic, offsets, self.offsets_partition)
+        self.offsets_records = list(conversion.records)
+        self._classic_output(self.classic_coordinator.handle(conversion, self.now))
+        self._on_log(ConsumerGroupConverted(self.now, self.scenario.group, "downgrade"))
+
     def _classic_output(self, out: list[cl.CoordinatorOutput]) -> None:
         """The classic coordinator's outputs, before the group converts."""
         for item in out:
@@ -334,8 +368,8 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
                     self._respond(connection, response)
                 case ArmTimer() | CancelTimer() | Log():
                     self._coordinator_effect(item)
-                case cl.Persist():
-                    pass
+                case cl.Persist(record=record):
+                    self.offsets_records.append(record)
 
     def _name_member(self, member_id: str, connection: str) -> None:
         proc = self.connections.get(connection)
@@ -389,9 +423,8 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
                     raise AssertionError("answered above")
                 case ArmTimer() | CancelTimer() | Log():
                     self._coordinator_effect(item)
-                case ce.ConvertedToClassic():
-                    raise InvalidInput("events", "the group would convert back to classic (every upgraded consumer "
-                                       "gone while classic ones remain): a downgrade is not simulated")
+                case ce.ConvertedToClassic(classic=classic):
+                    self._downgrade_group(classic)
                 case _:
                     raise AssertionError(f"unexpected coordinator output {item!r}")
 
@@ -478,6 +511,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
         new_batch = proc.machine.pending_callbacks > pending_before
         callbacks: list[me.Output] = []
         fatal = False
+        find_coordinator = False
         for item in out:
             match item:
                 case me.Send(request=request, ignore_response=ignore):
@@ -500,6 +534,8 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
                     callbacks.append(item)
                 case me.Fatal():
                     fatal = True
+                case ClassicFindCoordinator():
+                    find_coordinator = True
                 case ClassicSend(request=request):
                     self._push(self._arrival(self.request_arrival_ms, proc.connection),
                                GroupRequestArrives(proc.connection, request, False))
@@ -519,6 +555,11 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
                 self._maybe_run_callbacks(proc)
         if fatal:
             self._end_process(proc)  # poll() throws; the application exits
+        elif find_coordinator and proc.alive:
+            # Any broker answers FindCoordinator from the partition's leader (no latency modelled).
+            found = (cl.FindCoordinatorResponse(ErrorCode.NONE, self.broker) if self.coordinator_available
+                     else cl.FindCoordinatorResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            self._member_input(proc, cc_events.Received(found))
 
     def _maybe_run_callbacks(self, proc: Process) -> None:
         """Listener callbacks run on the application thread, inside poll()."""
@@ -597,6 +638,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
                                              tuple(cl.PartitionOffset(p, o) for p, o in entries))
             if self.classic_coordinator is not None:
                 outputs: list[Any] = self.classic_coordinator.handle(cl.Received(proc.connection, classic), self.now)
+                self.offsets_records.extend(o.record for o in outputs if isinstance(o, cl.Persist))
             else:
                 outputs = self.coordinator.handle(ce.Received(proc.connection, classic), self.now)
         else:
@@ -675,7 +717,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
             enable_auto_commit=spec.setting(self.cfg, "enable_auto_commit"),
             client_id=spec.client_id or name)
         machine: ConsumerMembershipManager | ClassicMembership = ConsumerMembershipManager(config)
-        if self.scenario.group_protocol == "classic" and name not in self.upgraded:
+        if self.protocol_of[name] == "classic":
             machine = ClassicMembership(ConsumerConfig(
                 client_id=spec.client_id or name, group_id=self.scenario.group, strategies=tuple(spec.strategies),
                 topics=tuple(spec.subscribe or ()), pattern=spec.pattern, group_instance_id=spec.group_instance_id,
@@ -754,7 +796,8 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
                 pattern = proc.spec.pattern
                 if proc.alive and pattern is not None and re.fullmatch(pattern, name):
                     self.topic_wanted.setdefault(name, now)
-        self._coordinator_output(self.coordinator.handle(ce.TopicsChanged(tuple(sorted(self.topics.items()))), now))
+        if self.classic_coordinator is None:  # a classic group's consumers notice on their own
+            self._coordinator_output(self.coordinator.handle(ce.TopicsChanged(tuple(sorted(self.topics.items()))), now))
 
     def _subscribe(self, proc: Process, change: SubscribeChange) -> None:
         for topic in change.topics or ():
@@ -765,30 +808,51 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
         action = event.action
         now = self.now
         if action == "coordinator_failover":
-            # The group's state is in __consumer_offsets: the next coordinator replays it and
-            # re-arms every member's session timeout (GroupMetadataManager.onLoaded).
-            self.coordinator_available = False
-            self.coordinator_epoch += 1
-            self.coordinator_scheduled.clear()
-            self.broker = (self.broker + 1) % self.cfg.brokers
-            loaded_at = now + self.cfg.coordinator_load_ms
-            self._push(loaded_at, CoordinatorLoaded(self.broker, self.offsets_partition, self.coordinator_epoch))
-            for timer in list(self.coordinator_timers):
-                if isinstance(timer, ce.SessionTimeout):
-                    deadline = loaded_at + self.cfg.consumer_session_timeout_ms
-                    self.coordinator_timers[timer] = deadline
-                    self.coordinator_scheduled[timer] = deadline
-                    self._push(deadline, GroupTimerFires(self.coordinator_epoch, timer))
-                else:
-                    del self.coordinator_timers[timer]
-        elif action == "upgrade":
-            # A rolling upgrade's step: stop the consumer, start it again with group.protocol=consumer.
-            assert event.upgrade is not None
-            self.upgraded.add(event.upgrade)
-            proc = self.processes.get(event.upgrade)
+            self._fail_over()
+        elif action in ("upgrade", "downgrade"):
+            # A rolling upgrade's (or downgrade's) step: stop the consumer, start it again with
+            # group.protocol=consumer (or classic).
+            name = event.upgrade if action == "upgrade" else event.downgrade
+            assert name is not None
+            self.protocol_of[name] = "consumer" if action == "upgrade" else "classic"
+            proc = self.processes.get(name)
             if proc is not None and proc.alive:
                 self._close(proc)
-            self._push(now + (event.after_ms or 0), ProcessStarts(event.upgrade))
+            self._push(now + (event.after_ms or 0), ProcessStarts(name))
+
+    def _fail_over(self) -> None:
+        """Leadership of the group's ``__consumer_offsets`` partition moves to the next broker:
+        the old coordinator resigns (a classic group's waiting JoinGroup/SyncGroup get
+        NOT_COORDINATOR), its in-memory timers are gone, and the new one loads the partition for
+        ``coordinator_load_ms``, then replays the group from its records: a classic group from
+        its GroupMetadata and offset records (``LoadCompleted``), a consumer group (classic
+        members included, with their state) from the consumer group's records
+        (``records.replay``, then ``GroupLoaded``: Kafka's ``onLoaded``)."""
+        self.coordinator_available = False
+        self.coordinator_epoch += 1
+        self.coordinator_scheduled.clear()
+        self.coordinator_timers.clear()
+        self.broker = (self.broker + 1) % self.cfg.brokers
+        partition = self.offsets_partition
+        if self.classic_coordinator is not None:
+            self._classic_output(self.classic_coordinator.handle(cl.Resign(partition), self.now))
+            self.classic_coordinator = self._new_classic_coordinator(partitions=(partition,))
+            self._classic_output(self.classic_coordinator.handle(cl.BeginLoading(partition), self.now))
+        else:
+            self.consumer_group_records = records_of(self.coordinator)
+        self._push(self.now + self.cfg.coordinator_load_ms,
+                   CoordinatorLoaded(self.broker, partition, self.coordinator_epoch))
+
+    def _coordinator_loaded(self) -> None:
+        self.coordinator_available = True
+        if self.classic_coordinator is not None:
+            self._classic_output(self.classic_coordinator.handle(
+                cl.LoadCompleted(self.offsets_partition, tuple(self.offsets_records)), self.now))
+        elif self.consumer_group_records is not None:
+            self.coordinator = replay(self.consumer_group_records, self.topics, self.group_config,
+                                      seed=self.rng.getrandbits(32))
+            self.consumer_group_records = None
+            self._coordinator_output(self.coordinator.handle(ce.GroupLoaded(), self.now))
 
     def _close(self, proc: Process) -> None:
         """consumer.close(): commit and revoke through the listener, send the leave heartbeat."""
@@ -991,6 +1055,28 @@ def consumer_group_log_lines(run: SimulationResult, debug: bool = True) -> list[
         if line is not None:
             lines.append(line)
     return lines
+
+
+def _not_available(request: ce.Request) -> ce.ClassicResponse:
+    """A classic member's request while the consumer group's new coordinator loads it."""
+    code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+    match request:
+        case cl.JoinGroupRequest(member_id=member_id):
+            return cl.JoinGroupResponse(code, member_id=member_id)
+        case cl.SyncGroupRequest():
+            return cl.SyncGroupResponse(code)
+        case cl.HeartbeatRequest():
+            return cl.HeartbeatResponse(code)
+        case cl.LeaveGroupRequest():
+            return cl.LeaveGroupResponse(code)
+        case cl.OffsetCommitRequest():
+            return cl.OffsetCommitResponse(code)
+        case cl.OffsetFetchRequest():
+            return cl.OffsetFetchResponse(code)
+        case ce.ConsumerGroupHeartbeatRequest() | ce.OffsetCommitRequest() | ce.OffsetFetchRequest():
+            raise AssertionError(f"not a classic request: {request!r}")
+        case _:
+            assert_never(request)
 
 
 __all__ = ["ConsumerGroupSimulation", "consumer_group_log_lines", "run_consumer_group"]

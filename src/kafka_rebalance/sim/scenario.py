@@ -165,7 +165,7 @@ class SubscribeChange(_Strict):
 
 
 ACTIONS = ("join", "leave", "crash", "pause", "stall", "restart", "create_topic", "add_partitions", "subscribe",
-           "coordinator_failover", "upgrade")
+           "coordinator_failover", "upgrade", "downgrade")
 
 
 class Event(_Strict):
@@ -183,6 +183,7 @@ class Event(_Strict):
     subscribe: SubscribeChange | None = None
     coordinator_failover: dict[str, Any] | None = None
     upgrade: str | None = None  # restart this consumer with group.protocol=consumer (online migration)
+    downgrade: str | None = None  # restart this consumer with group.protocol=classic (the way back)
 
     @model_validator(mode="after")
     def _exactly_one_action(self) -> Event:
@@ -233,14 +234,19 @@ class Scenario(_Strict):
         known = set(ids)
         topics = set(self.topics)
         # In time order, as the simulator replays them: a topic must exist before it grows.
+        protocol_of: dict[str, str] = dict.fromkeys(ids, self.group_protocol)
         for i, event in sorted(enumerate(self.events), key=lambda indexed: indexed[1].at_ms):
             action = event.action
-            if action == "upgrade" and self.group_protocol != "classic":
-                raise _FieldError(f"events[{i}].upgrade", "an upgrade moves a consumer of a classic group "
-                                  "(group_protocol: classic) to the consumer protocol")
-            if action == "coordinator_failover" and any(e.upgrade is not None for e in self.events):
-                raise _FieldError(f"events[{i}]", "coordinator failover during a rolling upgrade is not simulated")
-            if action in ("join", "leave", "crash", "pause", "stall", "restart", "upgrade"):
+            if action in ("upgrade", "downgrade"):
+                # An upgrade moves a consumer from the classic protocol to the consumer protocol, a
+                # downgrade back; each must change the protocol the consumer runs at that time.
+                name = getattr(event, action)
+                before, after = ("classic", "consumer") if action == "upgrade" else ("consumer", "classic")
+                if name in protocol_of and protocol_of[name] != before:
+                    raise _FieldError(f"events[{i}].{action}", f"consumer {name!r} already uses the {after} protocol "
+                                      f"(group_protocol: {self.group_protocol}, earlier upgrade/downgrade events)")
+                protocol_of[name] = after
+            if action in ("join", "leave", "crash", "pause", "stall", "restart", "upgrade", "downgrade"):
                 name = getattr(event, action)
                 if name not in known:
                     raise _FieldError(f"events[{i}].{action}", f"unknown consumer {name!r}")
