@@ -54,10 +54,24 @@ def to_strings(assignment: Partitions) -> list[str]:
     return out
 
 
+def sorted_numbers(numbers: frozenset[int]) -> tuple[int, ...]:
+    """A partition set's numbers ascending."""
+    if type(numbers) is frozenset:
+        return _sorted_numbers(numbers)
+    return tuple(sorted(numbers))
+
+
+@lru_cache(maxsize=4096)
+def _sorted_numbers(numbers: frozenset[int]) -> tuple[int, ...]:
+    """Kept: a group's targets go to the assignor, and assignments to the wire, again and again
+    unchanged while members reconcile (a frozenset keeps its hash)."""
+    return tuple(sorted(numbers))
+
+
 @lru_cache(maxsize=4096)
 def _topic_strings(topic: str, numbers: frozenset[int]) -> tuple[str, ...]:
     """One topic's partition names, kept: the same frozensets are named again on every log line,
-    callback and rebalance record while members reconcile (a frozenset keeps its hash)."""
+    callback and rebalance record while members reconcile."""
     return tuple(f"{topic}-{number}" for number in sorted(numbers))
 
 

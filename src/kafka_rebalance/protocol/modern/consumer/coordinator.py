@@ -42,6 +42,7 @@ from kafka_rebalance.protocol.modern.consumer.assignment import (
     Partitions,
     partitions,
     reconcile,
+    sorted_numbers,
     to_strings,
 )
 from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
@@ -203,7 +204,7 @@ class ConsumerGroupMember:
 
 
 def _to_message(assignment: Partitions) -> tuple[TopicPartitions, ...]:
-    return tuple(TopicPartitions(topic, tuple(sorted(assignment[topic]))) for topic in sorted(assignment))
+    return tuple(TopicPartitions(topic, sorted_numbers(assignment[topic])) for topic in sorted(assignment))
 
 
 def _parse_partitions(names: Sequence[str]) -> Partitions:
@@ -863,7 +864,7 @@ class ConsumerGroupCoordinator:
             return
         assignor = self.preferred_assignor()
         members = [ServerMember(m.member_id, m.subscribed_topics(self.topics),
-                                {t: tuple(sorted(ps)) for t, ps in self.target.get(m.member_id, {}).items()},
+                                {t: sorted_numbers(ps) for t, ps in self.target.get(m.member_id, {}).items()},
                                 m.instance_id, m.rack_id)
                    for m in self.members.values()]
         result = self._assign(assignor, self.subscription_metadata, members)
