@@ -152,7 +152,7 @@ def _next(member: MemberAssignment, epoch: int, target_epoch: int, target: Parti
         kept = have & wanted
         to_revoke = have - kept
         to_add = wanted - kept
-        free = frozenset(p for p in to_add if partition_epoch(topic, p) == -1)
+        free = frozenset([p for p in to_add if partition_epoch(topic, p) == -1]) if to_add else to_add
         if len(free) != len(to_add):
             has_unreleased = True
         if kept:
