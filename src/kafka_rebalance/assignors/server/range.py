@@ -51,13 +51,22 @@ def range_ranges(group: ServerGroup, max_shared_shapes: int = MAX_SHARED_SHAPES)
     computed once and copied, so the cost is a few array copies per (member, topic) pair."""
     list_of_topic, indptr, members = group.subscriber_lists(group.range_order)
     counts = group.partition_counts
-    shape_key = list_of_topic * (int(counts.max(initial=0)) + 1) + counts
-    shapes, shape_of_topic = np.unique(shape_key, return_inverse=True)
+    if len(counts) and counts.min() == counts.max():
+        # Every topic the same size (Kafka's benchmark shapes): a shape is a subscriber list.
+        shapes = np.arange(len(indptr) - 1)
+        shape_of_topic = list_of_topic
+    else:
+        shape_key = list_of_topic * (int(counts.max(initial=0)) + 1) + counts
+        shapes, shape_of_topic = np.unique(shape_key, return_inverse=True)
     if len(shapes) > max_shared_shapes:
         return ranges_per_topic(list_of_topic, indptr, members, counts)
     pieces = []
+    topics_of_shape = np.argsort(shape_of_topic, kind="stable")
+    shape_bounds = np.searchsorted(shape_of_topic[topics_of_shape], np.arange(len(shapes) + 1)).tolist()
     for s in range(len(shapes)):
-        topics = np.flatnonzero(shape_of_topic == s)
+        topics = topics_of_shape[shape_bounds[s] : shape_bounds[s + 1]]
+        if not len(topics):
+            continue
         g, n = int(list_of_topic[topics[0]]), int(counts[topics[0]])
         subscribers = int(indptr[g + 1] - indptr[g])
         if subscribers == 0 or n == 0:
@@ -65,14 +74,18 @@ def range_ranges(group: ServerGroup, max_shared_shapes: int = MAX_SHARED_SHAPES)
         quota, extra = divmod(n, subscribers)
         # int32 halves the bytes copied; partition numbers and member indices fit (Kafka: int).
         position = np.arange(subscribers if quota else extra, dtype=np.int32)
-        start = position * np.int32(quota) + np.minimum(position, np.int32(extra))
-        end = start + np.int32(quota) + (position < extra)
+        start = position * np.int32(quota)
+        if extra:
+            start += np.minimum(position, np.int32(extra))
+            end = start + np.int32(quota) + (position < extra)
+        else:
+            end = start + np.int32(quota)
         times = len(topics)
         pieces.append((
-            np.tile(members[indptr[g] + position].astype(np.int32), times),
-            np.repeat(topics.astype(np.int32), len(position)),
-            np.tile(start, times),
-            np.tile(end, times),
+            tiled(members[indptr[g] : indptr[g] + len(position)].astype(np.int32), times),
+            topics.astype(np.int32).repeat(len(position)),
+            tiled(start, times),
+            tiled(end, times),
         ))
     if not pieces:
         empty = np.zeros(0, dtype=np.int32)
@@ -81,6 +94,13 @@ def range_ranges(group: ServerGroup, max_shared_shapes: int = MAX_SHARED_SHAPES)
         return Ranges(*pieces[0])
     member, topic, start, end = (np.concatenate(column) for column in zip(*pieces, strict=True))
     return Ranges(member=member, topic=topic, start=start, end=end)
+
+
+def tiled(row: np.ndarray, times: int) -> np.ndarray:
+    """``np.tile(row, times)`` for a 1-d row, without its Python-level overhead."""
+    out = np.empty((times, len(row)), dtype=row.dtype)
+    out[:] = row
+    return out.reshape(-1)
 
 
 def ranges_per_topic(list_of_topic: np.ndarray, indptr: np.ndarray, members: np.ndarray, counts: np.ndarray) -> Ranges:

@@ -35,9 +35,71 @@ MAX_BALANCE_PASSES = 16
 
 def uniform_assign(group: ServerGroup) -> np.ndarray:
     """The target owner (member index or -1) of every global partition."""
+    if group.is_homogeneous:
+        return assign_homogeneous(group)
     if group.topic_class is not None:
-        return _assign_disjoint_classes(group, group.topic_class)
+        return assign_disjoint_classes(group, group.topic_class)
     return heterogeneous_assign(group)
+
+
+def assign_homogeneous(group: ServerGroup) -> np.ndarray:
+    """``assign_disjoint_classes`` for one class subscribed to every topic, in as few array
+    passes as possible: for small groups the fixed cost of each numpy call is the whole cost.
+    Reads each member's holdings member-major, so only the dropped partitions are visited."""
+    m = group.num_members
+    total = len(group.current_owner)
+    quota, extras = divmod(total, m)
+    members = np.arange(m, dtype=np.int64)
+    indptr = group.held_indptr
+    held = int(indptr[-1])
+    if held == 0:  # first assignment: member i takes the next quota (+1 for the first extras)
+        if extras == 0:
+            return members.repeat(quota)
+        target = np.full(m, quota, dtype=np.int64)
+        target[:extras] += 1
+        return members.repeat(target)
+    owned = indptr[1:] - indptr[:-1]
+    if extras:
+        # The larger targets go first to members holding more than the quota, in member order.
+        target = np.full(m, quota, dtype=np.int64)
+        over = owned > quota
+        to_owner = over.nonzero()[0][:extras]
+        target[to_owner] += 1
+        if len(to_owner) < extras:
+            target[(~over).nonzero()[0][: extras - len(to_owner)]] += 1
+        keep = np.minimum(owned, target)
+        deficit = target - keep
+        trimmed = (owned > keep).nonzero()[0]
+        kept_of_trimmed = keep[trimmed]
+    else:
+        keep = np.minimum(owned, quota)
+        deficit = quota - keep
+        trimmed = (owned > quota).nonzero()[0]
+        kept_of_trimmed = quota
+    result = group.current_owner.copy()
+    if len(trimmed):
+        # Members above target keep their lowest partitions; the rest go back to the pool.
+        dropped = group.held_partitions[tails(indptr[trimmed + 1], owned[trimmed] - kept_of_trimmed)]
+        result[dropped] = UNASSIGNED
+        if held == total:
+            dropped.sort()
+            free = dropped
+        else:
+            free = (result < 0).nonzero()[0]
+    else:
+        free = (result < 0).nonzero()[0] if held < total else np.zeros(0, dtype=np.int64)
+    result[free] = members.repeat(deficit)
+    return result
+
+
+def tails(ends: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``ends[i] - lengths[i] .. ends[i] - 1`` for every i (all lengths positive), one after
+    the other."""
+    count = int(lengths.sum())
+    if count == len(lengths):  # one each: the usual incremental case, members one above target
+        return ends - 1
+    starts = lengths.cumsum()
+    return (ends - starts).repeat(lengths) + np.arange(count, dtype=np.int64)
 
 
 def heterogeneous_assign(group: ServerGroup, owner: np.ndarray | None = None) -> np.ndarray:
@@ -82,7 +144,7 @@ def _stable_order(keys: np.ndarray, bound: int) -> np.ndarray:
     return np.argsort(keys, kind="stable")
 
 
-def _assign_disjoint_classes(group: ServerGroup, topic_class: np.ndarray) -> np.ndarray:
+def assign_disjoint_classes(group: ServerGroup, topic_class: np.ndarray) -> np.ndarray:
     """Each class balanced on its own, keeping as many partitions in place as balance allows.
 
     Every step is a pass over arrays; only partitions of members above their target are sorted.
@@ -96,14 +158,14 @@ def _assign_disjoint_classes(group: ServerGroup, topic_class: np.ndarray) -> np.
     extras = class_partitions % np.maximum(class_members, 1)
 
     owner = group.current_owner
-    first_assignment = not (owner >= 0).any()
+    first_assignment = group.held_indptr[-1] == 0
     if first_assignment:
         partition_class, valid, owned = None, None, np.zeros(m, dtype=np.int64)
     elif c == 1 and subscribed.all():
         # One class subscribed to every topic (the usual homogeneous group): any holder is valid.
         partition_class = None
         valid = owner >= 0
-        owned = np.bincount(owner + 1, minlength=m + 1)[1:]
+        owned = group.held_indptr[1:] - group.held_indptr[:-1]
     else:
         # A holder keeps a partition only if its class subscribes to the partition's topic.
         # Index -1 (no holder) reads the sentinel class -2, which no partition has.
