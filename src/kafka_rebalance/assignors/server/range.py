@@ -43,9 +43,16 @@ class Ranges:
 # Above this many distinct (subscriber list, partition count) pairs, ranges are computed per
 # topic in one vectorised pass instead of once per pair and copied.
 MAX_SHARED_SHAPES = 64
+# Below this many (member, topic) subscriptions per shape, the per-topic pass is cheaper than a
+# dozen array calls per shape (small groups, where each numpy call's fixed cost dominates).
+MIN_SUBSCRIPTIONS_PER_SHAPE = 1000
 
 
-def range_ranges(group: ServerGroup, max_shared_shapes: int = MAX_SHARED_SHAPES) -> Ranges:
+def range_ranges(
+    group: ServerGroup,
+    max_shared_shapes: int = MAX_SHARED_SHAPES,
+    min_subscriptions_per_shape: int = MIN_SUBSCRIPTIONS_PER_SHAPE,
+) -> Ranges:
     """Kafka's range assignment as ranges. Topics with the same subscriber list and partition
     count (every topic of a homogeneous group with even topics) get the same ranges: those are
     computed once and copied, so the cost is a few array copies per (member, topic) pair."""
@@ -60,6 +67,10 @@ def range_ranges(group: ServerGroup, max_shared_shapes: int = MAX_SHARED_SHAPES)
         shapes, shape_of_topic = np.unique(shape_key, return_inverse=True)
     if len(shapes) > max_shared_shapes:
         return ranges_per_topic(list_of_topic, indptr, members, counts)
+    if min_subscriptions_per_shape and len(shapes) > 1:
+        subscriptions = int((indptr[1:] - indptr[:-1])[list_of_topic].sum())
+        if subscriptions < min_subscriptions_per_shape * len(shapes):
+            return ranges_per_topic(list_of_topic, indptr, members, counts)
     pieces = []
     topics_of_shape = np.argsort(shape_of_topic, kind="stable")
     shape_bounds = np.searchsorted(shape_of_topic[topics_of_shape], np.arange(len(shapes) + 1)).tolist()
