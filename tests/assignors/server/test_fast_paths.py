@@ -17,6 +17,7 @@ from kafka_rebalance.assignors.server.range import range_ranges
 from kafka_rebalance.assignors.server.uniform import (
     assign_disjoint_classes,
     assign_homogeneous,
+    first_assignment_disjoint,
     tails,
     uniform_assign,
 )
@@ -90,3 +91,12 @@ def test_owner_outside_the_members_is_refused() -> None:
         assert "out of range" in str(error)
     else:
         raise AssertionError("an owner index beyond the members must be refused")
+
+
+@given(arrays_groups(homogeneous=False))
+def test_first_assignment_fast_path_equals_class_balancing(group: ServerGroup) -> None:
+    if group.topic_class is None or group.held_indptr[-1] != 0:
+        return
+    general = assign_disjoint_classes(group, group.topic_class)
+    assert np.array_equal(first_assignment_disjoint(group, group.topic_class), general)
+    assert np.array_equal(uniform_assign(group), general)

@@ -9,9 +9,9 @@ group the members' current assignments are the previous target, which never over
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from typing import Any, Generic, TypeVar, overload
 
 import numpy as np
 
@@ -24,6 +24,32 @@ from kafka_rebalance.model import (
     static_first_member_order,
     topic_offsets_of,
 )
+
+_T = TypeVar("_T")
+
+
+class cached_property(Generic[_T]):  # noqa: N801 - a drop-in for functools.cached_property
+    """``functools.cached_property`` without its per-access lock (Python 3.11 takes an RLock on
+    every first access; groups are built fresh per assignment, so every access is a first)."""
+
+    def __init__(self, compute: Callable[[Any], _T]) -> None:
+        self.compute = compute
+        self.name = compute.__name__
+        self.__doc__ = compute.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, instance: None, owner: type | None = None) -> cached_property[_T]: ...
+    @overload
+    def __get__(self, instance: object, owner: type | None = None) -> _T: ...
+    def __get__(self, instance: object | None, owner: type | None = None) -> cached_property[_T] | _T:
+        if instance is None:
+            return self
+        value = instance.__dict__[self.name] = self.compute(instance)
+        return value
+
 
 # Largest (classes x topics) subscription table held as a dense boolean matrix.
 _DENSE_TABLE_LIMIT = 1 << 24
@@ -72,7 +98,8 @@ class ServerGroup:
     @cached_property
     def class_of_entry(self) -> np.ndarray:
         """Class of every entry of ``class_topics``."""
-        return np.repeat(np.arange(self.num_classes, dtype=np.int64), np.diff(self.class_indptr))
+        indptr = self.class_indptr
+        return np.arange(len(indptr) - 1, dtype=np.int64).repeat(indptr[1:] - indptr[:-1])
 
     @cached_property
     def member_id_order(self) -> np.ndarray:

@@ -38,6 +38,8 @@ def uniform_assign(group: ServerGroup) -> np.ndarray:
     if group.is_homogeneous:
         return assign_homogeneous(group)
     if group.topic_class is not None:
+        if group.held_indptr[-1] == 0:
+            return first_assignment_disjoint(group, group.topic_class)
         return assign_disjoint_classes(group, group.topic_class)
     return heterogeneous_assign(group)
 
@@ -92,14 +94,37 @@ def assign_homogeneous(group: ServerGroup) -> np.ndarray:
     return result
 
 
+def first_assignment_disjoint(group: ServerGroup, topic_class: np.ndarray) -> np.ndarray:
+    """``assign_disjoint_classes`` when nobody holds anything, in fewer array calls: each class's
+    members, in member order, take consecutive runs of the class's topics' partitions (the
+    first ``extras`` of them one more than the quota)."""
+    c = group.num_classes
+    member_class = group.member_class
+    class_members = np.bincount(member_class, minlength=c)
+    # The topics of classes with members, class by class, ascending (each in exactly one class).
+    entries = class_members[group.class_of_entry] > 0
+    topics = group.class_topics[entries]
+    lengths = group.partition_counts[topics]
+    class_partitions = np.bincount(group.class_of_entry[entries], weights=lengths, minlength=c).astype(np.int64)
+    quota, extras = np.divmod(class_partitions, np.maximum(class_members, 1))
+    by_class = _stable_order(member_class, c)
+    sorted_class = member_class[by_class]
+    rank = np.arange(len(by_class), dtype=np.int64) - (class_members.cumsum() - class_members)[sorted_class]
+    takers = by_class.repeat(quota[sorted_class] + (rank < extras[sorted_class]))
+    result = np.full(len(group.current_owner), UNASSIGNED, dtype=np.int64)
+    ends = lengths.cumsum()
+    result[(group.topic_offsets[topics] + lengths - ends).repeat(lengths) + np.arange(len(takers), dtype=np.int64)] = takers
+    return result
+
+
 def tails(ends: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """``ends[i] - lengths[i] .. ends[i] - 1`` for every i (all lengths positive), one after
     the other."""
     count = int(lengths.sum())
     if count == len(lengths):  # one each: the usual incremental case, members one above target
         return ends - 1
-    starts = lengths.cumsum()
-    return (ends - starts).repeat(lengths) + np.arange(count, dtype=np.int64)
+    indices: np.ndarray = (ends - lengths.cumsum()).repeat(lengths) + np.arange(count, dtype=np.int64)
+    return indices
 
 
 def heterogeneous_assign(group: ServerGroup, owner: np.ndarray | None = None) -> np.ndarray:
@@ -139,7 +164,7 @@ def _first_per_class(eligible: np.ndarray, member_class: np.ndarray, allowance: 
 def _stable_order(keys: np.ndarray, bound: int) -> np.ndarray:
     """Stable argsort of small non-negative integers (< ``bound``): numpy's radix sort when the
     keys fit in 16 bits, linear in their number."""
-    if bound <= np.iinfo(np.int16).max:
+    if bound <= 32767:  # int16
         keys = keys.astype(np.int16)
     return np.argsort(keys, kind="stable")
 
