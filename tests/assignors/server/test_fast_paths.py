@@ -18,6 +18,7 @@ from kafka_rebalance.assignors.server.uniform import (
     assign_disjoint_classes,
     assign_homogeneous,
     first_assignment_disjoint,
+    reassign_disjoint_all_held,
     tails,
     uniform_assign,
 )
@@ -98,5 +99,29 @@ def test_first_assignment_fast_path_equals_class_balancing(group: ServerGroup) -
     if group.topic_class is None or group.held_indptr[-1] != 0:
         return
     general = assign_disjoint_classes(group, group.topic_class)
-    assert np.array_equal(first_assignment_disjoint(group, group.topic_class), general)
+    assert np.array_equal(first_assignment_disjoint(group), general)
     assert np.array_equal(uniform_assign(group), general)
+
+
+@given(arrays_groups(homogeneous=False), st.data())
+def test_reassignment_fast_path_equals_class_balancing(group: ServerGroup, data) -> None:
+    """Start from the group's own target (every subscribed partition held by a subscriber), then
+    a member joins one of the classes: both paths agree."""
+    if group.topic_class is None:
+        return
+    target = assign_disjoint_classes(group, group.topic_class)
+    joined = ServerGroup.build(
+        group.topic_names, group.partition_counts, group.topic_keys, [*group.member_ids, "joiner"],
+        np.append(group.member_class, data.draw(st.sampled_from(sorted(set(group.member_class.tolist()))))),
+        [group.class_topics[group.class_indptr[c] : group.class_indptr[c + 1]] for c in range(group.num_classes)],
+        current_owner=target,
+    )
+    assert joined.topic_class is not None
+    fast = reassign_disjoint_all_held(joined, joined.topic_class)
+    general = assign_disjoint_classes(joined, joined.topic_class)
+    assert fast is not None
+    assert np.array_equal(fast, general)
+    assert np.array_equal(uniform_assign(joined), general)
+    # A partly held group (the one drawn) either takes the fast path with the same answer or none.
+    partial = reassign_disjoint_all_held(group, group.topic_class)
+    assert partial is None or np.array_equal(partial, assign_disjoint_classes(group, group.topic_class))

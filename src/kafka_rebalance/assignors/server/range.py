@@ -56,6 +56,10 @@ def range_ranges(
     """Kafka's range assignment as ranges. Topics with the same subscriber list and partition
     count (every topic of a homogeneous group with even topics) get the same ranges: those are
     computed once and copied, so the cost is a few array copies per (member, topic) pair."""
+    if group.num_classes == 1 and group.num_members and len(group.class_topics) and min_subscriptions_per_shape:
+        sizes = group.partition_counts[group.class_topics]
+        if sizes.min() == sizes.max():
+            return one_shape_ranges(group.range_order, group.class_topics, int(sizes[0]))
     list_of_topic, indptr, members = group.subscriber_lists(group.range_order)
     counts = group.partition_counts
     if len(counts) and counts.min() == counts.max():
@@ -79,25 +83,10 @@ def range_ranges(
         if not len(topics):
             continue
         g, n = int(list_of_topic[topics[0]]), int(counts[topics[0]])
-        subscribers = int(indptr[g + 1] - indptr[g])
-        if subscribers == 0 or n == 0:
+        if indptr[g + 1] == indptr[g] or n == 0:
             continue
-        quota, extra = divmod(n, subscribers)
-        # int32 halves the bytes copied; partition numbers and member indices fit (Kafka: int).
-        position = np.arange(subscribers if quota else extra, dtype=np.int32)
-        start = position * np.int32(quota)
-        if extra:
-            start += np.minimum(position, np.int32(extra))
-            end = start + np.int32(quota) + (position < extra)
-        else:
-            end = start + np.int32(quota)
-        times = len(topics)
-        pieces.append((
-            tiled(members[indptr[g] : indptr[g] + len(position)].astype(np.int32), times),
-            topics.astype(np.int32).repeat(len(position)),
-            tiled(start, times),
-            tiled(end, times),
-        ))
+        piece = one_shape_ranges(members[indptr[g] : indptr[g + 1]], topics, n)
+        pieces.append((piece.member, piece.topic, piece.start, piece.end))
     if not pieces:
         empty = np.zeros(0, dtype=np.int32)
         return Ranges(empty, empty, empty, empty)
@@ -105,6 +94,27 @@ def range_ranges(
         return Ranges(*pieces[0])
     member, topic, start, end = (np.concatenate(column) for column in zip(*pieces, strict=True))
     return Ranges(member=member, topic=topic, start=start, end=end)
+
+
+def one_shape_ranges(subscribers: np.ndarray, topics: np.ndarray, size: int) -> Ranges:
+    """Every one of ``topics`` has ``size`` partitions and the same ``subscribers`` (in Kafka's
+    order): one row of ranges, repeated per topic (a homogeneous group with even topics)."""
+    quota, extra = divmod(size, len(subscribers))
+    # int32 halves the bytes copied; partition numbers and member indices fit (Kafka: int).
+    position = np.arange(len(subscribers) if quota else extra, dtype=np.int32)
+    start = position * np.int32(quota)
+    if extra:
+        start += np.minimum(position, np.int32(extra))
+        end = start + np.int32(quota) + (position < extra)
+    else:
+        end = start + np.int32(quota)
+    times = len(topics)
+    return Ranges(
+        member=tiled(subscribers[: len(position)].astype(np.int32), times),
+        topic=topics.astype(np.int32).repeat(len(position)),
+        start=tiled(start, times),
+        end=tiled(end, times),
+    )
 
 
 def tiled(row: np.ndarray, times: int) -> np.ndarray:

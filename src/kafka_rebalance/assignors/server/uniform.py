@@ -39,8 +39,9 @@ def uniform_assign(group: ServerGroup) -> np.ndarray:
         return assign_homogeneous(group)
     if group.topic_class is not None:
         if group.held_indptr[-1] == 0:
-            return first_assignment_disjoint(group, group.topic_class)
-        return assign_disjoint_classes(group, group.topic_class)
+            return first_assignment_disjoint(group)
+        reassigned = reassign_disjoint_all_held(group, group.topic_class)
+        return assign_disjoint_classes(group, group.topic_class) if reassigned is None else reassigned
     return heterogeneous_assign(group)
 
 
@@ -94,26 +95,70 @@ def assign_homogeneous(group: ServerGroup) -> np.ndarray:
     return result
 
 
-def first_assignment_disjoint(group: ServerGroup, topic_class: np.ndarray) -> np.ndarray:
-    """``assign_disjoint_classes`` when nobody holds anything, in fewer array calls: each class's
-    members, in member order, take consecutive runs of the class's topics' partitions (the
-    first ``extras`` of them one more than the quota)."""
-    c = group.num_classes
-    member_class = group.member_class
-    class_members = np.bincount(member_class, minlength=c)
-    # The topics of classes with members, class by class, ascending (each in exactly one class).
+def _class_shares(group: ServerGroup) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """For a group whose topics are each subscribed by one class: members per class, the topics
+    of classes with members (class by class, ascending) and their sizes, partitions per class,
+    and each class's quota and extras."""
+    class_members = np.bincount(group.member_class, minlength=group.num_classes)
     entries = class_members[group.class_of_entry] > 0
     topics = group.class_topics[entries]
     lengths = group.partition_counts[topics]
-    class_partitions = np.bincount(group.class_of_entry[entries], weights=lengths, minlength=c).astype(np.int64)
+    class_partitions = np.bincount(group.class_of_entry[entries], weights=lengths, minlength=group.num_classes).astype(np.int64)
     quota, extras = np.divmod(class_partitions, np.maximum(class_members, 1))
-    by_class = _stable_order(member_class, c)
+    return class_members, topics, lengths, class_partitions, quota, extras
+
+
+def first_assignment_disjoint(group: ServerGroup) -> np.ndarray:
+    """``assign_disjoint_classes`` when nobody holds anything, in fewer array calls: each class's
+    members, in member order, take consecutive runs of the class's topics' partitions (the
+    first ``extras`` of them one more than the quota)."""
+    member_class = group.member_class
+    class_members, topics, lengths, _, quota, extras = _class_shares(group)
+    by_class = _stable_order(member_class, group.num_classes)
     sorted_class = member_class[by_class]
     rank = np.arange(len(by_class), dtype=np.int64) - (class_members.cumsum() - class_members)[sorted_class]
     takers = by_class.repeat(quota[sorted_class] + (rank < extras[sorted_class]))
     result = np.full(len(group.current_owner), UNASSIGNED, dtype=np.int64)
     ends = lengths.cumsum()
     result[(group.topic_offsets[topics] + lengths - ends).repeat(lengths) + np.arange(len(takers), dtype=np.int64)] = takers
+    return result
+
+
+def reassign_disjoint_all_held(group: ServerGroup, topic_class: np.ndarray) -> np.ndarray | None:
+    """``assign_disjoint_classes`` when every subscribed partition is held by a subscriber of
+    its topic (a group at its previous target, plus joiners holding nothing): reads holdings
+    member-major and visits only the dropped partitions. None when that is not the case."""
+    m, c = group.num_members, group.num_classes
+    member_class = group.member_class
+    _, _, _, class_partitions, quota, extras = _class_shares(group)
+    indptr, held = group.held_indptr, group.held_partitions
+    if int(indptr[-1]) != int(class_partitions.sum()):
+        return None
+    owned = indptr[1:] - indptr[:-1]
+    if not (topic_class[group.partition_topic[held]] == member_class.repeat(owned)).all():
+        return None
+    member_quota = quota[member_class]
+    by_class = np.arange(m, dtype=np.int64) if c == 1 else _stable_order(member_class, c)
+    if extras.any():
+        over = owned > member_quota
+        extra_to_owner = _first_per_class(over, member_class, extras, by_class)
+        left = extras - np.bincount(member_class[extra_to_owner], minlength=c)
+        extra_to_other = _first_per_class(~over, member_class, left, by_class)
+        target = member_quota + (extra_to_owner | extra_to_other)
+    else:
+        target = member_quota
+    keep = np.minimum(owned, target)
+    result = group.current_owner.copy()
+    trimmed = (owned > keep).nonzero()[0]
+    if not len(trimmed):
+        return result
+    # Members above target keep their lowest partitions; the rest are dealt again, class by
+    # class in partition order, to members in (class, member) order.
+    excess = owned[trimmed] - keep[trimmed]
+    dropped = held[tails(indptr[trimmed + 1], excess)]
+    total = len(result)
+    free = np.sort(member_class[trimmed.repeat(excess)] * total + dropped) % total if c > 1 else np.sort(dropped)
+    result[free] = by_class.repeat((target - keep)[by_class])
     return result
 
 
