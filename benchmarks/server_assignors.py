@@ -116,9 +116,17 @@ ASSIGNORS = {"uniform": uniform_assign, "range": range_ranges}
 def time_python(shape: Shape, runs: int) -> float:
     group = build_group(shape)
     assignor = ASSIGNORS[shape.assignor]
-    start = time.perf_counter()
-    assignor(_fresh(group))  # warm-up
-    batch = max(1, int(0.01 / (time.perf_counter() - start)))  # about 10 ms per sample, as in Java
+    # Warm-up, as the Java driver's: at least 3 calls and 0.2 s; the fastest call sizes the batch
+    # so that a sample lasts about 10 ms (a batch sized on one cold call would be too short to
+    # amortise the collection that precedes each sample).
+    single, warm_until, calls = math.inf, time.perf_counter() + 0.2, 0
+    while calls < 3 or time.perf_counter() < warm_until:
+        fresh_group = _fresh(group)
+        start = time.perf_counter()
+        assignor(fresh_group)
+        single = min(single, time.perf_counter() - start)
+        calls += 1
+    batch = max(1, int(0.01 / single))
     samples = []
     for _ in range(runs):
         fresh = [_fresh(group) for _ in range(batch)]  # no cached arrays carried over between runs
