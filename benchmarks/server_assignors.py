@@ -126,7 +126,7 @@ def time_python(shape: Shape, runs: int) -> float:
         assignor(fresh_group)
         single = min(single, time.perf_counter() - start)
         calls += 1
-    batch = max(1, int(0.01 / single))
+    batch = min(1000, max(1, int(0.01 / single)))  # at most 1,000 fresh groups built per sample
     samples = []
     for _ in range(runs):
         fresh = [_fresh(group) for _ in range(batch)]  # no cached arrays carried over between runs
