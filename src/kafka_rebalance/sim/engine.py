@@ -131,8 +131,10 @@ from kafka_rebalance.sim.events import (
 )
 from kafka_rebalance.sim.ownership_metrics import ownership_metrics, topic_epochs
 from kafka_rebalance.sim.result import (
+    NOT_FENCED,
     Commits,
     Consumption,
+    Held,
     LoggedRecord,
     MemberPartitions,
     Metrics,
@@ -171,6 +173,9 @@ class Process:
     request_arrival_ms: int = 0  # when this connection's last request arrives
     listener_busy_until_ms: int = 0  # the application thread runs rebalance-listener work until then
     last_arrives: RequestArrives | None = None
+    incarnation: int = 1
+    # the consumer's own view: partition -> [since_ms, generation, fenced_ms] (see result.Held)
+    held: dict[str, list[int]] = field(default_factory=dict)
 
     @property
     def continuous(self) -> bool:
@@ -227,6 +232,8 @@ class Simulation:
         # Accounting
         self.open_ownership: dict[str, tuple[str, int, int]] = {}  # partition -> (name, since, generation)
         self.ownership_rows: list[tuple[str, str, int, int, int]] = []  # partition, member, generation, start, end
+        # partition, member, incarnation, generation, start, end, fenced (result.Held)
+        self.held_rows: list[tuple[str, str, int, int, int, int, int]] = []
         # (partition, member, generation, from_offset, to_offset, start_ms, end_ms)
         self.consumption_rows: list[tuple[str, str, int, int, int, int, int]] = []
         self.commit_batches: list[tuple[int, OffsetCommitRequest, str, ErrorCode]] = []
@@ -448,6 +455,8 @@ class Simulation:
         for output in outputs:
             match output:
                 case Log(record=record):
+                    if type(record) is Stabilized:
+                        self._fence_absent(record.generation, outputs)
                     self._on_log(record, broker_id)
                 case Persist(record=record):
                     self.offsets_log.append(record)
@@ -505,10 +514,12 @@ class Simulation:
                 continue
             match output:
                 case PartitionsRevoked(partitions=partitions) | PartitionsLost(partitions=partitions):
+                    self._release(proc, partitions)
                     self._revoked(proc, partitions)
                     if partitions and kind is PartitionsRevoked:
                         self._listener_work(proc, self.cfg.revocation_ms)
                 case PartitionsAssigned(partitions=partitions):
+                    self._hold(proc, partitions)
                     self._assigned(proc, partitions)
                     if partitions:
                         self._listener_work(proc, self.cfg.assignment_ms)
@@ -566,7 +577,8 @@ class Simulation:
         )
         cc = ConsumerCoordinator(config, self.topics, self.leader_broker)
         return Process(name=name, spec=spec, connection=connection, cc=cc, ms_per_record=spec.processing_ms_per_record,
-                       max_poll_records=spec.setting(cfg, "max_poll_records"), mark_ms=self.now)
+                       max_poll_records=spec.setting(cfg, "max_poll_records"), mark_ms=self.now,
+                       incarnation=incarnation)
 
     def _start_process(self, name: str) -> None:
         old = self.processes.get(name)
@@ -657,6 +669,50 @@ class Simulation:
         name, start, generation = current
         if end > start:
             self.ownership_rows.append((partition, name, generation, start, end))
+
+    def _hold(self, proc: Process, added: Iterable[str]) -> None:
+        """onPartitionsAssigned: the consumer owns ``added`` from now, and, having adopted a
+        generation's assignment, owns afresh what it kept of a hold the group had fenced."""
+        now = self.now
+        generation = proc.cc.generation
+        held = proc.held
+        for partition in added:
+            if partition not in held:
+                held[partition] = [now, generation, NOT_FENCED]
+        for partition, entry in held.items():
+            if entry[2] != NOT_FENCED and partition in proc.cc.owned:
+                self._held_row(proc, partition, entry)
+                held[partition] = [now, generation, NOT_FENCED]
+
+    def _release(self, proc: Process, partitions: Iterable[str]) -> None:
+        """onPartitionsRevoked / onPartitionsLost, or the end of the process."""
+        held = proc.held
+        for partition in partitions:
+            entry = held.pop(partition, None)
+            if entry is not None:
+                self._held_row(proc, partition, entry)
+
+    def _held_row(self, proc: Process, partition: str, entry: list[int]) -> None:
+        start, generation, fenced = entry
+        if self.now > start:
+            self.held_rows.append((partition, proc.name, proc.incarnation, generation, start, self.now, fenced))
+
+    def _fence(self, proc: Process) -> None:
+        """The group no longer counts ``proc`` as the owner of what it holds (it is not told yet)."""
+        for entry in proc.held.values():
+            if entry[2] == NOT_FENCED:
+                entry[2] = self.now
+
+    def _fence_absent(self, generation: int, outputs: list[CoordinatorOutput]) -> None:
+        """A generation's join phase completed: every process holding partitions that did not
+        join it (removed, or a static member kept without rejoining: GroupCoordinator.
+        onCompleteJoin keeps those) holds them outside the group from now."""
+        joined = {output.response.member_id for output in outputs
+                  if type(output) is Respond and type(output.response) is JoinGroupResponse
+                  and output.response.error_code is ErrorCode.NONE and output.response.generation_id == generation}
+        for proc in self.processes.values():
+            if proc.alive and proc.held and proc.cc.member_id not in joined:
+                self._fence(proc)
 
     def _drop_process_ownership(self, proc: Process) -> None:
         for partition in list(proc.positions):
@@ -783,6 +839,7 @@ class Simulation:
                     self._finish_batch_partially(proc, rewind=True)
                 self._to_consumer(proc, Close(proc.position_view()))
                 self._drop_process_ownership(proc)
+                self._release(proc, list(proc.held))
                 proc.alive = False
             if action == "restart":
                 self._push(now + (event.after_ms or 0), ProcessStarts(name))
@@ -793,6 +850,7 @@ class Simulation:
                 self._checkpoint(proc)
                 self._finish_batch_partially(proc)
                 self._drop_process_ownership(proc)
+                self._release(proc, list(proc.held))
                 proc.alive = False
         elif action in ("pause", "stall"):
             interruption = Interruption.PAUSE if action == "pause" else Interruption.STALL
@@ -875,6 +933,7 @@ class Simulation:
                     # The group no longer counts this member as an owner, whatever the process believes.
                     self._checkpoint(proc)
                     self._drop_process_ownership(proc)
+                    self._fence(proc)
             case AssignmentReceived():
                 if current is not None:
                     self._close_rebalance(current, record.generation, record.assignment)
@@ -924,6 +983,7 @@ class Simulation:
         for proc in self.processes.values():
             if proc.alive:
                 self._checkpoint(proc)
+                self._release(proc, list(proc.held))
         end = self.end_ms
         for partition, current in list(self.open_ownership.items()):
             self._ownership_row(partition, current, end)
@@ -961,6 +1021,7 @@ class Simulation:
             final_members=tuple(self._name(m.member_id) for m in description.members),
             offset_regressions=self.offset_regressions, ownership_conflicts=self.ownership_conflicts,
             log_records=tuple(self.log_records),
+            held=self._held_table(),
             fenced=tuple(spec.id for spec in self.scenario.consumers
                          if (running := self.processes.get(spec.id)) is not None and running.alive
                          and running.cc.fatal is ErrorCode.FENCED_INSTANCE_ID),
@@ -987,6 +1048,14 @@ class Simulation:
         partitions, members, generations, starts, ends = zip(*rows, strict=True) if rows else ((),) * 5
         return Ownership(strings(list(partitions)), strings(list(members)), ints(list(generations)),
                          ints(list(starts)), ints(list(ends)))
+
+    def _held_table(self) -> Held:
+        rows = self.held_rows
+        order_of = {p: partition_sort_key(p) for p in {row[0] for row in rows}}
+        rows.sort(key=lambda row: (order_of[row[0]], row[4], row[1], row[2]))
+        columns = list(zip(*rows, strict=True)) if rows else [()] * 7
+        return Held(strings(list(columns[0])), strings(list(columns[1])),
+                    *(ints(list(column)) for column in columns[2:]))
 
     def _metrics(self, ownership: Ownership) -> tuple[Metrics, list[int]]:
         rows = list(zip(ownership.partition.tolist(), ownership.member.tolist(), ownership.start_ms.tolist(),
