@@ -514,10 +514,11 @@ class Simulation:
                 continue
             match output:
                 case PartitionsRevoked(partitions=partitions) | PartitionsLost(partitions=partitions):
-                    self._release(proc, partitions)
                     self._revoked(proc, partitions)
                     if partitions and kind is PartitionsRevoked:
                         self._listener_work(proc, self.cfg.revocation_ms)
+                    # It owns them until its listener returns (the callback may still commit).
+                    self._release(proc, partitions, max(self.now, proc.listener_busy_until_ms))
                 case PartitionsAssigned(partitions=partitions):
                     self._hold(proc, partitions)
                     self._assigned(proc, partitions)
@@ -684,18 +685,20 @@ class Simulation:
                 self._held_row(proc, partition, entry)
                 held[partition] = [now, generation, NOT_FENCED]
 
-    def _release(self, proc: Process, partitions: Iterable[str]) -> None:
-        """onPartitionsRevoked / onPartitionsLost, or the end of the process."""
+    def _release(self, proc: Process, partitions: Iterable[str], end_ms: int | None = None) -> None:
+        """onPartitionsRevoked / onPartitionsLost (held until ``end_ms``, when the listener
+        returns), or the end of the process."""
         held = proc.held
         for partition in partitions:
             entry = held.pop(partition, None)
             if entry is not None:
-                self._held_row(proc, partition, entry)
+                self._held_row(proc, partition, entry, end_ms)
 
-    def _held_row(self, proc: Process, partition: str, entry: list[int]) -> None:
+    def _held_row(self, proc: Process, partition: str, entry: list[int], end_ms: int | None = None) -> None:
         start, generation, fenced = entry
-        if self.now > start:
-            self.held_rows.append((partition, proc.name, proc.incarnation, generation, start, self.now, fenced))
+        end = self.now if end_ms is None else end_ms
+        if end > start:
+            self.held_rows.append((partition, proc.name, proc.incarnation, generation, start, end, fenced))
 
     def _fence(self, proc: Process) -> None:
         """The group no longer counts ``proc`` as the owner of what it holds (it is not told yet)."""

@@ -1,0 +1,177 @@
+"""The single-owner invariant, judged from each consumer's own view (``SimulationResult.held``):
+no two consumers believe they own a partition at the same instant, except a consumer the group
+has already moved on without (fenced), which must not be able to commit."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kafka_rebalance.assignors.registry import register
+from kafka_rebalance.assignors.roundrobin import RoundRobinAssignor
+from kafka_rebalance.model import RebalanceProtocol
+from kafka_rebalance.sim import load_scenario, run_simulation
+from kafka_rebalance.sim.result import NOT_FENCED
+from kafka_rebalance.sim.soak import SINGLE_OWNER, _no_overlap, check_observation, random_schedule
+from kafka_rebalance.sim.soak_observe import Commit, Held, observation_of
+
+
+class RoundRobinClaimingCooperative(RoundRobinAssignor):
+    """Deliberately broken: deals partitions round-robin, ignoring who owns what, yet declares
+    COOPERATIVE, so a partition is given to its new owner in the same rebalance in which the old
+    owner is told to revoke it. (A Java leader refuses this for any cooperative assignor but
+    CooperativeSticky: ConsumerCoordinator.validateCooperativeAssignment.)"""
+
+    name = "broken-cooperative"
+    supported_protocols = (RebalanceProtocol.COOPERATIVE,)
+
+
+register(RoundRobinClaimingCooperative.name, RoundRobinClaimingCooperative)
+
+
+def broken_cooperative_run():
+    return run_simulation(load_scenario({
+        "name": "assigned-before-revoked",
+        "config": {"session_timeout_ms": 10000, "heartbeat_interval_ms": 3000, "network_latency_ms": 5,
+                   "revocation_ms": 300, "group_initial_rebalance_delay_ms": 0},
+        "topics": {"t": 4},
+        "consumers": [{"id": name, "strategies": ["broken-cooperative"], "subscribe": ["t"]} for name in ("a", "b")],
+        "events": [{"at_ms": 0, "join": "a"}, {"at_ms": 3000, "join": "b"}],
+        "end_ms": 20000,
+    }))
+
+
+def test_a_partition_given_before_its_owner_revoked_it_is_two_owners():
+    """a owns t-0..3; b joins and the broken assignor gives b t-1 and t-3 while a is told to revoke
+    them in the same generation. a owns them until its onPartitionsRevoked returns (300 ms of
+    listener work), b from its onPartitionsAssigned: two owners at once. The group's view (the
+    old check, over ``ownership``) never saw it: a consumer there owns a partition only from
+    its committed-offset fetch, and a second claimant was not recorded at all (nor counted in
+    ``ownership_conflicts``: a's revocation was handled first, its listener still running)."""
+    run = broken_cooperative_run()
+    seen = observation_of(run)
+    old = dataclasses.replace(seen, held=None)
+    assert SINGLE_OWNER not in [v.invariant for v in check_observation(old)]
+    found = [v for v in check_observation(seen) if v.invariant == SINGLE_OWNER]
+    assert len(found) == 1 and found[0].detail.startswith("t-1: a#1")
+
+
+def test_a_correct_cooperative_handover_is_one_owner_at_a_time():
+    """The same group with CooperativeSticky: t-1 and t-3 go to b only in the follow-up rebalance,
+    after a's onPartitionsRevoked returned (ConsumerCoordinator.onJoinComplete requests it)."""
+    run = run_simulation(load_scenario({
+        "config": {"session_timeout_ms": 10000, "heartbeat_interval_ms": 3000, "network_latency_ms": 5,
+                   "revocation_ms": 300, "group_initial_rebalance_delay_ms": 0},
+        "topics": {"t": 4},
+        "consumers": [{"id": name, "strategies": ["cooperative-sticky"], "subscribe": ["t"]} for name in ("a", "b")],
+        "events": [{"at_ms": 0, "join": "a"}, {"at_ms": 3000, "join": "b"}],
+        "end_ms": 20000,
+    }))
+    assert check_observation(observation_of(run)) == []
+    held = run.held
+    assert held is not None
+    moved = {str(p) for p, m in zip(held.partition, held.member, strict=True) if m == "b"}
+    assert len(moved) == 2
+    for partition in moved:
+        a_end = held.end_ms[(held.partition == partition) & (held.member == "a")].max()
+        b_start = held.start_ms[(held.partition == partition) & (held.member == "b")].min()
+        assert a_end <= b_start
+
+
+def test_a_zombie_outside_the_group_overlaps_only_after_it_was_fenced():
+    """a (dynamic) freezes in a GC pause longer than its session: the coordinator removes it
+    (GroupCoordinator.onExpireHeartbeat) and gives everything to b, while a still believes it
+    owns its partitions until it wakes and hears UNKNOWN_MEMBER_ID (onPartitionsLost). That
+    overlap is allowed because it lies after the group fenced a, and a cannot commit then."""
+    run = run_simulation(load_scenario({
+        "config": {"session_timeout_ms": 6000, "heartbeat_interval_ms": 2000, "network_latency_ms": 5,
+                   "group_initial_rebalance_delay_ms": 0},
+        "topics": {"t": 2},
+        "produce": [{"topic": "t", "records_per_s": 50, "keys": 10}],
+        "consumers": [{"id": name, "strategies": ["cooperative-sticky"], "subscribe": ["t"]} for name in ("a", "b")],
+        "events": [{"at_ms": 0, "join": "a"}, {"at_ms": 0, "join": "b"}, {"at_ms": 10000, "pause": "a", "for_ms": 15000}],
+        "end_ms": 60000,
+    }))
+    seen = observation_of(run)
+    assert check_observation(seen) == []
+    assert seen.held is not None
+    zombie = [h for h in seen.held if h.member == "a" and h.fenced_ms is not None]
+    assert zombie and all(10000 < h.fenced_ms < 25000 <= h.end_ms for h in zombie)
+    taken_over = {h.partition for h in seen.held if h.member == "b" and h.start_ms < 25000}
+    assert {h.partition for h in zombie} <= taken_over  # the two views did overlap
+    # Had the zombie's commit been accepted after the fence, the invariant would say so.
+    late = Commit(zombie[0].fenced_ms + 1, zombie[0].partition, 10**9, "a", zombie[0].generation, True)
+    broken = dataclasses.replace(seen, commits=(*(seen.commits or ()), late))
+    found = [v for v in check_observation(broken) if v.invariant == SINGLE_OWNER]
+    assert len(found) == 1 and "after the group fenced its hold" in found[0].detail
+
+
+def test_a_static_member_kept_without_rejoining_is_fenced_when_the_generation_forms():
+    """A static member that misses a rebalance is kept in the group (GroupCoordinator.
+    onCompleteJoin removes only dynamic members that did not rejoin), but the generation formed
+    without it: from then its holds are fenced, and any commit of its old generation is
+    ILLEGAL_GENERATION."""
+    run = run_simulation(load_scenario({
+        "config": {"session_timeout_ms": 30000, "heartbeat_interval_ms": 3000, "max_poll_interval_ms": 8000,
+                   "network_latency_ms": 5, "group_initial_rebalance_delay_ms": 0},
+        "topics": {"t": 4},
+        "produce": [{"topic": "t", "records_per_s": 50, "keys": 10}],
+        "consumers": [{"id": "a", "strategies": ["range"], "subscribe": ["t"], "group_instance_id": "static-a"},
+                      {"id": "b", "strategies": ["range"], "subscribe": ["t"]},
+                      {"id": "c", "strategies": ["range"], "subscribe": ["t"]}],
+        "events": [{"at_ms": 0, "join": "a"}, {"at_ms": 0, "join": "b"}, {"at_ms": 5000, "pause": "a", "for_ms": 15000},
+                   {"at_ms": 6000, "join": "c"}],
+        "end_ms": 80000,
+    }))
+    seen = observation_of(run)
+    assert [v.invariant for v in check_observation(seen) if v.invariant == SINGLE_OWNER] == []
+    assert seen.held is not None
+    assert any(h.member == "a" and h.fenced_ms is not None for h in seen.held)
+
+
+# ----------------------------------------------------------------------------- properties
+
+INTERVALS = st.lists(st.tuples(st.sampled_from("pq"), st.sampled_from("abc"), st.integers(0, 50), st.integers(0, 50)),
+                     max_size=8)
+
+
+@settings(max_examples=400, deadline=None)
+@given(INTERVALS)
+def test_the_sweep_finds_an_overlap_exactly_when_two_owners_share_an_instant(rows):
+    intervals = [(p, owner, 1, start, start + length) for p, owner, start, length in rows]
+    pairwise = any(x[0] == y[0] and x[1] != y[1] and max(x[3], y[3]) < min(x[4], y[4])
+                   for x, y in itertools.combinations(intervals, 2))
+    assert (_no_overlap(intervals, "owns it") is not None) is pairwise
+
+
+@settings(max_examples=60, deadline=None, database=None, derandomize=True,
+          suppress_health_check=list(HealthCheck))
+@given(st.integers(min_value=0, max_value=2**48))
+def test_every_consumer_owns_what_the_group_says_it_owns(seed):
+    """On random soak schedules: a consumer's own holds of a partition never overlap each other,
+    a fence falls inside its hold, and every interval of the group's view (``ownership``) lies
+    inside a hold of the same consumer (the group never counts someone as owner who does not
+    believe it is one)."""
+    run = run_simulation(load_scenario(random_schedule(seed)))
+    held = run.held
+    assert held is not None
+    assert (held.start_ms < held.end_ms).all()
+    fenced = held.fenced_ms != NOT_FENCED
+    assert ((held.start_ms[fenced] <= held.fenced_ms[fenced]) & (held.fenced_ms[fenced] <= held.end_ms[fenced])).all()
+    holds: dict[tuple[str, str], list[Held]] = {}
+    for row in zip(held.partition.tolist(), held.member.tolist(), held.incarnation.tolist(), held.generation.tolist(),
+                   held.start_ms.tolist(), held.end_ms.tolist(), strict=True):
+        holds.setdefault((row[0], row[1]), []).append(Held(*row))
+    for spans in holds.values():
+        spans.sort(key=lambda h: h.start_ms)
+        assert all(x.end_ms <= y.start_ms for x, y in itertools.pairwise(spans))
+    o = run.ownership
+    for partition, member, start, end in zip(o.partition.tolist(), o.member.tolist(), o.start_ms.tolist(),
+                                             o.end_ms.tolist(), strict=True):
+        assert any(h.start_ms <= start and end <= h.end_ms for h in holds.get((partition, member), ())), (
+            partition, member, start, end)
+    assert np.all(np.isin(o.member, held.member))
