@@ -16,7 +16,7 @@ from kafka_rebalance.assignors.roundrobin import RoundRobinAssignor
 from kafka_rebalance.model import RebalanceProtocol
 from kafka_rebalance.sim import load_scenario, run_simulation
 from kafka_rebalance.sim.result import NOT_FENCED
-from kafka_rebalance.sim.soak import SINGLE_OWNER, _no_overlap, check_observation, random_schedule
+from kafka_rebalance.sim.soak import SINGLE_OWNER, _no_overlap, check_observation, check_schedule, random_schedule
 from kafka_rebalance.sim.soak_observe import Commit, Held, observation_of
 
 
@@ -175,3 +175,33 @@ def test_every_consumer_owns_what_the_group_says_it_owns(seed):
         assert any(h.start_ms <= start and end <= h.end_ms for h in holds.get((partition, member), ())), (
             partition, member, start, end)
     assert np.all(np.isin(o.member, held.member))
+
+
+def test_a_member_removed_by_the_old_coordinator_is_a_member_again_after_a_failover():
+    """c2 freezes past its session; the old coordinator removes it (MemberFailed) and prepares a
+    rebalance, but leadership of __consumer_offsets moves before a new generation is stored. The
+    new coordinator loads the group as stored, generation 2 with c2 in it
+    (GroupMetadataManager.loadGroup: a removal is stored only with the next generation), so
+    c2's commits of its old generation are accepted again: its hold was fenced only while the
+    old coordinator had it removed. Found by the soak property (seed 551349456), shrunk."""
+    schedule = {
+        "name": "removed-then-reloaded",
+        "config": {"session_timeout_ms": 6000, "heartbeat_interval_ms": 1500, "max_poll_interval_ms": 8000,
+                   "group_initial_rebalance_delay_ms": 0, "auto_commit_interval_ms": 1000, "metadata_max_age_ms": 3000,
+                   "network_latency_ms": 5, "coordinator_load_ms": 0, "idle_poll_ms": 500},
+        "topics": {"t0": 1},
+        "consumers": [{"id": "c2", "strategies": ["cooperative-sticky"], "subscribe": ["t0"]},
+                      {"id": "c3", "strategies": ["cooperative-sticky"], "pattern": "p-.*"}],
+        "events": [{"at_ms": 2681, "join": "c3"}, {"at_ms": 7819, "join": "c2"},
+                   {"at_ms": 48951, "pause": "c2", "for_ms": 8000},
+                   {"at_ms": 54506, "add_partitions": {"topic": "t0", "count": 2}},
+                   {"at_ms": 55084, "coordinator_failover": {}}],
+        "end_ms": 97951,
+    }
+    assert check_schedule(schedule) == []
+    seen = observation_of(run_simulation(load_scenario(schedule)))
+    assert seen.held is not None and seen.commits is not None
+    fenced = [h for h in seen.held if h.member == "c2" and h.partition == "t0-0" and h.fenced_ms is not None]
+    assert [(h.fenced_ms, h.end_ms) for h in fenced] == [(54951, 55084)]  # removed until the new coordinator loads
+    assert any(c.member == "c2" and c.partition == "t0-0" and c.accepted and c.time_ms > 55084 and c.generation == 2
+               for c in seen.commits)

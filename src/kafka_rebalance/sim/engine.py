@@ -83,7 +83,9 @@ from kafka_rebalance.protocol.classic.coordinator_events import (
     CoordinatorTimer,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
+    GroupMetadataRecord,
     GroupResponse,
+    GroupTombstone,
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,
@@ -370,6 +372,7 @@ class Simulation:
                 # GroupMetadataManager.scheduleLoadGroupAndOffsets / maybeUpdateCoordinatorEpoch).
                 if broker_id == self.leader_broker and epoch == self.leader_epoch:
                     self._to_coordinator(broker_id, LoadCompleted(partition, tuple(self.offsets_log)))
+                    self._unfence_loaded()
             case ProcessStarts(name=name):
                 self._start_process(name)
             case _:
@@ -716,6 +719,28 @@ class Simulation:
         for proc in self.processes.values():
             if proc.alive and proc.held and proc.cc.member_id not in joined:
                 self._fence(proc)
+
+    def _unfence_loaded(self) -> None:
+        """A new coordinator serves the group as last stored: a member the old one had removed
+        (or left out of a generation whose assignment was never stored) is a member again, its
+        generation valid, if the stored group holds its member id at its generation
+        (GroupMetadataManager.loadGroup; removals are stored only with the next generation)."""
+        stored = None
+        for record in self.offsets_log:
+            if type(record) is GroupMetadataRecord and record.group_id == self.scenario.group:
+                stored = record
+            elif type(record) is GroupTombstone and record.group_id == self.scenario.group:
+                stored = None
+        if stored is None:
+            return
+        members = {member.member_id for member in stored.members}
+        for proc in self.processes.values():
+            if not (proc.alive and proc.cc.member_id in members and proc.cc.generation == stored.generation):
+                continue
+            for partition, entry in proc.held.items():
+                if entry[2] != NOT_FENCED:
+                    self._held_row(proc, partition, entry)
+                    proc.held[partition] = [self.now, entry[1], NOT_FENCED]
 
     def _drop_process_ownership(self, proc: Process) -> None:
         for partition in list(proc.positions):
