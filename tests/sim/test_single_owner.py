@@ -205,3 +205,33 @@ def test_a_member_removed_by_the_old_coordinator_is_a_member_again_after_a_failo
     assert [(h.fenced_ms, h.end_ms) for h in fenced] == [(54951, 55084)]  # removed until the new coordinator loads
     assert any(c.member == "c2" and c.partition == "t0-0" and c.accepted and c.time_ms > 55084 and c.generation == 2
                for c in seen.commits)
+
+
+def test_a_zombie_adopting_a_stale_assignment_holds_it_outside_the_group():
+    """c4 (eager, dynamic) is frozen by a 12 s GC pause with its generation-2 SyncGroup answer
+    waiting in its socket; its 10 s session runs out and the group forms generation 3 without
+    it, giving p-0-1 to c1. On waking, c4 completes generation 2 (onPartitionsAssigned: p-0-1),
+    as a Java consumer would, until its next heartbeat says UNKNOWN_MEMBER_ID
+    (onPartitionsLost). That hold is outside the group from its first instant: fenced from the
+    start, and not an overlap. Found by the soak property (seed 833861), shrunk."""
+    schedule = {
+        "name": "stale-sync-answer-after-a-pause",
+        "config": {"session_timeout_ms": 10000, "heartbeat_interval_ms": 3333, "max_poll_interval_ms": 15000,
+                   "group_initial_rebalance_delay_ms": 0, "auto_commit_interval_ms": 1000,
+                   "metadata_max_age_ms": 10000, "network_latency_ms": 0, "network_jitter_ms": 200,
+                   "coordinator_load_ms": 0, "idle_poll_ms": 500},
+        "topics": {"t0": 1, "t1": 1, "t2": 1, "p-0": 2},
+        "consumers": [{"id": "c1", "strategies": ["roundrobin"], "pattern": "p-.*", "group_instance_id": "static-1"},
+                      {"id": "c2", "strategies": ["roundrobin"], "subscribe": ["t0", "t1", "t2"]},
+                      {"id": "c3", "strategies": ["roundrobin"], "pattern": "p-.*"},
+                      {"id": "c4", "strategies": ["roundrobin"], "pattern": "p-.*"}],
+        "produce": [{"topic": "t0", "records_per_s": 50, "keys": 100}, {"topic": "t1", "records_per_s": 200, "keys": 100},
+                    {"topic": "t2", "records_per_s": 50, "keys": 20}],
+        "events": [{"at_ms": 0, "join": "c1"}, {"at_ms": 0, "join": "c4"}, {"at_ms": 4072, "pause": "c4", "for_ms": 12000}],
+        "end_ms": 86072,
+    }
+    assert check_schedule(schedule) == []
+    seen = observation_of(run_simulation(load_scenario(schedule)))
+    assert seen.held is not None
+    stale = [h for h in seen.held if h.member == "c4" and h.start_ms == 16072]
+    assert stale and all(h.fenced_ms is not None and h.fenced_ms < h.start_ms for h in stale)

@@ -178,6 +178,8 @@ class Process:
     incarnation: int = 1
     # the consumer's own view: partition -> [since_ms, generation, fenced_ms] (see result.Held)
     held: dict[str, list[int]] = field(default_factory=dict)
+    # since when the group has moved on without this process (NOT_FENCED: it has not)
+    fenced_ms: int = NOT_FENCED
 
     @property
     def continuous(self) -> bool:
@@ -680,9 +682,14 @@ class Simulation:
         now = self.now
         generation = proc.cc.generation
         held = proc.held
+        # A zombie adopting the assignment of a generation the group has already left behind
+        # (a SyncGroup answer that waited out a GC pause) holds it outside the group from the start.
+        fenced = proc.fenced_ms
         for partition in added:
             if partition not in held:
-                held[partition] = [now, generation, NOT_FENCED]
+                held[partition] = [now, generation, fenced]
+        if fenced != NOT_FENCED:
+            return
         for partition, entry in held.items():
             if entry[2] != NOT_FENCED and partition in proc.cc.owned:
                 self._held_row(proc, partition, entry)
@@ -705,6 +712,8 @@ class Simulation:
 
     def _fence(self, proc: Process) -> None:
         """The group no longer counts ``proc`` as the owner of what it holds (it is not told yet)."""
+        if proc.fenced_ms == NOT_FENCED:
+            proc.fenced_ms = self.now
         for entry in proc.held.values():
             if entry[2] == NOT_FENCED:
                 entry[2] = self.now
@@ -713,11 +722,15 @@ class Simulation:
         """A generation's join phase completed: every process holding partitions that did not
         join it (removed, or a static member kept without rejoining: GroupCoordinator.
         onCompleteJoin keeps those) holds them outside the group from now."""
-        joined = {output.response.member_id for output in outputs
+        joined = {output.connection for output in outputs
                   if type(output) is Respond and type(output.response) is JoinGroupResponse
                   and output.response.error_code is ErrorCode.NONE and output.response.generation_id == generation}
         for proc in self.processes.values():
-            if proc.alive and proc.held and proc.cc.member_id not in joined:
+            if not proc.alive:
+                continue
+            if proc.connection in joined:
+                proc.fenced_ms = NOT_FENCED  # a member of the new generation (its old holds stay fenced)
+            elif proc.cc.member_id:
                 self._fence(proc)
 
     def _unfence_loaded(self) -> None:
@@ -737,6 +750,7 @@ class Simulation:
         for proc in self.processes.values():
             if not (proc.alive and proc.cc.member_id in members and proc.cc.generation == stored.generation):
                 continue
+            proc.fenced_ms = NOT_FENCED
             for partition, entry in proc.held.items():
                 if entry[2] != NOT_FENCED:
                     self._held_row(proc, partition, entry)
