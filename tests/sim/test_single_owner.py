@@ -228,10 +228,14 @@ def test_a_zombie_adopting_a_stale_assignment_holds_it_outside_the_group():
         "produce": [{"topic": "t0", "records_per_s": 50, "keys": 100}, {"topic": "t1", "records_per_s": 200, "keys": 100},
                     {"topic": "t2", "records_per_s": 50, "keys": 20}],
         "events": [{"at_ms": 0, "join": "c1"}, {"at_ms": 0, "join": "c4"}, {"at_ms": 4072, "pause": "c4", "for_ms": 12000}],
+        "seed": 833861,
         "end_ms": 86072,
     }
     assert check_schedule(schedule) == []
     seen = observation_of(run_simulation(load_scenario(schedule)))
     assert seen.held is not None
     stale = [h for h in seen.held if h.member == "c4" and h.start_ms == 16072]
-    assert stale and all(h.fenced_ms is not None and h.fenced_ms < h.start_ms for h in stale)
+    assert [(h.partition, h.generation) for h in stale] == [("p-0-1", 2)]
+    assert stale[0].fenced_ms is not None and stale[0].fenced_ms < stale[0].start_ms
+    c1 = [h for h in seen.held if h.member == "c1" and h.partition == "p-0-1" and h.generation == 3]
+    assert c1 and c1[0].start_ms < 16072 < c1[0].end_ms  # the two views overlapped
