@@ -16,7 +16,13 @@ from kafka_rebalance.assignors.roundrobin import RoundRobinAssignor
 from kafka_rebalance.model import RebalanceProtocol
 from kafka_rebalance.sim import load_scenario, run_simulation
 from kafka_rebalance.sim.result import NOT_FENCED
-from kafka_rebalance.sim.soak import SINGLE_OWNER, _no_overlap, check_observation, check_schedule, random_schedule
+from kafka_rebalance.sim.soak import (
+    SINGLE_OWNER,
+    check_observation,
+    check_schedule,
+    first_overlap,
+    random_schedule,
+)
 from kafka_rebalance.sim.soak_observe import Commit, Held, observation_of
 
 
@@ -145,7 +151,7 @@ def test_the_sweep_finds_an_overlap_exactly_when_two_owners_share_an_instant(row
     intervals = [(p, owner, 1, start, start + length) for p, owner, start, length in rows]
     pairwise = any(x[0] == y[0] and x[1] != y[1] and max(x[3], y[3]) < min(x[4], y[4])
                    for x, y in itertools.combinations(intervals, 2))
-    assert (_no_overlap(intervals, "owns it") is not None) is pairwise
+    assert (first_overlap(intervals, "owns it") is not None) is pairwise
 
 
 @settings(max_examples=60, deadline=None, database=None, derandomize=True,

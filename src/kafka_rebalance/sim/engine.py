@@ -25,6 +25,11 @@ Modelling choices (Kafka leaves these to the deployment; all deterministic for a
 - Ownership (the ``ownership`` intervals): a member owns a partition from the moment it has
   its committed offset (after onPartitionsAssigned and OffsetFetch) until it revokes or loses
   it, crashes, or the coordinator removes it from the group, whichever comes first.
+- Held partitions (``held``, each consumer's own view): a process holds a partition from its
+  onPartitionsAssigned (or the SyncGroup assignment it adopts) until its revocation listener
+  returns, its onPartitionsLost, or its end. The hold is *fenced* from the moment the group
+  moves on without the process (the coordinator removes its member id, or a generation forms
+  without it), and unfenced if a new coordinator loads a stored group that still has it.
 - Coordinator failover: the leadership of the group's ``__consumer_offsets`` partition moves
   to the next broker at once; the old one resigns (waiting JoinGroup/SyncGroup requests get
   NOT_COORDINATOR), the new one loads the partition's records for ``coordinator_load_ms``

@@ -74,9 +74,9 @@ def _single_owner(seen: Observation) -> Violation | None:
     as ownership until the group fenced it (``Held.fenced_ms``), and an accepted commit from its
     fenced part is a violation."""
     if seen.held is None:
-        return _no_overlap(((i.partition, i.member, i.generation, i.start_ms, i.end_ms) for i in seen.ownership),
+        return first_overlap(((i.partition, i.member, i.generation, i.start_ms, i.end_ms) for i in seen.ownership),
                            "owns it")
-    overlap = _no_overlap(((h.partition, f"{h.member}#{h.incarnation}", h.generation, h.start_ms, h.owner_until_ms)
+    overlap = first_overlap(((h.partition, f"{h.member}#{h.incarnation}", h.generation, h.start_ms, h.owner_until_ms)
                            for h in seen.held), "believes it owns it")
     if overlap is not None:
         return overlap
@@ -95,7 +95,7 @@ def _single_owner(seen: Observation) -> Violation | None:
     return None
 
 
-def _no_overlap(intervals: Iterable[tuple[str, str, int | None, int, int]], verb: str) -> Violation | None:
+def first_overlap(intervals: Iterable[tuple[str, str, int | None, int, int]], verb: str) -> Violation | None:
     """The first instant two owners' intervals of a partition overlap (partition, owner,
     generation, start, end), adjacent in start order or not."""
     by_partition: dict[str, list[tuple[int, int, str, int | None]]] = {}
