@@ -245,3 +245,37 @@ def test_a_zombie_adopting_a_stale_assignment_holds_it_outside_the_group():
     assert stale[0].fenced_ms is not None and stale[0].fenced_ms < stale[0].start_ms
     c1 = [h for h in seen.held if h.member == "c1" and h.partition == "p-0-1" and h.generation == 3]
     assert c1 and c1[0].start_ms < 16072 < c1[0].end_ms  # the two views overlapped
+
+
+def test_a_static_member_let_back_into_the_generation_owns_what_it_is_given():
+    """c3 (static) is paused through generation 4's join phase: kept in the group without
+    rejoining (GroupCoordinator.onCompleteJoin), fenced. On waking, ILLEGAL_GENERATION makes it
+    give up p-0-1 as lost and rejoin; the group is still CompletingRebalance and its metadata
+    unchanged, so it is answered generation 4 at once (GroupCoordinator.doCurrentMemberJoinGroup)
+    and SyncGroup gives it p-0-1 again. From that JoinGroup answer it is a member of generation
+    4: its new hold is not fenced, and its commits of generation 4 are accepted. Found by the
+    soak (seed 0, schedule 404), shrunk."""
+    schedule = {
+        "name": "static-member-back-in-the-same-generation",
+        "config": {"session_timeout_ms": 10000, "heartbeat_interval_ms": 3333, "max_poll_interval_ms": 8000,
+                   "group_initial_rebalance_delay_ms": 0, "auto_commit_interval_ms": 500, "metadata_max_age_ms": 3000,
+                   "network_latency_ms": 2, "network_jitter_ms": 30, "coordinator_load_ms": 0, "idle_poll_ms": 500},
+        "topics": {"p-0": 2},
+        "consumers": [
+            {"id": "c1", "strategies": ["range", "cooperative-sticky"], "subscribe": ["p-0"]},
+            {"id": "c2", "strategies": ["range", "cooperative-sticky"], "pattern": "p-.*", "group_instance_id": "static-2"},
+            {"id": "c3", "strategies": ["range", "cooperative-sticky"], "pattern": "p-.*", "group_instance_id": "static-3"},
+        ],
+        "events": [{"at_ms": 1033, "join": "c2"}, {"at_ms": 2108, "join": "c1"}, {"at_ms": 5807, "crash": "c1"},
+                   {"at_ms": 9503, "join": "c3"}, {"at_ms": 32444, "join": "c1"},
+                   {"at_ms": 35528, "pause": "c3", "for_ms": 5000}, {"at_ms": 48277, "pause": "c1", "for_ms": 12000}],
+        "seed": 129109275562591,
+        "end_ms": 109277,
+    }
+    assert check_schedule(schedule) == []
+    seen = observation_of(run_simulation(load_scenario(schedule)))
+    assert seen.held is not None and seen.commits is not None
+    c3 = [h for h in seen.held if h.member == "c3" and h.partition == "p-0-1"]
+    assert [h.generation for h in c3 if h.fenced_ms is not None] == [3]
+    assert 4 in [h.generation for h in c3 if h.fenced_ms is None]
+    assert any(c.member == "c3" and c.generation == 4 and c.accepted for c in seen.commits)

@@ -461,6 +461,10 @@ class Simulation:
                 proc = self.connections.get(output.connection)
                 if proc is not None:
                     self.member_names[output.response.member_id] = proc.name
+                    if output.response.error_code is ErrorCode.NONE:
+                        # In the group's current generation (possibly a static member let back
+                        # into it after the join phase): what it is given from now is its own.
+                        proc.fenced_ms = NOT_FENCED
         # Log records first, then responses, then timers: the order the machines' effects land.
         for output in outputs:
             match output:
@@ -733,9 +737,7 @@ class Simulation:
         for proc in self.processes.values():
             if not proc.alive:
                 continue
-            if proc.connection in joined:
-                proc.fenced_ms = NOT_FENCED  # a member of the new generation (its old holds stay fenced)
-            elif proc.cc.member_id:
+            if proc.cc.member_id and proc.connection not in joined:
                 self._fence(proc)
 
     def _unfence_loaded(self) -> None:
