@@ -708,10 +708,14 @@ class Simulation:
         """onPartitionsRevoked / onPartitionsLost (held until ``end_ms``, when the listener
         returns), or the end of the process."""
         held = proc.held
+        if not held:
+            return
+        end = self.now if end_ms is None else end_ms
+        rows, name, incarnation = self.held_rows, proc.name, proc.incarnation
         for partition in partitions:
             entry = held.pop(partition, None)
-            if entry is not None:
-                self._held_row(proc, partition, entry, end_ms)
+            if entry is not None and end > entry[0]:
+                rows.append((partition, name, incarnation, entry[1], entry[0], end, entry[2]))
 
     def _held_row(self, proc: Process, partition: str, entry: list[int], end_ms: int | None = None) -> None:
         start, generation, fenced = entry
@@ -1099,9 +1103,7 @@ class Simulation:
                          ints(list(starts)), ints(list(ends)))
 
     def _held_table(self) -> Held:
-        rows = self.held_rows
-        order_of = {p: partition_sort_key(p) for p in {row[0] for row in rows}}
-        rows.sort(key=lambda row: (order_of[row[0]], row[4], row[1], row[2]))
+        rows = self.held_rows  # in the order the holds ended
         columns = list(zip(*rows, strict=True)) if rows else [()] * 7
         return Held(strings(list(columns[0])), strings(list(columns[1])),
                     *(ints(list(column)) for column in columns[2:]))
