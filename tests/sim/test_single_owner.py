@@ -39,13 +39,14 @@ class RoundRobinClaimingCooperative(RoundRobinAssignor):
 register(RoundRobinClaimingCooperative.name, RoundRobinClaimingCooperative)
 
 
-def broken_cooperative_run():
+def second_member_joins(strategy: str):
+    """a owns t-0..3, b joins 3 s later; revocation listeners take 300 ms."""
     return run_simulation(load_scenario({
-        "name": "assigned-before-revoked",
+        "name": f"second-member-joins-{strategy}",
         "config": {"session_timeout_ms": 10000, "heartbeat_interval_ms": 3000, "network_latency_ms": 5,
                    "revocation_ms": 300, "group_initial_rebalance_delay_ms": 0},
         "topics": {"t": 4},
-        "consumers": [{"id": name, "strategies": ["broken-cooperative"], "subscribe": ["t"]} for name in ("a", "b")],
+        "consumers": [{"id": name, "strategies": [strategy], "subscribe": ["t"]} for name in ("a", "b")],
         "events": [{"at_ms": 0, "join": "a"}, {"at_ms": 3000, "join": "b"}],
         "end_ms": 20000,
     }))
@@ -58,7 +59,7 @@ def test_a_partition_given_before_its_owner_revoked_it_is_two_owners():
     old check, over ``ownership``) never saw it: a consumer there owns a partition only from
     its committed-offset fetch, and a second claimant was not recorded at all (nor counted in
     ``ownership_conflicts``: a's revocation was handled first, its listener still running)."""
-    run = broken_cooperative_run()
+    run = second_member_joins(RoundRobinClaimingCooperative.name)
     seen = observation_of(run)
     old = dataclasses.replace(seen, held=None)
     assert SINGLE_OWNER not in [v.invariant for v in check_observation(old)]
@@ -69,14 +70,7 @@ def test_a_partition_given_before_its_owner_revoked_it_is_two_owners():
 def test_a_correct_cooperative_handover_is_one_owner_at_a_time():
     """The same group with CooperativeSticky: t-1 and t-3 go to b only in the follow-up rebalance,
     after a's onPartitionsRevoked returned (ConsumerCoordinator.onJoinComplete requests it)."""
-    run = run_simulation(load_scenario({
-        "config": {"session_timeout_ms": 10000, "heartbeat_interval_ms": 3000, "network_latency_ms": 5,
-                   "revocation_ms": 300, "group_initial_rebalance_delay_ms": 0},
-        "topics": {"t": 4},
-        "consumers": [{"id": name, "strategies": ["cooperative-sticky"], "subscribe": ["t"]} for name in ("a", "b")],
-        "events": [{"at_ms": 0, "join": "a"}, {"at_ms": 3000, "join": "b"}],
-        "end_ms": 20000,
-    }))
+    run = second_member_joins("cooperative-sticky")
     assert check_observation(observation_of(run)) == []
     held = run.held
     assert held is not None
