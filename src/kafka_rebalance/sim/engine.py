@@ -7,7 +7,15 @@ simulator plays the application (poll loop, record processing), the network and 
 Modelling choices (Kafka leaves these to the deployment; all deterministic for a seed):
 - Every request and response takes ``network_latency_ms`` (+ a seeded jitter) one way.
   Heartbeat responses without error are not delivered as events: the client does nothing
-  with them, and they are half of all messages.
+  with them, and they are half of all messages (on a lossy network they are: the client times
+  out requests it had no answer to).
+- ``network_loss``: each request and each response (FindCoordinator's too) is lost on its own
+  with this chance, drawn from a random stream of the seed that nothing else uses (until
+  ``network_loss_until_ms``). A lost request never reaches the broker; a lost response was
+  handled by the broker (a JoinGroup that got its member id) and never reaches the client.
+  Consumers then time requests out after ``request_timeout_ms`` and close the connection
+  (``Disconnect``): responses still on their way over the closed connection are dropped, and
+  the consumer's next requests go over a new one.
 - FindCoordinator is answered by any broker: the current leader of the group's
   ``__consumer_offsets`` partition. A consumer starts knowing its coordinator (its bootstrap
   found it before the scenario's join).
@@ -64,6 +72,7 @@ from kafka_rebalance.protocol.classic.consumer_events import (
     ConsumerInput,
     ConsumerOutput,
     ConsumerTimer,
+    Disconnect,
     Fatal,
     LeftGroup,
     MetadataUpdate,
@@ -180,6 +189,8 @@ class Process:
     request_arrival_ms: int = 0  # when this connection's last request arrives
     listener_busy_until_ms: int = 0  # the application thread runs rebalance-listener work until then
     last_arrives: RequestArrives | None = None
+    wire: str = ""  # the connection requests go over now (a new one after each Disconnect)
+    reconnects: int = 0
     incarnation: int = 1
     # the consumer's own view: partition -> [since_ms, generation, fenced_ms] (see result.Held)
     held: dict[str, list[int]] = field(default_factory=dict)
@@ -217,6 +228,10 @@ class Simulation:
         self.rng = random.Random(self.seed)
         self.end_ms = scenario.effective_end_ms
         self.now = 0
+        self.loss = self.cfg.network_loss
+        self.lossy = self.loss > 0
+        self.loss_until_ms = self.end_ms if self.cfg.network_loss_until_ms is None else self.cfg.network_loss_until_ms
+        self.loss_rng = random.Random(f"network-loss/{self.seed}")
         self.heap: list[tuple[int, int, SimEvent]] = []
         self.seq = 0
         self.armed: dict[SimEvent, int] = {}  # timer event -> the sequence number of its live queue entry
@@ -275,6 +290,10 @@ class Simulation:
         self.seq += 1
         heapq.heappush(self.heap, (time, self.seq, event))
         return self.seq
+
+    def _lost(self) -> bool:
+        """Whether the message sent now is lost (only asked on a lossy network)."""
+        return self.now <= self.loss_until_ms and self.loss_rng.random() < self.loss
 
     def _latency(self) -> int:
         jitter = self.cfg.network_jitter_ms
@@ -338,8 +357,9 @@ class Simulation:
             case RequestArrives(broker_id=broker_id, received=received):
                 self._deliver_request(broker_id, received)
             case FindCoordinatorArrives(connection=connection):
-                self._push(self.now + self._latency(),
-                           ResponseArrives(connection, FindCoordinatorResponse(ErrorCode.NONE, self.leader_broker)))
+                if not (self.lossy and self._lost()):
+                    self._push(self.now + self._latency(),
+                               ResponseArrives(connection, FindCoordinatorResponse(ErrorCode.NONE, self.leader_broker)))
             case ConsumerTimerFires(connection=connection, timer=timer):
                 proc = self._running(connection, event)
                 if proc is not None:
@@ -347,7 +367,7 @@ class Simulation:
                     self._maybe_poll(proc)
             case ResponseArrives(connection=connection, response=response):
                 proc = self._running(connection, event)
-                if proc is not None:
+                if proc is not None and connection == proc.wire:  # else its connection was closed
                     self._deliver_response(proc, response)
             case CoordinatorTimerFires(broker_id=broker_id, timer=timer):
                 self._to_coordinator(broker_id, timer)
@@ -396,15 +416,17 @@ class Simulation:
         # A connection delivers in order (TCP): never before the request sent ahead of it.
         arrival = max((self.now if sent_ms is None else sent_ms) + self._latency(), proc.request_arrival_ms)
         proc.request_arrival_ms = arrival
-        if type(request) is FindCoordinatorRequest:
-            self._push(arrival, FindCoordinatorArrives(proc.connection, request))
-            return
         if type(request) is JoinGroupRequest:
             for topic in request.protocols[0].metadata.topics:
                 self.topic_wanted.setdefault(topic, self.now)
+        if self.lossy and self._lost():
+            return
+        if type(request) is FindCoordinatorRequest:
+            self._push(arrival, FindCoordinatorArrives(proc.wire, request))
+            return
         arrives = proc.last_arrives
         if send is not proc.last_send or arrives is None:  # else: the same immutable request again (heartbeats)
-            arrives = RequestArrives(send.node_id, Received(proc.connection, request))  # type: ignore[arg-type]
+            arrives = RequestArrives(send.node_id, Received(proc.wire, request))  # type: ignore[arg-type]
             proc.last_send, proc.last_arrives = send, arrives
         if arrival <= self.now and sent_ms is not None:
             # Sent in the past (a summarised auto-commit): it has arrived by now.
@@ -449,7 +471,7 @@ class Simulation:
             self._coordinator_outputs(broker_id, coordinator.handle(event, self.now))
 
     def _coordinator_outputs(self, broker_id: int, outputs: list[CoordinatorOutput]) -> None:
-        if len(outputs) == 1:
+        if len(outputs) == 1 and not self.lossy:
             only = outputs[0]
             if (type(only) is Respond and type(only.response) is HeartbeatResponse
                     and only.response.error_code is ErrorCode.NONE):
@@ -483,7 +505,10 @@ class Simulation:
         for output in outputs:
             if type(output) is Respond:
                 response = output.response
-                if type(response) is HeartbeatResponse and response.error_code is ErrorCode.NONE:
+                if self.lossy:
+                    if self._lost():
+                        continue
+                elif type(response) is HeartbeatResponse and response.error_code is ErrorCode.NONE:
                     continue
                 # In order per connection, as the request arrivals are.
                 arrival = max(now + self._latency(), ordered.get(output.connection, 0))
@@ -545,6 +570,13 @@ class Simulation:
                     proc.positions.clear()
                 case LeftGroup():
                     pass
+                case Disconnect():
+                    # The connection is closed: what is still on the wire over it is never read,
+                    # and the next request opens a new one.
+                    proc.reconnects += 1
+                    proc.wire = f"{proc.connection}/{proc.reconnects}"
+                    self.connections[proc.wire] = proc
+                    proc.last_send = proc.last_arrives = None
                 case Send() | ArmTimer() | CancelTimer():
                     pass
                 case _:
@@ -589,9 +621,12 @@ class Simulation:
             enable_auto_commit=spec.setting(cfg, "enable_auto_commit"),
             auto_commit_interval_ms=spec.setting(cfg, "auto_commit_interval_ms"),
             background_heartbeat=not spec.setting(cfg, "heartbeat_with_poll"),
+            # Without loss every request is answered: no timeout to arm.
+            request_timeout_ms=cfg.request_timeout_ms if self.lossy else None,
         )
         cc = ConsumerCoordinator(config, self.topics, self.leader_broker)
-        return Process(name=name, spec=spec, connection=connection, cc=cc, ms_per_record=spec.processing_ms_per_record,
+        return Process(name=name, spec=spec, connection=connection, wire=connection, cc=cc,
+                       ms_per_record=spec.processing_ms_per_record,
                        max_poll_records=spec.setting(cfg, "max_poll_records"), mark_ms=self.now,
                        incarnation=incarnation)
 
@@ -672,7 +707,9 @@ class Simulation:
             if partition in owned and partition not in proc.positions:
                 proc.positions[partition] = max(entry.offset, 0)
                 if partition not in self.open_ownership:
-                    self.open_ownership[partition] = (proc.name, self.now, proc.cc.generation)
+                    # Owned as of the generation whose assignment gave it (a SyncGroup that failed
+                    # since, its committed offset still being fetched, leaves the JoinGroup's newer).
+                    self.open_ownership[partition] = (proc.name, self.now, proc.cc.assignment_generation)
 
     def _end_ownership(self, partition: str, name: str) -> None:
         current = self.open_ownership.get(partition)
@@ -735,13 +772,13 @@ class Simulation:
         """A generation's join phase completed: every process holding partitions that did not
         join it (removed, or a static member kept without rejoining: GroupCoordinator.
         onCompleteJoin keeps those) holds them outside the group from now."""
-        joined = {output.connection for output in outputs
+        joined = {id(self.connections.get(output.connection)) for output in outputs
                   if type(output) is Respond and type(output.response) is JoinGroupResponse
                   and output.response.error_code is ErrorCode.NONE and output.response.generation_id == generation}
         for proc in self.processes.values():
             if not proc.alive:
                 continue
-            if proc.cc.member_id and proc.connection not in joined:
+            if proc.cc.member_id and id(proc) not in joined:
                 self._fence(proc)
 
     def _unfence_loaded(self) -> None:
@@ -854,8 +891,9 @@ class Simulation:
                 if not proc.alive:
                     break
                 match event:
-                    case ResponseArrives(response=response):
-                        self._deliver_response(proc, response)
+                    case ResponseArrives(connection=connection, response=response):
+                        if connection == proc.wire:
+                            self._deliver_response(proc, response)
                     case ConsumerTimerFires(timer=timer):
                         self._to_consumer(proc, timer)
                     case AppWakes(token=token, activity=activity):

@@ -6,7 +6,8 @@
 Optional fields beyond the spec (all documented in ``examples/scenarios/README.md``):
 - ``config``: ``max_poll_records`` (500), ``heartbeat_with_poll`` (false: KIP-62 background
   heartbeat; true: kafka-python < 1.4, heartbeats only from poll), ``network_latency_ms`` (2),
-  ``network_jitter_ms`` (0), ``idle_poll_ms`` (500, how often a caught-up consumer with a
+  ``network_jitter_ms`` (0), ``network_loss`` (0: the chance a request or its response is lost),
+  ``network_loss_until_ms`` (none), ``request_timeout_ms`` (30000), ``idle_poll_ms`` (500, how often a caught-up consumer with a
   processing cost polls again), ``offsets_topic_num_partitions`` (50), ``brokers`` (3),
   ``coordinator_load_ms`` (500: a failover leaves the group without coordinator this long),
   ``log_style`` (``modern``, ``legacy`` or ``legacy-old``).
@@ -52,6 +53,12 @@ class SimConfig(_Strict):
     heartbeat_with_poll: bool = False
     network_latency_ms: int = Field(2, ge=0)
     network_jitter_ms: int = Field(0, ge=0)
+    # The chance that a request between a consumer and a broker, or its response, is lost on the
+    # network (each message on its own, drawn from the seed), until ``network_loss_until_ms``
+    # (None: all run long). Consumers then time their requests out after request.timeout.ms.
+    network_loss: float = Field(0, ge=0, lt=1)
+    network_loss_until_ms: int | None = Field(None, ge=0)
+    request_timeout_ms: int = Field(30000, gt=0)
     idle_poll_ms: int = Field(500, gt=0)
     offsets_topic_num_partitions: int = Field(50, gt=0)
     brokers: int = Field(3, gt=0)
@@ -245,6 +252,9 @@ class Scenario(_Strict):
                 topics.add(event.create_topic.name)
             elif event.add_partitions is not None and event.add_partitions.topic not in topics:
                 raise _FieldError(f"events[{i}].add_partitions.topic", f"unknown topic {event.add_partitions.topic!r}")
+        if self.config.network_loss and self.uses_consumer_protocol:
+            raise _FieldError("config.network_loss", "lost requests are simulated for classic groups only "
+                              "(group_protocol: classic, no upgrade events)")
         for i, spec in enumerate(self.produce):
             if spec.topic not in topics:
                 raise _FieldError(f"produce[{i}].topic", f"unknown topic {spec.topic!r}")

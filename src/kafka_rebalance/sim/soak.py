@@ -253,14 +253,16 @@ PATTERN = "p-.*"
 
 
 def random_schedule(seed: int) -> dict[str, Any]:
-    """A random, valid schedule (a scenario document) for ``seed``."""
+    """A random, valid schedule (a scenario document) for ``seed``; about 3 in 10 also lose
+    requests and responses on the network (``network_loss`` 1-5% until the last event, with
+    more jitter), so the clients' request timeouts and retries are exercised."""
     rng = random.Random(seed)
     session = rng.choice((6000, 10000, 15000))
     heartbeat = session // rng.choice((3, 4, 5))
     max_poll_interval = rng.choice((8000, 15000, 30000))
     coordinator_load = rng.choice((0, 200, 1000, 3000))
     metadata_age = rng.choice((3000, 10000, 30000))
-    config = {
+    config: dict[str, Any] = {
         "session_timeout_ms": session,
         "heartbeat_interval_ms": heartbeat,
         "max_poll_interval_ms": max_poll_interval,
@@ -358,6 +360,20 @@ def random_schedule(seed: int) -> dict[str, Any]:
         "events": events,
         "seed": seed,
     }
+    # Lost requests and responses (clients time them out and retry), drawn from a stream of
+    # their own so that the rest of a seed's schedule is what it always was. The loss stops at
+    # the last event (quiet_ms covers what it leaves behind).
+    lossy = random.Random(f"network-loss/{seed}")
+    if lossy.random() < 0.3:
+        # A static member whose JoinGroup (or the commit before it) is lost misses the rebalance
+        # and the coordinator keeps it with its old partitions while they go to others: Kafka's
+        # own two-owner window (see the stall above), not a finding. Lossy schedules are dynamic.
+        for consumer in consumers:
+            consumer.pop("group_instance_id", None)
+        config["network_loss"] = lossy.choice((0.01, 0.02, 0.05))
+        config["network_loss_until_ms"] = last_activity_ms(schedule)
+        config["request_timeout_ms"] = lossy.choice((5000, 30000))
+        config["network_jitter_ms"] = max(config["network_jitter_ms"], lossy.choice((0, 30, 200)))
     schedule["end_ms"] = last_activity_ms(schedule) + quiet_ms(schedule)
     return schedule
 
@@ -372,7 +388,12 @@ def schedule_protocol(schedule: dict[str, Any]) -> str:
 
 
 def last_activity_ms(schedule: dict[str, Any]) -> int:
-    return max((e["at_ms"] + e.get("for_ms", 0) + e.get("after_ms", 0) for e in schedule.get("events", [])), default=0)
+    """The end of the last event, or of the lossy network if later."""
+    last = max((e["at_ms"] + e.get("for_ms", 0) + e.get("after_ms", 0) for e in schedule.get("events", [])), default=0)
+    config = schedule.get("config", {})
+    if config.get("network_loss"):
+        last = max(last, config.get("network_loss_until_ms") or 0)
+    return int(last)
 
 
 def quiet_ms(schedule: dict[str, Any]) -> int:
@@ -386,9 +407,15 @@ def quiet_ms(schedule: dict[str, Any]) -> int:
                    *(c.get("session_timeout_ms", 0) for c in consumers)])
     rebalance = max([config.get("max_poll_interval_ms", 300000),
                      *(c.get("max_poll_interval_ms", 0) for c in consumers)])
-    return int(2 * session + 2 * rebalance + config.get("metadata_max_age_ms", 300000)
-               + config.get("group_initial_rebalance_delay_ms", 3000) + 2 * config.get("coordinator_load_ms", 500)
-               + 10000)
+    quiet = int(2 * session + 2 * rebalance + config.get("metadata_max_age_ms", 300000)
+                + config.get("group_initial_rebalance_delay_ms", 3000) + 2 * config.get("coordinator_load_ms", 500)
+                + 10000)
+    if config.get("network_loss"):
+        # A request lost just before the network recovered times out, the JoinGroup retried
+        # then may wait its join timeout, and what it left behind expires after a session.
+        request_timeout = config.get("request_timeout_ms", 30000)
+        quiet += request_timeout + max(request_timeout, rebalance + 5000) + session
+    return quiet
 
 
 def schedule_seed(master_seed: int, index: int) -> int:
