@@ -19,6 +19,7 @@ import os
 import tempfile
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -84,12 +85,14 @@ def choose_engine(engine: str, files: list[str], master: str | None) -> str:
 
 # --------------------------------------------------------------------------- Spark
 
-def scan_events(spark: Any, files: list[str], clusters: dict[str, str] | None = None) -> Any:
+def scan_events(spark: Any, files: list[str], clusters: dict[str, str] | None = None,
+                syslog_reference_ms: int | None = None) -> Any:
     """Files -> one row per line about groups: an event (``kind`` set) or an unrecognised line
     (``kind`` null, ``shape`` set), plus one row per split with its line count in ``lines``
     (every other column null). Each task reads its byte ranges with ``logparse.scan``: only
     the lines holding a gate phrase are split out and decoded, so the few percent of a broker
     log that is about groups is all that Python parses and all that Spark moves."""
+    from kafka_rebalance.pipeline.logparse.layout import syslog_reference
     from kafka_rebalance.pipeline.logparse.parse import EVENT_COLUMNS, parse_numbered
     from kafka_rebalance.pipeline.logparse.scan import ScanCounts, Split, plan_splits, scan
     from kafka_rebalance.pipeline.logparse.tables import event_ddl
@@ -100,6 +103,10 @@ def scan_events(spark: Any, files: list[str], clusters: dict[str, str] | None = 
     schema = _arrow_schema((*EVENT_COLUMNS, ("shape", "string"), ("lines", "long")))
 
     def scan_splits(batches):
+        with syslog_reference(syslog_reference_ms):
+            yield from _scan_splits(batches)
+
+    def _scan_splits(batches):
         import pyarrow as pa
 
         for batch in batches:
@@ -213,7 +220,7 @@ class Stopwatch:
 
 
 def _run_spark(spark: Any, files: list[str], clusters: dict[str, str], rule: StormRule, out: Any,
-               progress: bool | None, watch: Stopwatch) -> dict:
+               progress: bool | None, watch: Stopwatch, syslog_reference_ms: int) -> dict:
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
@@ -224,7 +231,7 @@ def _run_spark(spark: Any, files: list[str], clusters: dict[str, str], rule: Sto
     per_file = [] if len(files) == 1 else [
         F.sum(F.when(F.col("source") == name, F.col("lines"))).alias(f"lines_{i}")
         for i, name in enumerate(files[:PER_FILE_LINE_COUNTS])]
-    scanned = scan_events(spark, files, clusters).observe(
+    scanned = scan_events(spark, files, clusters, syslog_reference_ms).observe(
         observation, F.sum("lines").alias("lines_read"), F.count("kind").alias("events"), *per_file)
     events_path = str(out.path("events"))
     with spark_progress(spark, "reading logs", enabled=progress):
@@ -317,13 +324,16 @@ def _inputs(paths: list[str], clusters: dict[str, str]) -> list[tuple[str, str]]
 
 def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRule = DEFAULT_STORM_RULE,
              progress: bool | None = None, engine: str = "auto", clusters: dict[str, str] | None = None,
-             stdin_text: str | None = None, master: str | None = None, skipped: list[tuple[str, str]] | None = None
-             ) -> LogsRun:
+             stdin_text: str | None = None, master: str | None = None, skipped: list[tuple[str, str]] | None = None,
+             syslog_until_ms: int | None = None) -> LogsRun:
     """Read logs (files, directories, .gz, ``-`` for stdin), write every table, summary.json and
     report.html into ``out_dir``. ``spark`` may be None: it is built (from ``master``) only if
-    the Spark engine is chosen. ``clusters`` maps a path prefix to a cluster name."""
+    the Spark engine is chosen. ``clusters`` maps a path prefix to a cluster name.
+    ``syslog_until_ms``: year-less syslog times fall no later than this (default: now; see
+    ``logparse.layout``)."""
     from kafka_rebalance.pipeline import advice, report
     from kafka_rebalance.pipeline.io import StagedOutput
+    from kafka_rebalance.pipeline.logparse.layout import syslog_reference
     from kafka_rebalance.pipeline.logparse.tables import analyse_local, expand_inputs, write_frame
 
     files, found_skipped = expand_inputs(paths)
@@ -331,10 +341,12 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
     resolved = {str(Path(prefix).resolve()) if prefix != STDIN else prefix: name
                 for prefix, name in (clusters or {}).items()}
     chosen = choose_engine(engine, files, master)
+    syslog_until_ms = syslog_until_ms if syslog_until_ms is not None else int(time.time() * 1000)
     watch = Stopwatch()
     with StagedOutput(out_dir) as out:
         if chosen == "local":
-            result = analyse_local(_inputs(files, resolved), storm_rule, stdin_text=stdin_text)
+            with syslog_reference(syslog_until_ms):
+                result = analyse_local(_inputs(files, resolved), storm_rule, stdin_text=stdin_text)
             watch.lap("read, parse and stories (local)")
             for table, df in result.frames.items():
                 write_frame(df, out.path(table), table)
@@ -360,13 +372,14 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
                 spark = build_session(master, "kafka-rebalance logs", driver_jvm_options=LOGS_DRIVER_JVM_OPTIONS)
             try:
                 facts = _run_spark(spark, [str(Path(f).resolve()) for f in spark_files],
-                                   resolved, storm_rule, out, progress, watch)
+                                   resolved, storm_rule, out, progress, watch, syslog_until_ms)
             finally:
                 if temporary is not None:
                     os.unlink(temporary)
             frames = report.read_tables(out.staging)
         advice_items = advice.advise(facts["findings"], storm_rule)
         summary = _summary(facts, frames, files, chosen, advice_items, skipped)
+        summary["syslog_until"] = datetime.fromtimestamp(syslog_until_ms / 1000, UTC).isoformat(timespec="seconds")
         figures = report.logs_figures(frames, facts["findings"])
         html = report.render_logs_report(summary, figures, advice_items, frames, facts["findings"])
         report.write_report(out, html, figures)
