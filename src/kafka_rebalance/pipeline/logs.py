@@ -1,11 +1,13 @@
 """Rebalance forensics on Kafka logs: broker and client lines of any layout -> rebalances, their
 causes and the tables of ``logparse.tables``; on Spark for big inputs, in-process for a paste.
 
-The Spark job keeps the JVM doing the bulk work: each line is tested against a few fixed
-substrings (``catalogue.GATE_SUBSTRINGS``, a byte search) and only the few lines that could be
-about group membership cross to Python, where ``logparse.parse`` reads them. Events
-are then grouped by (cluster, group) and each group's story (``logparse.story.tell``) is told
-by ``applyInPandas``: memory is bounded by the largest group, not by the log.
+The Spark job never splits the whole log into lines: each task reads byte ranges of the files
+(``logparse.scan``), finds the few fixed gate phrases (``catalogue.GATE_SUBSTRINGS``) with byte
+searches and decodes only the lines holding one, and the line after each (to join lines a
+terminal wrapped), which ``logparse.parse`` reads. Events are then grouped by (cluster, group)
+and each group's story (``logparse.story.tell``) is told in one streaming ``mapInArrow`` pass,
+its rows leaving the workers as typed Arrow columns: memory is bounded by the largest group,
+not by the log.
 
 Small inputs (a paste from stdin, a few files of an incident) skip Spark entirely: starting a
 JVM costs more than reading them (``benchmarks/logs.py`` measures both). The two engines run
@@ -58,9 +60,9 @@ def input_bytes(files: list[str]) -> int:
 
 
 # The driver JVM (all of Spark on a local master) for ``logs``: the client compiler only. The
-# job's hot loops (line splitting, a few byte searches) are simple; C2's compile threads cost
-# more CPU than they win back (measured on a 200 MB log: 22.6 -> 16.5 CPU-s for the first run
-# in a session, 10.0 -> 8.2 for the next).
+# JVM's share of the job (a shuffle of the events, Arrow hand-overs, Parquet) is small; C2's
+# compile threads cost more CPU than they win back (measured when the JVM still split the
+# lines, on a 200 MB log: 22.6 -> 16.5 CPU-s for the first run in a session).
 LOGS_DRIVER_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
 
 MIN_SPLIT_BYTES = 128 * 1024 * 1024
