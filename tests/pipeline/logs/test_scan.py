@@ -140,3 +140,29 @@ def test_the_applications_own_full_timestamp_wins_over_syslogs():
     line = ("Nov 23 14:00:01 broker1 kafka[812]: [2019-11-23 14:00:01,250] INFO [GroupCoordinator 0]: "
             "Stabilized group g generation 5 (__consumer_offsets-7) with 1 members")
     assert parse_line(line)["time_ms"] == _utc("2019-11-23T14:00:01.250")
+
+
+def test_the_year_option_end_to_end_and_as_bad_input(tmp_path):
+    """``logs --year``: a syslog paste crossing New Year gets its rebalance in order; a bad value
+    is one line on stderr and exit 2."""
+    import json
+
+    import pandas as pd
+    from click.testing import CliRunner
+
+    from kafka_rebalance.cli import cli, logs_cmd  # noqa: F401  (registers the command)
+
+    prefix = "{stamp} broker1 kafka[812]: [GroupCoordinator 0]: "
+    paste = "\n".join([
+        prefix.format(stamp="Dec 31 23:59:50") + "Preparing to rebalance group g in state PreparingRebalance with "
+        "old generation 4 (__consumer_offsets-7) (reason: Adding new member c-1 with group instance id None)",
+        prefix.format(stamp="Jan  1 00:00:10") + "Stabilized group g generation 5 (__consumer_offsets-7) with 1 members",
+    ]) + "\n"
+    result = CliRunner().invoke(cli, ["logs", "-", "--out", str(tmp_path / "out"), "--json", "--year", "2025-01-02"],
+                                input=paste)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["syslog_until"] == "2025-01-02T23:59:59+00:00"
+    (row,) = pd.read_parquet(tmp_path / "out" / "rebalances").itertuples()
+    assert (str(row.start), row.duration_ms) == ("2024-12-31 23:59:50", 20_000)
+    bad = CliRunner().invoke(cli, ["logs", "-", "--out", str(tmp_path / "bad"), "--year", "soon"], input=paste)
+    assert bad.exit_code == 2 and "--year" in bad.output and "Traceback" not in bad.output
