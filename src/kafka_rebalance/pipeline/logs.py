@@ -96,12 +96,16 @@ def scan_events(spark: Any, files: list[str], clusters: dict[str, str] | None = 
     log that is about groups is all that Python parses and all that Spark moves."""
     from kafka_rebalance.pipeline.logparse.layout import syslog_reference
     from kafka_rebalance.pipeline.logparse.parse import EVENT_COLUMNS, parse_numbered
-    from kafka_rebalance.pipeline.logparse.scan import ScanCounts, Split, plan_splits, scan
+    from kafka_rebalance.pipeline.logparse.scan import ScanCounts, Split, pack_splits, plan_splits, scan
     from kafka_rebalance.pipeline.logparse.tables import event_ddl
 
     labels = dict(clusters or {})
-    sizes = [(name, os.path.getsize(name)) for name in files]
-    splits = plan_splits(sizes, split_bytes(sum(size for _, size in sizes), spark.sparkContext.defaultParallelism))
+    sizes = {name: os.path.getsize(name) for name in files}
+    total = sum(sizes.values())
+    parallelism = spark.sparkContext.defaultParallelism
+    size_per_split = split_bytes(total, parallelism)
+    splits = plan_splits(list(sizes.items()), size_per_split)
+    tasks = pack_splits(splits, sizes, max(parallelism, -(-total // size_per_split)))
     schema = _arrow_schema((*EVENT_COLUMNS, ("shape", "string"), ("lines", "long")))
 
     def scan_splits(batches):
@@ -112,7 +116,8 @@ def scan_events(spark: Any, files: list[str], clusters: dict[str, str] | None = 
         import pyarrow as pa
 
         for batch in batches:
-            for path, start, end in zip(*(batch.column(n).to_pylist() for n in ("path", "start", "end")), strict=True):
+            packed = zip(*(batch.column(n).to_pylist() for n in ("paths", "starts", "ends")), strict=True)
+            for path, start, end in (split for task in packed for split in zip(*task, strict=True)):
                 counts = ScanCounts()
                 cluster = _cluster_for(path, labels)
                 records: list[dict] = []
@@ -124,8 +129,11 @@ def scan_events(spark: Any, files: list[str], clusters: dict[str, str] | None = 
                 records.append({"source": path, "cluster": cluster, "lines": counts.lines})
                 yield pa.RecordBatch.from_pylist(records, schema=schema)
 
-    rows = [(s.path, s.start, s.end) for s in splits]
-    plan = spark.createDataFrame(rows, "path string, start long, end long").repartition(len(rows))
+    # One row (a list of splits) per partition: parallelize keeps them apart, where a
+    # round-robin repartition could put two splits in one task and leave a core idle.
+    rows = [([s.path for s in task], [s.start for s in task], [s.end for s in task]) for task in tasks]
+    plan = spark.createDataFrame(spark.sparkContext.parallelize(rows, len(rows)),
+                                 "paths array<string>, starts array<bigint>, ends array<bigint>")
     return plan.mapInArrow(scan_splits, event_ddl() + ", `lines` bigint")
 
 

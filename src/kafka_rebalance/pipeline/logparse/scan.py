@@ -9,8 +9,10 @@ noise phrase: ``parse.passes_gate`` on bytes) are decoded, together with the lin
 them: a line cut in two by a terminal or a paste is joined again from that one
 (``parse.parse_numbered``), exactly as when every line is read.
 
-Both engines use it: the Spark job runs one split per task, the local engine reads each file as
-one split. ``seq`` is the byte offset of a line's start (in the decompressed stream for
+The Spark job runs the splits of a file in parallel (the local engine reads every line and
+gives the same records). One known edge: when a terminal cut a line exactly where one split
+ends, the split before joins the two halves, and the second half, if it holds a gate phrase
+itself, is also read on its own by the next split (one extra record; splits are >= 128 MB). ``seq`` is the byte offset of a line's start (in the decompressed stream for
 ``.gz``): increasing in file order, so the story orders lines as written.
 """
 
@@ -52,6 +54,21 @@ def plan_splits(files: list[tuple[str, int]], split_bytes: int) -> list[Split]:
         splits.extend(Split(path, first, min(first + step, size) if first + step < size else None)
                       for first in range(0, size, step))
     return splits
+
+
+def pack_splits(splits: list[Split], sizes: dict[str, int], tasks: int) -> list[list[Split]]:
+    """Splits -> at most ``tasks`` lists of about equal bytes (largest first, each to the least
+    loaded list): a directory of many small files becomes a few tasks, not one task per file."""
+    def length(split: Split) -> int:
+        return (split.end if split.end is not None else sizes[split.path]) - split.start
+
+    bins: list[tuple[int, int, list[Split]]] = [(0, i, []) for i in range(max(1, min(tasks, len(splits))))]
+    for split in sorted(splits, key=length, reverse=True):
+        load, index, members = min(bins)
+        members.append(split)
+        bins[index] = (load + length(split), index, members)
+    return [sorted(members, key=lambda s: (s.path, s.start)) for _, _, members in sorted(bins, key=lambda b: b[1])
+            if members]
 
 
 class ScanCounts:
