@@ -31,3 +31,17 @@ def never_two_owners(result) -> None:
         intervals.sort()
         for (_, end), (start, _) in zip(intervals, intervals[1:], strict=False):
             assert start >= end
+
+
+def settled_without_loss(run, members=None) -> None:
+    """A run's end state after churn: no partition ever had two owners, no record was lost, the
+    group is Stable (with exactly ``members``, when given) and every partition has one owner."""
+    result = run.to_json()
+    assert run.ownership_conflicts == 0
+    never_two_owners(result)
+    assert result["metrics"]["records_lost"] == 0
+    assert run.final_group_state == "Stable"
+    if members is not None:
+        assert sorted(run.final_members) == sorted(members)
+    owned = sorted(p for parts in result["final_assignment"].values() for p in parts)
+    assert owned == sorted(run.produced.partition)

@@ -254,7 +254,7 @@ def _resize_group(scenario: dict[str, Any], size: int, where: str) -> None:
         added.append(clone)
         for event in template_events:
             copied = copy.deepcopy(event)
-            for action in ("join", "leave", "crash", "pause", "stall", "restart"):
+            for action in ("join", "leave", "crash", "pause", "stall", "restart", "upgrade", "downgrade"):
                 if copied.get(action) == template["id"]:
                     copied[action] = new_id
             if isinstance(copied.get("subscribe"), Mapping):
@@ -265,7 +265,8 @@ def _resize_group(scenario: dict[str, Any], size: int, where: str) -> None:
 
 
 def _event_consumers(event: Mapping[str, Any]) -> set[str]:
-    names = {event[a] for a in ("join", "leave", "crash", "pause", "stall", "restart", "upgrade") if event.get(a)}
+    names = {event[a] for a in ("join", "leave", "crash", "pause", "stall", "restart", "upgrade", "downgrade")
+             if event.get(a)}
     if isinstance(event.get("subscribe"), Mapping) and event["subscribe"].get("consumer"):
         names.add(event["subscribe"]["consumer"])
     return names

@@ -212,10 +212,20 @@ class ConsumerGroupConverted(ConsumerGroupRecord):
     direction: str
 
 
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupLoaded(ConsumerGroupRecord):
+    """``Loaded consumer group {} with {} members.`` (``onLoaded``, a new coordinator replayed the group)."""
+
+    KIND: ClassVar[str] = "consumer_group_loaded"
+    time_ms: int
+    group_id: str
+    members: int
+
+
 ConsumerGroupLogRecord = (
     ConsumerGroupEpochBumped | ConsumerTargetAssignmentComputed | ConsumerMemberJoined | ConsumerStaticMemberReplaced
     | ConsumerMemberLeft | ConsumerMemberFenced | ConsumerMemberAssignmentUpdated | ConsumerGroupStateChanged
-    | ConsumerGroupConverted
+    | ConsumerGroupConverted | ConsumerGroupLoaded
 )
 LogRecord = PreparingRebalance | Stabilized | AssignmentReceived | MemberFailed | MemberLeft | GroupEmpty | ConsumerGroupLogRecord
 
@@ -227,5 +237,5 @@ RECORD_KINDS: tuple[str, ...] = tuple(t.KIND for t in RECORD_TYPES)
 CONSUMER_GROUP_RECORD_TYPES: tuple[type[ConsumerGroupLogRecord], ...] = (
     ConsumerGroupEpochBumped, ConsumerTargetAssignmentComputed, ConsumerMemberJoined, ConsumerStaticMemberReplaced,
     ConsumerMemberLeft, ConsumerMemberFenced, ConsumerMemberAssignmentUpdated, ConsumerGroupStateChanged,
-    ConsumerGroupConverted,
+    ConsumerGroupConverted, ConsumerGroupLoaded,
 )

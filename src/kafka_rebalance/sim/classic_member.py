@@ -11,7 +11,9 @@ Modelling choices (beyond the classic simulator's, ``sim/engine.py``):
   its rejoin), unlike in the classic simulator.
 - OffsetCommit is the simulator's (before a revocation, and auto-commit ticks), sent as a classic
   OffsetCommit (a generation id); the machine's own commits are not sent twice.
-- FindCoordinator is not simulated here: the coordinator does not move in a migration run.
+- FindCoordinator (after NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE: the coordinator moved) is
+  ``ClassicFindCoordinator``, answered by the simulator at once with the broker that leads the
+  group's partition (COORDINATOR_NOT_AVAILABLE while the new coordinator loads).
 """
 
 from __future__ import annotations
@@ -41,9 +43,15 @@ class ClassicSend:
     request: ce.ClassicRequest
 
 
-ClassicInput = me.Input | cc_events.ConsumerTimer
-ClassicOutput = (ClassicSend | ArmTimer[cc_events.ConsumerTimer] | CancelTimer[cc_events.ConsumerTimer]
-                 | me.CommitOffsets | me.PartitionsRevoked | me.PartitionsAssigned | me.PartitionsLost | me.Fatal)
+@dataclass(frozen=True, slots=True)
+class ClassicFindCoordinator:
+    """A classic member looks for its group's coordinator (FindCoordinator to any broker)."""
+
+
+ClassicInput = me.Input | cc_events.ConsumerTimer | cc_events.Received
+ClassicOutput = (ClassicSend | ClassicFindCoordinator | ArmTimer[cc_events.ConsumerTimer]
+                 | CancelTimer[cc_events.ConsumerTimer] | me.CommitOffsets | me.PartitionsRevoked
+                 | me.PartitionsAssigned | me.PartitionsLost | me.Fatal)
 
 
 class ClassicMembership:
@@ -123,7 +131,10 @@ class ClassicMembership:
             for item in self.cc.handle(event, now_ms):
                 match item:
                     case cc_events.Send(request=request):
-                        if isinstance(request, OffsetCommitRequest | FindCoordinatorRequest):
+                        if isinstance(request, FindCoordinatorRequest):
+                            out.append(ClassicFindCoordinator())
+                            continue
+                        if isinstance(request, OffsetCommitRequest):
                             continue
                         sends.append(ClassicSend(request))  # type: ignore[arg-type]
                     case ArmTimer() | CancelTimer():

@@ -25,17 +25,16 @@ Modelling choices (beyond those of ``sim.engine``, which this follows):
 from __future__ import annotations
 
 import heapq
-import math
-import random
 import re
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, assert_never
 
-from kafka_rebalance.model import InvalidInput
+from kafka_rebalance.protocol.classic import consumer_events as cc_events
 from kafka_rebalance.protocol.classic import coordinator_events as cl
 from kafka_rebalance.protocol.classic.consumer import ConsumerConfig
 from kafka_rebalance.protocol.classic.coordinator import (
+    ClassicGroup,
     CoordinatorConfig,
     GroupCoordinator,
     coordinator_partition,
@@ -73,83 +72,74 @@ from kafka_rebalance.protocol.modern.consumer.member import (
     MemberConfig,
     MemberState,
 )
-from kafka_rebalance.protocol.modern.consumer.migration import consumer_group_for_heartbeat
-from kafka_rebalance.sim.classic_member import ClassicInput, ClassicMembership, ClassicOutput, ClassicSend
-from kafka_rebalance.sim.ownership_metrics import ownership_metrics, topic_epochs
+from kafka_rebalance.protocol.modern.consumer.migration import consumer_group_for_heartbeat, downgraded
+from kafka_rebalance.protocol.modern.consumer.records import ConsumerGroupRecords, records_of, replay
+from kafka_rebalance.sim.classic_member import (
+    ClassicFindCoordinator,
+    ClassicInput,
+    ClassicMembership,
+    ClassicOutput,
+    ClassicSend,
+)
+from kafka_rebalance.sim.core import AppProcess, SimulatorCore, partition_order
+from kafka_rebalance.sim.events import (
+    AppActivity,
+    AppWakes,
+    ConsumerGroupDeferrable,
+    ConsumerGroupEvent,
+    CoordinatorLoaded,
+    GroupRequestArrives,
+    GroupResponseArrives,
+    GroupTimer,
+    GroupTimerFires,
+    MemberTimer,
+    MemberTimerFires,
+    ProcessResumes,
+    ProcessStarts,
+    ScenarioStep,
+)
+from kafka_rebalance.sim.ownership_metrics import ownership_metrics
 from kafka_rebalance.sim.result import (
     Commits,
-    Consumption,
     LoggedRecord,
     MemberPartitions,
     Metrics,
     Ownership,
-    Produced,
     Rebalance,
     SimulationResult,
     ints,
     strings,
 )
-from kafka_rebalance.sim.scenario import ConsumerSpec, Event, Scenario
-from kafka_rebalance.sim.traffic import Traffic
-
-# Heap event kinds.
-TO_COORDINATOR, TO_MEMBER, COORDINATOR_TIMER, MEMBER_TIMER, SCENARIO, APP, START, RESUME, LOADED = range(9)
+from kafka_rebalance.sim.scenario import ConsumerSpec, Event, Scenario, SubscribeChange
 
 
-def _sort_key(partition: str) -> tuple[str, int]:
-    topic, _, number = partition.rpartition("-")
-    return topic, int(number)
-
-
-@dataclass
-class Process:
+@dataclass(slots=True, kw_only=True)
+class Process(AppProcess):
     """One run of a consumer process (a restart is a new Process with the same name)."""
 
-    name: str
-    spec: ConsumerSpec
-    connection: str
     machine: ConsumerMembershipManager | ClassicMembership
-    ms_per_record: float
-    max_poll_records: int
     auto_commit_interval_ms: int
-    alive: bool = True
-    paused: bool = False
-    stalled: bool = False
     busy: bool = False  # running listener callbacks or a batch
     closing: bool = False
-    positions: dict[str, int] = field(default_factory=dict)
-    mark_ms: int = 0
     next_commit_ms: int = 0
-    app_token: int = 0
-    batch: list[tuple[str, int, int]] = field(default_factory=list)
-    batch_start: int = 0
     callbacks: list[list[me.Output]] = field(default_factory=list)
-    deferred: list[tuple[int, Any]] = field(default_factory=list)
-    order: list[str] = field(default_factory=list)  # positions in fetch order (cached)
-
-    @property
-    def continuous(self) -> bool:
-        return self.ms_per_record == 0
+    deferred: list[ConsumerGroupDeferrable] = field(default_factory=list)
+    timer_events: dict[MemberTimer, MemberTimerFires] = field(default_factory=dict)  # one per timer
 
     @property
     def flowing(self) -> bool:
         return (self.alive and self.continuous and not self.paused and not self.stalled and not self.busy
                 and self.machine.state is not MemberState.FATAL)
 
+    @property
+    def generation(self) -> int:
+        return self.machine.member_epoch
 
-class ConsumerGroupSimulation:
+
+class ConsumerGroupSimulation(SimulatorCore[Process]):
     def __init__(self, scenario: Scenario, seed: int | None = None):
-        self.scenario = scenario
-        self.seed = scenario.seed if seed is None else seed
-        self.cfg = scenario.config
-        self.rng = random.Random(self.seed)
-        self.end_ms = scenario.effective_end_ms
-        self.now = 0
-        self.heap: list[tuple[int, int, int, Any, Any]] = []
-        self.seq = 0
-        self.topics: dict[str, int] = dict(scenario.topics)
-        self.partition_created: dict[str, int] = {f"{t}-{p}": 0 for t, n in self.topics.items() for p in range(n)}
-        self.traffic = Traffic(scenario.produce, topic_epochs(self.scenario), self.end_ms)
+        super().__init__(scenario, seed)
+        self.heap: list[tuple[int, int, ConsumerGroupEvent]] = []
         self.offsets_partition = coordinator_partition(scenario.group, self.cfg.offsets_topic_num_partitions)
         self.broker = self.offsets_partition % self.cfg.brokers
         config = ConsumerGroupConfig(
@@ -163,110 +153,137 @@ class ConsumerGroupSimulation:
         # until the first ConsumerGroupHeartbeat converts it (protocol/modern/consumer/migration.py).
         self.classic_coordinator: GroupCoordinator | None = None
         if scenario.group_protocol == "classic":
-            self.classic_coordinator = GroupCoordinator(CoordinatorConfig(
-                group_initial_rebalance_delay_ms=self.cfg.group_initial_rebalance_delay_ms,
-                group_min_session_timeout_ms=self.cfg.group_min_session_timeout_ms,
-                group_max_session_timeout_ms=self.cfg.group_max_session_timeout_ms,
-                offsets_topic_num_partitions=self.cfg.offsets_topic_num_partitions,
-                broker_id=self.broker), seed=self.rng.getrandbits(32))
-        self.upgraded: set[str] = set()  # consumers restarted with group.protocol=consumer
+            self.classic_coordinator = self._new_classic_coordinator()
+        # The protocol each consumer runs when it next starts (``upgrade`` / ``downgrade`` events change it).
+        self.protocol_of: dict[str, str] = {c.id: scenario.group_protocol for c in scenario.consumers}
         self.coordinator_available = True
         self.coordinator_epoch = 0
-        self.coordinator_timers: dict[Hashable, int] = {}
-        self.coordinator_scheduled: dict[Hashable, int] = {}
-        self.member_timers: dict[tuple[str, Hashable], int] = {}
-        self.member_scheduled: dict[tuple[str, Hashable], int] = {}
-        self.processes: dict[str, Process] = {}
-        self.connections: dict[str, Process] = {}
-        self.incarnations: dict[str, int] = {}
-        self.member_names: dict[str, str] = {}
+        # __consumer_offsets as the classic coordinator wrote it (a new one loads it after a
+        # failover); a consumer group's records are taken when its coordinator resigns.
+        self.offsets_records: list[cl.PersistedRecord] = []
+        self.consumer_group_records: ConsumerGroupRecords | None = None
+        # Armed deadlines, and the deadline of each timer's one queue entry (moved forward lazily).
+        self.coordinator_timers: dict[GroupTimer, int] = {}
+        self.coordinator_scheduled: dict[GroupTimer, int] = {}
+        self.member_timers: dict[MemberTimerFires, int] = {}
+        self.member_scheduled: dict[MemberTimerFires, int] = {}
         self.open_ownership: dict[str, tuple[str, int, int]] = {}  # partition -> member, since, epoch
         self.ownership: list[tuple[str, str, int, int, int]] = []  # partition, member, epoch, start, end
-        self.consumption: list[tuple[str, str, int, int, int, int, int]] = []
         self.commit_rows: list[tuple[int, str, int, str, int, int]] = []
         self.ownership_conflicts = 0
-        self.processed_high: dict[str, int] = {}
-        self.records_twice = 0
-        self.records_lost = 0
-        self.topic_wanted: dict[str, int] = {}
         self.log_records: list[LoggedRecord] = []
         self.rebalances: list[dict[str, Any]] = []
         self.open_rebalance: dict[str, Any] | None = None
         self.last_reason = "the group changed"
         self.requester: str | None = None
-        self.in_order: dict[tuple[int, str], int] = {}
+        # When the last message sent on a connection arrives, per direction (to the coordinator, to the member).
+        self.request_arrival_ms: dict[str, int] = {}
+        self.response_arrival_ms: dict[str, int] = {}
 
     # ------------------------------------------------------------------ set-up helpers
 
-    def _push(self, time: int, kind: int, a: Any = None, b: Any = None) -> None:
+    def _new_classic_coordinator(self, partitions: tuple[int, ...] | None = None) -> GroupCoordinator:
+        return GroupCoordinator(CoordinatorConfig(
+            group_initial_rebalance_delay_ms=self.cfg.group_initial_rebalance_delay_ms,
+            group_min_session_timeout_ms=self.cfg.group_min_session_timeout_ms,
+            group_max_session_timeout_ms=self.cfg.group_max_session_timeout_ms,
+            offsets_topic_num_partitions=self.cfg.offsets_topic_num_partitions,
+            broker_id=self.broker), seed=self.rng.getrandbits(32), partitions=partitions)
+
+    def _push(self, time: int, event: ConsumerGroupEvent) -> int:
         self.seq += 1
-        heapq.heappush(self.heap, (time, self.seq, kind, a, b))
+        heapq.heappush(self.heap, (time, self.seq, event))
+        return self.seq
 
-    def _latency(self) -> int:
-        jitter = self.cfg.network_jitter_ms
-        return self.cfg.network_latency_ms + (self.rng.randint(0, jitter) if jitter else 0)
-
-    def _arrival(self, direction: int, connection: str) -> int:
+    def _arrival(self, in_order: dict[str, int], connection: str) -> int:
         """When a message sent now arrives: after the latency, and never before an earlier
         message on the same connection (Kafka answers a connection's requests in order)."""
-        key = (direction, connection)
-        at = max(self.now + self._latency(), self.in_order.get(key, 0))
-        self.in_order[key] = at
+        at = max(self.now + self._latency(), in_order.get(connection, 0))
+        in_order[connection] = at
         return at
+
+    def _respond(self, connection: str, response: ce.Response | cl.GroupResponse) -> None:
+        self._push(self._arrival(self.response_arrival_ms, connection), GroupResponseArrives(connection, response))
 
     # ------------------------------------------------------------------ main loop
 
     def run(self) -> SimulationResult:
-        for index, event in enumerate(self.scenario.events):
-            self._push(event.at_ms, SCENARIO, index)
+        for index, step in enumerate(self.scenario.events):
+            self._push(step.at_ms, ScenarioStep(index))
         heap = self.heap
         end = self.end_ms
         pop = heapq.heappop
         while heap:
-            time, _, kind, a, b = heap[0]
+            time, _, event = heap[0]
             if time > end:
                 break
             pop(heap)
             self.now = time
-            if kind == TO_COORDINATOR:
-                self._deliver_to_coordinator(a, b[0], b[1])
-            elif kind == TO_MEMBER:
-                proc = self.connections.get(a)
-                if proc is not None and proc.alive and proc.paused:
-                    proc.deferred.append((TO_MEMBER, b))
-                elif proc is not None and proc.alive:
-                    self._member_input(proc, me.Received(b))
-            elif kind == MEMBER_TIMER:
-                self._member_timer(a, b, time)
-            elif kind == COORDINATOR_TIMER:
-                self._coordinator_timer(a, b, time)
-            elif kind == SCENARIO:
-                self._scenario_event(self.scenario.events[a])
-            elif kind == APP:
-                proc = self.connections.get(a[0])
-                if proc is not None and proc.alive and a[1] == proc.app_token:
-                    if proc.paused:
-                        proc.deferred.append((APP, (a, b)))
-                    else:
-                        self._app_event(proc, b)
-            elif kind == START:
-                self._start_process(a)
-            elif kind == RESUME:
-                proc = self.connections.get(a)
-                if proc is not None and proc.alive:
-                    self._resume(proc, b)
-            elif kind == LOADED and a == self.coordinator_epoch:
-                self.coordinator_available = True
+            # The most frequent events (heartbeats and their timers) go straight to their handlers.
+            if type(event) is GroupRequestArrives:
+                self._deliver_to_coordinator(event.connection, event.request, event.ignore_response)
+            elif type(event) is MemberTimerFires:
+                self._member_timer(event, time)
+            else:
+                self._dispatch(event)
         self.now = end
         return self._finish()
+
+    def _dispatch(self, event: ConsumerGroupEvent) -> None:
+        match event:
+            case GroupRequestArrives(connection=connection, request=request, ignore_response=ignore):
+                self._deliver_to_coordinator(connection, request, ignore)
+            case GroupResponseArrives(connection=connection, response=response):
+                proc = self.connections.get(connection)
+                if proc is not None and proc.alive and proc.paused:
+                    proc.deferred.append(event)
+                elif proc is not None and proc.alive:
+                    self._deliver_response(proc, response)
+            case MemberTimerFires():
+                self._member_timer(event, self.now)
+            case GroupTimerFires(coordinator_epoch=epoch, timer=timer):
+                self._coordinator_timer(epoch, timer, self.now)
+            case ScenarioStep(index=index):
+                self._scenario_event(self.scenario.events[index])
+            case AppWakes(connection=connection, token=token, activity=activity):
+                proc = self.connections.get(connection)
+                if proc is not None and proc.alive and token == proc.app_token:
+                    if proc.paused:
+                        proc.deferred.append(event)
+                    else:
+                        self._app_event(proc, activity)
+            case ProcessStarts(name=name):
+                self._start_process(name)
+            case ProcessResumes(connection=connection, interruption=interruption):
+                proc = self.connections.get(connection)
+                if proc is not None and proc.alive:
+                    self._resume(proc, interruption)
+            case CoordinatorLoaded(leader_epoch=epoch):
+                if epoch == self.coordinator_epoch:
+                    self._coordinator_loaded()
+            case _:
+                assert_never(event)
+
+    def _deliver_response(self, proc: Process, response: ce.Response | cl.GroupResponse) -> None:
+        if isinstance(response, ce.ConsumerGroupHeartbeatResponse):
+            self._member_input(proc, me.Received(response))
+        elif isinstance(response, ce.OffsetCommitResponse | ce.OffsetFetchResponse):
+            raise AssertionError(f"{response!r}: OffsetCommit and OffsetFetch go straight to the coordinator")
+        else:  # to a classic member (a rolling upgrade)
+            self._member_input(proc, cc_events.Received(response))
 
     # ------------------------------------------------------------------ coordinator side
 
     def _deliver_to_coordinator(self, connection: str, request: ce.Request, ignore_response: bool) -> None:
         if not self.coordinator_available:
-            if isinstance(request, ce.ConsumerGroupHeartbeatRequest) and not ignore_response:
-                self._push(self._arrival(TO_MEMBER, connection), TO_MEMBER, connection,
-                           ce.ConsumerGroupHeartbeatResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            if isinstance(request, ce.ConsumerGroupHeartbeatRequest):
+                if not ignore_response:
+                    self._respond(connection, ce.ConsumerGroupHeartbeatResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            elif self.classic_coordinator is not None:  # loading: it answers COORDINATOR_LOAD_IN_PROGRESS
+                assert not isinstance(request, ce.OffsetCommitRequest | ce.OffsetFetchRequest)
+                self._classic_output(self.classic_coordinator.handle(cl.Received(connection, request), self.now))
+            else:
+                self._respond(connection, _not_available(request))
             return
         if isinstance(request, ce.ConsumerGroupHeartbeatRequest) and request.member_epoch == 0:
             topics = request.subscribed_topic_names or ()
@@ -286,7 +303,7 @@ class ConsumerGroupSimulation:
         self._coordinator_output(out)
         self.requester = None
 
-    def _classic_group(self) -> Any:
+    def _classic_group(self) -> ClassicGroup | None:
         assert self.classic_coordinator is not None
         return self.classic_coordinator.group(self.scenario.group)
 
@@ -306,28 +323,40 @@ class ConsumerGroupSimulation:
             coordinator = consumer_group_for_heartbeat(snapshot, request.member_epoch, self.topics, self.group_config,
                                                        seed=self.rng.getrandbits(32))
         except ProtocolError as error:
-            self._push(self._arrival(TO_MEMBER, connection), TO_MEMBER, connection,
-                       ce.ConsumerGroupHeartbeatResponse(error.code, error_message=error.message))
+            self._respond(connection, ce.ConsumerGroupHeartbeatResponse(error.code, error_message=error.message))
             return False
         if not coordinator.group_id:
             coordinator.group_id = self.scenario.group
         self.classic_coordinator = None
+        self.offsets_records = []  # the classic group's tombstone; the consumer group's records follow
         self.coordinator_timers.clear()
         if group is not None:
             coordinator.offsets.update(group.offsets)
             for m in group.members.values():
                 if m.join_connection is not None:
-                    self._push(self._arrival(TO_MEMBER, m.join_connection), TO_MEMBER, m.join_connection,
-                               cl.JoinGroupResponse(ErrorCode.REBALANCE_IN_PROGRESS, member_id=m.member_id))
+                    self._respond(m.join_connection,
+                                  cl.JoinGroupResponse(ErrorCode.REBALANCE_IN_PROGRESS, member_id=m.member_id))
                 if m.sync_connection is not None:
-                    self._push(self._arrival(TO_MEMBER, m.sync_connection), TO_MEMBER, m.sync_connection,
-                               cl.SyncGroupResponse(ErrorCode.REBALANCE_IN_PROGRESS))
+                    self._respond(m.sync_connection, cl.SyncGroupResponse(ErrorCode.REBALANCE_IN_PROGRESS))
         self.coordinator = coordinator
         if group is not None and group.members:
             self._on_log(ConsumerGroupConverted(self.now, self.scenario.group, "upgrade"))
             self._coordinator_output([ArmTimer(ce.SessionTimeout(m.member_id), self.now + m.session_timeout_ms)
                                       for m in group.members.values()])
         return True
+
+    def _downgrade_group(self, classic: ce.ClassicGroupSnapshot) -> None:
+        """The last consumer-protocol member left while classic ones remain: Kafka's
+        ``convertToClassicGroup``. The consumer group's timers go with it; the classic group is
+        loaded from the records the conversion writes (its members keep their target assignment,
+        their sessions restart) and starts a rebalance, then the conversion is logged."""
+        offsets = dict(self.coordinator.offsets)
+        self.coordinator_timers.clear()
+        self.classic_coordinator = self._new_classic_coordinator()
+        conversion = downgraded(classic, offsets, self.offsets_partition)
+        self.offsets_records = list(conversion.records)
+        self._classic_output(self.classic_coordinator.handle(conversion, self.now))
+        self._on_log(ConsumerGroupConverted(self.now, self.scenario.group, "downgrade"))
 
     def _classic_output(self, out: list[cl.CoordinatorOutput]) -> None:
         """The classic coordinator's outputs, before the group converts."""
@@ -336,64 +365,70 @@ class ConsumerGroupSimulation:
                 case cl.Respond(connection=connection, response=response):
                     if isinstance(response, cl.JoinGroupResponse) and response.member_id:
                         self._name_member(response.member_id, connection)
-                    self._push(self._arrival(TO_MEMBER, connection), TO_MEMBER, connection, response)
+                    self._respond(connection, response)
                 case ArmTimer() | CancelTimer() | Log():
                     self._coordinator_effect(item)
-                case cl.Persist():
-                    pass
+                case cl.Persist(record=record):
+                    self.offsets_records.append(record)
 
     def _name_member(self, member_id: str, connection: str) -> None:
         proc = self.connections.get(connection)
         if proc is not None:
             self.member_names[member_id] = proc.name
 
-    def _coordinator_effect(self, item: ArmTimer[Any] | CancelTimer[Any] | Log) -> None:
+    def _coordinator_effect(self, item: ArmTimer[ce.Timer] | CancelTimer[ce.Timer] | ArmTimer[cl.CoordinatorTimer]
+                            | CancelTimer[cl.CoordinatorTimer] | Log) -> None:
         """A timer or log record of either coordinator (classic before a conversion, then the consumer group)."""
         match item:
             case ArmTimer(timer=timer, deadline_ms=deadline):
-                self.coordinator_timers[timer] = deadline
-                scheduled = self.coordinator_scheduled.get(timer)
-                if scheduled is None or deadline < scheduled:
-                    self.coordinator_scheduled[timer] = deadline
-                    self._push(deadline, COORDINATOR_TIMER, self.coordinator_epoch, timer)
+                self._arm_coordinator_timer(timer, deadline)
             case CancelTimer(timer=timer):
                 self.coordinator_timers.pop(timer, None)
             case Log(record=record):
                 self._on_log(record)
 
+    def _arm_coordinator_timer(self, timer: GroupTimer, deadline: int) -> None:
+        self.coordinator_timers[timer] = deadline
+        scheduled = self.coordinator_scheduled.get(timer)
+        if scheduled is None or deadline < scheduled:
+            self.coordinator_scheduled[timer] = deadline
+            self._push(deadline, GroupTimerFires(self.coordinator_epoch, timer))
+
     def _coordinator_output(self, out: list[ce.Output]) -> None:
         now = self.now
         for item in out:
+            if type(item) is ArmTimer:  # the session timeout every heartbeat moves on
+                self._arm_coordinator_timer(item.timer, item.deadline_ms)
+                continue
+            if type(item) is ce.Respond:
+                connection, response = item.connection, item.response
+                if type(response) is ce.ConsumerGroupHeartbeatResponse:
+                    proc = self.connections.get(connection)
+                    if response.member_id and proc is not None:
+                        self.member_names[response.member_id] = proc.name
+                    if (proc is not None and response.error_code is ErrorCode.NONE and response.assignment is None
+                            and self.response_arrival_ms.get(connection, 0) <= now
+                            and proc.machine.member_epoch == response.member_epoch
+                            and proc.machine.heartbeat_interval_ms == response.heartbeat_interval_ms
+                            and proc.alive and not proc.paused):
+                        # Nothing in it for the member but the end of its request: deliver at once.
+                        self._member_input(proc, me.Received(response))
+                        continue
+                elif type(response) is cl.JoinGroupResponse and response.member_id:
+                    self._name_member(response.member_id, connection)
+                self._respond(connection, response)
+                continue
             match item:
-                case ce.Respond(connection=connection, response=response):
-                    if isinstance(response, cl.JoinGroupResponse) and response.member_id:
-                        self._name_member(response.member_id, connection)
-                    if isinstance(response, ce.ConsumerGroupHeartbeatResponse):
-                        if response.member_id:
-                            self._name_member(response.member_id, connection)
-                        if (response.error_code is ErrorCode.NONE and response.assignment is None
-                                and self.in_order.get((TO_MEMBER, connection), 0) <= now
-                                and self._member_knows(connection, response)):
-                            # Nothing in it for the member but the end of its request: deliver at once.
-                            proc = self.connections.get(connection)
-                            if proc is not None and proc.alive and not proc.paused:
-                                self._member_input(proc, me.Received(response))
-                                continue
-                    self._push(self._arrival(TO_MEMBER, connection), TO_MEMBER, connection, response)
+                case ce.Respond():
+                    raise AssertionError("answered above")
                 case ArmTimer() | CancelTimer() | Log():
                     self._coordinator_effect(item)
-                case ce.ConvertedToClassic():
-                    raise InvalidInput("events", "the group would convert back to classic (every upgraded consumer "
-                                       "gone while classic ones remain): a downgrade is not simulated")
+                case ce.ConvertedToClassic(classic=classic):
+                    self._downgrade_group(classic)
                 case _:
                     raise AssertionError(f"unexpected coordinator output {item!r}")
 
-    def _member_knows(self, connection: str, response: ce.ConsumerGroupHeartbeatResponse) -> bool:
-        proc = self.connections.get(connection)
-        return (proc is not None and proc.machine.member_epoch == response.member_epoch
-                and proc.machine.heartbeat_interval_ms == response.heartbeat_interval_ms)
-
-    def _coordinator_timer(self, epoch: int, timer: Hashable, time: int) -> None:
+    def _coordinator_timer(self, epoch: int, timer: GroupTimer, time: int) -> None:
         if epoch != self.coordinator_epoch:
             return
         if self.coordinator_scheduled.get(timer) == time:
@@ -404,7 +439,7 @@ class ConsumerGroupSimulation:
         if deadline > time:
             if timer not in self.coordinator_scheduled:
                 self.coordinator_scheduled[timer] = deadline
-                self._push(deadline, COORDINATOR_TIMER, epoch, timer)
+                self._push(deadline, GroupTimerFires(epoch, timer))
             return
         del self.coordinator_timers[timer]
         if not self.coordinator_available:
@@ -412,54 +447,76 @@ class ConsumerGroupSimulation:
         if isinstance(timer, ce.SessionTimeout | ce.RebalanceTimeout | ce.ClassicJoinTimeout | ce.ClassicSyncTimeout):
             self._coordinator_output(self.coordinator.handle(timer, time))
         elif self.classic_coordinator is not None:
-            self._classic_output(self.classic_coordinator.handle(timer, time))  # type: ignore[arg-type]
+            self._classic_output(self.classic_coordinator.handle(timer, time))
 
     # ------------------------------------------------------------------ member side
 
-    def _member_timer(self, connection: str, timer: Hashable, time: int) -> None:
-        key = (connection, timer)
-        if self.member_scheduled.get(key) == time:
-            del self.member_scheduled[key]
-        deadline = self.member_timers.get(key)
+    def _member_timer(self, fires: MemberTimerFires, time: int) -> None:
+        """``fires`` is also the key of the timer's armed deadline and of its one queue entry."""
+        if self.member_scheduled.get(fires) == time:
+            del self.member_scheduled[fires]
+        deadline = self.member_timers.get(fires)
         if deadline is None:
             return
         if deadline > time:  # re-armed later (poll timers move with every poll): one heap entry each
-            if key not in self.member_scheduled:
-                self.member_scheduled[key] = deadline
-                self._push(deadline, MEMBER_TIMER, connection, timer)
+            if fires not in self.member_scheduled:
+                self.member_scheduled[fires] = deadline
+                self._push(deadline, fires)
             return
-        del self.member_timers[key]
-        proc = self.connections.get(connection)
+        del self.member_timers[fires]
+        proc = self.connections.get(fires.connection)
         if proc is None or not proc.alive:
             return
         if proc.paused:
-            proc.deferred.append((MEMBER_TIMER, timer))
+            proc.deferred.append(fires)
             return
-        if isinstance(timer, me.PollTimerExpired) and proc.continuous and not proc.stalled:
+        timer = fires.timer
+        if type(timer) is me.PollTimerExpired and proc.continuous and not proc.stalled:
             # A continuously consuming application is always inside poll(): the timer never expires.
             self._member_input(proc, me.Poll())
             return
-        self._member_input(proc, timer)  # type: ignore[arg-type]
+        self._member_input(proc, timer)
 
     def _member_input(self, proc: Process, event: ClassicInput) -> None:
-        before = proc.machine.pending_callbacks
-        if isinstance(event, me.CallbacksCompleted):
-            before -= 1
         machine = proc.machine
+        before = machine.pending_callbacks
+        if type(event) is me.CallbacksCompleted:
+            before -= 1
         if isinstance(machine, ClassicMembership):
             out: list[me.Output] | list[ClassicOutput] = machine.handle(event, self.now)
         else:
             out = machine.handle(event, self.now)  # type: ignore[arg-type]
-        self._member_output(proc, out, proc.machine.pending_callbacks > before)
+        if out:
+            self._member_output(proc, out, before)
 
-    def _member_output(self, proc: Process, out: list[me.Output] | list[ClassicOutput], new_batch: bool) -> None:
+    def _arm_member_timer(self, proc: Process, timer: MemberTimer, deadline: int) -> None:
+        fires = proc.timer_events.get(timer)
+        if fires is None:
+            fires = proc.timer_events[timer] = MemberTimerFires(proc.connection, timer)
+        self.member_timers[fires] = deadline
+        scheduled = self.member_scheduled.get(fires)
+        if scheduled is None or deadline < scheduled:
+            self.member_scheduled[fires] = deadline
+            self._push(deadline, fires)
+
+    def _member_output(self, proc: Process, out: list[me.Output] | list[ClassicOutput], pending_before: int) -> None:
+        """``pending_before``: the listener-callback batches the machine waited for before its input."""
+        if len(out) == 2:  # the background thread's heartbeat and its next turn
+            first, second = out
+            if type(first) is me.Send and type(second) is ArmTimer and first.request.member_epoch >= 0:
+                self._push(self._arrival(self.request_arrival_ms, proc.connection),
+                           GroupRequestArrives(proc.connection, first.request, first.ignore_response))
+                self._arm_member_timer(proc, second.timer, second.deadline_ms)
+                return
+        new_batch = proc.machine.pending_callbacks > pending_before
         callbacks: list[me.Output] = []
         fatal = False
+        find_coordinator = False
         for item in out:
             match item:
                 case me.Send(request=request, ignore_response=ignore):
-                    self._push(self._arrival(TO_COORDINATOR, proc.connection), TO_COORDINATOR, proc.connection,
-                               (request, ignore))
+                    self._push(self._arrival(self.request_arrival_ms, proc.connection),
+                               GroupRequestArrives(proc.connection, request, ignore))
                     if request.member_epoch < 0 and proc.positions:
                         # Out of the group: whatever the listener does later, it consumes no more.
                         self._checkpoint(proc)
@@ -468,21 +525,20 @@ class ConsumerGroupSimulation:
                     if request.member_epoch < 0 and proc.closing and not proc.machine.pending_callbacks:
                         self._end_process(proc)
                 case ArmTimer(timer=timer, deadline_ms=deadline):
-                    key = (proc.connection, timer)
-                    self.member_timers[key] = deadline
-                    scheduled = self.member_scheduled.get(key)
-                    if scheduled is None or deadline < scheduled:
-                        self.member_scheduled[key] = deadline
-                        self._push(deadline, MEMBER_TIMER, proc.connection, timer)
+                    self._arm_member_timer(proc, timer, deadline)
                 case CancelTimer(timer=timer):
-                    self.member_timers.pop((proc.connection, timer), None)
+                    fires = proc.timer_events.get(timer)
+                    if fires is not None:
+                        self.member_timers.pop(fires, None)
                 case me.CommitOffsets() | me.PartitionsRevoked() | me.PartitionsAssigned() | me.PartitionsLost():
                     callbacks.append(item)
                 case me.Fatal():
                     fatal = True
+                case ClassicFindCoordinator():
+                    find_coordinator = True
                 case ClassicSend(request=request):
-                    self._push(self._arrival(TO_COORDINATOR, proc.connection), TO_COORDINATOR, proc.connection,
-                               (request, False))
+                    self._push(self._arrival(self.request_arrival_ms, proc.connection),
+                               GroupRequestArrives(proc.connection, request, False))
                     if isinstance(request, cl.LeaveGroupRequest):
                         self._checkpoint(proc)
                         for partition in list(proc.positions):
@@ -499,6 +555,11 @@ class ConsumerGroupSimulation:
                 self._maybe_run_callbacks(proc)
         if fatal:
             self._end_process(proc)  # poll() throws; the application exits
+        elif find_coordinator and proc.alive:
+            # Any broker answers FindCoordinator from the partition's leader (no latency modelled).
+            found = (cl.FindCoordinatorResponse(ErrorCode.NONE, self.broker) if self.coordinator_available
+                     else cl.FindCoordinatorResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            self._member_input(proc, cc_events.Received(found))
 
     def _maybe_run_callbacks(self, proc: Process) -> None:
         """Listener callbacks run on the application thread, inside poll()."""
@@ -527,7 +588,7 @@ class ConsumerGroupSimulation:
             return
         proc.busy = True
         proc.app_token += 1
-        self._push(self.now + work, APP, (proc.connection, proc.app_token), "callbacks_done")
+        self._push(self.now + work, AppWakes(proc.connection, proc.app_token, AppActivity.CALLBACKS_DONE))
 
     def _callbacks_done(self, proc: Process) -> None:
         proc.mark_ms = self.now
@@ -577,6 +638,7 @@ class ConsumerGroupSimulation:
                                              tuple(cl.PartitionOffset(p, o) for p, o in entries))
             if self.classic_coordinator is not None:
                 outputs: list[Any] = self.classic_coordinator.handle(cl.Received(proc.connection, classic), self.now)
+                self.offsets_records.extend(o.record for o in outputs if isinstance(o, cl.Persist))
             else:
                 outputs = self.coordinator.handle(ce.Received(proc.connection, classic), self.now)
         else:
@@ -589,27 +651,6 @@ class ConsumerGroupSimulation:
             self.commit_rows.append((self.now, partition, offset, proc.name, epoch, int(code)))
 
     # ------------------------------------------------------------------ consumption
-
-    def _processed(self, proc: Process, partition: str, start: int, end: int, since_ms: int) -> None:
-        self.consumption.append((partition, proc.name, proc.machine.member_epoch, start, end, since_ms, self.now))
-        high = self.processed_high.get(partition, 0)
-        if start > high:
-            self.records_lost += start - high
-        if start < high:
-            self.records_twice += min(end, high) - start
-        if end > high:
-            self.processed_high[partition] = end
-
-    def _sync(self, proc: Process) -> None:
-        if not proc.flowing:
-            return
-        leo = self.traffic.leo_of
-        now = self.now
-        for partition, position in proc.positions.items():
-            end = leo(partition, now)
-            if end > position:
-                self._processed(proc, partition, position, end, proc.mark_ms)
-                proc.positions[partition] = end
 
     def _checkpoint(self, proc: Process) -> None:
         """Before a process's consumption state changes: its due auto-commits, then consume to now."""
@@ -641,39 +682,14 @@ class ConsumerGroupSimulation:
             self._commit(proc, dict(proc.positions))
         self._take_batch(proc)
 
-    def _take_batch(self, proc: Process) -> None:
-        now = self.now
-        room = proc.max_poll_records
-        batch = []
-        leo = self.traffic.leo_of
-        if len(proc.order) != len(proc.positions) or not all(p in proc.positions for p in proc.order):
-            proc.order = sorted(proc.positions, key=_sort_key)
-        for partition in proc.order:
-            if room == 0:
-                break
-            position = proc.positions[partition]
-            available = leo(partition, now) - position
-            if available > 0:
-                take = min(room, available)
-                batch.append((partition, position, position + take))
-                proc.positions[partition] = position + take
-                room -= take
-        proc.app_token += 1
-        if batch:
-            proc.batch = batch
-            proc.batch_start = now
-            proc.busy = True
-            records = proc.max_poll_records - room
-            self._push(now + max(1, math.ceil(records * proc.ms_per_record)), APP,
-                       (proc.connection, proc.app_token), "batch_done")
-        else:
-            self._push(now + self.cfg.idle_poll_ms, APP, (proc.connection, proc.app_token), "idle")
+    def _batch_taken(self, proc: Process) -> None:
+        proc.busy = True
 
-    def _app_event(self, proc: Process, what: str) -> None:
-        if what == "callbacks_done":
+    def _app_event(self, proc: Process, activity: AppActivity) -> None:
+        if activity is AppActivity.CALLBACKS_DONE:
             self._callbacks_done(proc)
             return
-        if what == "batch_done":
+        if activity is AppActivity.BATCH_DONE:
             for partition, start, end in proc.batch:
                 if partition in proc.positions:
                     self._processed(proc, partition, start, end, proc.batch_start)
@@ -681,19 +697,11 @@ class ConsumerGroupSimulation:
             proc.busy = False
         self._app_poll(proc)
 
-    def _finish_batch_partially(self, proc: Process) -> None:
-        if not proc.batch:
-            return
-        done = int((self.now - proc.batch_start) / proc.ms_per_record) if proc.ms_per_record else 0
-        for partition, start, end in proc.batch:
-            take = max(0, min(done, end - start))
-            if take > 0:
-                self._processed(proc, partition, start, start + take, proc.batch_start)
-            if partition in proc.positions:
-                proc.positions[partition] = start + take  # what a commit on close may claim
-            done -= take
-        proc.batch = []
-        proc.busy = False
+    def _abandon_batch(self, proc: Process) -> None:
+        """A crash or close mid-batch: what was processed counts, and a commit on close claims only that."""
+        if proc.batch:
+            self._finish_batch_partially(proc, rewind=True)
+            proc.busy = False
 
     # ------------------------------------------------------------------ processes
 
@@ -709,7 +717,7 @@ class ConsumerGroupSimulation:
             enable_auto_commit=spec.setting(self.cfg, "enable_auto_commit"),
             client_id=spec.client_id or name)
         machine: ConsumerMembershipManager | ClassicMembership = ConsumerMembershipManager(config)
-        if self.scenario.group_protocol == "classic" and name not in self.upgraded:
+        if self.protocol_of[name] == "classic":
             machine = ClassicMembership(ConsumerConfig(
                 client_id=spec.client_id or name, group_id=self.scenario.group, strategies=tuple(spec.strategies),
                 topics=tuple(spec.subscribe or ()), pattern=spec.pattern, group_instance_id=spec.group_instance_id,
@@ -730,21 +738,12 @@ class ConsumerGroupSimulation:
             return me.Subscribe((), spec.pattern)
         return me.Subscribe(tuple(spec.subscribe or ()))
 
-    def _start_process(self, name: str) -> None:
-        old = self.processes.get(name)
-        if old is not None and old.alive:
-            return
-        proc = self._new_process(name)
-        self.processes[name] = proc
-        self.connections[proc.connection] = proc
+    def _started(self, proc: Process) -> None:
         self._member_input(proc, self._subscription(proc.spec))
         if proc.spec.pattern is not None:
             for topic in self.topics:
-                import re
-
                 if re.fullmatch(proc.spec.pattern, topic):
                     self.topic_wanted.setdefault(topic, self.now)
-        self._app_poll(proc)
 
     def _end_process(self, proc: Process) -> None:
         if not proc.alive:
@@ -754,114 +753,106 @@ class ConsumerGroupSimulation:
             self._release(proc, partition)
         proc.alive = False
 
-    def _resume(self, proc: Process, what: str) -> None:
-        if what == "pause" and proc.paused:
-            proc.paused = False
-            proc.mark_ms = self.now
-            deferred, proc.deferred = proc.deferred, []
-            for kind, payload in deferred:
-                if not proc.alive:
-                    break
-                if kind == TO_MEMBER:
-                    self._member_input(proc, me.Received(payload))
-                elif kind == MEMBER_TIMER:
-                    self._member_input(proc, payload)
-                elif kind == APP:
-                    (connection, token), what_app = payload
+    def _resumed_from_pause(self, proc: Process) -> None:
+        deferred, proc.deferred = proc.deferred, []
+        for event in deferred:
+            if not proc.alive:
+                break
+            match event:
+                case GroupResponseArrives(response=response):
+                    self._deliver_response(proc, response)
+                case MemberTimerFires(timer=timer):
+                    self._member_input(proc, timer)
+                case AppWakes(token=token, activity=activity):
                     if token == proc.app_token:
-                        self._app_event(proc, what_app)
-            self._maybe_run_callbacks(proc)
-            self._app_poll(proc)
-        elif what == "stall" and proc.stalled:
-            proc.stalled = False
-            proc.mark_ms = self.now
-            self._maybe_run_callbacks(proc)
-            self._app_poll(proc)
+                        self._app_event(proc, activity)
+                case _:
+                    assert_never(event)
+        self._maybe_run_callbacks(proc)
+        self._app_poll(proc)
 
-    # ------------------------------------------------------------------ scenario events
+    def _resumed_from_stall(self, proc: Process) -> None:
+        self._maybe_run_callbacks(proc)
+        self._app_poll(proc)
 
-    def _scenario_event(self, event: Event) -> None:
+    # ------------------------------------------------------------------ scenario events (sim.core dispatches them)
+
+    def _stop_process(self, proc: Process) -> None:
+        self._close(proc)
+
+    def _crash_process(self, proc: Process) -> None:
+        self._checkpoint(proc)
+        self._abandon_batch(proc)
+        self._end_process(proc)
+
+    def _stalled(self, proc: Process) -> None:
+        pass  # the heartbeat thread goes on; listener callbacks wait for the loop
+
+    def _topics_grown(self, event: Event) -> None:
+        now = self.now
+        if event.create_topic is not None:
+            name = event.create_topic.name
+            for proc in self.processes.values():
+                pattern = proc.spec.pattern
+                if proc.alive and pattern is not None and re.fullmatch(pattern, name):
+                    self.topic_wanted.setdefault(name, now)
+        if self.classic_coordinator is None:  # a classic group's consumers notice on their own
+            self._coordinator_output(self.coordinator.handle(ce.TopicsChanged(tuple(sorted(self.topics.items()))), now))
+
+    def _subscribe(self, proc: Process, change: SubscribeChange) -> None:
+        for topic in change.topics or ():
+            self.topic_wanted.setdefault(topic, self.now)
+        self._member_input(proc, me.Subscribe(tuple(change.topics or ()), change.pattern))
+
+    def _other_scenario_event(self, event: Event) -> None:
         action = event.action
         now = self.now
-        if action == "join":
-            assert event.join is not None
-            self._start_process(event.join)
-        elif action in ("leave", "restart"):
-            name = event.leave if action == "leave" else event.restart
+        if action == "coordinator_failover":
+            self._fail_over()
+        elif action in ("upgrade", "downgrade"):
+            # A rolling upgrade's (or downgrade's) step: stop the consumer, start it again with
+            # group.protocol=consumer (or classic).
+            name = event.upgrade if action == "upgrade" else event.downgrade
             assert name is not None
+            self.protocol_of[name] = "consumer" if action == "upgrade" else "classic"
             proc = self.processes.get(name)
             if proc is not None and proc.alive:
                 self._close(proc)
-            if action == "restart":
-                self._push(now + (event.after_ms or 0), START, name)
-        elif action == "crash":
-            assert event.crash is not None
-            proc = self.processes.get(event.crash)
-            if proc is not None and proc.alive:
-                self._checkpoint(proc)
-                self._finish_batch_partially(proc)
-                self._end_process(proc)
-        elif action in ("pause", "stall"):
-            name = event.pause if action == "pause" else event.stall
-            proc = self.processes.get(name or "")
-            if proc is not None and proc.alive and not proc.paused and not (action == "stall" and proc.stalled):
-                self._checkpoint(proc)
-                if action == "pause":
-                    proc.paused = True
-                else:
-                    proc.stalled = True
-                self._push(now + (event.for_ms or 0), RESUME, proc.connection, action)
-        elif action in ("create_topic", "add_partitions"):
-            if event.create_topic is not None:
-                spec = event.create_topic
-                self.topics[spec.name] = spec.partitions
-                for p in range(spec.partitions):
-                    self.partition_created[f"{spec.name}-{p}"] = now
-                for proc in self.processes.values():
-                    pattern = proc.spec.pattern
-                    if proc.alive and pattern is not None and re.fullmatch(pattern, spec.name):
-                        self.topic_wanted.setdefault(spec.name, now)
-            elif event.add_partitions is not None:
-                grow = event.add_partitions
-                current = self.topics[grow.topic]
-                if grow.count > current:
-                    self.topics[grow.topic] = grow.count
-                    for p in range(current, grow.count):
-                        self.partition_created[f"{grow.topic}-{p}"] = now
-            self._coordinator_output(self.coordinator.handle(ce.TopicsChanged(tuple(sorted(self.topics.items()))), now))
-        elif action == "subscribe":
-            change = event.subscribe
-            assert change is not None
-            proc = self.processes.get(change.consumer)
-            if proc is not None and proc.alive:
-                for topic in change.topics or ():
-                    self.topic_wanted.setdefault(topic, now)
-                self._member_input(proc, me.Subscribe(tuple(change.topics or ()), change.pattern))
-        elif action == "coordinator_failover":
-            # The group's state is in __consumer_offsets: the next coordinator replays it and
-            # re-arms every member's session timeout (GroupMetadataManager.onLoaded).
-            self.coordinator_available = False
-            self.coordinator_epoch += 1
-            self.coordinator_scheduled.clear()
-            self.broker = (self.broker + 1) % self.cfg.brokers
-            loaded_at = now + self.cfg.coordinator_load_ms
-            self._push(loaded_at, LOADED, self.coordinator_epoch)
-            for timer in list(self.coordinator_timers):
-                if isinstance(timer, ce.SessionTimeout):
-                    deadline = loaded_at + self.cfg.consumer_session_timeout_ms
-                    self.coordinator_timers[timer] = deadline
-                    self.coordinator_scheduled[timer] = deadline
-                    self._push(deadline, COORDINATOR_TIMER, self.coordinator_epoch, timer)
-                else:
-                    del self.coordinator_timers[timer]
-        elif action == "upgrade":
-            # A rolling upgrade's step: stop the consumer, start it again with group.protocol=consumer.
-            assert event.upgrade is not None
-            self.upgraded.add(event.upgrade)
-            proc = self.processes.get(event.upgrade)
-            if proc is not None and proc.alive:
-                self._close(proc)
-            self._push(now + (event.after_ms or 0), START, event.upgrade)
+            self._push(now + (event.after_ms or 0), ProcessStarts(name))
+
+    def _fail_over(self) -> None:
+        """Leadership of the group's ``__consumer_offsets`` partition moves to the next broker:
+        the old coordinator resigns (a classic group's waiting JoinGroup/SyncGroup get
+        NOT_COORDINATOR), its in-memory timers are gone, and the new one loads the partition for
+        ``coordinator_load_ms``, then replays the group from its records: a classic group from
+        its GroupMetadata and offset records (``LoadCompleted``), a consumer group (classic
+        members included, with their state) from the consumer group's records
+        (``records.replay``, then ``GroupLoaded``: Kafka's ``onLoaded``)."""
+        self.coordinator_available = False
+        self.coordinator_epoch += 1
+        self.coordinator_scheduled.clear()
+        self.coordinator_timers.clear()
+        self.broker = (self.broker + 1) % self.cfg.brokers
+        partition = self.offsets_partition
+        if self.classic_coordinator is not None:
+            self._classic_output(self.classic_coordinator.handle(cl.Resign(partition), self.now))
+            self.classic_coordinator = self._new_classic_coordinator(partitions=(partition,))
+            self._classic_output(self.classic_coordinator.handle(cl.BeginLoading(partition), self.now))
+        else:
+            self.consumer_group_records = records_of(self.coordinator)
+        self._push(self.now + self.cfg.coordinator_load_ms,
+                   CoordinatorLoaded(self.broker, partition, self.coordinator_epoch))
+
+    def _coordinator_loaded(self) -> None:
+        self.coordinator_available = True
+        if self.classic_coordinator is not None:
+            self._classic_output(self.classic_coordinator.handle(
+                cl.LoadCompleted(self.offsets_partition, tuple(self.offsets_records)), self.now))
+        elif self.consumer_group_records is not None:
+            self.coordinator = replay(self.consumer_group_records, self.topics, self.group_config,
+                                      seed=self.rng.getrandbits(32))
+            self.consumer_group_records = None
+            self._coordinator_output(self.coordinator.handle(ce.GroupLoaded(), self.now))
 
     def _close(self, proc: Process) -> None:
         """consumer.close(): commit and revoke through the listener, send the leave heartbeat."""
@@ -869,7 +860,7 @@ class ConsumerGroupSimulation:
             return
         self._checkpoint(proc)
         if proc.batch:
-            self._finish_batch_partially(proc)
+            self._abandon_batch(proc)
             proc.app_token += 1  # the batch's end will not come
         elif not proc.busy:
             proc.app_token += 1  # nor the next idle poll; callbacks already running finish first
@@ -951,13 +942,13 @@ class ConsumerGroupSimulation:
         self.open_rebalance = None
         held = current["held"]
         names = list(by_name)
-        revoked = {n: sorted(set(to_strings(held.get(n, {}))) - set(by_name[n]), key=_sort_key) for n in names}
-        added = {n: sorted(set(by_name[n]) - set(to_strings(held.get(n, {}))), key=_sort_key) for n in names}
+        revoked = {n: sorted(set(to_strings(held.get(n, {}))) - set(by_name[n]), key=partition_order) for n in names}
+        added = {n: sorted(set(by_name[n]) - set(to_strings(held.get(n, {}))), key=partition_order) for n in names}
         strategy = current.get("strategy")
         self.rebalances.append({
             "generation": generation, "start_ms": current["start_ms"], "end_ms": self.now, "reason": current["reason"],
             "strategy": strategy, "protocol": "COOPERATIVE" if strategy == "cooperative-sticky" else "EAGER",
-            "leader": None, "members": names, "assignment": {n: sorted(by_name[n], key=_sort_key) for n in names},
+            "leader": None, "members": names, "assignment": {n: sorted(by_name[n], key=partition_order) for n in names},
             "revoked": revoked, "added": added,
         })
 
@@ -970,8 +961,8 @@ class ConsumerGroupSimulation:
         for name in names:
             before = set(to_strings(held.get(name, {})))
             now_assigned = set(by_name.get(name, ()))
-            revoked[name] = sorted(before - now_assigned, key=_sort_key)
-            added[name] = sorted(now_assigned - before, key=_sort_key)
+            revoked[name] = sorted(before - now_assigned, key=partition_order)
+            added[name] = sorted(now_assigned - before, key=partition_order)
         self.rebalances.append({
             "generation": self.coordinator.group_epoch, "start_ms": current["start_ms"], "end_ms": self.now,
             "reason": current["reason"], "strategy": current.get("strategy"), "protocol": "CONSUMER",
@@ -990,9 +981,7 @@ class ConsumerGroupSimulation:
         return self.coordinator.state.value, tuple(self._name(m) for m in self.coordinator.members)
 
     def _finish(self) -> SimulationResult:
-        for proc in self.processes.values():
-            if proc.alive:
-                self._checkpoint(proc)
+        self._checkpoint_running()
         end = self.end_ms
         for partition, (name, start, epoch) in list(self.open_ownership.items()):
             if end > start:
@@ -1005,7 +994,7 @@ class ConsumerGroupSimulation:
                 "reason": current["reason"], "strategy": current.get("strategy"), "protocol": "CONSUMER",
                 "leader": None, "members": [], "assignment": {}, "revoked": {}, "added": {},
             })
-        rows = sorted(self.ownership, key=lambda o: (_sort_key(o[0]), o[3], o[1]))
+        rows = sorted(self.ownership, key=lambda o: (partition_order(o[0]), o[3], o[1]))
         metrics, pauses = ownership_metrics([(p, m, s, e) for p, m, _, s, e in rows],
                                             [(r["start_ms"], r["end_ms"]) for r in self.rebalances],
                                             self.partition_created, self.topic_wanted, end, self.records_twice,
@@ -1016,24 +1005,22 @@ class ConsumerGroupSimulation:
         for spec in self.scenario.consumers:
             last = self.processes.get(spec.id)
             owned = last.machine.owned if last is not None and last.alive and last.machine.member_epoch > 0 else ()
-            final.append(MemberPartitions(spec.id, tuple(sorted(owned, key=_sort_key))))
+            final.append(MemberPartitions(spec.id, tuple(sorted(owned, key=partition_order))))
 
         def column(table: Sequence[tuple[Any, ...]], index: int) -> list[Any]:
             return [row[index] for row in table]
 
-        partitions = sorted(self.partition_created, key=_sort_key)
-        c, k = self.consumption, self.commit_rows
+        k = self.commit_rows
         return SimulationResult(
             scenario=self.scenario, coordinator_partition=self.offsets_partition,
             rebalances=tuple(_typed_rebalance(r) for r in self.rebalances),
             final_assignment=tuple(final), metrics=Metrics(**metrics),
             ownership=Ownership(strings(column(rows, 0)), strings(column(rows, 1)), ints(column(rows, 2)),
                                 ints(column(rows, 3)), ints(column(rows, 4))),
-            consumption=Consumption(strings(column(c, 0)), strings(column(c, 1)), ints(column(c, 2)),
-                                    ints(column(c, 3)), ints(column(c, 4)), ints(column(c, 5)), ints(column(c, 6))),
+            consumption=self._consumption_table(),
             commits=Commits(ints(column(k, 0)), strings(column(k, 1)), ints(column(k, 2)), strings(column(k, 3)),
                             ints(column(k, 4)), ints(column(k, 5))),
-            produced=Produced(strings(partitions), ints([self.traffic.leo_of(p, end) for p in partitions])),
+            produced=self._produced_table(),
             final_group_state=self._final_group()[0],
             final_members=self._final_group()[1],
             offset_regressions=0, ownership_conflicts=self.ownership_conflicts,
@@ -1068,6 +1055,28 @@ def consumer_group_log_lines(run: SimulationResult, debug: bool = True) -> list[
         if line is not None:
             lines.append(line)
     return lines
+
+
+def _not_available(request: ce.Request) -> ce.ClassicResponse:
+    """A classic member's request while the consumer group's new coordinator loads it."""
+    code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+    match request:
+        case cl.JoinGroupRequest(member_id=member_id):
+            return cl.JoinGroupResponse(code, member_id=member_id)
+        case cl.SyncGroupRequest():
+            return cl.SyncGroupResponse(code)
+        case cl.HeartbeatRequest():
+            return cl.HeartbeatResponse(code)
+        case cl.LeaveGroupRequest():
+            return cl.LeaveGroupResponse(code)
+        case cl.OffsetCommitRequest():
+            return cl.OffsetCommitResponse(code)
+        case cl.OffsetFetchRequest():
+            return cl.OffsetFetchResponse(code)
+        case ce.ConsumerGroupHeartbeatRequest() | ce.OffsetCommitRequest() | ce.OffsetFetchRequest():
+            raise AssertionError(f"not a classic request: {request!r}")
+        case _:
+            assert_never(request)
 
 
 __all__ = ["ConsumerGroupSimulation", "consumer_group_log_lines", "run_consumer_group"]

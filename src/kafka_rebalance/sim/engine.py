@@ -7,7 +7,15 @@ simulator plays the application (poll loop, record processing), the network and 
 Modelling choices (Kafka leaves these to the deployment; all deterministic for a seed):
 - Every request and response takes ``network_latency_ms`` (+ a seeded jitter) one way.
   Heartbeat responses without error are not delivered as events: the client does nothing
-  with them, and they are half of all messages.
+  with them, and they are half of all messages (on a lossy network they are: the client times
+  out requests it had no answer to).
+- ``network_loss``: each request and each response (FindCoordinator's too) is lost on its own
+  with this chance, drawn from a random stream of the seed that nothing else uses (until
+  ``network_loss_until_ms``). A lost request never reaches the broker; a lost response was
+  handled by the broker (a JoinGroup that got its member id) and never reaches the client.
+  Consumers then time requests out after ``request_timeout_ms`` and close the connection
+  (``Disconnect``): responses still on their way over the closed connection are dropped, and
+  the consumer's next requests go over a new one.
 - FindCoordinator is answered by any broker: the current leader of the group's
   ``__consumer_offsets`` partition. A consumer starts knowing its coordinator (its bootstrap
   found it before the scenario's join).
@@ -25,6 +33,11 @@ Modelling choices (Kafka leaves these to the deployment; all deterministic for a
 - Ownership (the ``ownership`` intervals): a member owns a partition from the moment it has
   its committed offset (after onPartitionsAssigned and OffsetFetch) until it revokes or loses
   it, crashes, or the coordinator removes it from the group, whichever comes first.
+- Held partitions (``held``, each consumer's own view): a process holds a partition from its
+  onPartitionsAssigned (or the SyncGroup assignment it adopts) until its revocation listener
+  returns, its onPartitionsLost, or its end. The hold is *fenced* from the moment the group
+  moves on without the process (the coordinator removes its member id, or a generation forms
+  without it), and unfenced if a new coordinator loads a stored group that still has it.
 - Coordinator failover: the leadership of the group's ``__consumer_offsets`` partition moves
   to the next broker at once; the old one resigns (waiting JoinGroup/SyncGroup requests get
   NOT_COORDINATOR), the new one loads the partition's records for ``coordinator_load_ms``
@@ -35,7 +48,6 @@ from __future__ import annotations
 
 import gc
 import heapq
-import math
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -59,6 +71,7 @@ from kafka_rebalance.protocol.classic.consumer_events import (
     ConsumerInput,
     ConsumerOutput,
     ConsumerTimer,
+    Disconnect,
     Fatal,
     LeftGroup,
     MetadataUpdate,
@@ -83,7 +96,9 @@ from kafka_rebalance.protocol.classic.coordinator_events import (
     CoordinatorTimer,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
+    GroupMetadataRecord,
     GroupResponse,
+    GroupTombstone,
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,
@@ -112,6 +127,7 @@ from kafka_rebalance.protocol.logrecords import (
     PreparingRebalance,
     Stabilized,
 )
+from kafka_rebalance.sim.core import AppProcess, SimulatorCore
 from kafka_rebalance.sim.events import (
     AppActivity,
     AppWakes,
@@ -120,7 +136,6 @@ from kafka_rebalance.sim.events import (
     CoordinatorTimerFires,
     DeferrableEvent,
     FindCoordinatorArrives,
-    Interruption,
     MetadataRefresh,
     ProcessResumes,
     ProcessStarts,
@@ -129,56 +144,49 @@ from kafka_rebalance.sim.events import (
     ScenarioStep,
     SimEvent,
 )
-from kafka_rebalance.sim.ownership_metrics import ownership_metrics, topic_epochs
+from kafka_rebalance.sim.ownership_metrics import ownership_metrics
 from kafka_rebalance.sim.result import (
+    NOT_FENCED,
     Commits,
-    Consumption,
+    Held,
     LoggedRecord,
     MemberPartitions,
     Metrics,
     Ownership,
-    Produced,
     Rebalance,
     SimulationResult,
     ints,
     strings,
 )
-from kafka_rebalance.sim.scenario import ConsumerSpec, Event, Scenario, load_scenario
-from kafka_rebalance.sim.traffic import Traffic
+from kafka_rebalance.sim.scenario import Event, Scenario, SubscribeChange, load_scenario
 
 
-@dataclass(slots=True)
-class Process:
-    """One run of a consumer process (a restart is a new Process with the same name)."""
+@dataclass(slots=True, kw_only=True)
+class Process(AppProcess):
+    """One run of a classic consumer process (a restart is a new Process with the same name)."""
 
-    name: str
-    spec: ConsumerSpec
-    connection: str
     cc: ConsumerCoordinator
-    ms_per_record: float
-    max_poll_records: int
-    alive: bool = True
-    paused: bool = False
-    stalled: bool = False
-    positions: dict[str, int] = field(default_factory=dict)
-    mark_ms: int = 0  # since when positions and the flowing state have been unchanged
-    app_token: int = 0
-    batch: list[tuple[str, int, int]] = field(default_factory=list)
-    batch_start: int = 0
     deferred: list[DeferrableEvent] = field(default_factory=list)
     timer_events: dict[ConsumerTimer, ConsumerTimerFires] = field(default_factory=dict)
     last_send: Send | None = None
     request_arrival_ms: int = 0  # when this connection's last request arrives
     listener_busy_until_ms: int = 0  # the application thread runs rebalance-listener work until then
     last_arrives: RequestArrives | None = None
-
-    @property
-    def continuous(self) -> bool:
-        return self.ms_per_record == 0
+    wire: str = ""  # the connection requests go over now (a new one after each Disconnect)
+    reconnects: int = 0
+    incarnation: int = 1
+    # the consumer's own view: partition -> [since_ms, generation, fenced_ms] (see result.Held)
+    held: dict[str, list[int]] = field(default_factory=dict)
+    # since when the group has moved on without this process (NOT_FENCED: it has not)
+    fenced_ms: int = NOT_FENCED
 
     @property
     def flowing(self) -> bool:
         return self.alive and self.continuous and not self.paused and not self.stalled and self.cc.fatal is None
+
+    @property
+    def generation(self) -> int:
+        return self.cc.generation
 
     def position_view(self) -> Mapping[str, int]:
         return MappingProxyType(self.positions)
@@ -195,49 +203,33 @@ class OpenRebalance:
     strategy: str | None = None
 
 
-class Simulation:
+class Simulation(SimulatorCore[Process]):
     def __init__(self, scenario: Scenario, seed: int | None = None):
-        self.scenario = scenario
-        self.seed = scenario.seed if seed is None else seed
-        self.cfg = scenario.config
-        self.rng = random.Random(self.seed)
-        self.end_ms = scenario.effective_end_ms
-        self.now = 0
+        super().__init__(scenario, seed)
+        self.loss = self.cfg.network_loss
+        self.lossy = self.loss > 0
+        self.loss_until_ms = self.end_ms if self.cfg.network_loss_until_ms is None else self.cfg.network_loss_until_ms
+        self.loss_rng = random.Random(f"network-loss/{self.seed}")
         self.heap: list[tuple[int, int, SimEvent]] = []
-        self.seq = 0
         self.armed: dict[SimEvent, int] = {}  # timer event -> the sequence number of its live queue entry
         self.coordinator_timer_events: dict[int, dict[CoordinatorTimer, CoordinatorTimerFires]] = {}
-        self.topics: dict[str, int] = dict(scenario.topics)
-        self.partition_created: dict[str, int] = {}
-        for topic, count in self.topics.items():
-            for p in range(count):
-                self.partition_created[f"{topic}-{p}"] = 0
-        self.traffic = Traffic(scenario.produce, topic_epochs(self.scenario), self.end_ms)
         self.offsets_partition = coordinator_partition(scenario.group, self.cfg.offsets_topic_num_partitions)
         self.leader_broker = self.offsets_partition % self.cfg.brokers
         self.leader_epoch = 0  # leadership moves of the group's __consumer_offsets partition so far
         self.brokers: dict[int, GroupCoordinator] = {}
         self.brokers[self.leader_broker] = self._new_coordinator(self.leader_broker, loaded=True)
         self.offsets_log: list[PersistedRecord] = []  # the group's __consumer_offsets partition
-        self.processes: dict[str, Process] = {}
         self.response_arrival_ms: dict[str, int] = {}  # connection -> when its last response arrives
-        self.connections: dict[str, Process] = {}
-        self.incarnations: dict[str, int] = {}
-        self.member_names: dict[str, str] = {}
         # Accounting
         self.open_ownership: dict[str, tuple[str, int, int]] = {}  # partition -> (name, since, generation)
         self.ownership_rows: list[tuple[str, str, int, int, int]] = []  # partition, member, generation, start, end
-        # (partition, member, generation, from_offset, to_offset, start_ms, end_ms)
-        self.consumption_rows: list[tuple[str, str, int, int, int, int, int]] = []
+        # partition, member, incarnation, generation, start, end, fenced (result.Held)
+        self.held_rows: list[tuple[str, str, int, int, int, int, int]] = []
         self.commit_batches: list[tuple[int, OffsetCommitRequest, str, ErrorCode]] = []
         self.assigned_to: dict[str, str] = {}
         self.ownership_conflicts = 0
-        self.processed_high: dict[str, int] = {}
         self.committed_high: dict[str, int] = {}
         self.offset_regressions = 0
-        self.records_twice = 0
-        self.records_lost = 0
-        self.topic_wanted: dict[str, int] = {}
         self.log_records: list[LoggedRecord] = []
         self.rebalances: list[Rebalance] = []
         self.open_rebalance: OpenRebalance | None = None
@@ -260,9 +252,9 @@ class Simulation:
         heapq.heappush(self.heap, (time, self.seq, event))
         return self.seq
 
-    def _latency(self) -> int:
-        jitter = self.cfg.network_jitter_ms
-        return self.cfg.network_latency_ms + (self.rng.randint(0, jitter) if jitter else 0)
+    def _lost(self) -> bool:
+        """Whether the message sent now is lost (only asked on a lossy network)."""
+        return self.now <= self.loss_until_ms and self.loss_rng.random() < self.loss
 
     # ------------------------------------------------------------------ main loop
 
@@ -322,8 +314,9 @@ class Simulation:
             case RequestArrives(broker_id=broker_id, received=received):
                 self._deliver_request(broker_id, received)
             case FindCoordinatorArrives(connection=connection):
-                self._push(self.now + self._latency(),
-                           ResponseArrives(connection, FindCoordinatorResponse(ErrorCode.NONE, self.leader_broker)))
+                if not (self.lossy and self._lost()):
+                    self._push(self.now + self._latency(),
+                               ResponseArrives(connection, FindCoordinatorResponse(ErrorCode.NONE, self.leader_broker)))
             case ConsumerTimerFires(connection=connection, timer=timer):
                 proc = self._running(connection, event)
                 if proc is not None:
@@ -331,7 +324,7 @@ class Simulation:
                     self._maybe_poll(proc)
             case ResponseArrives(connection=connection, response=response):
                 proc = self._running(connection, event)
-                if proc is not None:
+                if proc is not None and connection == proc.wire:  # else its connection was closed
                     self._deliver_response(proc, response)
             case CoordinatorTimerFires(broker_id=broker_id, timer=timer):
                 self._to_coordinator(broker_id, timer)
@@ -363,6 +356,7 @@ class Simulation:
                 # GroupMetadataManager.scheduleLoadGroupAndOffsets / maybeUpdateCoordinatorEpoch).
                 if broker_id == self.leader_broker and epoch == self.leader_epoch:
                     self._to_coordinator(broker_id, LoadCompleted(partition, tuple(self.offsets_log)))
+                    self._unfence_loaded()
             case ProcessStarts(name=name):
                 self._start_process(name)
             case _:
@@ -379,15 +373,17 @@ class Simulation:
         # A connection delivers in order (TCP): never before the request sent ahead of it.
         arrival = max((self.now if sent_ms is None else sent_ms) + self._latency(), proc.request_arrival_ms)
         proc.request_arrival_ms = arrival
-        if type(request) is FindCoordinatorRequest:
-            self._push(arrival, FindCoordinatorArrives(proc.connection, request))
-            return
         if type(request) is JoinGroupRequest:
             for topic in request.protocols[0].metadata.topics:
                 self.topic_wanted.setdefault(topic, self.now)
+        if self.lossy and self._lost():
+            return
+        if type(request) is FindCoordinatorRequest:
+            self._push(arrival, FindCoordinatorArrives(proc.wire, request))
+            return
         arrives = proc.last_arrives
         if send is not proc.last_send or arrives is None:  # else: the same immutable request again (heartbeats)
-            arrives = RequestArrives(send.node_id, Received(proc.connection, request))  # type: ignore[arg-type]
+            arrives = RequestArrives(send.node_id, Received(proc.wire, request))  # type: ignore[arg-type]
             proc.last_send, proc.last_arrives = send, arrives
         if arrival <= self.now and sent_ms is not None:
             # Sent in the past (a summarised auto-commit): it has arrived by now.
@@ -432,7 +428,7 @@ class Simulation:
             self._coordinator_outputs(broker_id, coordinator.handle(event, self.now))
 
     def _coordinator_outputs(self, broker_id: int, outputs: list[CoordinatorOutput]) -> None:
-        if len(outputs) == 1:
+        if len(outputs) == 1 and not self.lossy:
             only = outputs[0]
             if (type(only) is Respond and type(only.response) is HeartbeatResponse
                     and only.response.error_code is ErrorCode.NONE):
@@ -444,10 +440,16 @@ class Simulation:
                 proc = self.connections.get(output.connection)
                 if proc is not None:
                     self.member_names[output.response.member_id] = proc.name
+                    if output.response.error_code is ErrorCode.NONE:
+                        # In the group's current generation (possibly a static member let back
+                        # into it after the join phase): what it is given from now is its own.
+                        proc.fenced_ms = NOT_FENCED
         # Log records first, then responses, then timers: the order the machines' effects land.
         for output in outputs:
             match output:
                 case Log(record=record):
+                    if type(record) is Stabilized:
+                        self._fence_absent(record.generation, outputs)
                     self._on_log(record, broker_id)
                 case Persist(record=record):
                     self.offsets_log.append(record)
@@ -460,7 +462,10 @@ class Simulation:
         for output in outputs:
             if type(output) is Respond:
                 response = output.response
-                if type(response) is HeartbeatResponse and response.error_code is ErrorCode.NONE:
+                if self.lossy:
+                    if self._lost():
+                        continue
+                elif type(response) is HeartbeatResponse and response.error_code is ErrorCode.NONE:
                     continue
                 # In order per connection, as the request arrivals are.
                 arrival = max(now + self._latency(), ordered.get(output.connection, 0))
@@ -508,7 +513,10 @@ class Simulation:
                     self._revoked(proc, partitions)
                     if partitions and kind is PartitionsRevoked:
                         self._listener_work(proc, self.cfg.revocation_ms)
+                    # It owns them until its listener returns (the callback may still commit).
+                    self._release(proc, partitions, max(self.now, proc.listener_busy_until_ms))
                 case PartitionsAssigned(partitions=partitions):
+                    self._hold(proc, partitions)
                     self._assigned(proc, partitions)
                     if partitions:
                         self._listener_work(proc, self.cfg.assignment_ms)
@@ -519,6 +527,13 @@ class Simulation:
                     proc.positions.clear()
                 case LeftGroup():
                     pass
+                case Disconnect():
+                    # The connection is closed: what is still on the wire over it is never read,
+                    # and the next request opens a new one.
+                    proc.reconnects += 1
+                    proc.wire = f"{proc.connection}/{proc.reconnects}"
+                    self.connections[proc.wire] = proc
+                    proc.last_send = proc.last_arrives = None
                 case Send() | ArmTimer() | CancelTimer():
                     pass
                 case _:
@@ -563,33 +578,17 @@ class Simulation:
             enable_auto_commit=spec.setting(cfg, "enable_auto_commit"),
             auto_commit_interval_ms=spec.setting(cfg, "auto_commit_interval_ms"),
             background_heartbeat=not spec.setting(cfg, "heartbeat_with_poll"),
+            # Without loss every request is answered: no timeout to arm.
+            request_timeout_ms=cfg.request_timeout_ms if self.lossy else None,
         )
         cc = ConsumerCoordinator(config, self.topics, self.leader_broker)
-        return Process(name=name, spec=spec, connection=connection, cc=cc, ms_per_record=spec.processing_ms_per_record,
-                       max_poll_records=spec.setting(cfg, "max_poll_records"), mark_ms=self.now)
+        return Process(name=name, spec=spec, connection=connection, wire=connection, cc=cc,
+                       ms_per_record=spec.processing_ms_per_record,
+                       max_poll_records=spec.setting(cfg, "max_poll_records"), mark_ms=self.now,
+                       incarnation=incarnation)
 
-    def _start_process(self, name: str) -> None:
-        old = self.processes.get(name)
-        if old is not None and old.alive:
-            return  # already running: a join for a running consumer changes nothing
-        proc = self._new_process(name)
-        self.processes[name] = proc
-        self.connections[proc.connection] = proc
+    def _started(self, proc: Process) -> None:
         self._push(self.now + self.cfg.metadata_max_age_ms, MetadataRefresh(proc.connection))
-        self._app_poll(proc)
-
-    def _sync(self, proc: Process) -> None:
-        """Bring a continuously consuming process's positions up to now (recording what it processed)."""
-        if not proc.flowing:
-            return
-        now = self.now
-        leo = self.traffic.leo_of
-        positions = proc.positions
-        for partition, position in positions.items():
-            end = leo(partition, now)
-            if end > position:
-                self._processed(proc, partition, position, end, proc.mark_ms)
-                positions[partition] = end
 
     def _checkpoint(self, proc: Process) -> None:
         """Before a process's consumption state changes: apply its due auto-commit tick, then sync."""
@@ -611,16 +610,6 @@ class Simulation:
             return
         leo = self.traffic.leo_of
         self._to_consumer(proc, AutoCommitDue(tick, {p: leo(p, tick) for p in proc.positions}), sent_ms=tick)
-
-    def _processed(self, proc: Process, partition: str, start: int, end: int, since_ms: int) -> None:
-        high = self.processed_high.get(partition, 0)
-        if start > high:
-            self.records_lost += start - high
-        if start < high:
-            self.records_twice += min(end, high) - start
-        if end > high:
-            self.processed_high[partition] = end
-        self.consumption_rows.append((partition, proc.name, proc.cc.generation, start, end, since_ms, self.now))
 
     def _revoked(self, proc: Process, partitions: Iterable[str]) -> None:
         self._checkpoint(proc)
@@ -645,7 +634,9 @@ class Simulation:
             if partition in owned and partition not in proc.positions:
                 proc.positions[partition] = max(entry.offset, 0)
                 if partition not in self.open_ownership:
-                    self.open_ownership[partition] = (proc.name, self.now, proc.cc.generation)
+                    # Owned as of the generation whose assignment gave it (a SyncGroup that failed
+                    # since, its committed offset still being fetched, leaves the JoinGroup's newer).
+                    self.open_ownership[partition] = (proc.name, self.now, proc.cc.assignment_generation)
 
     def _end_ownership(self, partition: str, name: str) -> None:
         current = self.open_ownership.get(partition)
@@ -657,6 +648,88 @@ class Simulation:
         name, start, generation = current
         if end > start:
             self.ownership_rows.append((partition, name, generation, start, end))
+
+    def _hold(self, proc: Process, added: Iterable[str]) -> None:
+        """onPartitionsAssigned: the consumer owns ``added`` from now, and, having adopted a
+        generation's assignment, owns afresh what it kept of a hold the group had fenced."""
+        now = self.now
+        generation = proc.cc.generation
+        held = proc.held
+        # A zombie adopting the assignment of a generation the group has already left behind
+        # (a SyncGroup answer that waited out a GC pause) holds it outside the group from the start.
+        fenced = proc.fenced_ms
+        for partition in added:
+            if partition not in held:
+                held[partition] = [now, generation, fenced]
+        if fenced != NOT_FENCED:
+            return
+        for partition, entry in held.items():
+            if entry[2] != NOT_FENCED and partition in proc.cc.owned:
+                self._held_row(proc, partition, entry)
+                held[partition] = [now, generation, NOT_FENCED]
+
+    def _release(self, proc: Process, partitions: Iterable[str], end_ms: int | None = None) -> None:
+        """onPartitionsRevoked / onPartitionsLost (held until ``end_ms``, when the listener
+        returns), or the end of the process."""
+        held = proc.held
+        if not held:
+            return
+        end = self.now if end_ms is None else end_ms
+        rows, name, incarnation = self.held_rows, proc.name, proc.incarnation
+        for partition in partitions:
+            entry = held.pop(partition, None)
+            if entry is not None and end > entry[0]:
+                rows.append((partition, name, incarnation, entry[1], entry[0], end, entry[2]))
+
+    def _held_row(self, proc: Process, partition: str, entry: list[int], end_ms: int | None = None) -> None:
+        start, generation, fenced = entry
+        end = self.now if end_ms is None else end_ms
+        if end > start:
+            self.held_rows.append((partition, proc.name, proc.incarnation, generation, start, end, fenced))
+
+    def _fence(self, proc: Process) -> None:
+        """The group no longer counts ``proc`` as the owner of what it holds (it is not told yet)."""
+        if proc.fenced_ms == NOT_FENCED:
+            proc.fenced_ms = self.now
+        for entry in proc.held.values():
+            if entry[2] == NOT_FENCED:
+                entry[2] = self.now
+
+    def _fence_absent(self, generation: int, outputs: list[CoordinatorOutput]) -> None:
+        """A generation's join phase completed: every process holding partitions that did not
+        join it (removed, or a static member kept without rejoining: GroupCoordinator.
+        onCompleteJoin keeps those) holds them outside the group from now."""
+        joined = {id(self.connections.get(output.connection)) for output in outputs
+                  if type(output) is Respond and type(output.response) is JoinGroupResponse
+                  and output.response.error_code is ErrorCode.NONE and output.response.generation_id == generation}
+        for proc in self.processes.values():
+            if not proc.alive:
+                continue
+            if proc.cc.member_id and id(proc) not in joined:
+                self._fence(proc)
+
+    def _unfence_loaded(self) -> None:
+        """A new coordinator serves the group as last stored: a member the old one had removed
+        (or left out of a generation whose assignment was never stored) is a member again, its
+        generation valid, if the stored group holds its member id at its generation
+        (GroupMetadataManager.loadGroup; removals are stored only with the next generation)."""
+        stored = None
+        for record in self.offsets_log:
+            if type(record) is GroupMetadataRecord and record.group_id == self.scenario.group:
+                stored = record
+            elif type(record) is GroupTombstone and record.group_id == self.scenario.group:
+                stored = None
+        if stored is None:
+            return
+        members = {member.member_id for member in stored.members}
+        for proc in self.processes.values():
+            if not (proc.alive and proc.cc.member_id in members and proc.cc.generation == stored.generation):
+                continue
+            proc.fenced_ms = NOT_FENCED
+            for partition, entry in proc.held.items():
+                if entry[2] != NOT_FENCED:
+                    self._held_row(proc, partition, entry)
+                    proc.held[partition] = [self.now, entry[1], NOT_FENCED]
 
     def _drop_process_ownership(self, proc: Process) -> None:
         for partition in list(proc.positions):
@@ -687,31 +760,8 @@ class Simulation:
             return  # still (re)joining: poll() keeps running until the group is stable
         self._take_batch(proc)
 
-    def _take_batch(self, proc: Process) -> None:
-        now = self.now
-        room = proc.max_poll_records
-        batch = []
-        leo = self.traffic.leo_of
-        for partition in sorted_partitions(proc.positions):
-            if room == 0:
-                break
-            position = proc.positions[partition]
-            available = leo(partition, now) - position
-            if available > 0:
-                take = min(room, available)
-                batch.append((partition, position, position + take))
-                proc.positions[partition] = position + take
-                room -= take
-        proc.app_token += 1
-        if batch:
-            records = proc.max_poll_records - room
-            proc.batch = batch
-            proc.batch_start = now
-            self._to_consumer(proc, PollReturned())
-            self._push(now + max(1, math.ceil(records * proc.ms_per_record)),
-                       AppWakes(proc.connection, proc.app_token, AppActivity.BATCH_DONE))
-        else:
-            self._push(now + self.cfg.idle_poll_ms, AppWakes(proc.connection, proc.app_token, AppActivity.IDLE_POLL))
+    def _batch_taken(self, proc: Process) -> None:
+        self._to_consumer(proc, PollReturned())
 
     def _app_event(self, proc: Process, activity: AppActivity) -> None:
         if activity is AppActivity.BATCH_DONE:
@@ -720,117 +770,63 @@ class Simulation:
             proc.batch = []
         self._app_poll(proc)
 
-    def _finish_batch_partially(self, proc: Process, *, rewind: bool = False) -> None:
-        """A crash or a close mid-batch: the records processed before it count as processed. A
-        clean close (``rewind``) stops after them and commits only them (a well-behaved application
-        commits what it processed on shutdown); committing the whole batch would lose the rest."""
-        if not proc.batch:
-            return
-        done = int((self.now - proc.batch_start) / proc.ms_per_record) if proc.ms_per_record else 0
-        for partition, start, end in proc.batch:
-            take = max(0, min(done, end - start))
-            if take > 0:
-                self._processed(proc, partition, start, start + take, proc.batch_start)
-            if rewind and partition in proc.positions:
-                proc.positions[partition] = start + max(take, 0)
-            done -= take
-        proc.batch = []
-
-    def _resume(self, proc: Process, interruption: Interruption) -> None:
-        if interruption is Interruption.PAUSE and proc.paused:
-            proc.paused = False
-            proc.mark_ms = self.now
-            deferred, proc.deferred = proc.deferred, []
-            for event in deferred:
-                if not proc.alive:
-                    break
-                match event:
-                    case ResponseArrives(response=response):
+    def _resumed_from_pause(self, proc: Process) -> None:
+        deferred, proc.deferred = proc.deferred, []
+        for event in deferred:
+            if not proc.alive:
+                break
+            match event:
+                case ResponseArrives(connection=connection, response=response):
+                    if connection == proc.wire:
                         self._deliver_response(proc, response)
-                    case ConsumerTimerFires(timer=timer):
-                        self._to_consumer(proc, timer)
-                    case AppWakes(token=token, activity=activity):
-                        # An earlier deferred event may have made the loop poll again since.
-                        if token == proc.app_token:
-                            self._app_event(proc, activity)
-                    case _:
-                        assert_never(event)
-            if proc.continuous or (not proc.stalled and not proc.batch and not proc.cc.in_poll):
-                # (A stall that ended during the pause could not restart the loop then.)
-                self._app_poll(proc)
-            else:
-                self._maybe_poll(proc)
-        elif interruption is Interruption.STALL and proc.stalled:
-            proc.stalled = False
-            proc.mark_ms = self.now
+                case ConsumerTimerFires(timer=timer):
+                    self._to_consumer(proc, timer)
+                case AppWakes(token=token, activity=activity):
+                    # An earlier deferred event may have made the loop poll again since.
+                    if token == proc.app_token:
+                        self._app_event(proc, activity)
+                case _:
+                    assert_never(event)
+        if proc.continuous or (not proc.stalled and not proc.batch and not proc.cc.in_poll):
+            # (A stall that ended during the pause could not restart the loop then.)
             self._app_poll(proc)
+        else:
+            self._maybe_poll(proc)
 
-    # ------------------------------------------------------------------ scenario events
+    def _resumed_from_stall(self, proc: Process) -> None:
+        self._app_poll(proc)
 
-    def _scenario_event(self, event: Event) -> None:
-        action = event.action
-        now = self.now
-        if action == "join":
-            assert event.join is not None
-            self._start_process(event.join)
-        elif action in ("leave", "restart"):
-            name = event.leave if action == "leave" else event.restart
-            assert name is not None
-            proc = self.processes.get(name)
-            if proc is not None and proc.alive:
-                self._checkpoint(proc)
-                if proc.batch:
-                    self._finish_batch_partially(proc, rewind=True)
-                self._to_consumer(proc, Close(proc.position_view()))
-                self._drop_process_ownership(proc)
-                proc.alive = False
-            if action == "restart":
-                self._push(now + (event.after_ms or 0), ProcessStarts(name))
-        elif action == "crash":
-            assert event.crash is not None
-            proc = self.processes.get(event.crash)
-            if proc is not None and proc.alive:
-                self._checkpoint(proc)
-                self._finish_batch_partially(proc)
-                self._drop_process_ownership(proc)
-                proc.alive = False
-        elif action in ("pause", "stall"):
-            interruption = Interruption.PAUSE if action == "pause" else Interruption.STALL
-            name = event.pause if interruption is Interruption.PAUSE else event.stall
-            proc = self.processes.get(name) if name is not None else None
-            if (proc is not None and proc.alive and not proc.paused
-                    and not (interruption is Interruption.STALL and proc.stalled)):
-                self._checkpoint(proc)
-                if interruption is Interruption.PAUSE:
-                    proc.paused = True
-                else:
-                    proc.stalled = True
-                    self._to_consumer(proc, PollReturned())  # the loop left poll() now and is stuck
-                assert event.for_ms is not None
-                self._push(now + event.for_ms, ProcessResumes(proc.connection, interruption))
-        elif action == "create_topic":
-            spec = event.create_topic
-            assert spec is not None
-            self.topics[spec.name] = spec.partitions
-            for p in range(spec.partitions):
-                self.partition_created[f"{spec.name}-{p}"] = now
-        elif action == "add_partitions":
-            change = event.add_partitions
-            assert change is not None
-            current = self.topics[change.topic]
-            if change.count > current:
-                self.topics[change.topic] = change.count
-                for p in range(current, change.count):
-                    self.partition_created[f"{change.topic}-{p}"] = now
-        elif action == "subscribe":
-            subscription = event.subscribe
-            assert subscription is not None
-            proc = self.processes.get(subscription.consumer)
-            if proc is not None and proc.alive:
-                self._to_consumer(proc, MetadataUpdate(dict(self.topics)))
-                self._to_consumer(proc, Subscribe(tuple(subscription.topics or ()), subscription.pattern))
-                self._maybe_poll(proc)
-        elif action == "coordinator_failover":
+    # ------------------------------------------------------------------ scenario events (sim.core dispatches them)
+
+    def _stop_process(self, proc: Process) -> None:
+        self._checkpoint(proc)
+        if proc.batch:
+            self._finish_batch_partially(proc, rewind=True)
+        self._to_consumer(proc, Close(proc.position_view()))
+        self._drop_process_ownership(proc)
+        self._release(proc, list(proc.held))
+        proc.alive = False
+
+    def _crash_process(self, proc: Process) -> None:
+        self._checkpoint(proc)
+        self._finish_batch_partially(proc, rewind=False)
+        self._drop_process_ownership(proc)
+        self._release(proc, list(proc.held))
+        proc.alive = False
+
+    def _stalled(self, proc: Process) -> None:
+        self._to_consumer(proc, PollReturned())  # the loop left poll() now and is stuck
+
+    def _topics_grown(self, event: Event) -> None:
+        pass  # consumers see it at their next metadata refresh
+
+    def _subscribe(self, proc: Process, change: SubscribeChange) -> None:
+        self._to_consumer(proc, MetadataUpdate(dict(self.topics)))
+        self._to_consumer(proc, Subscribe(tuple(change.topics or ()), change.pattern))
+        self._maybe_poll(proc)
+
+    def _other_scenario_event(self, event: Event) -> None:
+        if event.action == "coordinator_failover":
             self._failover()
 
     def _failover(self) -> None:
@@ -875,6 +871,7 @@ class Simulation:
                     # The group no longer counts this member as an owner, whatever the process believes.
                     self._checkpoint(proc)
                     self._drop_process_ownership(proc)
+                    self._fence(proc)
             case AssignmentReceived():
                 if current is not None:
                     self._close_rebalance(current, record.generation, record.assignment)
@@ -924,6 +921,7 @@ class Simulation:
         for proc in self.processes.values():
             if proc.alive:
                 self._checkpoint(proc)
+                self._release(proc, list(proc.held))
         end = self.end_ms
         for partition, current in list(self.open_ownership.items()):
             self._ownership_row(partition, current, end)
@@ -943,24 +941,18 @@ class Simulation:
                      else frozenset())
             final.append(MemberPartitions(spec.id, sorted_partitions(owned)))
         description = self.brokers[self.leader_broker].describe(self.scenario.group)
-        consumption = {name: list(column) for name, column in zip(
-            ("partition", "member", "generation", "from_offset", "to_offset", "start_ms", "end_ms"),
-            zip(*self.consumption_rows, strict=True) if self.consumption_rows else [()] * 7, strict=True)}
         commits = self._commit_table()
-        partitions = sorted(self.partition_created, key=partition_sort_key)
         return SimulationResult(
             scenario=self.scenario, coordinator_partition=self.offsets_partition, rebalances=rebalances,
             final_assignment=tuple(final), metrics=metrics, ownership=ownership,
-            consumption=Consumption(strings(consumption["partition"]), strings(consumption["member"]),
-                                    ints(consumption["generation"]), ints(consumption["from_offset"]),
-                                    ints(consumption["to_offset"]), ints(consumption["start_ms"]),
-                                    ints(consumption["end_ms"])),
+            consumption=self._consumption_table(),
             commits=commits,
-            produced=Produced(strings(partitions), ints([self.traffic.leo_of(p, end) for p in partitions])),
+            produced=self._produced_table(),
             final_group_state=description.group_state,
             final_members=tuple(self._name(m.member_id) for m in description.members),
             offset_regressions=self.offset_regressions, ownership_conflicts=self.ownership_conflicts,
             log_records=tuple(self.log_records),
+            held=self._held_table(),
             fenced=tuple(spec.id for spec in self.scenario.consumers
                          if (running := self.processes.get(spec.id)) is not None and running.alive
                          and running.cc.fatal is ErrorCode.FENCED_INSTANCE_ID),
@@ -987,6 +979,12 @@ class Simulation:
         partitions, members, generations, starts, ends = zip(*rows, strict=True) if rows else ((),) * 5
         return Ownership(strings(list(partitions)), strings(list(members)), ints(list(generations)),
                          ints(list(starts)), ints(list(ends)))
+
+    def _held_table(self) -> Held:
+        rows = self.held_rows  # in the order the holds ended
+        columns = list(zip(*rows, strict=True)) if rows else [()] * 7
+        return Held(strings(list(columns[0])), strings(list(columns[1])),
+                    *(ints(list(column)) for column in columns[2:]))
 
     def _metrics(self, ownership: Ownership) -> tuple[Metrics, list[int]]:
         rows = list(zip(ownership.partition.tolist(), ownership.member.tolist(), ownership.start_ms.tolist(),

@@ -1,7 +1,10 @@
-"""The simulator's own events: what its queue holds, in virtual time order.
+"""The simulators' own events: what their queues hold, in virtual time order.
 
 A run reads as a sequence of these named things happening. Each is a frozen dataclass; the
-engine dispatches them with ``match`` (an event nobody handles is an error). Timer events
+classic engine (``sim.engine``) and the consumer-group simulator (``sim.consumer_group``)
+dispatch them with ``match`` (an event nobody handles is an error). ``SimEvent`` is the classic
+engine's closed set, ``ConsumerGroupEvent`` the consumer-group simulator's; the scenario, the
+application loop and the process life cycle are the same events in both. Timer events
 (``CoordinatorTimerFires``, ``ConsumerTimerFires``) double as the keys of the armed-timer
 table: arming the same timer again replaces its deadline, cancelling it removes it. They
 compare by identity (cheap hashing on the hot path); the engine keeps one per owner and timer,
@@ -21,11 +24,14 @@ from kafka_rebalance.protocol.classic.coordinator_events import (
     GroupResponse,
     Received,
 )
+from kafka_rebalance.protocol.modern.consumer import coordinator_events as ce
+from kafka_rebalance.protocol.modern.consumer import member_events as me
 
 
 class AppActivity(Enum):
     BATCH_DONE = "batch done"  # the application finished processing its batch and polls again
     IDLE_POLL = "idle poll"  # a caught-up application polls again
+    CALLBACKS_DONE = "callbacks done"  # the rebalance listener returned (consumer-group simulator)
 
 
 class Interruption(Enum):
@@ -112,7 +118,52 @@ class ProcessStarts:
     name: str
 
 
+@dataclass(frozen=True, slots=True)
+class GroupRequestArrives:
+    """A consumer's request reaches the consumer group's coordinator (``sim.consumer_group``);
+    with ``ignore_response`` its answer is not sent back (the leave heartbeat of an expired
+    poll timer)."""
+
+    connection: str
+    request: ce.Request
+    ignore_response: bool
+
+
+@dataclass(frozen=True, slots=True)
+class GroupResponseArrives:
+    """The group coordinator's answer reaches the consumer on ``connection`` (a classic
+    coordinator's, to a classic member, before the group converts)."""
+
+    connection: str
+    response: ce.Response | GroupResponse
+
+
+GroupTimer = ce.Timer | CoordinatorTimer  # the classic coordinator's, before a group converts
+MemberTimer = me.Timer | ConsumerTimer  # a classic member's, in a rolling upgrade
+
+
+@dataclass(frozen=True, slots=True)
+class GroupTimerFires:
+    """A timer of the group's coordinator is due; one armed before the coordinator moved
+    (an older ``coordinator_epoch``) is void."""
+
+    coordinator_epoch: int
+    timer: GroupTimer
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class MemberTimerFires:
+    """A timer of the consumer on ``connection`` is due (also the key of its armed deadline:
+    the simulator keeps one per consumer and timer, so identity is value equality there)."""
+
+    connection: str
+    timer: MemberTimer
+
+
 TimerFires = CoordinatorTimerFires | ConsumerTimerFires
 DeferrableEvent = ResponseArrives | ConsumerTimerFires | AppWakes  # held while a process is paused
 SimEvent = (RequestArrives | FindCoordinatorArrives | ResponseArrives | CoordinatorTimerFires | ConsumerTimerFires | ScenarioStep | AppWakes
             | MetadataRefresh | ProcessResumes | CoordinatorLoaded | ProcessStarts)
+ConsumerGroupDeferrable = GroupResponseArrives | MemberTimerFires | AppWakes  # held while a process is paused
+ConsumerGroupEvent = (GroupRequestArrives | GroupResponseArrives | GroupTimerFires | MemberTimerFires | ScenarioStep
+                      | AppWakes | ProcessStarts | ProcessResumes | CoordinatorLoaded)

@@ -6,7 +6,8 @@
 Optional fields beyond the spec (all documented in ``examples/scenarios/README.md``):
 - ``config``: ``max_poll_records`` (500), ``heartbeat_with_poll`` (false: KIP-62 background
   heartbeat; true: kafka-python < 1.4, heartbeats only from poll), ``network_latency_ms`` (2),
-  ``network_jitter_ms`` (0), ``idle_poll_ms`` (500, how often a caught-up consumer with a
+  ``network_jitter_ms`` (0), ``network_loss`` (0: the chance a request or its response is lost),
+  ``network_loss_until_ms`` (none), ``request_timeout_ms`` (30000), ``idle_poll_ms`` (500, how often a caught-up consumer with a
   processing cost polls again), ``offsets_topic_num_partitions`` (50), ``brokers`` (3),
   ``coordinator_load_ms`` (500: a failover leaves the group without coordinator this long),
   ``log_style`` (``modern``, ``legacy`` or ``legacy-old``).
@@ -52,6 +53,12 @@ class SimConfig(_Strict):
     heartbeat_with_poll: bool = False
     network_latency_ms: int = Field(2, ge=0)
     network_jitter_ms: int = Field(0, ge=0)
+    # The chance that a request between a consumer and a broker, or its response, is lost on the
+    # network (each message on its own, drawn from the seed), until ``network_loss_until_ms``
+    # (None: all run long). Consumers then time their requests out after request.timeout.ms.
+    network_loss: float = Field(0, ge=0, lt=1)
+    network_loss_until_ms: int | None = Field(None, ge=0)
+    request_timeout_ms: int = Field(30000, gt=0)
     idle_poll_ms: int = Field(500, gt=0)
     offsets_topic_num_partitions: int = Field(50, gt=0)
     brokers: int = Field(3, gt=0)
@@ -158,7 +165,7 @@ class SubscribeChange(_Strict):
 
 
 ACTIONS = ("join", "leave", "crash", "pause", "stall", "restart", "create_topic", "add_partitions", "subscribe",
-           "coordinator_failover", "upgrade")
+           "coordinator_failover", "upgrade", "downgrade")
 
 
 class Event(_Strict):
@@ -176,6 +183,7 @@ class Event(_Strict):
     subscribe: SubscribeChange | None = None
     coordinator_failover: dict[str, Any] | None = None
     upgrade: str | None = None  # restart this consumer with group.protocol=consumer (online migration)
+    downgrade: str | None = None  # restart this consumer with group.protocol=classic (the way back)
 
     @model_validator(mode="after")
     def _exactly_one_action(self) -> Event:
@@ -226,14 +234,19 @@ class Scenario(_Strict):
         known = set(ids)
         topics = set(self.topics)
         # In time order, as the simulator replays them: a topic must exist before it grows.
+        protocol_of: dict[str, str] = dict.fromkeys(ids, self.group_protocol)
         for i, event in sorted(enumerate(self.events), key=lambda indexed: indexed[1].at_ms):
             action = event.action
-            if action == "upgrade" and self.group_protocol != "classic":
-                raise _FieldError(f"events[{i}].upgrade", "an upgrade moves a consumer of a classic group "
-                                  "(group_protocol: classic) to the consumer protocol")
-            if action == "coordinator_failover" and any(e.upgrade is not None for e in self.events):
-                raise _FieldError(f"events[{i}]", "coordinator failover during a rolling upgrade is not simulated")
-            if action in ("join", "leave", "crash", "pause", "stall", "restart", "upgrade"):
+            if action in ("upgrade", "downgrade"):
+                # An upgrade moves a consumer from the classic protocol to the consumer protocol, a
+                # downgrade back; each must change the protocol the consumer runs at that time.
+                name = getattr(event, action)
+                before, after = ("classic", "consumer") if action == "upgrade" else ("consumer", "classic")
+                if name in protocol_of and protocol_of[name] != before:
+                    raise _FieldError(f"events[{i}].{action}", f"consumer {name!r} already uses the {after} protocol "
+                                      f"(group_protocol: {self.group_protocol}, earlier upgrade/downgrade events)")
+                protocol_of[name] = after
+            if action in ("join", "leave", "crash", "pause", "stall", "restart", "upgrade", "downgrade"):
                 name = getattr(event, action)
                 if name not in known:
                     raise _FieldError(f"events[{i}].{action}", f"unknown consumer {name!r}")
@@ -245,6 +258,9 @@ class Scenario(_Strict):
                 topics.add(event.create_topic.name)
             elif event.add_partitions is not None and event.add_partitions.topic not in topics:
                 raise _FieldError(f"events[{i}].add_partitions.topic", f"unknown topic {event.add_partitions.topic!r}")
+        if self.config.network_loss and self.uses_consumer_protocol:
+            raise _FieldError("config.network_loss", "lost requests are simulated for classic groups only "
+                              "(group_protocol: classic, no upgrade events)")
         for i, spec in enumerate(self.produce):
             if spec.topic not in topics:
                 raise _FieldError(f"produce[{i}].topic", f"unknown topic {spec.topic!r}")

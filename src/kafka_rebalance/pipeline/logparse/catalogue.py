@@ -52,6 +52,8 @@ class Message:
 _GC = "core/src/main/scala/kafka/coordinator/group/GroupCoordinator.scala"
 _GMM = "core/src/main/scala/kafka/coordinator/group/GroupMetadataManager.scala"
 _NEW = "group-coordinator/src/main/java/org/apache/kafka/coordinator/group/GroupMetadataManager.java (trunk, 3.7+/4.x)"
+# The online migration's INFO lines came after the mirrored trunk (4.0+).
+_NEW4 = "group-coordinator/src/main/java/org/apache/kafka/coordinator/group/GroupMetadataManager.java (4.0+)"
 _AC = "clients/.../consumer/internals/AbstractCoordinator.java"
 _CC = "clients/.../consumer/internals/ConsumerCoordinator.java"
 _RLI = "clients/.../consumer/internals/ConsumerRebalanceListenerInvoker.java (3.7+)"
@@ -194,6 +196,14 @@ MESSAGES: tuple[Message, ...] = (
     Message("metadata_changed", "broker", "broker-kip848",
             rf"\[GroupId {G}\] Computed new subscription metadata: (?P<topics>.*?)\.?\s*$", _NEW,
             "Computed new subscription metadata: "),
+    Message("group_converted", "broker", "broker-kip848",
+            rf"\[GroupId {G}\] Converted the classic group to a consumer group\.",
+            f"{_NEW4} convertToConsumerGroup", "] Converted the classic group to a consumer group",
+            {"protocol": "consumer"}),
+    Message("group_converted", "broker", "broker-kip848",
+            rf"\[GroupId {G}\] Converted the consumer group to a classic group\.",
+            f"{_NEW4} convertToClassicGroup", "] Converted the consumer group to a classic group",
+            {"protocol": "classic"}),
     Message("conversion_refused", "broker", "broker-kip848",
             rf"Cannot (?P<direction>upgrade|downgrade) (?:the )?(?:classic|consumer) group {G}:? (?:to (?:consumer|classic) group )?"
             r"because (?P<reason>.*?)\.?\s*$", _NEW, " group because "),

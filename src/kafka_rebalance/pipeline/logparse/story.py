@@ -312,7 +312,7 @@ class GroupStory:
         row = self._member_event(event, kind, reason=reason)
         row["cause"] = kind_cause
         self._forget_member(row["member"])
-        target = self.open
+        target = self._open_for(event)
         if target is not None and event.get("side") == "broker":
             (target.failed if kind in ("failed", "fenced") else target.left).append(row["member"])
             target.causes.append(self._cause(kind_cause, row["member"], reason, [event]))
@@ -340,12 +340,24 @@ class GroupStory:
             cause = "restarted"
         row["cause"] = cause
         if event.get("library") == "broker-kip848" and row["member"]:
-            self.consumer_members.setdefault(row["member"], (None, None))
-        target = self.open
+            # A static member's replacement takes over its epoch and assignment (Kafka's
+            # ConsumerGroupMember.Builder(existing).setMemberId(new)).
+            replaced = self.consumer_members.pop(event.get("old_member") or "", (None, None))
+            self.consumer_members.setdefault(row["member"], replaced)
+        target = self._open_for(event)
         if target is not None:
             target.joined.append(row["member"])
         self.recent.append({"cause": cause, "member": row["member"], "detail": event.get("membership"), "event": event,
                             "departure": None})
+
+    def _open_for(self, event: dict) -> Rebalance | None:
+        """The open rebalance a member's arrival or departure belongs to. A KIP-848 coordinator
+        logs the change before the epoch bump it causes, so it belongs to the next bump, not
+        to the consumer-group rebalance still open."""
+        target = self.open
+        if target is not None and target.protocol == "consumer" and event.get("library") == "broker-kip848":
+            return None
+        return target
 
     def _rejoins(self, client: str | None, time_ms: int | None) -> bool:
         """A join of a client that left or failed earlier: a restart."""
@@ -377,6 +389,10 @@ class GroupStory:
         rebalance.generation = epoch
         self.last_epoch = epoch
         self._claim_recent(rebalance)
+        # The epoch is bumped in the same coordinator write as the change that caused it: what
+        # was logged in that millisecond comes before older evidence.
+        rebalance.causes.sort(key=lambda c: c["events"][0].get("time_ms") != event.get("time_ms")
+                              if c["events"] else True)
         self.open = rebalance
 
     def _on_target_assignment(self, event: dict) -> None:
@@ -416,6 +432,13 @@ class GroupStory:
     def _on_metadata_changed(self, event: dict) -> None:
         self.recent.append({"cause": "metadata_changed", "member": None, "detail": "topic metadata changed",
                             "event": event, "departure": None})
+
+    def _on_group_converted(self, event: dict) -> None:
+        """The online migration: epochs continue from the classic generation (and back)."""
+        self._member_event(event, "converted", member="", reason=f"to {event.get('protocol')}")
+        self.last_epoch = None
+        if event.get("protocol") == "classic":
+            self.consumer_members.clear()
 
     def _on_conversion_refused(self, event: dict) -> None:
         self._member_event(event, "conversion_refused", member="", reason=event.get("reason"))

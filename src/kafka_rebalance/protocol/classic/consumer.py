@@ -16,6 +16,20 @@ Coordinator discovery: the machine starts with the coordinator node it is given 
 sends FindCoordinator whenever it does not know one: at the start without one, and after a
 response says NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE (AbstractCoordinator
 .markCoordinatorUnknown). Group requests wait until the coordinator is known again.
+
+Request timeouts (``request_timeout_ms`` set: a network that can lose requests or responses).
+Every request waits at most ``request.timeout.ms`` for its response; JoinGroup waits
+max(request.timeout.ms, rebalance.timeout.ms + 5000) (AbstractCoordinator.sendJoinGroupRequest,
+JOIN_GROUP_TIMEOUT_LAPSE). When one times out, NetworkClient.handleTimedOutRequests closes the
+connection and every request in flight on it fails with a DisconnectException
+(cancelInFlightRequests; ``Disconnect`` tells the driver to drop what is still on the wire); each
+handler then marks the coordinator unknown (CoordinatorResponseHandler.onFailure), FindCoordinator
+runs again, and the failed request is retried as its own retriable-error path does: JoinGroup and
+SyncGroup rejoin after retry.backoff.ms with the member id and generation the member holds (a lost
+JoinGroup response leaves a new member without its id: it joins again as a new member), a commit
+before the join is made again, OffsetFetch retries after the backoff, FindCoordinator too. Without
+``request_timeout_ms`` every request is answered (the driver's network loses nothing) and no
+timeout is armed.
 """
 
 from __future__ import annotations
@@ -31,11 +45,13 @@ from kafka_rebalance.assignors.api import assign
 from kafka_rebalance.model import InvalidInput, RebalanceProtocol
 from kafka_rebalance.protocol.classic.consumer_events import (
     ANY_BROKER,
+    ApiKey,
     AutoCommitDue,
     Close,
     CommittedOffsetsFetched,
     ConsumerInput,
     ConsumerOutput,
+    Disconnect,
     Fatal,
     HeartbeatDue,
     LeftGroup,
@@ -47,6 +63,7 @@ from kafka_rebalance.protocol.classic.consumer_events import (
     PollIntervalExpired,
     PollReturned,
     Received,
+    RequestTimedOut,
     RetryFetch,
     RetryFindCoordinator,
     RetryJoin,
@@ -110,6 +127,17 @@ _RETRY_JOIN = RetryJoin()
 _RETRY_FETCH = RetryFetch()
 _RETRY_FIND_COORDINATOR = RetryFindCoordinator()
 _COORDINATOR_GONE = (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+JOIN_GROUP_TIMEOUT_LAPSE_MS = 5000  # AbstractCoordinator.JOIN_GROUP_TIMEOUT_LAPSE
+_API_OF: dict[type, ApiKey] = {
+    FindCoordinatorRequest: ApiKey.FIND_COORDINATOR, FindCoordinatorResponse: ApiKey.FIND_COORDINATOR,
+    JoinGroupRequest: ApiKey.JOIN_GROUP, JoinGroupResponse: ApiKey.JOIN_GROUP,
+    SyncGroupRequest: ApiKey.SYNC_GROUP, SyncGroupResponse: ApiKey.SYNC_GROUP,
+    HeartbeatRequest: ApiKey.HEARTBEAT, HeartbeatResponse: ApiKey.HEARTBEAT,
+    OffsetCommitRequest: ApiKey.OFFSET_COMMIT, OffsetCommitResponse: ApiKey.OFFSET_COMMIT,
+    OffsetFetchRequest: ApiKey.OFFSET_FETCH, OffsetFetchResponse: ApiKey.OFFSET_FETCH,
+    LeaveGroupRequest: ApiKey.LEAVE_GROUP, LeaveGroupResponse: ApiKey.LEAVE_GROUP,
+}
+_TIMED_OUT = {api: RequestTimedOut(api) for api in ApiKey}
 
 
 def rebalance_protocol(strategies: tuple[str, ...]) -> RebalanceProtocol:
@@ -151,6 +179,8 @@ class ConsumerConfig:
     auto_commit_interval_ms: int = 5000
     background_heartbeat: bool = True
     retry_backoff_ms: int = 100
+    # request.timeout.ms (Kafka's default: 30000); None: every request is answered, no timeouts.
+    request_timeout_ms: int | None = None
 
 
 class ConsumerCoordinator:
@@ -169,6 +199,9 @@ class ConsumerCoordinator:
         self.state = MemberState.UNJOINED
         self.member_id = UNKNOWN_MEMBER_ID
         self.generation = NO_GENERATION
+        # The generation whose assignment the member holds (its last SyncGroup): the generation
+        # of a JoinGroup whose SyncGroup then failed is newer.
+        self.assignment_generation = NO_GENERATION
         self.leader: str | None = None
         self.protocol_name: str | None = None
         self._owned: set[str] = set()
@@ -192,6 +225,10 @@ class ConsumerCoordinator:
         self.last_poll_ms = 0
         self.next_auto_commit_ms = 0
         self.closed = False
+        self._now = 0
+        # Deadlines of the requests in flight per API, oldest first (only with request_timeout_ms).
+        self._in_flight: dict[ApiKey, list[int]] | None = (
+            None if config.request_timeout_ms is None else {api: [] for api in ApiKey})
 
     # ------------------------------------------------------------------ public state
 
@@ -226,6 +263,7 @@ class ConsumerCoordinator:
         out: list[ConsumerOutput] = []
         if self.closed or self.fatal is not None:
             return out
+        self._now = now_ms
         match event:
             case HeartbeatDue():
                 self._heartbeat_timer(now_ms, out)
@@ -256,6 +294,8 @@ class ConsumerCoordinator:
                 self._fetch_positions(out)
             case RetryFindCoordinator():
                 self._find_coordinator(out)
+            case RequestTimedOut(api=api):
+                self._request_timed_out(api, now_ms, out)
             case _:
                 assert_never(event)
         return out
@@ -269,6 +309,8 @@ class ConsumerCoordinator:
     def _send(self, request: GroupRequest, out: list[ConsumerOutput]) -> None:
         assert self.coordinator_id is not None
         out.append(Send(request, self.coordinator_id))
+        if self._in_flight is not None:
+            self._sent(_API_OF[type(request)], out)
 
     def _request_rejoin(self, reason: str) -> None:
         if not self.rejoin_needed:
@@ -299,6 +341,8 @@ class ConsumerCoordinator:
                                          self.config.group_instance_id), self.coordinator_id)
             self._heartbeat_send = send
         out.append(send)
+        if self._in_flight is not None:
+            self._sent(ApiKey.HEARTBEAT, out)
 
     def _resolve_subscription(self) -> tuple[str, ...]:
         if self._pattern is None:
@@ -307,7 +351,12 @@ class ConsumerCoordinator:
         return tuple(sorted(t for t in self._metadata if pattern.fullmatch(t)))
 
     def _coordinator_unknown(self, out: list[ConsumerOutput]) -> None:
-        """markCoordinatorUnknown: forget the coordinator and look for it again."""
+        """markCoordinatorUnknown: forget the coordinator and look for it again. With request
+        timeouts it also disconnects from the old coordinator (client.disconnectAsync), so the
+        requests in flight to it fail; without them, they are still answered."""
+        if self._in_flight is not None and self.coordinator_id is not None:
+            self._disconnect(self._now, out)
+            return
         self.coordinator_id = None
         self._find_coordinator(out)
 
@@ -315,6 +364,89 @@ class ConsumerCoordinator:
         if self.coordinator_id is None and not self._finding_coordinator:
             self._finding_coordinator = True
             out.append(Send(FindCoordinatorRequest(self.config.group_id), ANY_BROKER))
+            if self._in_flight is not None:
+                self._sent(ApiKey.FIND_COORDINATOR, out)
+
+    # ------------------------------------------------------------------ request timeouts
+
+    def _sent(self, api: ApiKey, out: list[ConsumerOutput]) -> None:
+        assert self._in_flight is not None and self.config.request_timeout_ms is not None
+        timeout = self.config.request_timeout_ms
+        if api is ApiKey.JOIN_GROUP:
+            timeout = max(timeout, self.rebalance_timeout_ms + JOIN_GROUP_TIMEOUT_LAPSE_MS)
+        deadlines = self._in_flight[api]
+        deadlines.append(self._now + timeout)
+        if len(deadlines) == 1:
+            out.append(ArmTimer(_TIMED_OUT[api], deadlines[0]))
+
+    def _answered(self, api: ApiKey, out: list[ConsumerOutput]) -> bool:
+        """A response of ``api`` arrived (False: nothing of ``api`` is in flight, the request
+        already failed and the response is not read).
+
+        Responses carry no correlation id here, so which request it answers is inferred:
+        responses come back in order on a connection, so when two are in flight and an answer
+        comes, the older one was answered or lost; taking the newest off keeps the oldest
+        deadline, so a lost request times out at its own deadline (Kafka: each in-flight request
+        is timed on its own, InFlightRequests.nodesWithTimedOutRequests). When instead the newer
+        one is lost, the timeout fires earlier than Kafka's by the time between the two sends."""
+        assert self._in_flight is not None
+        deadlines = self._in_flight[api]
+        if not deadlines:
+            return False
+        deadlines.pop()
+        out.append(ArmTimer(_TIMED_OUT[api], deadlines[0]) if deadlines else CancelTimer(_TIMED_OUT[api]))
+        return True
+
+    def _request_timed_out(self, api: ApiKey, now: int, out: list[ConsumerOutput]) -> None:
+        """NetworkClient.handleTimedOutRequests: the connection the request went over is closed
+        and every request in flight on it fails (a DisconnectException); FindCoordinator goes to
+        any broker, every other request to the coordinator."""
+        in_flight = self._in_flight
+        if in_flight is None:
+            return
+        deadlines = in_flight[api]
+        if not deadlines:
+            return
+        if deadlines[0] > now:
+            out.append(ArmTimer(_TIMED_OUT[api], deadlines[0]))
+            return
+        if api is ApiKey.FIND_COORDINATOR:
+            deadlines.clear()
+            self._finding_coordinator = False  # ensureCoordinatorReady: retriable, back off and ask again
+            out.append(ArmTimer(_RETRY_FIND_COORDINATOR, now + self.config.retry_backoff_ms))
+            return
+        self._disconnect(now, out)
+
+    def _disconnect(self, now: int, out: list[ConsumerOutput]) -> None:
+        """The connection to the coordinator is closed: every request in flight on it fails with a
+        DisconnectException (NetworkClient.cancelInFlightRequests), the coordinator is unknown
+        (CoordinatorResponseHandler.onFailure: markCoordinatorUnknown) and each failed request
+        takes its retriable-failure path."""
+        in_flight = self._in_flight
+        assert in_flight is not None
+        failed = {a: len(d) for a, d in in_flight.items() if d and a is not ApiKey.FIND_COORDINATOR}
+        for failed_api in failed:
+            in_flight[failed_api].clear()
+            out.append(CancelTimer(_TIMED_OUT[failed_api]))
+        if self.coordinator_id is not None:
+            out.append(Disconnect(self.coordinator_id))
+        self.coordinator_id = None
+        self._find_coordinator(out)
+        if ApiKey.OFFSET_COMMIT in failed:
+            self._commits_in_flight = max(self._commits_in_flight - failed[ApiKey.OFFSET_COMMIT], 0)
+            if self._commit_before_join and self._commits_in_flight == 0:
+                # ConsumerCoordinator.onJoinPrepare: a commit that failed retriably is made again
+                # before the join (the next poll commits the positions then).
+                self._commit_before_join = False
+        if ApiKey.OFFSET_FETCH in failed:
+            self._fetch_in_flight = False
+            out.append(ArmTimer(_RETRY_FETCH, now + self.config.retry_backoff_ms))
+        if ((ApiKey.JOIN_GROUP in failed and self.state is MemberState.PREPARING_REBALANCE)
+                or (ApiKey.SYNC_GROUP in failed and self.state is MemberState.COMPLETING_REBALANCE)):
+            # joinGroupIfNeeded: a retriable failure; requestRejoin, sleep retry.backoff.ms, find
+            # the coordinator and send JoinGroup again with generation.memberId.
+            self._retry_join(now, out, backoff=True)
+            self.rejoin_reason = "rebalance failed due to DisconnectException"
 
     # ------------------------------------------------------------------ application inputs
 
@@ -477,6 +609,10 @@ class ConsumerCoordinator:
     # ------------------------------------------------------------------ responses
 
     def _on_response(self, response: object, now: int, out: list[ConsumerOutput]) -> None:
+        if self._in_flight is not None:
+            api = _API_OF.get(type(response))
+            if api is not None and not self._answered(api, out):
+                return
         match response:
             case HeartbeatResponse():
                 self._on_heartbeat(response, out)
@@ -619,6 +755,7 @@ class ConsumerCoordinator:
         error = response.error_code
         if error is ErrorCode.NONE:
             self._set_state(MemberState.STABLE)
+            self.assignment_generation = self.generation
             self.rejoin_needed = False
             assigned = set(response.assignment)
             if self.protocol is RebalanceProtocol.COOPERATIVE:

@@ -9,18 +9,21 @@ Inputs (``ConsumerInput``):
   summarises a consumer continuously inside poll: the auto-commit of the last interval tick,
   with the positions at that tick), ``Subscribe``, ``MetadataUpdate``, ``Close(positions)``.
 - Its timers: ``HeartbeatDue``, ``PollIntervalExpired``, ``RetryJoin``, ``RetryFetch``,
-  ``RetryFindCoordinator``.
+  ``RetryFindCoordinator``, ``RequestTimedOut(api)`` (only with ``request_timeout_ms`` set: the
+  oldest in-flight request of ``api`` had no response within its timeout).
 
 Outputs (``ConsumerOutput``): ``Send(request, node_id)`` (to the coordinator node, or to any
 broker for FindCoordinator), listener callbacks (``PartitionsRevoked``, ``PartitionsAssigned``,
 ``PartitionsLost``), ``CommittedOffsetsFetched`` (positions to start from), ``LeftGroup``,
-``Fatal``, and ``ArmTimer``/``CancelTimer`` of the timers above.
+``Fatal``, ``Disconnect(node_id)`` (a request timed out: the connection is closed and the responses
+still on their way over it are never read), and ``ArmTimer``/``CancelTimer`` of the timers above.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from types import MappingProxyType
 
 from kafka_rebalance.protocol.classic.coordinator_events import (
@@ -114,7 +117,28 @@ class RetryFindCoordinator:
     """retry.backoff.ms after a failed FindCoordinator."""
 
 
-ConsumerTimer = HeartbeatDue | PollIntervalExpired | RetryJoin | RetryFetch | RetryFindCoordinator
+class ApiKey(Enum):
+    """The requests a consumer sends (Kafka's ApiKeys), for in-flight bookkeeping."""
+
+    FIND_COORDINATOR = "FindCoordinator"
+    JOIN_GROUP = "JoinGroup"
+    SYNC_GROUP = "SyncGroup"
+    HEARTBEAT = "Heartbeat"
+    OFFSET_COMMIT = "OffsetCommit"
+    OFFSET_FETCH = "OffsetFetch"
+    LEAVE_GROUP = "LeaveGroup"
+
+
+@dataclass(frozen=True, slots=True)
+class RequestTimedOut:
+    """The oldest in-flight ``api`` request got no response within its timeout
+    (request.timeout.ms; JoinGroup: max(request.timeout.ms, rebalance.timeout.ms + 5000))."""
+
+    api: ApiKey
+
+
+ConsumerTimer = (HeartbeatDue | PollIntervalExpired | RetryJoin | RetryFetch | RetryFindCoordinator
+                 | RequestTimedOut)
 AppInput = Poll | PollReturned | AutoCommitDue | Subscribe | MetadataUpdate | Close
 ConsumerInput = Received | AppInput | ConsumerTimer
 
@@ -161,6 +185,14 @@ class Fatal:
     error_code: ErrorCode
 
 
+@dataclass(frozen=True, slots=True)
+class Disconnect:
+    """Close the connection to broker ``node_id`` (NetworkClient, on a request timeout): the
+    responses still on their way over it are never read."""
+
+    node_id: int
+
+
 ListenerCallback = PartitionsRevoked | PartitionsAssigned | PartitionsLost
-ConsumerOutput = (Send | ListenerCallback | CommittedOffsetsFetched | LeftGroup | Fatal
+ConsumerOutput = (Send | ListenerCallback | CommittedOffsetsFetched | LeftGroup | Fatal | Disconnect
                   | ArmTimer[ConsumerTimer] | CancelTimer[ConsumerTimer])

@@ -37,6 +37,7 @@ from kafka_rebalance.protocol.classic.coordinator_events import (
     NO_GENERATION,
     UNKNOWN_MEMBER_ID,
     BeginLoading,
+    ConsumerGroupDowngraded,
     ConsumerProtocolSubscription,
     CoordinatorInput,
     CoordinatorOutput,
@@ -283,6 +284,12 @@ class GroupCoordinator:
                 self._load(partition, records, now_ms, out)
             case Resign(partition=partition):
                 self._resign(partition, out)
+            case ConsumerGroupDowngraded(partition=partition, records=records, reason=reason):
+                self._load(partition, records, now_ms, out)
+                for record in records:
+                    group = self.groups.get(record.group_id)
+                    if isinstance(record, GroupMetadataRecord) and group is not None and group.members:
+                        self._prepare_rebalance(group, reason, now_ms, out)
             case _:
                 assert_never(event)
         return out

@@ -9,7 +9,7 @@ are left out (the coordinator never throttles here).
 
 Inputs (``CoordinatorInput``): ``Received(connection, request)``, the coordinator's timers,
 and the partition life cycle of ``__consumer_offsets`` (``BeginLoading``, ``LoadCompleted``,
-``Resign``). Outputs (``CoordinatorOutput``): ``Respond(connection, response)``,
+``Resign``), and a consumer group converted back (``ConsumerGroupDowngraded``). Outputs (``CoordinatorOutput``): ``Respond(connection, response)``,
 ``ArmTimer``/``CancelTimer`` of those timers, ``Log`` records and ``Persist`` (a record
 appended to ``__consumer_offsets``, read back by the next coordinator when it loads).
 """
@@ -395,9 +395,20 @@ class Resign:
     partition: int
 
 
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupDowngraded:
+    """A consumer group converted back to this classic group (GroupMetadataManager.convertToClassicGroup):
+    the classic group's records (``createClassicGroupRecords``) are loaded as the group, every
+    member's heartbeat is rescheduled, and a rebalance starts for ``reason``."""
+
+    partition: int
+    records: tuple[PersistedRecord, ...]
+    reason: str
+
+
 CoordinatorTimer = (SessionExpired | PendingMemberExpired | NewMemberJoinTimeout | InitialDelayExpired
                     | RebalanceTimeout | SyncTimeout)
-CoordinatorInput = Received | CoordinatorTimer | BeginLoading | LoadCompleted | Resign
+CoordinatorInput = Received | CoordinatorTimer | BeginLoading | LoadCompleted | Resign | ConsumerGroupDowngraded
 
 
 # --------------------------------------------------------------------------- outputs

@@ -26,8 +26,8 @@ from kafka_rebalance.protocol.classic import coordinator_events as cl
 from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer, Log, StateTable
 from kafka_rebalance.protocol.errors import ErrorCode, IllegalStateTransition
 from kafka_rebalance.protocol.logrecords import (
-    ConsumerGroupConverted,
     ConsumerGroupEpochBumped,
+    ConsumerGroupLoaded,
     ConsumerGroupStateChanged,
     ConsumerMemberAssignmentUpdated,
     ConsumerMemberFenced,
@@ -56,6 +56,7 @@ from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     ConvertedToClassic,
+    GroupLoaded,
     Input,
     OffsetCommitRequest,
     OffsetCommitResponse,
@@ -314,10 +315,25 @@ class ConsumerGroupCoordinator:
                     self.topics = new
                     # Kafka: onNewMetadataImage -> requestMetadataRefresh; the next heartbeat bumps the epoch.
                     self.metadata_refresh_needed = True
+            case GroupLoaded():
+                self._on_loaded(out, now_ms)
             case _:
                 assert_never(event)
         self._update_state(out, now_ms)
         return out
+
+    def _on_loaded(self, out: list[Output], now_ms: int) -> None:
+        """Kafka's ``onLoaded`` for a consumer group: every member, classic ones too, gets a session
+        timeout of ``group.consumer.session.timeout.ms``; a member still revoking gets its
+        rebalance timeout again. The metadata refresh deadline is not stored, so the next
+        heartbeat recomputes the subscription metadata."""
+        out.append(Log(ConsumerGroupLoaded(now_ms, self.group_id, len(self.members))))
+        self.metadata_refresh_needed = True
+        for member_id, member in self.members.items():
+            out.append(ArmTimer(SessionTimeout(member_id), now_ms + self.config.session_timeout_ms))
+            if member.assignment.state is MemberState.UNREVOKED_PARTITIONS:
+                self.rebalance_timeout_epoch[member_id] = member.member_epoch
+                out.append(ArmTimer(RebalanceTimeout(member_id), now_ms + member.rebalance_timeout_ms))
 
     # ------------------------------------------------------------------ ConsumerGroupHeartbeat
 
@@ -899,7 +915,8 @@ class ConsumerGroupCoordinator:
             self._state_dirty = False
             out.append(Log(ConsumerGroupStateChanged(now_ms, self.group_id, self.state.value, "Dead")))
             self.state = ConsumerGroupState.DEAD
-            out.append(Log(ConsumerGroupConverted(now_ms, self.group_id, "downgrade")))
+            # "Converted the consumer group to a classic group" is logged by whoever runs the
+            # classic group, after its rebalance started (convertToClassicGroup's order).
             out.append(ConvertedToClassic(classic))
             return
         self._remove(member_id, out)

@@ -176,8 +176,15 @@ class ClassicSyncTimeout:
     member_id: str
 
 
+@dataclass(frozen=True, slots=True)
+class GroupLoaded:
+    """A new coordinator replayed the group from its records (``records.replay``): its timers
+    start again (``GroupMetadataManager.onLoaded``)."""
+
+
 Timer: TypeAlias = SessionTimeout | RebalanceTimeout | ClassicJoinTimeout | ClassicSyncTimeout
-Input: TypeAlias = Received | SessionTimeout | RebalanceTimeout | ClassicJoinTimeout | ClassicSyncTimeout | TopicsChanged
+Input: TypeAlias = (Received | SessionTimeout | RebalanceTimeout | ClassicJoinTimeout | ClassicSyncTimeout | TopicsChanged
+                    | GroupLoaded)
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from kafka_rebalance.protocol.logformat import DEFAULT_EPOCH, OFFSETS_TOPIC, epo
 from kafka_rebalance.protocol.logrecords import (
     ConsumerGroupConverted,
     ConsumerGroupEpochBumped,
+    ConsumerGroupLoaded,
     ConsumerGroupLogRecord,
     ConsumerGroupStateChanged,
     ConsumerMemberAssignmentUpdated,
@@ -82,6 +83,8 @@ def consumer_group_message(record: ConsumerGroupLogRecord) -> str | None:
             return f"[GroupId {g}] Converted the classic group to a consumer group."
         case ConsumerGroupConverted():
             return f"[GroupId {g}] Converted the consumer group to a classic group."
+        case ConsumerGroupLoaded(members=members):
+            return f"Loaded consumer group {g} with {members} members."
         case ConsumerMemberAssignmentUpdated() | ConsumerGroupStateChanged():
             return None
         case _:

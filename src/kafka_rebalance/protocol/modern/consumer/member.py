@@ -63,6 +63,10 @@ class MemberState(Enum):
     FATAL = "FATAL"
     STALE = "STALE"
 
+    # Members are singletons compared by identity; hashing by identity keeps the state checks on
+    # every heartbeat (``state in _NOT_IN_GROUP``) off Enum's Python-level __hash__.
+    __hash__ = object.__hash__
+
 
 S = MemberState
 VALID_PREVIOUS_STATES: Mapping[MemberState, frozenset[MemberState]] = {
@@ -137,6 +141,7 @@ class ConsumerMembershipManager:
         self._subscription: tuple[tuple[str, ...], str | None] = ((), None)
         self._local_epoch = 0
         self._sent_local_epoch = -1
+        self._last_steady_request: ConsumerGroupHeartbeatRequest | None = None
 
     # ------------------------------------------------------------------ state table
 
@@ -156,7 +161,15 @@ class ConsumerMembershipManager:
 
     def handle(self, event: Input, now_ms: int) -> list[Output]:
         out: list[Output] = []
-        match event:
+        match event:  # the two inputs of every heartbeat first
+            case HeartbeatDue():
+                self.heartbeat_due = True
+            case Received(response=response):
+                # Only the answer to the heartbeat in flight counts; a leave heartbeat's answer is
+                # ignored (AbstractHeartbeatRequestManager.makeHeartbeatRequest(ignoreResponse)).
+                if self.in_flight:
+                    self.in_flight = False
+                    self._on_response(response, now_ms, out)
             case Subscribe(topics=topics, regex=regex):
                 self.topics, self.regex = tuple(topics), regex
                 self._subscription = (tuple(sorted(self.topics)), self.regex)
@@ -174,19 +187,11 @@ class ConsumerMembershipManager:
                 self._leave_group(out)
             case CallbacksCompleted():
                 self._callbacks_completed(out)
-            case Received(response=response):
-                # Only the answer to the heartbeat in flight counts; a leave heartbeat's answer is
-                # ignored (AbstractHeartbeatRequestManager.makeHeartbeatRequest(ignoreResponse)).
-                if self.in_flight:
-                    self.in_flight = False
-                    self._on_response(response, now_ms, out)
             case RequestFailed():
                 self.in_flight = False
                 self._sent_full = False
                 self._sent_assignment = None
                 out.append(ArmTimer(HeartbeatDue(), now_ms + self.config.retry_backoff_ms))
-            case HeartbeatDue():
-                self.heartbeat_due = True
             case PollTimerExpired():
                 if self.state not in _NOT_IN_GROUP and self.state not in (S.PREPARE_LEAVING, S.LEAVING):
                     self.poll_timer_expired = True
@@ -236,6 +241,10 @@ class ConsumerMembershipManager:
         send_owned = full or self._sent_local_epoch != self._local_epoch
         subscription = self._subscription
         send_subscription = full or subscription != self._sent_subscription
+        steady = not send_owned and not send_subscription  # (not full either)
+        last = self._last_steady_request
+        if steady and last is not None and last.member_id == self.member_id and last.member_epoch == self.member_epoch:
+            return last  # every field as last time: the same immutable request
         request = ConsumerGroupHeartbeatRequest(
             group_id=self.config.group_id,
             member_id=self.member_id,
@@ -252,6 +261,7 @@ class ConsumerMembershipManager:
         self._sent_full = True
         self._sent_local_epoch = self._local_epoch
         self._sent_subscription = subscription
+        self._last_steady_request = request if steady else None
         return request
 
     def _on_response(self, response: ConsumerGroupHeartbeatResponse, now_ms: int, out: list[Output]) -> None:

@@ -23,6 +23,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from kafka_rebalance.protocol.classic.coordinator_events import (
+    ConsumerGroupDowngraded,
+    ConsumerProtocolSubscription,
+    GroupMetadataRecord,
+    OffsetCommitRecord,
+    PartitionOffset,
+    PersistedMember,
+    PersistedRecord,
+)
 from kafka_rebalance.protocol.errors import ErrorCode
 from kafka_rebalance.protocol.modern.consumer.assignment import (
     MemberAssignment,
@@ -140,3 +149,31 @@ def select_protocol(members: list[ClassicGroupMember]) -> str | None:
     for m in members:
         votes[next(p for p in m.protocols if p in votes)] += 1
     return max(candidates, key=lambda p: votes[p])
+
+
+def downgrade_reason(group_id: str) -> str:
+    """The reason of the rebalance a downgrade starts (``convertToClassicGroup``, Kafka 4.0+; the
+    3.8-3.9 wording ends after "classic.")."""
+    return f"Downgrade group {group_id} from consumer to classic for member leaving."
+
+
+def classic_group_records(classic: ClassicGroupSnapshot, offsets: Mapping[str, int]) -> tuple[PersistedRecord, ...]:
+    """What ``convertToClassicGroup`` writes for the classic group (``createClassicGroupRecords``):
+    its GroupMetadata record (generation = the group epoch, the leader the first member as
+    ``ClassicGroup.add`` makes it, each member's assignment) and the committed offsets, which
+    stay where they are (offsets are not group records)."""
+    members = tuple(PersistedMember(m.member_id, m.group_instance_id, m.client_id, m.rebalance_timeout_ms,
+                                    m.session_timeout_ms, ConsumerProtocolSubscription(tuple(m.topics)), m.assignment)
+                    for m in classic.members)
+    leader = classic.members[0].member_id if classic.members else None
+    records: list[PersistedRecord] = [GroupMetadataRecord(classic.group_id, classic.protocol_type,
+                                                          classic.generation_id, classic.protocol_name, leader,
+                                                          members)]
+    if offsets:
+        records.append(OffsetCommitRecord(classic.group_id, tuple(PartitionOffset(p, o) for p, o in offsets.items())))
+    return tuple(records)
+
+
+def downgraded(classic: ClassicGroupSnapshot, offsets: Mapping[str, int], partition: int) -> ConsumerGroupDowngraded:
+    """The classic coordinator's input for a downgrade: load the records, start the rebalance."""
+    return ConsumerGroupDowngraded(partition, classic_group_records(classic, offsets), downgrade_reason(classic.group_id))
