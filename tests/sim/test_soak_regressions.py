@@ -188,6 +188,35 @@ def test_a_static_member_fenced_after_a_failover_is_no_longer_running():
         assert run_simulation(load_scenario(schedule)).fenced == ("c2",)
 
 
+def test_a_static_revoker_bounced_before_its_follow_up_leaves_the_revoked_partitions_unowned():
+    """Kafka's behaviour, not ours. Cooperative c2 (static-2) leads generation 2 and gives itself
+    t0-0..2, revoking t0-3, t0-4 for the newcomer c1 in the follow-up rebalance. Only the member
+    that revoked asks for that rebalance (ConsumerCoordinator.onJoinComplete: requestRejoin after
+    invokePartitionsRevoked), after its pre-join commit is answered (onJoinPrepare). c2 is
+    bounced 14 ms after its SyncGroup answer, before that JoinGroup: a static member sends no
+    LeaveGroup on close (AbstractCoordinator.maybeLeaveGroup), and back within its session it is
+    replaced in place in the Stable group, no rebalance, since the selected protocol does not
+    change (GroupCoordinator.updateStaticMemberAndRebalance), the returning leader skipping the
+    assignor (KIP-814 skip_assignment) and getting generation 2's stored assignment. So t0-3 and
+    t0-4 stay owned by nobody until the next rebalance of any cause; the converges invariant
+    allows exactly that (soak_observe.unfinished_follow_up). Soak seed 0, schedule 22436."""
+    from kafka_rebalance.sim.soak_observe import observation_of
+
+    schedule = yaml.safe_load((Path(__file__).parent / "soak_follow_up" / "seed0-schedule22436.yaml").read_text())
+    with wall_clock_limit(20):
+        assert check_schedule(schedule) == []
+        run = run_simulation(load_scenario(schedule))
+    assert [r.generation for r in run.rebalances] == [1, 2]
+    assert {m.member: m.partitions for m in run.rebalances[-1].revoked}["c2"] == ("t0-3", "t0-4")
+    assert {m.member: m.partitions for m in run.final_assignment} == {"c1": (), "c2": ("t0-0", "t0-1", "t0-2")}
+    assert run.final_group_state == "Stable"
+    assert observation_of(run).awaiting_follow_up == ("t0-3", "t0-4")
+    # Bounced after its follow-up JoinGroup went out (or not bounced), it hands them on.
+    later = {**schedule, "events": [*schedule["events"][:2], {"at_ms": 7800, "restart": "c2", "after_ms": 234}]}
+    assert check_schedule(later) == []
+    assert observation_of(run_simulation(load_scenario(later))).awaiting_follow_up == ()
+
+
 OPEN = sorted((Path(__file__).parent / "soak_open").glob("*.yaml"))
 
 

@@ -33,6 +33,11 @@ Modelling choices (Kafka leaves these to the deployment; all deterministic for a
 - Ownership (the ``ownership`` intervals): a member owns a partition from the moment it has
   its committed offset (after onPartitionsAssigned and OffsetFetch) until it revokes or loses
   it, crashes, or the coordinator removes it from the group, whichever comes first.
+- Held partitions (``held``, each consumer's own view): a process holds a partition from its
+  onPartitionsAssigned (or the SyncGroup assignment it adopts) until its revocation listener
+  returns, its onPartitionsLost, or its end. The hold is *fenced* from the moment the group
+  moves on without the process (the coordinator removes its member id, or a generation forms
+  without it), and unfenced if a new coordinator loads a stored group that still has it.
 - Coordinator failover: the leadership of the group's ``__consumer_offsets`` partition moves
   to the next broker at once; the old one resigns (waiting JoinGroup/SyncGroup requests get
   NOT_COORDINATOR), the new one loads the partition's records for ``coordinator_load_ms``
@@ -91,7 +96,9 @@ from kafka_rebalance.protocol.classic.coordinator_events import (
     CoordinatorTimer,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
+    GroupMetadataRecord,
     GroupResponse,
+    GroupTombstone,
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,
@@ -139,7 +146,9 @@ from kafka_rebalance.sim.events import (
 )
 from kafka_rebalance.sim.ownership_metrics import ownership_metrics
 from kafka_rebalance.sim.result import (
+    NOT_FENCED,
     Commits,
+    Held,
     LoggedRecord,
     MemberPartitions,
     Metrics,
@@ -165,6 +174,11 @@ class Process(AppProcess):
     last_arrives: RequestArrives | None = None
     wire: str = ""  # the connection requests go over now (a new one after each Disconnect)
     reconnects: int = 0
+    incarnation: int = 1
+    # the consumer's own view: partition -> [since_ms, generation, fenced_ms] (see result.Held)
+    held: dict[str, list[int]] = field(default_factory=dict)
+    # since when the group has moved on without this process (NOT_FENCED: it has not)
+    fenced_ms: int = NOT_FENCED
 
     @property
     def flowing(self) -> bool:
@@ -209,6 +223,8 @@ class Simulation(SimulatorCore[Process]):
         # Accounting
         self.open_ownership: dict[str, tuple[str, int, int]] = {}  # partition -> (name, since, generation)
         self.ownership_rows: list[tuple[str, str, int, int, int]] = []  # partition, member, generation, start, end
+        # partition, member, incarnation, generation, start, end, fenced (result.Held)
+        self.held_rows: list[tuple[str, str, int, int, int, int, int]] = []
         self.commit_batches: list[tuple[int, OffsetCommitRequest, str, ErrorCode]] = []
         self.assigned_to: dict[str, str] = {}
         self.ownership_conflicts = 0
@@ -340,6 +356,7 @@ class Simulation(SimulatorCore[Process]):
                 # GroupMetadataManager.scheduleLoadGroupAndOffsets / maybeUpdateCoordinatorEpoch).
                 if broker_id == self.leader_broker and epoch == self.leader_epoch:
                     self._to_coordinator(broker_id, LoadCompleted(partition, tuple(self.offsets_log)))
+                    self._unfence_loaded()
             case ProcessStarts(name=name):
                 self._start_process(name)
             case _:
@@ -423,10 +440,16 @@ class Simulation(SimulatorCore[Process]):
                 proc = self.connections.get(output.connection)
                 if proc is not None:
                     self.member_names[output.response.member_id] = proc.name
+                    if output.response.error_code is ErrorCode.NONE:
+                        # In the group's current generation (possibly a static member let back
+                        # into it after the join phase): what it is given from now is its own.
+                        proc.fenced_ms = NOT_FENCED
         # Log records first, then responses, then timers: the order the machines' effects land.
         for output in outputs:
             match output:
                 case Log(record=record):
+                    if type(record) is Stabilized:
+                        self._fence_absent(record.generation, outputs)
                     self._on_log(record, broker_id)
                 case Persist(record=record):
                     self.offsets_log.append(record)
@@ -490,7 +513,10 @@ class Simulation(SimulatorCore[Process]):
                     self._revoked(proc, partitions)
                     if partitions and kind is PartitionsRevoked:
                         self._listener_work(proc, self.cfg.revocation_ms)
+                    # It owns them until its listener returns (the callback may still commit).
+                    self._release(proc, partitions, max(self.now, proc.listener_busy_until_ms))
                 case PartitionsAssigned(partitions=partitions):
+                    self._hold(proc, partitions)
                     self._assigned(proc, partitions)
                     if partitions:
                         self._listener_work(proc, self.cfg.assignment_ms)
@@ -556,8 +582,10 @@ class Simulation(SimulatorCore[Process]):
             request_timeout_ms=cfg.request_timeout_ms if self.lossy else None,
         )
         cc = ConsumerCoordinator(config, self.topics, self.leader_broker)
-        return Process(name=name, spec=spec, connection=connection, wire=connection, cc=cc, ms_per_record=spec.processing_ms_per_record,
-                       max_poll_records=spec.setting(cfg, "max_poll_records"), mark_ms=self.now)
+        return Process(name=name, spec=spec, connection=connection, wire=connection, cc=cc,
+                       ms_per_record=spec.processing_ms_per_record,
+                       max_poll_records=spec.setting(cfg, "max_poll_records"), mark_ms=self.now,
+                       incarnation=incarnation)
 
     def _started(self, proc: Process) -> None:
         self._push(self.now + self.cfg.metadata_max_age_ms, MetadataRefresh(proc.connection))
@@ -620,6 +648,88 @@ class Simulation(SimulatorCore[Process]):
         name, start, generation = current
         if end > start:
             self.ownership_rows.append((partition, name, generation, start, end))
+
+    def _hold(self, proc: Process, added: Iterable[str]) -> None:
+        """onPartitionsAssigned: the consumer owns ``added`` from now, and, having adopted a
+        generation's assignment, owns afresh what it kept of a hold the group had fenced."""
+        now = self.now
+        generation = proc.cc.generation
+        held = proc.held
+        # A zombie adopting the assignment of a generation the group has already left behind
+        # (a SyncGroup answer that waited out a GC pause) holds it outside the group from the start.
+        fenced = proc.fenced_ms
+        for partition in added:
+            if partition not in held:
+                held[partition] = [now, generation, fenced]
+        if fenced != NOT_FENCED:
+            return
+        for partition, entry in held.items():
+            if entry[2] != NOT_FENCED and partition in proc.cc.owned:
+                self._held_row(proc, partition, entry)
+                held[partition] = [now, generation, NOT_FENCED]
+
+    def _release(self, proc: Process, partitions: Iterable[str], end_ms: int | None = None) -> None:
+        """onPartitionsRevoked / onPartitionsLost (held until ``end_ms``, when the listener
+        returns), or the end of the process."""
+        held = proc.held
+        if not held:
+            return
+        end = self.now if end_ms is None else end_ms
+        rows, name, incarnation = self.held_rows, proc.name, proc.incarnation
+        for partition in partitions:
+            entry = held.pop(partition, None)
+            if entry is not None and end > entry[0]:
+                rows.append((partition, name, incarnation, entry[1], entry[0], end, entry[2]))
+
+    def _held_row(self, proc: Process, partition: str, entry: list[int], end_ms: int | None = None) -> None:
+        start, generation, fenced = entry
+        end = self.now if end_ms is None else end_ms
+        if end > start:
+            self.held_rows.append((partition, proc.name, proc.incarnation, generation, start, end, fenced))
+
+    def _fence(self, proc: Process) -> None:
+        """The group no longer counts ``proc`` as the owner of what it holds (it is not told yet)."""
+        if proc.fenced_ms == NOT_FENCED:
+            proc.fenced_ms = self.now
+        for entry in proc.held.values():
+            if entry[2] == NOT_FENCED:
+                entry[2] = self.now
+
+    def _fence_absent(self, generation: int, outputs: list[CoordinatorOutput]) -> None:
+        """A generation's join phase completed: every process holding partitions that did not
+        join it (removed, or a static member kept without rejoining: GroupCoordinator.
+        onCompleteJoin keeps those) holds them outside the group from now."""
+        joined = {id(self.connections.get(output.connection)) for output in outputs
+                  if type(output) is Respond and type(output.response) is JoinGroupResponse
+                  and output.response.error_code is ErrorCode.NONE and output.response.generation_id == generation}
+        for proc in self.processes.values():
+            if not proc.alive:
+                continue
+            if proc.cc.member_id and id(proc) not in joined:
+                self._fence(proc)
+
+    def _unfence_loaded(self) -> None:
+        """A new coordinator serves the group as last stored: a member the old one had removed
+        (or left out of a generation whose assignment was never stored) is a member again, its
+        generation valid, if the stored group holds its member id at its generation
+        (GroupMetadataManager.loadGroup; removals are stored only with the next generation)."""
+        stored = None
+        for record in self.offsets_log:
+            if type(record) is GroupMetadataRecord and record.group_id == self.scenario.group:
+                stored = record
+            elif type(record) is GroupTombstone and record.group_id == self.scenario.group:
+                stored = None
+        if stored is None:
+            return
+        members = {member.member_id for member in stored.members}
+        for proc in self.processes.values():
+            if not (proc.alive and proc.cc.member_id in members and proc.cc.generation == stored.generation):
+                continue
+            proc.fenced_ms = NOT_FENCED
+            for partition, entry in proc.held.items():
+                if entry[2] != NOT_FENCED:
+                    self._held_row(proc, partition, entry)
+                    proc.held[partition] = [self.now, entry[1], NOT_FENCED]
 
     def _drop_process_ownership(self, proc: Process) -> None:
         for partition in list(proc.positions):
@@ -694,12 +804,14 @@ class Simulation(SimulatorCore[Process]):
             self._finish_batch_partially(proc, rewind=True)
         self._to_consumer(proc, Close(proc.position_view()))
         self._drop_process_ownership(proc)
+        self._release(proc, list(proc.held))
         proc.alive = False
 
     def _crash_process(self, proc: Process) -> None:
         self._checkpoint(proc)
         self._finish_batch_partially(proc, rewind=False)
         self._drop_process_ownership(proc)
+        self._release(proc, list(proc.held))
         proc.alive = False
 
     def _stalled(self, proc: Process) -> None:
@@ -759,6 +871,7 @@ class Simulation(SimulatorCore[Process]):
                     # The group no longer counts this member as an owner, whatever the process believes.
                     self._checkpoint(proc)
                     self._drop_process_ownership(proc)
+                    self._fence(proc)
             case AssignmentReceived():
                 if current is not None:
                     self._close_rebalance(current, record.generation, record.assignment)
@@ -805,7 +918,10 @@ class Simulation(SimulatorCore[Process]):
     # ------------------------------------------------------------------ results
 
     def _finish(self) -> SimulationResult:
-        self._checkpoint_running()
+        for proc in self.processes.values():
+            if proc.alive:
+                self._checkpoint(proc)
+                self._release(proc, list(proc.held))
         end = self.end_ms
         for partition, current in list(self.open_ownership.items()):
             self._ownership_row(partition, current, end)
@@ -836,6 +952,7 @@ class Simulation(SimulatorCore[Process]):
             final_members=tuple(self._name(m.member_id) for m in description.members),
             offset_regressions=self.offset_regressions, ownership_conflicts=self.ownership_conflicts,
             log_records=tuple(self.log_records),
+            held=self._held_table(),
             fenced=tuple(spec.id for spec in self.scenario.consumers
                          if (running := self.processes.get(spec.id)) is not None and running.alive
                          and running.cc.fatal is ErrorCode.FENCED_INSTANCE_ID),
@@ -862,6 +979,12 @@ class Simulation(SimulatorCore[Process]):
         partitions, members, generations, starts, ends = zip(*rows, strict=True) if rows else ((),) * 5
         return Ownership(strings(list(partitions)), strings(list(members)), ints(list(generations)),
                          ints(list(starts)), ints(list(ends)))
+
+    def _held_table(self) -> Held:
+        rows = self.held_rows  # in the order the holds ended
+        columns = list(zip(*rows, strict=True)) if rows else [()] * 7
+        return Held(strings(list(columns[0])), strings(list(columns[1])),
+                    *(ints(list(column)) for column in columns[2:]))
 
     def _metrics(self, ownership: Ownership) -> tuple[Metrics, list[int]]:
         rows = list(zip(ownership.partition.tolist(), ownership.member.tolist(), ownership.start_ms.tolist(),

@@ -10,7 +10,9 @@ docs/scenario.md plus ``ownership``. The tables an invariant checker needs are c
   ``generation`` between ``start_ms`` and ``end_ms``;
 - ``commits``: every OffsetCommit a coordinator answered, per partition, with its error
   (``ErrorCode.NONE`` when accepted);
-- ``produced``: records produced per partition by the end of the run.
+- ``produced``: records produced per partition by the end of the run;
+- ``held``: each consumer's own view of what it owns (see ``Held``), which can overlap another
+  consumer's when the group has moved on without it.
 """
 
 from __future__ import annotations
@@ -78,6 +80,33 @@ class Ownership:
     generation: Ints
     start_ms: Ints
     end_ms: Ints
+
+    def __len__(self) -> int:
+        return len(self.partition)
+
+
+NOT_FENCED = -1
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """What each consumer process believed it owned: ``member`` (its ``incarnation``: a restart is a
+    new process) held a partition from its onPartitionsAssigned, or from the SyncGroup assignment
+    it adopted, until its onPartitionsRevoked / onPartitionsLost or the end of its process.
+    ``generation`` is the consumer's generation when the hold began.
+
+    ``fenced_ms``: from then on the group no longer counted the consumer as an owner (the
+    coordinator removed its member id, or completed a generation's join phase without it: a
+    static member kept in the group without rejoining), while the consumer, not yet told, still
+    believed it owned the partition; ``NOT_FENCED`` (-1) if that never happened during the hold."""
+
+    partition: Strings
+    member: Strings
+    incarnation: Ints
+    generation: Ints
+    start_ms: Ints
+    end_ms: Ints
+    fenced_ms: Ints
 
     def __len__(self) -> int:
         return len(self.partition)
@@ -160,6 +189,8 @@ class SimulationResult:
     # consumers stopped for good by FENCED_INSTANCE_ID (fatal: a Java consumer's poll throws
     # FencedInstanceIdException), in scenario order
     fenced: tuple[str, ...] = ()
+    # each consumer's own view of its ownership (None: not recorded by this simulator)
+    held: Held | None = field(repr=False, default=None)
 
     @property
     def result(self) -> dict[str, Any]:

@@ -4,8 +4,9 @@ A *schedule* is an ordinary scenario document (shared/spec/scenario.md), drawn f
 ``random_schedule``: a small group (2-5 consumers, eager or cooperative, some static, some slow,
 some subscribed by pattern) through a random mix of joins, clean leaves, crashes, long pauses (GC),
 slow processing past ``max.poll.interval.ms``, static bounces, topic creation for the pattern,
-partition increases, coordinator failovers (several in a row) and network delays (latency with
-jitter, so requests overtake each other and clients retry on the errors they get), followed by
+partition increases, coordinator failovers (several in a row), network delays (latency with
+jitter, so requests overtake each other and clients retry on the errors they get) and, in some
+schedules, lost requests and responses (clients time out and retry), followed by
 quiet time long enough for every timeout in play to fire.
 
 ``check_schedule`` runs one schedule and returns the violations of the invariants in
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import copy
 import random
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,27 +59,60 @@ def check_observation(seen: Observation) -> list[Violation]:
 
 
 def _single_owner(seen: Observation) -> Violation | None:
-    """Never two owners of a partition at the same instant (eager and cooperative alike).
+    """Never two owners of a partition at the same instant (eager and cooperative alike), each
+    consumer judged by its own view: it owns a partition from its onPartitionsAssigned (or the
+    assignment it adopts) until its onPartitionsRevoked / onPartitionsLost or its process ends.
 
-    Not counted here: ``SimulationResult.ownership_conflicts`` (a partition assigned while another
-    member still holds it). Those come from static members that missed a rebalance (stuck, or
-    cut off by coordinator failovers): Kafka's coordinator keeps such members and assigns from
-    their old subscription (GroupCoordinator.onCompleteJoin removes only dynamic members that did
-    not rejoin), the classic protocol's own two-owner window."""
+    The guarantee is Kafka's ConsumerRebalanceListener contract: a partition moving between
+    members is revoked by the old owner before the new owner's onPartitionsAssigned. It covers
+    members of the generation, not a consumer the group has moved on without: one the coordinator
+    removed (session expired during a long GC pause), or a static member it kept without a rejoin
+    (GroupCoordinator.onCompleteJoin). Such a zombie still believes it owns its partitions until
+    it hears (onPartitionsLost, "partitions ... have already been reassigned to other
+    consumers"), and nothing in the protocol can reach a frozen process sooner. What Kafka does
+    guarantee is that it can no longer commit: its member id or generation is rejected
+    (UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION, GroupCoordinator.doCommitOffsets). So a hold counts
+    as ownership until the group fenced it (``Held.fenced_ms``), and an accepted commit from its
+    fenced part is a violation."""
+    if seen.held is None:
+        return first_overlap(((i.partition, i.member, i.generation, i.start_ms, i.end_ms) for i in seen.ownership),
+                           "owns it")
+    overlap = first_overlap(((h.partition, f"{h.member}#{h.incarnation}", h.generation, h.start_ms, h.owner_until_ms)
+                           for h in seen.held), "believes it owns it")
+    if overlap is not None:
+        return overlap
+    accepted: dict[tuple[str, str], list[int]] = {}
+    for commit in seen.commits or ():
+        if commit.accepted:
+            accepted.setdefault((commit.member, commit.partition), []).append(commit.time_ms)
+    for hold in seen.held:
+        if hold.fenced_ms is None:
+            continue
+        late = [t for t in accepted.get((hold.member, hold.partition), ()) if hold.fenced_ms <= t < hold.end_ms]
+        if late:
+            return Violation(SINGLE_OWNER, f"{hold.partition}: {hold.member} committed it at {late[0]} ms, after the "
+                                           f"group fenced its hold (generation {hold.generation}) at "
+                                           f"{hold.fenced_ms} ms")
+    return None
+
+
+def first_overlap(intervals: Iterable[tuple[str, str, int | None, int, int]], verb: str) -> Violation | None:
+    """The first instant two owners' intervals of a partition overlap (partition, owner,
+    generation, start, end), adjacent in start order or not."""
     by_partition: dict[str, list[tuple[int, int, str, int | None]]] = {}
-    for interval in seen.ownership:
-        by_partition.setdefault(interval.partition, []).append(
-            (interval.start_ms, interval.end_ms, interval.member, interval.generation))
+    for partition, owner, generation, start, end in intervals:
+        if end > start:
+            by_partition.setdefault(partition, []).append((start, end, owner, generation))
     for partition in sorted(by_partition):
         # Sweep in start order, remembering the interval that reaches furthest: any later start
-        # before its end by another member is an overlap, adjacent or not.
+        # before its end by another owner is an overlap, adjacent or not.
         reach: tuple[int, str, int | None] | None = None
-        for start, end, member, generation in sorted(by_partition[partition]):
-            if reach is not None and start < reach[0] and member != reach[1]:
-                return Violation(SINGLE_OWNER, f"{partition}: {reach[1]} (generation {reach[2]}) owns it until "
-                                               f"{reach[0]} ms and {member} (generation {generation}) from {start} ms")
+        for start, end, owner, generation in sorted(by_partition[partition]):
+            if reach is not None and start < reach[0] and owner != reach[1]:
+                return Violation(SINGLE_OWNER, f"{partition}: {reach[1]} (generation {reach[2]}) {verb} until "
+                                               f"{reach[0]} ms and {owner} (generation {generation}) from {start} ms")
             if reach is None or end > reach[0]:
-                reach = (end, member, generation)
+                reach = (end, owner, generation)
     return None
 
 
@@ -180,7 +214,9 @@ def _no_record_lost(seen: Observation) -> Violation | None:
 
 def _converges(seen: Observation) -> Violation | None:
     """After the last event and the quiet time, the group is Stable with every subscribed
-    partition owned by a live member (or Empty when no consumer is left)."""
+    partition owned by a live member (or Empty when no consumer is left); except the partitions
+    a cooperative revocation left waiting for a follow-up rebalance that its static revoker,
+    bounced, never asked for (Kafka's behaviour: ``soak_observe.unfinished_follow_up``)."""
     if not seen.live_members:
         if seen.final_state not in ("Empty", "Dead"):
             return Violation(CONVERGES, f"no consumer is running but the group is {seen.final_state}")
@@ -189,7 +225,8 @@ def _converges(seen: Observation) -> Violation | None:
         return Violation(CONVERGES, f"the group is {seen.final_state} at the end, with "
                                     f"{len(seen.live_members)} consumer(s) running")
     owned = {p for parts in seen.final_assignment.values() for p in parts}
-    missing = sorted(set(seen.subscribed_partitions) - owned)
+    # Kafka's own gap, not ours: see soak_observe.unfinished_follow_up.
+    missing = sorted(set(seen.subscribed_partitions) - owned - set(seen.awaiting_follow_up))
     if missing:
         return Violation(CONVERGES, f"{len(missing)} subscribed partition(s) owned by nobody at the end "
                                     f"({', '.join(missing[:5])})")

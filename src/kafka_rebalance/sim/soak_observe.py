@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from kafka_rebalance.sim.engine import run_simulation
-from kafka_rebalance.sim.result import SimulationResult
+from kafka_rebalance.sim.result import NOT_FENCED, SimulationResult
 from kafka_rebalance.sim.scenario import Scenario
 
 
@@ -23,6 +23,26 @@ class Ownership:
     generation: int | None
     start_ms: int
     end_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """A consumer process's own view: it believed it owned ``partition`` from ``start_ms`` to
+    ``end_ms``; from ``fenced_ms`` (None: never) the group no longer counted it as the owner
+    (``sim.result.Held``)."""
+
+    partition: str
+    member: str
+    incarnation: int
+    generation: int | None
+    start_ms: int
+    end_ms: int
+    fenced_ms: int | None = None
+
+    @property
+    def owner_until_ms(self) -> int:
+        """The end of the part of the hold the group stands behind."""
+        return self.end_ms if self.fenced_ms is None else min(self.fenced_ms, self.end_ms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +83,11 @@ class Observation:
     # generation -> member -> partitions, from the rebalances that completed (None: not known)
     assignments: dict[int, dict[str, tuple[str, ...]]] | None = None
     ownership_conflicts: int = 0
+    # each consumer's own view of what it owned (None: not recorded; the group's view is used)
+    held: tuple[Held, ...] | None = None
+    # partitions the last rebalance revoked from a static member that was bounced before it sent
+    # the follow-up JoinGroup (see ``unfinished_follow_up``)
+    awaiting_follow_up: tuple[str, ...] = ()
 
 
 def observe(scenario: Scenario) -> Observation:
@@ -81,6 +106,13 @@ def observation_of(result: SimulationResult) -> Observation:
     commits = tuple(Commit(time, partition, offset, member, generation, error == 0) for time, partition, offset, member,
                     generation, error in zip(k.time_ms.tolist(), k.partition.tolist(), k.offset.tolist(),
                                              k.member.tolist(), k.generation.tolist(), k.error_code.tolist(), strict=True))
+    held = None
+    if result.held is not None:
+        h = result.held
+        held = tuple(Held(partition, member, incarnation, generation, start, end, None if fenced == NOT_FENCED else fenced)
+                     for partition, member, incarnation, generation, start, end, fenced in zip(
+                         h.partition.tolist(), h.member.tolist(), h.incarnation.tolist(), h.generation.tolist(),
+                         h.start_ms.tolist(), h.end_ms.tolist(), h.fenced_ms.tolist(), strict=True))
     assignments: dict[int, dict[str, tuple[str, ...]]] = {}
     for rebalance in result.rebalances:
         if rebalance.end_ms is not None and rebalance.generation is not None and rebalance.assignment:
@@ -104,7 +136,35 @@ def observation_of(result: SimulationResult) -> Observation:
         subscribed_partitions=subscribed_partitions(scenario, live),
         assignments=assignments,
         ownership_conflicts=result.ownership_conflicts,
+        held=held,
+        awaiting_follow_up=unfinished_follow_up(result),
     )
+
+
+def unfinished_follow_up(result: SimulationResult) -> tuple[str, ...]:
+    """Partitions the last rebalance of the run (cooperative) revoked from a static member whose
+    process was then bounced, with no rebalance after it: Kafka leaves them owned by nobody.
+
+    Under COOPERATIVE only the member that revokes asks for the follow-up rebalance that hands
+    the revoked partitions on (ConsumerCoordinator.onJoinComplete: requestRejoin after
+    invokePartitionsRevoked), and it sends that JoinGroup only after its pre-join commit is
+    answered (onJoinPrepare). A static member closed in between sends no LeaveGroup
+    (AbstractCoordinator.maybeLeaveGroup: dynamic members only); back within its session
+    timeout, it is replaced in place without a rebalance while the group is Stable
+    (GroupCoordinator.updateStaticMemberAndRebalance: the selected protocol does not change) and
+    gets the generation's stored assignment, the returning leader skipping the assignor
+    (KIP-814). Nobody asks for the follow-up, so the revoked partitions wait for the next
+    rebalance of any cause."""
+    completed = [r for r in result.rebalances if r.end_ms is not None]
+    if not completed or completed[-1] is not result.rebalances[-1]:
+        return ()
+    last = completed[-1]
+    if last.protocol != "COOPERATIVE" or last.end_ms is None:
+        return ()
+    static = {c.id for c in result.scenario.consumers if c.group_instance_id is not None}
+    bounced = {e.restart for e in result.scenario.events
+               if e.restart is not None and e.restart in static and e.at_ms >= last.end_ms}
+    return tuple(sorted(p for m in last.revoked if m.member in bounced for p in m.partitions))
 
 
 def live_consumers(scenario: Scenario) -> tuple[str, ...]:

@@ -9,9 +9,9 @@ group the members' current assignments are the previous target, which never over
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from typing import Any, Generic, TypeVar, overload
 
 import numpy as np
 
@@ -24,6 +24,32 @@ from kafka_rebalance.model import (
     static_first_member_order,
     topic_offsets_of,
 )
+
+_T = TypeVar("_T")
+
+
+class cached_property(Generic[_T]):  # noqa: N801 - a drop-in for functools.cached_property
+    """``functools.cached_property`` without its per-access lock (Python 3.11 takes an RLock on
+    every first access; groups are built fresh per assignment, so every access is a first)."""
+
+    def __init__(self, compute: Callable[[Any], _T]) -> None:
+        self.compute = compute
+        self.name = compute.__name__
+        self.__doc__ = compute.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, instance: None, owner: type | None = None) -> cached_property[_T]: ...
+    @overload
+    def __get__(self, instance: object, owner: type | None = None) -> _T: ...
+    def __get__(self, instance: object | None, owner: type | None = None) -> cached_property[_T] | _T:
+        if instance is None:
+            return self
+        value = instance.__dict__[self.name] = self.compute(instance)
+        return value
+
 
 # Largest (classes x topics) subscription table held as a dense boolean matrix.
 _DENSE_TABLE_LIMIT = 1 << 24
@@ -39,6 +65,10 @@ class ServerGroup:
     class_indptr: np.ndarray  # int64 (C+1,)
     class_topics: np.ndarray  # int64: topic indices of each class, ascending and unique
     current_owner: np.ndarray  # int64 (P,): member index holding each partition now, or -1
+    # The same assignment member-major: member m holds held_partitions[held_indptr[m]:held_indptr[m+1]],
+    # ascending (Kafka's GroupSpec.memberAssignment beside its inverted map).
+    held_indptr: np.ndarray  # int64 (M+1,)
+    held_partitions: np.ndarray  # int64 (number of held partitions,)
     instance_ids: tuple[str | None, ...] = ()
 
     @property
@@ -68,7 +98,8 @@ class ServerGroup:
     @cached_property
     def class_of_entry(self) -> np.ndarray:
         """Class of every entry of ``class_topics``."""
-        return np.repeat(np.arange(self.num_classes, dtype=np.int64), np.diff(self.class_indptr))
+        indptr = self.class_indptr
+        return np.arange(len(indptr) - 1, dtype=np.int64).repeat(indptr[1:] - indptr[:-1])
 
     @cached_property
     def member_id_order(self) -> np.ndarray:
@@ -79,12 +110,27 @@ class ServerGroup:
     def range_order(self) -> np.ndarray:
         """Kafka's ``RangeAssignor.sortMemberIds``: static members first by instance id, then the
         others by member id (both ``String.compareTo``)."""
-        return static_first_member_order(self.member_ids, self.instance_ids)
+        ids = self.member_ids
+        if self.instance_ids.count(None) == len(ids) and "".join(ids).isascii():
+            # The common case, tested in C: no static members, ASCII ids (whose Java order is
+            # Python's own string order).
+            return np.fromiter(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.int64, count=len(ids))
+        return static_first_member_order(ids, self.instance_ids)
+
+    @cached_property
+    def is_homogeneous(self) -> bool:
+        """At least one member, and every member subscribes to every topic."""
+        return self.num_classes == 1 and len(self.class_topics) == self.num_topics and self.num_members > 0
 
     @cached_property
     def topic_class(self) -> np.ndarray | None:
         """The one class subscribing to each topic (-1 for none), or None when some topic has
         subscribers of several classes. Classes without members subscribe to nothing."""
+        if self.num_classes == 1:
+            topic_class = np.full(self.num_topics, -1, dtype=np.int64)
+            if self.num_members:
+                topic_class[self.class_topics] = 0
+            return topic_class
         populated = np.bincount(self.member_class, minlength=self.num_classes)[self.class_of_entry] > 0
         topics, classes = self.class_topics[populated], self.class_of_entry[populated]
         if (np.bincount(topics, minlength=self.num_topics) > 1).any():
@@ -108,12 +154,18 @@ class ServerGroup:
         return found
 
     def subscriber_lists(self, order: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Each topic's subscribers, listed in ``order`` (an array of member indices).
+        """Each topic's subscribers, listed in ``order`` (every member index, once).
 
         Topics subscribed by the same set of classes share one list. Returns ``(list_of_topic,
         indptr, members)``: topic ``t``'s subscribers are ``members[indptr[g]:indptr[g+1]]`` with
         ``g = list_of_topic[t]``; a topic nobody subscribes to has an empty list.
         """
+        if self.num_classes == 1:
+            # Everyone subscribes to the same topics: list 0 is every member, list 1 is empty.
+            list_of_topic = np.ones(self.num_topics, dtype=np.int64)
+            if self.num_members:
+                list_of_topic[self.class_topics] = 0
+            return list_of_topic, np.array([0, len(order), len(order)], dtype=np.int64), order
         if self.topic_class is not None:
             # One class per topic: the lists are the classes' members, grouped in one stable sort.
             ordered_class = self.member_class[order]
@@ -161,10 +213,12 @@ class ServerGroup:
         class_topic_lists: Sequence[Sequence[int] | np.ndarray],
         current_owner: np.ndarray | None = None,
         instance_ids: Sequence[str | None] | None = None,
+        held: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> ServerGroup:
         """A group from arrays. ``topic_names`` in Java string order; ``class_topic_lists`` one
         list of topic indices per subscription class; ``current_owner`` one member index (or -1)
-        per global partition."""
+        per global partition; ``held`` the same assignment member-major, ``(held_indptr,
+        held_partitions)``, when the caller has it (else it is derived from ``current_owner``)."""
         names = tuple(topic_names)
         if list(names) != sorted(names, key=java_sort_key):
             raise InvalidInput("topic_names", "must be sorted in Java string order")
@@ -177,6 +231,8 @@ class ServerGroup:
         if len(owner) != total:
             raise InvalidInput("current_owner", f"expected {total} entries")
         m = len(member_ids)
+        if held is None:
+            held = member_major(owner, m)
         return cls(
             topic_names=names,
             partition_counts=counts,
@@ -186,5 +242,18 @@ class ServerGroup:
             class_indptr=indptr,
             class_topics=np.concatenate(lists) if lists else np.zeros(0, dtype=np.int64),
             current_owner=owner,
+            held_indptr=held[0],
+            held_partitions=held[1],
             instance_ids=tuple(instance_ids) if instance_ids is not None else (None,) * m,
         )
+
+
+def member_major(owner: np.ndarray, num_members: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(indptr, partitions)``: the partitions each member holds in ``owner``, ascending."""
+    held = np.flatnonzero(owner >= 0)
+    holders = owner[held]
+    if len(held) and holders.max() >= num_members:
+        raise InvalidInput("current_owner", f"member index {int(holders.max())} out of range ({num_members} members)")
+    indptr = np.zeros(num_members + 1, dtype=np.int64)
+    np.cumsum(np.bincount(holders, minlength=num_members), out=indptr[1:])
+    return indptr, held[np.argsort(holders, kind="stable")]

@@ -43,37 +43,50 @@ class Ranges:
 # Above this many distinct (subscriber list, partition count) pairs, ranges are computed per
 # topic in one vectorised pass instead of once per pair and copied.
 MAX_SHARED_SHAPES = 64
+# Below this many (member, topic) subscriptions per shape, the per-topic pass is cheaper than a
+# dozen array calls per shape (small groups, where each numpy call's fixed cost dominates).
+MIN_SUBSCRIPTIONS_PER_SHAPE = 1000
 
 
-def range_ranges(group: ServerGroup, max_shared_shapes: int = MAX_SHARED_SHAPES) -> Ranges:
+def range_ranges(
+    group: ServerGroup,
+    max_shared_shapes: int = MAX_SHARED_SHAPES,
+    min_subscriptions_per_shape: int = MIN_SUBSCRIPTIONS_PER_SHAPE,
+) -> Ranges:
     """Kafka's range assignment as ranges. Topics with the same subscriber list and partition
     count (every topic of a homogeneous group with even topics) get the same ranges: those are
     computed once and copied, so the cost is a few array copies per (member, topic) pair."""
+    if group.num_classes == 1 and group.num_members and len(group.class_topics) and min_subscriptions_per_shape:
+        sizes = group.partition_counts[group.class_topics]
+        if sizes.min() == sizes.max():
+            return one_shape_ranges(group.range_order, group.class_topics, int(sizes[0]))
     list_of_topic, indptr, members = group.subscriber_lists(group.range_order)
     counts = group.partition_counts
-    shape_key = list_of_topic * (int(counts.max(initial=0)) + 1) + counts
-    shapes, shape_of_topic = np.unique(shape_key, return_inverse=True)
+    if len(counts) and counts.min() == counts.max():
+        # Every topic the same size (Kafka's benchmark shapes): a shape is a subscriber list.
+        shapes = np.arange(len(indptr) - 1)
+        shape_of_topic = list_of_topic
+    else:
+        shape_key = list_of_topic * (int(counts.max(initial=0)) + 1) + counts
+        shapes, shape_of_topic = np.unique(shape_key, return_inverse=True)
     if len(shapes) > max_shared_shapes:
         return ranges_per_topic(list_of_topic, indptr, members, counts)
+    if min_subscriptions_per_shape and len(shapes) > 1:
+        subscriptions = int((indptr[1:] - indptr[:-1])[list_of_topic].sum())
+        if subscriptions < min_subscriptions_per_shape * len(shapes):
+            return ranges_per_topic(list_of_topic, indptr, members, counts)
     pieces = []
+    topics_of_shape = np.argsort(shape_of_topic, kind="stable")
+    shape_bounds = np.searchsorted(shape_of_topic[topics_of_shape], np.arange(len(shapes) + 1)).tolist()
     for s in range(len(shapes)):
-        topics = np.flatnonzero(shape_of_topic == s)
-        g, n = int(list_of_topic[topics[0]]), int(counts[topics[0]])
-        subscribers = int(indptr[g + 1] - indptr[g])
-        if subscribers == 0 or n == 0:
+        topics = topics_of_shape[shape_bounds[s] : shape_bounds[s + 1]]
+        if not len(topics):
             continue
-        quota, extra = divmod(n, subscribers)
-        # int32 halves the bytes copied; partition numbers and member indices fit (Kafka: int).
-        position = np.arange(subscribers if quota else extra, dtype=np.int32)
-        start = position * np.int32(quota) + np.minimum(position, np.int32(extra))
-        end = start + np.int32(quota) + (position < extra)
-        times = len(topics)
-        pieces.append((
-            np.tile(members[indptr[g] + position].astype(np.int32), times),
-            np.repeat(topics.astype(np.int32), len(position)),
-            np.tile(start, times),
-            np.tile(end, times),
-        ))
+        g, n = int(list_of_topic[topics[0]]), int(counts[topics[0]])
+        if indptr[g + 1] == indptr[g] or n == 0:
+            continue
+        piece = one_shape_ranges(members[indptr[g] : indptr[g + 1]], topics, n)
+        pieces.append((piece.member, piece.topic, piece.start, piece.end))
     if not pieces:
         empty = np.zeros(0, dtype=np.int32)
         return Ranges(empty, empty, empty, empty)
@@ -81,6 +94,34 @@ def range_ranges(group: ServerGroup, max_shared_shapes: int = MAX_SHARED_SHAPES)
         return Ranges(*pieces[0])
     member, topic, start, end = (np.concatenate(column) for column in zip(*pieces, strict=True))
     return Ranges(member=member, topic=topic, start=start, end=end)
+
+
+def one_shape_ranges(subscribers: np.ndarray, topics: np.ndarray, size: int) -> Ranges:
+    """Every one of ``topics`` has ``size`` partitions and the same ``subscribers`` (in Kafka's
+    order): one row of ranges, repeated per topic (a homogeneous group with even topics)."""
+    quota, extra = divmod(size, len(subscribers))
+    # int32 halves the bytes copied; partition numbers and member indices fit (Kafka: int).
+    position = np.arange(len(subscribers) if quota else extra, dtype=np.int32)
+    start = position * np.int32(quota)
+    if extra:
+        start += np.minimum(position, np.int32(extra))
+        end = start + np.int32(quota) + (position < extra)
+    else:
+        end = start + np.int32(quota)
+    times = len(topics)
+    return Ranges(
+        member=tiled(subscribers[: len(position)].astype(np.int32), times),
+        topic=topics.astype(np.int32).repeat(len(position)),
+        start=tiled(start, times),
+        end=tiled(end, times),
+    )
+
+
+def tiled(row: np.ndarray, times: int) -> np.ndarray:
+    """``np.tile(row, times)`` for a 1-d row, without its Python-level overhead."""
+    out = np.empty((times, len(row)), dtype=row.dtype)
+    out[:] = row
+    return out.reshape(-1)
 
 
 def ranges_per_topic(list_of_topic: np.ndarray, indptr: np.ndarray, members: np.ndarray, counts: np.ndarray) -> Ranges:

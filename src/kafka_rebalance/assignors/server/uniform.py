@@ -35,9 +35,141 @@ MAX_BALANCE_PASSES = 16
 
 def uniform_assign(group: ServerGroup) -> np.ndarray:
     """The target owner (member index or -1) of every global partition."""
+    if group.is_homogeneous:
+        return assign_homogeneous(group)
     if group.topic_class is not None:
-        return _assign_disjoint_classes(group, group.topic_class)
+        if group.held_indptr[-1] == 0:
+            return first_assignment_disjoint(group)
+        reassigned = reassign_disjoint_all_held(group, group.topic_class)
+        return assign_disjoint_classes(group, group.topic_class) if reassigned is None else reassigned
     return heterogeneous_assign(group)
+
+
+def assign_homogeneous(group: ServerGroup) -> np.ndarray:
+    """``assign_disjoint_classes`` for one class subscribed to every topic, in as few array
+    passes as possible: for small groups the fixed cost of each numpy call is the whole cost.
+    Reads each member's holdings member-major, so only the dropped partitions are visited."""
+    m = group.num_members
+    total = len(group.current_owner)
+    quota, extras = divmod(total, m)
+    members = np.arange(m, dtype=np.int64)
+    indptr = group.held_indptr
+    held = int(indptr[-1])
+    if held == 0:  # first assignment: member i takes the next quota (+1 for the first extras)
+        if extras == 0:
+            return members.repeat(quota)
+        target = np.full(m, quota, dtype=np.int64)
+        target[:extras] += 1
+        return members.repeat(target)
+    owned = indptr[1:] - indptr[:-1]
+    if extras:
+        # The larger targets go first to members holding more than the quota, in member order.
+        target = np.full(m, quota, dtype=np.int64)
+        over = owned > quota
+        to_owner = over.nonzero()[0][:extras]
+        target[to_owner] += 1
+        if len(to_owner) < extras:
+            target[(~over).nonzero()[0][: extras - len(to_owner)]] += 1
+        keep = np.minimum(owned, target)
+        deficit = target - keep
+        trimmed = (owned > keep).nonzero()[0]
+        kept_of_trimmed = keep[trimmed]
+    else:
+        keep = np.minimum(owned, quota)
+        deficit = quota - keep
+        trimmed = (owned > quota).nonzero()[0]
+        kept_of_trimmed = quota
+    result = group.current_owner.copy()
+    if len(trimmed):
+        # Members above target keep their lowest partitions; the rest go back to the pool.
+        dropped = group.held_partitions[tails(indptr[trimmed + 1], owned[trimmed] - kept_of_trimmed)]
+        result[dropped] = UNASSIGNED
+        if held == total:
+            dropped.sort()
+            free = dropped
+        else:
+            free = (result < 0).nonzero()[0]
+    else:
+        free = (result < 0).nonzero()[0] if held < total else np.zeros(0, dtype=np.int64)
+    result[free] = members.repeat(deficit)
+    return result
+
+
+def _class_shares(group: ServerGroup) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """For a group whose topics are each subscribed by one class: members per class, the topics
+    of classes with members (class by class, ascending) and their sizes, partitions per class,
+    and each class's quota and extras."""
+    class_members = np.bincount(group.member_class, minlength=group.num_classes)
+    entries = class_members[group.class_of_entry] > 0
+    topics = group.class_topics[entries]
+    lengths = group.partition_counts[topics]
+    class_partitions = np.bincount(group.class_of_entry[entries], weights=lengths, minlength=group.num_classes).astype(np.int64)
+    quota, extras = np.divmod(class_partitions, np.maximum(class_members, 1))
+    return class_members, topics, lengths, class_partitions, quota, extras
+
+
+def first_assignment_disjoint(group: ServerGroup) -> np.ndarray:
+    """``assign_disjoint_classes`` when nobody holds anything, in fewer array calls: each class's
+    members, in member order, take consecutive runs of the class's topics' partitions (the
+    first ``extras`` of them one more than the quota)."""
+    member_class = group.member_class
+    class_members, topics, lengths, _, quota, extras = _class_shares(group)
+    by_class = _stable_order(member_class, group.num_classes)
+    sorted_class = member_class[by_class]
+    rank = np.arange(len(by_class), dtype=np.int64) - (class_members.cumsum() - class_members)[sorted_class]
+    takers = by_class.repeat(quota[sorted_class] + (rank < extras[sorted_class]))
+    result = np.full(len(group.current_owner), UNASSIGNED, dtype=np.int64)
+    ends = lengths.cumsum()
+    result[(group.topic_offsets[topics] + lengths - ends).repeat(lengths) + np.arange(len(takers), dtype=np.int64)] = takers
+    return result
+
+
+def reassign_disjoint_all_held(group: ServerGroup, topic_class: np.ndarray) -> np.ndarray | None:
+    """``assign_disjoint_classes`` when every subscribed partition is held by a subscriber of
+    its topic (a group at its previous target, plus joiners holding nothing): reads holdings
+    member-major and visits only the dropped partitions. None when that is not the case."""
+    m, c = group.num_members, group.num_classes
+    member_class = group.member_class
+    _, _, _, class_partitions, quota, extras = _class_shares(group)
+    indptr, held = group.held_indptr, group.held_partitions
+    if int(indptr[-1]) != int(class_partitions.sum()):
+        return None
+    owned = indptr[1:] - indptr[:-1]
+    if not (topic_class[group.partition_topic[held]] == member_class.repeat(owned)).all():
+        return None
+    member_quota = quota[member_class]
+    by_class = np.arange(m, dtype=np.int64) if c == 1 else _stable_order(member_class, c)
+    if extras.any():
+        over = owned > member_quota
+        extra_to_owner = _first_per_class(over, member_class, extras, by_class)
+        left = extras - np.bincount(member_class[extra_to_owner], minlength=c)
+        extra_to_other = _first_per_class(~over, member_class, left, by_class)
+        target = member_quota + (extra_to_owner | extra_to_other)
+    else:
+        target = member_quota
+    keep = np.minimum(owned, target)
+    result = group.current_owner.copy()
+    trimmed = (owned > keep).nonzero()[0]
+    if not len(trimmed):
+        return result
+    # Members above target keep their lowest partitions; the rest are dealt again, class by
+    # class in partition order, to members in (class, member) order.
+    excess = owned[trimmed] - keep[trimmed]
+    dropped = held[tails(indptr[trimmed + 1], excess)]
+    total = len(result)
+    free = np.sort(member_class[trimmed.repeat(excess)] * total + dropped) % total if c > 1 else np.sort(dropped)
+    result[free] = by_class.repeat((target - keep)[by_class])
+    return result
+
+
+def tails(ends: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``ends[i] - lengths[i] .. ends[i] - 1`` for every i (all lengths positive), one after
+    the other."""
+    count = int(lengths.sum())
+    if count == len(lengths):  # one each: the usual incremental case, members one above target
+        return ends - 1
+    indices: np.ndarray = (ends - lengths.cumsum()).repeat(lengths) + np.arange(count, dtype=np.int64)
+    return indices
 
 
 def heterogeneous_assign(group: ServerGroup, owner: np.ndarray | None = None) -> np.ndarray:
@@ -77,12 +209,12 @@ def _first_per_class(eligible: np.ndarray, member_class: np.ndarray, allowance: 
 def _stable_order(keys: np.ndarray, bound: int) -> np.ndarray:
     """Stable argsort of small non-negative integers (< ``bound``): numpy's radix sort when the
     keys fit in 16 bits, linear in their number."""
-    if bound <= np.iinfo(np.int16).max:
+    if bound <= 32767:  # int16
         keys = keys.astype(np.int16)
     return np.argsort(keys, kind="stable")
 
 
-def _assign_disjoint_classes(group: ServerGroup, topic_class: np.ndarray) -> np.ndarray:
+def assign_disjoint_classes(group: ServerGroup, topic_class: np.ndarray) -> np.ndarray:
     """Each class balanced on its own, keeping as many partitions in place as balance allows.
 
     Every step is a pass over arrays; only partitions of members above their target are sorted.
@@ -96,14 +228,14 @@ def _assign_disjoint_classes(group: ServerGroup, topic_class: np.ndarray) -> np.
     extras = class_partitions % np.maximum(class_members, 1)
 
     owner = group.current_owner
-    first_assignment = not (owner >= 0).any()
+    first_assignment = group.held_indptr[-1] == 0
     if first_assignment:
         partition_class, valid, owned = None, None, np.zeros(m, dtype=np.int64)
     elif c == 1 and subscribed.all():
         # One class subscribed to every topic (the usual homogeneous group): any holder is valid.
         partition_class = None
         valid = owner >= 0
-        owned = np.bincount(owner + 1, minlength=m + 1)[1:]
+        owned = group.held_indptr[1:] - group.held_indptr[:-1]
     else:
         # A holder keeps a partition only if its class subscribes to the partition's topic.
         # Index -1 (no holder) reads the sentinel class -2, which no partition has.
