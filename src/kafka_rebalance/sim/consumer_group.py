@@ -24,7 +24,6 @@ Modelling choices (beyond those of ``sim.engine``, which this follows):
 
 from __future__ import annotations
 
-import gc
 import heapq
 import re
 from collections.abc import Sequence
@@ -82,7 +81,7 @@ from kafka_rebalance.sim.classic_member import (
     ClassicOutput,
     ClassicSend,
 )
-from kafka_rebalance.sim.core import AppProcess, SimulatorCore, partition_order
+from kafka_rebalance.sim.core import AppProcess, SimulatorCore, no_cyclic_gc, partition_order
 from kafka_rebalance.sim.events import (
     AppActivity,
     AppWakes,
@@ -209,15 +208,8 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
     # ------------------------------------------------------------------ main loop
 
     def run(self) -> SimulationResult:
-        # As the classic engine's run: the cyclic collector would only rescan the long-lived
-        # tables (ownership, commits, log records) again and again (about 7-10% of the hour).
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
+        with no_cyclic_gc():
             return self._run()
-        finally:
-            if collecting:
-                gc.enable()
 
     def _run(self) -> SimulationResult:
         for index, step in enumerate(self.scenario.events):
