@@ -148,11 +148,14 @@ def _arrow_schema(ddl_columns: tuple[tuple[str, str], ...]) -> Any:
     return pa.schema([(name, types[kind]) for name, kind in ddl_columns])
 
 
-def story_rows(events: Any, coordinator_moves: dict[str, list[dict]], rule: StormRule) -> Any:
+def story_rows(events: Any, coordinator_moves: dict[str, list[dict]], rule: StormRule, *,
+               fill_groups: bool = True, partitions: int | None = None) -> Any:
     """Events -> story rows (``tables.story_arrow_schema``: each row typed, ``table`` naming its
     table). Events are shuffled by (cluster, group) and sorted, so each Python worker sees each
     of its groups' events together, in one stream: one story per group, memory bounded by the
-    largest group."""
+    largest group. ``fill_groups`` False: no client line lacks its group (the scan counted
+    them), so the window that fills them in, a shuffle and sort of every event, is skipped.
+    ``partitions``: of the shuffle by group (default: ``spark.sql.shuffle.partitions``)."""
     from pyspark.sql import functions as F
 
     from kafka_rebalance.pipeline.logparse.story import tell
@@ -207,13 +210,22 @@ def story_rows(events: Any, coordinator_moves: dict[str, list[dict]], rule: Stor
     from pyspark.sql import Window
 
     # Client lines that do not name their group take the one the same client named last.
-    named_last = Window.partitionBy("source", "client_id").orderBy("seq").rowsBetween(Window.unboundedPreceding, 0)
-    filled = events.withColumn("group", F.when(
-        F.col("group").isNull() & (F.col("side") == "client") & F.col("client_id").isNotNull(),
-        F.last("group", ignorenulls=True).over(named_last)).otherwise(F.col("group")))
+    filled = events
+    if fill_groups:
+        named_last = Window.partitionBy("source", "client_id").orderBy("seq").rowsBetween(Window.unboundedPreceding, 0)
+        filled = events.withColumn("group", F.when(
+            _group_to_fill(), F.last("group", ignorenulls=True).over(named_last)).otherwise(F.col("group")))
     grouped = filled.where(F.col("kind").isNotNull() & F.col("group").isNotNull())
-    ordered = grouped.repartition("cluster", "group").sortWithinPartitions("cluster", "group", "source", "seq")
+    by_group = (grouped.repartition(partitions, "cluster", "group") if partitions
+                else grouped.repartition("cluster", "group"))
+    ordered = by_group.sortWithinPartitions("cluster", "group", "source", "seq")
     return ordered.mapInArrow(tell_stream, story_ddl())
+
+
+def _group_to_fill() -> Any:
+    from pyspark.sql import functions as F
+
+    return F.col("group").isNull() & (F.col("side") == "client") & F.col("client_id").isNotNull()
 
 
 class Stopwatch:
@@ -242,7 +254,8 @@ def _run_spark(spark: Any, files: list[str], clusters: dict[str, str], rule: Sto
         F.sum(F.when(F.col("source") == name, F.col("lines"))).alias(f"lines_{i}")
         for i, name in enumerate(files[:PER_FILE_LINE_COUNTS])]
     scanned = scan_events(spark, files, clusters, syslog_reference_ms).observe(
-        observation, F.sum("lines").alias("lines_read"), F.count("kind").alias("events"), *per_file)
+        observation, F.sum("lines").alias("lines_read"), F.count("kind").alias("events"),
+        F.count(F.when(F.col("kind").isNotNull() & _group_to_fill(), 1)).alias("groups_to_fill"), *per_file)
     events_path = str(out.path("events"))
     with spark_progress(spark, "reading logs", enabled=progress):
         scanned.where(F.col("lines").isNull()).drop("lines").write.parquet(events_path)
@@ -260,7 +273,8 @@ def _run_spark(spark: Any, files: list[str], clusters: dict[str, str], rule: Sto
         # The story rows are few (one per rebalance, member event, cause): one Spark job writes
         # them all, typed, then the driver streams each table's rows into its own Parquet.
         rows_path = out.staging / "story-rows.tmp"
-        story_rows(events, moves, rule).write.parquet(str(rows_path))
+        story_rows(events, moves, rule, fill_groups=int(counts.get("groups_to_fill") or 0) > 0,
+                   partitions=spark.sparkContext.defaultParallelism).write.parquet(str(rows_path))
         findings = write_story_tables(out, rows_path)
         groups = len(findings)  # one per group told
         watch.lap("stories and tables (Spark)")
