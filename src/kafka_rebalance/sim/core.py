@@ -83,6 +83,8 @@ class SimulatorCore(Generic[P]):
         self.seed = scenario.seed if seed is None else seed
         self.cfg = scenario.config
         self.rng = random.Random(self.seed)
+        self.latency_ms = self.cfg.network_latency_ms  # read once per message: kept at hand
+        self.jitter_ms = self.cfg.network_jitter_ms
         self.end_ms = scenario.effective_end_ms
         self.now = 0
         self.seq = 0
@@ -154,8 +156,8 @@ class SimulatorCore(Generic[P]):
     # ------------------------------------------------------------------ shared
 
     def _latency(self) -> int:
-        jitter = self.cfg.network_jitter_ms
-        return self.cfg.network_latency_ms + (self.rng.randint(0, jitter) if jitter else 0)
+        jitter = self.jitter_ms
+        return self.latency_ms + (self.rng.randint(0, jitter) if jitter else 0)
 
     def _scenario_event(self, event: Event) -> None:
         action = event.action

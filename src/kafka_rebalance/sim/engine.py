@@ -276,6 +276,8 @@ class Simulation(SimulatorCore[Process]):
         end = self.end_ms
         pop = heapq.heappop
         armed = self.armed
+        connections = self.connections
+        deliver_request = self._deliver_request
         while heap:
             time, seq, event = heap[0]
             if time > end:
@@ -288,12 +290,18 @@ class Simulation(SimulatorCore[Process]):
             self.now = time
             # The two most frequent events (heartbeats) go straight to their handlers.
             if type(event) is RequestArrives:
-                self._deliver_request(event.broker_id, event.received)
+                deliver_request(event.broker_id, event.received)
             elif type(event) is ConsumerTimerFires:
-                proc = self._running(event.connection, event)
-                if proc is not None:
-                    self._to_consumer(proc, event.timer)
-                    self._maybe_poll(proc)
+                proc = connections.get(event.connection)
+                if proc is None or not proc.alive:
+                    continue
+                if proc.paused:
+                    proc.deferred.append(event)
+                    continue
+                outputs = proc.cc.handle(event.timer, time)
+                if outputs:
+                    self._consumer_outputs(proc, outputs)
+                self._maybe_poll(proc)
             else:
                 self._dispatch(event)
         self.now = end
@@ -365,27 +373,39 @@ class Simulation(SimulatorCore[Process]):
     # ------------------------------------------------------------------ network and machines
 
     def _send(self, proc: Process, send: Send, sent_ms: int | None = None) -> None:
+        now = self.now
+        arrives = proc.last_arrives
+        if (send is proc.last_send and arrives is not None and sent_ms is None and not self.lossy
+                and type(send.request) is HeartbeatRequest):
+            # The same immutable heartbeat again: only the arrival time is new.
+            latency = self.latency_ms if not self.jitter_ms else self._latency()
+            arrival = now + latency
+            if arrival < proc.request_arrival_ms:
+                arrival = proc.request_arrival_ms
+            proc.request_arrival_ms = arrival
+            self.seq += 1
+            heapq.heappush(self.heap, (arrival, self.seq, arrives))
+            return
         request = send.request
-        if proc.listener_busy_until_ms > self.now and type(request) is not HeartbeatRequest:
+        if proc.listener_busy_until_ms > now and type(request) is not HeartbeatRequest:
             # Sent from the application thread, which is still inside the rebalance listener
             # (the heartbeat thread is not held up).
             sent_ms = proc.listener_busy_until_ms
         # A connection delivers in order (TCP): never before the request sent ahead of it.
-        arrival = max((self.now if sent_ms is None else sent_ms) + self._latency(), proc.request_arrival_ms)
+        arrival = max((now if sent_ms is None else sent_ms) + self._latency(), proc.request_arrival_ms)
         proc.request_arrival_ms = arrival
         if type(request) is JoinGroupRequest:
             for topic in request.protocols[0].metadata.topics:
-                self.topic_wanted.setdefault(topic, self.now)
+                self.topic_wanted.setdefault(topic, now)
         if self.lossy and self._lost():
             return
         if type(request) is FindCoordinatorRequest:
             self._push(arrival, FindCoordinatorArrives(proc.wire, request))
             return
-        arrives = proc.last_arrives
         if send is not proc.last_send or arrives is None:  # else: the same immutable request again (heartbeats)
             arrives = RequestArrives(send.node_id, Received(proc.wire, request))  # type: ignore[arg-type]
             proc.last_send, proc.last_arrives = send, arrives
-        if arrival <= self.now and sent_ms is not None:
+        if arrival <= now and sent_ms is not None:
             # Sent in the past (a summarised auto-commit): it has arrived by now.
             self._deliver_request(arrives.broker_id, arrives.received)
         else:

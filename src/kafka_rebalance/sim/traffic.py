@@ -47,6 +47,7 @@ class _Route(NamedTuple):
     keys: int
     mine: tuple[int, ...]  # key indices routed to the partition
     before: int  # records of the entry produced before the topic existed
+    routed_before: int  # how many of those ``mine`` routes to the partition
 
 
 class Traffic:
@@ -102,14 +103,20 @@ class Traffic:
         if isinstance(plan, tuple):
             topic, number = plan
             return self.leo(topic, number, t)
-        # A topic whose partition count never changes: the loop of ``leo`` with its constants hoisted.
+        # A topic whose partition count never changes: the loop of ``leo`` with its constants
+        # hoisted and ``_count`` / ``_routed`` inlined (called for every owned partition at every
+        # checkpoint).
         total = 0
-        for from_ms, start, stop, rate, keys, mine, before in plan:
+        for from_ms, start, stop, rate, keys, mine, before, routed_before in plan:
             if from_ms >= t:
                 continue
-            b = self._count(start, stop, rate, t)
+            until = t if stop is None or t <= stop else stop
+            if until <= start:
+                continue
+            b = int((until - start) * rate // 1000)
             if b > before:
-                total += _routed(b, keys, mine) - _routed(before, keys, mine)
+                full, rest = divmod(b, keys)
+                total += full * len(mine) + bisect_left(mine, rest) - routed_before
         return total
 
     def _plan(self, partition_name: str) -> tuple[str, int] | list[_Route]:
@@ -121,6 +128,9 @@ class Traffic:
         from_ms, count = epochs[0]
         if partition >= count:
             return []
-        return [_Route(from_ms, start, stop, rate, keys, keys_by_partition(keys, count)[partition],
-                       self._count(start, stop, rate, from_ms))
-                for start, stop, rate, keys in self.by_topic.get(topic, [])]
+        routes = []
+        for start, stop, rate, keys in self.by_topic.get(topic, []):
+            mine = keys_by_partition(keys, count)[partition]
+            before = self._count(start, stop, rate, from_ms)
+            routes.append(_Route(from_ms, start, stop, rate, keys, mine, before, _routed(before, keys, mine)))
+        return routes

@@ -215,7 +215,12 @@ class ClassicGroup:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
 
     def all_joined(self) -> bool:
-        return not self.pending_members and all(m.join_connection is not None for m in self.members.values())
+        if self.pending_members:
+            return False
+        for member in self.members.values():  # a plain loop: asked at every JoinGroup of a rebalance
+            if member.join_connection is None:
+                return False
+        return True
 
     def static_count(self) -> int:
         return sum(1 for m in self.members.values() if m.group_instance_id is not None)
@@ -728,11 +733,8 @@ class GroupCoordinator:
         if protocol_type != group.protocol_type:
             return False
         common = {p.name for p in protocols}
-        for member in group.members.values():
-            common.intersection_update(member.protocol_names)
-            if not common:
-                return False
-        return True
+        common.intersection_update(*[member.protocol_names for member in group.members.values()])
+        return bool(common)
 
     def _check_member(self, group: ClassicGroup, member_id: str, instance: str | None) -> ErrorCode | None:
         """GroupCoordinator.validateCurrentMember: a group instance id must be known and mapped to
