@@ -168,6 +168,8 @@ class Process(AppProcess):
     cc: ConsumerCoordinator
     deferred: list[DeferrableEvent] = field(default_factory=list)
     timer_events: dict[ConsumerTimer, ConsumerTimerFires] = field(default_factory=dict)
+    last_timer: ConsumerTimer | None = None  # the heartbeat thread's timer, and its entry of timer_events
+    last_fires: ConsumerTimerFires | None = None
     last_send: Send | None = None
     request_arrival_ms: int = 0  # when this connection's last request arrives
     listener_busy_until_ms: int = 0  # the application thread runs rebalance-listener work until then
@@ -416,6 +418,15 @@ class Simulation(SimulatorCore[Process]):
         if coordinator is None:
             coordinator = self.brokers[broker_id] = self._new_coordinator(broker_id, loaded=False)
         request = received.request
+        if type(request) is HeartbeatRequest:
+            outputs = coordinator.handle(received, self.now)
+            if len(outputs) == 1 and not self.lossy:
+                only = outputs[0]
+                if (type(only) is Respond and type(only.response) is HeartbeatResponse
+                        and only.response.error_code is ErrorCode.NONE):
+                    return  # an OK heartbeat answer: the client does nothing with it
+            self._coordinator_outputs(broker_id, outputs)
+            return
         if type(request) is OffsetFetchRequest:
             # Whoever held these partitions has committed by now what a real consumer would have.
             holders = {self.assigned_to.get(partition) for partition in request.partitions}
@@ -518,10 +529,16 @@ class Simulation(SimulatorCore[Process]):
             first, second = outputs
             if type(first) is Send and type(second) is ArmTimer:
                 self._send(proc, first, sent_ms)
-                fires = proc.timer_events.get(second.timer)
-                if fires is None:
-                    fires = proc.timer_events[second.timer] = ConsumerTimerFires(proc.connection, second.timer)
-                self.armed[fires] = self._push(second.deadline_ms, fires)
+                timer = second.timer
+                fires = proc.last_fires
+                if timer is not proc.last_timer or fires is None:  # else: the same timer object, not hashed again
+                    fires = proc.timer_events.get(timer)
+                    if fires is None:
+                        fires = proc.timer_events[timer] = ConsumerTimerFires(proc.connection, timer)
+                    proc.last_timer, proc.last_fires = timer, fires
+                self.seq += 1
+                heapq.heappush(self.heap, (second.deadline_ms, self.seq, fires))
+                self.armed[fires] = self.seq
                 return
         # Listener callbacks first, then requests, then timers.
         for output in outputs:
@@ -763,7 +780,7 @@ class Simulation(SimulatorCore[Process]):
         cc = proc.cc
         if not proc.alive or proc.paused or not cc.in_poll:
             return
-        if cc.wants_poll or (not proc.continuous and not proc.batch and cc.state is MemberState.STABLE
+        if cc.wants_poll or (proc.ms_per_record != 0 and not proc.batch and cc.state is MemberState.STABLE
                              and bool(proc.positions)):
             self._app_poll(proc)
 

@@ -217,7 +217,8 @@ class ClassicGroup:
     def all_joined(self) -> bool:
         if self.pending_members:
             return False
-        for member in self.members.values():  # a plain loop: asked at every JoinGroup of a rebalance
+        # A plain loop, not all() over a generator: asked at every JoinGroup of a rebalance
+        for member in self.members.values():  # noqa: SIM110
             if member.join_connection is None:
                 return False
         return True
