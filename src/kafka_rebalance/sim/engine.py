@@ -377,17 +377,6 @@ class Simulation(SimulatorCore[Process]):
     def _send(self, proc: Process, send: Send, sent_ms: int | None = None) -> None:
         now = self.now
         arrives = proc.last_arrives
-        if (send is proc.last_send and arrives is not None and sent_ms is None and not self.lossy
-                and type(send.request) is HeartbeatRequest):
-            # The same immutable heartbeat again: only the arrival time is new.
-            latency = self.latency_ms if not self.jitter_ms else self._latency()
-            arrival = now + latency
-            if arrival < proc.request_arrival_ms:
-                arrival = proc.request_arrival_ms
-            proc.request_arrival_ms = arrival
-            self.seq += 1
-            heapq.heappush(self.heap, (arrival, self.seq, arrives))
-            return
         request = send.request
         if proc.listener_busy_until_ms > now and type(request) is not HeartbeatRequest:
             # Sent from the application thread, which is still inside the rebalance listener
@@ -528,7 +517,19 @@ class Simulation(SimulatorCore[Process]):
         if len(outputs) == 2:  # the heartbeat thread's request and its next turn
             first, second = outputs
             if type(first) is Send and type(second) is ArmTimer:
-                self._send(proc, first, sent_ms)
+                heap = self.heap
+                arrives = proc.last_arrives
+                if (first is proc.last_send and arrives is not None and sent_ms is None and not self.lossy
+                        and type(first.request) is HeartbeatRequest):
+                    # The same immutable heartbeat again (what ``_send`` does, only the arrival is new).
+                    arrival = self.now + (self.latency_ms if not self.jitter_ms else self._latency())
+                    if arrival < proc.request_arrival_ms:
+                        arrival = proc.request_arrival_ms
+                    proc.request_arrival_ms = arrival
+                    self.seq += 1
+                    heapq.heappush(heap, (arrival, self.seq, arrives))
+                else:
+                    self._send(proc, first, sent_ms)
                 timer = second.timer
                 fires = proc.last_fires
                 if timer is not proc.last_timer or fires is None:  # else: the same timer object, not hashed again
@@ -537,7 +538,7 @@ class Simulation(SimulatorCore[Process]):
                         fires = proc.timer_events[timer] = ConsumerTimerFires(proc.connection, timer)
                     proc.last_timer, proc.last_fires = timer, fires
                 self.seq += 1
-                heapq.heappush(self.heap, (second.deadline_ms, self.seq, fires))
+                heapq.heappush(heap, (second.deadline_ms, self.seq, fires))
                 self.armed[fires] = self.seq
                 return
         # Listener callbacks first, then requests, then timers.

@@ -483,7 +483,7 @@ class ConsumerCoordinator:
         if self.generation == NO_GENERATION or not self._owned or self.coordinator_id is None:
             return None
         owned = self._owned
-        offsets = tuple(PartitionOffset(p, o) for p, o in positions.items() if p in owned)
+        offsets = tuple([PartitionOffset(p, o) for p, o in positions.items() if p in owned])
         if not offsets:
             return None
         return OffsetCommitRequest(self.config.group_id, self.generation, self.member_id,

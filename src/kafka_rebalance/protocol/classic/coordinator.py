@@ -722,7 +722,11 @@ class GroupCoordinator:
         if state is GroupState.PREPARING_REBALANCE:
             if member is not None and member.join_connection is not None:
                 return True
-            return sum(1 for m in group.members.values() if m.join_connection is not None) < limit
+            joining = 0
+            for m in group.members.values():  # a plain loop: asked at every JoinGroup of a rebalance
+                if m.join_connection is not None:
+                    joining += 1
+            return joining < limit
         return member is not None or len(group.members) < limit
 
     def _supports(self, group: ClassicGroup, protocol_type: str,
