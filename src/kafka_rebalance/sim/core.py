@@ -262,10 +262,9 @@ class SimulatorCore(Generic[P]):
         if not proc.flowing:
             return
         now = self.now
-        leo = self.traffic.leo_of
         positions = proc.positions
-        for partition, position in positions.items():
-            end = leo(partition, now)
+        ends = self.traffic.leo_many(positions, now)
+        for (partition, position), end in zip(positions.items(), ends, strict=True):
             if end > position:
                 self._processed(proc, partition, position, end, proc.mark_ms)
                 positions[partition] = end

@@ -646,8 +646,9 @@ class Simulation(SimulatorCore[Process]):
         if tick < proc.mark_ms:
             self._to_consumer(proc, AutoCommitDue(tick, {}))  # nothing consumed since the last commit
             return
-        leo = self.traffic.leo_of
-        self._to_consumer(proc, AutoCommitDue(tick, {p: leo(p, tick) for p in proc.positions}), sent_ms=tick)
+        positions = proc.positions
+        self._to_consumer(proc, AutoCommitDue(tick, dict(zip(positions, self.traffic.leo_many(positions, tick),
+                                                                 strict=True))), sent_ms=tick)
 
     def _revoked(self, proc: Process, partitions: Iterable[str]) -> None:
         self._checkpoint(proc)
