@@ -239,6 +239,7 @@ class GroupCoordinator:
             None if partitions is None else dict.fromkeys(partitions, PartitionStatus.LOADED))
         self._rng = random.Random(seed)
         self._partition_of: dict[str, int] = {}
+        self._heartbeat_replies: dict[str, Respond] = {}  # connection -> its last heartbeat answer
 
     # ------------------------------------------------------------------ queries
 
@@ -275,7 +276,13 @@ class GroupCoordinator:
         out: list[CoordinatorOutput] = []
         match event:
             case Received(connection=connection, request=HeartbeatRequest() as heartbeat):
-                out.append(Respond(connection, _HEARTBEAT_ANSWERS[self._heartbeat(heartbeat, now_ms, out)]))
+                answer = _HEARTBEAT_ANSWERS[self._heartbeat(heartbeat, now_ms, out)]
+                # Outputs are immutable: the same answer on the same connection is the same Respond
+                # (heartbeats are half of all requests).
+                reply = self._heartbeat_replies.get(connection)
+                if reply is None or reply.response is not answer:
+                    reply = self._heartbeat_replies[connection] = Respond(connection, answer)
+                out.append(reply)
             case Received(connection=connection, request=request):
                 self._request(connection, request, now_ms, out)
             case SessionExpired() | PendingMemberExpired() | NewMemberJoinTimeout() | InitialDelayExpired() \
