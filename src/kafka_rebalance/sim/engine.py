@@ -285,15 +285,17 @@ class Simulation(SimulatorCore[Process]):
             if time > end:
                 break
             pop(heap)
+            # The two most frequent events (heartbeats) go straight to their handlers.
+            if type(event) is RequestArrives:
+                self.now = time
+                deliver_request(event.broker_id, event.received)
+                continue
             if type(event) is ConsumerTimerFires or type(event) is CoordinatorTimerFires:
                 if armed.get(event) != seq:
                     continue  # cancelled or re-armed since
                 del armed[event]
             self.now = time
-            # The two most frequent events (heartbeats) go straight to their handlers.
-            if type(event) is RequestArrives:
-                deliver_request(event.broker_id, event.received)
-            elif type(event) is ConsumerTimerFires:
+            if type(event) is ConsumerTimerFires:
                 proc = connections.get(event.connection)
                 if proc is None or not proc.alive:
                     continue
