@@ -452,9 +452,13 @@ class Simulation(SimulatorCore[Process]):
     def _coordinator_outputs(self, broker_id: int, outputs: list[CoordinatorOutput]) -> None:
         if len(outputs) == 1 and not self.lossy:
             only = outputs[0]
-            if (type(only) is Respond and type(only.response) is HeartbeatResponse
-                    and only.response.error_code is ErrorCode.NONE):
-                return  # an OK heartbeat answer: the client does nothing with it
+            if type(only) is Respond:
+                response = only.response
+                if type(response) is HeartbeatResponse and response.error_code is ErrorCode.NONE:
+                    return  # an OK heartbeat answer: the client does nothing with it
+                if type(response) is not JoinGroupResponse:  # (a member id to note: the full path)
+                    self._respond(only.connection, response)  # a lone answer (a commit's, a sync's)
+                    return
         # A member id is its consumer's from the moment the coordinator hands it out: the
         # rebalance it joins may complete (and be recorded) before the response arrives.
         for output in outputs:
@@ -479,8 +483,6 @@ class Simulation(SimulatorCore[Process]):
                     pass
                 case _:
                     assert_never(output)
-        now = self.now
-        ordered = self.response_arrival_ms
         for output in outputs:
             if type(output) is Respond:
                 response = output.response
@@ -489,10 +491,7 @@ class Simulation(SimulatorCore[Process]):
                         continue
                 elif type(response) is HeartbeatResponse and response.error_code is ErrorCode.NONE:
                     continue
-                # In order per connection, as the request arrivals are.
-                arrival = max(now + self._latency(), ordered.get(output.connection, 0))
-                ordered[output.connection] = arrival
-                self._push(arrival, ResponseArrives(output.connection, response))
+                self._respond(output.connection, response)
         cache = self.coordinator_timer_events.setdefault(broker_id, {})
         for output in outputs:
             if type(output) is ArmTimer or type(output) is CancelTimer:
@@ -503,6 +502,13 @@ class Simulation(SimulatorCore[Process]):
                     self.armed[fires] = self._push(output.deadline_ms, fires)
                 else:
                     self.armed.pop(fires, None)
+
+    def _respond(self, connection: str, response: GroupResponse) -> None:
+        # In order per connection, as the request arrivals are.
+        ordered = self.response_arrival_ms
+        arrival = max(self.now + self._latency(), ordered.get(connection, 0))
+        ordered[connection] = arrival
+        self._push(arrival, ResponseArrives(connection, response))
 
     def _deliver_response(self, proc: Process, response: GroupResponse | FindCoordinatorResponse) -> None:
         if type(response) is JoinGroupResponse and response.member_id:
