@@ -1,6 +1,7 @@
 """Log forensics on Spark: the Spark engine gives the same tables as the local engine (one
-parser, one story, two ways to run them), the JVM prefilter keeps every line a message can
-match, and the seed document (prose with two pasted excerpts) end to end."""
+parser, one story, two ways to run them; lines wrapped by a paste included), the byte-level
+prefilter keeps every line a message can match, and the seed document (prose with two pasted
+excerpts) end to end."""
 
 from __future__ import annotations
 
@@ -15,9 +16,8 @@ import pytest
 pytestmark = pytest.mark.spark
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "logs"
-# Lines wrapped by a terminal are joined again only by the local engine (Spark reads lines one
-# by one), so the paste with a wrapped line is left out of the comparison.
-COMPARED = sorted(p for p in DATA.iterdir() if p.name != "paste-docker-compose.md")
+# Every test log, the paste with a line wrapped by a terminal among them.
+COMPARED = sorted(DATA.iterdir())
 
 
 def _clean(value):
@@ -90,15 +90,17 @@ def test_spark_engine_summary_and_report(both_engines):
     assert not list((root / "spark").glob(".staging-*"))
 
 
-def test_the_prefilter_keeps_every_line_the_catalogue_reads(spark):
-    """A line the Python parser reads must get through the JVM gate: otherwise the engines differ."""
+def test_the_prefilter_keeps_every_line_the_catalogue_reads(tmp_path):
+    """A line the Python parser reads must get through the byte-level gate of ``scan``:
+    otherwise the Spark engine (which parses only what the gate keeps) and the local engine differ."""
     from kafka_rebalance.pipeline.logparse.parse import parse_line
-    from kafka_rebalance.pipeline.logs import gate_lines
+    from kafka_rebalance.pipeline.logparse.scan import Split, scan
 
     lines = [line.rstrip("\n") for path in COMPARED for line in path.open(encoding="utf-8")]
     readable = [line for line in lines if parse_line(line) is not None]
-    frame = spark.createDataFrame([(line,) for line in lines], "value string")
-    kept = {r["value"] for r in gate_lines(frame).collect()}
+    log = tmp_path / "all.log"
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    kept = {line for _, line, owned in scan(Split(str(log))) if owned}
     assert set(readable) <= kept and len(readable) > 40
 
 

@@ -27,6 +27,18 @@ def _cluster_labels(values: tuple[str, ...], files: tuple[str, ...]) -> dict[str
     return labels
 
 
+def _syslog_until(year: str | None) -> int | None:
+    from kafka_rebalance.model import InvalidInput
+    from kafka_rebalance.pipeline.logparse.layout import parse_year_option
+
+    if year is None:
+        return None
+    try:
+        return parse_year_option(year)
+    except ValueError as exc:
+        raise InvalidInput("--year", str(exc)) from None
+
+
 @cli.command("logs")
 @click.argument("files", nargs=-1, required=True)
 @click.option("--out", "out_dir", default="rebalance-logs", show_default=True,
@@ -42,10 +54,14 @@ def _cluster_labels(values: tuple[str, ...], files: tuple[str, ...]) -> dict[str
               help="Seconds: rebalances starting within this of the previous one belong to the same storm.")
 @click.option("--storm-min", type=click.IntRange(min=2), default=3, show_default=True,
               help="Rebalances that make a storm.")
+@click.option("--year", "year", default=None, metavar="YYYY|YYYY-MM-DD",
+              help="Syslog/journald times carry no year: each gets the latest year that puts it no later than the "
+                   "end of this year or day (give the log's last day for a log that crosses New Year). "
+                   "Default: now.")
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json instead of a readable summary.")
 @click.option("--verbose-spark", is_flag=True, help="Keep Spark's own logging.")
 def logs_command(files: tuple[str, ...], out_dir: str, clusters: tuple[str, ...], engine: str, master: str | None,
-                 storm_gap_s: float, storm_min: int, as_json: bool, verbose_spark: bool) -> None:
+                 storm_gap_s: float, storm_min: int, year: str | None, as_json: bool, verbose_spark: bool) -> None:
     """Analyse Kafka logs FILE... (broker server.log, consumer application logs, rotated, .gz,
     directories of them, or - to read a paste from stdin)."""
     from kafka_rebalance.pipeline.logparse.tables import STDIN, expand_inputs
@@ -53,6 +69,7 @@ def logs_command(files: tuple[str, ...], out_dir: str, clusters: tuple[str, ...]
     with bad_input_exits():
         expand_inputs(list(files))  # bad paths fail before anything starts
         labels = _cluster_labels(clusters, files)
+        syslog_until_ms = _syslog_until(year)
         stdin_text = None
         if STDIN in files:
             raw = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
@@ -66,7 +83,7 @@ def logs_command(files: tuple[str, ...], out_dir: str, clusters: tuple[str, ...]
             spark = build_session(master, "kafka-rebalance logs", quiet=not verbose_spark,
                                   driver_jvm_options=LOGS_DRIVER_JVM_OPTIONS)
         result = run_logs(spark, list(files), out_dir, engine=engine, master=master, clusters=labels,
-                          stdin_text=stdin_text,
+                          stdin_text=stdin_text, syslog_until_ms=syslog_until_ms,
                           storm_rule=StormRule(gap_ms=int(storm_gap_s * 1000), min_rebalances=storm_min))
     if as_json:
         click.echo(json.dumps(result.summary, indent=2, default=str))

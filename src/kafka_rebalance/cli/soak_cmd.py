@@ -30,9 +30,10 @@ MAX_SCHEDULES = 100_000_000
 def soak_command(schedules: int, seed: int, first: int, out_dir: str, master: str | None, tasks: int | None,
                  shrink_budget: int, verbose_spark: bool) -> None:
     """Run random schedules (joins, leaves, crashes, GC pauses, slow processing, static bounces,
-    new pattern topics, partition increases, coordinator failovers, network delays) and check that
-    no partition has two owners, only owners consume, commits never go backwards, no record is
-    lost and the group settles. Exit status 1 when any schedule broke an invariant."""
+    new pattern topics, partition increases, coordinator failovers, network delays, lost requests
+    and responses) and check that no two group members own a partition at once (each judged from
+    its own view), only owners consume, commits never go backwards, no record is lost and the group
+    settles. Exit status 1 when any schedule broke an invariant."""
     with bad_input_exits():
         inputs.check_output_dir(out_dir)
         inputs.check_master(master)

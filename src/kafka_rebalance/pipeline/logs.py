@@ -1,11 +1,13 @@
 """Rebalance forensics on Kafka logs: broker and client lines of any layout -> rebalances, their
 causes and the tables of ``logparse.tables``; on Spark for big inputs, in-process for a paste.
 
-The Spark job keeps the JVM doing the bulk work: each line is tested against a few fixed
-substrings (``catalogue.GATE_SUBSTRINGS``, a byte search) and only the few lines that could be
-about group membership cross to Python, where ``logparse.parse`` reads them. Events
-are then grouped by (cluster, group) and each group's story (``logparse.story.tell``) is told
-by ``applyInPandas``: memory is bounded by the largest group, not by the log.
+The Spark job never splits the whole log into lines: each task reads byte ranges of the files
+(``logparse.scan``), finds the few fixed gate phrases (``catalogue.GATE_SUBSTRINGS``) with byte
+searches and decodes only the lines holding one, and the line after each (to join lines a
+terminal wrapped), which ``logparse.parse`` reads. Events are then grouped by (cluster, group)
+and each group's story (``logparse.story.tell``) is told in one streaming ``mapInArrow`` pass,
+its rows leaving the workers as typed Arrow columns: memory is bounded by the largest group,
+not by the log.
 
 Small inputs (a paste from stdin, a few files of an incident) skip Spark entirely: starting a
 JVM costs more than reading them (``benchmarks/logs.py`` measures both). The two engines run
@@ -19,6 +21,7 @@ import os
 import tempfile
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -57,9 +60,9 @@ def input_bytes(files: list[str]) -> int:
 
 
 # The driver JVM (all of Spark on a local master) for ``logs``: the client compiler only. The
-# job's hot loops (line splitting, a few byte searches) are simple; C2's compile threads cost
-# more CPU than they win back (measured on a 200 MB log: 22.6 -> 16.5 CPU-s for the first run
-# in a session, 10.0 -> 8.2 for the next).
+# JVM's share of the job (a shuffle of the events, Arrow hand-overs, Parquet) is small; C2's
+# compile threads cost more CPU than they win back (measured when the JVM still split the
+# lines, on a 200 MB log: 22.6 -> 16.5 CPU-s for the first run in a session).
 LOGS_DRIVER_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
 
 MIN_SPLIT_BYTES = 128 * 1024 * 1024
@@ -84,38 +87,58 @@ def choose_engine(engine: str, files: list[str], master: str | None) -> str:
 
 # --------------------------------------------------------------------------- Spark
 
-def _any_contains(value: Any, phrases: tuple[str, ...]) -> Any:
-    condition = None
-    for phrase in phrases:
-        test = value.contains(phrase)
-        condition = test if condition is None else condition | test
-    return condition
+def scan_events(spark: Any, files: list[str], clusters: dict[str, str] | None = None,
+                syslog_reference_ms: int | None = None) -> Any:
+    """Files -> one row per line about groups: an event (``kind`` set) or an unrecognised line
+    (``kind`` null, ``shape`` set), plus one row per split with its line count in ``lines``
+    (every other column null). Each task reads its byte ranges with ``logparse.scan``: only
+    the lines holding a gate phrase are split out and decoded, so the few percent of a broker
+    log that is about groups is all that Python parses and all that Spark moves."""
+    from kafka_rebalance.pipeline.logparse.layout import syslog_reference
+    from kafka_rebalance.pipeline.logparse.parse import EVENT_COLUMNS, parse_numbered
+    from kafka_rebalance.pipeline.logparse.scan import ScanCounts, Split, pack_splits, plan_splits, scan
+    from kafka_rebalance.pipeline.logparse.tables import event_ddl
+
+    labels = dict(clusters or {})
+    sizes = {name: os.path.getsize(name) for name in files}
+    total = sum(sizes.values())
+    parallelism = spark.sparkContext.defaultParallelism
+    size_per_split = split_bytes(total, parallelism)
+    splits = plan_splits(list(sizes.items()), size_per_split)
+    tasks = pack_splits(splits, sizes, max(parallelism, -(-total // size_per_split)))
+    schema = _arrow_schema((*EVENT_COLUMNS, ("shape", "string"), ("lines", "long")))
+
+    def scan_splits(batches):
+        with syslog_reference(syslog_reference_ms):
+            yield from _scan_splits(batches)
+
+    def _scan_splits(batches):
+        import pyarrow as pa
+
+        for batch in batches:
+            packed = zip(*(batch.column(n).to_pylist() for n in ("paths", "starts", "ends")), strict=True)
+            for path, start, end in (split for task in packed for split in zip(*task, strict=True)):
+                counts = ScanCounts()
+                cluster = _cluster_for(path, labels)
+                records: list[dict] = []
+                for record in parse_numbered(scan(Split(path, start, end), counts), path, cluster):
+                    records.append(record)
+                    if len(records) >= ARROW_BATCH_ROWS:
+                        yield pa.RecordBatch.from_pylist(records, schema=schema)
+                        records = []
+                records.append({"source": path, "cluster": cluster, "lines": counts.lines})
+                yield pa.RecordBatch.from_pylist(records, schema=schema)
+
+    # One row (a list of splits) per partition: parallelize keeps them apart, where a
+    # round-robin repartition could put two splits in one task and leave a core idle.
+    rows = [([s.path for s in task], [s.start for s in task], [s.end for s in task]) for task in tasks]
+    plan = spark.createDataFrame(spark.sparkContext.parallelize(rows, len(rows)),
+                                 "paths array<string>, starts array<bigint>, ends array<bigint>")
+    return plan.mapInArrow(scan_splits, event_ddl() + ", `lines` bigint")
 
 
-def gate_lines(lines: Any) -> Any:
-    """The JVM-side prefilter: only lines holding a gate phrase and no noise phrase
-    (``parse.passes_gate``, a few byte searches) go on, with their ``source`` and ``seq``.
-    Every finer test (markers, relevance, shape) runs in Python on the few that are left: on
-    the JVM each of them cost more than the Python parser does (measured: 88 marker searches
-    and four regexes per gated line doubled the JVM's CPU for the scan)."""
-    from kafka_rebalance.pipeline.logparse.catalogue import GATE_SUBSTRINGS, NOISE_SUBSTRINGS
-
-    value = lines["value"]
-    return with_source(lines.where(_any_contains(value, GATE_SUBSTRINGS) & ~_any_contains(value, NOISE_SUBSTRINGS)))
-
-
-def read_lines(spark: Any, files: list[str]) -> Any:
-    """The text lines (``value``) of the files, gzip read by extension."""
-    return spark.read.text(files)
-
-
-def with_source(lines: Any) -> Any:
-    """``source`` (the file) and ``seq`` (increasing in file order) for the lines that are left:
-    added after the prefilter, so they cost nothing for the lines it drops."""
-    from pyspark.sql import functions as F
-
-    source = F.regexp_replace(F.input_file_name(), r"^file:(//)?", "")
-    return lines.select(source.alias("source"), F.monotonically_increasing_id().alias("seq"), "value")
+ARROW_BATCH_ROWS = 10_000
+STORY_BATCH_ROWS = 20_000
 
 
 def _arrow_schema(ddl_columns: tuple[tuple[str, str], ...]) -> Any:
@@ -125,70 +148,61 @@ def _arrow_schema(ddl_columns: tuple[tuple[str, str], ...]) -> Any:
     return pa.schema([(name, types[kind]) for name, kind in ddl_columns])
 
 
-def parse_events(lines: Any, clusters: dict[str, str] | None = None) -> Any:
-    """Lines (``source, seq, value``) -> one row per line about groups: an event (``kind``
-    set) or an unrecognised line (``kind`` null, ``shape`` set)."""
-    from kafka_rebalance.pipeline.logparse.parse import EVENT_COLUMNS, LINE_CAP, parse_line, relevant, shape
-    from kafka_rebalance.pipeline.logparse.tables import event_ddl
-
-    labels = dict(clusters or {})
-
-    schema = _arrow_schema((*EVENT_COLUMNS, ("shape", "string")))
-
-    def parse_batches(batches):
-        import pyarrow as pa
-
-        for batch in batches:
-            records = []
-            columns = [batch.column(name).to_pylist() for name in ("source", "seq", "value")]
-            for source, seq, value in zip(*columns, strict=True):
-                event = parse_line(value)
-                if event is None:
-                    if relevant(value):
-                        records.append({"source": source, "seq": seq, "cluster": _cluster_for(source, labels),
-                                        "shape": shape(value), "line": value[:LINE_CAP]})
-                    continue
-                event.update(source=source, seq=seq, cluster=_cluster_for(source, labels))
-                event.pop("thread", None)
-                records.append(event)
-            yield pa.RecordBatch.from_pylist(records, schema=schema)
-
-    return gate_lines(lines).mapInArrow(parse_batches, event_ddl())
-
-
-def story_payloads(events: Any, coordinator_moves: dict[str, list[dict]], rule: StormRule) -> Any:
-    """Events -> ``table, payload`` (one JSON row of a story table). Events are shuffled by
-    (cluster, group) and sorted, so each Python worker sees each of its groups' events
-    together, in one stream: one story per group, memory bounded by the largest group."""
+def story_rows(events: Any, coordinator_moves: dict[str, list[dict]], rule: StormRule) -> Any:
+    """Events -> story rows (``tables.story_arrow_schema``: each row typed, ``table`` naming its
+    table). Events are shuffled by (cluster, group) and sorted, so each Python worker sees each
+    of its groups' events together, in one stream: one story per group, memory bounded by the
+    largest group."""
     from pyspark.sql import functions as F
 
     from kafka_rebalance.pipeline.logparse.story import tell
+    from kafka_rebalance.pipeline.logparse.tables import story_arrow_schema, story_batch, story_ddl
 
     def tell_stream(batches):
         import pyarrow as pa
 
-        schema = pa.schema([("table", pa.string()), ("payload", pa.string())])
+        schema = story_arrow_schema()
+        pending: dict[str, list[dict]] = {}
+        findings: list[str] = []
+        pending_rows = 0
         current_key, current = None, []
 
+        def flush():
+            nonlocal pending_rows
+            for table, rows in pending.items():
+                if rows:
+                    yield story_batch(table, rows)
+            if findings:
+                count = len(findings)
+                arrays = [pa.array(["findings"] * count, pa.string()), pa.array(findings, pa.string())]
+                arrays += [pa.nulls(count, field.type) for field in schema][2:]
+                yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+            pending.clear()
+            findings.clear()
+            pending_rows = 0
+
         def told(key, records):
-            tables, payloads = [], []
+            nonlocal pending_rows
             for table, rows in tell(key[0], key[1], records, coordinator_moves.get(key[0]), rule).items():
-                for row in rows:
-                    tables.append(table)
-                    payloads.append(json.dumps(row, default=str))
-            return pa.RecordBatch.from_arrays([pa.array(tables, pa.string()), pa.array(payloads, pa.string())],
-                                              schema=schema)
+                if table == "findings":
+                    findings.extend(json.dumps(row, default=str) for row in rows)
+                else:
+                    pending.setdefault(table, []).extend(rows)
+                pending_rows += len(rows)
 
         for batch in batches:
             for record in batch.to_pylist():
                 key = (record["cluster"], record["group"])
                 if key != current_key and current:
-                    yield told(current_key, current)
+                    told(current_key, current)
                     current = []
+                    if pending_rows >= STORY_BATCH_ROWS:
+                        yield from flush()
                 current_key = key
                 current.append(record)
         if current:
-            yield told(current_key, current)
+            told(current_key, current)
+        yield from flush()
 
     from pyspark.sql import Window
 
@@ -199,7 +213,7 @@ def story_payloads(events: Any, coordinator_moves: dict[str, list[dict]], rule: 
         F.last("group", ignorenulls=True).over(named_last)).otherwise(F.col("group")))
     grouped = filled.where(F.col("kind").isNotNull() & F.col("group").isNotNull())
     ordered = grouped.repartition("cluster", "group").sortWithinPartitions("cluster", "group", "source", "seq")
-    return ordered.mapInArrow(tell_stream, "table string, payload string")
+    return ordered.mapInArrow(tell_stream, story_ddl())
 
 
 class Stopwatch:
@@ -216,28 +230,26 @@ class Stopwatch:
 
 
 def _run_spark(spark: Any, files: list[str], clusters: dict[str, str], rule: StormRule, out: Any,
-               progress: bool | None, watch: Stopwatch) -> dict:
+               progress: bool | None, watch: Stopwatch, syslog_reference_ms: int) -> dict:
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
-    from kafka_rebalance.pipeline.logparse.tables import CLUSTER_KINDS, STORY_TABLES
+    from kafka_rebalance.pipeline.logparse.tables import CLUSTER_KINDS
     from kafka_rebalance.pipeline.spark import spark_progress
 
-    lines = read_lines(spark, files)  # split as sized by ``split_bytes`` (set by run_logs)
     observation = Observation("lines")
     per_file = [] if len(files) == 1 else [
-        F.sum((F.input_file_name() == Path(name).as_uri()).cast("long")).alias(f"lines_{i}")
+        F.sum(F.when(F.col("source") == name, F.col("lines"))).alias(f"lines_{i}")
         for i, name in enumerate(files[:PER_FILE_LINE_COUNTS])]
-    observed = lines.observe(observation, F.count(F.lit(1)).alias("lines_read"), *per_file)
-    parsed_counts = Observation("parsed")
-    parsed = parse_events(observed, clusters).observe(parsed_counts, F.count("kind").alias("events"))
+    scanned = scan_events(spark, files, clusters, syslog_reference_ms).observe(
+        observation, F.sum("lines").alias("lines_read"), F.count("kind").alias("events"), *per_file)
     events_path = str(out.path("events"))
     with spark_progress(spark, "reading logs", enabled=progress):
-        parsed.write.parquet(events_path)
+        scanned.where(F.col("lines").isNull()).drop("lines").write.parquet(events_path)
     watch.lap("read and parse (Spark)")
     counts = observation.get
     lines_read = int(counts.get("lines_read") or 0)
-    event_count = int(parsed_counts.get.get("events") or 0)
+    event_count = int(counts.get("events") or 0)
     parsed = spark.read.parquet(events_path)
     events = parsed.where(F.col("kind").isNotNull())
     moves: dict[str, list[dict]] = {}
@@ -246,21 +258,10 @@ def _run_spark(spark: Any, files: list[str], clusters: dict[str, str], rule: Sto
         moves.setdefault(row["cluster"], []).append(row.asDict())
     with spark_progress(spark, "rebuilding rebalances", enabled=progress):
         # The story rows are few (one per rebalance, member event, cause): one Spark job writes
-        # them all, then the driver streams them (batch by batch) into each table's Parquet.
-        import pyarrow.dataset as ds
-
-        payloads_path = out.staging / "story-payloads.tmp"
-        story_payloads(events, moves, rule).write.parquet(str(payloads_path))
-        writers = TableWriters(out, STORY_TABLES)
-        findings = []
-        for batch in ds.dataset(str(payloads_path), format="parquet").to_batches(columns=["table", "payload"]):
-            for table, payload in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True):
-                record = json.loads(payload)
-                if table == "findings":
-                    findings.append(record)
-                else:
-                    writers.add(table, record)
-        writers.close()
+        # them all, typed, then the driver streams each table's rows into its own Parquet.
+        rows_path = out.staging / "story-rows.tmp"
+        story_rows(events, moves, rule).write.parquet(str(rows_path))
+        findings = write_story_tables(out, rows_path)
         groups = len(findings)  # one per group told
         watch.lap("stories and tables (Spark)")
         unrecognised = parsed.where(F.col("kind").isNull()).groupBy("cluster", "source", "shape").agg(
@@ -287,42 +288,35 @@ def _run_spark(spark: Any, files: list[str], clusters: dict[str, str], rule: Sto
             "groups": groups, "samples": []}
 
 
-class TableWriters:
-    """Story rows -> one Parquet file per table, written in chunks (memory stays bounded)."""
+def write_story_tables(out: Any, rows_path: Path) -> list[dict]:
+    """The story rows Spark wrote (``tables.story_arrow_schema``) -> one Parquet file per story
+    table, streamed batch by batch with Arrow compute (memory stays bounded); returns the
+    findings (one per group)."""
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
 
-    CHUNK = 20_000
+    from kafka_rebalance.pipeline.logparse.tables import (
+        STORY_KEY,
+        STORY_PAYLOAD,
+        STORY_TABLES,
+        TABLES,
+        arrow_schema,
+        story_table_batch,
+    )
 
-    def __init__(self, out: Any, tables: tuple[str, ...]):
-        self._out = out
-        self._rows: dict[str, list[dict]] = {table: [] for table in tables}
-        self._writers: dict[str, Any] = {}
-
-    def add(self, table: str, row: dict) -> None:
-        rows = self._rows[table]
-        rows.append(row)
-        if len(rows) >= self.CHUNK:
-            self._flush(table)
-
-    def _flush(self, table: str) -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        from kafka_rebalance.pipeline.logparse.tables import arrow_schema, frame
-
-        schema = arrow_schema(table)
-        writer = self._writers.get(table)
-        if writer is None:
-            directory = self._out.path(table)
-            directory.mkdir(parents=True, exist_ok=True)
-            writer = self._writers[table] = pq.ParquetWriter(directory / "part-00000.parquet", schema)
-        writer.write_table(pa.Table.from_pandas(frame(table, self._rows[table]), schema=schema, preserve_index=False))
-        self._rows[table] = []
-
-    def close(self) -> None:
-        for table in self._rows:
-            if self._rows[table] or table not in self._writers:
-                self._flush(table)
-            self._writers[table].close()
+    rows = ds.dataset(str(rows_path), format="parquet")
+    for table in STORY_TABLES:
+        directory = out.path(table)
+        directory.mkdir(parents=True, exist_ok=True)
+        fields = list(dict.fromkeys(story_field for _, _, story_field in TABLES[table]))
+        with pq.ParquetWriter(directory / "part-00000.parquet", arrow_schema(table)) as writer:
+            for batch in rows.to_batches(columns=fields, filter=ds.field(STORY_KEY) == table):
+                if batch.num_rows:
+                    writer.write_batch(story_table_batch(table, batch))
+    findings = []
+    for batch in rows.to_batches(columns=[STORY_PAYLOAD], filter=ds.field(STORY_KEY) == "findings"):
+        findings.extend(json.loads(payload) for payload in batch.column(0).to_pylist())
+    return findings
 
 
 def _cluster_for(source: str, clusters: dict[str, str]) -> str:
@@ -340,13 +334,16 @@ def _inputs(paths: list[str], clusters: dict[str, str]) -> list[tuple[str, str]]
 
 def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRule = DEFAULT_STORM_RULE,
              progress: bool | None = None, engine: str = "auto", clusters: dict[str, str] | None = None,
-             stdin_text: str | None = None, master: str | None = None, skipped: list[tuple[str, str]] | None = None
-             ) -> LogsRun:
+             stdin_text: str | None = None, master: str | None = None, skipped: list[tuple[str, str]] | None = None,
+             syslog_until_ms: int | None = None) -> LogsRun:
     """Read logs (files, directories, .gz, ``-`` for stdin), write every table, summary.json and
     report.html into ``out_dir``. ``spark`` may be None: it is built (from ``master``) only if
-    the Spark engine is chosen. ``clusters`` maps a path prefix to a cluster name."""
+    the Spark engine is chosen. ``clusters`` maps a path prefix to a cluster name.
+    ``syslog_until_ms``: year-less syslog times fall no later than this (default: now; see
+    ``logparse.layout``)."""
     from kafka_rebalance.pipeline import advice, report
     from kafka_rebalance.pipeline.io import StagedOutput
+    from kafka_rebalance.pipeline.logparse.layout import syslog_reference
     from kafka_rebalance.pipeline.logparse.tables import analyse_local, expand_inputs, write_frame
 
     files, found_skipped = expand_inputs(paths)
@@ -354,10 +351,12 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
     resolved = {str(Path(prefix).resolve()) if prefix != STDIN else prefix: name
                 for prefix, name in (clusters or {}).items()}
     chosen = choose_engine(engine, files, master)
+    syslog_until_ms = syslog_until_ms if syslog_until_ms is not None else int(time.time() * 1000)
     watch = Stopwatch()
     with StagedOutput(out_dir) as out:
         if chosen == "local":
-            result = analyse_local(_inputs(files, resolved), storm_rule, stdin_text=stdin_text)
+            with syslog_reference(syslog_until_ms):
+                result = analyse_local(_inputs(files, resolved), storm_rule, stdin_text=stdin_text)
             watch.lap("read, parse and stories (local)")
             for table, df in result.frames.items():
                 write_frame(df, out.path(table), table)
@@ -381,19 +380,16 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
                 from kafka_rebalance.pipeline.spark import build_session
 
                 spark = build_session(master, "kafka-rebalance logs", driver_jvm_options=LOGS_DRIVER_JVM_OPTIONS)
-            split_key = "spark.sql.files.maxPartitionBytes"
-            previous_split = spark.conf.get(split_key)
-            spark.conf.set(split_key, str(split_bytes(input_bytes(spark_files), spark.sparkContext.defaultParallelism)))
             try:
                 facts = _run_spark(spark, [str(Path(f).resolve()) for f in spark_files],
-                                   resolved, storm_rule, out, progress, watch)
+                                   resolved, storm_rule, out, progress, watch, syslog_until_ms)
             finally:
-                spark.conf.set(split_key, previous_split)
                 if temporary is not None:
                     os.unlink(temporary)
             frames = report.read_tables(out.staging)
         advice_items = advice.advise(facts["findings"], storm_rule)
         summary = _summary(facts, frames, files, chosen, advice_items, skipped)
+        summary["syslog_until"] = datetime.fromtimestamp(syslog_until_ms / 1000, UTC).isoformat(timespec="seconds")
         figures = report.logs_figures(frames, facts["findings"])
         html = report.render_logs_report(summary, figures, advice_items, frames, facts["findings"])
         report.write_report(out, html, figures)

@@ -4,8 +4,9 @@ A *schedule* is an ordinary scenario document (shared/spec/scenario.md), drawn f
 ``random_schedule``: a small group (2-5 consumers, eager or cooperative, some static, some slow,
 some subscribed by pattern) through a random mix of joins, clean leaves, crashes, long pauses (GC),
 slow processing past ``max.poll.interval.ms``, static bounces, topic creation for the pattern,
-partition increases, coordinator failovers (several in a row) and network delays (latency with
-jitter, so requests overtake each other and clients retry on the errors they get), followed by
+partition increases, coordinator failovers (several in a row), network delays (latency with
+jitter, so requests overtake each other and clients retry on the errors they get) and, in some
+schedules, lost requests and responses (clients time out and retry), followed by
 quiet time long enough for every timeout in play to fire.
 
 ``check_schedule`` runs one schedule and returns the violations of the invariants in

@@ -12,6 +12,13 @@ pattern is one of ``TIMESTAMP``'s.
 Times without a zone are read as UTC (a broker's log4j times are its local wall clock; the
 report shows them as written). Lines without any time keep their file order; ``time_ms`` is
 None for them.
+
+Syslog and journald's short layout (``Nov 23 14:00:01``) print no year. A line that carries a
+full timestamp as well (log4j's, after the syslog prefix) takes that one. Otherwise the time
+gets the latest year that puts it no later than the *syslog reference* (``syslog_reference``:
+the start of the run, or the end of the day or year given with ``logs --year``): a log read
+within a year of being written gets its real year, and a story that crosses New Year stays in
+order (Dec 31 of last year, then Jan 1 of this year) instead of running backwards.
 """
 
 from __future__ import annotations
@@ -21,6 +28,9 @@ import csv
 import functools
 import json
 import re
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
@@ -42,8 +52,60 @@ TIMESTAMP = re.compile(
     r"(?P<th>\d{2}):(?P<tmi>\d{2}):(?P<ts>\d{2})\b)"
     r"|(?P<epochms>^\"?(?P<ems>1\d{12})\"?(?=[,\s]))"
 )
-# Syslog and journald's short layout print no year.
-SYSLOG_YEAR = 2000
+# Epoch ms no year-less syslog time may fall after (see the module docstring); None: now.
+_syslog_reference: tuple[int, int] | None = None  # (epoch ms, its UTC year)
+# A year-less time is placed in one of the years up to this many before the reference's (a
+# Feb 29 needs up to 4 to find a leap year).
+SYSLOG_YEARS_BACK = 4
+
+
+def set_syslog_reference(epoch_ms: int | None) -> None:
+    global _syslog_reference
+    _syslog_reference = None if epoch_ms is None else (epoch_ms, datetime.fromtimestamp(epoch_ms / 1000, UTC).year)
+
+
+def get_syslog_reference() -> int | None:
+    return None if _syslog_reference is None else _syslog_reference[0]
+
+
+@contextmanager
+def syslog_reference(epoch_ms: int | None) -> Iterator[None]:
+    """Year-less syslog times are placed no later than ``epoch_ms`` while inside."""
+    previous = get_syslog_reference()
+    set_syslog_reference(epoch_ms)
+    try:
+        yield
+    finally:
+        set_syslog_reference(previous)
+
+
+def parse_year_option(value: str) -> int:
+    """``--year``: ``YYYY`` or ``YYYY-MM-DD`` -> the syslog reference, the last millisecond of
+    that year or day (UTC). Raises ValueError for anything else."""
+    text = value.strip()
+    if re.fullmatch(r"\d{4}", text):
+        end = datetime(int(text) + 1, 1, 1, tzinfo=UTC)
+    elif re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+        day = datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=UTC)
+        end = datetime.fromordinal(day.toordinal() + 1).replace(tzinfo=UTC)
+    else:
+        raise ValueError(f"{value!r}: give a year (2024) or the date of the log's last day (2024-01-02)")
+    return int(end.timestamp() * 1000) - 1
+
+
+def _syslog_ms(month: int, day: int, hour: int, minute: int, second: int) -> int | None:
+    reference = _syslog_reference or _now_reference()
+    reference_ms, year = reference
+    for candidate in range(year, year - SYSLOG_YEARS_BACK - 1, -1):
+        moment = _utc_ms(candidate, month, day, hour, minute, second)
+        if moment is not None and moment <= reference_ms:
+            return moment
+    return None
+
+
+def _now_reference() -> tuple[int, int]:
+    now = int(time.time() * 1000)
+    return now, datetime.fromtimestamp(now / 1000, UTC).year
 
 
 def _fraction_ms(text: str | None) -> int:
@@ -79,7 +141,7 @@ def timestamp_ms(match: re.Match[str]) -> int | None:
     if g("rdk"):
         return int(g("epoch_s")) * 1000 + int(g("epoch_frac"))
     if g("syslog"):
-        return _utc_ms(SYSLOG_YEAR, _MONTHS[g("mon")], int(g("md")), int(g("th")), int(g("tmi")), int(g("ts")))
+        return _syslog_ms(_MONTHS[g("mon")], int(g("md")), int(g("th")), int(g("tmi")), int(g("ts")))
     if g("epochms"):
         return int(g("ems"))
     return None
@@ -87,7 +149,15 @@ def timestamp_ms(match: re.Match[str]) -> int | None:
 
 def find_time(text: str) -> int | None:
     match = TIMESTAMP.search(text)
-    return timestamp_ms(match) if match else None
+    if match is None:
+        return None
+    if match.group("syslog"):
+        # syslog's prefix, then the application's own full timestamp: the full one has the year
+        for later in TIMESTAMP.finditer(text, match.end()):
+            full = None if later.group("syslog") else timestamp_ms(later)
+            if full is not None:
+                return full
+    return timestamp_ms(match)
 
 
 _JSON_MESSAGE_KEYS = ("message", "msg", "log", "MESSAGE", "Message", "@message", "text")

@@ -187,14 +187,22 @@ def _starts_new_line(line: str) -> bool:
 
 
 def parse_lines(lines: Iterable[str], source: str = "-", cluster: str = "default") -> Iterator[dict[str, Any]]:
-    """Parse lines in file order, yielding one record per line that is an event, or an
-    ``unrecognised`` record (kind None, ``shape``) for relevant lines matching nothing.
+    """Parse every line of a file in order (``seq`` is the line index, ``line_no`` its number)."""
+    return parse_numbered(((seq, raw, True) for seq, raw in enumerate(lines)), source, cluster, line_numbers=True)
+
+
+def parse_numbered(lines: Iterable[tuple[int, str, bool]], source: str = "-", cluster: str = "default", *,
+                   line_numbers: bool = False) -> Iterator[dict[str, Any]]:
+    """Parse ``(seq, raw, owned)`` in file order, yielding one record per line that is an event,
+    or an ``unrecognised`` record (kind None, ``shape``) for relevant lines matching nothing.
 
     A line that fails to match but is followed by a line without a timestamp is tried again
-    joined with it: terminal and paste wrapping cut long Kafka lines in two."""
+    joined with it: terminal and paste wrapping cut long Kafka lines in two. The lines may be
+    a sparse selection (``scan``): every line that passes the gate and the line after each;
+    the others can neither be read nor complete a line. A line not ``owned`` only completes
+    the line before it (its own split reads it)."""
     pending: tuple[int, str] | None = None
-    seq = -1
-    for seq, raw in enumerate(lines):
+    for seq, raw, owned in lines:
         if layout.is_fence(raw):
             continue
         if pending is not None:
@@ -204,24 +212,29 @@ def parse_lines(lines: Iterable[str], source: str = "-", cluster: str = "default
                 for joiner in ("", " "):
                     event = parse_line(layout.clean(first) + joiner + layout.clean(raw).strip())
                     if event is not None:
-                        yield _finish(event, source, first_seq, cluster)
+                        yield _finish(event, source, first_seq, cluster, line_numbers)
                         break
                 else:
                     yield from _unrecognised(first, source, first_seq, cluster)
-                    yield from _unrecognised(raw, source, seq, cluster)
+                    if owned:
+                        yield from _unrecognised(raw, source, seq, cluster)
                 continue
             yield from _unrecognised(first, source, first_seq, cluster)
+        if not owned:
+            continue
         event = parse_line(raw)
         if event is not None:
-            yield _finish(event, source, seq, cluster)
+            yield _finish(event, source, seq, cluster, line_numbers)
         elif relevant(raw):
             pending = (seq, raw)
     if pending is not None:
         yield from _unrecognised(pending[1], source, pending[0], cluster)
 
 
-def _finish(event: dict[str, Any], source: str, seq: int, cluster: str) -> dict[str, Any]:
-    event.update(source=source, seq=seq, cluster=cluster, line_no=seq + 1)
+def _finish(event: dict[str, Any], source: str, seq: int, cluster: str, line_numbers: bool) -> dict[str, Any]:
+    event.update(source=source, seq=seq, cluster=cluster)
+    if line_numbers:
+        event["line_no"] = seq + 1
     return event
 
 
