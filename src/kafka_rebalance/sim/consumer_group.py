@@ -81,7 +81,7 @@ from kafka_rebalance.sim.classic_member import (
     ClassicOutput,
     ClassicSend,
 )
-from kafka_rebalance.sim.core import AppProcess, SimulatorCore, partition_order
+from kafka_rebalance.sim.core import AppProcess, SimulatorCore, no_cyclic_gc, partition_order
 from kafka_rebalance.sim.events import (
     AppActivity,
     AppWakes,
@@ -208,6 +208,10 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
     # ------------------------------------------------------------------ main loop
 
     def run(self) -> SimulationResult:
+        with no_cyclic_gc():
+            return self._run()
+
+    def _run(self) -> SimulationResult:
         for index, step in enumerate(self.scenario.events):
             self._push(step.at_ms, ScenarioStep(index))
         heap = self.heap
@@ -959,10 +963,12 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
         held = current["held"]
         revoked, added = {}, {}
         for name in names:
-            before = set(to_strings(held.get(name, {})))
-            now_assigned = set(by_name.get(name, ()))
-            revoked[name] = sorted(before - now_assigned, key=partition_order)
-            added[name] = sorted(now_assigned - before, key=partition_order)
+            # to_strings lists partitions in partition_order already; filtering keeps that order.
+            before = to_strings(held.get(name, {}))
+            now_assigned = by_name.get(name, [])
+            before_set, now_set = set(before), set(now_assigned)
+            revoked[name] = [p for p in before if p not in now_set]
+            added[name] = [p for p in now_assigned if p not in before_set]
         self.rebalances.append({
             "generation": self.coordinator.group_epoch, "start_ms": current["start_ms"], "end_ms": self.now,
             "reason": current["reason"], "strategy": current.get("strategy"), "protocol": "CONSUMER",
@@ -994,7 +1000,8 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
                 "reason": current["reason"], "strategy": current.get("strategy"), "protocol": "CONSUMER",
                 "leader": None, "members": [], "assignment": {}, "revoked": {}, "added": {},
             })
-        rows = sorted(self.ownership, key=lambda o: (partition_order(o[0]), o[3], o[1]))
+        order = {p: partition_order(p) for p in {o[0] for o in self.ownership}}
+        rows = sorted(self.ownership, key=lambda o: (order[o[0]], o[3], o[1]))
         metrics, pauses = ownership_metrics([(p, m, s, e) for p, m, _, s, e in rows],
                                             [(r["start_ms"], r["end_ms"]) for r in self.rebalances],
                                             self.partition_created, self.topic_wanted, end, self.records_twice,

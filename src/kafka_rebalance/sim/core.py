@@ -13,8 +13,11 @@ same application loop in each consumer process and the same accounting of what i
 
 from __future__ import annotations
 
+import gc
 import math
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -32,6 +35,20 @@ from kafka_rebalance.sim.scenario import ConsumerSpec, Event, Scenario, Subscrib
 from kafka_rebalance.sim.traffic import Traffic
 
 CoreEvent = ScenarioStep | AppWakes | ProcessStarts | ProcessResumes  # what the shared code queues
+
+
+@contextmanager
+def no_cyclic_gc() -> Iterator[None]:
+    """A simulation run allocates millions of short-lived, acyclic event objects; the cyclic
+    collector would only rescan the long-lived tables (ownership, commits, log records) again and
+    again (about 7-15% of a run). Restores the collector as it was."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def partition_order(partition: str) -> tuple[str, int]:

@@ -46,7 +46,6 @@ Modelling choices (Kafka leaves these to the deployment; all deterministic for a
 
 from __future__ import annotations
 
-import gc
 import heapq
 import random
 from collections.abc import Iterable, Mapping, Sequence
@@ -127,7 +126,7 @@ from kafka_rebalance.protocol.logrecords import (
     PreparingRebalance,
     Stabilized,
 )
-from kafka_rebalance.sim.core import AppProcess, SimulatorCore
+from kafka_rebalance.sim.core import AppProcess, SimulatorCore, no_cyclic_gc
 from kafka_rebalance.sim.events import (
     AppActivity,
     AppWakes,
@@ -261,15 +260,8 @@ class Simulation(SimulatorCore[Process]):
     # ------------------------------------------------------------------ main loop
 
     def run(self) -> SimulationResult:
-        # The run allocates millions of short-lived, acyclic event objects; the cyclic collector
-        # would only rescan the long-lived tables again and again (about 15% of the run time).
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
+        with no_cyclic_gc():
             return self._run()
-        finally:
-            if collecting:
-                gc.enable()
 
     def _run(self) -> SimulationResult:
         for index, _ in enumerate(self.scenario.events):

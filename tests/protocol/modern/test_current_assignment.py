@@ -17,6 +17,8 @@ from kafka_rebalance.protocol.modern.consumer.assignment import (
     is_subset,
     partitions,
     reconcile,
+    sorted_numbers,
+    to_strings,
 )
 
 STABLE, UNREVOKED, UNRELEASED = MemberState.STABLE, MemberState.UNREVOKED_PARTITIONS, MemberState.UNRELEASED_PARTITIONS
@@ -99,3 +101,17 @@ def test_reconcile_never_assigns_a_held_partition(current: Partitions, target: P
                                                   for t in "ab"}))
     if result.state is UNREVOKED:
         assert result.member_epoch == 5 and is_subset(result.assigned, current)
+
+
+@given(st.dictionaries(st.sampled_from(["a", "b", "topic-x", "z"]), st.frozensets(st.integers(0, 40)), max_size=4),
+       st.booleans())
+def test_partition_names_are_kafkas_order_whether_kept_or_not(pairs: dict[str, frozenset[int]], as_sets: bool) -> None:
+    """``TopicPartition.toString()`` of every partition, topics then numbers ascending, the same on
+    a second call (kept per partition set) and for plain sets (not kept)."""
+    assignment = {topic: set(numbers) if as_sets else numbers for topic, numbers in pairs.items()}
+    expected = [f"{topic}-{number}" for topic in sorted(pairs) for number in sorted(pairs[topic])]
+    assert to_strings(assignment) == expected  # type: ignore[arg-type]
+    assert to_strings(assignment) == expected  # type: ignore[arg-type]
+    for numbers in pairs.values():
+        assert sorted_numbers(numbers) == tuple(sorted(numbers))
+        assert sorted_numbers(set(numbers)) == tuple(sorted(numbers))  # type: ignore[arg-type]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import lru_cache
 
 Partitions = Mapping[str, frozenset[int]]
 EMPTY: Partitions = {}
@@ -43,7 +44,35 @@ def difference(a: Partitions, b: Partitions) -> dict[str, frozenset[int]]:
 
 def to_strings(assignment: Partitions) -> list[str]:
     """Kafka's ``TopicPartition.toString()`` of every partition, topics and numbers ascending."""
-    return [f"{topic}-{number}" for topic in sorted(assignment) for number in sorted(assignment[topic])]
+    out: list[str] = []
+    for topic in sorted(assignment):
+        numbers = assignment[topic]
+        if type(numbers) is frozenset:
+            out.extend(_topic_strings(topic, numbers))
+        else:
+            out.extend(f"{topic}-{number}" for number in sorted(numbers))
+    return out
+
+
+def sorted_numbers(numbers: frozenset[int]) -> tuple[int, ...]:
+    """A partition set's numbers ascending."""
+    if type(numbers) is frozenset:
+        return _sorted_numbers(numbers)
+    return tuple(sorted(numbers))
+
+
+@lru_cache(maxsize=4096)
+def _sorted_numbers(numbers: frozenset[int]) -> tuple[int, ...]:
+    """Kept: a group's targets go to the assignor, and assignments to the wire, again and again
+    unchanged while members reconcile (a frozenset keeps its hash)."""
+    return tuple(sorted(numbers))
+
+
+@lru_cache(maxsize=4096)
+def _topic_strings(topic: str, numbers: frozenset[int]) -> tuple[str, ...]:
+    """One topic's partition names, kept: the same frozensets are named again on every log line,
+    callback and rebalance record while members reconcile."""
+    return tuple(f"{topic}-{number}" for number in sorted(numbers))
 
 
 class MemberState(Enum):
@@ -112,13 +141,18 @@ def _next(member: MemberAssignment, epoch: int, target_epoch: int, target: Parti
     revoking: dict[str, frozenset[int]] = {}
     pending: dict[str, frozenset[int]] = {}
     current = member.assigned
+    nothing: frozenset[int] = frozenset()
     for topic in set(target) | set(current):
-        wanted = target.get(topic, frozenset())
-        have = current.get(topic, frozenset())
+        wanted = target.get(topic, nothing)
+        have = current.get(topic, nothing)
+        if have == wanted:  # the common topic: nothing to revoke or add
+            if have:
+                assigned[topic] = have
+            continue
         kept = have & wanted
         to_revoke = have - kept
         to_add = wanted - kept
-        free = frozenset(p for p in to_add if partition_epoch(topic, p) == -1)
+        free = frozenset([p for p in to_add if partition_epoch(topic, p) == -1]) if to_add else to_add
         if len(free) != len(to_add):
             has_unreleased = True
         if kept:

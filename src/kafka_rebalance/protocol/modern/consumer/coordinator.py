@@ -37,11 +37,13 @@ from kafka_rebalance.protocol.logrecords import (
     ConsumerTargetAssignmentComputed,
 )
 from kafka_rebalance.protocol.modern.consumer.assignment import (
+    EMPTY,
     MemberAssignment,
     MemberState,
     Partitions,
     partitions,
     reconcile,
+    sorted_numbers,
     to_strings,
 )
 from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
@@ -203,7 +205,7 @@ class ConsumerGroupMember:
 
 
 def _to_message(assignment: Partitions) -> tuple[TopicPartitions, ...]:
-    return tuple(TopicPartitions(topic, tuple(sorted(assignment[topic]))) for topic in sorted(assignment))
+    return tuple(TopicPartitions(topic, sorted_numbers(assignment[topic])) for topic in sorted(assignment))
 
 
 def _parse_partitions(names: Sequence[str]) -> Partitions:
@@ -239,6 +241,8 @@ class ConsumerGroupCoordinator:
         self.members: dict[str, ConsumerGroupMember] = {}
         self.static_members: dict[str, str] = {}  # instance id -> member id
         self.target: dict[str, Partitions] = {}  # member id -> target assignment
+        # member id -> what the assignor saw of it last time, and from what (see _assignor_member)
+        self._assignor_input: dict[str, tuple[ConsumerGroupMember, dict[str, int], Partitions, ServerMember]] = {}
         self.subscription_metadata: dict[str, int] = {}
         self.metadata_refresh_needed = False
         self.partition_epochs: dict[str, dict[int, int]] = {}
@@ -793,6 +797,7 @@ class ConsumerGroupCoordinator:
             old = self.members.pop(replaced)
             self._remove_epochs(old)
             self.rebalance_timeout_epoch.pop(replaced, None)
+            self._assignor_input.pop(replaced, None)
             if replaced in self.target:
                 self.target[member.member_id] = self.target.pop(replaced)
         old_member = self.members.get(member.member_id)
@@ -862,17 +867,38 @@ class ConsumerGroupCoordinator:
         if self.group_epoch <= self.assignment_epoch:
             return
         assignor = self.preferred_assignor()
-        members = [ServerMember(m.member_id, m.subscribed_topics(self.topics),
-                                {t: tuple(sorted(ps)) for t, ps in self.target.get(m.member_id, {}).items()},
-                                m.instance_id, m.rack_id)
-                   for m in self.members.values()]
+        members = [self._assignor_member(m) for m in self.members.values()]
         result = self._assign(assignor, self.subscription_metadata, members)
-        self.target = {m.member_id: partitions(result.get(m.member_id, {})) for m in members}
+        previous = self.target
+        self.target = {}
+        for m in members:
+            target = partitions(result.get(m.member_id, {}))
+            kept = previous.get(m.member_id)
+            # An unchanged target stays the same object, so the next computation reuses its input.
+            self.target[m.member_id] = kept if kept is not None and kept == target else target
         self.assignment_epoch = self.group_epoch
         self._state_dirty = True
         homogeneous = len({m.subscribed_topics for m in members}) <= 1
         took = modelled_assignor_time_ms(assignor, sum(self.subscription_metadata.values()), homogeneous)
         out.append(Log(ConsumerTargetAssignmentComputed(now_ms, self.group_id, self.group_epoch, assignor, took)))
+
+    def _assignor_member(self, member: ConsumerGroupMember) -> ServerMember:
+        """A member as the assignor sees it (Kafka's ``MemberSubscriptionAndAssignmentImpl``),
+        rebuilt only when its subscription, rack, the topics or its target changed since the last
+        computation (Kafka's ``TargetAssignmentBuilder`` likewise keeps the previous specs)."""
+        target = self.target.get(member.member_id, EMPTY)
+        cached = self._assignor_input.get(member.member_id)
+        if cached is not None:
+            seen, topics, seen_target, built = cached
+            if (topics is self.topics and seen_target is target
+                    and seen.subscribed_topic_names == member.subscribed_topic_names
+                    and seen.subscribed_topic_regex == member.subscribed_topic_regex
+                    and seen.instance_id == member.instance_id and seen.rack_id == member.rack_id):
+                return built
+        built = ServerMember(member.member_id, member.subscribed_topics(self.topics),
+                             {t: sorted_numbers(ps) for t, ps in target.items()}, member.instance_id, member.rack_id)
+        self._assignor_input[member.member_id] = (member, self.topics, target, built)
+        return built
 
     def _reconcile(self, member_id: str, owned: Partitions | None, now_ms: int,
                    out: list[Output]) -> ConsumerGroupMember:
@@ -912,6 +938,7 @@ class ConsumerGroupCoordinator:
             self.static_members.clear()
             self.partition_epochs.clear()
             self.target.clear()
+            self._assignor_input.clear()
             self._state_dirty = False
             out.append(Log(ConsumerGroupStateChanged(now_ms, self.group_id, self.state.value, "Dead")))
             self.state = ConsumerGroupState.DEAD
@@ -931,6 +958,7 @@ class ConsumerGroupCoordinator:
         if member.instance_id is not None and self.static_members.get(member.instance_id) == member_id:
             del self.static_members[member.instance_id]
         self.target.pop(member_id, None)
+        self._assignor_input.pop(member_id, None)
         self.subscription_metadata = self._subscription_metadata()
         out.append(CancelTimer(SessionTimeout(member_id)))
         if self.rebalance_timeout_epoch.pop(member_id, None) is not None:

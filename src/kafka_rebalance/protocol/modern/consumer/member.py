@@ -21,7 +21,13 @@ from typing import assert_never
 
 from kafka_rebalance.protocol.effects import ArmTimer, StateTable
 from kafka_rebalance.protocol.errors import ErrorCode, IllegalStateTransition
-from kafka_rebalance.protocol.modern.consumer.assignment import Partitions, difference, partitions, to_strings
+from kafka_rebalance.protocol.modern.consumer.assignment import (
+    Partitions,
+    difference,
+    partitions,
+    sorted_numbers,
+    to_strings,
+)
 from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -110,7 +116,7 @@ class _Pending(Enum):
 
 
 def _tp(assignment: Partitions) -> tuple[TopicPartitions, ...]:
-    return tuple(TopicPartitions(t, tuple(sorted(assignment[t]))) for t in sorted(assignment))
+    return tuple(TopicPartitions(t, sorted_numbers(assignment[t])) for t in sorted(assignment))
 
 
 class ConsumerMembershipManager:
