@@ -100,6 +100,8 @@ class SimulatorCore(Generic[P]):
         self.seed = scenario.seed if seed is None else seed
         self.cfg = scenario.config
         self.rng = random.Random(self.seed)
+        self.latency_ms = self.cfg.network_latency_ms  # read once per message: kept at hand
+        self.jitter_ms = self.cfg.network_jitter_ms
         self.end_ms = scenario.effective_end_ms
         self.now = 0
         self.seq = 0
@@ -171,8 +173,8 @@ class SimulatorCore(Generic[P]):
     # ------------------------------------------------------------------ shared
 
     def _latency(self) -> int:
-        jitter = self.cfg.network_jitter_ms
-        return self.cfg.network_latency_ms + (self.rng.randint(0, jitter) if jitter else 0)
+        jitter = self.jitter_ms
+        return self.latency_ms + (self.rng.randint(0, jitter) if jitter else 0)
 
     def _scenario_event(self, event: Event) -> None:
         action = event.action
@@ -277,10 +279,9 @@ class SimulatorCore(Generic[P]):
         if not proc.flowing:
             return
         now = self.now
-        leo = self.traffic.leo_of
         positions = proc.positions
-        for partition, position in positions.items():
-            end = leo(partition, now)
+        ends = self.traffic.leo_many(positions, now)
+        for (partition, position), end in zip(positions.items(), ends, strict=True):
             if end > position:
                 self._processed(proc, partition, position, end, proc.mark_ms)
                 positions[partition] = end

@@ -167,6 +167,8 @@ class Process(AppProcess):
     cc: ConsumerCoordinator
     deferred: list[DeferrableEvent] = field(default_factory=list)
     timer_events: dict[ConsumerTimer, ConsumerTimerFires] = field(default_factory=dict)
+    last_timer: ConsumerTimer | None = None  # the heartbeat thread's timer, and its entry of timer_events
+    last_fires: ConsumerTimerFires | None = None
     last_send: Send | None = None
     request_arrival_ms: int = 0  # when this connection's last request arrives
     listener_busy_until_ms: int = 0  # the application thread runs rebalance-listener work until then
@@ -268,24 +270,34 @@ class Simulation(SimulatorCore[Process]):
         end = self.end_ms
         pop = heapq.heappop
         armed = self.armed
+        connections = self.connections
+        deliver_request = self._deliver_request
         while heap:
             time, seq, event = heap[0]
             if time > end:
                 break
             pop(heap)
+            # The two most frequent events (heartbeats) go straight to their handlers.
+            if type(event) is RequestArrives:
+                self.now = time
+                deliver_request(event.broker_id, event.received)
+                continue
             if type(event) is ConsumerTimerFires or type(event) is CoordinatorTimerFires:
                 if armed.get(event) != seq:
                     continue  # cancelled or re-armed since
                 del armed[event]
             self.now = time
-            # The two most frequent events (heartbeats) go straight to their handlers.
-            if type(event) is RequestArrives:
-                self._deliver_request(event.broker_id, event.received)
-            elif type(event) is ConsumerTimerFires:
-                proc = self._running(event.connection, event)
-                if proc is not None:
-                    self._to_consumer(proc, event.timer)
-                    self._maybe_poll(proc)
+            if type(event) is ConsumerTimerFires:
+                proc = connections.get(event.connection)
+                if proc is None or not proc.alive:
+                    continue
+                if proc.paused:
+                    proc.deferred.append(event)
+                    continue
+                outputs = proc.cc.handle(event.timer, time)
+                if outputs:
+                    self._consumer_outputs(proc, outputs)
+                self._maybe_poll(proc)
             else:
                 self._dispatch(event)
         self.now = end
@@ -357,27 +369,28 @@ class Simulation(SimulatorCore[Process]):
     # ------------------------------------------------------------------ network and machines
 
     def _send(self, proc: Process, send: Send, sent_ms: int | None = None) -> None:
+        now = self.now
+        arrives = proc.last_arrives
         request = send.request
-        if proc.listener_busy_until_ms > self.now and type(request) is not HeartbeatRequest:
+        if proc.listener_busy_until_ms > now and type(request) is not HeartbeatRequest:
             # Sent from the application thread, which is still inside the rebalance listener
             # (the heartbeat thread is not held up).
             sent_ms = proc.listener_busy_until_ms
         # A connection delivers in order (TCP): never before the request sent ahead of it.
-        arrival = max((self.now if sent_ms is None else sent_ms) + self._latency(), proc.request_arrival_ms)
+        arrival = max((now if sent_ms is None else sent_ms) + self._latency(), proc.request_arrival_ms)
         proc.request_arrival_ms = arrival
         if type(request) is JoinGroupRequest:
             for topic in request.protocols[0].metadata.topics:
-                self.topic_wanted.setdefault(topic, self.now)
+                self.topic_wanted.setdefault(topic, now)
         if self.lossy and self._lost():
             return
         if type(request) is FindCoordinatorRequest:
             self._push(arrival, FindCoordinatorArrives(proc.wire, request))
             return
-        arrives = proc.last_arrives
         if send is not proc.last_send or arrives is None:  # else: the same immutable request again (heartbeats)
             arrives = RequestArrives(send.node_id, Received(proc.wire, request))  # type: ignore[arg-type]
             proc.last_send, proc.last_arrives = send, arrives
-        if arrival <= self.now and sent_ms is not None:
+        if arrival <= now and sent_ms is not None:
             # Sent in the past (a summarised auto-commit): it has arrived by now.
             self._deliver_request(arrives.broker_id, arrives.received)
         else:
@@ -388,6 +401,15 @@ class Simulation(SimulatorCore[Process]):
         if coordinator is None:
             coordinator = self.brokers[broker_id] = self._new_coordinator(broker_id, loaded=False)
         request = received.request
+        if type(request) is HeartbeatRequest:
+            outputs = coordinator.handle(received, self.now)
+            if len(outputs) == 1 and not self.lossy:
+                only = outputs[0]
+                if (type(only) is Respond and type(only.response) is HeartbeatResponse
+                        and only.response.error_code is ErrorCode.NONE):
+                    return  # an OK heartbeat answer: the client does nothing with it
+            self._coordinator_outputs(broker_id, outputs)
+            return
         if type(request) is OffsetFetchRequest:
             # Whoever held these partitions has committed by now what a real consumer would have.
             holders = {self.assigned_to.get(partition) for partition in request.partitions}
@@ -422,9 +444,13 @@ class Simulation(SimulatorCore[Process]):
     def _coordinator_outputs(self, broker_id: int, outputs: list[CoordinatorOutput]) -> None:
         if len(outputs) == 1 and not self.lossy:
             only = outputs[0]
-            if (type(only) is Respond and type(only.response) is HeartbeatResponse
-                    and only.response.error_code is ErrorCode.NONE):
-                return  # an OK heartbeat answer: the client does nothing with it
+            if type(only) is Respond:
+                response = only.response
+                if type(response) is HeartbeatResponse and response.error_code is ErrorCode.NONE:
+                    return  # an OK heartbeat answer: the client does nothing with it
+                if type(response) is not JoinGroupResponse:  # (a member id to note: the full path)
+                    self._respond(only.connection, response)  # a lone answer (a commit's, a sync's)
+                    return
         # A member id is its consumer's from the moment the coordinator hands it out: the
         # rebalance it joins may complete (and be recorded) before the response arrives.
         for output in outputs:
@@ -449,8 +475,6 @@ class Simulation(SimulatorCore[Process]):
                     pass
                 case _:
                     assert_never(output)
-        now = self.now
-        ordered = self.response_arrival_ms
         for output in outputs:
             if type(output) is Respond:
                 response = output.response
@@ -459,10 +483,7 @@ class Simulation(SimulatorCore[Process]):
                         continue
                 elif type(response) is HeartbeatResponse and response.error_code is ErrorCode.NONE:
                     continue
-                # In order per connection, as the request arrivals are.
-                arrival = max(now + self._latency(), ordered.get(output.connection, 0))
-                ordered[output.connection] = arrival
-                self._push(arrival, ResponseArrives(output.connection, response))
+                self._respond(output.connection, response)
         cache = self.coordinator_timer_events.setdefault(broker_id, {})
         for output in outputs:
             if type(output) is ArmTimer or type(output) is CancelTimer:
@@ -473,6 +494,13 @@ class Simulation(SimulatorCore[Process]):
                     self.armed[fires] = self._push(output.deadline_ms, fires)
                 else:
                     self.armed.pop(fires, None)
+
+    def _respond(self, connection: str, response: GroupResponse) -> None:
+        # In order per connection, as the request arrivals are.
+        ordered = self.response_arrival_ms
+        arrival = max(self.now + self._latency(), ordered.get(connection, 0))
+        ordered[connection] = arrival
+        self._push(arrival, ResponseArrives(connection, response))
 
     def _deliver_response(self, proc: Process, response: GroupResponse | FindCoordinatorResponse) -> None:
         if type(response) is JoinGroupResponse and response.member_id:
@@ -489,11 +517,29 @@ class Simulation(SimulatorCore[Process]):
         if len(outputs) == 2:  # the heartbeat thread's request and its next turn
             first, second = outputs
             if type(first) is Send and type(second) is ArmTimer:
-                self._send(proc, first, sent_ms)
-                fires = proc.timer_events.get(second.timer)
-                if fires is None:
-                    fires = proc.timer_events[second.timer] = ConsumerTimerFires(proc.connection, second.timer)
-                self.armed[fires] = self._push(second.deadline_ms, fires)
+                heap = self.heap
+                arrives = proc.last_arrives
+                if (first is proc.last_send and arrives is not None and sent_ms is None and not self.lossy
+                        and type(first.request) is HeartbeatRequest):
+                    # The same immutable heartbeat again (what ``_send`` does, only the arrival is new).
+                    arrival = self.now + (self.latency_ms if not self.jitter_ms else self._latency())
+                    if arrival < proc.request_arrival_ms:
+                        arrival = proc.request_arrival_ms
+                    proc.request_arrival_ms = arrival
+                    self.seq += 1
+                    heapq.heappush(heap, (arrival, self.seq, arrives))
+                else:
+                    self._send(proc, first, sent_ms)
+                timer = second.timer
+                fires = proc.last_fires
+                if timer is not proc.last_timer or fires is None:  # else: the same timer object, not hashed again
+                    fires = proc.timer_events.get(timer)
+                    if fires is None:
+                        fires = proc.timer_events[timer] = ConsumerTimerFires(proc.connection, timer)
+                    proc.last_timer, proc.last_fires = timer, fires
+                self.seq += 1
+                heapq.heappush(heap, (second.deadline_ms, self.seq, fires))
+                self.armed[fires] = self.seq
                 return
         # Listener callbacks first, then requests, then timers.
         for output in outputs:
@@ -600,8 +646,9 @@ class Simulation(SimulatorCore[Process]):
         if tick < proc.mark_ms:
             self._to_consumer(proc, AutoCommitDue(tick, {}))  # nothing consumed since the last commit
             return
-        leo = self.traffic.leo_of
-        self._to_consumer(proc, AutoCommitDue(tick, {p: leo(p, tick) for p in proc.positions}), sent_ms=tick)
+        positions = proc.positions
+        self._to_consumer(proc, AutoCommitDue(tick, dict(zip(positions, self.traffic.leo_many(positions, tick),
+                                                                 strict=True))), sent_ms=tick)
 
     def _revoked(self, proc: Process, partitions: Iterable[str]) -> None:
         self._checkpoint(proc)
@@ -735,7 +782,7 @@ class Simulation(SimulatorCore[Process]):
         cc = proc.cc
         if not proc.alive or proc.paused or not cc.in_poll:
             return
-        if cc.wants_poll or (not proc.continuous and not proc.batch and cc.state is MemberState.STABLE
+        if cc.wants_poll or (proc.ms_per_record != 0 and not proc.batch and cc.state is MemberState.STABLE
                              and bool(proc.positions)):
             self._app_poll(proc)
 

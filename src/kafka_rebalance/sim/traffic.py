@@ -10,7 +10,7 @@ O(log keys), whatever the rate.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -47,6 +47,7 @@ class _Route(NamedTuple):
     keys: int
     mine: tuple[int, ...]  # key indices routed to the partition
     before: int  # records of the entry produced before the topic existed
+    routed_before: int  # how many of those ``mine`` routes to the partition
 
 
 class Traffic:
@@ -96,21 +97,35 @@ class Traffic:
         return total
 
     def leo_of(self, partition_name: str, t: int) -> int:
-        plan = self._plans.get(partition_name)
-        if plan is None:
-            plan = self._plans[partition_name] = self._plan(partition_name)
-        if isinstance(plan, tuple):
-            topic, number = plan
-            return self.leo(topic, number, t)
-        # A topic whose partition count never changes: the loop of ``leo`` with its constants hoisted.
-        total = 0
-        for from_ms, start, stop, rate, keys, mine, before in plan:
-            if from_ms >= t:
+        return self.leo_many((partition_name,), t)[0]
+
+    def leo_many(self, partition_names: Iterable[str], t: int) -> list[int]:
+        """``leo_of`` of each partition at ``t``, in order (one call for a consumer's positions)."""
+        plans = self._plans
+        found = []
+        for name in partition_names:
+            plan = plans.get(name)
+            if plan is None:
+                plan = plans[name] = self._plan(name)
+            if isinstance(plan, tuple):
+                topic, number = plan
+                found.append(self.leo(topic, number, t))
                 continue
-            b = self._count(start, stop, rate, t)
-            if b > before:
-                total += _routed(b, keys, mine) - _routed(before, keys, mine)
-        return total
+            # A topic whose partition count never changes: the loop of ``leo`` with its constants
+            # hoisted and ``_count`` / ``_routed`` inlined.
+            total = 0
+            for from_ms, start, stop, rate, keys, mine, before, routed_before in plan:
+                if from_ms >= t:
+                    continue
+                until = t if stop is None or t <= stop else stop
+                if until <= start:
+                    continue
+                b = int((until - start) * rate // 1000)
+                if b > before:
+                    full, rest = divmod(b, keys)
+                    total += full * len(mine) + bisect_left(mine, rest) - routed_before
+            found.append(total)
+        return found
 
     def _plan(self, partition_name: str) -> tuple[str, int] | list[_Route]:
         topic, _, number = partition_name.rpartition("-")
@@ -121,6 +136,9 @@ class Traffic:
         from_ms, count = epochs[0]
         if partition >= count:
             return []
-        return [_Route(from_ms, start, stop, rate, keys, keys_by_partition(keys, count)[partition],
-                       self._count(start, stop, rate, from_ms))
-                for start, stop, rate, keys in self.by_topic.get(topic, [])]
+        routes = []
+        for start, stop, rate, keys in self.by_topic.get(topic, []):
+            mine = keys_by_partition(keys, count)[partition]
+            before = self._count(start, stop, rate, from_ms)
+            routes.append(_Route(from_ms, start, stop, rate, keys, mine, before, _routed(before, keys, mine)))
+        return routes

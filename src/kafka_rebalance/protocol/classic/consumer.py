@@ -38,6 +38,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
+from functools import lru_cache
 from typing import assert_never
 
 from kafka_rebalance.assignors import get_assignor
@@ -151,10 +152,13 @@ def rebalance_protocol(strategies: tuple[str, ...]) -> RebalanceProtocol:
     return max(common, key=lambda p: p.rank)
 
 
+# Both are asked for every owned partition at every rebalance and commit; the names repeat.
+@lru_cache(maxsize=1 << 16)
 def partition_topic(partition: str) -> str:
     return partition.rpartition("-")[0]
 
 
+@lru_cache(maxsize=1 << 16)
 def partition_sort_key(partition: str) -> tuple[str, int]:
     topic, _, number = partition.rpartition("-")
     return topic, int(number)
@@ -479,7 +483,7 @@ class ConsumerCoordinator:
         if self.generation == NO_GENERATION or not self._owned or self.coordinator_id is None:
             return None
         owned = self._owned
-        offsets = tuple(PartitionOffset(p, o) for p, o in positions.items() if p in owned)
+        offsets = tuple([PartitionOffset(p, o) for p, o in positions.items() if p in owned])
         if not offsets:
             return None
         return OffsetCommitRequest(self.config.group_id, self.generation, self.member_id,

@@ -215,7 +215,13 @@ class ClassicGroup:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
 
     def all_joined(self) -> bool:
-        return not self.pending_members and all(m.join_connection is not None for m in self.members.values())
+        if self.pending_members:
+            return False
+        # A plain loop, not all() over a generator: asked at every JoinGroup of a rebalance
+        for member in self.members.values():  # noqa: SIM110
+            if member.join_connection is None:
+                return False
+        return True
 
     def static_count(self) -> int:
         return sum(1 for m in self.members.values() if m.group_instance_id is not None)
@@ -233,6 +239,7 @@ class GroupCoordinator:
             None if partitions is None else dict.fromkeys(partitions, PartitionStatus.LOADED))
         self._rng = random.Random(seed)
         self._partition_of: dict[str, int] = {}
+        self._heartbeat_replies: dict[str, Respond] = {}  # connection -> its last heartbeat answer
 
     # ------------------------------------------------------------------ queries
 
@@ -269,7 +276,13 @@ class GroupCoordinator:
         out: list[CoordinatorOutput] = []
         match event:
             case Received(connection=connection, request=HeartbeatRequest() as heartbeat):
-                out.append(Respond(connection, _HEARTBEAT_ANSWERS[self._heartbeat(heartbeat, now_ms, out)]))
+                answer = _HEARTBEAT_ANSWERS[self._heartbeat(heartbeat, now_ms, out)]
+                # Outputs are immutable: the same answer on the same connection is the same Respond
+                # (heartbeats are half of all requests).
+                reply = self._heartbeat_replies.get(connection)
+                if reply is None or reply.response is not answer:
+                    reply = self._heartbeat_replies[connection] = Respond(connection, answer)
+                out.append(reply)
             case Received(connection=connection, request=request):
                 self._request(connection, request, now_ms, out)
             case SessionExpired() | PendingMemberExpired() | NewMemberJoinTimeout() | InitialDelayExpired() \
@@ -716,7 +729,11 @@ class GroupCoordinator:
         if state is GroupState.PREPARING_REBALANCE:
             if member is not None and member.join_connection is not None:
                 return True
-            return sum(1 for m in group.members.values() if m.join_connection is not None) < limit
+            joining = 0
+            for m in group.members.values():  # a plain loop: asked at every JoinGroup of a rebalance
+                if m.join_connection is not None:
+                    joining += 1
+            return joining < limit
         return member is not None or len(group.members) < limit
 
     def _supports(self, group: ClassicGroup, protocol_type: str,
@@ -728,11 +745,8 @@ class GroupCoordinator:
         if protocol_type != group.protocol_type:
             return False
         common = {p.name for p in protocols}
-        for member in group.members.values():
-            common.intersection_update(member.protocol_names)
-            if not common:
-                return False
-        return True
+        common.intersection_update(*[member.protocol_names for member in group.members.values()])
+        return bool(common)
 
     def _check_member(self, group: ClassicGroup, member_id: str, instance: str | None) -> ErrorCode | None:
         """GroupCoordinator.validateCurrentMember: a group instance id must be known and mapped to
