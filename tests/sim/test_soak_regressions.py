@@ -81,6 +81,22 @@ def test_requests_on_one_connection_arrive_in_order_whatever_the_jitter():
         assert check_schedule(random_schedule(schedule_seed(1, 18))) == []
 
 
+def test_a_request_sent_in_the_past_queues_behind_one_arriving_at_this_instant():
+    """The same rule at one virtual instant: two of c1's OffsetCommit requests (2409, then 2424)
+    were due to arrive at 72903 ms and still queued when a summarised auto-commit sent at 72788 ms
+    (2426) was delivered at once, ahead of them; the coordinator then accepted 2409 after 2426.
+    A Kafka connection is TCP: the broker handles requests in the order they were sent
+    (KafkaApis reads one request per connection at a time; SocketServer mutes the channel until
+    the response is sent). Found by the 100,000-schedule soak (seed 0, schedule 18129), shrunk."""
+    schedule = yaml.safe_load((Path(__file__).parent / "soak_in_order" / "seed0-schedule18129.yaml").read_text())
+    with wall_clock_limit(20):
+        assert check_schedule(schedule) == []
+        commits = run_simulation(load_scenario(schedule)).commits
+    offsets = [commits.offset[i] for i in range(len(commits.offset))
+               if commits.partition[i] == "p-0-0" and commits.member[i] == "c1" and commits.error_code[i] == 0]
+    assert offsets == sorted(offsets)
+
+
 def test_a_clean_close_mid_batch_commits_only_what_was_processed():
     """A slow consumer restarted in the middle of a batch committed the position after the whole
     batch on close, so the records it had fetched but not processed were never consumed by

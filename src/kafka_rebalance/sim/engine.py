@@ -377,7 +377,8 @@ class Simulation(SimulatorCore[Process]):
             # (the heartbeat thread is not held up).
             sent_ms = proc.listener_busy_until_ms
         # A connection delivers in order (TCP): never before the request sent ahead of it.
-        arrival = max((now if sent_ms is None else sent_ms) + self._latency(), proc.request_arrival_ms)
+        ahead_arrives_ms = proc.request_arrival_ms
+        arrival = max((now if sent_ms is None else sent_ms) + self._latency(), ahead_arrives_ms)
         proc.request_arrival_ms = arrival
         if type(request) is JoinGroupRequest:
             for topic in request.protocols[0].metadata.topics:
@@ -390,8 +391,9 @@ class Simulation(SimulatorCore[Process]):
         if send is not proc.last_send or arrives is None:  # else: the same immutable request again (heartbeats)
             arrives = RequestArrives(send.node_id, Received(proc.wire, request))  # type: ignore[arg-type]
             proc.last_send, proc.last_arrives = send, arrives
-        if arrival <= now and sent_ms is not None:
-            # Sent in the past (a summarised auto-commit): it has arrived by now.
+        if arrival <= now and sent_ms is not None and ahead_arrives_ms < now:
+            # Sent in the past (a summarised auto-commit): it has arrived by now. (A request ahead
+            # of it that arrives at this very instant is still queued: it goes behind that one.)
             self._deliver_request(arrives.broker_id, arrives.received)
         else:
             self._push(arrival, arrives)
