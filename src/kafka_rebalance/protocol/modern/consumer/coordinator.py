@@ -281,17 +281,8 @@ class ConsumerGroupCoordinator:
                         out.append(Respond(connection, self._offset_commit(request)))
                     case OffsetFetchRequest():
                         out.append(Respond(connection, self._offset_fetch(request)))
-                    case cl.JoinGroupRequest():
-                        out.append(Respond(connection, self._classic(request, now_ms, out)))
-                    case cl.SyncGroupRequest():
-                        out.append(Respond(connection, self._classic(request, now_ms, out)))
-                    case cl.HeartbeatRequest():
-                        out.append(Respond(connection, self._classic(request, now_ms, out)))
-                    case cl.LeaveGroupRequest():
-                        out.append(Respond(connection, self._classic(request, now_ms, out)))
-                    case cl.OffsetCommitRequest():
-                        out.append(Respond(connection, self._classic(request, now_ms, out)))
-                    case cl.OffsetFetchRequest():
+                    case (cl.JoinGroupRequest() | cl.SyncGroupRequest() | cl.HeartbeatRequest() | cl.LeaveGroupRequest()
+                          | cl.OffsetCommitRequest() | cl.OffsetFetchRequest()):
                         out.append(Respond(connection, self._classic(request, now_ms, out)))
                     case _:
                         assert_never(request)
