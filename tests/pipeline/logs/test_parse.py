@@ -345,3 +345,17 @@ def test_any_mix_of_the_test_logs_never_crashes(lines, cut):
     """Lines of every format, in any order, some cut short, repeated or missing."""
     mangled = [line[: len(line) - cut] if i % 3 == 0 else line for i, line in enumerate(lines)]
     test_any_text_parses_without_error.hypothesis.inner_test(mangled)
+
+
+@pytest.mark.parametrize(("message", "protocol"), [
+    ("[GroupId orders] Converted the classic group to a consumer group.", "consumer"),
+    ("[GroupId orders] Converted the consumer group to a classic group.", "classic"),
+])
+def test_kafka_4_online_migration_lines(message, protocol):
+    """Kafka 4.x GroupMetadataManager.convertToConsumerGroup / convertToClassicGroup log these at
+    INFO (``log.info("[GroupId {}] Converted the classic group to a consumer group.", ...)`` and
+    the reverse), behind the new coordinator's log prefix."""
+    event = parse_line(MODERN.format(ts=TS, msg=message))
+    assert event is not None
+    assert (event["kind"], event["group"], event["protocol"]) == ("group_converted", "orders", protocol)
+    assert event["time_ms"] == MS
