@@ -142,12 +142,18 @@ def _iso_second_ms(text: str) -> int | None:
                    int(text[17:19]))
 
 
+_MILLIS = {f"{n:03d}": n for n in range(1000)}
+
+
 def _iso_ms(match: re.Match[str]) -> int | None:
     iso, frac, zone = match.group("iso", "frac", "zone")
     base = _iso_second_ms(iso[:19])
     if base is None:
         return None
-    return base + (_fraction_ms(frac) if frac else 0) - (_zone_offset_ms(zone) if zone else 0)
+    if frac:
+        millis = _MILLIS.get(frac)
+        base += _fraction_ms(frac) if millis is None else millis
+    return base - _zone_offset_ms(zone) if zone else base
 
 
 def timestamp_ms(match: re.Match[str]) -> int | None:
@@ -261,6 +267,9 @@ def clean(line: str) -> str:
 def unwrap(line: str) -> tuple[str, int | None, str]:
     """A raw line -> (text to search for a message, envelope time or None, envelope name:
     ``json``, ``csv`` or ``text``)."""
+    if line[:1] == "[" and "\x1b" not in line and line.isascii():
+        # log4j's layout, the common case: nothing for ``clean`` to do but the line end
+        return line.rstrip("\r\n"), None, "text"
     line = clean(line)
     stripped = line.lstrip()
     if stripped.startswith("{") and stripped.rstrip().endswith("}"):

@@ -133,9 +133,8 @@ def _parse_gated(raw: str) -> dict[str, Any] | None:
     plan, match = found
     message = plan.message
     event: dict[str, Any] = {"kind": message.kind, "side": message.side, "library": message.library}
-    for name, value in zip(plan.fields, match.groups(), strict=True):
-        if value is not None and name is not None:
-            event[name] = value
+    event.update({name: value for name, value in zip(plan.fields, match.groups(), strict=True)
+                  if value is not None and name is not None})
     for name, value in plan.fixed:
         event.setdefault(name, value)
     prefix = text[: match.start()]
@@ -144,7 +143,10 @@ def _parse_gated(raw: str) -> dict[str, Any] | None:
     _context(event, text, prefix)
     for name in plan.longs:
         if name in event:
-            event[name] = _as_long(event[name])
+            try:  # the text of a number (never None or a number here: see above)
+                event[name] = int(event[name])
+            except ValueError:
+                event[name] = None
     member = event.get("member")
     if member and member.endswith((".", ",")):
         event["member"] = member.rstrip(".,")
@@ -159,9 +161,9 @@ def _context(event: dict[str, Any], text: str, prefix: str) -> None:
     if event["side"] == "broker":
         broker = BROKER_PREFIX.search(prefix)
         if broker:
-            event["broker"] = broker.group("broker")
-            if broker.group("partition") and not event.get("partition"):
-                event["partition"] = broker.group("partition")
+            event["broker"], partition = broker.group("broker", "partition")
+            if partition and not event.get("partition"):
+                event["partition"] = partition
         return
     java = JAVA_CLIENT_PREFIX.search(prefix)
     if java:
@@ -287,7 +289,9 @@ def parse_numbered(lines: Iterable[tuple[int, str, bool]], source: str = "-", cl
 
 
 def _finish(event: dict[str, Any], source: str, seq: int, cluster: str, line_numbers: bool) -> dict[str, Any]:
-    event.update(source=source, seq=seq, cluster=cluster)
+    event["source"] = source
+    event["seq"] = seq
+    event["cluster"] = cluster
     if line_numbers:
         event["line_no"] = seq + 1
     return event
