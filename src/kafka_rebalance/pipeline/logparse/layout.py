@@ -286,4 +286,8 @@ def unwrap(line: str) -> tuple[str, int | None, str]:
 
 
 def is_fence(line: str) -> bool:
-    return bool(FENCE.match(line))
+    # ``FENCE`` without the regex: str.lstrip and the regex's \s strip the same characters
+    return line.lstrip().startswith(_FENCE_MARKS)
+
+
+_FENCE_MARKS = ("```", "~~~")

@@ -106,7 +106,20 @@ def layout_strip_logger(text: str) -> str:
         return text
     # The suffix holds no '(' and ends the text: it can only start one character before the last '('.
     start = text.rfind("(") - 1
-    return text[:start] if start >= 0 and LOGGER_SUFFIX.match(text, start) else text
+    if start < 0:
+        return text
+    suffix = text[start:]
+    is_logger = _LOGGER_SUFFIXES.get(suffix)
+    if is_logger is None:
+        if len(_LOGGER_SUFFIXES) >= _LOGGER_SUFFIXES_KEPT:
+            _LOGGER_SUFFIXES.clear()
+        is_logger = _LOGGER_SUFFIXES[suffix] = LOGGER_SUFFIX.match(suffix) is not None
+    return text[:start] if is_logger else text
+
+
+# Whether a line's last parenthesis is a logger name: a log has a few dozen loggers.
+_LOGGER_SUFFIXES: dict[str, bool] = {}
+_LOGGER_SUFFIXES_KEPT = 1024
 
 
 def _as_long(value: str | None) -> int | None:
