@@ -216,10 +216,7 @@ def passes_gate(raw: str) -> bool:
             break
     else:
         return False
-    for phrase in NOISE_SUBSTRINGS:
-        if phrase in raw:
-            return False
-    return True
+    return all(phrase not in raw for phrase in NOISE_SUBSTRINGS)
 
 
 def relevant(raw: str) -> bool:
