@@ -257,37 +257,29 @@ def parse_numbered(lines: Iterable[tuple[int, str, bool]], source: str = "-", cl
     the line before it (its own split reads it)."""
     pending: tuple[int, str] | None = None
     for seq, raw, owned in lines:
-        if pending is None:
-            # Most lines are the followers scan hands over only for joining: with no line
-            # waiting to be joined, a line that fails the gate can neither be read nor matter.
-            if not owned or not passes_gate(raw) or layout.is_fence(raw):
+        if pending is not None:
+            if layout.is_fence(raw):
                 continue
-            event = _parse_gated(raw)
-            if event is not None:
-                yield _finish(event, source, seq, cluster, line_numbers)
-            elif _relevant_gated(raw):
-                pending = (seq, raw)
-            continue
-        if layout.is_fence(raw):
-            continue
-        first_seq, first = pending
-        pending = None
-        follower = layout.clean(raw)
-        if not _starts_new_line(follower.lstrip()):
-            head = layout.clean(first)
-            tail = follower.strip()
-            for joiner in ("", " "):
-                event = parse_line(head + joiner + tail)
-                if event is not None:
-                    yield _finish(event, source, first_seq, cluster, line_numbers)
-                    break
-            else:
-                yield from _unrecognised(first, source, first_seq, cluster)
-                if owned:
-                    yield from _unrecognised(raw, source, seq, cluster)
-            continue
-        yield from _unrecognised(first, source, first_seq, cluster)
-        if not owned or not passes_gate(raw):
+            first_seq, first = pending
+            pending = None
+            follower = layout.clean(raw)
+            if not _starts_new_line(follower.lstrip()):
+                head = layout.clean(first)
+                tail = follower.strip()
+                for joiner in ("", " "):
+                    event = parse_line(head + joiner + tail)
+                    if event is not None:
+                        yield _finish(event, source, first_seq, cluster, line_numbers)
+                        break
+                else:
+                    yield from _unrecognised(first, source, first_seq, cluster)
+                    if owned:
+                        yield from _unrecognised(raw, source, seq, cluster)
+                continue
+            yield from _unrecognised(first, source, first_seq, cluster)
+        # Most lines are the followers scan hands over only for joining: with no line waiting
+        # to be joined, one that fails the gate can neither be read nor matter.
+        if not owned or not passes_gate(raw) or layout.is_fence(raw):
             continue
         event = _parse_gated(raw)
         if event is not None:
