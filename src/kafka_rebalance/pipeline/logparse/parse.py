@@ -146,8 +146,9 @@ def _parse_gated(raw: str) -> dict[str, Any] | None:
     plan, match = found
     message = plan.message
     event: dict[str, Any] = {"kind": message.kind, "side": message.side, "library": message.library}
-    event.update({name: value for name, value in zip(plan.fields, match.groups(), strict=True)
-                  if value is not None and name is not None})
+    for name, value in zip(plan.fields, match.groups()):  # as long as each other: see _Plan
+        if value is not None and name is not None:
+            event[name] = value
     for name, value in plan.fixed:
         event.setdefault(name, value)
     prefix = text[: match.start()]
