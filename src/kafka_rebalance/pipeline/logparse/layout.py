@@ -56,7 +56,6 @@ TIMESTAMP = re.compile(
 # TIMESTAMP's first alternative alone: where a line starts with it (log4j's layout, with or
 # without the bracket), it is what TIMESTAMP finds first, found at a fraction of the cost.
 _ISO = re.compile(_ISO_PATTERN)
-_ISO_GROUP = TIMESTAMP.groupindex["iso"]
 _SYSLOG_GROUP = TIMESTAMP.groupindex["syslog"]
 # Epoch ms no year-less syslog time may fall after (see the module docstring); None: now.
 _syslog_reference: tuple[int, int] | None = None  # (epoch ms, its UTC year)

@@ -122,15 +122,6 @@ _LOGGER_SUFFIXES: dict[str, bool] = {}
 _LOGGER_SUFFIXES_KEPT = 1024
 
 
-def _as_long(value: str | None) -> int | None:
-    if value is None or value == "":
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        return None
-
-
 def parse_line(raw: str) -> dict[str, Any] | None:
     """A raw line -> an event dict (``EVENT_COLUMNS`` minus source/seq/cluster), or None when
     the line holds no known message."""
@@ -157,7 +148,7 @@ def _parse_gated(raw: str) -> dict[str, Any] | None:
     _context(event, text, prefix)
     for name in plan.longs:
         if name in event:
-            try:  # the text of a number (never None or a number here: see above)
+            try:  # text: only fields with a value are set, and numbers are not converted twice
                 event[name] = int(event[name])
             except ValueError:
                 event[name] = None
