@@ -463,19 +463,15 @@ def group_section(group: str, rebalances: pd.DataFrame, causes: pd.DataFrame, ad
             f'<li><span class="{a.severity}">{html.escape(a.finding)}</span>. {html.escape(a.advice)}</li>'
             for a in mine) + "</ul>")
     rows = rebalances.sort_values("start", ascending=False).head(GROUP_SECTION_ROWS)
+    evidence = _CauseEvidence(causes, CAUSE_TITLES)
     lines = []
     for r in rows.itertuples():
         start = "" if pd.isna(r.start) else f"{r.start:%Y-%m-%d %H:%M:%S.%f}"[:-3]
         length = "never completed" if r.outcome == "open" else _ms_text(r.duration_ms)
         generation = "" if pd.isna(r.generation) else f"{int(r.generation)}"
-        evidence = causes[(causes["generation"].astype("Float64") == (float(r.generation) if generation else -1))
-                          | ((causes["start"] == r.start) & causes["generation"].isna())] if len(causes) else causes
         cause_text = html.escape(CAUSE_TITLES.get(r.cause, r.cause or ""))
         member = f" ({html.escape(str(r.cause_member))})" if isinstance(r.cause_member, str) and r.cause_member else ""
-        details = "".join(
-            f"<li>{html.escape(CAUSE_TITLES.get(c.cause, c.cause))}"
-            f"{': ' + html.escape(str(c.detail)) if isinstance(c.detail, str) and c.detail else ''}"
-            f"<pre>{html.escape(chr(10).join(list(c.evidence)[:5]))}</pre></li>" for c in evidence.itertuples())
+        details = evidence.html(float(r.generation) if generation else -1.0, r.start)
         lines.append(
             f"<tr><td>{start}</td><td>{generation}</td><td>{html.escape(str(r.outcome))}</td><td>{length}</td>"
             f"<td>{'' if pd.isna(r.members) else int(r.members)}</td><td>{cause_text}{member}"
@@ -486,6 +482,40 @@ def group_section(group: str, rebalances: pd.DataFrame, causes: pd.DataFrame, ad
     parts.append("<table><thead><tr><th>start</th><th>generation</th><th>outcome</th><th>length</th><th>members</th>"
                  f"<th>cause</th></tr></thead><tbody>{''.join(lines)}</tbody></table>{note}")
     return "".join(parts)
+
+
+class _CauseEvidence:
+    """A group's causes, looked up per rebalance: the causes of its generation, and those that
+    know no generation but started when it did (in table order). Indexed once per group, not
+    filtered per rebalance."""
+
+    def __init__(self, causes: pd.DataFrame, titles: dict[str, str]):
+        self._titles = titles
+        self._by_generation: dict[float, list[int]] = {}
+        self._by_start: dict[Any, list[int]] = {}
+        self._rows: list[tuple] = []
+        if not len(causes):
+            return
+        generations = causes["generation"].astype("Float64")
+        for position, (generation, start, cause, detail, lines) in enumerate(zip(
+                generations.to_numpy(dtype=object, na_value=None), causes["start"], causes["cause"],
+                causes["detail"], causes["evidence"], strict=True)):
+            self._rows.append((cause, detail, lines))
+            if generation is not None:
+                self._by_generation.setdefault(float(generation), []).append(position)
+            elif not pd.isna(start):
+                self._by_start.setdefault(start, []).append(position)
+
+    def html(self, generation: float, start: Any) -> str:
+        positions = self._by_generation.get(generation, [])
+        if not pd.isna(start):
+            positions = sorted(positions + self._by_start.get(start, []))
+        return "".join(self._item(*self._rows[p]) for p in positions)
+
+    def _item(self, cause: str, detail: Any, lines: Any) -> str:
+        return (f"<li>{html.escape(self._titles.get(cause, cause))}"
+                f"{': ' + html.escape(str(detail)) if isinstance(detail, str) and detail else ''}"
+                f"<pre>{html.escape(chr(10).join(list(lines)[:5]))}</pre></li>")
 
 
 def render_logs_report(summary: dict, figures: list[Figure], advice_items: list, frames: dict[str, pd.DataFrame],
