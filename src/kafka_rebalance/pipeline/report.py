@@ -177,13 +177,27 @@ GROUP_SECTIONS = 20
 GROUP_SECTION_ROWS = 30
 
 
+# The columns the report and its summary use, where a table has more (all columns otherwise):
+# the rest (list columns above all) cost more to convert to pandas than anything else here.
+REPORT_COLUMNS = {
+    "rebalances": ("group", "cluster", "generation", "start", "end", "duration_ms", "members", "outcome", "reason",
+                   "cause", "cause_member", "failed_members", "left_members", "drawn_until"),
+    "member_events": ("group", "cluster", "member", "time", "kind", "client"),
+    "causes": ("cluster", "group", "generation", "start", "cause", "detail", "evidence"),
+    "client_rebalances": ("start", "group", "cluster", "client", "client_library", "generation", "protocol",
+                          "assigned", "revoked", "lost", "outcome"),
+}
+
+
 def read_tables(directory: Any) -> dict[str, pd.DataFrame]:
-    """The logs tables written under ``directory`` (one Parquet directory each) as pandas."""
+    """The logs tables written under ``directory`` (one Parquet directory each) as pandas, with
+    the columns the report shows (``REPORT_COLUMNS``)."""
     from pathlib import Path
 
     frames = {}
     for name in LOG_TABLES:
-        frames[name] = pd.read_parquet(Path(directory) / name)
+        columns = REPORT_COLUMNS.get(name)
+        frames[name] = pd.read_parquet(Path(directory) / name, columns=list(columns) if columns else None)
     return frames
 
 
