@@ -202,7 +202,9 @@ def read_tables(directory: Any) -> dict[str, pd.DataFrame]:
 
 
 def _naive(series: pd.Series) -> pd.Series:
-    series = pd.to_datetime(series)
+    if not pd.api.types.is_datetime64_any_dtype(series):
+        # (to_datetime samples a datetime column element by element before returning it as is)
+        series = pd.to_datetime(series)
     return series.dt.tz_convert(None) if getattr(series.dt, "tz", None) is not None else series
 
 
@@ -375,8 +377,9 @@ def duration_figure(quantiles: pd.DataFrame, groups: list[str]) -> Figure:
                       empty_figure("no completed rebalances"), quantiles)
     order = [g for g in groups if g in set(quantiles["group"])][::-1]
     stats = []
+    by_group = quantiles.drop_duplicates("group").set_index("group", drop=False)
     for group in order:
-        row = quantiles[quantiles["group"] == group].iloc[0]
+        row = by_group.loc[group]
         stats.append({"label": f"{group} ({int(row['rebalances'])})", "whislo": row["p5"], "q1": row["p25"],
                       "med": row["p50"], "q3": row["p75"], "whishi": row["p95"], "fliers": [row["max"]]})
     fig, ax = plt.subplots(figsize=(11, max(1.8, 0.5 * len(order) + 1.0)))
@@ -400,12 +403,13 @@ def storms_figure(findings: pd.DataFrame, storms: pd.DataFrame) -> Figure:
                       empty_figure("no groups"), findings)
     top = _top_groups(findings)
     in_storms = storms.groupby("group")["rebalances"].sum() if not storms.empty else pd.Series(dtype="int64")
+    shown = findings.drop_duplicates("group").set_index("group").loc[top]
     data = pd.DataFrame({
         "group": top,
-        "rebalances": [int(findings.loc[findings["group"] == g, "rebalances"].iloc[0]) for g in top],
-        "member_failures": [int(findings.loc[findings["group"] == g, "failures"].iloc[0]) for g in top],
+        "rebalances": [int(v) for v in shown["rebalances"]],
+        "member_failures": [int(v) for v in shown["failures"]],
         "rebalances_in_storms": [int(in_storms.get(g, 0)) for g in top],
-        "storms": [int(findings.loc[findings["group"] == g, "storms"].iloc[0]) for g in top],
+        "storms": [int(v) for v in shown["storms"]],
     })
     fig, ax = plt.subplots(figsize=(11, max(1.8, 0.5 * len(top) + 1.0)))
     ys = list(range(len(top)))[::-1]
