@@ -21,6 +21,7 @@ matplotlib.use("Agg")
 import matplotlib.dates as mdates  # noqa: E402
 import matplotlib.patches  # noqa: E402,F401
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 # Above this many drawn elements a vector figure gets heavy for a browser: use PNG.
@@ -303,8 +304,7 @@ def rebalance_timeline_figure(timeline: pd.DataFrame, departures: pd.DataFrame, 
         else:
             low, high = start_all, end_all
         min_width = max((high - low).total_seconds(), 1.0) / 400 / 86400  # days: a short rebalance stays visible
-        for y, group in enumerate(panel_groups):
-            elements += _draw_group_row(ax, y, len(panel_groups), group, timeline, departures, storms, end_all, min_width)
+        elements += _draw_panel(ax, panel_groups, timeline, departures, storms, end_all, min_width)
         ax.set_yticks(range(len(panel_groups)), panel_groups)
         ax.set_ylim(-0.6, len(panel_groups) - 0.3)
         if separate:
@@ -332,40 +332,49 @@ def _group_spans(timeline: pd.DataFrame, departures: pd.DataFrame, end_all) -> d
     return {group: (low, high) for group, low, high in zip(grouped.min().index, grouped.min(), grouped.max(), strict=True)}
 
 
-def _draw_group_row(ax, y: int, rows_in_panel: int, group: str, timeline: pd.DataFrame, departures: pd.DataFrame,
-                    storms: pd.DataFrame, end_all, min_width: float) -> int:
-    """One group's rebalances, storms and departures on row ``y`` of ``ax``; returns elements drawn."""
+def _draw_panel(ax, panel_groups: list[str], timeline: pd.DataFrame, departures: pd.DataFrame,
+                storms: pd.DataFrame, end_all, min_width: float) -> int:
+    """The groups of one panel, one row each (``panel_groups[y]`` on row ``y``): their rebalances,
+    storms and departures, one collection per kind of mark for the whole panel (an artist per
+    group and kind costs more to build and to render than the marks in it); returns elements drawn."""
+    from matplotlib.collections import PolyCollection
+
+    row_of = {group: y for y, group in enumerate(panel_groups)}
     elements = 0
-    rows = timeline[timeline["group"] == group]
+    mine = timeline[timeline["group"].isin(row_of)]
     for outcome, colour, hatch in (("stable", "#2f6fde", None), ("empty", "#9aa5b1", None),
                                    ("open", "#2f6fde", "////")):
-        part = rows[rows["outcome"] == outcome]
+        part = mine[mine["outcome"] == outcome]
         if part.empty:
             continue
         starts = mdates.date2num(part["start"].dt.tz_localize(None))
         ends = part["end"].fillna(part.get("drawn_until", end_all)).fillna(end_all)
-        widths = mdates.date2num(ends.dt.tz_localize(None)) - starts
-        bars = [(s, max(w, min_width)) for s, w in zip(starts, widths, strict=True)]
-        ax.broken_barh(bars, (y - 0.3, 0.6), facecolors=colour, hatch=hatch,
-                       edgecolor="#1d2733" if hatch else "none", linewidth=0.3)
-        elements += len(bars)
+        widths = np.maximum(mdates.date2num(ends.dt.tz_localize(None)) - starts, min_width)
+        bottoms = part["group"].map(row_of).to_numpy(dtype=float) - 0.3
+        tops = bottoms + 0.6
+        vertices = np.stack([np.column_stack(corner) for corner in (
+            (starts, bottoms), (starts, tops), (starts + widths, tops), (starts + widths, bottoms))], axis=1)
+        ax.add_collection(PolyCollection(vertices, facecolors=colour, hatch=hatch,
+                                         edgecolor="#1d2733" if hatch else "none", linewidth=0.3))
+        elements += len(part)
     if not storms.empty:
-        for storm in storms[storms["group"] == group].itertuples():
+        rows_in_panel = len(panel_groups)
+        for storm in storms[storms["group"].isin(row_of)].itertuples():
+            y = row_of[storm.group]
             ax.axvspan(mdates.date2num(storm.start.tz_localize(None)), mdates.date2num(storm.end.tz_localize(None)),
                        ymin=(y + 0.05) / rows_in_panel, ymax=(y + 0.95) / rows_in_panel, color="#f4c542", alpha=0.35,
                        lw=0)
     if not departures.empty:
-        mine = departures[departures["group"] == group]
-        failed = mine[mine["kind"] == "failed"]
-        failed = mine[mine["kind"].isin(["failed", "fenced"])]
-        left = mine[mine["kind"].isin(["left", "poll_timeout"])]
-        joined = mine[mine["kind"] == "joined"]
-        ax.plot(failed["time"].dt.tz_localize(None), [y + 0.38] * len(failed), "x", color="#d62728", ms=6, mew=1.6)
-        ax.plot(left["time"].dt.tz_localize(None), [y + 0.38] * len(left), "|", color="#ff7f0e", ms=8, mew=1.6)
-        ax.plot(joined["time"].dt.tz_localize(None), [y - 0.42] * len(joined), "+", color="#2ca02c", ms=7, mew=1.4)
-        elements += len(failed) + len(left) + len(joined)
+        marked = departures[departures["group"].isin(row_of)]
+        rows = marked["group"].map(row_of)
+        for kinds, offset, marker, colour, size, width in (
+                (["failed", "fenced"], 0.38, "x", "#d62728", 6, 1.6), (["left", "poll_timeout"], 0.38, "|", "#ff7f0e", 8, 1.6),
+                (["joined"], -0.42, "+", "#2ca02c", 7, 1.4)):
+            chosen = marked["kind"].isin(kinds)
+            ax.plot(marked.loc[chosen, "time"].dt.tz_localize(None), (rows[chosen] + offset).to_list(), marker,
+                    color=colour, ms=size, mew=width)
+            elements += int(chosen.sum())
     return elements
-
 
 
 def duration_figure(quantiles: pd.DataFrame, groups: list[str]) -> Figure:
