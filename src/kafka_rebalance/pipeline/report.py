@@ -332,8 +332,8 @@ def _group_spans(timeline: pd.DataFrame, departures: pd.DataFrame, end_all) -> d
     return {group: (low, high) for group, low, high in zip(grouped.min().index, grouped.min(), grouped.max(), strict=True)}
 
 
-def _draw_panel(ax, panel_groups: list[str], timeline: pd.DataFrame, departures: pd.DataFrame,
-                storms: pd.DataFrame, end_all, min_width: float) -> int:
+def _draw_panel(ax: Any, panel_groups: list[str], timeline: pd.DataFrame, departures: pd.DataFrame,
+                storms: pd.DataFrame, end_all: Any, min_width: float) -> int:
     """The groups of one panel, one row each (``panel_groups[y]`` on row ``y``): their rebalances,
     storms and departures, one collection per kind of mark for the whole panel (an artist per
     group and kind costs more to build and to render than the marks in it); returns elements drawn."""
@@ -520,7 +520,7 @@ class _CauseEvidence:
         self._titles = titles
         self._by_generation: dict[float, list[int]] = {}
         self._by_start: dict[Any, list[int]] = {}
-        self._rows: list[tuple] = []
+        self._rows: list[tuple[str, Any, Any]] = []
         if not len(causes):
             return
         generations = causes["generation"].astype("Float64")
