@@ -192,13 +192,22 @@ REPORT_COLUMNS = {
 
 def read_tables(directory: Any) -> dict[str, pd.DataFrame]:
     """The logs tables written under ``directory`` (one Parquet directory each) as pandas, with
-    the columns the report shows (``REPORT_COLUMNS``)."""
+    the columns the report shows (``REPORT_COLUMNS``). List columns stay Arrow arrays
+    (``pd.ArrowDtype``): the report reads them for a few groups' rows, and making a Python
+    list of every row costs more than the rest of the table."""
     from pathlib import Path
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def arrow_lists(kind: pa.DataType) -> Any:
+        return pd.ArrowDtype(kind) if pa.types.is_list(kind) else None
 
     frames = {}
     for name in LOG_TABLES:
         columns = REPORT_COLUMNS.get(name)
-        frames[name] = pd.read_parquet(Path(directory) / name, columns=list(columns) if columns else None)
+        table = pq.read_table(Path(directory) / name, columns=list(columns) if columns else None)
+        frames[name] = table.to_pandas(types_mapper=arrow_lists)
     return frames
 
 
