@@ -554,6 +554,13 @@ class _CauseEvidence:
                 f"<pre>{html.escape(chr(10).join(list(lines)[:5]))}</pre></li>")
 
 
+def _rows_by_group(frame: pd.DataFrame, groups: list[str]) -> dict[str, pd.DataFrame]:
+    """Each of ``groups``' rows of ``frame`` (in table order), from one pass over the table."""
+    chosen = frame[frame["group"].isin(groups)]
+    parts = dict(tuple(chosen.groupby("group", sort=False))) if len(chosen) else {}
+    return {group: parts.get(group, frame.iloc[0:0]) for group in groups}
+
+
 def render_logs_report(summary: dict, figures: list[Figure], advice_items: list, frames: dict[str, pd.DataFrame],
                        findings: list[dict]) -> str:
     several = _several_clusters(findings)
@@ -585,12 +592,13 @@ def render_logs_report(summary: dict, figures: list[Figure], advice_items: list,
     groups = _labelled(findings_frame(findings), several)
     rebalances = _labelled(frames["rebalances"], several)
     causes = _labelled(frames["causes"], several)
-    for group in _top_groups(groups)[:GROUP_SECTIONS] if len(groups) else []:
-        mine = rebalances[rebalances["group"] == group]
+    shown = _top_groups(groups)[:GROUP_SECTIONS] if len(groups) else []
+    rebalances_of, causes_of = _rows_by_group(rebalances, shown), _rows_by_group(causes, shown)
+    for group in shown:
         label = group
         group_advice = [a for a in advice_items if (f"{a.cluster}/{a.group}" if several else a.group) == group]
         raw_group = group.split("/", 1)[1] if several else group
-        sections.append(section(f"Group {label}", group_section(raw_group, mine, causes[causes["group"] == group],
+        sections.append(section(f"Group {label}", group_section(raw_group, rebalances_of[group], causes_of[group],
                                                                group_advice)))
     storms = frames["storms"]
     if len(storms):
