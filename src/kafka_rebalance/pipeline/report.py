@@ -380,8 +380,10 @@ def _draw_panel(ax: Any, panel_groups: list[str], timeline: pd.DataFrame, depart
                 (["failed", "fenced"], 0.38, "x", "#d62728", 6, 1.6), (["left", "poll_timeout"], 0.38, "|", "#ff7f0e", 8, 1.6),
                 (["joined"], -0.42, "+", "#2ca02c", 7, 1.4)):
             chosen = marked["kind"].isin(kinds)
-            ax.plot(marked.loc[chosen, "time"].dt.tz_localize(None), (rows[chosen] + offset).to_list(), marker,
-                    color=colour, ms=size, mew=width)
+            # Times as Matplotlib date numbers, like the bars: datetimes would give the axis date
+            # units, and a collection on an axis with units converts its paths one by one at draw.
+            ax.plot(mdates.date2num(marked.loc[chosen, "time"].dt.tz_localize(None)),
+                    (rows[chosen] + offset).to_list(), marker, color=colour, ms=size, mew=width)
             elements += int(chosen.sum())
     return elements
 
