@@ -1,13 +1,16 @@
 """Rebalance forensics on Kafka logs: broker and client lines of any layout -> rebalances, their
 causes and the tables of ``logparse.tables``; on Spark for big inputs, in-process for a paste.
 
-The Spark job never splits the whole log into lines: each task reads byte ranges of the files
-(``logparse.scan``), finds the few fixed gate phrases (``catalogue.GATE_SUBSTRINGS``) with byte
-searches and decodes only the lines holding one, and the line after each (to join lines a
-terminal wrapped), which ``logparse.parse`` reads. Events are then grouped by (cluster, group)
-and each group's story (``logparse.story.tell``) is told in one streaming ``mapInArrow`` pass,
-its rows leaving the workers as typed Arrow columns: memory is bounded by the largest group,
-not by the log.
+The Spark engine never splits the whole log into lines: each task reads byte ranges of the
+files (``logparse.scan``), finds the few fixed gate phrases (``catalogue.GATE_SUBSTRINGS``) and
+decodes only the lines holding one, and the line after each (to join lines a terminal wrapped),
+which ``logparse.parse`` reads. The events then never enter the JVM (``logparse.exchange``): a
+scan task writes its part of the ``events`` table and one Arrow file per bucket of groups; a
+story task reads one bucket, sorts it and tells each group's story (``logparse.story.tell``),
+writing its part of every story table. Spark schedules both as ``range`` -> ``mapInArrow`` ->
+``collect`` jobs, and only small JSON documents come back to the driver (per split: counts,
+coverage, unrecognised shapes, coordinator moves; per group: the findings). Memory is bounded
+by a batch of events in a scan task and a bucket of groups in a story task, not by the log.
 
 Small inputs (a paste from stdin, a few files of an incident) skip Spark entirely: starting a
 JVM costs more than reading them (``benchmarks/logs.py`` measures both). The two engines run
