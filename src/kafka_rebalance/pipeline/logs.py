@@ -19,10 +19,12 @@ the same parser and story and write the same tables.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -277,7 +279,6 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
     the Spark engine is chosen. ``clusters`` maps a path prefix to a cluster name.
     ``syslog_until_ms``: year-less syslog times fall no later than this (default: now; see
     ``logparse.layout``)."""
-    from kafka_rebalance.pipeline import advice, report
     from kafka_rebalance.pipeline.io import StagedOutput
     from kafka_rebalance.pipeline.logparse.layout import syslog_reference
     from kafka_rebalance.pipeline.logparse.tables import analyse_local, expand_inputs, write_frame
@@ -287,6 +288,9 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
     resolved = {str(Path(prefix).resolve()) if prefix != STDIN else prefix: name
                 for prefix, name in (clusters or {}).items()}
     chosen = choose_engine(engine, files, master)
+    if chosen == "spark":
+        # pandas and matplotlib (the report) load while the driver only waits for Spark's jobs.
+        threading.Thread(target=importlib.import_module, args=("kafka_rebalance.pipeline.report",), daemon=True).start()
     syslog_until_ms = syslog_until_ms if syslog_until_ms is not None else int(time.time() * 1000)
     watch = Stopwatch()
     with StagedOutput(out_dir) as out:
@@ -322,8 +326,12 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
             finally:
                 if temporary is not None:
                     os.unlink(temporary)
+            from kafka_rebalance.pipeline import report
+
             frames = report.read_tables(out.staging)
             skipped.extend(facts["unreadable"])
+        from kafka_rebalance.pipeline import advice, report
+
         advice_items = advice.advise(facts["findings"], storm_rule)
         summary = _summary(facts, frames, files, chosen, advice_items, skipped)
         summary["syslog_until"] = datetime.fromtimestamp(syslog_until_ms / 1000, UTC).isoformat(timespec="seconds")
