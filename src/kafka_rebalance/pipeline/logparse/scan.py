@@ -19,12 +19,18 @@ itself, is also read on its own by the next split (one extra record; splits are 
 from __future__ import annotations
 
 import gzip
-from collections.abc import Iterator
+from bisect import bisect_left
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from kafka_rebalance.pipeline.logparse.catalogue import GATE_SUBSTRINGS, NOISE_SUBSTRINGS
 from kafka_rebalance.pipeline.logparse.layout import is_fence
+
+try:
+    import hyperscan
+except ImportError:  # an optional speed-up (the ``spark`` extra): bytes.find finds the same lines
+    hyperscan = None  # type: ignore[assignment]
 
 GATE_BYTES = tuple(phrase.encode() for phrase in GATE_SUBSTRINGS)
 NOISE_BYTES = tuple(phrase.encode() for phrase in NOISE_SUBSTRINGS)
@@ -84,11 +90,11 @@ def _open(path: str) -> BinaryIO:
     return open(path, "rb")
 
 
-def _blocks(fh: BinaryIO, base: int) -> Iterator[tuple[int, bytes]]:
+def _blocks(fh: BinaryIO, base: int, block_bytes: int) -> Iterator[tuple[int, bytes]]:
     """(offset of the block, block of whole lines; the last may lack its newline)."""
     carry = b""
     while True:
-        chunk = fh.read(BLOCK_BYTES)
+        chunk = fh.read(block_bytes)
         if not chunk:
             if carry:
                 yield base, carry
@@ -101,6 +107,21 @@ def _blocks(fh: BinaryIO, base: int) -> Iterator[tuple[int, bytes]]:
         yield base, data[:cut]
         base += cut
         carry = data[cut:]
+
+
+# A search finds, in a block of whole lines, the lines that pass the gate (a gate phrase and no
+# noise phrase) among those starting before ``stop``, as (start, end) in order, end at the newline;
+# and the ends of the lines that may be code fences (None: any line may be one).
+GatedLines = tuple[list[tuple[int, int]], Collection[int] | None]
+Search = Callable[[bytes, int], GatedLines]
+
+
+def find_gated_lines(block: bytes, stop: int) -> GatedLines:
+    """The search without hyperscan: one ``bytes.find`` pass per gate phrase, then each line
+    found is tested for every phrase."""
+    owned = block[:stop] if stop < len(block) else block
+    return [(start, _line_end(owned, start)) for start in _gated_starts(owned)
+            if _passes_gate(_line_at(owned, start))], None
 
 
 def _gated_starts(block: bytes) -> list[int]:
@@ -118,6 +139,65 @@ def _gated_starts(block: bytes) -> list[int]:
     return sorted(starts)
 
 
+_GATE, _NOISE, _FENCE = 0, 1, 2
+
+
+def _rest_of_line_after(phrases: tuple[bytes, ...]) -> bytes:
+    """A hyperscan expression matching from any of ``phrases`` to the end of its line: with one
+    report per pattern and end offset, each line holding one is reported once, at its end."""
+    def literal(phrase: bytes) -> bytes:
+        return b"".join(bytes([c]) if chr(c).isalnum() else b"\\x%02x" % c for c in phrase)
+    return b"(?:" + b"|".join(literal(p) for p in phrases) + b")[^\n]*$"
+
+
+def _on_match(pattern: int, _start: int, end: int, _flags: int, marks: Any) -> None:
+    """``marks``: for each pattern id, what takes the end offset of its lines."""
+    marks[pattern](end)
+
+
+class HyperscanSearch:
+    """All gate, noise and fence phrases found in one hyperscan pass over the block, each line
+    reported once per kind at its end; a line passes the gate when it is reported as gated and
+    not as noise. Fence candidates are the lines holding a backtick or tilde fence mark, which
+    every line ``layout.is_fence`` accepts holds (decoding never makes or eats an ASCII byte)."""
+
+    def __init__(self) -> None:
+        assert hyperscan is not None
+        self.database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        expressions = [_rest_of_line_after(GATE_BYTES), _rest_of_line_after(NOISE_BYTES),
+                       _rest_of_line_after((b"```", b"~~~"))]
+        self.database.compile(expressions=expressions, ids=[_GATE, _NOISE, _FENCE], elements=len(expressions),
+                              flags=[hyperscan.HS_FLAG_MULTILINE] * len(expressions))
+
+    def __call__(self, block: bytes, stop: int) -> GatedLines:
+        assert hyperscan is not None
+        gate: list[int] = []
+        noise: set[int] = set()
+        fences: set[int] = set()
+        # A scratch per call: scans in other threads never share one.
+        self.database.scan(block, match_event_handler=_on_match, context=(gate.append, noise.add, fences.add),
+                           scratch=hyperscan.Scratch(self.database))
+        ends = sorted(set(gate).difference(noise)) if noise else gate
+        if stop < len(block):
+            ends = ends[:bisect_left(ends, stop)]
+        rfind = block.rfind
+        return [(rfind(NEWLINE, 0, end) + 1, end) for end in ends], fences
+
+
+def _hyperscan_search() -> Search | None:
+    if hyperscan is None:
+        return None
+    try:
+        return HyperscanSearch()
+    except hyperscan.error:  # a platform vectorscan does not run on: bytes.find does the same
+        return None
+
+
+FIND_SEARCH: Search = find_gated_lines
+HYPERSCAN_SEARCH: Search | None = _hyperscan_search()
+SEARCH: Search = HYPERSCAN_SEARCH or FIND_SEARCH
+
+
 def _line_end(block: bytes, start: int) -> int:
     end = block.find(NEWLINE, start)
     return len(block) if end == -1 else end
@@ -127,16 +207,16 @@ def _decode(line: bytes) -> str:
     return line.decode("utf-8", "replace")
 
 
-def _count_lines(block: bytes) -> int:
-    return block.count(NEWLINE) + (0 if block.endswith(NEWLINE) or not block else 1)
-
-
-def scan(split: Split, counts: ScanCounts | None = None) -> Iterator[tuple[int, str, bool]]:
+def scan(split: Split, counts: ScanCounts | None = None, *, search: Search | None = None,
+         block_bytes: int = BLOCK_BYTES) -> Iterator[tuple[int, str, bool]]:
     """``(seq, line, owned)`` in file order: every line of the split that passes the gate
     (``owned`` True), each followed by the next line that is not a code fence (for joining
     wrapped lines). That follower is ``owned`` False when it starts after the split: it may
-    complete the split's last line but is not read on its own (the next split owns it)."""
+    complete the split's last line but is not read on its own (the next split owns it).
+    ``search`` (default ``SEARCH``: hyperscan when installed) and ``block_bytes`` change the
+    speed only."""
     counts = counts if counts is not None else ScanCounts()
+    search = search if search is not None else SEARCH
     with _open(split.path) as fh:
         base = 0
         if split.start > 0:
@@ -145,10 +225,11 @@ def scan(split: Split, counts: ScanCounts | None = None) -> Iterator[tuple[int, 
             head = fh.readline()
             base = split.start - 1 + len(head)
         want_follower = False
-        for offset, block in _blocks(fh, base):
-            owned_end = len(block)
-            if split.end is not None and offset + owned_end > split.end:
-                owned_end = 0 if offset >= split.end else block.find(NEWLINE, split.end - 1 - offset) + 1 or len(block)
+        for offset, block in _blocks(fh, base, block_bytes):
+            size = len(block)
+            owned_end = size
+            if split.end is not None and offset + size > split.end:
+                owned_end = 0 if offset >= split.end else block.find(NEWLINE, split.end - 1 - offset) + 1 or size
             if want_follower:
                 follower = _first_line(block, 0)
                 if follower is not None:
@@ -162,21 +243,19 @@ def scan(split: Split, counts: ScanCounts | None = None) -> Iterator[tuple[int, 
                 if not want_follower:
                     return
                 continue
-            owned_block = block[:owned_end] if owned_end < len(block) else block
-            counts.lines += _count_lines(owned_block)
-            gated_starts = [s for s in _gated_starts(owned_block) if _passes_gate(_line_at(owned_block, s))]
-            for index, start in enumerate(gated_starts):
-                end = _line_end(owned_block, start)
-                yield offset + start, _decode(owned_block[start:end]), True
-                follower = _first_line(block, end + 1)
+            counts.lines += block.count(NEWLINE, 0, owned_end) + (0 if block[owned_end - 1] == NEWLINE[0] else 1)
+            gated_lines, fence_ends = search(block, owned_end)
+            for index, (start, end) in enumerate(gated_lines):
+                yield offset + start, _decode(block[start:end]), True
+                follower = _first_line(block, end + 1, fence_ends)
                 if follower is None:
                     want_follower = True
                     continue
                 follower_start, follower_end = follower
-                next_gated = gated_starts[index + 1] if index + 1 < len(gated_starts) else None
+                next_gated = gated_lines[index + 1][0] if index + 1 < len(gated_lines) else None
                 if follower_start != next_gated:
                     yield offset + follower_start, _decode(block[follower_start:follower_end]), follower_start < owned_end
-            if owned_end < len(block) and not want_follower:
+            if owned_end < size and not want_follower:
                 return
 
 
@@ -184,11 +263,12 @@ def _line_at(block: bytes, start: int) -> bytes:
     return block[start:_line_end(block, start)]
 
 
-def _first_line(block: bytes, start: int) -> tuple[int, int] | None:
-    """The first line at or after ``start`` that is not a code fence, or None if the block ends."""
+def _first_line(block: bytes, start: int, fence_ends: Collection[int] | None = None) -> tuple[int, int] | None:
+    """The first line at or after ``start`` that is not a code fence, or None if the block ends
+    (``fence_ends``: the ends of the lines that may be fences; None: any line may be)."""
     while start < len(block):
         end = _line_end(block, start)
-        if not is_fence(_decode(block[start:end])):
+        if (fence_ends is not None and end not in fence_ends) or not is_fence(_decode(block[start:end])):
             return start, end
         start = end + 1
     return None
