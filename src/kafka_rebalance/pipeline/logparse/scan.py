@@ -22,7 +22,8 @@ import gzip
 from bisect import bisect_left
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from io import BufferedIOBase
+from typing import Any
 
 from kafka_rebalance.pipeline.logparse.catalogue import GATE_SUBSTRINGS, NOISE_SUBSTRINGS
 from kafka_rebalance.pipeline.logparse.layout import is_fence
@@ -84,47 +85,67 @@ class ScanCounts:
         self.lines = 0
 
 
-def _open(path: str) -> BinaryIO:
+def _open(path: str) -> BufferedIOBase:
     if path.endswith(".gz"):
-        return gzip.open(path, "rb")  # type: ignore[return-value]
+        return gzip.open(path, "rb")
     return open(path, "rb")
 
 
-def _blocks(fh: BinaryIO, base: int, block_bytes: int) -> Iterator[tuple[int, bytes]]:
-    """(offset of the block, block of whole lines; the last may lack its newline)."""
-    carry = b""
+def _read_block(fh: BufferedIOBase, buffer: bytearray, filled: int, block_bytes: int) -> int:
+    """Reads ``block_bytes`` more into ``buffer`` after its first ``filled`` (fewer if the stream
+    ends), growing it as it fills: a small file never gets a 16 MB buffer. The new ``filled``."""
+    end = filled + block_bytes
+    while filled < end:
+        if filled == len(buffer):
+            buffer.extend(bytes(min(max(len(buffer), 1 << 16), end - filled)))
+        with memoryview(buffer) as view:
+            read = fh.readinto(view[filled:min(end, len(buffer))])
+        if not read:
+            break
+        filled += read
+    return filled
+
+
+def _blocks(fh: BufferedIOBase, base: int, block_bytes: int) -> Iterator[tuple[int, bytearray, int]]:
+    """(offset of the block, buffer, size): ``buffer[:size]`` is a block of whole lines (the last
+    may lack its newline), ending at the last newline of what was read so far in reads of
+    ``block_bytes``. One buffer is filled again for every block: copying 16 MB twice a block
+    cost more than finding the gated lines in it."""
+    buffer = bytearray()
+    carried = 0  # the start of a line, moved to the front of the buffer
     while True:
-        chunk = fh.read(block_bytes)
-        if not chunk:
-            if carry:
-                yield base, carry
+        filled = _read_block(fh, buffer, carried, block_bytes)
+        if filled == carried:
+            if carried:
+                yield base, buffer, carried
             return
-        data = carry + chunk if carry else chunk
-        cut = data.rfind(NEWLINE) + 1
+        cut = buffer.rfind(NEWLINE, 0, filled) + 1
         if cut == 0:
-            carry = data
+            carried = filled
             continue
-        yield base, data[:cut]
+        yield base, buffer, cut
         base += cut
-        carry = data[cut:]
+        buffer[:filled - cut] = buffer[cut:filled]
+        carried = filled - cut
 
 
-# A search finds, in a block of whole lines, the lines that pass the gate (a gate phrase and no
-# noise phrase) among those starting before ``stop``, as (start, end) in order, end at the newline;
-# and the ends of the lines that may be code fences (None: any line may be one).
+# A search finds, in ``block[:size]`` (whole lines), the lines that pass the gate (a gate phrase
+# and no noise phrase) among those starting before ``stop``, as (start, end) in order, end at
+# the newline; and the ends of the lines that may be code fences (None: any line may be one).
+Block = bytes | bytearray
 GatedLines = tuple[list[tuple[int, int]], Collection[int] | None]
-Search = Callable[[bytes, int], GatedLines]
+Search = Callable[[Block, int, int], GatedLines]
 
 
-def find_gated_lines(block: bytes, stop: int) -> GatedLines:
+def find_gated_lines(block: Block, size: int, stop: int) -> GatedLines:
     """The search without hyperscan: one ``bytes.find`` pass per gate phrase, then each line
     found is tested for every phrase."""
-    owned = block[:stop] if stop < len(block) else block
-    return [(start, _line_end(owned, start)) for start in _gated_starts(owned)
-            if _passes_gate(_line_at(owned, start))], None
+    owned = block[:stop]
+    return [(start, _line_end(owned, start, stop)) for start in _gated_starts(owned)
+            if _passes_gate(owned[start:_line_end(owned, start, stop)])], None
 
 
-def _gated_starts(block: bytes) -> list[int]:
+def _gated_starts(block: Block) -> list[int]:
     """Starts of the lines holding a gate phrase (noise lines included; dropped by the caller)."""
     starts: set[int] = set()
     for phrase in GATE_BYTES:
@@ -151,7 +172,7 @@ def _rest_of_line_after(phrases: tuple[bytes, ...]) -> bytes:
 
 
 def _on_match(pattern: int, _start: int, end: int, _flags: int, marks: Any) -> None:
-    """``marks``: for each pattern id, what takes the end offset of its lines."""
+    """``marks``: for each pattern id, what takes the end offsets of its lines."""
     marks[pattern](end)
 
 
@@ -169,16 +190,18 @@ class HyperscanSearch:
         self.database.compile(expressions=expressions, ids=[_GATE, _NOISE, _FENCE], elements=len(expressions),
                               flags=[hyperscan.HS_FLAG_MULTILINE] * len(expressions))
 
-    def __call__(self, block: bytes, stop: int) -> GatedLines:
+    def __call__(self, block: Block, size: int, stop: int) -> GatedLines:
         assert hyperscan is not None
         gate: list[int] = []
         noise: set[int] = set()
         fences: set[int] = set()
-        # A scratch per call: scans in other threads never share one.
-        self.database.scan(block, match_event_handler=_on_match, context=(gate.append, noise.add, fences.add),
-                           scratch=hyperscan.Scratch(self.database))
+        with memoryview(block) as view, view[:size] as lines:
+            # A scratch per call: scans in other threads never share one.
+            self.database.scan(lines,  # type: ignore[type-var]  # any buffer: the stubs say bytes
+                               match_event_handler=_on_match, context=(gate.append, noise.add, fences.add),
+                               scratch=hyperscan.Scratch(self.database))
         ends = sorted(set(gate).difference(noise)) if noise else gate
-        if stop < len(block):
+        if stop < size:
             ends = ends[:bisect_left(ends, stop)]
         rfind = block.rfind
         return [(rfind(NEWLINE, 0, end) + 1, end) for end in ends], fences
@@ -198,12 +221,12 @@ HYPERSCAN_SEARCH: Search | None = _hyperscan_search()
 SEARCH: Search = HYPERSCAN_SEARCH or FIND_SEARCH
 
 
-def _line_end(block: bytes, start: int) -> int:
-    end = block.find(NEWLINE, start)
-    return len(block) if end == -1 else end
+def _line_end(block: Block, start: int, size: int) -> int:
+    end = block.find(NEWLINE, start, size)
+    return size if end == -1 else end
 
 
-def _decode(line: bytes) -> str:
+def _decode(line: Block) -> str:
     return line.decode("utf-8", "replace")
 
 
@@ -225,13 +248,12 @@ def scan(split: Split, counts: ScanCounts | None = None, *, search: Search | Non
             head = fh.readline()
             base = split.start - 1 + len(head)
         want_follower = False
-        for offset, block in _blocks(fh, base, block_bytes):
-            size = len(block)
+        for offset, block, size in _blocks(fh, base, block_bytes):
             owned_end = size
             if split.end is not None and offset + size > split.end:
-                owned_end = 0 if offset >= split.end else block.find(NEWLINE, split.end - 1 - offset) + 1 or size
+                owned_end = 0 if offset >= split.end else block.find(NEWLINE, split.end - 1 - offset, size) + 1 or size
             if want_follower:
-                follower = _first_line(block, 0)
+                follower = _first_line(block, 0, size)
                 if follower is not None:
                     want_follower = False
                     start, end = follower
@@ -244,10 +266,10 @@ def scan(split: Split, counts: ScanCounts | None = None, *, search: Search | Non
                     return
                 continue
             counts.lines += block.count(NEWLINE, 0, owned_end) + (0 if block[owned_end - 1] == NEWLINE[0] else 1)
-            gated_lines, fence_ends = search(block, owned_end)
+            gated_lines, fence_ends = search(block, size, owned_end)
             for index, (start, end) in enumerate(gated_lines):
                 yield offset + start, _decode(block[start:end]), True
-                follower = _first_line(block, end + 1, fence_ends)
+                follower = _first_line(block, end + 1, size, fence_ends)
                 if follower is None:
                     want_follower = True
                     continue
@@ -259,20 +281,16 @@ def scan(split: Split, counts: ScanCounts | None = None, *, search: Search | Non
                 return
 
 
-def _line_at(block: bytes, start: int) -> bytes:
-    return block[start:_line_end(block, start)]
-
-
-def _first_line(block: bytes, start: int, fence_ends: Collection[int] | None = None) -> tuple[int, int] | None:
-    """The first line at or after ``start`` that is not a code fence, or None if the block ends
-    (``fence_ends``: the ends of the lines that may be fences; None: any line may be)."""
-    while start < len(block):
-        end = _line_end(block, start)
+def _first_line(block: Block, start: int, size: int, fence_ends: Collection[int] | None = None) -> tuple[int, int] | None:
+    """The first line of ``block[:size]`` at or after ``start`` that is not a code fence, or None
+    if the block ends (``fence_ends``: the ends of the lines that may be fences; None: any)."""
+    while start < size:
+        end = _line_end(block, start, size)
         if (fence_ends is not None and end not in fence_ends) or not is_fence(_decode(block[start:end])):
             return start, end
         start = end + 1
     return None
 
 
-def _passes_gate(line: bytes) -> bool:
+def _passes_gate(line: Block) -> bool:
     return any(g in line for g in GATE_BYTES) and not any(n in line for n in NOISE_BYTES)
