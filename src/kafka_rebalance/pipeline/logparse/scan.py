@@ -3,17 +3,21 @@
 A broker log is mostly lines about segments, replicas and the controller; the lines about
 groups are a few percent. Splitting a gigabyte into lines (in the JVM or in Python) and
 handing them over costs far more than finding the gate phrases (``catalogue.GATE_SUBSTRINGS``)
-with ``bytes.find``, which scans at memory speed. So a split is read in blocks of whole lines,
-each gate phrase is searched in the block as a whole, and only the lines holding one (and no
-noise phrase: ``parse.passes_gate`` on bytes) are decoded, together with the line after each of
-them: a line cut in two by a terminal or a paste is joined again from that one
-(``parse.parse_numbered``), exactly as when every line is read.
+in the raw bytes. So a split is read in blocks of whole lines, and only the lines holding a gate
+phrase and no noise phrase (``catalogue.NOISE_SUBSTRINGS``) are decoded, together with the line
+after each of them: a line cut in two by a terminal or a paste is joined again from that one
+(``parse.parse_numbered``), exactly as when every line is read. The lines are found by one
+hyperscan pass over each block for all the phrases (``HYPERSCAN_SEARCH``), or without hyperscan
+by one ``bytes.find`` pass per gate phrase and a test of each line found (``FIND_SEARCH``): the
+same lines either way (``SEARCH`` is the first available).
 
 The Spark job runs the splits of a file in parallel (the local engine reads every line and
 gives the same records). One known edge: when a terminal cut a line exactly where one split
 ends, the split before joins the two halves, and the second half, if it holds a gate phrase
 itself, is also read on its own by the next split (one extra record; splits are >= 128 MB). ``seq`` is the byte offset of a line's start (in the decompressed stream for
-``.gz``): increasing in file order, so the story orders lines as written.
+``.gz``): increasing in file order, so the story orders lines as written; but for a code fence
+line that itself passes the gate right after a gated line: the line after the fence comes first
+(as the gated line's follower), unless a block ends between them.
 """
 
 from __future__ import annotations
