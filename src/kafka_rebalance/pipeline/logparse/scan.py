@@ -16,8 +16,8 @@ gives the same records). One known edge: when a terminal cut a line exactly wher
 ends, the split before joins the two halves, and the second half, if it holds a gate phrase
 itself, is also read on its own by the next split (one extra record; splits are >= 128 MB). ``seq`` is the byte offset of a line's start (in the decompressed stream for
 ``.gz``): increasing in file order, so the story orders lines as written; but for a code fence
-line that itself passes the gate right after a gated line: the line after the fence comes first
-(as the gated line's follower), unless a block ends between them.
+line that itself passes the gate right after a gated line: the line after the fence comes before
+it (as the gated line's follower) and again after it, unless a block ends between the two.
 """
 
 from __future__ import annotations
