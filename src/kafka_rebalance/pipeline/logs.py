@@ -23,10 +23,13 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka_rebalance.pipeline.logparse.story import DEFAULT_STORM_RULE, StormRule
 from kafka_rebalance.pipeline.logparse.tables import STDIN
+
+if TYPE_CHECKING:
+    from kafka_rebalance.pipeline.logparse.exchange import SplitFacts
 
 __all__ = ["StormRule", "LogsRun", "run_logs", "choose_engine", "LOCAL_ENGINE_LIMIT_BYTES",
            "LOGS_DRIVER_JVM_OPTIONS"]
@@ -34,8 +37,6 @@ __all__ = ["StormRule", "LogsRun", "run_logs", "choose_engine", "LOCAL_ENGINE_LI
 # Below this much input the in-process engine is faster than starting Spark.
 LOCAL_ENGINE_LIMIT_BYTES = 64 * 1024 * 1024
 SUMMARY_SAMPLE_LINES = 5
-# Lines are counted per file (one aggregate per file, in the same pass) for this many files.
-PER_FILE_LINE_COUNTS = 64
 
 
 @dataclass
@@ -87,145 +88,109 @@ def choose_engine(engine: str, files: list[str], master: str | None) -> str:
 
 # --------------------------------------------------------------------------- Spark
 
-def scan_events(spark: Any, files: list[str], clusters: dict[str, str] | None = None,
-                syslog_reference_ms: int | None = None) -> Any:
-    """Files -> one row per line about groups: an event (``kind`` set) or an unrecognised line
-    (``kind`` null, ``shape`` set), plus one row per split with its line count in ``lines``
-    (every other column null). Each task reads its byte ranges with ``logparse.scan``: only
-    the lines holding a gate phrase are split out and decoded, so the few percent of a broker
-    log that is about groups is all that Python parses and all that Spark moves."""
-    from kafka_rebalance.pipeline.logparse.layout import syslog_reference
-    from kafka_rebalance.pipeline.logparse.parse import EVENT_COLUMNS, parse_numbered
-    from kafka_rebalance.pipeline.logparse.scan import ScanCounts, Split, pack_splits, plan_splits, scan
-    from kafka_rebalance.pipeline.logparse.tables import event_ddl
+def spark_partition_labels(count: int) -> list[int]:
+    """``labels[i]`` is an int that Spark's hash partitioning (``repartition(count, column)``:
+    Murmur3 with seed 42, then ``pmod``) sends to partition ``i``: a bucket labelled so lands in
+    a task of its own, and no core waits while another tells two buckets."""
+    labels: dict[int, int] = {}
+    candidate = 0
+    while len(labels) < count:
+        labels.setdefault(_murmur3_int(candidate, 42) % count, candidate)
+        candidate += 1
+    return [labels[i] for i in range(count)]
 
-    labels = dict(clusters or {})
+
+def _murmur3_int(value: int, seed: int) -> int:
+    """Spark's ``Murmur3_x86_32.hashInt`` (signed 32-bit result)."""
+    mask = 0xFFFFFFFF
+
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & mask
+
+    k1 = rotl((value & mask) * 0xCC9E2D51 & mask, 15) * 0x1B873593 & mask
+    h1 = (rotl(seed ^ k1, 13) * 5 + 0xE6546B64) & mask
+    h1 ^= 4
+    h1 ^= h1 >> 16
+    h1 = h1 * 0x85EBCA6B & mask
+    h1 ^= h1 >> 13
+    h1 = h1 * 0xC2B2AE35 & mask
+    h1 ^= h1 >> 16
+    return h1 - (1 << 32) if h1 >= 1 << 31 else h1
+
+
+EXCHANGE_DDL = "`bucket` int, `blob` binary, `facts` string"
+
+
+def scan_splits(spark: Any, files: list[str], clusters: dict[str, str], syslog_reference_ms: int | None,
+                events_dir: Path, buckets: int, inherited: dict[int, dict[str, str]] | None = None) -> Any:
+    """Files -> one row per bucket stream (``bucket`` a ``spark_partition_labels`` label,
+    ``blob`` an Arrow IPC stream of events) and one per split (``facts``, JSON of
+    ``exchange.SplitFacts``); each task also writes its splits' part of the ``events`` table
+    into ``events_dir`` (``logparse.exchange.read_split``)."""
+    from kafka_rebalance.pipeline.logparse.exchange import SplitFacts, read_split
+    from kafka_rebalance.pipeline.logparse.layout import syslog_reference
+    from kafka_rebalance.pipeline.logparse.scan import Split, pack_splits, plan_splits
+
     sizes = {name: os.path.getsize(name) for name in files}
     total = sum(sizes.values())
     parallelism = spark.sparkContext.defaultParallelism
     size_per_split = split_bytes(total, parallelism)
     splits = plan_splits(list(sizes.items()), size_per_split)
+    index_of = {(s.path, s.start): i for i, s in enumerate(splits)}
     tasks = pack_splits(splits, sizes, max(parallelism, -(-total // size_per_split)))
-    schema = _arrow_schema((*EVENT_COLUMNS, ("shape", "string"), ("lines", "long")))
+    labels = spark_partition_labels(buckets)
+    chains = dict(inherited or {})
+    where = str(events_dir)
 
-    def scan_splits(batches):
-        with syslog_reference(syslog_reference_ms):
-            yield from _scan_splits(batches)
-
-    def _scan_splits(batches):
+    def run_task(batches):
         import pyarrow as pa
 
-        for batch in batches:
-            packed = zip(*(batch.column(n).to_pylist() for n in ("paths", "starts", "ends")), strict=True)
-            for path, start, end in (split for task in packed for split in zip(*task, strict=True)):
-                counts = ScanCounts()
-                cluster = _cluster_for(path, labels)
-                records: list[dict] = []
-                for record in parse_numbered(scan(Split(path, start, end), counts), path, cluster):
-                    records.append(record)
-                    if len(records) >= ARROW_BATCH_ROWS:
-                        yield pa.RecordBatch.from_pylist(records, schema=schema)
-                        records = []
-                records.append({"source": path, "cluster": cluster, "lines": counts.lines})
-                yield pa.RecordBatch.from_pylist(records, schema=schema)
+        schema = pa.schema([("bucket", pa.int32()), ("blob", pa.binary()), ("facts", pa.string())])
+        with syslog_reference(syslog_reference_ms):
+            for batch in batches:
+                for path, start, end in zip(*(batch.column(n).to_pylist()[0] for n in ("paths", "starts", "ends")),
+                                            strict=True):
+                    index = index_of[(path, start)]
+                    for item in read_split(Split(path, start, end), index, _cluster_for(path, clusters), buckets,
+                                           Path(where), chains.get(index)):
+                        if isinstance(item, SplitFacts):
+                            row = {"bucket": None, "blob": None, "facts": item.to_json()}
+                        else:
+                            row = {"bucket": labels[item[0]], "blob": item[1], "facts": None}
+                        yield pa.RecordBatch.from_pylist([row], schema=schema)
 
     # One row (a list of splits) per partition: parallelize keeps them apart, where a
     # round-robin repartition could put two splits in one task and leave a core idle.
     rows = [([s.path for s in task], [s.start for s in task], [s.end for s in task]) for task in tasks]
     plan = spark.createDataFrame(spark.sparkContext.parallelize(rows, len(rows)),
                                  "paths array<string>, starts array<bigint>, ends array<bigint>")
-    return plan.mapInArrow(scan_splits, event_ddl() + ", `lines` bigint")
+    return plan.mapInArrow(run_task, EXCHANGE_DDL)
 
 
-ARROW_BATCH_ROWS = 10_000
-STORY_BATCH_ROWS = 20_000
+def tell_buckets(streams: Any, moves: dict[str, list[dict]], rule: StormRule, buckets: int,
+                 story_dirs: dict[str, Path]) -> Any:
+    """Bucket streams (``scan_splits``' rows with a ``blob``) -> one ``findings`` row (JSON) per
+    group. One task per bucket: it reads the bucket's streams, sorts its events with Arrow,
+    tells each group's story and writes the bucket's part of every story table into
+    ``story_dirs`` (``logparse.exchange.tell_into``)."""
+    from kafka_rebalance.pipeline.logparse.exchange import StoryParts, read_bucket, tell_into
 
+    directories = {table: str(path) for table, path in story_dirs.items()}
 
-def _arrow_schema(ddl_columns: tuple[tuple[str, str], ...]) -> Any:
-    import pyarrow as pa
-
-    types = {"long": pa.int64(), "boolean": pa.bool_(), "string": pa.string()}
-    return pa.schema([(name, types[kind]) for name, kind in ddl_columns])
-
-
-def story_rows(events: Any, coordinator_moves: dict[str, list[dict]], rule: StormRule, *,
-               fill_groups: bool = True, partitions: int | None = None) -> Any:
-    """Events -> story rows (``tables.story_arrow_schema``: each row typed, ``table`` naming its
-    table). Events are shuffled by (cluster, group) and sorted, so each Python worker sees each
-    of its groups' events together, in one stream: one story per group, memory bounded by the
-    largest group. ``fill_groups`` False: no client line lacks its group (the scan counted
-    them), so the window that fills them in, a shuffle and sort of every event, is skipped.
-    ``partitions``: of the shuffle by group (default: ``spark.sql.shuffle.partitions``)."""
-    from pyspark.sql import functions as F
-
-    from kafka_rebalance.pipeline.logparse.story import tell
-    from kafka_rebalance.pipeline.logparse.tables import story_arrow_schema, story_batch, story_ddl
-
-    def tell_stream(batches):
+    def run_task(batches):
         import pyarrow as pa
 
-        schema = story_arrow_schema()
-        pending: dict[str, list[dict]] = {}
-        findings: list[str] = []
-        pending_rows = 0
-        current_key, current = None, []
-
-        def flush():
-            nonlocal pending_rows
-            for table, rows in pending.items():
-                if rows:
-                    yield story_batch(table, rows)
-            if findings:
-                count = len(findings)
-                arrays = [pa.array(["findings"] * count, pa.string()), pa.array(findings, pa.string())]
-                arrays += [pa.nulls(count, field.type) for field in schema][2:]
-                yield pa.RecordBatch.from_arrays(arrays, schema=schema)
-            pending.clear()
-            findings.clear()
-            pending_rows = 0
-
-        def told(key, records):
-            nonlocal pending_rows
-            for table, rows in tell(key[0], key[1], records, coordinator_moves.get(key[0]), rule).items():
-                if table == "findings":
-                    findings.extend(json.dumps(row, default=str) for row in rows)
-                else:
-                    pending.setdefault(table, []).extend(rows)
-                pending_rows += len(rows)
-
+        blobs: dict[int, list[bytes]] = {}
         for batch in batches:
-            for record in batch.to_pylist():
-                key = (record["cluster"], record["group"])
-                if key != current_key and current:
-                    told(current_key, current)
-                    current = []
-                    if pending_rows >= STORY_BATCH_ROWS:
-                        yield from flush()
-                current_key = key
-                current.append(record)
-        if current:
-            told(current_key, current)
-        yield from flush()
+            for bucket, blob in zip(batch.column("bucket").to_pylist(), batch.column("blob").to_pylist(), strict=True):
+                blobs.setdefault(bucket, []).append(blob)
+        for bucket in sorted(blobs):
+            parts = StoryParts({t: Path(d) for t, d in directories.items()}, f"{bucket:05d}")
+            tell_into(read_bucket(blobs.pop(bucket)), moves, rule, parts)
+            if parts.findings:
+                yield pa.RecordBatch.from_pydict({"finding": [json.dumps(f, default=str) for f in parts.findings]})
 
-    from pyspark.sql import Window
-
-    # Client lines that do not name their group take the one the same client named last.
-    filled = events
-    if fill_groups:
-        named_last = Window.partitionBy("source", "client_id").orderBy("seq").rowsBetween(Window.unboundedPreceding, 0)
-        filled = events.withColumn("group", F.when(
-            _group_to_fill(), F.last("group", ignorenulls=True).over(named_last)).otherwise(F.col("group")))
-    grouped = filled.where(F.col("kind").isNotNull() & F.col("group").isNotNull())
-    by_group = (grouped.repartition(partitions, "cluster", "group") if partitions
-                else grouped.repartition("cluster", "group"))
-    ordered = by_group.sortWithinPartitions("cluster", "group", "source", "seq")
-    return ordered.mapInArrow(tell_stream, story_ddl())
-
-
-def _group_to_fill() -> Any:
-    from pyspark.sql import functions as F
-
-    return F.col("group").isNull() & (F.col("side") == "client") & F.col("client_id").isNotNull()
+    return streams.repartition(buckets, "bucket").mapInArrow(run_task, "`finding` string")
 
 
 class Stopwatch:
@@ -243,94 +208,85 @@ class Stopwatch:
 
 def _run_spark(spark: Any, files: list[str], clusters: dict[str, str], rule: StormRule, out: Any,
                progress: bool | None, watch: Stopwatch, syslog_reference_ms: int) -> dict:
-    from pyspark.sql import Observation
-    from pyspark.sql import functions as F
+    import pyarrow.dataset as ds
 
-    from kafka_rebalance.pipeline.logparse.tables import CLUSTER_KINDS
+    from kafka_rebalance.pipeline.logparse.exchange import SplitFacts, bucket_count, fill_chains
+    from kafka_rebalance.pipeline.logparse.tables import STORY_TABLES, frame, write_frame
     from kafka_rebalance.pipeline.spark import spark_progress
 
-    observation = Observation("lines")
-    per_file = [] if len(files) == 1 else [
-        F.sum(F.when(F.col("source") == name, F.col("lines"))).alias(f"lines_{i}")
-        for i, name in enumerate(files[:PER_FILE_LINE_COUNTS])]
-    scanned = scan_events(spark, files, clusters, syslog_reference_ms).observe(
-        observation, F.sum("lines").alias("lines_read"), F.count("kind").alias("events"),
-        F.count(F.when(F.col("kind").isNotNull() & _group_to_fill(), 1)).alias("groups_to_fill"), *per_file)
-    events_path = str(out.path("events"))
+    events_dir = out.path("events")
+    exchange_path = out.staging / "exchange.tmp"
+    total = sum(os.path.getsize(name) for name in files)
+    buckets = bucket_count(total, spark.sparkContext.defaultParallelism)
+    inherited: dict[int, dict[str, str]] = {}
     with spark_progress(spark, "reading logs", enabled=progress):
-        scanned.where(F.col("lines").isNull()).drop("lines").write.parquet(events_path)
+        while True:
+            scan_splits(spark, files, clusters, syslog_reference_ms, events_dir, buckets, inherited).write.mode(
+                "overwrite").option("compression", "none").parquet(str(exchange_path))
+            exchange = ds.dataset(str(exchange_path), format="parquet")
+            facts = [SplitFacts.from_json(text) for batch in exchange.to_batches(
+                columns=["facts"], filter=ds.field("facts").is_valid()) for text in batch.column(0).to_pylist()]
+            wanted = fill_chains(facts)
+            # Client lines naming no group take the one their client named last, maybe in the
+            # split before: known only now, so those splits are read again, told what it was.
+            if not wanted or inherited:
+                break
+            inherited = wanted
     watch.lap("read and parse (Spark)")
-    counts = observation.get
-    lines_read = int(counts.get("lines_read") or 0)
-    event_count = int(counts.get("events") or 0)
-    parsed = spark.read.parquet(events_path)
-    events = parsed.where(F.col("kind").isNotNull())
     moves: dict[str, list[dict]] = {}
-    for row in events.where(F.col("kind").isin(*CLUSTER_KINDS)).select("cluster", "partition", "time_ms", "line",
-                                                                     "source", "seq").collect():
-        moves.setdefault(row["cluster"], []).append(row.asDict())
+    for split in sorted(facts, key=lambda f: (files.index(f.source), f.start)):
+        for move in split.moves:
+            moves.setdefault(move["cluster"], []).append(move)
     with spark_progress(spark, "rebuilding rebalances", enabled=progress):
-        # The story rows are few (one per rebalance, member event, cause): one Spark job writes
-        # them all, typed, then the driver streams each table's rows into its own Parquet.
-        rows_path = out.staging / "story-rows.tmp"
-        story_rows(events, moves, rule, fill_groups=int(counts.get("groups_to_fill") or 0) > 0,
-                   partitions=spark.sparkContext.defaultParallelism).write.parquet(str(rows_path))
-        findings = write_story_tables(out, rows_path)
-        groups = len(findings)  # one per group told
-        watch.lap("stories and tables (Spark)")
-        unrecognised = parsed.where(F.col("kind").isNull()).groupBy("cluster", "source", "shape").agg(
-            F.count(F.lit(1)).alias("count"), F.first("line").alias("sample")).orderBy(F.desc("count"))
-        unrecognised.write.parquet(str(out.path("unrecognised")))
-        coverage_rows = parsed.groupBy("source", "cluster").agg(
-            F.sum((F.col("side") == "broker").cast("long")).alias("broker_lines"),
-            F.sum((F.col("side") == "client").cast("long")).alias("client_lines"),
-            F.sum(F.col("kind").isNull().cast("long")).alias("unrecognised_lines"),
-            F.min("time_ms").alias("first_ms"), F.max("time_ms").alias("last_ms")).collect()
-    watch.lap("counts and coverage (Spark)")
-    seen = {r["source"]: r.asDict() for r in coverage_rows}
+        # Each story task writes its bucket's part of every story table; only the findings (one
+        # per group, for the advice) come back to the driver.
+        story_dirs = {table: out.path(table) for table in STORY_TABLES}
+        streams = spark.read.parquet(str(exchange_path)).where("blob is not null").select("bucket", "blob")
+        findings = sorted((json.loads(row[0]) for row in tell_buckets(streams, moves, rule, buckets, story_dirs).collect()),
+                          key=lambda f: (f["cluster"], f["group"]))
+        for table, directory in story_dirs.items():
+            if not any(directory.glob("*.parquet")):
+                write_frame(frame(table, []), directory, table)
+    watch.lap("stories and tables (Spark)")
+    _write_unrecognised(out, facts, files)
+    coverage = _coverage(facts, files, clusters)
+    watch.lap("counts and coverage")
+    unreadable = [(f.source, f.unreadable) for f in facts if f.unreadable]
+    return {"findings": findings, "coverage": coverage, "lines_read": sum(f.lines for f in facts),
+            "events": sum(f.events for f in facts), "groups": len(findings), "samples": [], "unreadable": unreadable}
+
+
+def _write_unrecognised(out: Any, facts: list[SplitFacts], files: list[str]) -> None:
+    """Unrecognised shapes per (cluster, source): counts summed over splits, the first line as
+    the sample; most frequent first, then in file order (as the local engine lists them)."""
+    from kafka_rebalance.pipeline.logparse.tables import frame, write_frame
+
+    merged: dict[tuple[str, str, str], list] = {}
+    for split in sorted(facts, key=lambda f: (files.index(f.source), f.start)):
+        for shape, (count, seq, line) in split.unrecognised.items():
+            key = (split.cluster, split.source, shape)
+            if key in merged:
+                merged[key][0] += count
+            else:
+                merged[key] = [count, (files.index(split.source), seq), line]
+    rows = [{"cluster": c, "source": s, "shape": shape, "count": count, "sample": line}
+            for (c, s, shape), (count, _, line) in sorted(merged.items(), key=lambda kv: (-kv[1][0], kv[1][1]))]
+    write_frame(frame("unrecognised", rows), out.path("unrecognised"), "unrecognised")
+
+
+def _coverage(facts: list[SplitFacts], files: list[str], clusters: dict[str, str]) -> list[dict]:
     coverage = []
-    for index, name in enumerate(files):
-        row = seen.get(name) or {
-            "source": name, "cluster": _cluster_for(name, clusters), "broker_lines": 0, "client_lines": 0,
-            "unrecognised_lines": 0, "first_ms": None, "last_ms": None}
-        row = {k: (int(v) if isinstance(v, int | float) and v is not None else v) for k, v in row.items()}
-        row["source"] = name
-        counted = lines_read if len(files) == 1 else counts.get(f"lines_{index}")
-        row["lines"] = int(counted) if counted is not None else None
-        coverage.append(row)
-    return {"findings": findings, "coverage": coverage, "lines_read": lines_read, "events": event_count,
-            "groups": groups, "samples": []}
-
-
-def write_story_tables(out: Any, rows_path: Path) -> list[dict]:
-    """The story rows Spark wrote (``tables.story_arrow_schema``) -> one Parquet file per story
-    table, streamed batch by batch with Arrow compute (memory stays bounded); returns the
-    findings (one per group)."""
-    import pyarrow.dataset as ds
-    import pyarrow.parquet as pq
-
-    from kafka_rebalance.pipeline.logparse.tables import (
-        STORY_KEY,
-        STORY_PAYLOAD,
-        STORY_TABLES,
-        TABLES,
-        arrow_schema,
-        story_table_batch,
-    )
-
-    rows = ds.dataset(str(rows_path), format="parquet")
-    for table in STORY_TABLES:
-        directory = out.path(table)
-        directory.mkdir(parents=True, exist_ok=True)
-        fields = list(dict.fromkeys(story_field for _, _, story_field in TABLES[table]))
-        with pq.ParquetWriter(directory / "part-00000.parquet", arrow_schema(table)) as writer:
-            for batch in rows.to_batches(columns=fields, filter=ds.field(STORY_KEY) == table):
-                if batch.num_rows:
-                    writer.write_batch(story_table_batch(table, batch))
-    findings = []
-    for batch in rows.to_batches(columns=[STORY_PAYLOAD], filter=ds.field(STORY_KEY) == "findings"):
-        findings.extend(json.loads(payload) for payload in batch.column(0).to_pylist())
-    return findings
+    for name in files:
+        mine = [f for f in facts if f.source == name]
+        firsts = [f.first_ms for f in mine if f.first_ms is not None]
+        lasts = [f.last_ms for f in mine if f.last_ms is not None]
+        coverage.append({"source": name, "cluster": _cluster_for(name, clusters),
+                         "broker_lines": sum(f.broker_lines for f in mine),
+                         "client_lines": sum(f.client_lines for f in mine),
+                         "unrecognised_lines": sum(f.unrecognised_lines for f in mine),
+                         "first_ms": min(firsts) if firsts else None, "last_ms": max(lasts) if lasts else None,
+                         "lines": sum(f.lines for f in mine)})
+    return coverage
 
 
 def _cluster_for(source: str, clusters: dict[str, str]) -> str:
@@ -401,6 +357,7 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
                 if temporary is not None:
                     os.unlink(temporary)
             frames = report.read_tables(out.staging)
+            skipped.extend(facts["unreadable"])
         advice_items = advice.advise(facts["findings"], storm_rule)
         summary = _summary(facts, frames, files, chosen, advice_items, skipped)
         summary["syslog_until"] = datetime.fromtimestamp(syslog_until_ms / 1000, UTC).isoformat(timespec="seconds")

@@ -58,65 +58,103 @@ _LEVEL = re.compile(SHAPE_LEVEL)
 _SHAPE_SUBS = tuple((re.compile(p), r) for p, r in SHAPE_SUBSTITUTIONS)
 
 
-def _candidates(text: str) -> Iterator[Message]:
-    for message in MESSAGES:
-        if message.marker in text:
-            yield message
+_FLAGS = frozenset(("pending", "rejoin"))
+
+
+class _Plan:
+    """What parsing needs of one ``Message``, worked out once: its regex, and per capture group
+    (in group order, as ``groupdict`` lists them) the event field it fills or None."""
+
+    __slots__ = ("message", "marker", "regex", "fields", "fixed", "longs")
+
+    def __init__(self, message: Message) -> None:
+        self.message = message
+        self.marker = message.marker
+        self.regex = message.compiled()
+        names = sorted(self.regex.groupindex, key=self.regex.groupindex.__getitem__)
+        assert len(names) == self.regex.groups, f"unnamed group in {message.pattern!r}"
+        fields = (_ALIASES.get(name, name) for name in names)
+        self.fields = tuple(name if name in _KEEP or name == "thread" else None for name in fields)
+        # pending and rejoin only ever come from ``fixed``: stored as booleans at once
+        assert not _FLAGS & set(self.fields), f"a boolean field captured as text in {message.pattern!r}"
+        self.fixed = tuple((name, value == "true" if name in _FLAGS else value) for name, value in message.fixed.items())
+        # the long fields a line of this message can carry as text (time_ms is already a number)
+        self.longs = tuple(dict.fromkeys(name for name in (*self.fields, *message.fixed, "broker", "partition")
+                                         if name in _LONGS and name != "time_ms"))
+
+
+_PLANS: tuple[_Plan, ...] = tuple(_Plan(message) for message in MESSAGES)
+
+
+def _match(text: str) -> tuple[_Plan, re.Match[str]] | None:
+    for plan in _PLANS:
+        if plan.marker in text:
+            match = plan.regex.search(text)
+            if match is not None:
+                return plan, match
+    return None
 
 
 def match_message(text: str) -> tuple[Message, re.Match[str]] | None:
-    stripped = layout_strip_logger(text)
-    for message in _candidates(stripped):
-        match = message.compiled().search(stripped)
-        if match is not None:
-            return message, match
-    return None
+    found = _match(layout_strip_logger(text))
+    return None if found is None else (found[0].message, found[1])
 
 
 def layout_strip_logger(text: str) -> str:
     """Without log4j's trailing ``(logger.Name)``: greedy fields (reasons) must stop before it."""
-    return LOGGER_SUFFIX.sub("", text) if text.endswith(")") else text
+    if not text.endswith(")"):
+        return text
+    # The suffix holds no '(' and ends the text: it can only start one character before the last '('.
+    start = text.rfind("(") - 1
+    if start < 0:
+        return text
+    suffix = text[start:]
+    is_logger = _LOGGER_SUFFIXES.get(suffix)
+    if is_logger is None:
+        if len(_LOGGER_SUFFIXES) >= _LOGGER_SUFFIXES_KEPT:
+            _LOGGER_SUFFIXES.clear()
+        is_logger = _LOGGER_SUFFIXES[suffix] = LOGGER_SUFFIX.match(suffix) is not None
+    return text[:start] if is_logger else text
 
 
-def _as_long(value: str | None) -> int | None:
-    if value is None or value == "":
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        return None
+# Whether a line's last parenthesis is a logger name: a log has a few dozen loggers.
+_LOGGER_SUFFIXES: dict[str, bool] = {}
+_LOGGER_SUFFIXES_KEPT = 1024
 
 
 def parse_line(raw: str) -> dict[str, Any] | None:
     """A raw line -> an event dict (``EVENT_COLUMNS`` minus source/seq/cluster), or None when
     the line holds no known message."""
-    if not passes_gate(raw):
-        return None
+    return _parse_gated(raw) if passes_gate(raw) else None
+
+
+def _parse_gated(raw: str) -> dict[str, Any] | None:
+    """``parse_line`` for a line known to pass the gate."""
     text, envelope_time, _ = layout.unwrap(raw)
-    found = match_message(text)
+    found = _match(layout_strip_logger(text))
     if found is None:
         return None
-    message, match = found
+    plan, match = found
+    message = plan.message
     event: dict[str, Any] = {"kind": message.kind, "side": message.side, "library": message.library}
-    for name, value in match.groupdict().items():
-        if value is None:
-            continue
-        name = _ALIASES.get(name, name)
-        if name in _KEEP or name == "thread":
+    for name, value in zip(plan.fields, match.groups(), strict=True):
+        if value is not None and name is not None:
             event[name] = value
-    for name, value in message.fixed.items():
+    for name, value in plan.fixed:
         event.setdefault(name, value)
     prefix = text[: match.start()]
     time_ms = layout.find_time(prefix)
     event["time_ms"] = time_ms if time_ms is not None else envelope_time
     _context(event, text, prefix)
-    for name in _LONGS & event.keys():
-        event[name] = _as_long(event[name])
-    for name in ("pending", "rejoin"):
+    for name in plan.longs:
         if name in event:
-            event[name] = event[name] == "true"
-    if event.get("member") and event["member"].endswith((".", ",")):
-        event["member"] = event["member"].rstrip(".,")
+            try:  # text: only fields with a value are set, and numbers are not converted twice
+                event[name] = int(event[name])
+            except ValueError:
+                event[name] = None
+    member = event.get("member")
+    if member and member.endswith((".", ",")):
+        event["member"] = member.rstrip(".,")
     event["line"] = text.strip()[:LINE_CAP]
     return event
 
@@ -128,9 +166,9 @@ def _context(event: dict[str, Any], text: str, prefix: str) -> None:
     if event["side"] == "broker":
         broker = BROKER_PREFIX.search(prefix)
         if broker:
-            event["broker"] = broker.group("broker")
-            if broker.group("partition") and not event.get("partition"):
-                event["partition"] = broker.group("partition")
+            event["broker"], partition = broker.group("broker", "partition")
+            if partition and not event.get("partition"):
+                event["partition"] = partition
         return
     java = JAVA_CLIENT_PREFIX.search(prefix)
     if java:
@@ -165,13 +203,24 @@ def _context(event: dict[str, Any], text: str, prefix: str) -> None:
 
 def passes_gate(raw: str) -> bool:
     """The Spark job's JVM prefilter, in Python: both engines read exactly the same lines."""
-    return any(g in raw for g in GATE_SUBSTRINGS) and not any(n in raw for n in NOISE_SUBSTRINGS)
+    for phrase in GATE_SUBSTRINGS:
+        if phrase in raw:
+            break
+    else:
+        return False
+    for phrase in NOISE_SUBSTRINGS:  # noqa: SIM110 (all() over a generator costs more, on every gated line)
+        if phrase in raw:
+            return False
+    return True
 
 
 def relevant(raw: str) -> bool:
     """Does the line look like it is about group membership (for the unrecognised table)?"""
-    return (passes_gate(raw) and bool(RELEVANT.search(raw)) and bool(LOG_LIKE.search(raw))
-            and not IGNORED_PATTERN.search(raw))
+    return passes_gate(raw) and _relevant_gated(raw)
+
+
+def _relevant_gated(raw: str) -> bool:
+    return bool(RELEVANT.search(raw)) and bool(LOG_LIKE.search(raw)) and not IGNORED_PATTERN.search(raw)
 
 
 def shape(raw: str) -> str:
@@ -203,14 +252,17 @@ def parse_numbered(lines: Iterable[tuple[int, str, bool]], source: str = "-", cl
     the line before it (its own split reads it)."""
     pending: tuple[int, str] | None = None
     for seq, raw, owned in lines:
-        if layout.is_fence(raw):
-            continue
         if pending is not None:
+            if layout.is_fence(raw):
+                continue
             first_seq, first = pending
             pending = None
-            if not _starts_new_line(layout.clean(raw).lstrip()):
+            follower = layout.clean(raw)
+            if not _starts_new_line(follower.lstrip()):
+                head = layout.clean(first)
+                tail = follower.strip()
                 for joiner in ("", " "):
-                    event = parse_line(layout.clean(first) + joiner + layout.clean(raw).strip())
+                    event = parse_line(head + joiner + tail)
                     if event is not None:
                         yield _finish(event, source, first_seq, cluster, line_numbers)
                         break
@@ -220,19 +272,23 @@ def parse_numbered(lines: Iterable[tuple[int, str, bool]], source: str = "-", cl
                         yield from _unrecognised(raw, source, seq, cluster)
                 continue
             yield from _unrecognised(first, source, first_seq, cluster)
-        if not owned:
+        # Most lines are the followers scan hands over only for joining: with no line waiting
+        # to be joined, one that fails the gate can neither be read nor matter.
+        if not owned or not passes_gate(raw) or layout.is_fence(raw):
             continue
-        event = parse_line(raw)
+        event = _parse_gated(raw)
         if event is not None:
             yield _finish(event, source, seq, cluster, line_numbers)
-        elif relevant(raw):
+        elif _relevant_gated(raw):
             pending = (seq, raw)
     if pending is not None:
         yield from _unrecognised(pending[1], source, pending[0], cluster)
 
 
 def _finish(event: dict[str, Any], source: str, seq: int, cluster: str, line_numbers: bool) -> dict[str, Any]:
-    event.update(source=source, seq=seq, cluster=cluster)
+    event["source"] = source
+    event["seq"] = seq
+    event["cluster"] = cluster
     if line_numbers:
         event["line_no"] = seq + 1
     return event

@@ -144,27 +144,9 @@ def _timestamp(epoch_ms: Any) -> Any:
 def arrow_schema(table: str) -> Any:
     import pyarrow as pa
 
-    types = {STRING: pa.string(), LONG: pa.int64(), DOUBLE: pa.float64(), BOOL: pa.bool_(),
-             TIME: pa.timestamp("ms"), STRINGS: pa.list_(pa.string())}
     if table == "events":
-        return pa.schema([(name, types[kind]) for name, kind in (*EVENT_COLUMNS, ("shape", STRING))])
-    return pa.schema([(column, types[kind]) for column, kind, _ in TABLES[table]])
-
-
-def _story_fields() -> dict[str, str]:
-    """Every story table's fields in one namespace (a field has one type in every table)."""
-    fields: dict[str, str] = {}
-    for table in STORY_TABLES:
-        for _, kind, story_field in TABLES[table]:
-            fields.setdefault(story_field, LONG if kind == TIME else kind)
-    return fields
-
-
-STORY_FIELDS = _story_fields()
-# Story rows leave the Spark workers as one wide Arrow row each: ``table`` names the table, the
-# fields of every table are typed columns (null where another table's), and ``payload`` holds
-# the JSON of the one row per group that is not a table (``findings``, nested, for the advice).
-STORY_KEY, STORY_PAYLOAD = "table", "payload"
+        return pa.schema([(name, _arrow_type(kind)) for name, kind in (*EVENT_COLUMNS, ("shape", STRING))])
+    return pa.schema([(column, _arrow_type(kind)) for column, kind, _ in TABLES[table]])
 
 
 def _arrow_type(kind: str) -> Any:
@@ -174,41 +156,17 @@ def _arrow_type(kind: str) -> Any:
             TIME: pa.timestamp("ms"), STRINGS: pa.list_(pa.string())}[kind]
 
 
-def story_arrow_schema() -> Any:
-    import pyarrow as pa
-
-    return pa.schema([(STORY_KEY, pa.string()), (STORY_PAYLOAD, pa.string()),
-                      *((name, _arrow_type(kind)) for name, kind in STORY_FIELDS.items())])
-
-
-def story_ddl() -> str:
-    types = {STRINGS: "array<string>", LONG: "bigint"}
-    return ", ".join([f"`{STORY_KEY}` string", f"`{STORY_PAYLOAD}` string",
-                      *(f"`{name}` {types.get(kind, kind)}" for name, kind in STORY_FIELDS.items())])
-
-
-def story_batch(table: str, rows: list[dict]) -> Any:
-    """One story table's rows as a batch of ``story_arrow_schema`` (built on the workers)."""
-    import pyarrow as pa
-
-    schema = story_arrow_schema()
-    own = {story_field for _, _, story_field in TABLES[table]}
-    narrow = pa.RecordBatch.from_pylist(rows, schema=pa.schema([schema.field(f) for f in STORY_FIELDS if f in own]))
-    count = len(rows)
-    arrays = [pa.array([table] * count, pa.string()), pa.nulls(count, pa.string())]
-    arrays += [narrow.column(name) if name in own else pa.nulls(count, schema.field(name).type) for name in STORY_FIELDS]
-    return pa.RecordBatch.from_arrays(arrays, schema=schema)
-
-
-def story_table_batch(table: str, wide: Any) -> Any:
-    """A batch of ``story_arrow_schema`` rows of ``table`` -> the table's own columns and types
-    (``frame``'s conversions: times from epoch ms, missing lists as empty lists)."""
+def story_table_batch(table: str, rows: list[dict]) -> Any:
+    """One story table's rows (story fields, times as epoch ms) -> a batch of the table's own
+    columns and types (``frame``'s conversions: times from epoch ms, missing lists as empty)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    fields = {story_field: LONG if kind == TIME else kind for _, kind, story_field in TABLES[table]}
+    narrow = pa.RecordBatch.from_pylist(rows, schema=pa.schema([(f, _arrow_type(k)) for f, k in fields.items()]))
     arrays = []
     for _, kind, story_field in TABLES[table]:
-        values = wide.column(story_field)
+        values = narrow.column(story_field)
         if kind == TIME:
             values = values.cast(pa.timestamp("ms"))
         elif kind == STRINGS:

@@ -1,0 +1,298 @@
+"""What the Spark engine's tasks do, in plain Python: a scan task turns its byte ranges into the
+``events`` table, per-split facts and the story's events in buckets; a story task tells the
+stories of one bucket. ``pipeline/logs.py`` only schedules them.
+
+Handing every event to the JVM as rows (to write them, shuffle them by group, sort them and
+hand them back) cost twice the parsing itself. So a scan task writes its own part of the
+``events`` table (pyarrow), and passes the events the stories need on as a few large values:
+one Arrow IPC stream (lz4) per bucket of groups, which Spark moves between the two jobs as
+opaque bytes. A story task reads its bucket's streams, sorts them with Arrow and tells each
+group's story. What the driver needs from a split (line counts, coverage, unrecognised shapes,
+coordinator moves, the last group each client named) is a small JSON document beside them.
+
+Memory: a scan task holds one compressed stream per bucket, at most ``BLOB_BYTES`` each before
+it is passed on; a story task holds one bucket's events (``bucket_count`` keeps a bucket to
+about ``BUCKET_INPUT_BYTES`` of log text).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kafka_rebalance.pipeline.logparse.parse import parse_numbered
+from kafka_rebalance.pipeline.logparse.scan import ScanCounts, Split, scan
+from kafka_rebalance.pipeline.logparse.story import StormRule, tell
+from kafka_rebalance.pipeline.logparse.tables import (
+    CLUSTER_KINDS,
+    STORY_TABLES,
+    arrow_schema,
+    fill_client_group,
+    story_table_batch,
+)
+
+ARROW_BATCH_ROWS = 10_000
+STORY_BATCH_ROWS = 20_000
+BLOB_BYTES = 64 * 1024 * 1024
+BUCKET_INPUT_BYTES = 512 * 1024 * 1024
+# Fields of a coordinator move that the stories read (``story.GroupStory``).
+MOVE_FIELDS = ("cluster", "partition", "time_ms", "line", "source", "seq")
+SORT_KEYS = [("cluster", "ascending"), ("group", "ascending"), ("source", "ascending"), ("seq", "ascending")]
+
+
+def bucket_count(total_bytes: int, parallelism: int) -> int:
+    """Buckets of groups for the story job: one per core, more when the input is large."""
+    return max(parallelism, -(-total_bytes // BUCKET_INPUT_BYTES))
+
+
+def bucket_of(cluster: str, group: str, buckets: int) -> int:
+    """The same bucket in every process (Python's own ``hash`` of a str is salted per process)."""
+    return zlib.crc32(f"{cluster}\x00{group}".encode()) % buckets
+
+
+@dataclass
+class SplitFacts:
+    """What the driver needs from one split (JSON between the scan task and the driver)."""
+
+    index: int
+    source: str
+    cluster: str
+    start: int
+    lines: int = 0
+    events: int = 0
+    broker_lines: int = 0
+    client_lines: int = 0
+    unrecognised_lines: int = 0
+    first_ms: int | None = None
+    last_ms: int | None = None
+    # shape -> [count, seq of its first line, that line]
+    unrecognised: dict[str, list] = field(default_factory=dict)
+    moves: list[dict] = field(default_factory=list)
+    # client -> the group it named last in this split (for lines of the next split naming none)
+    named_last: dict[str, str] = field(default_factory=dict)
+    # client lines naming no group, before their client named one in this split
+    unfilled: list[str] = field(default_factory=list)
+    unreadable: str | None = None
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), default=str)
+
+    @classmethod
+    def from_json(cls, text: str) -> SplitFacts:
+        return cls(**json.loads(text))
+
+
+class _Buckets:
+    """One compressed Arrow stream per bucket, passed on when it grows past ``BLOB_BYTES``."""
+
+    def __init__(self, schema: Any, buckets: int):
+        import pyarrow as pa
+
+        self._schema = schema
+        self._options = pa.ipc.IpcWriteOptions(compression="lz4")
+        self._streams: dict[int, tuple[io.BytesIO, Any]] = {}
+        self.buckets = buckets
+
+    def add(self, bucket: int, batch: Any) -> Iterator[tuple[int, bytes]]:
+        import pyarrow as pa
+
+        if bucket not in self._streams:
+            sink = io.BytesIO()
+            self._streams[bucket] = (sink, pa.ipc.new_stream(sink, self._schema, options=self._options))
+        sink, writer = self._streams[bucket]
+        writer.write_batch(batch)
+        if sink.tell() >= BLOB_BYTES:
+            yield self._close(bucket)
+
+    def _close(self, bucket: int) -> tuple[int, bytes]:
+        sink, writer = self._streams.pop(bucket)
+        writer.close()
+        return bucket, sink.getvalue()
+
+    def drain(self) -> Iterator[tuple[int, bytes]]:
+        for bucket in sorted(self._streams):
+            yield self._close(bucket)
+
+
+def read_split(split: Split, index: int, cluster: str, buckets: int, events_dir: Path,
+               inherited: dict[str, str] | None = None) -> Iterator[tuple[int, bytes] | SplitFacts]:
+    """Parse one split: write its part of the ``events`` table into ``events_dir``, yield
+    ``(bucket, Arrow IPC stream)`` for the events the stories read, then the split's facts.
+    ``inherited``: the group each client named last before this split (see ``fill_chains``)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = arrow_schema("events")
+    facts = SplitFacts(index, split.path, cluster, split.start)
+    counts = ScanCounts()
+    last_group = dict(inherited or {})
+    pending: list[dict] = []
+    routed: dict[int, list[int]] = {}
+    bucket_cache: dict[str, int] = {}
+    streams = _Buckets(schema, buckets)
+    events_dir.mkdir(parents=True, exist_ok=True)
+    final = events_dir / f"part-{index:05d}.parquet"
+    staged = events_dir / f".part-{index:05d}.{os.getpid()}.tmp"
+
+    def flush(writer: Any) -> Iterator[tuple[int, bytes]]:
+        batch = pa.RecordBatch.from_pylist(pending, schema=schema)
+        writer.write_batch(batch)
+        for bucket, rows in routed.items():
+            yield from streams.add(bucket, batch.take(pa.array(rows, pa.int32())))
+        pending.clear()
+        routed.clear()
+
+    with pq.ParquetWriter(staged, schema) as writer:
+        try:
+            for record in parse_numbered(scan(split, counts), split.path, cluster):
+                _count(record, facts, last_group)
+                group = record.get("group")
+                if record["kind"] is not None and group:
+                    bucket = bucket_cache.get(group)
+                    if bucket is None:
+                        bucket = bucket_cache[group] = bucket_of(cluster, group, buckets)
+                    routed.setdefault(bucket, []).append(len(pending))
+                pending.append(record)
+                if len(pending) >= ARROW_BATCH_ROWS:
+                    yield from flush(writer)
+            if pending:
+                yield from flush(writer)
+        except (OSError, EOFError, ValueError) as exc:  # a truncated or corrupt .gz
+            # As the local engine does: nothing of an unreadable file is kept but its line count.
+            facts = SplitFacts(index, split.path, cluster, split.start, unreadable=f"unreadable: {exc}")
+            streams = _Buckets(schema, buckets)
+    if facts.unreadable:
+        pq.write_table(schema.empty_table(), staged)
+    os.replace(staged, final)
+    yield from streams.drain()
+    facts.lines = counts.lines
+    yield facts
+
+
+def _count(record: dict, facts: SplitFacts, last_group: dict[str, str]) -> None:
+    """Fill a client line's group and add the record to the split's facts (as ``analyse_local``
+    does per file)."""
+    if record["kind"] is None:
+        facts.unrecognised_lines += 1
+        shape = facts.unrecognised.get(record["shape"])
+        if shape is None:
+            facts.unrecognised[record["shape"]] = [1, record["seq"], record["line"]]
+        else:
+            shape[0] += 1
+        return
+    client = record.get("client_id")
+    if (record.get("side") == "client" and client and not record.get("group") and client not in last_group
+            and client not in facts.unfilled):
+        facts.unfilled.append(client)
+    before = last_group.get(client) if client else None
+    fill_client_group(record, last_group)
+    if client and record.get("group") and last_group.get(client) != before:
+        facts.named_last[client] = last_group[client]
+    facts.events += 1
+    if record["side"] == "broker":
+        facts.broker_lines += 1
+    elif record["side"] == "client":
+        facts.client_lines += 1
+    at = record.get("time_ms")
+    if at is not None:
+        facts.first_ms = at if facts.first_ms is None else min(facts.first_ms, at)
+        facts.last_ms = at if facts.last_ms is None else max(facts.last_ms, at)
+    if record["kind"] in CLUSTER_KINDS:
+        facts.moves.append({name: record.get(name) for name in MOVE_FIELDS})
+
+
+def fill_chains(facts: list[SplitFacts]) -> dict[int, dict[str, str]]:
+    """Splits whose client lines name no group before their client names one, and the group
+    that client named last in the splits before (same file): what ``read_split`` needs to fill
+    them as reading the file from its start would. Empty when no split needs it."""
+    needed: dict[int, dict[str, str]] = {}
+    carried: dict[str, str] = {}
+    previous: SplitFacts | None = None
+    for split in sorted(facts, key=lambda f: (f.source, f.start)):
+        if previous is None or previous.source != split.source:
+            carried = {}
+        wanted = {client: carried[client] for client in split.unfilled if client in carried}
+        if wanted:
+            needed[split.index] = dict(carried)
+        carried = {**carried, **split.named_last}
+        previous = split
+    return needed
+
+
+def read_bucket(blobs: Iterable[bytes]) -> Any:
+    """A bucket's Arrow IPC streams -> one table sorted by (cluster, group, source, seq)."""
+    import pyarrow as pa
+
+    tables = [pa.ipc.open_stream(blob).read_all() for blob in blobs]
+    return pa.concat_tables(tables).sort_by(SORT_KEYS)
+
+
+def tell_bucket(table: Any, moves: dict[str, list[dict]], rule: StormRule
+                ) -> Iterator[tuple[str, list[dict]]]:
+    """One sorted bucket -> ``(table, rows)`` per group and story table (``story.tell``)."""
+    keys = list(zip(table.column("cluster").to_pylist(), table.column("group").to_pylist(), strict=True))
+    start = 0
+    while start < len(keys):
+        end = start + 1
+        while end < len(keys) and keys[end] == keys[start]:
+            end += 1
+        cluster, group = keys[start]
+        records = table.slice(start, end - start).to_pylist()
+        yield from tell(cluster, group, records, moves.get(cluster), rule).items()
+        start = end
+
+
+class StoryParts:
+    """One part file per story table (``<table>/part-<name>.parquet``), written batch by batch
+    and moved into place on ``close`` (a retried task writes the same names again)."""
+
+    def __init__(self, directories: dict[str, Path], name: str):
+        self._directories = directories
+        self._name = name
+        self._pending: dict[str, list[dict]] = {table: [] for table in STORY_TABLES}
+        self._writers: dict[str, Any] = {}
+        self.findings: list[dict] = []
+
+    def add(self, table: str, rows: list[dict]) -> None:
+        if table == "findings":
+            self.findings.extend(rows)
+            return
+        pending = self._pending[table]
+        pending.extend(rows)
+        if len(pending) >= STORY_BATCH_ROWS:
+            self._flush(table)
+
+    def _staged(self, table: str) -> Path:
+        return self._directories[table] / f".part-{self._name}.{os.getpid()}.tmp"
+
+    def _flush(self, table: str) -> None:
+        import pyarrow.parquet as pq
+
+        rows = self._pending[table]
+        if not rows:
+            return
+        if table not in self._writers:
+            self._directories[table].mkdir(parents=True, exist_ok=True)
+            self._writers[table] = pq.ParquetWriter(self._staged(table), arrow_schema(table))
+        self._writers[table].write_batch(story_table_batch(table, rows))
+        rows.clear()
+
+    def close(self) -> None:
+        for table in STORY_TABLES:
+            self._flush(table)
+        for table, writer in self._writers.items():
+            writer.close()
+            os.replace(self._staged(table), self._directories[table] / f"part-{self._name}.parquet")
+
+
+def tell_into(table: Any, moves: dict[str, list[dict]], rule: StormRule, parts: StoryParts) -> None:
+    """One sorted bucket's stories into ``parts``."""
+    for name, rows in tell_bucket(table, moves, rule):
+        parts.add(name, rows)
+    parts.close()
