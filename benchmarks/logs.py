@@ -35,17 +35,42 @@ def tree_cpu_seconds() -> float:
     JVM, Spark's Python workers), from /proc: a figure that, unlike wall time, does not depend
     on what else the shared cores are doing."""
     ticks = os.sysconf("SC_CLK_TCK")
-    parents: dict[int, int] = {}
-    used: dict[int, float] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    used = 0.0
+    for pid in _tree_pids():
         try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        parents[int(entry.name)] = int(fields[1])
-        used[int(entry.name)] = (int(fields[11]) + int(fields[12])) / ticks
+        used += (int(fields[11]) + int(fields[12])) / ticks
+    return used
+
+
+def tree_peak_memory() -> dict[str, int]:
+    """Peak resident memory (VmHWM, bytes) of the largest live process of each kind in this
+    process tree: this driver, the JVM, Spark's Python workers."""
+    peaks: dict[str, int] = {}
+    for pid in _tree_pids():
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        kind = ("driver (Python)" if pid == os.getpid() else "JVM" if b"java" in command.split(b"\0")[0]
+                else "Python worker" if b"pyspark" in command else None)
+        for line in status.splitlines():
+            if kind and line.startswith("VmHWM:"):
+                peaks[kind] = max(peaks.get(kind, 0), int(line.split()[1]) * 1024)
+    return peaks
+
+
+def _tree_pids() -> set[int]:
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                continue
     mine = {os.getpid()}
     grew = True
     while grew:
@@ -54,7 +79,7 @@ def tree_cpu_seconds() -> float:
             if parent in mine and pid not in mine:
                 mine.add(pid)
                 grew = True
-    return sum(used.get(pid, 0.0) for pid in mine)
+    return mine
 
 
 def grep_seconds(log: Path) -> tuple[float, int]:
@@ -138,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
             started = time.perf_counter()
             run = run_logs(spark, [str(log)], str(out / f"spark-{attempt}"), engine="spark", progress=False)
             runs.append((time.perf_counter() - started, tree_cpu_seconds() - cpu_before, run.summary))
+        peaks = tree_peak_memory()
     finally:
         spark.stop()
     analysis_s, cpu_s, summary = runs[0]
@@ -167,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
             *((f"  {stage}", f"{seconds:.1f} s") for stage, seconds in again["seconds"].items()),
         ]
     rows += [
+        ("peak memory", ", ".join(f"{kind} {size / 2**20:,.0f} MiB" for kind, size in sorted(peaks.items()))),
         ("found", f"{summary['groups']:,} groups, {summary['rebalances']:,} rebalances "
                   f"({summary['open_rebalances']:,} open), {summary['member_failures']:,} failures, "
                   f"{summary['storms']:,} storms"),
