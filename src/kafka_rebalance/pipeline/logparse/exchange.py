@@ -28,7 +28,7 @@ from typing import Any
 
 from kafka_rebalance.pipeline.logparse.parse import parse_numbered
 from kafka_rebalance.pipeline.logparse.scan import ScanCounts, Split, scan
-from kafka_rebalance.pipeline.logparse.story import StormRule, tell
+from kafka_rebalance.pipeline.logparse.story import STORY_FIELDS, StormRule, tell
 from kafka_rebalance.pipeline.logparse.tables import (
     CLUSTER_KINDS,
     STORY_TABLES,
@@ -39,6 +39,7 @@ from kafka_rebalance.pipeline.logparse.tables import (
 
 ARROW_BATCH_ROWS = 10_000
 STORY_BATCH_ROWS = 20_000
+EVENT_SLICE_ROWS = 4096
 BLOB_BYTES = 64 * 1024 * 1024
 BUCKET_INPUT_BYTES = 512 * 1024 * 1024
 # Fields of a coordinator move that the stories read (``story.GroupStory``).
@@ -235,17 +236,33 @@ def read_bucket(blobs: Iterable[bytes]) -> Any:
 
 def tell_bucket(table: Any, moves: dict[str, list[dict]], rule: StormRule
                 ) -> Iterator[tuple[str, list[dict]]]:
-    """One sorted bucket -> ``(table, rows)`` per group and story table (``story.tell``)."""
-    keys = list(zip(table.column("cluster").to_pylist(), table.column("group").to_pylist(), strict=True))
-    start = 0
-    while start < len(keys):
-        end = start + 1
-        while end < len(keys) and keys[end] == keys[start]:
-            end += 1
-        cluster, group = keys[start]
-        records = table.slice(start, end - start).to_pylist()
-        yield from tell(cluster, group, records, moves.get(cluster), rule).items()
-        start = end
+    """One sorted bucket -> ``(table, rows)`` per group and story table (``story.tell``).
+
+    Events become dicts a slice of whole groups at a time (about ``EVENT_SLICE_ROWS``), column
+    by column: ``to_pylist`` per group cost more than telling the stories, and a whole bucket
+    of dicts would hold memory (and make every full garbage collection slower) for nothing.
+    A field the stories do not read, or one null in every event of the bucket, is left out:
+    the stories read such fields with ``get`` and see None."""
+    count = table.num_rows
+    names = [name for name in table.column_names
+             if name in STORY_FIELDS and (name == "kind" or table.column(name).null_count < count)]
+    clusters = table.column("cluster").to_pylist()
+    groups = table.column("group").to_pylist()
+    starts = [i for i in range(1, count) if groups[i] != groups[i - 1] or clusters[i] != clusters[i - 1]]
+    starts = [0, *starts, count] if count else []
+    first = 0
+    while first < len(starts) - 1:
+        last = first + 1
+        while last < len(starts) - 1 and starts[last] - starts[first] < EVENT_SLICE_ROWS:
+            last += 1
+        offset = starts[first]
+        part = table.slice(offset, starts[last] - offset)
+        events = [dict(zip(names, values, strict=True))
+                  for values in zip(*(part.column(name).to_pylist() for name in names), strict=True)]
+        for start, end in zip(starts[first:last], starts[first + 1:last + 1], strict=True):
+            yield from tell(clusters[start], groups[start], events[start - offset:end - offset],
+                            moves.get(clusters[start]), rule).items()
+        first = last
 
 
 class StoryParts:

@@ -160,18 +160,13 @@ def story_table_batch(table: str, rows: list[dict]) -> Any:
     """One story table's rows (story fields, times as epoch ms) -> a batch of the table's own
     columns and types (``frame``'s conversions: times from epoch ms, missing lists as empty)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    fields = {story_field: LONG if kind == TIME else kind for _, kind, story_field in TABLES[table]}
-    narrow = pa.RecordBatch.from_pylist(rows, schema=pa.schema([(f, _arrow_type(k)) for f, k in fields.items()]))
     arrays = []
     for _, kind, story_field in TABLES[table]:
-        values = narrow.column(story_field)
-        if kind == TIME:
-            values = values.cast(pa.timestamp("ms"))
-        elif kind == STRINGS:
-            values = pc.if_else(pc.is_null(values), pa.scalar([], values.type), values)
-        arrays.append(values)
+        values = [row.get(story_field) for row in rows]
+        if kind == STRINGS:
+            values = [value if value is not None else [] for value in values]
+        arrays.append(pa.array(values, _arrow_type(kind)))
     return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(table))
 
 
