@@ -238,14 +238,11 @@ def tell_bucket(table: Any, moves: dict[str, list[dict]], rule: StormRule
                 ) -> Iterator[tuple[str, list[dict]]]:
     """One sorted bucket -> ``(table, rows)`` per group and story table (``story.tell``).
 
-    Events become dicts a slice of whole groups at a time (about ``EVENT_SLICE_ROWS``), column
-    by column: ``to_pylist`` per group cost more than telling the stories, and a whole bucket
-    of dicts would hold memory (and make every full garbage collection slower) for nothing.
-    A field the stories do not read, or one null in every event of the bucket, is left out:
-    the stories read such fields with ``get`` and see None."""
+    Events become dicts a slice of whole groups at a time (about ``EVENT_SLICE_ROWS``): whole
+    columns to Python at once (``to_pylist`` per group cost more than telling the stories),
+    without holding a whole bucket of dicts (memory, and every full garbage collection would
+    walk them)."""
     count = table.num_rows
-    names = [name for name in table.column_names
-             if name in STORY_FIELDS and (name == "kind" or table.column(name).null_count < count)]
     clusters = table.column("cluster").to_pylist()
     groups = table.column("group").to_pylist()
     starts = [i for i in range(1, count) if groups[i] != groups[i - 1] or clusters[i] != clusters[i - 1]]
@@ -256,13 +253,35 @@ def tell_bucket(table: Any, moves: dict[str, list[dict]], rule: StormRule
         while last < len(starts) - 1 and starts[last] - starts[first] < EVENT_SLICE_ROWS:
             last += 1
         offset = starts[first]
-        part = table.slice(offset, starts[last] - offset)
-        events = [dict(zip(names, values, strict=True))
-                  for values in zip(*(part.column(name).to_pylist() for name in names), strict=True)]
+        events = _story_events(table.slice(offset, starts[last] - offset))
         for start, end in zip(starts[first:last], starts[first + 1:last + 1], strict=True):
             yield from tell(clusters[start], groups[start], events[start - offset:end - offset],
                             moves.get(clusters[start]), rule).items()
         first = last
+
+
+def _story_events(part: Any) -> list[dict]:
+    """A slice of events as dicts of the fields the stories read (``story.STORY_FIELDS``) and
+    that have a value: the stories read a field with ``get`` unless they know it has one."""
+    import pyarrow.compute as pc
+
+    size = part.num_rows
+    dense, sparse = [], []
+    for name in part.column_names:
+        if name in STORY_FIELDS:
+            nulls = part.column(name).null_count
+            if name == "kind" or 2 * nulls < size:
+                dense.append(name)
+            elif nulls < size:
+                sparse.append(name)
+    events = [dict(zip(dense, values, strict=True))
+              for values in zip(*(part.column(name).to_pylist() for name in dense), strict=True)]
+    for name in sparse:
+        column = part.column(name)
+        at = pc.indices_nonzero(pc.is_valid(column)).to_pylist()
+        for index, value in zip(at, column.drop_null().to_pylist(), strict=True):
+            events[index][name] = value
+    return events
 
 
 class StoryParts:

@@ -47,7 +47,7 @@ class StormRule:
 DEFAULT_STORM_RULE = StormRule()
 
 
-@dataclass
+@dataclass(slots=True)
 class Rebalance:
     cluster: str
     group: str
@@ -120,15 +120,30 @@ _IDENTITY = ("kind", "time_ms", "member", "generation", "old_generation", "state
 
 def distinct_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Without repeats of the same line: a file given twice (a copy beside its rotated original,
-    an excerpt pasted twice) must not double what it shows. Lines without a time are kept."""
-    seen: set[tuple] = set()
+    an excerpt pasted twice) must not double what it shows. Lines without a time are kept.
+
+    ``events`` in time order (``order_events``): a repeat has its line's time, so it can only
+    be among the lines of that same time, and a line alone at its time is no repeat."""
     out = []
+    run_time = None
+    run_first: dict[str, Any] | None = None
+    seen: set[tuple] | None = None
     for event in events:
-        if event.get("time_ms") is not None:
-            key = tuple(map(event.get, _IDENTITY))
-            if key in seen:
-                continue
-            seen.add(key)
+        time_ms = event.get("time_ms")
+        if time_ms is None:
+            out.append(event)
+            continue
+        if time_ms != run_time:
+            run_time, run_first, seen = time_ms, event, None
+            out.append(event)
+            continue
+        if seen is None:
+            assert run_first is not None
+            seen = {tuple(map(run_first.get, _IDENTITY))}
+        key = tuple(map(event.get, _IDENTITY))
+        if key in seen:
+            continue
+        seen.add(key)
         out.append(event)
     return out
 
@@ -230,14 +245,16 @@ class GroupStory:
     # -- the broker's classic lines
     def feed(self, event: dict) -> None:
         kind = event["kind"]
-        if event.get("time_ms") is not None:
-            self.last_ms = event["time_ms"]
-        if event.get("partition") is not None and event.get("side") == "broker" and kind not in (
+        time_ms = event.get("time_ms")
+        if time_ms is not None:
+            self.last_ms = time_ms
+        partition = event.get("partition")
+        if partition is not None and event.get("side") == "broker" and kind not in (
                 "coordinator_loaded", "coordinator_unloaded"):
-            self.partition = event["partition"]
-        handler = getattr(self, f"_on_{kind}", None)
+            self.partition = partition
+        handler = _HANDLERS.get(kind)
         if handler is not None:
-            handler(event)
+            handler(self, event)
 
     def _on_preparing_rebalance(self, event: dict) -> None:
         old = event.get("old_generation")
@@ -552,6 +569,11 @@ class GroupStory:
             period["duration_ms"] = period["end_ms"] - period["start_ms"] if later else None
 
 
+# kind -> its ``GroupStory._on_<kind>`` (looked up once, not per event)
+_HANDLERS: dict[str, Any] = {name.removeprefix("_on_"): handler for name, handler in vars(GroupStory).items()
+                             if name.startswith("_on_")}
+
+
 # ----------------------------------------------------------------------------- client side
 
 _CLIENT_STARTS = {"client_join_start", "client_rejoin_requested"}
@@ -835,6 +857,9 @@ def _incidents(times: list[int]) -> list[int]:
     return out
 
 
+_KAFKA_PYTHON_VERSION = re.compile(r"kafka-python-(\d+\.\d+)")
+
+
 def findings(cluster: str, group: str, rebalances: list[dict], member_events: list[dict], storm_rows: list[dict],
              empty_periods: list[dict], causes: list[dict]) -> dict:
     """What the advice rules need for one group (all numbers, no prose)."""
@@ -863,12 +888,17 @@ def findings(cluster: str, group: str, rebalances: list[dict], member_events: li
     poll_by_client = {client: _incidents(times) for client, times in poll_by_client.items()}
     poll_client, poll_times = max(poll_by_client.items(), key=lambda kv: len(kv[1]), default=(None, []))
     poll_gaps = [b - a for a, b in zip(poll_times, poll_times[1:], strict=False)]
-    versions = [m.group(1) for e in member_events for m in [re.search(r"kafka-python-(\d+\.\d+)", e["member"] or "")] if m]
+    versions = [m.group(1) for e in member_events if e["member"] and "kafka-python-" in e["member"]
+                for m in [_KAFKA_PYTHON_VERSION.search(e["member"])] if m]
     # session timeouts of different members close together: a shared cause
     timeout_times = sorted((e["time_ms"], e["client"]) for e in failures if e["time_ms"] is not None)
     clustered = 0
     for i, (t, _) in enumerate(timeout_times):
-        clients = {c for u, c in timeout_times[i:] if u - t <= 60_000}
+        clients = set()
+        for u, c in timeout_times[i:]:
+            if u - t > 60_000:  # in time order: none later is closer
+                break
+            clients.add(c)
         clustered = max(clustered, len(clients))
     cause_counts = Counter(c["cause"] for c in causes)
     restart_rebalances = sum(1 for r in rebalances if r["cause"] in ("restarted",))
