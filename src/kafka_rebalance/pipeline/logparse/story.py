@@ -150,17 +150,22 @@ def distinct_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 # ----------------------------------------------------------------------------- broker side
 
-_REASON_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"[Aa]dding new member (?P<member>\S+?);? with group instance ?id (?P<instance>\S+?)(?:;|$)"), "joined"),
-    (re.compile(r"[Aa]dding new member (?P<member>\S+?)\s*$"), "joined"),
-    (re.compile(r"[Rr]emoving member (?P<member>\S+) on heartbeat expiration"), "session_timeout"),
-    (re.compile(r"[Rr]emoving member (?P<member>\S+) on LeaveGroup"), "left"),
-    (re.compile(r"Leader (?P<member>\S+) re-joining group"), "leader_rejoined"),
-    (re.compile(r"Updating metadata for (?:static )?member (?P<member>\S+)"), "metadata_changed"),
-    (re.compile(r"static member (?P<member>\S+) with instance id \S+ joined with change of protocol"), "metadata_changed"),
-    (re.compile(r"Freshly-loaded group is over capacity"), "coordinator_moved"),
-    (re.compile(r"on pending sync request expiration"), "sync_timeout"),
-    (re.compile(r"when storing group assignment"), "storage_error"),
+# (pattern, cause, a text every match contains: most reasons are tested with ``in`` only)
+_REASON_RULES: tuple[tuple[re.Pattern[str], str, str], ...] = (
+    (re.compile(r"[Aa]dding new member (?P<member>\S+?);? with group instance ?id (?P<instance>\S+?)(?:;|$)"), "joined",
+     "dding new member "),
+    (re.compile(r"[Aa]dding new member (?P<member>\S+?)\s*$"), "joined", "dding new member "),
+    (re.compile(r"[Rr]emoving member (?P<member>\S+) on heartbeat expiration"), "session_timeout",
+     " on heartbeat expiration"),
+    (re.compile(r"[Rr]emoving member (?P<member>\S+) on LeaveGroup"), "left", " on LeaveGroup"),
+    (re.compile(r"Leader (?P<member>\S+) re-joining group"), "leader_rejoined", " re-joining group"),
+    (re.compile(r"Updating metadata for (?:static )?member (?P<member>\S+)"), "metadata_changed",
+     "Updating metadata for "),
+    (re.compile(r"static member (?P<member>\S+) with instance id \S+ joined with change of protocol"), "metadata_changed",
+     " joined with change of protocol"),
+    (re.compile(r"Freshly-loaded group is over capacity"), "coordinator_moved", "Freshly-loaded group is over capacity"),
+    (re.compile(r"on pending sync request expiration"), "sync_timeout", "on pending sync request expiration"),
+    (re.compile(r"when storing group assignment"), "storage_error", "when storing group assignment"),
 )
 _CLIENT_REASON = re.compile(r"client reason: (?P<reason>.*)$")
 CAUSE_TITLES = {
@@ -183,10 +188,10 @@ CAUSE_TITLES = {
 def _cause_from_reason(reason: str | None) -> tuple[str, str | None, str | None] | None:
     if not reason:
         return None
-    client_reason = _CLIENT_REASON.search(reason)
+    client_reason = _CLIENT_REASON.search(reason) if "client reason: " in reason else None
     detail = client_reason.group("reason") if client_reason else None
-    for pattern, cause in _REASON_RULES:
-        match = pattern.search(reason)
+    for pattern, cause, text in _REASON_RULES:
+        match = pattern.search(reason) if text in reason else None
         if match:
             member = match.groupdict().get("member")
             instance = match.groupdict().get("instance")
@@ -210,6 +215,8 @@ class GroupStory:
         self.open: Rebalance | None = None
         self.awaiting_sync: Rebalance | None = None
         self.member_events: list[dict] = []
+        # client -> times it failed, left or was fenced (``_rejoins``)
+        self.departed: dict[str, list[int | None]] = {}
         self.empty_periods: list[dict] = []
         self.recent: list[dict] = []  # departures, joins and client signals not yet tied to a rebalance
         self.coordinator_moves = coordinator_moves or []
@@ -240,6 +247,8 @@ class GroupStory:
                (event.get("client_id") or client_of(member)), "reason": reason, "source": event.get("source"),
                "side": event.get("side"), "generation": event.get("generation"), "line": event.get("line")}
         self.member_events.append(row)
+        if kind in ("failed", "left", "fenced") and row["client"]:
+            self.departed.setdefault(row["client"], []).append(row["time_ms"])
         return row
 
     # -- the broker's classic lines
@@ -399,10 +408,10 @@ class GroupStory:
 
     def _rejoins(self, client: str | None, time_ms: int | None) -> bool:
         """A join of a client that left or failed earlier: a restart."""
-        if not client:
+        times = self.departed.get(client) if client else None
+        if not times:
             return False
-        return any(e["client"] == client and e["kind"] in ("failed", "left", "fenced")
-                   and (time_ms is None or e["time_ms"] is None or e["time_ms"] <= time_ms) for e in self.member_events)
+        return time_ms is None or any(at is None or at <= time_ms for at in times)
 
     def _on_members_not_rejoined(self, event: dict) -> None:
         for member in re.findall(r"[\w.\-]+", event.get("members_text") or event.get("line", "").split(":")[-1]):
@@ -790,16 +799,22 @@ def tell(cluster: str, group: str, events: list[dict], coordinator_moves: list[d
     causes = []
     for r, row in zip(rebalances, rows, strict=True):
         chosen = r.causes or [{"cause": "unknown", "member": None, "detail": None, "events": r.evidence[:1]}]
-        merged: dict[tuple, dict] = {}
+        if len(chosen) > 1:
+            merged: dict[tuple, dict] = {}
+            for cause in chosen:
+                key = (cause["cause"], cause["member"])
+                if key in merged:
+                    merged[key]["events"] = merged[key]["events"] + cause["events"]
+                else:
+                    merged[key] = dict(cause)
+            chosen = list(merged.values())
         for cause in chosen:
-            key = (cause["cause"], cause["member"])
-            if key in merged:
-                merged[key]["events"] = merged[key]["events"] + cause["events"]
+            events = cause["events"]
+            if len(events) == 1:
+                evidence = events if events[0] else []
             else:
-                merged[key] = dict(cause)
-        for cause in merged.values():
-            evidence = sorted((e for e in cause["events"] if e),
-                              key=lambda e: (e.get("time_ms") or 0, e.get("seq") or 0))[:EVIDENCE_CAP]
+                evidence = sorted((e for e in events if e),
+                                  key=lambda e: (e.get("time_ms") or 0, e.get("seq") or 0))[:EVIDENCE_CAP]
             causes.append({"cluster": cluster, "group": group, "generation": row["generation"],
                            "start_ms": row["start_ms"], "cause": cause["cause"], "member": cause["member"],
                            "detail": cause["detail"], "evidence": [e.get("line") or "" for e in evidence],
