@@ -150,18 +150,6 @@ def test_a_client_line_naming_no_group_is_filled_from_the_split_before(tiny_spli
     assert len(joins) > 0 and set(joins["group"]) == {"pricing"}
 
 
-def test_bucket_labels_land_each_bucket_in_its_own_spark_partition(spark):
-    from pyspark.sql import functions as F
-
-    from kafka_rebalance.pipeline.logs import spark_partition_labels
-
-    for count in (1, 2, 3, 8, 20):
-        labels = spark_partition_labels(count)
-        frame = spark.createDataFrame([(label,) for label in labels], "bucket int").repartition(count, "bucket")
-        placed = dict(frame.select("bucket", F.spark_partition_id()).collect())
-        assert [placed[label] for label in labels] == list(range(count))
-
-
 def test_an_unreadable_gz_is_skipped_on_spark_too(spark, tmp_path):
     import gzip
 

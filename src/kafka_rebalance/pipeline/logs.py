@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -88,48 +90,15 @@ def choose_engine(engine: str, files: list[str], master: str | None) -> str:
 
 # --------------------------------------------------------------------------- Spark
 
-def spark_partition_labels(count: int) -> list[int]:
-    """``labels[i]`` is an int that Spark's hash partitioning (``repartition(count, column)``:
-    Murmur3 with seed 42, then ``pmod``) sends to partition ``i``: a bucket labelled so lands in
-    a task of its own, and no core waits while another tells two buckets."""
-    labels: dict[int, int] = {}
-    candidate = 0
-    while len(labels) < count:
-        labels.setdefault(_murmur3_int(candidate, 42) % count, candidate)
-        candidate += 1
-    return [labels[i] for i in range(count)]
-
-
-def _murmur3_int(value: int, seed: int) -> int:
-    """Spark's ``Murmur3_x86_32.hashInt`` (signed 32-bit result)."""
-    mask = 0xFFFFFFFF
-
-    def rotl(x: int, r: int) -> int:
-        return ((x << r) | (x >> (32 - r))) & mask
-
-    k1 = rotl((value & mask) * 0xCC9E2D51 & mask, 15) * 0x1B873593 & mask
-    h1 = (rotl(seed ^ k1, 13) * 5 + 0xE6546B64) & mask
-    h1 ^= 4
-    h1 ^= h1 >> 16
-    h1 = h1 * 0x85EBCA6B & mask
-    h1 ^= h1 >> 13
-    h1 = h1 * 0xC2B2AE35 & mask
-    h1 ^= h1 >> 16
-    return h1 - (1 << 32) if h1 >= 1 << 31 else h1
-
-
-EXCHANGE_DDL = "`bucket` int, `blob` binary, `facts` string"
-
-
 def scan_splits(spark: Any, files: list[str], clusters: dict[str, str], syslog_reference_ms: int | None,
-                events_dir: Path, buckets: int, inherited: dict[int, dict[str, str]] | None = None) -> Any:
-    """Files -> one row per bucket stream (``bucket`` a ``spark_partition_labels`` label,
-    ``blob`` an Arrow IPC stream of events) and one per split (``facts``, JSON of
-    ``exchange.SplitFacts``); each task also writes its splits' part of the ``events`` table
-    into ``events_dir`` (``logparse.exchange.read_split``)."""
-    from kafka_rebalance.pipeline.logparse.exchange import SplitFacts, read_split
+                events_dir: Path, exchange_dir: Path, buckets: int,
+                inherited: dict[int, dict[str, str]] | None = None) -> Any:
+    """Files -> one row per split: ``facts``, the JSON of its ``exchange.SplitFacts``. Each task
+    reads its byte ranges and writes their part of the ``events`` table into ``events_dir``
+    and the stories' events into ``exchange_dir`` (``logparse.exchange.read_split``)."""
+    from kafka_rebalance.pipeline.logparse.exchange import read_split
     from kafka_rebalance.pipeline.logparse.layout import syslog_reference
-    from kafka_rebalance.pipeline.logparse.scan import Split, pack_splits, plan_splits
+    from kafka_rebalance.pipeline.logparse.scan import pack_splits, plan_splits
 
     sizes = {name: os.path.getsize(name) for name in files}
     total = sum(sizes.values())
@@ -138,59 +107,57 @@ def scan_splits(spark: Any, files: list[str], clusters: dict[str, str], syslog_r
     splits = plan_splits(list(sizes.items()), size_per_split)
     index_of = {(s.path, s.start): i for i, s in enumerate(splits)}
     tasks = pack_splits(splits, sizes, max(parallelism, -(-total // size_per_split)))
-    labels = spark_partition_labels(buckets)
     chains = dict(inherited or {})
-    where = str(events_dir)
+    events_at, exchange_at = str(events_dir), str(exchange_dir)
 
     def run_task(batches):
         import pyarrow as pa
 
-        schema = pa.schema([("bucket", pa.int32()), ("blob", pa.binary()), ("facts", pa.string())])
         with syslog_reference(syslog_reference_ms):
-            for batch in batches:
-                for path, start, end in zip(*(batch.column(n).to_pylist()[0] for n in ("paths", "starts", "ends")),
-                                            strict=True):
-                    index = index_of[(path, start)]
-                    for item in read_split(Split(path, start, end), index, _cluster_for(path, clusters), buckets,
-                                           Path(where), chains.get(index)):
-                        if isinstance(item, SplitFacts):
-                            row = {"bucket": None, "blob": None, "facts": item.to_json()}
-                        else:
-                            row = {"bucket": labels[item[0]], "blob": item[1], "facts": None}
-                        yield pa.RecordBatch.from_pylist([row], schema=schema)
+            for task in _task_numbers(batches):
+                for split in tasks[task]:
+                    index = index_of[(split.path, split.start)]
+                    facts = read_split(split, index, _cluster_for(split.path, clusters), buckets, Path(events_at),
+                                       Path(exchange_at), chains.get(index))
+                    yield pa.RecordBatch.from_pydict({"facts": [facts.to_json()]})
 
-    # One row (a list of splits) per partition: parallelize keeps them apart, where a
-    # round-robin repartition could put two splits in one task and leave a core idle.
-    rows = [([s.path for s in task], [s.start for s in task], [s.end for s in task]) for task in tasks]
-    plan = spark.createDataFrame(spark.sparkContext.parallelize(rows, len(rows)),
-                                 "paths array<string>, starts array<bigint>, ends array<bigint>")
-    return plan.mapInArrow(run_task, EXCHANGE_DDL)
+    return _one_row_each(spark, len(tasks)).mapInArrow(run_task, "`facts` string")
 
 
-def tell_buckets(streams: Any, moves: dict[str, list[dict]], rule: StormRule, buckets: int,
+def _one_row_each(spark: Any, count: int) -> Any:
+    """Task numbers 0..count-1, one per partition (so one per task: no core waits while another
+    runs two). ``range`` is planned in the JVM: no Python worker is started to build it."""
+    return spark.range(0, count, 1, count)
+
+
+def _task_numbers(batches: Any) -> Iterator[int]:
+    for batch in batches:
+        yield from batch.column("id").to_pylist()
+
+
+def tell_buckets(spark: Any, buckets: int, exchange_dir: Path, moves: dict[str, list[dict]], rule: StormRule,
                  story_dirs: dict[str, Path]) -> Any:
-    """Bucket streams (``scan_splits``' rows with a ``blob``) -> one ``findings`` row (JSON) per
-    group. One task per bucket: it reads the bucket's streams, sorts its events with Arrow,
-    tells each group's story and writes the bucket's part of every story table into
-    ``story_dirs`` (``logparse.exchange.tell_into``)."""
+    """One task per bucket of groups -> one ``finding`` row (JSON) per group. A task reads its
+    bucket's files, sorts the events with Arrow, tells each group's story and writes the
+    bucket's part of every story table into ``story_dirs`` (``logparse.exchange.tell_into``)."""
     from kafka_rebalance.pipeline.logparse.exchange import StoryParts, read_bucket, tell_into
 
     directories = {table: str(path) for table, path in story_dirs.items()}
+    exchange_at = str(exchange_dir)
 
     def run_task(batches):
         import pyarrow as pa
 
-        blobs: dict[int, list[bytes]] = {}
-        for batch in batches:
-            for bucket, blob in zip(batch.column("bucket").to_pylist(), batch.column("blob").to_pylist(), strict=True):
-                blobs.setdefault(bucket, []).append(blob)
-        for bucket in sorted(blobs):
+        for bucket in _task_numbers(batches):
+            table = read_bucket(Path(exchange_at), bucket)
+            if table is None:
+                continue
             parts = StoryParts({t: Path(d) for t, d in directories.items()}, f"{bucket:05d}")
-            tell_into(read_bucket(blobs.pop(bucket)), moves, rule, parts)
+            tell_into(table, moves, rule, parts)
             if parts.findings:
                 yield pa.RecordBatch.from_pydict({"finding": [json.dumps(f, default=str) for f in parts.findings]})
 
-    return streams.repartition(buckets, "bucket").mapInArrow(run_task, "`finding` string")
+    return _one_row_each(spark, buckets).mapInArrow(run_task, "`finding` string")
 
 
 class Stopwatch:
@@ -208,24 +175,20 @@ class Stopwatch:
 
 def _run_spark(spark: Any, files: list[str], clusters: dict[str, str], rule: StormRule, out: Any,
                progress: bool | None, watch: Stopwatch, syslog_reference_ms: int) -> dict:
-    import pyarrow.dataset as ds
-
     from kafka_rebalance.pipeline.logparse.exchange import SplitFacts, bucket_count, fill_chains
     from kafka_rebalance.pipeline.logparse.tables import STORY_TABLES, frame, write_frame
     from kafka_rebalance.pipeline.spark import spark_progress
 
     events_dir = out.path("events")
-    exchange_path = out.staging / "exchange.tmp"
+    exchange_dir = out.staging / "exchange.tmp"
     total = sum(os.path.getsize(name) for name in files)
     buckets = bucket_count(total, spark.sparkContext.defaultParallelism)
     inherited: dict[int, dict[str, str]] = {}
     with spark_progress(spark, "reading logs", enabled=progress):
         while True:
-            scan_splits(spark, files, clusters, syslog_reference_ms, events_dir, buckets, inherited).write.mode(
-                "overwrite").option("compression", "none").parquet(str(exchange_path))
-            exchange = ds.dataset(str(exchange_path), format="parquet")
-            facts = [SplitFacts.from_json(text) for batch in exchange.to_batches(
-                columns=["facts"], filter=ds.field("facts").is_valid()) for text in batch.column(0).to_pylist()]
+            shutil.rmtree(exchange_dir, ignore_errors=True)
+            facts = [SplitFacts.from_json(row[0]) for row in scan_splits(
+                spark, files, clusters, syslog_reference_ms, events_dir, exchange_dir, buckets, inherited).collect()]
             wanted = fill_chains(facts)
             # Client lines naming no group take the one their client named last, maybe in the
             # split before: known only now, so those splits are read again, told what it was.
@@ -241,12 +204,12 @@ def _run_spark(spark: Any, files: list[str], clusters: dict[str, str], rule: Sto
         # Each story task writes its bucket's part of every story table; only the findings (one
         # per group, for the advice) come back to the driver.
         story_dirs = {table: out.path(table) for table in STORY_TABLES}
-        streams = spark.read.parquet(str(exchange_path)).where("blob is not null").select("bucket", "blob")
-        findings = sorted((json.loads(row[0]) for row in tell_buckets(streams, moves, rule, buckets, story_dirs).collect()),
-                          key=lambda f: (f["cluster"], f["group"]))
+        told = tell_buckets(spark, buckets, exchange_dir, moves, rule, story_dirs).collect()
+        findings = sorted((json.loads(row[0]) for row in told), key=lambda f: (f["cluster"], f["group"]))
         for table, directory in story_dirs.items():
             if not any(directory.glob("*.parquet")):
                 write_frame(frame(table, []), directory, table)
+        shutil.rmtree(exchange_dir, ignore_errors=True)
     watch.lap("stories and tables (Spark)")
     _write_unrecognised(out, facts, files)
     coverage = _coverage(facts, files, clusters)

@@ -21,6 +21,7 @@ matplotlib.use("Agg")
 import matplotlib.dates as mdates  # noqa: E402
 import matplotlib.patches  # noqa: E402,F401
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 # Above this many drawn elements a vector figure gets heavy for a browser: use PNG.
@@ -177,18 +178,43 @@ GROUP_SECTIONS = 20
 GROUP_SECTION_ROWS = 30
 
 
+# The columns the report and its summary use, where a table has more (all columns otherwise):
+# the rest (list columns above all) cost more to convert to pandas than anything else here.
+REPORT_COLUMNS = {
+    "rebalances": ("group", "cluster", "generation", "start", "end", "duration_ms", "members", "outcome", "reason",
+                   "cause", "cause_member", "failed_members", "left_members", "drawn_until"),
+    "member_events": ("group", "cluster", "member", "time", "kind", "client"),
+    "causes": ("cluster", "group", "generation", "start", "cause", "detail", "evidence"),
+    "client_rebalances": ("start", "group", "cluster", "client", "client_library", "generation", "protocol",
+                          "assigned", "revoked", "lost", "outcome"),
+}
+
+
 def read_tables(directory: Any) -> dict[str, pd.DataFrame]:
-    """The logs tables written under ``directory`` (one Parquet directory each) as pandas."""
+    """The logs tables written under ``directory`` (one Parquet directory each) as pandas, with
+    the columns the report shows (``REPORT_COLUMNS``). List columns stay Arrow arrays
+    (``pd.ArrowDtype``): the report reads them for a few groups' rows, and making a Python
+    list of every row costs more than the rest of the table."""
     from pathlib import Path
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def arrow_lists(kind: pa.DataType) -> Any:
+        return pd.ArrowDtype(kind) if pa.types.is_list(kind) else None
 
     frames = {}
     for name in LOG_TABLES:
-        frames[name] = pd.read_parquet(Path(directory) / name)
+        columns = REPORT_COLUMNS.get(name)
+        table = pq.read_table(Path(directory) / name, columns=list(columns) if columns else None)
+        frames[name] = table.to_pandas(types_mapper=arrow_lists)
     return frames
 
 
 def _naive(series: pd.Series) -> pd.Series:
-    series = pd.to_datetime(series)
+    if not pd.api.types.is_datetime64_any_dtype(series):
+        # (to_datetime samples a datetime column element by element before returning it as is)
+        series = pd.to_datetime(series)
     return series.dt.tz_convert(None) if getattr(series.dt, "tz", None) is not None else series
 
 
@@ -287,8 +313,7 @@ def rebalance_timeline_figure(timeline: pd.DataFrame, departures: pd.DataFrame, 
         else:
             low, high = start_all, end_all
         min_width = max((high - low).total_seconds(), 1.0) / 400 / 86400  # days: a short rebalance stays visible
-        for y, group in enumerate(panel_groups):
-            elements += _draw_group_row(ax, y, len(panel_groups), group, timeline, departures, storms, end_all, min_width)
+        elements += _draw_panel(ax, panel_groups, timeline, departures, storms, end_all, min_width)
         ax.set_yticks(range(len(panel_groups)), panel_groups)
         ax.set_ylim(-0.6, len(panel_groups) - 0.3)
         if separate:
@@ -316,40 +341,51 @@ def _group_spans(timeline: pd.DataFrame, departures: pd.DataFrame, end_all) -> d
     return {group: (low, high) for group, low, high in zip(grouped.min().index, grouped.min(), grouped.max(), strict=True)}
 
 
-def _draw_group_row(ax, y: int, rows_in_panel: int, group: str, timeline: pd.DataFrame, departures: pd.DataFrame,
-                    storms: pd.DataFrame, end_all, min_width: float) -> int:
-    """One group's rebalances, storms and departures on row ``y`` of ``ax``; returns elements drawn."""
+def _draw_panel(ax: Any, panel_groups: list[str], timeline: pd.DataFrame, departures: pd.DataFrame,
+                storms: pd.DataFrame, end_all: Any, min_width: float) -> int:
+    """The groups of one panel, one row each (``panel_groups[y]`` on row ``y``): their rebalances,
+    storms and departures, one collection per kind of mark for the whole panel (an artist per
+    group and kind costs more to build and to render than the marks in it); returns elements drawn."""
+    from matplotlib.collections import PolyCollection
+
+    row_of = {group: y for y, group in enumerate(panel_groups)}
     elements = 0
-    rows = timeline[timeline["group"] == group]
+    mine = timeline[timeline["group"].isin(row_of)]
     for outcome, colour, hatch in (("stable", "#2f6fde", None), ("empty", "#9aa5b1", None),
                                    ("open", "#2f6fde", "////")):
-        part = rows[rows["outcome"] == outcome]
+        part = mine[mine["outcome"] == outcome]
         if part.empty:
             continue
         starts = mdates.date2num(part["start"].dt.tz_localize(None))
         ends = part["end"].fillna(part.get("drawn_until", end_all)).fillna(end_all)
-        widths = mdates.date2num(ends.dt.tz_localize(None)) - starts
-        bars = [(s, max(w, min_width)) for s, w in zip(starts, widths, strict=True)]
-        ax.broken_barh(bars, (y - 0.3, 0.6), facecolors=colour, hatch=hatch,
-                       edgecolor="#1d2733" if hatch else "none", linewidth=0.3)
-        elements += len(bars)
+        widths = np.maximum(mdates.date2num(ends.dt.tz_localize(None)) - starts, min_width)
+        bottoms = part["group"].map(row_of).to_numpy(dtype=float) - 0.3
+        tops = bottoms + 0.6
+        vertices = np.stack([np.column_stack(corner) for corner in (
+            (starts, bottoms), (starts, tops), (starts + widths, tops), (starts + widths, bottoms))], axis=1)
+        ax.add_collection(PolyCollection(vertices, facecolors=colour, hatch=hatch,
+                                         edgecolor="#1d2733" if hatch else "none", linewidth=0.3))
+        elements += len(part)
     if not storms.empty:
-        for storm in storms[storms["group"] == group].itertuples():
+        rows_in_panel = len(panel_groups)
+        for storm in storms[storms["group"].isin(row_of)].itertuples():
+            y = row_of[storm.group]
             ax.axvspan(mdates.date2num(storm.start.tz_localize(None)), mdates.date2num(storm.end.tz_localize(None)),
                        ymin=(y + 0.05) / rows_in_panel, ymax=(y + 0.95) / rows_in_panel, color="#f4c542", alpha=0.35,
                        lw=0)
     if not departures.empty:
-        mine = departures[departures["group"] == group]
-        failed = mine[mine["kind"] == "failed"]
-        failed = mine[mine["kind"].isin(["failed", "fenced"])]
-        left = mine[mine["kind"].isin(["left", "poll_timeout"])]
-        joined = mine[mine["kind"] == "joined"]
-        ax.plot(failed["time"].dt.tz_localize(None), [y + 0.38] * len(failed), "x", color="#d62728", ms=6, mew=1.6)
-        ax.plot(left["time"].dt.tz_localize(None), [y + 0.38] * len(left), "|", color="#ff7f0e", ms=8, mew=1.6)
-        ax.plot(joined["time"].dt.tz_localize(None), [y - 0.42] * len(joined), "+", color="#2ca02c", ms=7, mew=1.4)
-        elements += len(failed) + len(left) + len(joined)
+        marked = departures[departures["group"].isin(row_of)]
+        rows = marked["group"].map(row_of)
+        for kinds, offset, marker, colour, size, width in (
+                (["failed", "fenced"], 0.38, "x", "#d62728", 6, 1.6), (["left", "poll_timeout"], 0.38, "|", "#ff7f0e", 8, 1.6),
+                (["joined"], -0.42, "+", "#2ca02c", 7, 1.4)):
+            chosen = marked["kind"].isin(kinds)
+            # Times as Matplotlib date numbers, like the bars: datetimes would give the axis date
+            # units, and a collection on an axis with units converts its paths one by one at draw.
+            ax.plot(mdates.date2num(marked.loc[chosen, "time"].dt.tz_localize(None)),
+                    (rows[chosen] + offset).to_list(), marker, color=colour, ms=size, mew=width)
+            elements += int(chosen.sum())
     return elements
-
 
 
 def duration_figure(quantiles: pd.DataFrame, groups: list[str]) -> Figure:
@@ -361,8 +397,9 @@ def duration_figure(quantiles: pd.DataFrame, groups: list[str]) -> Figure:
                       empty_figure("no completed rebalances"), quantiles)
     order = [g for g in groups if g in set(quantiles["group"])][::-1]
     stats = []
+    by_group = quantiles.drop_duplicates("group").set_index("group", drop=False)
     for group in order:
-        row = quantiles[quantiles["group"] == group].iloc[0]
+        row = by_group.loc[group]
         stats.append({"label": f"{group} ({int(row['rebalances'])})", "whislo": row["p5"], "q1": row["p25"],
                       "med": row["p50"], "q3": row["p75"], "whishi": row["p95"], "fliers": [row["max"]]})
     fig, ax = plt.subplots(figsize=(11, max(1.8, 0.5 * len(order) + 1.0)))
@@ -386,12 +423,13 @@ def storms_figure(findings: pd.DataFrame, storms: pd.DataFrame) -> Figure:
                       empty_figure("no groups"), findings)
     top = _top_groups(findings)
     in_storms = storms.groupby("group")["rebalances"].sum() if not storms.empty else pd.Series(dtype="int64")
+    shown = findings.drop_duplicates("group").set_index("group").loc[top]
     data = pd.DataFrame({
         "group": top,
-        "rebalances": [int(findings.loc[findings["group"] == g, "rebalances"].iloc[0]) for g in top],
-        "member_failures": [int(findings.loc[findings["group"] == g, "failures"].iloc[0]) for g in top],
+        "rebalances": [int(v) for v in shown["rebalances"]],
+        "member_failures": [int(v) for v in shown["failures"]],
         "rebalances_in_storms": [int(in_storms.get(g, 0)) for g in top],
-        "storms": [int(findings.loc[findings["group"] == g, "storms"].iloc[0]) for g in top],
+        "storms": [int(v) for v in shown["storms"]],
     })
     fig, ax = plt.subplots(figsize=(11, max(1.8, 0.5 * len(top) + 1.0)))
     ys = list(range(len(top)))[::-1]
@@ -463,19 +501,15 @@ def group_section(group: str, rebalances: pd.DataFrame, causes: pd.DataFrame, ad
             f'<li><span class="{a.severity}">{html.escape(a.finding)}</span>. {html.escape(a.advice)}</li>'
             for a in mine) + "</ul>")
     rows = rebalances.sort_values("start", ascending=False).head(GROUP_SECTION_ROWS)
+    evidence = _CauseEvidence(causes, CAUSE_TITLES)
     lines = []
     for r in rows.itertuples():
         start = "" if pd.isna(r.start) else f"{r.start:%Y-%m-%d %H:%M:%S.%f}"[:-3]
         length = "never completed" if r.outcome == "open" else _ms_text(r.duration_ms)
         generation = "" if pd.isna(r.generation) else f"{int(r.generation)}"
-        evidence = causes[(causes["generation"].astype("Float64") == (float(r.generation) if generation else -1))
-                          | ((causes["start"] == r.start) & causes["generation"].isna())] if len(causes) else causes
         cause_text = html.escape(CAUSE_TITLES.get(r.cause, r.cause or ""))
         member = f" ({html.escape(str(r.cause_member))})" if isinstance(r.cause_member, str) and r.cause_member else ""
-        details = "".join(
-            f"<li>{html.escape(CAUSE_TITLES.get(c.cause, c.cause))}"
-            f"{': ' + html.escape(str(c.detail)) if isinstance(c.detail, str) and c.detail else ''}"
-            f"<pre>{html.escape(chr(10).join(list(c.evidence)[:5]))}</pre></li>" for c in evidence.itertuples())
+        details = evidence.html(float(r.generation) if generation else -1.0, r.start)
         lines.append(
             f"<tr><td>{start}</td><td>{generation}</td><td>{html.escape(str(r.outcome))}</td><td>{length}</td>"
             f"<td>{'' if pd.isna(r.members) else int(r.members)}</td><td>{cause_text}{member}"
@@ -486,6 +520,47 @@ def group_section(group: str, rebalances: pd.DataFrame, causes: pd.DataFrame, ad
     parts.append("<table><thead><tr><th>start</th><th>generation</th><th>outcome</th><th>length</th><th>members</th>"
                  f"<th>cause</th></tr></thead><tbody>{''.join(lines)}</tbody></table>{note}")
     return "".join(parts)
+
+
+class _CauseEvidence:
+    """A group's causes, looked up per rebalance: the causes of its generation, and those that
+    know no generation but started when it did (in table order). Indexed once per group, not
+    filtered per rebalance."""
+
+    def __init__(self, causes: pd.DataFrame, titles: dict[str, str]):
+        self._titles = titles
+        self._by_generation: dict[float, list[int]] = {}
+        self._by_start: dict[Any, list[int]] = {}
+        self._rows: list[tuple[str, Any, Any]] = []
+        if not len(causes):
+            return
+        generations = causes["generation"].astype("Float64")
+        for position, (generation, start, cause, detail, lines) in enumerate(zip(
+                generations.to_numpy(dtype=object, na_value=None), causes["start"], causes["cause"],
+                causes["detail"], causes["evidence"], strict=True)):
+            self._rows.append((cause, detail, lines))
+            if generation is not None:
+                self._by_generation.setdefault(float(generation), []).append(position)
+            elif not pd.isna(start):
+                self._by_start.setdefault(start, []).append(position)
+
+    def html(self, generation: float, start: Any) -> str:
+        positions = self._by_generation.get(generation, [])
+        if not pd.isna(start):
+            positions = sorted(positions + self._by_start.get(start, []))
+        return "".join(self._item(*self._rows[p]) for p in positions)
+
+    def _item(self, cause: str, detail: Any, lines: Any) -> str:
+        return (f"<li>{html.escape(self._titles.get(cause, cause))}"
+                f"{': ' + html.escape(str(detail)) if isinstance(detail, str) and detail else ''}"
+                f"<pre>{html.escape(chr(10).join(list(lines)[:5]))}</pre></li>")
+
+
+def _rows_by_group(frame: pd.DataFrame, groups: list[str]) -> dict[str, pd.DataFrame]:
+    """Each of ``groups``' rows of ``frame`` (in table order), from one pass over the table."""
+    chosen = frame[frame["group"].isin(groups)]
+    parts = dict(tuple(chosen.groupby("group", sort=False))) if len(chosen) else {}
+    return {group: parts.get(group, frame.iloc[0:0]) for group in groups}
 
 
 def render_logs_report(summary: dict, figures: list[Figure], advice_items: list, frames: dict[str, pd.DataFrame],
@@ -519,12 +594,13 @@ def render_logs_report(summary: dict, figures: list[Figure], advice_items: list,
     groups = _labelled(findings_frame(findings), several)
     rebalances = _labelled(frames["rebalances"], several)
     causes = _labelled(frames["causes"], several)
-    for group in _top_groups(groups)[:GROUP_SECTIONS] if len(groups) else []:
-        mine = rebalances[rebalances["group"] == group]
+    shown = _top_groups(groups)[:GROUP_SECTIONS] if len(groups) else []
+    rebalances_of, causes_of = _rows_by_group(rebalances, shown), _rows_by_group(causes, shown)
+    for group in shown:
         label = group
         group_advice = [a for a in advice_items if (f"{a.cluster}/{a.group}" if several else a.group) == group]
         raw_group = group.split("/", 1)[1] if several else group
-        sections.append(section(f"Group {label}", group_section(raw_group, mine, causes[causes["group"] == group],
+        sections.append(section(f"Group {label}", group_section(raw_group, rebalances_of[group], causes_of[group],
                                                                group_advice)))
     storms = frames["storms"]
     if len(storms):

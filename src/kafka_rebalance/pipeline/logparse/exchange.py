@@ -1,27 +1,27 @@
-"""What the Spark engine's tasks do, in plain Python: a scan task turns its byte ranges into the
-``events`` table, per-split facts and the story's events in buckets; a story task tells the
-stories of one bucket. ``pipeline/logs.py`` only schedules them.
+"""What the Spark engine's tasks do, in plain Python: a scan task turns its byte ranges into its
+part of the ``events`` table, the events each group's story needs (in buckets of groups) and
+per-split facts; a story task tells the stories of one bucket and writes its part of every
+story table. ``pipeline/logs.py`` only schedules them.
 
 Handing every event to the JVM as rows (to write them, shuffle them by group, sort them and
-hand them back) cost twice the parsing itself. So a scan task writes its own part of the
-``events`` table (pyarrow), and passes the events the stories need on as a few large values:
-one Arrow IPC stream (lz4) per bucket of groups, which Spark moves between the two jobs as
-opaque bytes. A story task reads its bucket's streams, sorts them with Arrow and tells each
-group's story. What the driver needs from a split (line counts, coverage, unrecognised shapes,
-coordinator moves, the last group each client named) is a small JSON document beside them.
+hand them back) cost more than parsing them. So the events never enter the JVM: a scan task
+writes one Arrow IPC file (lz4) per bucket, a story task reads its bucket's files, sorts them
+with Arrow and tells each group's story. What the driver needs from a split (line counts,
+coverage, unrecognised shapes, coordinator moves, the last group each client named) comes back
+as a small JSON document (``SplitFacts``), and from a story task only the findings.
 
-Memory: a scan task holds one compressed stream per bucket, at most ``BLOB_BYTES`` each before
-it is passed on; a story task holds one bucket's events (``bucket_count`` keeps a bucket to
-about ``BUCKET_INPUT_BYTES`` of log text).
+Like the input files, the output and exchange directories must be one filesystem for every
+task: any local master, or a cluster whose executors share it (NFS, a shared volume).
+Memory: a scan task holds one batch of events; a story task one bucket's events
+(``bucket_count`` keeps a bucket to about ``BUCKET_INPUT_BYTES`` of log text).
 """
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,7 +40,6 @@ from kafka_rebalance.pipeline.logparse.tables import (
 ARROW_BATCH_ROWS = 10_000
 STORY_BATCH_ROWS = 20_000
 EVENT_SLICE_ROWS = 4096
-BLOB_BYTES = 64 * 1024 * 1024
 BUCKET_INPUT_BYTES = 512 * 1024 * 1024
 # Fields of a coordinator move that the stories read (``story.GroupStory``).
 MOVE_FIELDS = ("cluster", "partition", "time_ms", "line", "source", "seq")
@@ -89,42 +88,51 @@ class SplitFacts:
         return cls(**json.loads(text))
 
 
-class _Buckets:
-    """One compressed Arrow stream per bucket, passed on when it grows past ``BLOB_BYTES``."""
+class BucketFiles:
+    """One Arrow IPC file (lz4) per bucket of groups for one split:
+    ``<exchange>/bucket-<b>/split-<i>.arrow``, moved into place on ``close`` (a retried task
+    writes the same names again)."""
 
-    def __init__(self, schema: Any, buckets: int):
+    def __init__(self, exchange_dir: Path, split_index: int, schema: Any):
         import pyarrow as pa
 
+        self._exchange_dir = exchange_dir
+        self._name = f"split-{split_index:05d}"
         self._schema = schema
         self._options = pa.ipc.IpcWriteOptions(compression="lz4")
-        self._streams: dict[int, tuple[io.BytesIO, Any]] = {}
-        self.buckets = buckets
+        self._writers: dict[int, Any] = {}
 
-    def add(self, bucket: int, batch: Any) -> Iterator[tuple[int, bytes]]:
+    def _staged(self, bucket: int) -> Path:
+        return bucket_dir(self._exchange_dir, bucket) / f".{self._name}.{os.getpid()}.tmp"
+
+    def add(self, bucket: int, batch: Any) -> None:
         import pyarrow as pa
 
-        if bucket not in self._streams:
-            sink = io.BytesIO()
-            self._streams[bucket] = (sink, pa.ipc.new_stream(sink, self._schema, options=self._options))
-        sink, writer = self._streams[bucket]
-        writer.write_batch(batch)
-        if sink.tell() >= BLOB_BYTES:
-            yield self._close(bucket)
+        if bucket not in self._writers:
+            bucket_dir(self._exchange_dir, bucket).mkdir(parents=True, exist_ok=True)
+            self._writers[bucket] = pa.ipc.new_file(self._staged(bucket), self._schema, options=self._options)
+        self._writers[bucket].write_batch(batch)
 
-    def _close(self, bucket: int) -> tuple[int, bytes]:
-        sink, writer = self._streams.pop(bucket)
-        writer.close()
-        return bucket, sink.getvalue()
+    def close(self) -> None:
+        for bucket, writer in self._writers.items():
+            writer.close()
+            os.replace(self._staged(bucket), bucket_dir(self._exchange_dir, bucket) / f"{self._name}.arrow")
 
-    def drain(self) -> Iterator[tuple[int, bytes]]:
-        for bucket in sorted(self._streams):
-            yield self._close(bucket)
+    def discard(self) -> None:
+        for bucket, writer in self._writers.items():
+            writer.close()
+            self._staged(bucket).unlink()
+        self._writers.clear()
 
 
-def read_split(split: Split, index: int, cluster: str, buckets: int, events_dir: Path,
-               inherited: dict[str, str] | None = None) -> Iterator[tuple[int, bytes] | SplitFacts]:
-    """Parse one split: write its part of the ``events`` table into ``events_dir``, yield
-    ``(bucket, Arrow IPC stream)`` for the events the stories read, then the split's facts.
+def bucket_dir(exchange_dir: Path, bucket: int) -> Path:
+    return exchange_dir / f"bucket-{bucket:05d}"
+
+
+def read_split(split: Split, index: int, cluster: str, buckets: int, events_dir: Path, exchange_dir: Path,
+               inherited: dict[str, str] | None = None) -> SplitFacts:
+    """Parse one split: write its part of the ``events`` table into ``events_dir`` and the
+    events the stories read into ``exchange_dir`` (``BucketFiles``); return the split's facts.
     ``inherited``: the group each client named last before this split (see ``fill_chains``)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -136,16 +144,15 @@ def read_split(split: Split, index: int, cluster: str, buckets: int, events_dir:
     pending: list[dict] = []
     routed: dict[int, list[int]] = {}
     bucket_cache: dict[str, int] = {}
-    streams = _Buckets(schema, buckets)
+    files = BucketFiles(exchange_dir, index, schema)
     events_dir.mkdir(parents=True, exist_ok=True)
-    final = events_dir / f"part-{index:05d}.parquet"
     staged = events_dir / f".part-{index:05d}.{os.getpid()}.tmp"
 
-    def flush(writer: Any) -> Iterator[tuple[int, bytes]]:
+    def flush(writer: Any) -> None:
         batch = pa.RecordBatch.from_pylist(pending, schema=schema)
         writer.write_batch(batch)
         for bucket, rows in routed.items():
-            yield from streams.add(bucket, batch.take(pa.array(rows, pa.int32())))
+            files.add(bucket, batch.take(pa.array(rows, pa.int32())))
         pending.clear()
         routed.clear()
 
@@ -161,19 +168,19 @@ def read_split(split: Split, index: int, cluster: str, buckets: int, events_dir:
                     routed.setdefault(bucket, []).append(len(pending))
                 pending.append(record)
                 if len(pending) >= ARROW_BATCH_ROWS:
-                    yield from flush(writer)
+                    flush(writer)
             if pending:
-                yield from flush(writer)
+                flush(writer)
         except (OSError, EOFError, ValueError) as exc:  # a truncated or corrupt .gz
             # As the local engine does: nothing of an unreadable file is kept but its line count.
             facts = SplitFacts(index, split.path, cluster, split.start, unreadable=f"unreadable: {exc}")
-            streams = _Buckets(schema, buckets)
+            files.discard()
     if facts.unreadable:
         pq.write_table(schema.empty_table(), staged)
-    os.replace(staged, final)
-    yield from streams.drain()
+    os.replace(staged, events_dir / f"part-{index:05d}.parquet")
+    files.close()
     facts.lines = counts.lines
-    yield facts
+    return facts
 
 
 def _count(record: dict, facts: SplitFacts, last_group: dict[str, str]) -> None:
@@ -226,12 +233,12 @@ def fill_chains(facts: list[SplitFacts]) -> dict[int, dict[str, str]]:
     return needed
 
 
-def read_bucket(blobs: Iterable[bytes]) -> Any:
-    """A bucket's Arrow IPC streams -> one table sorted by (cluster, group, source, seq)."""
+def read_bucket(exchange_dir: Path, bucket: int) -> Any:
+    """A bucket's files (one per split) -> one table sorted by (cluster, group, source, seq)."""
     import pyarrow as pa
 
-    tables = [pa.ipc.open_stream(blob).read_all() for blob in blobs]
-    return pa.concat_tables(tables).sort_by(SORT_KEYS)
+    tables = [pa.ipc.open_file(path).read_all() for path in sorted(bucket_dir(exchange_dir, bucket).glob("*.arrow"))]
+    return pa.concat_tables(tables).sort_by(SORT_KEYS) if tables else None
 
 
 def tell_bucket(table: Any, moves: dict[str, list[dict]], rule: StormRule

@@ -1,0 +1,65 @@
+"""The logs report's per-group section and the tables it reads."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pandas as pd
+
+from kafka_rebalance.pipeline.advice import Advice
+from kafka_rebalance.pipeline.logparse.tables import TABLES, frame, write_frame
+from kafka_rebalance.pipeline.report import LOG_TABLES, REPORT_COLUMNS, group_section, read_tables
+
+T1, T2, T3 = (pd.Timestamp(f"2024-05-01 10:0{m}:00") for m in (1, 2, 3))
+
+
+def _rebalances(rows):
+    return pd.DataFrame({
+        "start": [r[0] for r in rows], "generation": pd.array([r[1] for r in rows], dtype="Int64"),
+        "outcome": "stable", "duration_ms": pd.array([1000] * len(rows), dtype="Int64"),
+        "members": pd.array([3] * len(rows), dtype="Int64"), "cause": "joined", "cause_member": None})
+
+
+def _causes(rows):
+    return pd.DataFrame({
+        "start": [r[0] for r in rows], "generation": pd.array([r[1] for r in rows], dtype="Int64"),
+        "cause": "left", "detail": [r[2] for r in rows], "evidence": [[f"line of {r[2]}"] for r in rows]})
+
+
+def _evidence(page: str) -> list[list[str]]:
+    """Per table row (latest rebalance first), the details of the causes shown."""
+    rows = page.split("<tbody>", 1)[1].split("<tr>")[1:]
+    return [[item.split(": ", 1)[1].split("<pre>", 1)[0] for item in row.split("<li>")[1:]] for row in rows]
+
+
+def test_a_rebalance_shows_the_causes_of_its_generation_and_those_without_one_that_started_with_it():
+    rebalances = _rebalances([(T1, 5), (T2, 6), (T3, None)])
+    causes = _causes([(T1, None, "no generation, at T1"), (T1, 5, "generation 5"), (T2, 5, "generation 5 again"),
+                      (T2, None, "no generation, at T2"), (T3, None, "no generation, at T3"), (T1, 6, "generation 6"),
+                      (T3, 7, "generation 7")])
+    shown = _evidence(group_section("g", rebalances, causes, []))
+    assert shown == [
+        ["no generation, at T3"],
+        ["no generation, at T2", "generation 6"],
+        ["no generation, at T1", "generation 5", "generation 5 again"],
+    ]
+
+
+def test_a_group_without_causes_shows_its_rebalances_without_evidence():
+    page = group_section("g", _rebalances([(T1, 5), (T2, None)]), _causes([]), [])
+    assert page.count("<tr><td>") == 2 and "evidence" not in page
+
+
+def test_advice_as_dict_has_every_field():
+    item = Advice("g", "problem", "finding", "advice", "storms", "east")
+    assert item.as_dict() == dataclasses.asdict(item)
+    assert list(item.as_dict()) == [f.name for f in dataclasses.fields(Advice)]
+
+
+def test_the_report_reads_the_columns_it_shows(tmp_path):
+    for table in LOG_TABLES:
+        write_frame(frame(table, []), tmp_path / table, table)
+    frames = read_tables(tmp_path)
+    for table in LOG_TABLES:
+        wanted = REPORT_COLUMNS.get(table) or [column for column, _, _ in TABLES[table]]
+        assert list(frames[table].columns) == list(wanted)
