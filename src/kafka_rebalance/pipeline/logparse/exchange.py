@@ -18,6 +18,7 @@ Memory: a scan task holds one batch of events; a story task one bucket's events
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import zlib
@@ -248,7 +249,21 @@ def tell_bucket(table: Any, moves: dict[str, list[dict]], rule: StormRule
     Events become dicts a slice of whole groups at a time (about ``EVENT_SLICE_ROWS``): whole
     columns to Python at once (``to_pylist`` per group cost more than telling the stories),
     without holding a whole bucket of dicts (memory, and every full garbage collection would
-    walk them)."""
+    walk them).
+
+    Python's cycle collector is paused meanwhile: the stories make no reference cycles (plain
+    reference counting frees what they drop), but the rows kept for the story tables' batches
+    made it walk the whole heap again and again (a fifth of the story's CPU time)."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        yield from _tell_slices(table, moves, rule)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _tell_slices(table: Any, moves: dict[str, list[dict]], rule: StormRule) -> Iterator[tuple[str, list[dict]]]:
     count = table.num_rows
     clusters = table.column("cluster").to_pylist()
     groups = table.column("group").to_pylist()
