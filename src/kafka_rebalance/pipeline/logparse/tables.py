@@ -158,15 +158,18 @@ def _arrow_type(kind: str) -> Any:
 
 def story_table_batch(table: str, rows: list[dict]) -> Any:
     """One story table's rows (story fields, times as epoch ms) -> a batch of the table's own
-    columns and types (``frame``'s conversions: times from epoch ms, missing lists as empty)."""
+    columns and types (``frame``'s conversions: times from epoch ms, missing lists as empty).
+    The rows are read as one struct array: Arrow looks the fields up in each dict itself."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
+    columns = TABLES[table]
+    rows_type = pa.struct([(story_field, _arrow_type(kind)) for _, kind, story_field in columns])
     arrays = []
-    for _, kind, story_field in TABLES[table]:
-        values = [row.get(story_field) for row in rows]
-        if kind == STRINGS:
-            values = [value if value is not None else [] for value in values]
-        arrays.append(pa.array(values, _arrow_type(kind)))
+    for (_, kind, _), values in zip(columns, pa.array(rows, rows_type).flatten(), strict=True):
+        if kind == STRINGS and values.null_count:
+            values = pc.if_else(pc.is_null(values), pa.scalar([], values.type), values)
+        arrays.append(values)
     return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(table))
 
 
