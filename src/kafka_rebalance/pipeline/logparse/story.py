@@ -880,7 +880,29 @@ def findings(cluster: str, group: str, rebalances: list[dict], member_events: li
     """What the advice rules need for one group (all numbers, no prose)."""
     durations = [r["duration_ms"] for r in rebalances if r["duration_ms"] is not None]
     generations = [g for r in rebalances for g in (r["generation"], r["old_generation"]) if g is not None]
-    failures = [e for e in member_events if e["kind"] in ("failed", "fenced") and e.get("cause") != "rebalance_timeout"]
+    # one pass over the member events for what is read from them below
+    failures = []
+    poll_by_client: dict[str, list[int]] = defaultdict(list)
+    versions = []
+    leaves = 0
+    static_members_seen = False
+    for e in member_events:
+        kind = e["kind"]
+        if kind in ("failed", "fenced"):
+            if e.get("cause") != "rebalance_timeout":
+                failures.append(e)
+        elif kind == "left":
+            leaves += 1
+        if (kind == "poll_timeout" or (kind in ("left", "leave_request")
+                                       and "poll timeout" in (e["reason"] or "").lower())) and e["time_ms"] is not None:
+            poll_by_client[e["client"] or e["member"] or "?"].append(e["time_ms"])
+        member = e["member"]
+        if member and "kafka-python-" in member:
+            version = _KAFKA_PYTHON_VERSION.search(member)
+            if version:
+                versions.append(version.group(1))
+        if not static_members_seen and e.get("reason") == "Static":
+            static_members_seen = True
     by_client: dict[str, list[int]] = defaultdict(list)
     for e in failures:
         if e["time_ms"] is not None:
@@ -894,17 +916,10 @@ def findings(cluster: str, group: str, rebalances: list[dict], member_events: li
                      "sd_interval_ms": statistics.pstdev(intervals) if len(intervals) > 1 else (0.0 if intervals else None)}
         if most_failing is None or candidate["failures"] > most_failing["failures"]:
             most_failing = candidate
-    poll_by_client: dict[str, list[int]] = defaultdict(list)
-    for e in member_events:
-        if (e["kind"] == "poll_timeout" or (e["kind"] in ("left", "leave_request")
-                                            and "poll timeout" in (e["reason"] or "").lower())) and e["time_ms"] is not None:
-            poll_by_client[e["client"] or e["member"] or "?"].append(e["time_ms"])
     # The client's warning, its LeaveGroup and the broker's line are one incident.
     poll_by_client = {client: _incidents(times) for client, times in poll_by_client.items()}
     poll_client, poll_times = max(poll_by_client.items(), key=lambda kv: len(kv[1]), default=(None, []))
     poll_gaps = [b - a for a, b in zip(poll_times, poll_times[1:], strict=False)]
-    versions = [m.group(1) for e in member_events if e["member"] and "kafka-python-" in e["member"]
-                for m in [_KAFKA_PYTHON_VERSION.search(e["member"])] if m]
     # session timeouts of different members close together: a shared cause
     timeout_times = sorted((e["time_ms"], e["client"]) for e in failures if e["time_ms"] is not None)
     clustered = 0
@@ -931,13 +946,13 @@ def findings(cluster: str, group: str, rebalances: list[dict], member_events: li
         "poll_timeout_leaves": sum(len(v) for v in poll_by_client.values()),
         "poll_timeout_client": poll_client, "poll_timeout_client_count": len(poll_times),
         "poll_timeout_median_gap_ms": statistics.median(poll_gaps) if poll_gaps else None,
-        "leaves": sum(1 for e in member_events if e["kind"] == "left"),
+        "leaves": leaves,
         "storms": len(storm_rows), "largest_storm": largest["rebalances"] if largest else 0,
         "largest_storm_kind": largest["kind"] if largest else None,
         "largest_storm_client": largest["top_client"] if largest else None,
         "largest_storm_minutes": (largest["duration_ms"] / 60000) if largest else None,
         "restart_rebalances": restart_rebalances,
-        "static_members_seen": any(e.get("reason") == "Static" for e in member_events),
+        "static_members_seen": static_members_seen,
         "clustered_session_timeouts": clustered,
         "coordinator_moves": cause_counts.get("coordinator_moved", 0),
         "empty_periods": len(empty_periods),
