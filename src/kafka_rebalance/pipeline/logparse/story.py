@@ -220,6 +220,7 @@ class GroupStory:
         self.empty_periods: list[dict] = []
         self.recent: list[dict] = []  # departures, joins and client signals not yet tied to a rebalance
         self.coordinator_moves = coordinator_moves or []
+        self.moves_by_partition: dict[Any, list[dict]] | None = None
         self.partition: int | None = None
         self.consumer_members: dict[str, tuple[int | None, str | None]] = {}
         self.last_epoch: int | None = None
@@ -544,10 +545,19 @@ class GroupStory:
                 self._departure_from_reason(rebalance, cause, member, detail)
             rebalance.causes.insert(0, self._cause(cause, member, detail or rebalance.reason, rebalance.evidence[:1]))
         if rebalance.partition is not None:
-            for move in self.coordinator_moves:
-                if move.get("partition") == rebalance.partition and move.get("time_ms") is not None and start is not None \
+            for move in self._moves_of(rebalance.partition):
+                if move.get("time_ms") is not None and start is not None \
                         and 0 <= start - move["time_ms"] <= EVIDENCE_WINDOW_MS:
                     rebalance.causes.append(self._cause("coordinator_moved", None, move.get("line"), [move]))
+
+    def _moves_of(self, partition: int) -> list[dict]:
+        """The coordinator moves of one ``__consumer_offsets`` partition, in their order (indexed
+        once per story: a cluster's moves are many, a group's partition is one)."""
+        if self.moves_by_partition is None:
+            self.moves_by_partition = defaultdict(list)
+            for move in self.coordinator_moves:
+                self.moves_by_partition[move.get("partition")].append(move)
+        return self.moves_by_partition.get(partition, [])
 
     def _departure_from_reason(self, rebalance: Rebalance, cause: str, member: str, detail: str | None) -> None:
         """Brokers before 2.4 name a leaving or expired member only in the rebalance's reason:
