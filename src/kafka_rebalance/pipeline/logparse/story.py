@@ -126,24 +126,28 @@ def distinct_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     be among the lines of that same time, and a line alone at its time is no repeat."""
     out = []
     run_time = None
-    run_first: dict[str, Any] | None = None
-    seen: set[tuple] | None = None
+    # kind and member (a repeat has the same ones) -> the one line kept at this time with them,
+    # or the identities of all of them when there are several
+    run: dict[tuple, Any] = {}
     for event in events:
         time_ms = event.get("time_ms")
         if time_ms is None:
             out.append(event)
             continue
         if time_ms != run_time:
-            run_time, run_first, seen = time_ms, event, None
-            out.append(event)
-            continue
-        if seen is None:
-            assert run_first is not None
-            seen = {tuple(map(run_first.get, _IDENTITY))}
-        key = tuple(map(event.get, _IDENTITY))
-        if key in seen:
-            continue
-        seen.add(key)
+            run_time = time_ms
+            run = {}
+        kind_member = (event.get("kind"), event.get("member"))
+        same = run.get(kind_member)
+        if same is None:
+            run[kind_member] = event
+        else:
+            if not isinstance(same, set):
+                same = run[kind_member] = {tuple(map(same.get, _IDENTITY))}
+            key = tuple(map(event.get, _IDENTITY))
+            if key in same:
+                continue
+            same.add(key)
         out.append(event)
     return out
 
