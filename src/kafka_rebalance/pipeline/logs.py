@@ -1,13 +1,16 @@
 """Rebalance forensics on Kafka logs: broker and client lines of any layout -> rebalances, their
 causes and the tables of ``logparse.tables``; on Spark for big inputs, in-process for a paste.
 
-The Spark job never splits the whole log into lines: each task reads byte ranges of the files
-(``logparse.scan``), finds the few fixed gate phrases (``catalogue.GATE_SUBSTRINGS``) with byte
-searches and decodes only the lines holding one, and the line after each (to join lines a
-terminal wrapped), which ``logparse.parse`` reads. Events are then grouped by (cluster, group)
-and each group's story (``logparse.story.tell``) is told in one streaming ``mapInArrow`` pass,
-its rows leaving the workers as typed Arrow columns: memory is bounded by the largest group,
-not by the log.
+The Spark engine never splits the whole log into lines: each task reads byte ranges of the
+files (``logparse.scan``), finds the few fixed gate phrases (``catalogue.GATE_SUBSTRINGS``) and
+decodes only the lines holding one, and the line after each (to join lines a terminal wrapped),
+which ``logparse.parse`` reads. The events then never enter the JVM (``logparse.exchange``): a
+scan task writes its part of the ``events`` table and one Arrow file per bucket of groups; a
+story task reads one bucket, sorts it and tells each group's story (``logparse.story.tell``),
+writing its part of every story table. Spark schedules both as ``range`` -> ``mapInArrow`` ->
+``collect`` jobs, and only small JSON documents come back to the driver (per split: counts,
+coverage, unrecognised shapes, coordinator moves; per group: the findings). Memory is bounded
+by a batch of events in a scan task and a bucket of groups in a story task, not by the log.
 
 Small inputs (a paste from stdin, a few files of an incident) skip Spark entirely: starting a
 JVM costs more than reading them (``benchmarks/logs.py`` measures both). The two engines run
@@ -16,10 +19,12 @@ the same parser and story and write the same tables.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -274,7 +279,6 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
     the Spark engine is chosen. ``clusters`` maps a path prefix to a cluster name.
     ``syslog_until_ms``: year-less syslog times fall no later than this (default: now; see
     ``logparse.layout``)."""
-    from kafka_rebalance.pipeline import advice, report
     from kafka_rebalance.pipeline.io import StagedOutput
     from kafka_rebalance.pipeline.logparse.layout import syslog_reference
     from kafka_rebalance.pipeline.logparse.tables import analyse_local, expand_inputs, write_frame
@@ -284,6 +288,9 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
     resolved = {str(Path(prefix).resolve()) if prefix != STDIN else prefix: name
                 for prefix, name in (clusters or {}).items()}
     chosen = choose_engine(engine, files, master)
+    if chosen == "spark":
+        # pandas and matplotlib (the report) load while the driver only waits for Spark's jobs.
+        threading.Thread(target=importlib.import_module, args=("kafka_rebalance.pipeline.report",), daemon=True).start()
     syslog_until_ms = syslog_until_ms if syslog_until_ms is not None else int(time.time() * 1000)
     watch = Stopwatch()
     with StagedOutput(out_dir) as out:
@@ -319,8 +326,12 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
             finally:
                 if temporary is not None:
                     os.unlink(temporary)
+            from kafka_rebalance.pipeline import report
+
             frames = report.read_tables(out.staging)
             skipped.extend(facts["unreadable"])
+        from kafka_rebalance.pipeline import advice, report
+
         advice_items = advice.advise(facts["findings"], storm_rule)
         summary = _summary(facts, frames, files, chosen, advice_items, skipped)
         summary["syslog_until"] = datetime.fromtimestamp(syslog_until_ms / 1000, UTC).isoformat(timespec="seconds")

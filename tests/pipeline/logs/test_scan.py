@@ -1,6 +1,7 @@
 """The byte-range scan the Spark engine reads with (``logparse.scan``): split anywhere, it finds
 the same events and unrecognised lines as reading every line (the local engine), wrapped lines
-joined again included; and year-less syslog times (``layout``'s syslog reference)."""
+joined again included, with either search (hyperscan, or ``bytes.find`` without it), which give
+the same lines at any block size; and year-less syslog times (``layout``'s syslog reference)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,24 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafka_rebalance.pipeline.logparse import layout
+from kafka_rebalance.pipeline.logparse.catalogue import GATE_SUBSTRINGS, NOISE_SUBSTRINGS
 from kafka_rebalance.pipeline.logparse.parse import parse_line, parse_lines, parse_numbered
-from kafka_rebalance.pipeline.logparse.scan import ScanCounts, plan_splits, scan
+from kafka_rebalance.pipeline.logparse.scan import (
+    BLOCK_BYTES,
+    FIND_SEARCH,
+    HYPERSCAN_SEARCH,
+    ScanCounts,
+    Search,
+    plan_splits,
+    scan,
+)
+
+# Both ways of finding the gated lines; hyperscan comes with the ``spark`` extra (CI has it).
+SEARCHES = [
+    pytest.param(FIND_SEARCH, id="find"),
+    pytest.param(HYPERSCAN_SEARCH, id="hyperscan",
+                 marks=pytest.mark.skipif(HYPERSCAN_SEARCH is None, reason="hyperscan is not installed")),
+]
 
 PREPARING = ("[2024-05-01 10:00:0{s},123] INFO [GroupCoordinator 1]: Preparing to rebalance group g{g} in state "
              "PreparingRebalance with old generation {n} (__consumer_offsets-7) (reason: Adding new member "
@@ -36,13 +53,13 @@ def _without_position(record: dict) -> dict:
     return {k: v for k, v in record.items() if k not in ("seq", "line_no")}
 
 
-def _both_ways(path, text: str, split_bytes: int) -> tuple[list[dict], list[dict], int]:
+def _both_ways(path, text: str, split_bytes: int, search: Search) -> tuple[list[dict], list[dict], int]:
     path.write_bytes(text.encode("utf-8"))
     every_line = [_without_position(r) for r in parse_lines(path.open(encoding="utf-8", newline=""), str(path))]
     counts = ScanCounts()
     scanned = []
     for split in plan_splits([(str(path), path.stat().st_size)], split_bytes):
-        scanned += [_without_position(r) for r in parse_numbered(scan(split, counts), str(path))]
+        scanned += [_without_position(r) for r in parse_numbered(scan(split, counts, search=search), str(path))]
     return every_line, scanned, counts.lines
 
 
@@ -65,11 +82,12 @@ def logs(draw):
     return ending.join(lines) + draw(st.sampled_from([ending, ""]))
 
 
+@pytest.mark.parametrize("search", SEARCHES)
 @settings(max_examples=60, deadline=None)
 @given(text=logs(), split_bytes=st.sampled_from([37, 200, 1000, 10**9]))
-def test_scanning_byte_ranges_reads_what_reading_every_line_reads(tmp_path_factory, text, split_bytes):
+def test_scanning_byte_ranges_reads_what_reading_every_line_reads(tmp_path_factory, search, text, split_bytes):
     path = tmp_path_factory.mktemp("scan") / "server.log"
-    every_line, scanned, lines = _both_ways(path, text, split_bytes)
+    every_line, scanned, lines = _both_ways(path, text, split_bytes, search)
     if split_bytes > len(text.encode()):
         assert scanned == every_line
     else:
@@ -80,15 +98,17 @@ def test_scanning_byte_ranges_reads_what_reading_every_line_reads(tmp_path_facto
     assert lines == len(text.splitlines())
 
 
-def test_a_wrapped_line_is_joined_again_by_the_scan(tmp_path):
+@pytest.mark.parametrize("search", SEARCHES)
+def test_a_wrapped_line_is_joined_again_by_the_scan(tmp_path, search):
     line = PREPARING.format(s=1, g=1, n=4)
     text = "\n".join([NOISE[0], line[:90], line[90:], NOISE[2], STABILIZED.format(s=2, g=1, n=5)]) + "\n"
-    every_line, scanned, _ = _both_ways(tmp_path / "paste.log", text, 10**9)
+    every_line, scanned, _ = _both_ways(tmp_path / "paste.log", text, 10**9, search)
     assert [r["kind"] for r in scanned] == ["preparing_rebalance", "stabilized"] and scanned == every_line
     assert scanned[0]["old_generation"] == 4 and scanned[0]["reason"].startswith("Adding new member")
 
 
-def test_a_gzip_file_is_one_split(tmp_path):
+@pytest.mark.parametrize("search", SEARCHES)
+def test_a_gzip_file_is_one_split(tmp_path, search):
     import gzip
 
     path = tmp_path / "server.log.gz"
@@ -96,8 +116,77 @@ def test_a_gzip_file_is_one_split(tmp_path):
     path.write_bytes(gzip.compress(text.encode()))
     (split,) = plan_splits([(str(path), 10**10)], 128)
     counts = ScanCounts()
-    events = list(parse_numbered(scan(split, counts), str(path)))
+    events = list(parse_numbered(scan(split, counts, search=search), str(path)))
     assert [e["kind"] for e in events] == ["stabilized"] * 3 and counts.lines == 6
+
+
+# ------------------------------------------------------------------- the two searches, block edges
+
+# Pieces of lines: every gate and noise phrase (so also both in one line, and a noise phrase
+# running into a gate phrase: "...Manage" + "roup"), fence marks after Unicode spaces, bytes that
+# are not UTF-8, and carriage returns.
+PIECES = [p.encode() for p in (*GATE_SUBSTRINGS, *NOISE_SUBSTRINGS)] + [
+    b"TransactionStateManage", b"g", b"```", b"~~~", b"  ", b"\xe2\x80\x83", b"\x1c", b"\t", b"\r", b"x" * 40,
+    b"\xff", b"\xe2\x82", "é".encode(), b"Stabilized group g generation 5",
+]
+
+
+@st.composite
+def byte_logs(draw) -> bytes:
+    lines = draw(st.lists(st.lists(st.sampled_from(PIECES), max_size=5).map(b"".join), min_size=1, max_size=30))
+    return b"\n".join(lines) + draw(st.sampled_from([b"\n", b""]))
+
+
+def _scanned(path, split_bytes: int, search: Search, block_bytes: int) -> tuple[list[tuple[int, str, bool]], int]:
+    counts = ScanCounts()
+    records = []
+    for split in plan_splits([(str(path), path.stat().st_size)], split_bytes):
+        records += scan(split, counts, search=search, block_bytes=block_bytes)
+    return records, counts.lines
+
+
+def _fence_passing_the_gate(line: bytes) -> bool:
+    return (layout.is_fence(line.decode("utf-8", "replace")) and any(g.encode() in line for g in GATE_SUBSTRINGS)
+            and not any(n.encode() in line for n in NOISE_SUBSTRINGS))
+
+
+@pytest.mark.skipif(HYPERSCAN_SEARCH is None, reason="hyperscan is not installed")
+@settings(max_examples=300, deadline=None)
+@given(data=byte_logs(), split_bytes=st.sampled_from([17, 64, 300, 10**9]), block_bytes=st.integers(1, 120))
+def test_both_searches_give_the_same_lines_at_any_block_size(tmp_path_factory, data, split_bytes, block_bytes):
+    """hyperscan and ``bytes.find`` give the same ``(seq, line, owned)`` stream and line count,
+    read in blocks of a few bytes (phrases and lines at every block edge, lines longer than a
+    block) or in one; and both block sizes give the same, but for one known edge: a code fence
+    line that itself passes the gate is skipped as the follower of the gated line before it, so in
+    one block that follower comes before the fence line (read as gated after it)."""
+    path = tmp_path_factory.mktemp("edges") / "server.log"
+    path.write_bytes(data)
+    one_block = _scanned(path, split_bytes, FIND_SEARCH, 10**9)
+    in_blocks = _scanned(path, split_bytes, FIND_SEARCH, block_bytes)
+    for search in (FIND_SEARCH, HYPERSCAN_SEARCH):
+        assert _scanned(path, split_bytes, search, block_bytes) == in_blocks
+        assert _scanned(path, split_bytes, search, 10**9) == one_block
+    if not any(_fence_passing_the_gate(line) for line in data.split(b"\n")):
+        assert in_blocks == one_block
+    assert one_block[1] == data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+
+
+@pytest.mark.parametrize("search", SEARCHES)
+def test_lines_across_the_real_block_boundary(tmp_path, search):
+    """At the real block size (16 MiB): a gated line ending the block, or cut by its end, with
+    its follower (the first half of a wrapped gated line) in the next block, read as in one block."""
+    filler = b"[2024-05-01 10:00:00,000] INFO [LocalLog partition=orders-3] Rolled new log segment (kafka.log.LocalLog)\n"
+    gated = STABILIZED.format(s=1, g=1, n=5).encode()
+    head = filler * (BLOCK_BYTES // len(filler) - 3)
+    pad = BLOCK_BYTES - len(head) - len(gated) - 1
+    data = head + b"x" * (pad - 1) + b"\n" + gated + b"\n" + gated[:50] + b"\n" + gated[50:] + b"\n" + filler * 3
+    for shift in (0, 30, len(gated)):  # the gated line ends the first block, is cut by its end, has one byte in it
+        path = tmp_path / f"edge-{shift}.log"
+        path.write_bytes(b"y" * shift + data)
+        one_block, lines = _scanned(path, 10**10, FIND_SEARCH, 10**10)
+        assert _scanned(path, 10**10, search, BLOCK_BYTES) == (one_block, lines)
+        assert [(seq, line) for seq, line, _ in one_block[:2]] == [
+            (BLOCK_BYTES - len(gated) - 1 + shift, gated.decode()), (BLOCK_BYTES + shift, gated[:50].decode())]
 
 
 # --------------------------------------------------------------------------- syslog's missing year

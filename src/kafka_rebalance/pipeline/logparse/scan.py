@@ -3,28 +3,41 @@
 A broker log is mostly lines about segments, replicas and the controller; the lines about
 groups are a few percent. Splitting a gigabyte into lines (in the JVM or in Python) and
 handing them over costs far more than finding the gate phrases (``catalogue.GATE_SUBSTRINGS``)
-with ``bytes.find``, which scans at memory speed. So a split is read in blocks of whole lines,
-each gate phrase is searched in the block as a whole, and only the lines holding one (and no
-noise phrase: ``parse.passes_gate`` on bytes) are decoded, together with the line after each of
-them: a line cut in two by a terminal or a paste is joined again from that one
-(``parse.parse_numbered``), exactly as when every line is read.
+in the raw bytes. So a split is read in blocks of whole lines, and only the lines holding a gate
+phrase and no noise phrase (``catalogue.NOISE_SUBSTRINGS``) are decoded, together with the line
+after each of them: a line cut in two by a terminal or a paste is joined again from that one
+(``parse.parse_numbered``), exactly as when every line is read. The lines are found by one
+hyperscan pass over each block for all the phrases (``HYPERSCAN_SEARCH``), or without hyperscan
+by one ``bytes.find`` pass per gate phrase and a test of each line found (``FIND_SEARCH``): the
+same lines either way (``SEARCH`` is the first available).
 
 The Spark job runs the splits of a file in parallel (the local engine reads every line and
 gives the same records). One known edge: when a terminal cut a line exactly where one split
 ends, the split before joins the two halves, and the second half, if it holds a gate phrase
 itself, is also read on its own by the next split (one extra record; splits are >= 128 MB). ``seq`` is the byte offset of a line's start (in the decompressed stream for
-``.gz``): increasing in file order, so the story orders lines as written.
+``.gz``): increasing in file order, so the story orders lines as written; but for a code fence
+line that itself passes the gate right after a gated line: the line after the fence comes before
+it (as the gated line's follower) and again after it, unless a block ends between the two.
 """
 
 from __future__ import annotations
 
 import gzip
-from collections.abc import Iterator
+from bisect import bisect_left
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from io import BufferedIOBase
+from typing import Any
+
+import numpy as np
 
 from kafka_rebalance.pipeline.logparse.catalogue import GATE_SUBSTRINGS, NOISE_SUBSTRINGS
 from kafka_rebalance.pipeline.logparse.layout import is_fence
+
+try:
+    import hyperscan
+except ImportError:  # an optional speed-up (the ``spark`` extra): bytes.find finds the same lines
+    hyperscan = None  # type: ignore[assignment]
 
 GATE_BYTES = tuple(phrase.encode() for phrase in GATE_SUBSTRINGS)
 NOISE_BYTES = tuple(phrase.encode() for phrase in NOISE_SUBSTRINGS)
@@ -78,32 +91,67 @@ class ScanCounts:
         self.lines = 0
 
 
-def _open(path: str) -> BinaryIO:
+def _open(path: str) -> BufferedIOBase:
     if path.endswith(".gz"):
-        return gzip.open(path, "rb")  # type: ignore[return-value]
+        return gzip.open(path, "rb")
     return open(path, "rb")
 
 
-def _blocks(fh: BinaryIO, base: int) -> Iterator[tuple[int, bytes]]:
-    """(offset of the block, block of whole lines; the last may lack its newline)."""
-    carry = b""
+def _read_block(fh: BufferedIOBase, buffer: bytearray, filled: int, block_bytes: int) -> int:
+    """Reads ``block_bytes`` more into ``buffer`` after its first ``filled`` (fewer if the stream
+    ends), growing it as it fills: a small file never gets a 16 MB buffer. The new ``filled``."""
+    end = filled + block_bytes
+    while filled < end:
+        if filled == len(buffer):
+            buffer.extend(bytes(min(max(len(buffer), 1 << 16), end - filled)))
+        with memoryview(buffer) as view:
+            read = fh.readinto(view[filled:min(end, len(buffer))])
+        if not read:
+            break
+        filled += read
+    return filled
+
+
+def _blocks(fh: BufferedIOBase, base: int, block_bytes: int) -> Iterator[tuple[int, bytearray, int]]:
+    """(offset of the block, buffer, size): ``buffer[:size]`` is a block of whole lines (the last
+    may lack its newline), ending at the last newline of what was read so far in reads of
+    ``block_bytes``. One buffer is filled again for every block: copying 16 MB twice a block
+    cost more than finding the gated lines in it."""
+    buffer = bytearray()
+    carried = 0  # the start of a line, moved to the front of the buffer
     while True:
-        chunk = fh.read(BLOCK_BYTES)
-        if not chunk:
-            if carry:
-                yield base, carry
+        filled = _read_block(fh, buffer, carried, block_bytes)
+        if filled == carried:
+            if carried:
+                yield base, buffer, carried
             return
-        data = carry + chunk if carry else chunk
-        cut = data.rfind(NEWLINE) + 1
+        cut = buffer.rfind(NEWLINE, 0, filled) + 1
         if cut == 0:
-            carry = data
+            carried = filled
             continue
-        yield base, data[:cut]
+        yield base, buffer, cut
         base += cut
-        carry = data[cut:]
+        buffer[:filled - cut] = buffer[cut:filled]
+        carried = filled - cut
 
 
-def _gated_starts(block: bytes) -> list[int]:
+# A search finds, in ``block[:size]`` (whole lines), the lines that pass the gate (a gate phrase
+# and no noise phrase) among those starting before ``stop``, as (start, end) in order, end at
+# the newline; and the ends of the lines that may be code fences (None: any line may be one).
+Block = bytes | bytearray
+GatedLines = tuple[list[tuple[int, int]], Collection[int] | None]
+Search = Callable[[Block, int, int], GatedLines]
+
+
+def find_gated_lines(block: Block, size: int, stop: int) -> GatedLines:
+    """The search without hyperscan: one ``bytes.find`` pass per gate phrase, then each line
+    found is tested for every phrase."""
+    owned = block[:stop]
+    return [(start, _line_end(owned, start, stop)) for start in _gated_starts(owned)
+            if _passes_gate(owned[start:_line_end(owned, start, stop)])], None
+
+
+def _gated_starts(block: Block) -> list[int]:
     """Starts of the lines holding a gate phrase (noise lines included; dropped by the caller)."""
     starts: set[int] = set()
     for phrase in GATE_BYTES:
@@ -118,25 +166,93 @@ def _gated_starts(block: bytes) -> list[int]:
     return sorted(starts)
 
 
-def _line_end(block: bytes, start: int) -> int:
-    end = block.find(NEWLINE, start)
-    return len(block) if end == -1 else end
+_GATE, _NOISE, _FENCE = 0, 1, 2
 
 
-def _decode(line: bytes) -> str:
+def _rest_of_line_after(phrases: tuple[bytes, ...]) -> bytes:
+    """A hyperscan expression matching from any of ``phrases`` to the end of its line: with one
+    report per pattern and end offset, each line holding one is reported once, at its end."""
+    def literal(phrase: bytes) -> bytes:
+        return b"".join(bytes([c]) if chr(c).isalnum() else b"\\x%02x" % c for c in phrase)
+    return b"(?:" + b"|".join(literal(p) for p in phrases) + b")[^\n]*$"
+
+
+def _on_match(pattern: int, _start: int, end: int, _flags: int, marks: Any) -> None:
+    """``marks``: for each pattern id, what takes the end offsets of its lines."""
+    marks[pattern](end)
+
+
+class HyperscanSearch:
+    """All gate, noise and fence phrases found in one hyperscan pass over the block, each line
+    reported once per kind at its end; a line passes the gate when it is reported as gated and
+    not as noise. Fence candidates are the lines holding a backtick or tilde fence mark, which
+    every line ``layout.is_fence`` accepts holds (decoding never makes or eats an ASCII byte)."""
+
+    def __init__(self) -> None:
+        assert hyperscan is not None
+        self.database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        expressions = [_rest_of_line_after(GATE_BYTES), _rest_of_line_after(NOISE_BYTES),
+                       _rest_of_line_after((b"```", b"~~~"))]
+        self.database.compile(expressions=expressions, ids=[_GATE, _NOISE, _FENCE], elements=len(expressions),
+                              flags=[hyperscan.HS_FLAG_MULTILINE] * len(expressions))
+
+    def __call__(self, block: Block, size: int, stop: int) -> GatedLines:
+        assert hyperscan is not None
+        gate: list[int] = []
+        noise: set[int] = set()
+        fences: set[int] = set()
+        with memoryview(block) as view, view[:size] as lines:
+            # A scratch per call: scans in other threads never share one.
+            self.database.scan(lines,  # type: ignore[type-var]  # any buffer: the stubs say bytes
+                               match_event_handler=_on_match, context=(gate.append, noise.add, fences.add),
+                               scratch=hyperscan.Scratch(self.database))
+        ends = sorted(set(gate).difference(noise)) if noise else gate
+        if stop < size:
+            ends = ends[:bisect_left(ends, stop)]
+        rfind = block.rfind
+        return [(rfind(NEWLINE, 0, end) + 1, end) for end in ends], fences
+
+
+def _hyperscan_search() -> Search | None:
+    if hyperscan is None:
+        return None
+    try:
+        return HyperscanSearch()
+    except hyperscan.error:  # a platform vectorscan does not run on: bytes.find does the same
+        return None
+
+
+FIND_SEARCH: Search = find_gated_lines
+HYPERSCAN_SEARCH: Search | None = _hyperscan_search()
+SEARCH: Search = HYPERSCAN_SEARCH or FIND_SEARCH
+
+
+def _line_end(block: Block, start: int, size: int) -> int:
+    end = block.find(NEWLINE, start, size)
+    return size if end == -1 else end
+
+
+def _count_lines(block: Block, end: int) -> int:
+    """Lines in ``block[:end]`` (``end`` > 0; the last may lack its newline). numpy compares and
+    counts 3-4 times as fast as ``bytes.count``."""
+    newlines = int(np.count_nonzero(np.frombuffer(block, np.uint8, count=end) == NEWLINE[0]))
+    return newlines + (0 if block[end - 1] == NEWLINE[0] else 1)
+
+
+def _decode(line: Block) -> str:
     return line.decode("utf-8", "replace")
 
 
-def _count_lines(block: bytes) -> int:
-    return block.count(NEWLINE) + (0 if block.endswith(NEWLINE) or not block else 1)
-
-
-def scan(split: Split, counts: ScanCounts | None = None) -> Iterator[tuple[int, str, bool]]:
+def scan(split: Split, counts: ScanCounts | None = None, *, search: Search | None = None,
+         block_bytes: int = BLOCK_BYTES) -> Iterator[tuple[int, str, bool]]:
     """``(seq, line, owned)`` in file order: every line of the split that passes the gate
     (``owned`` True), each followed by the next line that is not a code fence (for joining
     wrapped lines). That follower is ``owned`` False when it starts after the split: it may
-    complete the split's last line but is not read on its own (the next split owns it)."""
+    complete the split's last line but is not read on its own (the next split owns it).
+    ``search`` (default ``SEARCH``: hyperscan when installed) and ``block_bytes`` change the
+    speed only."""
     counts = counts if counts is not None else ScanCounts()
+    search = search if search is not None else SEARCH
     with _open(split.path) as fh:
         base = 0
         if split.start > 0:
@@ -145,12 +261,12 @@ def scan(split: Split, counts: ScanCounts | None = None) -> Iterator[tuple[int, 
             head = fh.readline()
             base = split.start - 1 + len(head)
         want_follower = False
-        for offset, block in _blocks(fh, base):
-            owned_end = len(block)
-            if split.end is not None and offset + owned_end > split.end:
-                owned_end = 0 if offset >= split.end else block.find(NEWLINE, split.end - 1 - offset) + 1 or len(block)
+        for offset, block, size in _blocks(fh, base, block_bytes):
+            owned_end = size
+            if split.end is not None and offset + size > split.end:
+                owned_end = 0 if offset >= split.end else block.find(NEWLINE, split.end - 1 - offset, size) + 1 or size
             if want_follower:
-                follower = _first_line(block, 0)
+                follower = _first_line(block, 0, size)
                 if follower is not None:
                     want_follower = False
                     start, end = follower
@@ -162,37 +278,32 @@ def scan(split: Split, counts: ScanCounts | None = None) -> Iterator[tuple[int, 
                 if not want_follower:
                     return
                 continue
-            owned_block = block[:owned_end] if owned_end < len(block) else block
-            counts.lines += _count_lines(owned_block)
-            gated_starts = [s for s in _gated_starts(owned_block) if _passes_gate(_line_at(owned_block, s))]
-            for index, start in enumerate(gated_starts):
-                end = _line_end(owned_block, start)
-                yield offset + start, _decode(owned_block[start:end]), True
-                follower = _first_line(block, end + 1)
+            counts.lines += _count_lines(block, owned_end)
+            gated_lines, fence_ends = search(block, size, owned_end)
+            for index, (start, end) in enumerate(gated_lines):
+                yield offset + start, _decode(block[start:end]), True
+                follower = _first_line(block, end + 1, size, fence_ends)
                 if follower is None:
                     want_follower = True
                     continue
                 follower_start, follower_end = follower
-                next_gated = gated_starts[index + 1] if index + 1 < len(gated_starts) else None
+                next_gated = gated_lines[index + 1][0] if index + 1 < len(gated_lines) else None
                 if follower_start != next_gated:
                     yield offset + follower_start, _decode(block[follower_start:follower_end]), follower_start < owned_end
-            if owned_end < len(block) and not want_follower:
+            if owned_end < size and not want_follower:
                 return
 
 
-def _line_at(block: bytes, start: int) -> bytes:
-    return block[start:_line_end(block, start)]
-
-
-def _first_line(block: bytes, start: int) -> tuple[int, int] | None:
-    """The first line at or after ``start`` that is not a code fence, or None if the block ends."""
-    while start < len(block):
-        end = _line_end(block, start)
-        if not is_fence(_decode(block[start:end])):
+def _first_line(block: Block, start: int, size: int, fence_ends: Collection[int] | None = None) -> tuple[int, int] | None:
+    """The first line of ``block[:size]`` at or after ``start`` that is not a code fence, or None
+    if the block ends (``fence_ends``: the ends of the lines that may be fences; None: any)."""
+    while start < size:
+        end = _line_end(block, start, size)
+        if (fence_ends is not None and end not in fence_ends) or not is_fence(_decode(block[start:end])):
             return start, end
         start = end + 1
     return None
 
 
-def _passes_gate(line: bytes) -> bool:
+def _passes_gate(line: Block) -> bool:
     return any(g in line for g in GATE_BYTES) and not any(n in line for n in NOISE_BYTES)
