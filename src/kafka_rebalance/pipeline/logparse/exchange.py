@@ -254,12 +254,12 @@ def tell_bucket(table: Any, moves: dict[str, list[dict]], rule: StormRule
     Python's cycle collector is paused meanwhile: the stories make no reference cycles (plain
     reference counting frees what they drop), but the rows kept for the story tables' batches
     made it walk the whole heap again and again (a fifth of the story's CPU time)."""
-    paused = gc.isenabled()
+    was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield from _tell_slices(table, moves, rule)
     finally:
-        if paused:
+        if was_enabled:
             gc.enable()
 
 
