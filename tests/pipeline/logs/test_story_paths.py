@@ -5,6 +5,7 @@ with only the fields that have a value, story batches read as one struct array."
 from __future__ import annotations
 
 from collections import defaultdict
+from itertools import groupby
 from pathlib import Path
 from typing import Any
 
@@ -33,18 +34,14 @@ IDENTITY = ("kind", "time_ms", "member", "generation", "old_generation", "state"
 
 def ordered_by_file_then_time(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The rule itself: file order first, a line without a time at its file's last known time."""
-    last_known: dict[str, int] = {}
-    keyed = []
-    for event in sorted(events, key=lambda e: (e.get("source") or "", e.get("seq") or 0)):
-        source = event.get("source") or ""
-        time_ms = event.get("time_ms")
-        if time_ms is None:
-            time_ms = last_known.get(source, -1)
-        else:
-            last_known[source] = time_ms
-        keyed.append(((time_ms, source, event.get("seq") or 0), event))
-    keyed.sort(key=lambda pair: pair[0])
-    return [event for _, event in keyed]
+    by_file = sorted(events, key=lambda e: (e.get("source") or "", e.get("seq") or 0))
+    placed = []
+    for source, lines in groupby(by_file, key=lambda e: e.get("source") or ""):
+        known = -1
+        for line in lines:
+            known = line["time_ms"] if line.get("time_ms") is not None else known
+            placed.append(((known, source, line.get("seq") or 0), line))
+    return [line for _, line in sorted(placed, key=lambda pair: pair[0])]
 
 
 def without_repeats(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
