@@ -19,6 +19,7 @@ that supersedes it.
 
 from __future__ import annotations
 
+import operator
 import re
 import statistics
 from collections import Counter, defaultdict
@@ -46,7 +47,7 @@ class StormRule:
 DEFAULT_STORM_RULE = StormRule()
 
 
-@dataclass
+@dataclass(slots=True)
 class Rebalance:
     cluster: str
     group: str
@@ -74,11 +75,31 @@ class Rebalance:
     clip_ms: int | None = None  # where an open rebalance is drawn to (the next one, or the log's end)
 
 
+# The event fields a story reads (``events`` columns; ``line_no``, ``members_text`` and
+# ``topics`` only where a caller has them): a caller may leave the others out.
+STORY_FIELDS = frozenset((
+    "source", "seq", "time_ms", "kind", "side", "library", "member", "generation", "old_generation", "state",
+    "from_state", "reason", "members", "old_member", "membership", "partitions", "count", "protocol", "assignor",
+    "took_ms", "partition", "client_id", "line", "line_no", "members_text", "topics",
+))
+
+
 # ----------------------------------------------------------------------------- ordering
+
+_TIME_ORDER = operator.itemgetter("time_ms", "source", "seq")
+
 
 def order_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Time order; lines without a time keep their place in their file (they sort at the last
     known time of that file)."""
+    try:
+        # The usual case, every line with a time and its place in its file: one sort. A missing
+        # field or a None beside a value (a line without a time among timed ones) raises, and
+        # when nothing raises this sort makes the same comparisons with the same outcomes as
+        # the general one below (ties keep the input order in both).
+        return sorted(events, key=_TIME_ORDER)
+    except (KeyError, TypeError):
+        pass
     last_known: dict[str, int] = {}
     keyed = []
     for event in sorted(events, key=lambda e: (e.get("source") or "", e.get("seq") or 0)):
@@ -99,32 +120,56 @@ _IDENTITY = ("kind", "time_ms", "member", "generation", "old_generation", "state
 
 def distinct_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Without repeats of the same line: a file given twice (a copy beside its rotated original,
-    an excerpt pasted twice) must not double what it shows. Lines without a time are kept."""
-    seen: set[tuple] = set()
+    an excerpt pasted twice) must not double what it shows. Lines without a time are kept.
+
+    ``events`` in time order (``order_events``): a repeat has its line's time, so it can only
+    be among the lines of that same time, and a line alone at its time is no repeat."""
     out = []
+    run_time = None
+    # kind and member (a repeat has the same ones) -> the one line kept at this time with them,
+    # or the identities of all of them when there are several
+    run: dict[tuple, Any] = {}
     for event in events:
-        if event.get("time_ms") is not None:
-            key = tuple(event.get(name) for name in _IDENTITY)
-            if key in seen:
+        time_ms = event.get("time_ms")
+        if time_ms is None:
+            out.append(event)
+            continue
+        if time_ms != run_time:
+            run_time = time_ms
+            run = {}
+        kind_member = (event.get("kind"), event.get("member"))
+        same = run.get(kind_member)
+        if same is None:
+            run[kind_member] = event
+        else:
+            if not isinstance(same, set):
+                same = run[kind_member] = {tuple(map(same.get, _IDENTITY))}
+            key = tuple(map(event.get, _IDENTITY))
+            if key in same:
                 continue
-            seen.add(key)
+            same.add(key)
         out.append(event)
     return out
 
 
 # ----------------------------------------------------------------------------- broker side
 
-_REASON_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"[Aa]dding new member (?P<member>\S+?);? with group instance ?id (?P<instance>\S+?)(?:;|$)"), "joined"),
-    (re.compile(r"[Aa]dding new member (?P<member>\S+?)\s*$"), "joined"),
-    (re.compile(r"[Rr]emoving member (?P<member>\S+) on heartbeat expiration"), "session_timeout"),
-    (re.compile(r"[Rr]emoving member (?P<member>\S+) on LeaveGroup"), "left"),
-    (re.compile(r"Leader (?P<member>\S+) re-joining group"), "leader_rejoined"),
-    (re.compile(r"Updating metadata for (?:static )?member (?P<member>\S+)"), "metadata_changed"),
-    (re.compile(r"static member (?P<member>\S+) with instance id \S+ joined with change of protocol"), "metadata_changed"),
-    (re.compile(r"Freshly-loaded group is over capacity"), "coordinator_moved"),
-    (re.compile(r"on pending sync request expiration"), "sync_timeout"),
-    (re.compile(r"when storing group assignment"), "storage_error"),
+# (pattern, cause, a text every match contains: most reasons are tested with ``in`` only)
+_REASON_RULES: tuple[tuple[re.Pattern[str], str, str], ...] = (
+    (re.compile(r"[Aa]dding new member (?P<member>\S+?);? with group instance ?id (?P<instance>\S+?)(?:;|$)"), "joined",
+     "dding new member "),
+    (re.compile(r"[Aa]dding new member (?P<member>\S+?)\s*$"), "joined", "dding new member "),
+    (re.compile(r"[Rr]emoving member (?P<member>\S+) on heartbeat expiration"), "session_timeout",
+     " on heartbeat expiration"),
+    (re.compile(r"[Rr]emoving member (?P<member>\S+) on LeaveGroup"), "left", " on LeaveGroup"),
+    (re.compile(r"Leader (?P<member>\S+) re-joining group"), "leader_rejoined", " re-joining group"),
+    (re.compile(r"Updating metadata for (?:static )?member (?P<member>\S+)"), "metadata_changed",
+     "Updating metadata for "),
+    (re.compile(r"static member (?P<member>\S+) with instance id \S+ joined with change of protocol"), "metadata_changed",
+     " joined with change of protocol"),
+    (re.compile(r"Freshly-loaded group is over capacity"), "coordinator_moved", "Freshly-loaded group is over capacity"),
+    (re.compile(r"on pending sync request expiration"), "sync_timeout", "on pending sync request expiration"),
+    (re.compile(r"when storing group assignment"), "storage_error", "when storing group assignment"),
 )
 _CLIENT_REASON = re.compile(r"client reason: (?P<reason>.*)$")
 CAUSE_TITLES = {
@@ -147,10 +192,10 @@ CAUSE_TITLES = {
 def _cause_from_reason(reason: str | None) -> tuple[str, str | None, str | None] | None:
     if not reason:
         return None
-    client_reason = _CLIENT_REASON.search(reason)
+    client_reason = _CLIENT_REASON.search(reason) if "client reason: " in reason else None
     detail = client_reason.group("reason") if client_reason else None
-    for pattern, cause in _REASON_RULES:
-        match = pattern.search(reason)
+    for pattern, cause, text in _REASON_RULES:
+        match = pattern.search(reason) if text in reason else None
         if match:
             member = match.groupdict().get("member")
             instance = match.groupdict().get("instance")
@@ -174,9 +219,12 @@ class GroupStory:
         self.open: Rebalance | None = None
         self.awaiting_sync: Rebalance | None = None
         self.member_events: list[dict] = []
+        # client -> times it failed, left or was fenced (``_rejoins``)
+        self.departed: dict[str, list[int | None]] = {}
         self.empty_periods: list[dict] = []
         self.recent: list[dict] = []  # departures, joins and client signals not yet tied to a rebalance
         self.coordinator_moves = coordinator_moves or []
+        self.moves_by_partition: dict[Any, list[dict]] | None = None
         self.partition: int | None = None
         self.consumer_members: dict[str, tuple[int | None, str | None]] = {}
         self.last_epoch: int | None = None
@@ -204,19 +252,23 @@ class GroupStory:
                (event.get("client_id") or client_of(member)), "reason": reason, "source": event.get("source"),
                "side": event.get("side"), "generation": event.get("generation"), "line": event.get("line")}
         self.member_events.append(row)
+        if kind in ("failed", "left", "fenced") and row["client"]:
+            self.departed.setdefault(row["client"], []).append(row["time_ms"])
         return row
 
     # -- the broker's classic lines
     def feed(self, event: dict) -> None:
         kind = event["kind"]
-        if event.get("time_ms") is not None:
-            self.last_ms = event["time_ms"]
-        if event.get("partition") is not None and event.get("side") == "broker" and kind not in (
+        time_ms = event.get("time_ms")
+        if time_ms is not None:
+            self.last_ms = time_ms
+        partition = event.get("partition")
+        if partition is not None and event.get("side") == "broker" and kind not in (
                 "coordinator_loaded", "coordinator_unloaded"):
-            self.partition = event["partition"]
-        handler = getattr(self, f"_on_{kind}", None)
+            self.partition = partition
+        handler = _HANDLERS.get(kind)
         if handler is not None:
-            handler(event)
+            handler(self, event)
 
     def _on_preparing_rebalance(self, event: dict) -> None:
         old = event.get("old_generation")
@@ -361,10 +413,10 @@ class GroupStory:
 
     def _rejoins(self, client: str | None, time_ms: int | None) -> bool:
         """A join of a client that left or failed earlier: a restart."""
-        if not client:
+        times = self.departed.get(client) if client else None
+        if not times:
             return False
-        return any(e["client"] == client and e["kind"] in ("failed", "left", "fenced")
-                   and (time_ms is None or e["time_ms"] is None or e["time_ms"] <= time_ms) for e in self.member_events)
+        return time_ms is None or any(at is None or at <= time_ms for at in times)
 
     def _on_members_not_rejoined(self, event: dict) -> None:
         for member in re.findall(r"[\w.\-]+", event.get("members_text") or event.get("line", "").split(":")[-1]):
@@ -497,10 +549,19 @@ class GroupStory:
                 self._departure_from_reason(rebalance, cause, member, detail)
             rebalance.causes.insert(0, self._cause(cause, member, detail or rebalance.reason, rebalance.evidence[:1]))
         if rebalance.partition is not None:
-            for move in self.coordinator_moves:
-                if move.get("partition") == rebalance.partition and move.get("time_ms") is not None and start is not None \
+            for move in self._moves_of(rebalance.partition):
+                if move.get("time_ms") is not None and start is not None \
                         and 0 <= start - move["time_ms"] <= EVIDENCE_WINDOW_MS:
                     rebalance.causes.append(self._cause("coordinator_moved", None, move.get("line"), [move]))
+
+    def _moves_of(self, partition: int) -> list[dict]:
+        """The coordinator moves of one ``__consumer_offsets`` partition, in their order (indexed
+        once per story: a cluster's moves are many, a group's partition is one)."""
+        if self.moves_by_partition is None:
+            self.moves_by_partition = defaultdict(list)
+            for move in self.coordinator_moves:
+                self.moves_by_partition[move.get("partition")].append(move)
+        return self.moves_by_partition.get(partition, [])
 
     def _departure_from_reason(self, rebalance: Rebalance, cause: str, member: str, detail: str | None) -> None:
         """Brokers before 2.4 name a leaving or expired member only in the rebalance's reason:
@@ -529,6 +590,11 @@ class GroupStory:
             later = [s for s in starts if period["start_ms"] is not None and s > period["start_ms"]]
             period["end_ms"] = later[0] if later else None
             period["duration_ms"] = period["end_ms"] - period["start_ms"] if later else None
+
+
+# kind -> its ``GroupStory._on_<kind>`` (looked up once, not per event)
+_HANDLERS: dict[str, Any] = {name.removeprefix("_on_"): handler for name, handler in vars(GroupStory).items()
+                             if name.startswith("_on_")}
 
 
 # ----------------------------------------------------------------------------- client side
@@ -747,16 +813,22 @@ def tell(cluster: str, group: str, events: list[dict], coordinator_moves: list[d
     causes = []
     for r, row in zip(rebalances, rows, strict=True):
         chosen = r.causes or [{"cause": "unknown", "member": None, "detail": None, "events": r.evidence[:1]}]
-        merged: dict[tuple, dict] = {}
+        if len(chosen) > 1:
+            merged: dict[tuple, dict] = {}
+            for cause in chosen:
+                key = (cause["cause"], cause["member"])
+                if key in merged:
+                    merged[key]["events"] = merged[key]["events"] + cause["events"]
+                else:
+                    merged[key] = dict(cause)
+            chosen = list(merged.values())
         for cause in chosen:
-            key = (cause["cause"], cause["member"])
-            if key in merged:
-                merged[key]["events"] = merged[key]["events"] + cause["events"]
+            events = cause["events"]
+            if len(events) == 1:
+                evidence = events if events[0] else []
             else:
-                merged[key] = dict(cause)
-        for cause in merged.values():
-            evidence = sorted((e for e in cause["events"] if e),
-                              key=lambda e: (e.get("time_ms") or 0, e.get("seq") or 0))[:EVIDENCE_CAP]
+                evidence = sorted((e for e in events if e),
+                                  key=lambda e: (e.get("time_ms") or 0, e.get("seq") or 0))[:EVIDENCE_CAP]
             causes.append({"cluster": cluster, "group": group, "generation": row["generation"],
                            "start_ms": row["start_ms"], "cause": cause["cause"], "member": cause["member"],
                            "detail": cause["detail"], "evidence": [e.get("line") or "" for e in evidence],
@@ -814,12 +886,37 @@ def _incidents(times: list[int]) -> list[int]:
     return out
 
 
+_KAFKA_PYTHON_VERSION = re.compile(r"kafka-python-(\d+\.\d+)")
+
+
 def findings(cluster: str, group: str, rebalances: list[dict], member_events: list[dict], storm_rows: list[dict],
              empty_periods: list[dict], causes: list[dict]) -> dict:
     """What the advice rules need for one group (all numbers, no prose)."""
     durations = [r["duration_ms"] for r in rebalances if r["duration_ms"] is not None]
     generations = [g for r in rebalances for g in (r["generation"], r["old_generation"]) if g is not None]
-    failures = [e for e in member_events if e["kind"] in ("failed", "fenced") and e.get("cause") != "rebalance_timeout"]
+    # one pass over the member events for what is read from them below
+    failures = []
+    poll_by_client: dict[str, list[int]] = defaultdict(list)
+    versions = []
+    leaves = 0
+    static_members_seen = False
+    for e in member_events:
+        kind = e["kind"]
+        if kind in ("failed", "fenced"):
+            if e.get("cause") != "rebalance_timeout":
+                failures.append(e)
+        elif kind == "left":
+            leaves += 1
+        if (kind == "poll_timeout" or (kind in ("left", "leave_request")
+                                       and "poll timeout" in (e["reason"] or "").lower())) and e["time_ms"] is not None:
+            poll_by_client[e["client"] or e["member"] or "?"].append(e["time_ms"])
+        member = e["member"]
+        if member and "kafka-python-" in member:
+            version = _KAFKA_PYTHON_VERSION.search(member)
+            if version:
+                versions.append(version.group(1))
+        if not static_members_seen and e.get("reason") == "Static":
+            static_members_seen = True
     by_client: dict[str, list[int]] = defaultdict(list)
     for e in failures:
         if e["time_ms"] is not None:
@@ -833,21 +930,19 @@ def findings(cluster: str, group: str, rebalances: list[dict], member_events: li
                      "sd_interval_ms": statistics.pstdev(intervals) if len(intervals) > 1 else (0.0 if intervals else None)}
         if most_failing is None or candidate["failures"] > most_failing["failures"]:
             most_failing = candidate
-    poll_by_client: dict[str, list[int]] = defaultdict(list)
-    for e in member_events:
-        if (e["kind"] == "poll_timeout" or (e["kind"] in ("left", "leave_request")
-                                            and "poll timeout" in (e["reason"] or "").lower())) and e["time_ms"] is not None:
-            poll_by_client[e["client"] or e["member"] or "?"].append(e["time_ms"])
     # The client's warning, its LeaveGroup and the broker's line are one incident.
     poll_by_client = {client: _incidents(times) for client, times in poll_by_client.items()}
     poll_client, poll_times = max(poll_by_client.items(), key=lambda kv: len(kv[1]), default=(None, []))
     poll_gaps = [b - a for a, b in zip(poll_times, poll_times[1:], strict=False)]
-    versions = [m.group(1) for e in member_events for m in [re.search(r"kafka-python-(\d+\.\d+)", e["member"] or "")] if m]
     # session timeouts of different members close together: a shared cause
     timeout_times = sorted((e["time_ms"], e["client"]) for e in failures if e["time_ms"] is not None)
     clustered = 0
     for i, (t, _) in enumerate(timeout_times):
-        clients = {c for u, c in timeout_times[i:] if u - t <= 60_000}
+        clients = set()
+        for u, c in timeout_times[i:]:
+            if u - t > 60_000:  # in time order: none later is closer
+                break
+            clients.add(c)
         clustered = max(clustered, len(clients))
     cause_counts = Counter(c["cause"] for c in causes)
     restart_rebalances = sum(1 for r in rebalances if r["cause"] in ("restarted",))
@@ -865,13 +960,13 @@ def findings(cluster: str, group: str, rebalances: list[dict], member_events: li
         "poll_timeout_leaves": sum(len(v) for v in poll_by_client.values()),
         "poll_timeout_client": poll_client, "poll_timeout_client_count": len(poll_times),
         "poll_timeout_median_gap_ms": statistics.median(poll_gaps) if poll_gaps else None,
-        "leaves": sum(1 for e in member_events if e["kind"] == "left"),
+        "leaves": leaves,
         "storms": len(storm_rows), "largest_storm": largest["rebalances"] if largest else 0,
         "largest_storm_kind": largest["kind"] if largest else None,
         "largest_storm_client": largest["top_client"] if largest else None,
         "largest_storm_minutes": (largest["duration_ms"] / 60000) if largest else None,
         "restart_rebalances": restart_rebalances,
-        "static_members_seen": any(e.get("reason") == "Static" for e in member_events),
+        "static_members_seen": static_members_seen,
         "clustered_session_timeouts": clustered,
         "coordinator_moves": cause_counts.get("coordinator_moved", 0),
         "empty_periods": len(empty_periods),

@@ -158,18 +158,16 @@ def _arrow_type(kind: str) -> Any:
 
 def story_table_batch(table: str, rows: list[dict]) -> Any:
     """One story table's rows (story fields, times as epoch ms) -> a batch of the table's own
-    columns and types (``frame``'s conversions: times from epoch ms, missing lists as empty)."""
+    columns and types (``frame``'s conversions: times from epoch ms, missing lists as empty).
+    The rows are read as one struct array: Arrow looks the fields up in each dict itself."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    fields = {story_field: LONG if kind == TIME else kind for _, kind, story_field in TABLES[table]}
-    narrow = pa.RecordBatch.from_pylist(rows, schema=pa.schema([(f, _arrow_type(k)) for f, k in fields.items()]))
+    columns = TABLES[table]
+    rows_type = pa.struct([(story_field, _arrow_type(kind)) for _, kind, story_field in columns])
     arrays = []
-    for _, kind, story_field in TABLES[table]:
-        values = narrow.column(story_field)
-        if kind == TIME:
-            values = values.cast(pa.timestamp("ms"))
-        elif kind == STRINGS:
+    for (_, kind, _), values in zip(columns, pa.array(rows, rows_type).flatten(), strict=True):
+        if kind == STRINGS and values.null_count:
             values = pc.if_else(pc.is_null(values), pa.scalar([], values.type), values)
         arrays.append(values)
     return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(table))
