@@ -189,11 +189,19 @@ def _run_spark(spark: Any, files: list[str], clusters: dict[str, str], rule: Sto
     total = sum(os.path.getsize(name) for name in files)
     buckets = bucket_count(total, spark.sparkContext.defaultParallelism)
     inherited: dict[int, dict[str, str]] = {}
+    report_loading: threading.Thread | None = None
     with spark_progress(spark, "reading logs", enabled=progress):
         while True:
             shutil.rmtree(exchange_dir, ignore_errors=True)
-            facts = [SplitFacts.from_json(row[0]) for row in scan_splits(
-                spark, files, clusters, syslog_reference_ms, events_dir, exchange_dir, buckets, inherited).collect()]
+            scanned = scan_splits(spark, files, clusters, syslog_reference_ms, events_dir, exchange_dir, buckets,
+                                  inherited)
+            if report_loading is None:
+                # pandas and matplotlib (for the report) load while the driver only waits for the
+                # jobs; started once the job is planned, so they do not hold the GIL while it is.
+                report_loading = threading.Thread(target=importlib.import_module,
+                                                  args=("kafka_rebalance.pipeline.report",), daemon=True)
+                report_loading.start()
+            facts = [SplitFacts.from_json(row[0]) for row in scanned.collect()]
             wanted = fill_chains(facts)
             # Client lines naming no group take the one their client named last, maybe in the
             # split before: known only now, so those splits are read again, told what it was.
@@ -288,9 +296,6 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
     resolved = {str(Path(prefix).resolve()) if prefix != STDIN else prefix: name
                 for prefix, name in (clusters or {}).items()}
     chosen = choose_engine(engine, files, master)
-    if chosen == "spark":
-        # pandas and matplotlib (the report) load while the driver only waits for Spark's jobs.
-        threading.Thread(target=importlib.import_module, args=("kafka_rebalance.pipeline.report",), daemon=True).start()
     syslog_until_ms = syslog_until_ms if syslog_until_ms is not None else int(time.time() * 1000)
     watch = Stopwatch()
     with StagedOutput(out_dir) as out:
