@@ -1,0 +1,64 @@
+"""The driver JVM's class archive (Class Data Sharing): recorded by a first session, adopted
+once its writer is gone, then mapped by every later session; switched off by the environment."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from kafka_rebalance.pipeline import spark as spark_module
+from kafka_rebalance.pipeline.spark import CLASS_ARCHIVE_ENV, class_archive_options
+
+
+@pytest.fixture
+def java_present(monkeypatch):
+    if spark_module.shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("no java")
+    monkeypatch.delenv(CLASS_ARCHIVE_ENV, raising=False)
+
+
+def _gone_pid() -> int:
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True)
+    return int(done.stdout)
+
+
+def test_a_first_session_records_the_archive_under_its_own_name(tmp_path, java_present):
+    options = class_archive_options(tmp_path)
+    assert f"-XX:ArchiveClassesAtExit={tmp_path}/spark-classes-" in options
+    assert options.split()[0].endswith(f".{os.getpid()}.tmp")
+    assert "-Xlog:cds=off" in options
+
+
+def test_a_written_archive_is_adopted_once_its_writer_is_gone(tmp_path, java_present):
+    recorded = class_archive_options(tmp_path).split()[0].split("=", 1)[1]
+    stem = os.path.basename(recorded).split(".")[0]
+    finished = tmp_path / f"{stem}.{_gone_pid()}.tmp"
+    finished.write_bytes(b"archive")
+    running = tmp_path / f"{stem}.{os.getpid()}.tmp"  # this process: still writing
+    running.write_bytes(b"half")
+    settled = time.time() - spark_module.ARCHIVE_SETTLE_SECONDS - 5
+    for path in (finished, running):
+        os.utime(path, (settled, settled))
+    options = class_archive_options(tmp_path)
+    assert options.split()[0] == f"-XX:SharedArchiveFile={tmp_path / (stem + '.jsa')}"
+    assert (tmp_path / f"{stem}.jsa").read_bytes() == b"archive"
+    assert running.exists() and not finished.exists()
+
+
+def test_one_session_records_at_a_time(tmp_path, java_present):
+    """While one session records (or its archive settles), others start without recording:
+    every recording is ~150 MB written as its JVM exits."""
+    stem = os.path.basename(class_archive_options(tmp_path).split()[0].split("=", 1)[1]).split(".")[0]
+    (tmp_path / f"{stem}.{_gone_pid()}.tmp").write_bytes(b"just written")
+    assert class_archive_options(tmp_path) == ""
+
+
+def test_the_environment_switches_it_off(tmp_path, monkeypatch):
+    monkeypatch.setenv(CLASS_ARCHIVE_ENV, "off")
+    assert class_archive_options(tmp_path) == ""
+    assert not list(tmp_path.iterdir())
