@@ -3,7 +3,7 @@ side with ``grep -c`` on the same file, and a 30-line paste from stdin end to en
 engine that ``auto`` picks for it, and the Spark engine, with where its seconds go).
 
     .venv/bin/python benchmarks/logs.py [--size 1GB] [--log /tmp/server-1g.log] [--master 'local[2]']
-                                        [--coordinator-share 0.03] [--local-too]
+                                        [--coordinator-share 0.03] [--local-too] [--repeat 2] [--no-paste]
 
 The generated log is kept (and reused when it already has the requested size and share), so a
 second run measures the analysis alone. Coordinator lines are ``--coordinator-share`` of the
