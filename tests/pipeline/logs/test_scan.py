@@ -20,6 +20,7 @@ from kafka_rebalance.pipeline.logparse.scan import (
     HYPERSCAN_SEARCH,
     ScanCounts,
     Search,
+    Split,
     plan_splits,
     scan,
 )
@@ -145,20 +146,14 @@ def _scanned(path, split_bytes: int, search: Search, block_bytes: int) -> tuple[
     return records, counts.lines
 
 
-def _fence_passing_the_gate(line: bytes) -> bool:
-    return (layout.is_fence(line.decode("utf-8", "replace")) and any(g.encode() in line for g in GATE_SUBSTRINGS)
-            and not any(n.encode() in line for n in NOISE_SUBSTRINGS))
-
-
 @pytest.mark.skipif(HYPERSCAN_SEARCH is None, reason="hyperscan is not installed")
 @settings(max_examples=300, deadline=None)
 @given(data=byte_logs(), split_bytes=st.sampled_from([17, 64, 300, 10**9]), block_bytes=st.integers(1, 120))
 def test_both_searches_give_the_same_lines_at_any_block_size(tmp_path_factory, data, split_bytes, block_bytes):
     """hyperscan and ``bytes.find`` give the same ``(seq, line, owned)`` stream and line count,
     read in blocks of a few bytes (phrases and lines at every block edge, lines longer than a
-    block) or in one; and both block sizes give the same, but for one known edge: a code fence
-    line that itself passes the gate is skipped as the follower of the gated line before it, so in
-    one block that follower comes before the fence line (read as gated after it)."""
+    block) or in one; both block sizes give the same, code fences that pass the gate included;
+    no line is read twice by its own split."""
     path = tmp_path_factory.mktemp("edges") / "server.log"
     path.write_bytes(data)
     one_block = _scanned(path, split_bytes, FIND_SEARCH, 10**9)
@@ -166,9 +161,22 @@ def test_both_searches_give_the_same_lines_at_any_block_size(tmp_path_factory, d
     for search in (FIND_SEARCH, HYPERSCAN_SEARCH):
         assert _scanned(path, split_bytes, search, block_bytes) == in_blocks
         assert _scanned(path, split_bytes, search, 10**9) == one_block
-    if not any(_fence_passing_the_gate(line) for line in data.split(b"\n")):
-        assert in_blocks == one_block
+    assert in_blocks == one_block
+    for records, _ in (one_block, in_blocks):
+        owned = [seq for seq, _, is_owned in records if is_owned]  # a split's last follower is the next one's
+        assert all(a < b for a, b in zip(owned, owned[1:], strict=False))
     assert one_block[1] == data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+
+
+@pytest.mark.parametrize("search", SEARCHES)
+@pytest.mark.parametrize("block_bytes", [1, 3, 6, 10**9])
+def test_a_fence_that_passes_the_gate_is_read_once_in_order(tmp_path, search, block_bytes):
+    """A code fence holding a gate phrase right after a gated line: skipped as that line's
+    follower, read as gated itself, then its own follower; each line once, in file order."""
+    path = tmp_path / "fence.log"
+    path.write_bytes(b"roup\n```roup\n\nnext\n")
+    got = [(seq, line) for seq, line, _ in scan(Split(str(path)), search=search, block_bytes=block_bytes)]
+    assert got == [(0, "roup"), (5, "```roup"), (13, "")]
 
 
 @pytest.mark.parametrize("search", SEARCHES)

@@ -15,9 +15,9 @@ The Spark job runs the splits of a file in parallel (the local engine reads ever
 gives the same records). One known edge: when a terminal cut a line exactly where one split
 ends, the split before joins the two halves, and the second half, if it holds a gate phrase
 itself, is also read on its own by the next split (one extra record; splits are >= 128 MB). ``seq`` is the byte offset of a line's start (in the decompressed stream for
-``.gz``): increasing in file order, so the story orders lines as written; but for a code fence
-line that itself passes the gate right after a gated line: the line after the fence comes before
-it (as the gated line's follower) and again after it, unless a block ends between the two.
+``.gz``): increasing in file order, so the story orders lines as written. A code fence between
+a gated line and its follower is skipped (the local engine skips fences too); one that itself
+passes the gate is read as gated, and the line after it is read once, as its follower.
 """
 
 from __future__ import annotations
@@ -272,7 +272,7 @@ def scan(split: Split, counts: ScanCounts | None = None, *, search: Search | Non
                     start, end = follower
                     owned = start < owned_end
                     gated = owned and _passes_gate(block[start:end])
-                    if not gated:
+                    if not gated and not _gated_fence_before(block, start, owned_end):
                         yield offset + start, _decode(block[start:end]), owned
             if owned_end == 0:
                 if not want_follower:
@@ -288,7 +288,8 @@ def scan(split: Split, counts: ScanCounts | None = None, *, search: Search | Non
                     continue
                 follower_start, follower_end = follower
                 next_gated = gated_lines[index + 1][0] if index + 1 < len(gated_lines) else None
-                if follower_start != next_gated:
+                # At or after the next gated line (a gated fence was skipped): read from there.
+                if next_gated is None or follower_start < next_gated:
                     yield offset + follower_start, _decode(block[follower_start:follower_end]), follower_start < owned_end
             if owned_end < size and not want_follower:
                 return
@@ -303,6 +304,18 @@ def _first_line(block: Block, start: int, size: int, fence_ends: Collection[int]
             return start, end
         start = end + 1
     return None
+
+
+def _gated_fence_before(block: Block, follower_start: int, owned_end: int) -> bool:
+    """Whether one of the fences that start the block (before ``follower_start``, owned by this
+    split) passes the gate: then it is read as gated, and the follower after it."""
+    start = 0
+    while start < min(follower_start, owned_end):
+        end = _line_end(block, start, follower_start)
+        if _passes_gate(block[start:end]):
+            return True
+        start = end + 1
+    return False
 
 
 def _passes_gate(line: Block) -> bool:
