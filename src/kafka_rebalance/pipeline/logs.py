@@ -209,8 +209,9 @@ def _run_spark(spark: Any, files: list[str], clusters: dict[str, str], rule: Sto
                 break
             inherited = wanted
     watch.lap("read and parse (Spark)")
+    facts.sort(key=lambda f: f.index)  # splits are numbered in file order (``scan.plan_splits``)
     moves: dict[str, list[dict]] = {}
-    for split in sorted(facts, key=lambda f: (files.index(f.source), f.start)):
+    for split in facts:
         for move in split.moves:
             moves.setdefault(move["cluster"], []).append(move)
     with spark_progress(spark, "rebuilding rebalances", enabled=progress):
@@ -233,27 +234,32 @@ def _run_spark(spark: Any, files: list[str], clusters: dict[str, str], rule: Sto
 
 
 def _write_unrecognised(out: Any, facts: list[SplitFacts], files: list[str]) -> None:
-    """Unrecognised shapes per (cluster, source): counts summed over splits, the first line as
-    the sample; most frequent first, then in file order (as the local engine lists them)."""
+    """Unrecognised shapes per (cluster, source): counts summed over splits (``facts`` in file
+    order), the first line as the sample; most frequent first, then in file order (as the local
+    engine lists them)."""
     from kafka_rebalance.pipeline.logparse.tables import frame, write_frame
 
+    order = {name: position for position, name in enumerate(files)}
     merged: dict[tuple[str, str, str], list] = {}
-    for split in sorted(facts, key=lambda f: (files.index(f.source), f.start)):
+    for split in facts:
         for shape, (count, seq, line) in split.unrecognised.items():
             key = (split.cluster, split.source, shape)
             if key in merged:
                 merged[key][0] += count
             else:
-                merged[key] = [count, (files.index(split.source), seq), line]
+                merged[key] = [count, (order[split.source], seq), line]
     rows = [{"cluster": c, "source": s, "shape": shape, "count": count, "sample": line}
             for (c, s, shape), (count, _, line) in sorted(merged.items(), key=lambda kv: (-kv[1][0], kv[1][1]))]
     write_frame(frame("unrecognised", rows), out.path("unrecognised"), "unrecognised")
 
 
 def _coverage(facts: list[SplitFacts], files: list[str], clusters: dict[str, str]) -> list[dict]:
+    by_source: dict[str, list[SplitFacts]] = {}
+    for split in facts:
+        by_source.setdefault(split.source, []).append(split)
     coverage = []
     for name in files:
-        mine = [f for f in facts if f.source == name]
+        mine = by_source.get(name, [])
         firsts = [f.first_ms for f in mine if f.first_ms is not None]
         lasts = [f.last_ms for f in mine if f.last_ms is not None]
         coverage.append({"source": name, "cluster": _cluster_for(name, clusters),
