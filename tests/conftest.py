@@ -8,9 +8,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, settings
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-if not SHARED.exists():  # a git worktree one level deeper (/work/wt/NAME)
-    SHARED = ROOT.parents[1] / "shared"
+# Every file a test reads lives in the repository (tests/data/README.md says where each came from).
+DATA = ROOT / "tests" / "data"
 
 settings.register_profile("ci", max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,4 +1,4 @@
-"""shared/vectors/assign-kafka-reference.jsonl: group snapshots answered by Kafka's Java assignors.
+"""tests/data/vectors/assign-kafka-reference.jsonl: group snapshots answered by Kafka's Java assignors.
 
 Range and RoundRobin must be identical. Sticky must be valid, Kafka-balanced wherever Kafka's
 answer is, at least as balanced by Kafka's score, and keep at least as many partitions.
@@ -23,9 +23,9 @@ from kafka_rebalance.assignors.checks import (
     subscribed_partitions,
 )
 from kafka_rebalance.model import ColumnarGroup, GroupSnapshot
-from tests.conftest import SHARED
+from tests.conftest import DATA
 
-VECTORS = [json.loads(line) for line in (SHARED / "vectors" / "assign-kafka-reference.jsonl").read_text().splitlines() if line.strip()]
+VECTORS = [json.loads(line) for line in (DATA / "vectors" / "assign-kafka-reference.jsonl").read_text().splitlines() if line.strip()]
 
 
 def _ids(strategy: str) -> list:

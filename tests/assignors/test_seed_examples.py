@@ -1,4 +1,4 @@
-"""Every worked example of the five seed documents (shared/seeds/), as facts."""
+"""Every worked example of the five seed documents (the articles on Kafka rebalancing the project implements), as facts."""
 
 from __future__ import annotations
 

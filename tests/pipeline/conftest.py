@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SHARED = ROOT.parent / "shared"
-SEED_002 = next((SHARED / "seeds").glob("002_*.txt"), None)
+SEED_002 = ROOT / "tests" / "data" / "seeds" / "002_2dbaf8b85c23802f.txt"
 
 if str(ROOT / "benchmarks") not in sys.path:
     sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -26,6 +25,4 @@ def spark():
 
 @pytest.fixture(scope="session")
 def seed_document() -> Path:
-    if SEED_002 is None:
-        pytest.skip("shared/seeds/002_*.txt is not present")
     return SEED_002

@@ -24,9 +24,9 @@ from kafka_rebalance.protocol.logrecords import (
     Stabilized,
 )
 from kafka_rebalance.protocol.partitioner import murmur2, partition_for_key
-from tests.conftest import SHARED
+from tests.conftest import DATA
 
-SEED_LINES = [line for line in (SHARED / "seeds" / "002_2dbaf8b85c23802f.txt").read_text(encoding="utf-8").splitlines()
+SEED_LINES = [line for line in (DATA / "seeds" / "002_2dbaf8b85c23802f.txt").read_text(encoding="utf-8").splitlines()
               if "[GroupCoordinator" in line]
 
 

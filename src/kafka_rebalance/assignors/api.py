@@ -25,7 +25,7 @@ def choose_strategy(snapshot: GroupSnapshot, strategy: str | None = None) -> str
 
 
 def assign(snapshot: Mapping[str, Any], strategy: str | None = None) -> dict[str, Any]:
-    """Assign a group snapshot (the JSON of shared/spec/assignment-json.md) and return the
+    """Assign a group snapshot (the JSON of docs/assignment-json.md) and return the
     output object: ``{"strategy", "protocol", "assignment": {member: [partition, ...]}}``.
     A consumer-group snapshot (``"group_protocol": "consumer"``) goes to the server-side
     assignors and its output also says ``"group_protocol": "consumer"``.

@@ -18,7 +18,7 @@ from kafka_rebalance.sim import load_scenario, run_simulation, write_log
 
 @cli.command("simulate")
 @click.argument("file")
-@click.option("--json", "as_json", is_flag=True, help="Print the result JSON of shared/spec/scenario.md.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result JSON of docs/scenario.md.")
 @click.option("--log", "log_path", default=None, metavar="FILE",
               help="Also write the coordinator's log in Kafka's GroupCoordinator format.")
 @click.option("--seed", type=int, default=None, help="Override the scenario's seed.")

@@ -1,4 +1,4 @@
-"""The group snapshot of shared/spec/assignment-json.md, validated, and its assignment output.
+"""The group snapshot of docs/assignment-json.md, validated, and its assignment output.
 
 Owned partitions stay strings here; ``ColumnarGroup`` parses them in bulk, because a snapshot
 may carry a million of them and per-partition objects would dominate the cost.

@@ -53,7 +53,7 @@ from kafka_rebalance.model import InvalidInput
 
 SCENARIO_PARAMETERS = ("strategy", "group_size", "partitions", "records_per_s", "processing_ms_per_record", "seed",
                        "end_ms", "protocol")
-# The scenario's config settings (shared/spec/scenario.md plus the simulator's optional ones).
+# The scenario's config settings (docs/scenario.md plus the simulator's optional ones).
 CONFIG_PARAMETERS = (
     "session_timeout_ms", "heartbeat_interval_ms", "max_poll_interval_ms", "group_initial_rebalance_delay_ms",
     "enable_auto_commit", "auto_commit_interval_ms", "metadata_max_age_ms", "max_poll_records",

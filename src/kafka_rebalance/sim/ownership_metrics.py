@@ -1,4 +1,4 @@
-"""The metrics of shared/spec/scenario.md computed from ownership intervals and rebalance
+"""The metrics of docs/scenario.md computed from ownership intervals and rebalance
 windows, one function for every group protocol (classic and KIP-848 consumer groups are
 measured the same way)."""
 

@@ -1,4 +1,4 @@
-"""The scenario of shared/spec/scenario.md, validated with pydantic.
+"""The scenario of docs/scenario.md, validated with pydantic.
 
 ``load_scenario(path_or_text)`` accepts a path, YAML/JSON text or a dict and raises
 ``InvalidInput`` with one line naming the field for anything that breaks the contract.

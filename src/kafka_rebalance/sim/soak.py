@@ -1,6 +1,6 @@
 """The soak's pure parts: random schedules, the invariants a run must keep, and a shrinker.
 
-A *schedule* is an ordinary scenario document (shared/spec/scenario.md), drawn from a seed by
+A *schedule* is an ordinary scenario document (docs/scenario.md), drawn from a seed by
 ``random_schedule``: a small group (2-5 consumers, eager or cooperative, some static, some slow,
 some subscribed by pattern) through a random mix of joins, clean leaves, crashes, long pauses (GC),
 slow processing past ``max.poll.interval.ms``, static bounces, topic creation for the pattern,

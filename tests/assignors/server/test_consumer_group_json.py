@@ -1,4 +1,4 @@
-"""The consumer-group extension of the JSON contract (shared/spec/assignment-json.md, "Consumer
+"""The consumer-group extension of the JSON contract (docs/assignment-json.md, "Consumer
 groups") through the library's ``assign`` and through ``kafka-rebalance assign``."""
 
 from __future__ import annotations

@@ -63,7 +63,7 @@ def choose_server_assignor(snapshot: GroupSnapshot, strategy: str | None = None)
 
 
 def assign_consumer_group(snapshot: GroupSnapshot, strategy: str | None = None) -> dict[str, object]:
-    """The output object of a consumer-group snapshot (shared/spec/assignment-json.md, "Consumer
+    """The output object of a consumer-group snapshot (docs/assignment-json.md, "Consumer
     groups"): the full target assignment, nothing withheld."""
     name = choose_server_assignor(snapshot, strategy)
     group, columnar = server_group_from_snapshot(snapshot)
