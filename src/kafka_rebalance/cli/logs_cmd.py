@@ -67,7 +67,7 @@ def logs_command(files: tuple[str, ...], out_dir: str, clusters: tuple[str, ...]
     from kafka_rebalance.pipeline.logparse.tables import STDIN, expand_inputs
 
     with bad_input_exits():
-        expand_inputs(list(files))  # bad paths fail before anything starts
+        expanded, _ = expand_inputs(list(files))  # bad paths fail before anything starts
         labels = _cluster_labels(clusters, files)
         syslog_until_ms = _syslog_until(year)
         stdin_text = None
@@ -77,7 +77,7 @@ def logs_command(files: tuple[str, ...], out_dir: str, clusters: tuple[str, ...]
         from kafka_rebalance.pipeline.logs import LOGS_DRIVER_JVM_OPTIONS, StormRule, choose_engine, run_logs
 
         spark = None
-        if choose_engine(engine, [f for f in files if f != STDIN], master) == "spark":
+        if choose_engine(engine, [f for f in expanded if f != STDIN], master) == "spark":
             from kafka_rebalance.pipeline.spark import build_session
 
             spark = build_session(master, "kafka-rebalance logs", quiet=not verbose_spark,

@@ -1,38 +1,145 @@
 """The edges of the pipeline: which files to read, and an output directory that is filled
-atomically.
+atomically; either may be a local path or a URL of a store ``pyarrow.fs`` knows (``s3://``,
+``gs://``, ``hdfs://``, ``file://``).
 
 Every table and file of a run is first written under a hidden staging directory inside
 ``--out`` and moved into place only when the whole run has succeeded, so an interrupted run
-never leaves a table that looks complete (Spark and pandas skip names starting with ``.``).
+never leaves a table that looks complete (Spark, pandas and pyarrow skip names starting with
+``.``). An object store cannot rename a directory at once: there the run's entries are copied
+into place one object at a time, ``summary.json`` removed first and written last, so a run is
+complete when its ``summary.json`` is there.
+
+A URL is resolved by ``pyarrow.fs.FileSystem.from_uri`` in the process that reads or writes it
+(the driver, or each Spark task): credentials and endpoints come from that process's standard
+environment and configuration (for S3: ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
+``AWS_REGION``, ``AWS_ENDPOINT_URL``, ``~/.aws``, an instance role), never from a command-line
+flag. Only the URL travels between processes.
 """
 
 from __future__ import annotations
 
+import gzip
 import os
+import re
 import shutil
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import IO, Any
 
 from kafka_rebalance.model import InvalidInput
 
 # Names inside a directory of logs that are never logs: hidden files, Spark/Hadoop markers.
 _SKIPPED_PREFIXES = (".", "_")
+# Requests to a store that do not depend on each other (sizes, first bytes) run this many at once.
+STORE_REQUESTS_IN_FLIGHT = 16
+# A read from a store fetches this much at once: one request per 16 MB block of the scan.
+STORE_READ_BYTES = 16 * 1024 * 1024
+_REQUEST_ID = re.compile(r"\s*\(Request ID: [^)]*\)")
 
 
 def has_scheme(path: str) -> bool:
-    """hdfs://, s3a://, file:// ...: handed to Spark as given."""
+    """s3://, gs://, hdfs://, file:// ...: read and written through ``pyarrow.fs``."""
     return "://" in path
+
+
+def resolve(location: str) -> tuple[Any, str]:
+    """A local path or URL -> (``pyarrow.fs`` filesystem, path inside it). Bad input
+    (``InvalidInput``) for a scheme pyarrow does not know."""
+    import pyarrow.fs as pafs
+
+    if not has_scheme(location):
+        return pafs.LocalFileSystem(), os.path.abspath(location)
+    try:
+        filesystem, path = pafs.FileSystem.from_uri(location)
+    except (ValueError, OSError, ImportError) as exc:  # pyarrow.lib.ArrowInvalid is a ValueError
+        raise InvalidInput(location, store_error(exc)) from None
+    return filesystem, path
+
+
+def store_error(exc: BaseException) -> str:
+    """What a store said, on one line, without the request ids nobody can act on."""
+    text = " ".join(str(exc).split())
+    return _REQUEST_ID.sub("", text) or type(exc).__name__
+
+
+def join(location: str, *names: str) -> str:
+    """``location``/name/..., for a path or a URL."""
+    if not has_scheme(location):
+        return str(Path(location, *names))
+    return "/".join([location.rstrip("/"), *(name.strip("/") for name in names)])
+
+
+def _child_url(url: str, base_path: str, child_path: str) -> str:
+    """The URL of ``child_path`` (a path inside the filesystem of ``url``, under ``base_path``,
+    the path ``url`` resolved to)."""
+    relative = child_path[len(base_path.rstrip("/")):].lstrip("/")
+    return join(url, relative)
+
+
+# ------------------------------------------------------------------------------ reading
+
+def open_input(location: str) -> IO[bytes]:
+    """A binary, seekable file (``.gz`` decompressed). Local paths are opened by Python itself;
+    a URL through its store, fetching ``STORE_READ_BYTES`` per request."""
+    if not has_scheme(location):
+        if location.endswith(".gz"):
+            return gzip.open(location, "rb")  # type: ignore[return-value]
+        return open(location, "rb")
+    filesystem, path = resolve(location)
+    if location.endswith(".gz"):
+        return gzip.GzipFile(fileobj=filesystem.open_input_stream(path, compression=None,
+                                                                    buffer_size=STORE_READ_BYTES), mode="rb")
+    return filesystem.open_input_file(path)  # type: ignore[no-any-return]
+
+
+def sizes_of(locations: Iterable[str]) -> dict[str, int]:
+    """Bytes of each file (as stored: a ``.gz`` compressed). Requests to stores run together."""
+    wanted = list(dict.fromkeys(locations))
+    local = {name: os.path.getsize(name) for name in wanted if not has_scheme(name)}
+    remote = [name for name in wanted if has_scheme(name)]
+
+    def size(location: str) -> int:
+        filesystem, path = resolve(location)
+        info = _file_info(filesystem, path, location)
+        if info.size is None:
+            raise InvalidInput(location, "not a file")
+        return int(info.size)
+
+    with ThreadPoolExecutor(STORE_REQUESTS_IN_FLIGHT) as pool:
+        found = dict(zip(remote, pool.map(size, remote), strict=True))
+    return {name: local[name] if name in local else found[name] for name in wanted}
+
+
+def _file_info(filesystem: Any, path: str, location: str) -> Any:
+    import pyarrow.fs as pafs
+
+    try:
+        info = filesystem.get_file_info(path)
+    except OSError as exc:
+        raise InvalidInput(location, store_error(exc)) from None
+    if info.type == pafs.FileType.NotFound:
+        raise FileNotFoundError(2, "no such file", location)
+    return info
+
+
+def read_head(location: str, size: int) -> bytes:
+    """The first ``size`` bytes (after gunzip for ``.gz``)."""
+    with open_input(location) as fh:
+        return fh.read(size)
 
 
 def expand_log_paths(paths: Iterable[str]) -> list[str]:
     """Files to read for the given log paths: files as given (plain, rotated or .gz),
-    directories searched recursively. A missing path or a directory without files is bad input.
+    directories (or prefixes of a store) searched recursively. A missing path or a directory
+    without files is bad input.
     """
     files: list[str] = []
     for given in paths:
         if has_scheme(given):
-            files.append(given)
+            files.extend(_expand_url(given))
             continue
         path = Path(given)
         if not path.exists():
@@ -52,52 +159,237 @@ def expand_log_paths(paths: Iterable[str]) -> list[str]:
     return files
 
 
-class StagedOutput:
-    """An output directory whose entries appear only on ``commit``.
+def _expand_url(url: str) -> list[str]:
+    """A URL naming a file -> itself; naming a directory or prefix -> the files under it,
+    as directories are searched."""
+    import pyarrow.fs as pafs
 
-    ``path(name)`` gives where to write an entry during the run; ``commit`` replaces each
-    entry of the final directory by its staged version (a rename, so readers see either the
-    old or the new entry), then removes the staging directory. ``discard`` removes it.
+    filesystem, path = resolve(url)
+    try:
+        info = filesystem.get_file_info(path)
+        if info.type == pafs.FileType.NotFound:
+            _missing(filesystem, path, url)
+        if info.type == pafs.FileType.File:
+            return [url]
+        listed = filesystem.get_file_info(pafs.FileSelector(path, recursive=True))
+    except OSError as exc:
+        raise InvalidInput(url, store_error(exc)) from None
+    base = path.rstrip("/")
+    found = sorted(_child_url(url, path, entry.path) for entry in listed
+                   if entry.type == pafs.FileType.File
+                   and not any(part.startswith(_SKIPPED_PREFIXES) for part in entry.path[len(base):].split("/") if part))
+    if not found:
+        raise InvalidInput(url, "directory contains no log files")
+    return found
+
+
+def _missing(filesystem: Any, path: str, url: str) -> None:
+    """Raise the right bad input for a path the store does not have: its bucket missing, or it."""
+    import pyarrow.fs as pafs
+
+    if type(filesystem).__name__ in ("S3FileSystem", "GcsFileSystem") and "/" in path.strip("/"):
+        bucket = path.strip("/").split("/", 1)[0]
+        if filesystem.get_file_info(bucket).type == pafs.FileType.NotFound:
+            raise InvalidInput(url, f"no such bucket {bucket!r}")
+    raise FileNotFoundError(2, "no such file", url)
+
+
+def looks_like_text(locations: list[str], sniff_bytes: int) -> list[bool]:
+    """For each file: no NUL bytes in its first ``sniff_bytes`` (after gunzip for .gz); an
+    unreadable file is not text. Files in a store are sniffed together."""
+    def text(location: str) -> bool:
+        try:
+            return b"\x00" not in read_head(location, sniff_bytes)
+        except (OSError, EOFError, InvalidInput):
+            return False
+
+    if not any(has_scheme(name) for name in locations):
+        return [text(name) for name in locations]
+    with ThreadPoolExecutor(STORE_REQUESTS_IN_FLIGHT) as pool:
+        return list(pool.map(text, locations))
+
+
+# ------------------------------------------------------------------------------ writing
+
+@contextmanager
+def write_file(location: str) -> Iterator[tuple[Any, str]]:
+    """(filesystem, path) to write one file whole (``pq.ParquetWriter(path, filesystem=...)``).
+    A local file is written under a hidden name and renamed into place; an object of a store
+    appears only when its upload completes, so it is written under its own name (a retried
+    Spark task writes the same name again)."""
+    filesystem, path = resolve(location)
+    if has_scheme(location):
+        yield filesystem, path
+        return
+    directory = os.path.dirname(path)
+    os.makedirs(directory, exist_ok=True)
+    staged = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        yield filesystem, staged
+    except BaseException:
+        Path(staged).unlink(missing_ok=True)
+        raise
+    os.replace(staged, path)
+
+
+def list_files(location: str) -> list[str]:
+    """The files under a directory (paths inside its filesystem); none if it does not exist."""
+    import pyarrow.fs as pafs
+
+    filesystem, path = resolve(location)
+    selector = pafs.FileSelector(path, recursive=True, allow_not_found=True)
+    return [entry.path for entry in filesystem.get_file_info(selector) if entry.type == pafs.FileType.File]
+
+
+def delete_tree(location: str) -> None:
+    """Remove a directory and everything under it (nothing if it is not there)."""
+    import pyarrow.fs as pafs
+
+    filesystem, path = resolve(location)
+    if filesystem.get_file_info(path).type != pafs.FileType.NotFound:
+        filesystem.delete_dir(path)
+
+
+class StagedOutput:
+    """An output directory (a path or a URL) whose entries appear only on ``commit``.
+
+    ``location(name)`` gives where to write an entry during the run (``path(name)`` the same
+    as a ``Path``, for local directories only); ``commit`` replaces each entry of the final
+    directory by its staged version, then removes the staging directory. ``discard`` removes
+    it. Locally an entry is replaced by a rename, so readers see either the old or the new one.
     """
 
     def __init__(self, out_dir: str | os.PathLike[str]):
-        self.final = Path(out_dir)
-        if self.final.exists() and not self.final.is_dir():
-            raise InvalidInput("--out", f"{self.final} exists and is not a directory")
-        self.final.mkdir(parents=True, exist_ok=True)
-        self.staging = self.final / f".staging-{uuid.uuid4().hex[:12]}"
-        self.staging.mkdir()
+        self.url = os.fspath(out_dir)
+        self.remote = has_scheme(self.url)
+        self.final = self.url if self.remote else str(Path(self.url))
+        self.staging_name = f".staging-{uuid.uuid4().hex[:12]}"
         self._names: list[str] = []
+        if self.remote:
+            self._filesystem, self._final_path = resolve(self.url)
+            self._open_remote()
+        else:
+            final = Path(self.final)
+            if final.exists() and not final.is_dir():
+                raise InvalidInput("--out", f"{final} exists and is not a directory")
+            final.mkdir(parents=True, exist_ok=True)
+            (final / self.staging_name).mkdir()
 
-    def path(self, name: str) -> Path:
+    @property
+    def staging(self) -> str:
+        return join(self.final, self.staging_name)
+
+    def _open_remote(self) -> None:
+        """Check the store up front (bucket, permission to write) with a marker of the staging
+        directory, so a run that cannot write fails before it reads anything."""
+        import pyarrow.fs as pafs
+
+        try:
+            info = self._filesystem.get_file_info(self._final_path)
+            if info.type == pafs.FileType.File:
+                raise InvalidInput("--out", f"{self.url} exists and is not a directory")
+            with self._filesystem.open_output_stream(f"{self._final_path}/{self.staging_name}/.started") as marker:
+                marker.write(b"")
+        except OSError as exc:
+            self._explain(exc)
+
+    def _explain(self, exc: OSError) -> None:
+        message = store_error(exc)
+        if "NO_SUCH_BUCKET" in message:
+            bucket = self._final_path.strip("/").split("/", 1)[0]
+            message = f"no such bucket {bucket!r}"
+        raise InvalidInput("--out", f"{self.url}: {message}") from None
+
+    def location(self, name: str) -> str:
+        """Where to write entry ``name`` (a table directory or a file) during the run."""
         if name not in self._names:
             self._names.append(name)
-        target = self.staging / name
+        return join(self.staging, name)
+
+    def scratch_location(self, name: str) -> str:
+        """Where to put a file the run needs but does not keep (gone with the staging directory)."""
+        return join(self.staging, ".scratch", name)
+
+    def write_at(self, location: str, text: str) -> None:
+        filesystem, path = resolve(location)
+        if not self.remote:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        with filesystem.open_output_stream(path) as fh:
+            fh.write(text.encode("utf-8"))
+
+    def path(self, name: str) -> Path:
+        if self.remote:
+            raise InvalidInput("--out", f"{self.url}: this command writes only to a local directory")
+        target = Path(self.location(name))
         target.parent.mkdir(parents=True, exist_ok=True)
         return target
 
-    def write_text(self, name: str, text: str) -> Path:
-        target = self.path(name)
-        target.write_text(text, encoding="utf-8")
+    def write_text(self, name: str, text: str) -> str:
+        if not self.remote:
+            target = self.path(name)
+            target.write_text(text, encoding="utf-8")
+            return str(target)
+        target = self.location(name)
+        self.write_at(target, text)
         return target
 
     def commit(self) -> None:
+        if self.remote:
+            self._commit_remote()
+            return
+        final_dir, staging = Path(self.final), Path(self.staging)
         for name in self._names:
-            staged = self.staging / name
+            staged = staging / name
             if not staged.exists():
                 continue
-            final = self.final / name
+            final = final_dir / name
             final.parent.mkdir(parents=True, exist_ok=True)
             if final.is_dir() and not final.is_symlink():
                 # A directory cannot be replaced by rename: move the old one aside first, so
                 # the new table is in place before the old one is deleted.
-                retired = self.staging / f".retired-{name.replace('/', '_')}"
+                retired = staging / f".retired-{name.replace('/', '_')}"
                 final.rename(retired)
             os.replace(staged, final)
-        shutil.rmtree(self.staging, ignore_errors=True)
+        shutil.rmtree(staging, ignore_errors=True)
+
+    def _commit_remote(self) -> None:
+        """Copy each staged entry over its final one (objects cannot be renamed); the old
+        ``summary.json`` goes first and the new one comes last."""
+        import pyarrow.fs as pafs
+
+        filesystem, final, staging = self._filesystem, self._final_path.rstrip("/"), f"{self._final_path.rstrip('/')}/{self.staging_name}"
+        try:
+            if filesystem.get_file_info(f"{final}/summary.json").type == pafs.FileType.File:
+                filesystem.delete_file(f"{final}/summary.json")
+            names = sorted(self._names, key=lambda n: n == "summary.json")
+            for name in names:
+                staged = filesystem.get_file_info(f"{staging}/{name}")
+                if staged.type == pafs.FileType.NotFound:
+                    continue
+                target = f"{final}/{name}"
+                if filesystem.get_file_info(target).type == pafs.FileType.Directory:
+                    filesystem.delete_dir(target)
+                elif filesystem.get_file_info(target).type == pafs.FileType.File:
+                    filesystem.delete_file(target)
+                if staged.type == pafs.FileType.File:
+                    filesystem.copy_file(staged.path, target)
+                    continue
+                selector = pafs.FileSelector(staged.path, recursive=True)
+                copies = [(entry.path, target + entry.path[len(staged.path):])
+                          for entry in filesystem.get_file_info(selector) if entry.type == pafs.FileType.File]
+                with ThreadPoolExecutor(STORE_REQUESTS_IN_FLIGHT) as pool:
+                    list(pool.map(lambda pair: filesystem.copy_file(*pair), copies))
+        except OSError as exc:
+            self.discard()
+            raise InvalidInput("--out", f"{self.url}: {store_error(exc)}") from None
+        self.discard()
 
     def discard(self) -> None:
-        shutil.rmtree(self.staging, ignore_errors=True)
+        if not self.remote:
+            shutil.rmtree(self.staging, ignore_errors=True)
+            return
+        with suppress(OSError):  # the store is gone (the error that brought us here says so)
+            self._filesystem.delete_dir(f"{self._final_path.rstrip('/')}/{self.staging_name}")
 
     def __enter__(self) -> StagedOutput:
         return self
