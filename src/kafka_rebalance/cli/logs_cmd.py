@@ -67,23 +67,18 @@ def logs_command(files: tuple[str, ...], out_dir: str, clusters: tuple[str, ...]
     from kafka_rebalance.pipeline.logparse.tables import STDIN, expand_inputs
 
     with bad_input_exits():
-        expanded, _ = expand_inputs(list(files))  # bad paths fail before anything starts
+        expand_inputs(list(files))  # bad paths fail before anything starts
         labels = _cluster_labels(clusters, files)
         syslog_until_ms = _syslog_until(year)
         stdin_text = None
         if STDIN in files:
             raw = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
             stdin_text = raw.decode("utf-8", errors="replace")
-        from kafka_rebalance.pipeline.logs import LOGS_DRIVER_JVM_OPTIONS, StormRule, choose_engine, run_logs
+        from kafka_rebalance.pipeline.logs import StormRule, run_logs
 
-        spark = None
-        if choose_engine(engine, [f for f in expanded if f != STDIN], master) == "spark":
-            from kafka_rebalance.pipeline.spark import build_session
-
-            spark = build_session(master, "kafka-rebalance logs", quiet=not verbose_spark,
-                                  driver_jvm_options=LOGS_DRIVER_JVM_OPTIONS)
-        result = run_logs(spark, list(files), out_dir, engine=engine, master=master, clusters=labels,
-                          stdin_text=stdin_text, syslog_until_ms=syslog_until_ms,
+        # Spark starts inside, once --out is known to be writable.
+        result = run_logs(None, list(files), out_dir, engine=engine, master=master, clusters=labels,
+                          stdin_text=stdin_text, syslog_until_ms=syslog_until_ms, quiet_spark=not verbose_spark,
                           storm_rule=StormRule(gap_ms=int(storm_gap_s * 1000), min_rebalances=storm_min))
     if as_json:
         click.echo(json.dumps(result.summary, indent=2, default=str))

@@ -277,10 +277,11 @@ def _inputs(paths: list[str], clusters: dict[str, str]) -> list[tuple[str, str]]
 def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRule = DEFAULT_STORM_RULE,
              progress: bool | None = None, engine: str = "auto", clusters: dict[str, str] | None = None,
              stdin_text: str | None = None, master: str | None = None, skipped: list[tuple[str, str]] | None = None,
-             syslog_until_ms: int | None = None) -> LogsRun:
+             syslog_until_ms: int | None = None, quiet_spark: bool = True) -> LogsRun:
     """Read logs (files, directories, .gz, ``-`` for stdin), write every table, summary.json and
     report.html into ``out_dir``. ``spark`` may be None: it is built (from ``master``) only if
-    the Spark engine is chosen. ``clusters`` maps a path prefix to a cluster name.
+    the Spark engine is chosen, once ``out_dir`` is open. ``clusters`` maps a path prefix (or
+    URL) to a cluster name.
     ``syslog_until_ms``: year-less syslog times fall no later than this (default: now; see
     ``logparse.layout``)."""
     from kafka_rebalance.pipeline.io import StagedOutput, join
@@ -320,7 +321,8 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
             if spark is None:
                 from kafka_rebalance.pipeline.spark import build_session
 
-                spark = build_session(master, "kafka-rebalance logs", driver_jvm_options=LOGS_DRIVER_JVM_OPTIONS)
+                spark = build_session(master, "kafka-rebalance logs", quiet=quiet_spark,
+                                      driver_jvm_options=LOGS_DRIVER_JVM_OPTIONS)
             facts = _run_spark(spark, spark_files, sources, resolved, storm_rule, out, progress, watch,
                                syslog_until_ms)
             from kafka_rebalance.pipeline import report
