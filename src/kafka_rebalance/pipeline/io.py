@@ -19,9 +19,12 @@ flag. Only the URL travels between processes.
 from __future__ import annotations
 
 import gzip
+import io
 import os
+import queue
 import re
 import shutil
+import threading
 import uuid
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -81,18 +84,110 @@ def _child_url(url: str, base_path: str, child_path: str) -> str:
 
 # ------------------------------------------------------------------------------ reading
 
-def open_input(location: str) -> IO[bytes]:
+def open_input(location: str, *, read_ahead: bool = False) -> IO[bytes]:
     """A binary, seekable file (``.gz`` decompressed). Local paths are opened by Python itself;
-    a URL through its store, fetching ``STORE_READ_BYTES`` per request."""
+    a URL through its store, fetching ``STORE_READ_BYTES`` per request, and with ``read_ahead``
+    fetching the next such chunk while the caller works on the last (``ReadAhead``)."""
     if not has_scheme(location):
         if location.endswith(".gz"):
             return gzip.open(location, "rb")  # type: ignore[return-value]
         return open(location, "rb")
     filesystem, path = resolve(location)
     if location.endswith(".gz"):
-        return gzip.GzipFile(fileobj=filesystem.open_input_stream(path, compression=None,
-                                                                    buffer_size=STORE_READ_BYTES), mode="rb")
-    return filesystem.open_input_file(path)  # type: ignore[no-any-return]
+        stream = filesystem.open_input_stream(path, compression=None, buffer_size=STORE_READ_BYTES)
+        return gzip.GzipFile(fileobj=ReadAhead(stream) if read_ahead else stream, mode="rb")
+    opened = filesystem.open_input_file(path)
+    return ReadAhead(opened) if read_ahead else opened  # type: ignore[return-value]
+
+
+class ReadAhead(io.RawIOBase):
+    """A store's file read ahead of its reader: one thread fetches the next ``chunk_bytes``
+    while the reader works on the last (a request to a store waits on the network; pyarrow
+    releases the GIL meanwhile). ``seek`` drops what was fetched."""
+
+    def __init__(self, raw: Any, chunk_bytes: int = STORE_READ_BYTES):
+        super().__init__()
+        self._raw = raw
+        self._chunk_bytes = chunk_bytes
+        self._chunks: queue.Queue[Any] | None = None
+        self._fetcher: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self._chunk = memoryview(b"")  # the chunk being read, which starts at _chunk_start
+        self._chunk_start = 0
+        self._current = memoryview(b"")  # what is left of it
+        self._ended = False
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        if whence != io.SEEK_SET:
+            raise io.UnsupportedOperation("ReadAhead seeks to absolute offsets only")
+        if self._chunk_start <= offset <= self._chunk_start + len(self._chunk) and len(self._chunk):
+            self._current = self._chunk[offset - self._chunk_start:]  # within what was fetched
+            return offset
+        self._stop()
+        self._raw.seek(offset)
+        self._chunk, self._chunk_start = memoryview(b""), offset
+        self._current, self._ended = memoryview(b""), False
+        return offset
+
+    def _fetch(self, chunks: queue.Queue[Any]) -> None:
+        try:
+            while not self._stopping.is_set():
+                chunk = self._raw.read_buffer(self._chunk_bytes) if hasattr(self._raw, "read_buffer") \
+                    else self._raw.read(self._chunk_bytes)
+                chunks.put(chunk)
+                if not len(chunk):
+                    return
+        except BaseException as exc:  # handed to the reader, which raises it
+            chunks.put(exc)
+
+    def readinto(self, buffer: Any) -> int:
+        with memoryview(buffer) as target:
+            wanted = target.nbytes
+            filled = 0
+            while filled < wanted and not self._ended:
+                if not len(self._current):
+                    self._chunk_start += len(self._chunk)
+                    self._chunk = self._current = self._next_chunk()
+                    if not len(self._current):
+                        self._ended = True
+                        break
+                count = min(wanted - filled, len(self._current))
+                target[filled:filled + count] = self._current[:count]
+                self._current = self._current[count:]
+                filled += count
+            return filled
+
+    def _next_chunk(self) -> memoryview:
+        if self._chunks is None:
+            self._stopping.clear()
+            self._chunks = queue.Queue(maxsize=1)
+            self._fetcher = threading.Thread(target=self._fetch, args=(self._chunks,), daemon=True)
+            self._fetcher.start()
+        chunk = self._chunks.get()
+        if isinstance(chunk, BaseException):
+            raise chunk
+        return memoryview(chunk).cast("B")
+
+    def _stop(self) -> None:
+        if self._chunks is None:
+            return
+        self._stopping.set()
+        while self._fetcher is not None and self._fetcher.is_alive():
+            with suppress(queue.Empty):
+                self._chunks.get(timeout=0.05)  # unblock a fetcher waiting to put
+        self._chunks, self._fetcher = None, None
+
+    def close(self) -> None:
+        if not self.closed:
+            self._stop()
+            self._raw.close()
+        super().close()
 
 
 def sizes_of(locations: Iterable[str]) -> dict[str, int]:
@@ -167,13 +262,17 @@ def _expand_url(url: str) -> list[str]:
     filesystem, path = resolve(url)
     try:
         info = filesystem.get_file_info(path)
-        if info.type == pafs.FileType.NotFound:
-            _missing(filesystem, path, url)
+        missing = info.type == pafs.FileType.NotFound and _missing_bucket(filesystem, path)
         if info.type == pafs.FileType.File:
             return [url]
-        listed = filesystem.get_file_info(pafs.FileSelector(path, recursive=True))
+        if info.type != pafs.FileType.NotFound:
+            listed = filesystem.get_file_info(pafs.FileSelector(path, recursive=True))
     except OSError as exc:
         raise InvalidInput(url, store_error(exc)) from None
+    if info.type == pafs.FileType.NotFound:
+        if missing:
+            raise InvalidInput(url, f"no such bucket {missing!r}")
+        raise FileNotFoundError(2, "no such file", url)
     base = path.rstrip("/")
     found = sorted(_child_url(url, path, entry.path) for entry in listed
                    if entry.type == pafs.FileType.File
@@ -183,15 +282,15 @@ def _expand_url(url: str) -> list[str]:
     return found
 
 
-def _missing(filesystem: Any, path: str, url: str) -> None:
-    """Raise the right bad input for a path the store does not have: its bucket missing, or it."""
+def _missing_bucket(filesystem: Any, path: str) -> str:
+    """For a path an object store does not have: its bucket, if that is what is missing."""
     import pyarrow.fs as pafs
 
-    if type(filesystem).__name__ in ("S3FileSystem", "GcsFileSystem") and "/" in path.strip("/"):
+    if type(filesystem).__name__ in OBJECT_STORES and "/" in path.strip("/"):
         bucket = path.strip("/").split("/", 1)[0]
         if filesystem.get_file_info(bucket).type == pafs.FileType.NotFound:
-            raise InvalidInput(url, f"no such bucket {bucket!r}")
-    raise FileNotFoundError(2, "no such file", url)
+            return bucket
+    return ""
 
 
 def looks_like_text(locations: list[str], sniff_bytes: int) -> list[bool]:
@@ -211,6 +310,15 @@ def looks_like_text(locations: list[str], sniff_bytes: int) -> list[bool]:
 
 # ------------------------------------------------------------------------------ writing
 
+OBJECT_STORES = ("S3FileSystem", "GcsFileSystem")
+
+
+def make_parent(filesystem: Any, path: str) -> None:
+    """Create the folder ``path`` is to be written in: a filesystem needs it (HDFS, ``file://``);
+    an object store does not, and would keep an empty marker object for it."""
+    if type(filesystem).__name__ not in OBJECT_STORES:
+        filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
+
 @contextmanager
 def write_file(location: str) -> Iterator[tuple[Any, str]]:
     """(filesystem, path) to write one file whole (``pq.ParquetWriter(path, filesystem=...)``).
@@ -219,6 +327,7 @@ def write_file(location: str) -> Iterator[tuple[Any, str]]:
     Spark task writes the same name again)."""
     filesystem, path = resolve(location)
     if has_scheme(location):
+        make_parent(filesystem, path)
         yield filesystem, path
         return
     directory = os.path.dirname(path)
@@ -288,7 +397,9 @@ class StagedOutput:
             info = self._filesystem.get_file_info(self._final_path)
             if info.type == pafs.FileType.File:
                 raise InvalidInput("--out", f"{self.url} exists and is not a directory")
-            with self._filesystem.open_output_stream(f"{self._final_path}/{self.staging_name}/.started") as marker:
+            marker_path = f"{self._final_path.rstrip('/')}/{self.staging_name}/.started"
+            make_parent(self._filesystem, marker_path)
+            with self._filesystem.open_output_stream(marker_path) as marker:
                 marker.write(b"")
         except OSError as exc:
             self._explain(exc)
@@ -312,8 +423,7 @@ class StagedOutput:
 
     def write_at(self, location: str, text: str) -> None:
         filesystem, path = resolve(location)
-        if not self.remote:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
+        make_parent(filesystem, path)
         with filesystem.open_output_stream(path) as fh:
             fh.write(text.encode("utf-8"))
 
@@ -372,11 +482,14 @@ class StagedOutput:
                 elif filesystem.get_file_info(target).type == pafs.FileType.File:
                     filesystem.delete_file(target)
                 if staged.type == pafs.FileType.File:
+                    make_parent(filesystem, target)
                     filesystem.copy_file(staged.path, target)
                     continue
                 selector = pafs.FileSelector(staged.path, recursive=True)
                 copies = [(entry.path, target + entry.path[len(staged.path):])
                           for entry in filesystem.get_file_info(selector) if entry.type == pafs.FileType.File]
+                for _, copy in copies:
+                    make_parent(filesystem, copy)
                 with ThreadPoolExecutor(STORE_REQUESTS_IN_FLIGHT) as pool:
                     list(pool.map(lambda pair: filesystem.copy_file(*pair), copies))
         except OSError as exc:

@@ -353,7 +353,7 @@ def default_tasks(spark: SparkSession, runs: int) -> int:
 def run_lab(spark: SparkSession, sweep: Sweep, out_dir: str, *, tasks: int | None = None,
             progress: bool | None = None) -> LabRun:
     from kafka_rebalance.pipeline import report
-    from kafka_rebalance.pipeline.io import StagedOutput
+    from kafka_rebalance.pipeline.io import StagedOutput, join
     from kafka_rebalance.pipeline.spark import spark_progress
     from kafka_rebalance.sim import load_scenario
 
@@ -396,5 +396,5 @@ def run_lab(spark: SparkSession, sweep: Sweep, out_dir: str, *, tasks: int | Non
             "sweep": sweep.name, "runs": len(sweep.runs), "tasks": len(chunks),
             "parameters": sweep.parameters, "failed": int(sims["error"].notna().sum()),
         }, indent=2) + "\n")
-    return LabRun(out_dir=str(out.final), report=str(out.final / "report.html"), runs=len(sweep.runs),
+    return LabRun(out_dir=out.final, report=join(out.final, "report.html"), runs=len(sweep.runs),
                   failed=int(sims["error"].notna().sum()), summary=summary)

@@ -94,7 +94,7 @@ class ScanCounts:
 
 def _open(location: str) -> BufferedIOBase:
     """A local path, or a URL read from its store by this process (``pipeline.io``)."""
-    return open_input(location)  # type: ignore[return-value]
+    return open_input(location, read_ahead=True)  # type: ignore[return-value]
 
 
 def _start_of_next_line(fh: BufferedIOBase, start: int) -> int:
