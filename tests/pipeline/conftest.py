@@ -31,7 +31,7 @@ def seed_document() -> Path:
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory):
     """moto's S3 server on 127.0.0.1 (``s3server.S3Server``), for the whole session."""
-    from tests.pipeline.s3server import start_s3_server
+    from s3server import start_s3_server
 
     server = start_s3_server(tmp_path_factory.mktemp("s3-server") / "moto.log")
     yield server

@@ -6,7 +6,6 @@ directories: the events reach the story tasks through Spark's shuffle, the table
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from s3server import free_port, port_open
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark]
 
@@ -62,12 +62,6 @@ TABLES = {
 }
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def wait_for(predicate, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -75,11 +69,6 @@ def wait_for(predicate, timeout: float, what: str) -> None:
             return
         time.sleep(0.5)
     raise TimeoutError(f"timed out waiting for {what}")
-
-
-def port_open(port: int) -> bool:
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 WORKERS = 2

@@ -153,13 +153,14 @@ def test_local_engine_reads_and_writes_s3_too(s3_server, stored, tmp_path):
     ("s3://no-such-bucket/logs/", "local", "admin", None, "no such bucket 'no-such-bucket'"),
     ("s3://incident/logs/", "s3://no-such-bucket/out", "admin", None, "--out: s3://no-such-bucket/out: no such bucket"),
     ("s3://incident/logs/", "local", "nobody", None, "ACCESS_DENIED"),
+    ("s3://incident/logs/", "local", "lister", None, "ACCESS_DENIED"),
     ("local", "s3://incident/out/denied", "nobody", None, "ACCESS_DENIED"),
     ("s3://incident/logs/", "s3://incident/out/unreachable", "admin", "closed", "Could not connect"),
     ("s3://incident/no-such-prefix/", "local", "admin", None, "no such file"),
 ])
 def test_bad_stores_are_one_line_errors_and_leave_nothing(s3_server, stored, tmp_path, inputs, out, key, endpoint,
                                                           says):
-    from tests.pipeline.s3server import free_port
+    from s3server import free_port
 
     local_out = tmp_path / "out"
     out_arg = str(local_out) if out == "local" else out

@@ -30,9 +30,10 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from kafka_rebalance.model import InvalidInput
+if TYPE_CHECKING:
+    from kafka_rebalance.model import InvalidInput
 
 # Names inside a directory of logs that are never logs: hidden files, Spark/Hadoop markers.
 _SKIPPED_PREFIXES = (".", "_")
@@ -41,6 +42,15 @@ STORE_REQUESTS_IN_FLIGHT = 16
 # A read from a store fetches this much at once: one request per 16 MB block of the scan.
 STORE_READ_BYTES = 16 * 1024 * 1024
 _REQUEST_ID = re.compile(r"\s*\(Request ID: [^)]*\)")
+
+
+def invalid(field: str, problem: str) -> InvalidInput:
+    """Bad input (``model.InvalidInput``), imported only when there is some: Spark's Python
+    workers import this module to read, and the model's package loads pydantic and pyarrow's
+    compute functions."""
+    from kafka_rebalance.model import InvalidInput
+
+    return InvalidInput(field, problem)
 
 
 def has_scheme(path: str) -> bool:
@@ -58,7 +68,7 @@ def resolve(location: str) -> tuple[Any, str]:
     try:
         filesystem, path = pafs.FileSystem.from_uri(location)
     except (ValueError, OSError, ImportError) as exc:  # pyarrow.lib.ArrowInvalid is a ValueError
-        raise InvalidInput(location, store_error(exc)) from None
+        raise invalid(location, store_error(exc)) from None
     return filesystem, path
 
 
@@ -200,7 +210,7 @@ def sizes_of(locations: Iterable[str]) -> dict[str, int]:
         filesystem, path = resolve(location)
         info = _file_info(filesystem, path, location)
         if info.size is None:
-            raise InvalidInput(location, "not a file")
+            raise invalid(location, "not a file")
         return int(info.size)
 
     with ThreadPoolExecutor(STORE_REQUESTS_IN_FLIGHT) as pool:
@@ -214,7 +224,7 @@ def _file_info(filesystem: Any, path: str, location: str) -> Any:
     try:
         info = filesystem.get_file_info(path)
     except OSError as exc:
-        raise InvalidInput(location, store_error(exc)) from None
+        raise invalid(location, store_error(exc)) from None
     if info.type == pafs.FileType.NotFound:
         raise FileNotFoundError(2, "no such file", location)
     return info
@@ -245,12 +255,12 @@ def expand_log_paths(paths: Iterable[str]) -> list[str]:
                 if p.is_file() and not any(part.startswith(_SKIPPED_PREFIXES) for part in p.relative_to(path).parts)
             )
             if not found:
-                raise InvalidInput(given, "directory contains no log files")
+                raise invalid(given, "directory contains no log files")
             files.extend(found)
         else:
             files.append(str(path))
     if not files:
-        raise InvalidInput("FILE", "no log files given")
+        raise invalid("FILE", "no log files given")
     return files
 
 
@@ -268,17 +278,17 @@ def _expand_url(url: str) -> list[str]:
         if info.type != pafs.FileType.NotFound:
             listed = filesystem.get_file_info(pafs.FileSelector(path, recursive=True))
     except OSError as exc:
-        raise InvalidInput(url, store_error(exc)) from None
+        raise invalid(url, store_error(exc)) from None
     if info.type == pafs.FileType.NotFound:
         if missing:
-            raise InvalidInput(url, f"no such bucket {missing!r}")
+            raise invalid(url, f"no such bucket {missing!r}")
         raise FileNotFoundError(2, "no such file", url)
     base = path.rstrip("/")
     found = sorted(_child_url(url, path, entry.path) for entry in listed
                    if entry.type == pafs.FileType.File
                    and not any(part.startswith(_SKIPPED_PREFIXES) for part in entry.path[len(base):].split("/") if part))
     if not found:
-        raise InvalidInput(url, "directory contains no log files")
+        raise invalid(url, "directory contains no log files")
     return found
 
 
@@ -294,12 +304,19 @@ def _missing_bucket(filesystem: Any, path: str) -> str:
 
 
 def looks_like_text(locations: list[str], sniff_bytes: int) -> list[bool]:
-    """For each file: no NUL bytes in its first ``sniff_bytes`` (after gunzip for .gz); an
-    unreadable file is not text. Files in a store are sniffed together."""
+    """For each file: no NUL bytes in its first ``sniff_bytes`` (after gunzip for .gz). A local
+    file that cannot be read is not text; a store that will not answer is bad input (a denied
+    key is not a binary file). Files in a store are sniffed together."""
+    import zlib
+
     def text(location: str) -> bool:
         try:
             return b"\x00" not in read_head(location, sniff_bytes)
-        except (OSError, EOFError, InvalidInput):
+        except (EOFError, gzip.BadGzipFile, zlib.error):
+            return False
+        except OSError as exc:
+            if has_scheme(location):
+                raise invalid(location, store_error(exc)) from None
             return False
 
     if not any(has_scheme(name) for name in locations):
@@ -380,7 +397,7 @@ class StagedOutput:
         else:
             final = Path(self.final)
             if final.exists() and not final.is_dir():
-                raise InvalidInput("--out", f"{final} exists and is not a directory")
+                raise invalid("--out", f"{final} exists and is not a directory")
             final.mkdir(parents=True, exist_ok=True)
             (final / self.staging_name).mkdir()
 
@@ -396,7 +413,7 @@ class StagedOutput:
         try:
             info = self._filesystem.get_file_info(self._final_path)
             if info.type == pafs.FileType.File:
-                raise InvalidInput("--out", f"{self.url} exists and is not a directory")
+                raise invalid("--out", f"{self.url} exists and is not a directory")
             marker_path = f"{self._final_path.rstrip('/')}/{self.staging_name}/.started"
             make_parent(self._filesystem, marker_path)
             with self._filesystem.open_output_stream(marker_path) as marker:
@@ -409,7 +426,7 @@ class StagedOutput:
         if "NO_SUCH_BUCKET" in message:
             bucket = self._final_path.strip("/").split("/", 1)[0]
             message = f"no such bucket {bucket!r}"
-        raise InvalidInput("--out", f"{self.url}: {message}") from None
+        raise invalid("--out", f"{self.url}: {message}") from None
 
     def location(self, name: str) -> str:
         """Where to write entry ``name`` (a table directory or a file) during the run."""
@@ -429,7 +446,7 @@ class StagedOutput:
 
     def path(self, name: str) -> Path:
         if self.remote:
-            raise InvalidInput("--out", f"{self.url}: this command writes only to a local directory")
+            raise invalid("--out", f"{self.url}: this command writes only to a local directory")
         target = Path(self.location(name))
         target.parent.mkdir(parents=True, exist_ok=True)
         return target
@@ -494,7 +511,7 @@ class StagedOutput:
                     list(pool.map(lambda pair: filesystem.copy_file(*pair), copies))
         except OSError as exc:
             self.discard()
-            raise InvalidInput("--out", f"{self.url}: {store_error(exc)}") from None
+            raise invalid("--out", f"{self.url}: {store_error(exc)}") from None
         self.discard()
 
     def discard(self) -> None:

@@ -1,6 +1,7 @@
-"""A real S3-compatible server for the tests: moto's server mode on 127.0.0.1 on a free port,
-started and stopped (by its own pid) here, with request signing enforced: an ``admin`` key that
-may do anything, and a ``nobody`` key that exists but is allowed nothing."""
+"""A real S3-compatible server for the tests and ``logs.py --s3``: moto's server mode on
+127.0.0.1 on a free port, started and stopped (by its own pid) here, with request signing
+enforced: an ``admin`` key that may do anything, a ``nobody`` key that exists but is allowed
+nothing, and a ``lister`` key that may list buckets but read no object."""
 
 from __future__ import annotations
 
@@ -35,11 +36,12 @@ class S3Server:
     endpoint: str
     admin: dict[str, str]
     nobody: dict[str, str]
+    lister: dict[str, str]
     process: subprocess.Popen
 
     def env(self, key: str = "admin", endpoint: str | None = None) -> dict[str, str]:
         """The standard AWS variables for one of the keys (as a user sets them)."""
-        credentials = self.admin if key == "admin" else self.nobody
+        credentials = {"admin": self.admin, "nobody": self.nobody, "lister": self.lister}[key]
         return {"AWS_ACCESS_KEY_ID": credentials["AccessKeyId"], "AWS_SECRET_ACCESS_KEY": credentials["SecretAccessKey"],
                 "AWS_REGION": REGION, "AWS_DEFAULT_REGION": REGION, "AWS_ENDPOINT_URL": endpoint or self.endpoint}
 
@@ -51,13 +53,17 @@ class S3Server:
                             aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"], region_name=REGION,
                             endpoint_url=self.endpoint)
 
-    def upload(self, bucket: str, files: dict[str, bytes]) -> None:
+    def upload(self, bucket: str, files: dict[str, bytes | Path]) -> None:
+        """Objects from bytes, or from local files (uploaded in parts, as a big file is)."""
         client = self.client()
         existing = {b["Name"] for b in client.list_buckets().get("Buckets", [])}
         if bucket not in existing:
             client.create_bucket(Bucket=bucket)
         for key, body in files.items():
-            client.put_object(Bucket=bucket, Key=key, Body=body)
+            if isinstance(body, Path):
+                client.upload_file(str(body), bucket, key)
+            else:
+                client.put_object(Bucket=bucket, Key=key, Body=body)
 
     def keys(self, bucket: str, prefix: str = "") -> list[str]:
         pages = self.client().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
@@ -102,9 +108,14 @@ def start_s3_server(log: Path) -> S3Server:
         as_admin = iam(admin)
         as_admin.create_user(UserName="nobody")
         nobody = as_admin.create_access_key(UserName="nobody")["AccessKey"]
+        as_admin.create_user(UserName="lister")
+        as_admin.put_user_policy(UserName="lister", PolicyName="list", PolicyDocument=json.dumps(
+            {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:ListBucket", "Resource": "*"}]}))
+        lister = as_admin.create_access_key(UserName="lister")["AccessKey"]
     except BaseException:
         process.terminate()
         process.wait(timeout=20)
         raise
     keep = ("AccessKeyId", "SecretAccessKey")
-    return S3Server(endpoint, {k: admin[k] for k in keep}, {k: nobody[k] for k in keep}, process)
+    return S3Server(endpoint, {k: admin[k] for k in keep}, {k: nobody[k] for k in keep},
+                    {k: lister[k] for k in keep}, process)
