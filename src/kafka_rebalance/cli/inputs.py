@@ -139,7 +139,7 @@ class _GuardedLoader(yaml.SafeLoader):
     """SafeLoader that refuses documents whose alias expansion or nesting is out of bounds
     (a "billion laughs" document is a few hundred bytes that expands to billions of nodes)."""
 
-    def get_single_node(self):  # noqa: ANN201 - PyYAML's own signature
+    def get_single_node(self) -> yaml.Node | None:
         node = super().get_single_node()
         if node is not None:
             _check_node_graph(node)
