@@ -256,9 +256,10 @@ def _topic_classes(group: ColumnarGroup) -> tuple[np.ndarray, list[np.ndarray]]:
     # Number classes by their first topic so the order is stable and readable.
     rank_of_class = np.argsort(np.argsort(active_topics[first_index]))
     topic_class[active_topics] = rank_of_class[inverse]
-    class_members: list[np.ndarray] = [None] * len(first_index)  # type: ignore[list-item]
-    for c, t in zip(rank_of_class.tolist(), active_topics[first_index].tolist(), strict=True):
-        class_members[c] = members[indptr[t] : indptr[t + 1]]
+    # rank_of_class numbers the classes 0..n-1: in that order, each class's members are those
+    # of its first topic.
+    first_topics = sorted(zip(rank_of_class.tolist(), active_topics[first_index].tolist(), strict=True))
+    class_members = [members[indptr[t] : indptr[t + 1]] for _, t in first_topics]
     return topic_class, class_members
 
 
