@@ -30,6 +30,7 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -105,7 +106,7 @@ def open_input(location: str, *, read_ahead: bool = False) -> IO[bytes]:
     filesystem, path = resolve(location)
     if location.endswith(".gz"):
         stream = filesystem.open_input_stream(path, compression=None, buffer_size=STORE_READ_BYTES)
-        return gzip.GzipFile(fileobj=ReadAhead(stream) if read_ahead else stream, mode="rb")
+        return gzip.GzipFile(fileobj=ReadAhead(stream) if read_ahead else stream, mode="rb")  # type: ignore[return-value]
     opened = filesystem.open_input_file(path)
     return ReadAhead(opened) if read_ahead else opened  # type: ignore[return-value]
 
@@ -453,9 +454,9 @@ class StagedOutput:
 
     def write_text(self, name: str, text: str) -> str:
         if not self.remote:
-            target = self.path(name)
-            target.write_text(text, encoding="utf-8")
-            return str(target)
+            local = self.path(name)
+            local.write_text(text, encoding="utf-8")
+            return str(local)
         target = self.location(name)
         self.write_at(target, text)
         return target
@@ -524,7 +525,9 @@ class StagedOutput:
     def __enter__(self) -> StagedOutput:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if exc_type is None:
             self.commit()
         else:

@@ -23,16 +23,20 @@ import importlib
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
+from kafka_rebalance.pipeline.logparse.rows import Row
 from kafka_rebalance.pipeline.logparse.story import DEFAULT_STORM_RULE, StormRule
 from kafka_rebalance.pipeline.logparse.tables import STDIN
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from kafka_rebalance.pipeline.advice import Advice
     from kafka_rebalance.pipeline.logparse.exchange import SplitFacts
 
 __all__ = ["StormRule", "LogsRun", "run_logs", "choose_engine", "LOCAL_ENGINE_LIMIT_BYTES",
@@ -48,8 +52,20 @@ class LogsRun:
     """What ``run_logs`` produced, for the CLI to print."""
 
     out_dir: str
-    summary: dict
+    summary: Row
     report: str
+
+
+class LogFacts(TypedDict):
+    """What either engine learnt beyond its tables, for the summary and the advice."""
+
+    findings: list[Row]  # one per group (``story.findings``)
+    coverage: list[Row]  # per input file
+    lines_read: int
+    events: int
+    groups: int
+    samples: list[str]  # a few lines, shown when none was recognised
+    unreadable: list[tuple[str, str]]  # (source, why)
 
 
 def input_bytes(files: list[str]) -> int:
@@ -123,7 +139,7 @@ def scan_and_tell(spark: Any, files: list[str], sizes: dict[str, int], sources: 
     chains = dict(inherited or {})
     keys = routes(buckets)
 
-    def scan_task(batches):
+    def scan_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         with syslog_reference(syslog_reference_ms):
             for task in _task_numbers(batches):
                 for split in tasks[task]:
@@ -132,7 +148,7 @@ def scan_and_tell(spark: Any, files: list[str], sizes: dict[str, int], sources: 
                     yield from read_split(split, index, _cluster_for(source, clusters), source, keys, events_dir,
                                           chains.get(index))
 
-    def story_task(batches):
+    def story_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
 
         context = TaskContext.get()
@@ -149,7 +165,7 @@ def _one_row_each(spark: Any, count: int) -> Any:
     return spark.range(0, count, 1, count)
 
 
-def _task_numbers(batches: Any) -> Iterator[int]:
+def _task_numbers(batches: Iterable[pa.RecordBatch]) -> Iterator[int]:
     for batch in batches:
         yield from batch.column("id").to_pylist()
 
@@ -168,7 +184,7 @@ class Stopwatch:
 
 
 def _run_spark(spark: Any, files: list[str], sources: dict[str, str], clusters: dict[str, str], rule: StormRule,
-               out: Any, progress: bool | None, watch: Stopwatch, syslog_reference_ms: int) -> dict:
+               out: Any, progress: bool | None, watch: Stopwatch, syslog_reference_ms: int) -> LogFacts:
     from kafka_rebalance.pipeline.io import delete_tree, list_files, sizes_of
     from kafka_rebalance.pipeline.logparse.exchange import SplitFacts, bucket_count, fill_chains
     from kafka_rebalance.pipeline.logparse.tables import STORY_TABLES, frame, write_frame
@@ -223,20 +239,24 @@ def _write_unrecognised(out: Any, facts: list[SplitFacts], files: list[str]) -> 
     from kafka_rebalance.pipeline.logparse.tables import frame, write_frame
 
     order = {name: position for position, name in enumerate(files)}
-    merged: dict[tuple[str, str, str], list] = {}
+    counts: dict[tuple[str, str, str], int] = {}
+    first: dict[tuple[str, str, str], tuple[tuple[int, int], str]] = {}  # (file order, seq), line
     for split in facts:
         for shape, (count, seq, line) in split.unrecognised.items():
             key = (split.cluster, split.source, shape)
-            if key in merged:
-                merged[key][0] += count
+            if key in counts:
+                counts[key] += count
             else:
-                merged[key] = [count, (order[split.source], seq), line]
-    rows = [{"cluster": c, "source": s, "shape": shape, "count": count, "sample": line}
-            for (c, s, shape), (count, _, line) in sorted(merged.items(), key=lambda kv: (-kv[1][0], kv[1][1]))]
+                counts[key] = count
+                first[key] = ((order[split.source], seq), line)
+    rows: list[Row] = []
+    for key in sorted(counts, key=lambda k: (-counts[k], first[k][0])):
+        cluster, source, shape = key
+        rows.append({"cluster": cluster, "source": source, "shape": shape, "count": counts[key], "sample": first[key][1]})
     write_frame(frame("unrecognised", rows), out.location("unrecognised"), "unrecognised")
 
 
-def _coverage(facts: list[SplitFacts], files: list[str], clusters: dict[str, str]) -> list[dict]:
+def _coverage(facts: list[SplitFacts], files: list[str], clusters: dict[str, str]) -> list[Row]:
     by_source: dict[str, list[SplitFacts]] = {}
     for split in facts:
         by_source.setdefault(split.source, []).append(split)
@@ -302,8 +322,9 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
             for table, df in result.frames.items():
                 write_frame(df, out.location(table), table)
             watch.lap("tables (local)")
-            facts = {"findings": result.findings, "coverage": result.coverage, "lines_read": result.lines_read,
-                     "events": result.events, "groups": result.groups, "samples": result.samples}
+            facts: LogFacts = {"findings": result.findings, "coverage": result.coverage,
+                               "lines_read": result.lines_read, "events": result.events, "groups": result.groups,
+                               "samples": result.samples, "unreadable": result.unreadable}
             frames = result.frames
             skipped.extend(result.unreadable)
         else:
@@ -343,8 +364,8 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
     return LogsRun(out_dir=out.final, summary=summary, report=join(out.final, "report.html"))
 
 
-def _summary(facts: dict, frames: dict[str, Any], files: list[str], engine: str, advice_items: list,
-             skipped: list[tuple[str, str]]) -> dict:
+def _summary(facts: LogFacts, frames: dict[str, Any], files: list[str], engine: str, advice_items: list[Advice],
+             skipped: list[tuple[str, str]]) -> Row:
     rebalances = frames["rebalances"]
     member_events = frames["member_events"]
     unrecognised = frames["unrecognised"]

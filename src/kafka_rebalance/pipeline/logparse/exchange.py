@@ -23,12 +23,13 @@ from __future__ import annotations
 import gc
 import json
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kafka_rebalance.pipeline.logparse.parse import parse_numbered
+from kafka_rebalance.pipeline.logparse.rows import Event, Row
 from kafka_rebalance.pipeline.logparse.scan import ScanCounts, Split, scan
 from kafka_rebalance.pipeline.logparse.story import STORY_FIELDS, StormRule, tell
 from kafka_rebalance.pipeline.logparse.tables import (
@@ -73,9 +74,9 @@ class SplitFacts:
     unrecognised_lines: int = 0
     first_ms: int | None = None
     last_ms: int | None = None
-    # shape -> [count, seq of its first line, that line]
-    unrecognised: dict[str, list] = field(default_factory=dict)
-    moves: list[dict] = field(default_factory=list)
+    # shape -> [count, seq of its first line, that line]: a JSON array, counted in place
+    unrecognised: dict[str, list[Any]] = field(default_factory=dict)
+    moves: list[Event] = field(default_factory=list)
     # client -> the group it named last in this split (for lines of the next split naming none)
     named_last: dict[str, str] = field(default_factory=dict)
     # client lines naming no group, before their client named one in this split
@@ -203,7 +204,7 @@ def read_split(split: Split, index: int, cluster: str, source: str, routes: list
     facts = SplitFacts(index, source, cluster, split.start)
     counts = ScanCounts()
     last_group = dict(inherited or {})
-    pending: list[dict] = []
+    pending: list[Event] = []
     routed: dict[int, list[int]] = {}
     bucket_cache: dict[str, int] = {}
     payloads = BucketPayloads(index, schema, routes)
@@ -245,7 +246,7 @@ def read_split(split: Split, index: int, cluster: str, source: str, routes: list
     yield exchange_batch([routes[index % buckets]], index, FACTS, texts=[facts.to_json()])
 
 
-def _count(record: dict, facts: SplitFacts, last_group: dict[str, str]) -> None:
+def _count(record: Event, facts: SplitFacts, last_group: dict[str, str]) -> None:
     """Fill a client line's group and add the record to the split's facts (as ``analyse_local``
     does per file)."""
     if record["kind"] is None:
@@ -300,17 +301,18 @@ class Received:
     moves, and the facts routed to it."""
 
     def __init__(self) -> None:
-        self.payloads: list[tuple[int, bytes]] = []
-        self.moves: dict[int, list[dict]] = {}
+        self.payloads: list[tuple[int, Any]] = []  # (split, Arrow buffer)
+        self.moves: dict[int, list[Event]] = {}
         self.unreadable: set[int] = set()
         self.facts: list[str] = []
 
     def add(self, batch: Any) -> None:
-        columns = batch.to_pydict()
-        for split, kind, payload, text in zip(columns["split"], columns["kind"], columns["payload"], columns["text"],
-                                              strict=True):
+        payloads = batch.column("payload")
+        rows = zip(batch.column("split").to_pylist(), batch.column("kind").to_pylist(),
+                   batch.column("text").to_pylist(), strict=True)
+        for row, (split, kind, text) in enumerate(rows):
             if kind == EVENTS:
-                self.payloads.append((split, payload))
+                self.payloads.append((split, payloads[row].as_buffer()))  # not copied
             elif kind == MOVES:
                 self.moves[split] = json.loads(text)
             elif kind == FACTS:
@@ -326,9 +328,9 @@ class Received:
                   if split not in self.unreadable]
         return pa.concat_tables(tables).sort_by(SORT_KEYS) if tables else None
 
-    def moves_by_cluster(self) -> dict[str, list[dict]]:
+    def moves_by_cluster(self) -> dict[str, list[Event]]:
         """Every split's coordinator moves, per cluster in file order (splits are numbered so)."""
-        moves: dict[str, list[dict]] = {}
+        moves: dict[str, list[Event]] = {}
         for split in sorted(self.moves):
             if split not in self.unreadable:
                 for move in self.moves[split]:
@@ -336,7 +338,7 @@ class Received:
         return moves
 
 
-def tell_received(batches: Iterator[Any], rule: StormRule, story_dirs: dict[str, str], name: str) -> Iterator[Any]:
+def tell_received(batches: Iterable[Any], rule: StormRule, story_dirs: dict[str, str], name: str) -> Iterator[Any]:
     """A story task: the exchange's rows for one bucket -> its part of every story table (in
     ``story_dirs``, paths or URLs) and ``TOLD_DDL`` rows: the findings, then the facts."""
     import pyarrow as pa
@@ -357,8 +359,8 @@ def tell_received(batches: Iterator[Any], rule: StormRule, story_dirs: dict[str,
                                          schema=pa.schema([("finding", pa.string()), ("facts", pa.string())]))
 
 
-def tell_bucket(table: Any, moves: dict[str, list[dict]], rule: StormRule
-                ) -> Iterator[tuple[str, list[dict]]]:
+def tell_bucket(table: Any, moves: dict[str, list[Event]], rule: StormRule
+                ) -> Iterator[tuple[str, list[Row]]]:
     """One sorted bucket -> ``(table, rows)`` per group and story table (``story.tell``).
 
     Events become dicts a slice of whole groups at a time (about ``EVENT_SLICE_ROWS``): whole
@@ -378,7 +380,7 @@ def tell_bucket(table: Any, moves: dict[str, list[dict]], rule: StormRule
             gc.enable()
 
 
-def _tell_slices(table: Any, moves: dict[str, list[dict]], rule: StormRule) -> Iterator[tuple[str, list[dict]]]:
+def _tell_slices(table: Any, moves: dict[str, list[Event]], rule: StormRule) -> Iterator[tuple[str, list[Row]]]:
     count = table.num_rows
     clusters = table.column("cluster").to_pylist()
     groups = table.column("group").to_pylist()
@@ -397,7 +399,7 @@ def _tell_slices(table: Any, moves: dict[str, list[dict]], rule: StormRule) -> I
         first = last
 
 
-def _story_events(part: Any) -> list[dict]:
+def _story_events(part: Any) -> list[Event]:
     """A slice of events as dicts of the fields the stories read (``story.STORY_FIELDS``) and
     that have a value: the stories read a field with ``get`` unless they know it has one."""
     import pyarrow.compute as pc
@@ -428,13 +430,13 @@ class StoryParts:
     def __init__(self, directories: dict[str, str], name: str):
         self._directories = directories
         self._name = name
-        self._pending: dict[str, list[dict]] = {table: [] for table in STORY_TABLES}
+        self._pending: dict[str, list[Row]] = {table: [] for table in STORY_TABLES}
         self._writers: dict[str, Any] = {}
         # Each writer closes before its file is moved into place (last in, first out).
         self._files = ExitStack()
-        self.findings: list[dict] = []
+        self.findings: list[Row] = []
 
-    def add(self, table: str, rows: list[dict]) -> None:
+    def add(self, table: str, rows: list[Row]) -> None:
         if table == "findings":
             self.findings.extend(rows)
             return
@@ -465,7 +467,7 @@ class StoryParts:
         self._files.close()
 
 
-def tell_into(table: Any, moves: dict[str, list[dict]], rule: StormRule, parts: StoryParts) -> None:
+def tell_into(table: Any, moves: dict[str, list[Event]], rule: StormRule, parts: StoryParts) -> None:
     """One sorted bucket's stories into ``parts``."""
     for name, rows in tell_bucket(table, moves, rule):
         parts.add(name, rows)
