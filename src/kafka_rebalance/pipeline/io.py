@@ -40,8 +40,10 @@ if TYPE_CHECKING:
 _SKIPPED_PREFIXES = (".", "_")
 # Requests to a store that do not depend on each other (sizes, first bytes) run this many at once.
 STORE_REQUESTS_IN_FLIGHT = 16
-# A read from a store fetches this much at once: one request per 16 MB block of the scan.
-STORE_READ_BYTES = 16 * 1024 * 1024
+# A read from a store fetches this much at once: fewer, larger requests cost a store less (an
+# S3 server that reads the whole object for a ranged GET, as moto does, far less), and the
+# reader holds at most two such chunks and the one being fetched.
+STORE_READ_BYTES = 32 * 1024 * 1024
 _REQUEST_ID = re.compile(r"\s*\(Request ID: [^)]*\)")
 
 
