@@ -196,9 +196,9 @@ def build_session(master: str | None = None, app_name: str = "kafka-rebalance", 
     if log is None:
         spark = builder.getOrCreate()
     else:
+        _session_log = log  # named in the error if the JVM does not start
         with output_of_new_processes_to(log):
             spark = builder.getOrCreate()
-        _session_log = log
     if quiet:
         spark.sparkContext.setLogLevel("ERROR")
     if not is_local_master(master):

@@ -63,9 +63,13 @@ def _table(console: Console) -> Table:
                  header_style="" if plain else "bold", padding=(0, 1))
 
 
-def _say(console: Console, text: str, style: str = "", indent: int = 0) -> None:
-    """A paragraph, wrapped at the console's width (long words folded) with a hanging indent."""
+def _say(console: Console, text: str, style: str = "", indent: int = 0, *, path: bool = False) -> None:
+    """A paragraph, wrapped at the console's width (long words folded) with a hanging indent.
+    A ``path`` line is never broken (to be copied whole; the terminal wraps it if it must)."""
     paragraph = Text(text, style="" if _plain(console) else style)
+    if path:
+        console.print(Text(" " * indent) + paragraph, soft_wrap=True)
+        return
     for line in paragraph.wrap(console, max(console.width - indent, 1), overflow="fold"):
         line.rstrip()
         console.print(Text(" " * indent) + line if indent else line, soft_wrap=True)
@@ -97,9 +101,9 @@ def print_logs_answer(answer: LogsAnswer, console: Console) -> None:
     console.print()
     if answer.more_groups:
         _say(console, f"{answer.more_groups:,} more group{'s' if answer.more_groups != 1 else ''} in "
-                      f"{answer.report}", style="bold")
-    _say(console, f"tables in {answer.tables}/")
-    _say(console, f"report: {answer.report}")
+                      f"{answer.report}", style="bold", path=True)
+    _say(console, f"tables in {answer.tables}/", path=True)
+    _say(console, f"report: {answer.report}", path=True)
 
 
 def print_group(group: GroupAnswer, console: Console) -> None:
@@ -177,8 +181,8 @@ def print_lab_answer(answer: LabAnswer, console: Console) -> None:
         for line in answer.failed_runs:
             _say(console, line, indent=2)
     console.print()
-    _say(console, f"tables in {answer.tables}/")
-    _say(console, f"report: {answer.report}")
+    _say(console, f"tables in {answer.tables}/", path=True)
+    _say(console, f"report: {answer.report}", path=True)
 
 
 # --------------------------------------------------------------------------- soak
@@ -190,5 +194,6 @@ def print_soak_answer(answer: SoakAnswer, console: Console) -> None:
         _say(console, failure.text(), style="red", indent=2)
     more = sum(answer.by_invariant.values()) - len(answer.failures)
     if more > 0:
-        _say(console, f"{more:,} more in {answer.tables}/violations (each with its shrunk schedule)", indent=2)
-    _say(console, f"tables in {answer.tables}/")
+        _say(console, f"{more:,} more in {answer.tables}/violations (each with its shrunk schedule)", indent=2,
+             path=True)
+    _say(console, f"tables in {answer.tables}/", path=True)
