@@ -14,7 +14,7 @@ from rich.text import Text
 
 from kafka_rebalance.cli.app import cli
 from kafka_rebalance.cli.errors import bad_input_exits, fail
-from kafka_rebalance.pipeline.report.terminal import console_for
+from kafka_rebalance.pipeline.report.terminal import console_for, wrap_id
 
 
 @cli.command("describe")
@@ -64,27 +64,6 @@ def _shown(value: Any) -> str:
     return str(value)
 
 
-def wrap_id(identifier: str, width: int) -> str:
-    """A long id on lines of at most ``width``, broken after its dashes where it can be (a member
-    id is ``client.id-UUID``), so every line is a readable piece of it."""
-    lines: list[str] = []
-    line = ""
-    for piece in identifier.replace("-", "-\0").split("\0"):
-        while len(piece) > width:  # a piece longer than a line: cut it
-            if line:
-                lines.append(line)
-                line = ""
-            lines.append(piece[:width])
-            piece = piece[width:]
-        if len(line) + len(piece) > width:
-            lines.append(line)
-            line = ""
-        line += piece
-    if line:
-        lines.append(line)
-    return "\n".join(lines)
-
-
 def _print_groups(result: dict[str, Any]) -> None:
     console = console_for()
     table = _table(console, "consumer groups")
@@ -104,16 +83,18 @@ def _print_group(result: dict[str, Any]) -> None:
     console = console_for()
     console.print(Text(f"{result['group']}  state {_shown(result['state'])}  assignor {_shown(result['assignor'])}  "
                        f"total lag {_shown(result['total_lag'])}", style="bold" if console.is_terminal else ""))
+    # A third of the line for member ids (the rest for their partitions), broken after dashes.
     id_width = max(MEMBER_ID_MIN_WIDTH, min(max((len(m["member_id"]) for m in result["members"]), default=0),
-                                            console.width * 2 // 5))
+                                            console.width // 3))
     members = _table(console, "members")
-    members.add_column("member (client, host, instance)", overflow="fold", min_width=id_width, max_width=id_width)
-    members.add_column("generation", overflow="fold")
+    members.add_column("member", overflow="fold", width=id_width)
+    members.add_column("gen", overflow="fold")
     members.add_column("topics", overflow="fold")
     members.add_column("owned", overflow="fold")
     members.add_column("assigned", overflow="fold")
     for m in result["members"]:
-        who = [wrap_id(str(m["member_id"]), id_width), f"client {_shown(m['client_id'])}", f"host {_shown(m['host'])}"]
+        who = [wrap_id(str(m["member_id"]), id_width), f"client {_shown(m['client_id'])}",
+               f"host {_shown(m['host'])}"]
         if m.get("group_instance_id"):
             who.append(f"instance {m['group_instance_id']}")
         members.add_row("\n".join(who), _shown(m["generation"]), _shown(m["topics"]), _shown(m["owned"]),
