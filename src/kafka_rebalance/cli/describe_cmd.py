@@ -6,15 +6,12 @@ import json
 from typing import Any
 
 import click
-from rich import box
-from rich.console import Console
 from rich.padding import Padding
-from rich.table import Table
 from rich.text import Text
 
 from kafka_rebalance.cli.app import cli
 from kafka_rebalance.cli.errors import bad_input_exits, fail
-from kafka_rebalance.pipeline.report.terminal import console_for, wrap_id
+from kafka_rebalance.pipeline.report.terminal import console_for, table_for, wrap_id
 
 
 @cli.command("describe")
@@ -66,17 +63,12 @@ def _shown(value: Any) -> str:
 
 def _print_groups(result: dict[str, Any]) -> None:
     console = console_for()
-    table = _table(console, "consumer groups")
+    table = table_for(console, "consumer groups")
     for column in ("group", "state", "protocol", "members"):
         table.add_column(column, overflow="fold")
     for g in result["groups"]:
         table.add_row(_shown(g["group"]), _shown(g["state"]), _shown(g["protocol"]), _shown(g["members"]))
     console.print(table)
-
-
-def _table(console: Console, title: str) -> Table:
-    return Table(title=title, title_justify="left", box=box.SIMPLE_HEAD if console.is_terminal else None,
-                 show_edge=False, pad_edge=False)
 
 
 def _print_group(result: dict[str, Any]) -> None:
@@ -86,7 +78,7 @@ def _print_group(result: dict[str, Any]) -> None:
     # A third of the line for member ids (the rest for their partitions), broken after dashes.
     id_width = max(MEMBER_ID_MIN_WIDTH, min(max((len(m["member_id"]) for m in result["members"]), default=0),
                                             console.width // 3))
-    members = _table(console, "members")
+    members = table_for(console, "members")
     members.add_column("member", overflow="fold", width=id_width)
     members.add_column("gen", overflow="fold")
     members.add_column("topics", overflow="fold")
@@ -100,7 +92,7 @@ def _print_group(result: dict[str, Any]) -> None:
         members.add_row("\n".join(who), _shown(m["generation"]), _shown(m["topics"]), _shown(m["owned"]),
                         _shown(m["assigned"]))
     console.print(members)
-    lag = _table(console, "partitions")
+    lag = table_for(console, "partitions")
     for column in ("partition", "owner", "committed", "end", "lag"):
         lag.add_column(column, overflow="fold")
     for row in result["partitions"]:

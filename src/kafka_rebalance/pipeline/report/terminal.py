@@ -57,10 +57,11 @@ def _plain(console: Console) -> bool:
     return not console.is_terminal
 
 
-def _table(console: Console) -> Table:
+def table_for(console: Console, title: str | None = None) -> Table:
+    """A table for ``console``: box lines and bold titles on a terminal, bare columns otherwise."""
     plain = _plain(console)
-    return Table(box=None if plain else box.SIMPLE_HEAD, show_edge=False, pad_edge=False, expand=False,
-                 header_style="" if plain else "bold", padding=(0, 1))
+    return Table(title=title, title_justify="left", box=None if plain else box.SIMPLE_HEAD, show_edge=False,
+                 pad_edge=False, expand=False, header_style="" if plain else "bold", padding=(0, 1))
 
 
 def _say(console: Console, text: str, style: str = "", indent: int = 0, *, path: bool = False) -> None:
@@ -126,7 +127,7 @@ def print_group(group: GroupAnswer, console: Console) -> None:
         widths = [max(len(headers[c]), *(len(row[c]) for row in rows)) for c in range(4)]
         # What is left of the line is the cause's: its words wrap, its member id breaks after dashes.
         cause_width = max(CAUSE_MIN_WIDTH, console.width - sum(widths) - len(widths) - INDENT)
-        table = _table(console)
+        table = table_for(console)
         for header, width in zip(headers, widths, strict=True):
             table.add_column(header, overflow="fold", min_width=min(width, cause_width))
         table.add_column("cause", overflow="fold", max_width=cause_width)
