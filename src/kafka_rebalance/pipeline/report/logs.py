@@ -30,9 +30,10 @@ from kafka_rebalance.pipeline.report.page import (
 
 LOG_TABLES = ("rebalances", "member_events", "storms", "empty_periods", "client_rebalances", "causes",
               "unrecognised")
-# Groups in the figures; groups told one by one (in the report and in the terminal).
+# Groups in the figures; groups told one by one in the answer (the report and --json; the
+# terminal tells the first ``TERMINAL_GROUPS`` of them).
 TOP_GROUPS = 12
-GROUP_SECTIONS = 10
+GROUP_SECTIONS = 20
 # The latest rebalances of each group told one by one.
 GROUP_SECTION_ROWS = 20
 EVIDENCE_LINES = 5
@@ -100,11 +101,16 @@ def _several_clusters(findings: list[dict[str, Any]]) -> bool:
     return len({f["cluster"] for f in findings}) > 1
 
 
-def _top_groups(findings: pd.DataFrame) -> list[str]:
+def _ranked_groups(findings: pd.DataFrame, limit: int) -> list[str]:
+    """The ``limit`` groups with the most rebalances, then failures, then by name."""
     if findings.empty:
         return []
     ranked = findings.sort_values(["rebalances", "failures", "group"], ascending=[False, False, True])
-    return [str(g) for g in ranked["group"].head(TOP_GROUPS)]
+    return [str(g) for g in ranked["group"].head(limit)]
+
+
+def _top_groups(findings: pd.DataFrame) -> list[str]:
+    return _ranked_groups(findings, TOP_GROUPS)
 
 
 def logs_figures(frames: dict[str, pd.DataFrame], findings: list[dict[str, Any]]) -> list[Figure]:
@@ -491,7 +497,7 @@ def logs_answer(summary: dict[str, Any], frames: dict[str, pd.DataFrame], findin
     ``GROUP_SECTION_ROWS`` rebalances."""
     several = _several_clusters(findings)
     groups = _labelled(findings_frame(findings), several)
-    shown = _top_groups(groups)[:GROUP_SECTIONS] if len(groups) else []
+    shown = _ranked_groups(groups, GROUP_SECTIONS)
     rebalances = _labelled(frames["rebalances"], several)
     causes = _labelled(frames["causes"], several)
     rebalances_of, causes_of = _rows_by_group(rebalances, shown), _rows_by_group(causes, shown)

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 SEVERITY_STYLES = {"problem": "bold red", "note": "yellow"}
 INDENT = 2
 CAUSE_MIN_WIDTH = 16
+# Groups told in the terminal (most rebalances first); the report and --json tell more.
+TERMINAL_GROUPS = 10
 
 
 class _TrimmedLines(io.TextIOBase):
@@ -96,13 +98,13 @@ def print_logs_answer(answer: LogsAnswer, console: Console) -> None:
                       "storm(s)", style="bold")
     for item in summary.get("skipped_inputs", []):
         _say(console, f"skipped {item['path']}: {item['why']}", indent=2)
-    for group in answer.groups:
+    for group in answer.groups[:TERMINAL_GROUPS]:
         console.print()
         print_group(group, console)
     console.print()
-    if answer.more_groups:
-        _say(console, f"{answer.more_groups:,} more group{'s' if answer.more_groups != 1 else ''} in "
-                      f"{answer.report}", style="bold", path=True)
+    more = answer.more_groups + max(len(answer.groups) - TERMINAL_GROUPS, 0)
+    if more:
+        _say(console, f"{more:,} more group{'s' if more != 1 else ''} in {answer.report}", style="bold", path=True)
     _say(console, f"tables in {answer.tables}/", path=True)
     _say(console, f"report: {answer.report}", path=True)
 
