@@ -510,15 +510,21 @@ def logs_answer(summary: dict[str, Any], frames: dict[str, pd.DataFrame], findin
                       tables=tables, report=report)
 
 
+# The rebalances table's fields a rebalance is told with.
+_REBALANCE_FIELDS = ("start", "old_generation", "generation", "duration_ms", "outcome", "members", "cause",
+                     "cause_member")
+
+
 def group_answer(group: str, rebalances: pd.DataFrame, causes: pd.DataFrame, advice_items: Sequence[Any],
                  finding: dict[str, Any] | None = None) -> GroupAnswer:
     """One group's part of the answer from its rows of the rebalances and causes tables."""
     from kafka_rebalance.pipeline.logparse.story import CAUSE_TITLES
 
-    rows = rebalances.sort_values("start", ascending=False, kind="stable").head(GROUP_SECTION_ROWS).iloc[::-1]
+    columns = [c for c in _REBALANCE_FIELDS if c in rebalances.columns]
+    rows = rebalances[columns].sort_values("start", ascending=False, kind="stable").head(GROUP_SECTION_ROWS)
     evidence = _CauseEvidence(causes, CAUSE_TITLES)
     lines = []
-    for r in rows.to_dict("records"):
+    for r in rows.iloc[::-1].to_dict("records"):
         start = r.get("start")
         generation = _optional_int(r.get("generation"))
         outcome = str(r.get("outcome") or "")
