@@ -61,7 +61,8 @@ def pick_showcase(sims: pd.DataFrame) -> list[str]:
         value = reference[key]
         same = same[same[key].isna()] if pd.isna(value) else same[same[key] == value]
     same = same.drop_duplicates("strategy")
-    return [r.run_id for r in sorted(same.itertuples(), key=lambda r: _strategy_rank(r.strategy))]
+    by_strategy = sorted(zip(same["strategy"], same["run_id"], strict=True), key=lambda pair: _strategy_rank(pair[0]))
+    return [run_id for _, run_id in by_strategy]
 
 
 _RESULT_COLUMNS = {"run_id", "sweep", "label", "strategy", "rebalances", "partitions_moved",
@@ -139,9 +140,10 @@ def ownership_figure(sims: pd.DataFrame, ownership: pd.DataFrame | None, rebalan
                     elements += 1
                 previous = interval
         if rebalances is not None:
-            for r in rebalances[rebalances["run_id"] == run_id].itertuples():
-                end = r.end_ms if pd.notna(r.end_ms) else end_all
-                ax.axvspan(r.start_ms / 1000, end / 1000, color="#9aa5b1", alpha=0.25, lw=0)
+            of_run = rebalances[rebalances["run_id"] == run_id]
+            for start_ms, end_ms in zip(of_run["start_ms"], of_run["end_ms"], strict=True):
+                end = end_ms if pd.notna(end_ms) else end_all
+                ax.axvspan(start_ms / 1000, end / 1000, color="#9aa5b1", alpha=0.25, lw=0)
         stw = run["stop_the_world_partition_ms"]
         ax.set_title(f"{run['strategy']} ({run['protocol']}): stop-the-world {format_value(int(stw))} partition-ms, "
                      f"{format_value(int(run['partitions_moved']))} partition(s) moved, {format_value(int(run['rebalances']))} "

@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from kafka_rebalance.pipeline.logparse.rows import Row
 from kafka_rebalance.pipeline.report.page import (
     Figure,
     cards,
@@ -90,14 +91,14 @@ def _labelled(frame: pd.DataFrame, several_clusters: bool) -> pd.DataFrame:
     return frame
 
 
-def findings_frame(findings: list[dict[str, Any]]) -> pd.DataFrame:
+def findings_frame(findings: list[Row]) -> pd.DataFrame:
     columns = ["cluster", "group", "rebalances", "open_rebalances", "median_duration_ms", "max_duration_ms",
                "max_generation", "failures", "poll_timeout_leaves", "leaves", "storms", "empty_periods"]
     frame = pd.DataFrame(findings, columns=columns) if findings else pd.DataFrame(columns=columns)
     return frame
 
 
-def _several_clusters(findings: list[dict[str, Any]]) -> bool:
+def _several_clusters(findings: list[Row]) -> bool:
     return len({f["cluster"] for f in findings}) > 1
 
 
@@ -113,7 +114,7 @@ def _top_groups(findings: pd.DataFrame) -> list[str]:
     return _ranked_groups(findings, TOP_GROUPS)
 
 
-def logs_figures(frames: dict[str, pd.DataFrame], findings: list[dict[str, Any]]) -> list[Figure]:
+def logs_figures(frames: dict[str, pd.DataFrame], findings: list[Row]) -> list[Figure]:
     """The figures of the logs report, from the (already small) tables."""
     several = _several_clusters(findings)
     groups = _labelled(findings_frame(findings), several)
@@ -196,7 +197,8 @@ def rebalance_timeline_figure(timeline: pd.DataFrame, departures: pd.DataFrame, 
     return Figure("rebalance_timeline", "Rebalances over time", caption, render(fig, elements), data)
 
 
-def _group_spans(timeline: pd.DataFrame, departures: pd.DataFrame, end_all: Any) -> dict[str, tuple[Any, Any]]:
+def _group_spans(timeline: pd.DataFrame, departures: pd.DataFrame, end_all: pd.Timestamp
+                 ) -> dict[str, tuple[pd.Timestamp, pd.Timestamp]]:
     """First and last moment each group shows in the log (rebalances and member events)."""
     ends = timeline["end"].fillna(end_all)
     frame = pd.concat([
@@ -230,14 +232,17 @@ def _draw_panel(ax: Any, panel_groups: list[str], timeline: pd.DataFrame, depart
         tops = bottoms + 0.6
         vertices = np.stack([np.column_stack(corner) for corner in (
             (starts, bottoms), (starts, tops), (starts + widths, tops), (starts + widths, bottoms))], axis=1)
-        ax.add_collection(PolyCollection(vertices, facecolors=colour, hatch=hatch,
-                                         edgecolor="#1d2733" if hatch else "none", linewidth=0.3))
+        # A 3-D array is PolyCollection's fast path; its annotation lists only sequences of arrays.
+        polygons = PolyCollection(vertices,  # type: ignore[arg-type]
+                                  facecolors=colour, hatch=hatch, edgecolor="#1d2733" if hatch else "none", linewidth=0.3)
+        ax.add_collection(polygons)
         elements += len(part)
     if not storms.empty:
         rows_in_panel = len(panel_groups)
-        for storm in storms[storms["group"].isin(row_of)].itertuples():
-            y = row_of[storm.group]
-            ax.axvspan(mdates.date2num(storm.start.tz_localize(None)), mdates.date2num(storm.end.tz_localize(None)),
+        in_panel = storms[storms["group"].isin(row_of)]
+        for group, start, end in zip(in_panel["group"], in_panel["start"], in_panel["end"], strict=True):
+            y = row_of[group]
+            ax.axvspan(mdates.date2num(start.tz_localize(None)), mdates.date2num(end.tz_localize(None)),
                        ymin=(y + 0.05) / rows_in_panel, ymax=(y + 0.95) / rows_in_panel, color="#f4c542", alpha=0.35,
                        lw=0)
     if not departures.empty:
@@ -332,7 +337,7 @@ def advice_html(advice_items: Sequence[Any], groups_shown: int = 8) -> str:
     return f'<ul class="advice">{"".join(entries)}</ul>'
 
 
-def coverage_html(summary: dict[str, Any]) -> str:
+def coverage_html(summary: Row) -> str:
     rows = []
     for item in summary.get("coverage", []):
         first, last = item.get("first_ms"), item.get("last_ms")
@@ -528,7 +533,8 @@ def group_answer(group: str, rebalances: pd.DataFrame, causes: pd.DataFrame, adv
         start = r.get("start")
         generation = _optional_int(r.get("generation"))
         outcome = str(r.get("outcome") or "")
-        cause = r.get("cause") if isinstance(r.get("cause"), str) else ""
+        told = r.get("cause")
+        cause = told if isinstance(told, str) else ""
         member = r.get("cause_member")
         lines.append(RebalanceLine(
             start="" if start is None or pd.isna(start) else f"{start:%Y-%m-%d %H:%M:%S.%f}"[:-3],
@@ -558,10 +564,10 @@ class _CauseEvidence:
         self._rows: list[Evidence] = []
         if not len(causes):
             return
-        generations = causes["generation"].astype("Float64")
+        # Missing generations as None: pandas takes na_value=None, pandas-stubs' overloads do not list it.
+        generations = causes["generation"].astype("Float64").to_numpy(dtype=object, na_value=None)  # type: ignore[call-overload]
         for position, (generation, start, cause, detail, lines) in enumerate(zip(
-                generations.to_numpy(dtype=object, na_value=None), causes["start"], causes["cause"],
-                causes["detail"], causes["evidence"], strict=True)):
+                generations, causes["start"], causes["cause"], causes["detail"], causes["evidence"], strict=True)):
             self._rows.append(Evidence(self._titles.get(cause, cause), detail if isinstance(detail, str) else "",
                                        tuple(str(line) for line in list(lines)[:EVIDENCE_LINES])))
             if generation is not None:
@@ -644,11 +650,11 @@ def render_logs_report(answer: LogsAnswer, figures: list[Figure], advice_items: 
         sections.append(section("Groups", table(ranked, limit=200)))
     client = frames["client_rebalances"]
     if len(client):
-        shown = _labelled(client, several).sort_values("start", ascending=False).head(200).copy()
+        latest = _labelled(client, several).sort_values("start", ascending=False).head(200).copy()
         for column in ("assigned", "revoked", "lost"):
-            shown[column] = shown[column].map(lambda v: ", ".join(list(v)[:6]) + (" ..." if len(v) > 6 else ""))
+            latest[column] = latest[column].map(lambda v: ", ".join(list(v)[:6]) + (" ..." if len(v) > 6 else ""))
         sections.append(section("Client-side rebalances",
-                                table(shown[["start", "group", "client", "client_library", "generation", "protocol",
+                                table(latest[["start", "group", "client", "client_library", "generation", "protocol",
                                              "assigned", "revoked", "lost", "outcome"]], limit=200)))
     unrecognised = frames["unrecognised"]
     if len(unrecognised):
