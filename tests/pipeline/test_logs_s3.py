@@ -10,6 +10,8 @@ import gzip
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -73,6 +75,24 @@ def _by_name(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+@contextmanager
+def aws_variables(s3_server, spark) -> Iterator[pytest.MonkeyPatch]:
+    """The standard variables, for the driver and for Spark's Python workers (which take theirs
+    from the SparkContext's environment, as executors of a cluster from theirs)."""
+    patch = pytest.MonkeyPatch()
+    env = s3_server.env()
+    for name, value in env.items():
+        patch.setenv(name, value)
+    before = dict(spark.sparkContext.environment)
+    spark.sparkContext.environment.update(env)
+    try:
+        yield patch
+    finally:
+        patch.undo()
+        spark.sparkContext.environment.clear()
+        spark.sparkContext.environment.update(before)
+
+
 @pytest.fixture(scope="module")
 def from_s3_on_spark(s3_server, stored, spark, tmp_path_factory):
     """``logs s3://incident/logs/ --out s3://incident/out/spark`` on Spark, splits of a few
@@ -80,23 +100,11 @@ def from_s3_on_spark(s3_server, stored, spark, tmp_path_factory):
     read locally."""
     from kafka_rebalance.pipeline import logs
 
-    patch = pytest.MonkeyPatch()
-    # The standard variables, for the driver and for Spark's Python workers (which take theirs
-    # from the SparkContext's environment, as executors of a cluster from theirs).
-    env = s3_server.env()
-    for name, value in env.items():
-        patch.setenv(name, value)
-    before = dict(spark.sparkContext.environment)
-    spark.sparkContext.environment.update(env)
-    patch.setattr(logs, "MIN_SPLIT_BYTES", 2000)
-    patch.setattr(logs, "MAX_SPLIT_BYTES", 2000)
-    try:
+    with aws_variables(s3_server, spark) as patch:
+        patch.setattr(logs, "MIN_SPLIT_BYTES", 2000)
+        patch.setattr(logs, "MAX_SPLIT_BYTES", 2000)
         remote = logs.run_logs(spark, [f"s3://{BUCKET}/logs/"], f"s3://{BUCKET}/out/spark", engine="spark",
                                progress=False)
-    finally:
-        patch.undo()
-        spark.sparkContext.environment.clear()
-        spark.sparkContext.environment.update(before)
     local_out = tmp_path_factory.mktemp("local-out")
     local = logs.run_logs(None, [str(stored)], str(local_out), engine="local")
     return remote, local, local_out
@@ -129,6 +137,23 @@ def test_s3_run_summary_listing_and_no_staging_left(s3_server, from_s3_on_spark)
     assert "out/spark/summary.json" in written and "out/spark/report.html" in written
     assert not [key for key in written if "/.staging-" in key]
     assert remote.out_dir == f"s3://{BUCKET}/out/spark" and remote.report.endswith("/report.html")
+
+
+@pytest.mark.spark
+def test_a_paste_on_spark_goes_through_the_store_and_is_named_stdin(s3_server, spark, tmp_path):
+    """The paste is put in --out's staging area, where every task can read it, and is ``-``."""
+    from kafka_rebalance.pipeline.logs import run_logs
+
+    paste = (DATA / "broker-3.9.log").read_text()
+    with aws_variables(s3_server, spark):
+        remote = run_logs(spark, ["-"], f"s3://{BUCKET}/out/paste", engine="spark", progress=False, stdin_text=paste)
+    local = run_logs(None, ["-"], str(tmp_path / "local"), engine="local", stdin_text=paste)
+    assert [c["source"] for c in remote.summary["coverage"]] == ["-"]
+    for key in ("lines_read", "lines_matched", "groups", "rebalances", "member_failures"):
+        assert remote.summary[key] == local.summary[key] > 0, key
+    assert set(read_stored_table(s3_server, "out/paste", "events")["source"]) == {"-"}
+    assert len(read_stored_table(s3_server, "out/paste", "rebalances")) == remote.summary["rebalances"]
+    assert not [key for key in s3_server.keys(BUCKET, "out/paste/") if ".staging-" in key or "stdin" in key]
 
 
 def run_cli(*args: str, env: dict[str, str], stdin: str | None = None) -> subprocess.CompletedProcess:
