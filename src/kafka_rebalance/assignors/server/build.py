@@ -8,9 +8,55 @@ from itertools import chain
 
 import numpy as np
 
-from kafka_rebalance.assignors.server.group import ServerGroup
+from kafka_rebalance.assignors.server.group import (
+    ServerGroup,
+    held_iteration_order,
+    subscription_iteration_order,
+)
 from kafka_rebalance.assignors.server.topic_ids import derived_topic_id, parse_topic_id, topic_id_keys
-from kafka_rebalance.model import UNASSIGNED, ColumnarGroup, GroupSnapshot, InvalidInput, java_sort_key
+from kafka_rebalance.model import (
+    UNASSIGNED,
+    ColumnarGroup,
+    GroupSnapshot,
+    InvalidInput,
+    capacity_after_puts,
+    capacity_of_copy,
+    java_hash_order,
+    java_sort_key,
+    java_string_hashes,
+)
+
+# How Kafka's uniform builders iterate the members of a dict or snapshot, and each member's
+# current assignment: "coordinator", as a broker's group coordinator presents them (hash maps
+# filled in the order given: members in the order they joined, assignments in the order of
+# their record); "given", in the order given (Kafka's unit tests use TreeMaps and
+# LinkedHashMaps). docs/assignment-json.md, "Kafka's iteration orders".
+ITERATION_ORDERS = ("coordinator", "given")
+
+
+def coordinator_member_order(member_ids: Sequence[str]) -> np.ndarray:
+    """The order in which ``GroupSpec.memberIds()`` yields the members on a broker:
+    ``TargetAssignmentBuilder`` puts them into a ``HashMap<String, ...>`` in the order of the
+    group's member map, so they come out bucket by bucket of ``String.hashCode``, ties in the
+    order given (the order the members joined)."""
+    hashes = java_string_hashes(member_ids)
+    order: np.ndarray = java_hash_order(hashes, capacity_after_puts(len(member_ids)))
+    return order
+
+
+def subscribed_name_order(names: Sequence[str], index: Mapping[str, int], topic_keys: np.ndarray,
+                          hashed: bool = True) -> np.ndarray:
+    """A member's subscribed topics that exist, as Kafka's homogeneous builder iterates them:
+    ``new HashSet<>(TopicIds)``, where ``TopicIds`` walks the member's ``HashSet<String>`` of
+    names (filled in the order given; not ``hashed``: the order given) and resolves each name
+    to its topic id."""
+    if hashed:
+        by_name = java_hash_order(java_string_hashes(names), capacity_of_copy(len(names)))
+    else:
+        by_name = np.arange(len(names), dtype=np.int64)
+    resolved = [index[names[i]] for i in by_name.tolist() if names[i] in index]
+    unique = np.array(list(dict.fromkeys(resolved)), dtype=np.int64)
+    return subscription_iteration_order(unique, topic_keys, names_order=unique)
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +78,10 @@ def build_server_group(
     topics: Mapping[str, int],
     members: Sequence[ServerMember],
     topic_ids: Mapping[str, str] | None = None,
+    iteration_order: str = "coordinator",
 ) -> ServerGroup:
+    """The group of ``members``, numbered in Kafka's iteration order (``iteration_order``)."""
+    check_iteration_order(iteration_order)
     for name, count in topics.items():
         if not isinstance(count, int) or isinstance(count, bool) or count < 0:
             raise InvalidInput(f"topics.{name}", f"expected a partition count, got {count!r}")
@@ -46,6 +95,8 @@ def build_server_group(
         if member.member_id in seen:
             raise InvalidInput("members", f"duplicate member_id {member.member_id!r}")
         seen.add(member.member_id)
+    if iteration_order == "coordinator" and len(members) > 1:
+        members = [members[i] for i in coordinator_member_order([m.member_id for m in members]).tolist()]
 
     member_class, class_lists = subscription_classes([m.subscribed_topics for m in members], index)
     # Current assignment, flattened: (member, topic, partition) for known topics.
@@ -56,16 +107,49 @@ def build_server_group(
     holder = np.repeat(np.fromiter((r[0] for r in runs), dtype=np.int64, count=len(runs)), lengths)
     exists = (partition >= 0) & (partition < counts[topic]) if len(topic) else np.zeros(0, dtype=bool)
     owner = owner_from_claims(offsets[topic[exists]] + partition[exists], holder[exists], int(offsets[-1]))
+    topic_keys = resolve_topic_keys(names, topic_ids)
+    held_sequence = held_in_given_order(owner, holder[exists], topic[exists], partition[exists], offsets, topic_keys,
+                                        hashed=iteration_order == "coordinator")
+    subscriptions = [frozenset(m.subscribed_topics) for m in members]
     return ServerGroup.build(
         topic_names=names,
         partition_counts=counts,
-        topic_keys=resolve_topic_keys(names, topic_ids),
+        topic_keys=topic_keys,
         member_ids=[m.member_id for m in members],
         member_class=member_class,
         class_topic_lists=class_lists,
         current_owner=owner,
         instance_ids=[m.instance_id for m in members],
+        same_subscriptions=all(s == subscriptions[0] for s in subscriptions),
+        subscription_sequence=(subscribed_name_order(members[0].subscribed_topics, index, topic_keys,
+                                                     hashed=iteration_order == "coordinator") if members else None),
+        held_sequence=held_sequence,
     )
+
+
+def check_iteration_order(iteration_order: str) -> None:
+    if iteration_order not in ITERATION_ORDERS:
+        raise InvalidInput("iteration_order", f"expected one of {', '.join(ITERATION_ORDERS)}, got {iteration_order!r}")
+
+
+def held_in_given_order(owner: np.ndarray, holder: np.ndarray, topic: np.ndarray, partition: np.ndarray,
+                        offsets: np.ndarray, topic_keys: np.ndarray, hashed: bool = True) -> np.ndarray:
+    """Each member's held partitions in its assignment map's iteration order, member by member
+    (``ServerGroup.held_sequence``), from claims listed in the order given. ``hashed``: the map
+    and sets are hash tables filled in that order (which breaks ties within a bucket); else the
+    order given is the iteration order."""
+    partitions = offsets[topic] + partition
+    mine = owner[partitions] == holder  # a partition claimed twice stays with its owner only
+    _, first = np.unique(partitions, return_index=True)
+    once = np.zeros(len(partitions), dtype=bool)
+    once[first] = True
+    kept = np.flatnonzero(mine & once)
+    if hashed:
+        order = held_iteration_order(holder[kept], topic[kept], partition[kept], topic_keys)
+    else:
+        order = np.argsort(holder[kept], kind="stable")
+    sequence: np.ndarray = partitions[kept][order]
+    return sequence
 
 
 def subscription_classes(topic_lists: Sequence[Sequence[str]], index: Mapping[str, int]) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -97,23 +181,40 @@ def owner_from_claims(partitions: np.ndarray, holders: np.ndarray, total: int) -
     return owner
 
 
-def server_group_from_snapshot(snapshot: GroupSnapshot) -> tuple[ServerGroup, ColumnarGroup]:
+def server_group_from_snapshot(snapshot: GroupSnapshot, iteration_order: str = "coordinator") -> tuple[ServerGroup, ColumnarGroup]:
     """The consumer group of a snapshot; also its ``ColumnarGroup`` (same member and partition
-    numbering), whose bulk parser read the ``owned`` strings and whose writer prints the result."""
+    numbering), whose bulk parser read the ``owned`` strings and whose writer prints the result.
+    The group's ``iteration_order`` is Kafka's member order (``iteration_order``)."""
+    check_iteration_order(iteration_order)
     columnar = ColumnarGroup.from_snapshot(snapshot)
     names = columnar.topic_names
     index = {name: i for i, name in enumerate(names)}
     member_class, class_lists = subscription_classes([m.topics for m in snapshot.members], index)
     ids = {n: snapshot.topics[n].topic_id for n in names if snapshot.topics[n].topic_id is not None}
+    topic_keys = resolve_topic_keys(names, ids)
+    owner = owner_from_claims(columnar.owned_partitions, columnar.owned_member, columnar.num_partitions)
+    owned_topic = columnar.partition_topic[columnar.owned_partitions] if len(columnar.owned_partitions) else np.zeros(0, dtype=np.int64)
+    held_sequence = held_in_given_order(owner, columnar.owned_member, owned_topic,
+                                        columnar.owned_partitions - columnar.topic_offsets[owned_topic],
+                                        columnar.topic_offsets, topic_keys, hashed=iteration_order == "coordinator")
+    order = (coordinator_member_order(columnar.member_ids) if iteration_order == "coordinator"
+             else np.arange(columnar.num_members, dtype=np.int64))
+    subscriptions = [frozenset(m.topics) for m in snapshot.members]
+    first = snapshot.members[int(order[0])].topics if len(order) else ()
     group = ServerGroup.build(
         topic_names=names,
         partition_counts=columnar.partition_counts,
-        topic_keys=resolve_topic_keys(names, ids),
+        topic_keys=topic_keys,
         member_ids=columnar.member_ids,
         member_class=member_class,
         class_topic_lists=class_lists,
-        current_owner=owner_from_claims(columnar.owned_partitions, columnar.owned_member, columnar.num_partitions),
+        current_owner=owner,
         instance_ids=columnar.group_instance_ids,
+        same_subscriptions=all(s == subscriptions[0] for s in subscriptions),
+        subscription_sequence=(subscribed_name_order(first, index, topic_keys, hashed=iteration_order == "coordinator")
+                               if len(order) else None),
+        held_sequence=held_sequence,
+        iteration_order=order,
     )
     return group, columnar
 

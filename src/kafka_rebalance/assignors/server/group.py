@@ -18,8 +18,14 @@ import numpy as np
 from kafka_rebalance.model import (
     UNASSIGNED,
     InvalidInput,
+    capacities_after_puts,
+    capacities_of_copies,
+    capacity_of_copy,
+    java_hash_order,
     java_order,
     java_sort_key,
+    java_spread,
+    java_uuid_hashes,
     partition_topic_of,
     static_first_member_order,
     topic_offsets_of,
@@ -70,6 +76,18 @@ class ServerGroup:
     held_indptr: np.ndarray  # int64 (M+1,)
     held_partitions: np.ndarray  # int64 (number of held partitions,)
     instance_ids: tuple[str | None, ...] = ()
+    # What Kafka's uniform builders iterate over in hash-table order (docs/assignment-json.md,
+    # "Kafka's iteration orders"); None: derived from the ids, with insertions ascending.
+    # Every member subscribes to the same topic names (Kafka's SubscriptionType.HOMOGENEOUS,
+    # which counts names that do not resolve too); None: one subscription class.
+    same_subscriptions: bool | None = None
+    # The first member's subscribed topic ids as a HashSet<Uuid> iterates (topic indices).
+    subscription_sequence: np.ndarray | None = None
+    # ``held_partitions`` reordered within each member as its assignment map (HashMap<Uuid,
+    # HashSet<Integer>>) iterates.
+    held_sequence: np.ndarray | None = None
+    # The members in Kafka's iteration order (GroupSpec.memberIds()), when not index order.
+    iteration_order: np.ndarray | None = None
 
     @property
     def num_members(self) -> int:
@@ -121,6 +139,80 @@ class ServerGroup:
     def is_homogeneous(self) -> bool:
         """At least one member, and every member subscribes to every topic."""
         return self.num_classes == 1 and len(self.class_topics) == self.num_topics and self.num_members > 0
+
+    @property
+    def kafka_homogeneous(self) -> bool:
+        """Kafka's subscription type is HOMOGENEOUS: every member subscribes to the same topic
+        names (a group without members counts as such)."""
+        if self.same_subscriptions is not None:
+            return self.same_subscriptions
+        return self.num_classes <= 1 or bool((self.member_class == self.member_class[0]).all())
+
+    @cached_property
+    def kafka_subscription_sequence(self) -> np.ndarray:
+        """The topics of the first member's subscription in HashSet<Uuid> iteration order."""
+        if self.subscription_sequence is not None:
+            return self.subscription_sequence
+        if not self.num_members:
+            return np.zeros(0, dtype=np.int64)
+        c = int(self.member_class[0])
+        topics = self.class_topics[self.class_indptr[c] : self.class_indptr[c + 1]]
+        return subscription_iteration_order(topics, self.topic_keys)
+
+    @cached_property
+    def kafka_held_sequence(self) -> np.ndarray:
+        """``held_partitions`` in each member's assignment-map iteration order."""
+        if self.held_sequence is not None:
+            return self.held_sequence
+        member = np.repeat(np.arange(self.num_members, dtype=np.int64), np.diff(self.held_indptr))
+        held = self.held_partitions
+        topic = self.partition_topic[held]
+        # Ties between topics in one bucket: in topic id order, the order a replayed record
+        # lists them (see docs/assignment-json.md).
+        key_rank = np.lexsort((self.topic_keys[:, 1], self.topic_keys[:, 0]))
+        rank = np.empty_like(key_rank)
+        rank[key_rank] = np.arange(len(key_rank))
+        by_key = np.lexsort((held, rank[topic], member))
+        entries = by_key[held_iteration_order(member[by_key], topic[by_key], (held - self.topic_offsets[topic])[by_key],
+                                              self.topic_keys)]
+        sequence: np.ndarray = held[entries]
+        return sequence
+
+    def in_iteration_order(self) -> tuple[ServerGroup, np.ndarray | None]:
+        """The group renumbered so that member index order is Kafka's iteration order, and the
+        old index of each new member (None when nothing moved)."""
+        order = self.iteration_order
+        if order is None or bool((order == np.arange(len(order))).all()):
+            return self, None
+        return self.permuted(order), order
+
+    def permuted(self, order: np.ndarray) -> ServerGroup:
+        """The same group with its members renumbered: new member ``i`` is old ``order[i]``
+        (``subscription_sequence`` is kept: it must already be the new first member's)."""
+        inverse = np.empty_like(order)
+        inverse[order] = np.arange(len(order), dtype=np.int64)
+        owner = np.where(self.current_owner >= 0, np.append(inverse, -1)[self.current_owner], UNASSIGNED)
+        counts = np.diff(self.held_indptr)[order]
+        indptr = np.zeros(len(order) + 1, dtype=np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        starts = self.held_indptr[order]
+        take = np.repeat(starts - indptr[:-1], counts) + np.arange(int(indptr[-1]), dtype=np.int64)
+        return ServerGroup(
+            topic_names=self.topic_names,
+            partition_counts=self.partition_counts,
+            topic_keys=self.topic_keys,
+            member_ids=tuple(self.member_ids[i] for i in order.tolist()),
+            member_class=self.member_class[order],
+            class_indptr=self.class_indptr,
+            class_topics=self.class_topics,
+            current_owner=owner,
+            held_indptr=indptr,
+            held_partitions=self.held_partitions[take],
+            instance_ids=tuple(self.instance_ids[i] for i in order.tolist()) if self.instance_ids else (),
+            same_subscriptions=self.same_subscriptions,
+            subscription_sequence=self.subscription_sequence,
+            held_sequence=self.kafka_held_sequence[take],
+        )
 
     @cached_property
     def topic_class(self) -> np.ndarray | None:
@@ -214,6 +306,10 @@ class ServerGroup:
         current_owner: np.ndarray | None = None,
         instance_ids: Sequence[str | None] | None = None,
         held: tuple[np.ndarray, np.ndarray] | None = None,
+        same_subscriptions: bool | None = None,
+        subscription_sequence: np.ndarray | None = None,
+        held_sequence: np.ndarray | None = None,
+        iteration_order: np.ndarray | None = None,
     ) -> ServerGroup:
         """A group from arrays. ``topic_names`` in Java string order; ``class_topic_lists`` one
         list of topic indices per subscription class; ``current_owner`` one member index (or -1)
@@ -245,6 +341,10 @@ class ServerGroup:
             held_indptr=held[0],
             held_partitions=held[1],
             instance_ids=tuple(instance_ids) if instance_ids is not None else (None,) * m,
+            same_subscriptions=same_subscriptions,
+            subscription_sequence=subscription_sequence,
+            held_sequence=held_sequence,
+            iteration_order=iteration_order,
         )
 
 
@@ -257,3 +357,38 @@ def member_major(owner: np.ndarray, num_members: int) -> tuple[np.ndarray, np.nd
     indptr = np.zeros(num_members + 1, dtype=np.int64)
     np.cumsum(np.bincount(holders, minlength=num_members), out=indptr[1:])
     return indptr, held[np.argsort(holders, kind="stable")]
+
+
+def subscription_iteration_order(topics: np.ndarray, topic_keys: np.ndarray, names_order: np.ndarray | None = None) -> np.ndarray:
+    """``topics`` (indices) as ``new HashSet<>(subscribedTopicIds)`` iterates them: by bucket of
+    ``Uuid.hashCode`` in a table sized for them, ties in insertion order (``names_order``: the
+    topics as the member's HashSet of names yields them; default: topic index order)."""
+    inserted = topics if names_order is None else names_order
+    hashes = java_uuid_hashes(topic_keys[inserted, 0], topic_keys[inserted, 1])
+    ordered: np.ndarray = inserted[java_hash_order(hashes, capacity_of_copy(len(inserted)))]
+    return ordered
+
+
+def held_iteration_order(member: np.ndarray, topic: np.ndarray, partition: np.ndarray, topic_keys: np.ndarray) -> np.ndarray:
+    """Entries (member, topic, partition number), given in insertion order, as each member's
+    assignment iterates them: the member's ``HashMap<Uuid, Set<Integer>>`` (built by puts, as
+    ``Assignment.fromRecord`` does) bucket by bucket, each topic's ``new HashSet<>(list)`` bucket
+    by bucket; ties in insertion order. Returns a permutation of the entries, member by member
+    in ascending member index."""
+    n = len(member)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    position = np.arange(n, dtype=np.int64)
+    # Runs: one per (member, topic), first seen at the position of its first entry.
+    run_key = member * (int(topic.max()) + 1) + topic
+    _, first, run_of = np.unique(run_key, return_index=True, return_inverse=True)
+    run_first = first[run_of]
+    run_size = np.bincount(run_of)
+    run_member = member[first]
+    topics_per_member = np.bincount(run_member)
+    topic_capacity = capacities_after_puts(topics_per_member)[member]
+    topic_hash = java_uuid_hashes(topic_keys[topic, 0], topic_keys[topic, 1])
+    topic_bucket = (java_spread(topic_hash) & (topic_capacity - 1).astype(np.uint32)).astype(np.int64)
+    partition_capacity = capacities_of_copies(run_size)[run_of]
+    partition_bucket = (java_spread(partition) & (partition_capacity - 1).astype(np.uint32)).astype(np.int64)
+    return np.lexsort((position, partition_bucket, run_first, topic_bucket, member))
