@@ -57,7 +57,8 @@ def literal_homogeneous(group: ServerGroup) -> np.ndarray:
     unassigned = [int(offsets[t]) + p for t in topics for p in range(int(counts[t])) if group.current_owner[offsets[t] + p] < 0]
     quota_min, remaining = divmod(sum(int(counts[t]) for t in topics), m)
     unfilled = []
-    sequence, indptr = group.kafka_held_sequence, group.held_indptr
+    sequence, holder = group.held_in_iteration_order(np.arange(m, dtype=np.int64))
+    indptr = np.searchsorted(holder, np.arange(m + 1))
     for index in range(m):
         quota, extra = quota_min, False
         if remaining > 0:

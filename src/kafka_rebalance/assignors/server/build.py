@@ -108,8 +108,7 @@ def build_server_group(
     exists = (partition >= 0) & (partition < counts[topic]) if len(topic) else np.zeros(0, dtype=bool)
     owner = owner_from_claims(offsets[topic[exists]] + partition[exists], holder[exists], int(offsets[-1]))
     topic_keys = resolve_topic_keys(names, topic_ids)
-    held_sequence = held_in_given_order(owner, holder[exists], topic[exists], partition[exists], offsets, topic_keys,
-                                        hashed=iteration_order == "coordinator")
+    claimed = offsets[topic[exists]] + partition[exists]
     subscriptions = [frozenset(m.subscribed_topics) for m in members]
     return ServerGroup.build(
         topic_names=names,
@@ -123,7 +122,8 @@ def build_server_group(
         same_subscriptions=all(s == subscriptions[0] for s in subscriptions),
         subscription_sequence=(subscribed_name_order(members[0].subscribed_topics, index, topic_keys,
                                                      hashed=iteration_order == "coordinator") if members else None),
-        held_sequence=held_sequence,
+        claim_position=claim_positions(claimed, int(offsets[-1])),
+        hashed_assignments=iteration_order == "coordinator",
     )
 
 
@@ -132,24 +132,12 @@ def check_iteration_order(iteration_order: str) -> None:
         raise InvalidInput("iteration_order", f"expected one of {', '.join(ITERATION_ORDERS)}, got {iteration_order!r}")
 
 
-def held_in_given_order(owner: np.ndarray, holder: np.ndarray, topic: np.ndarray, partition: np.ndarray,
-                        offsets: np.ndarray, topic_keys: np.ndarray, hashed: bool = True) -> np.ndarray:
-    """Each member's held partitions in its assignment map's iteration order, member by member
-    (``ServerGroup.held_sequence``), from claims listed in the order given. ``hashed``: the map
-    and sets are hash tables filled in that order (which breaks ties within a bucket); else the
-    order given is the iteration order."""
-    partitions = offsets[topic] + partition
-    mine = owner[partitions] == holder  # a partition claimed twice stays with its owner only
-    _, first = np.unique(partitions, return_index=True)
-    once = np.zeros(len(partitions), dtype=bool)
-    once[first] = True
-    kept = np.flatnonzero(mine & once)
-    if hashed:
-        order = held_iteration_order(holder[kept], topic[kept], partition[kept], topic_keys)
-    else:
-        order = np.argsort(holder[kept], kind="stable")
-    sequence: np.ndarray = partitions[kept][order]
-    return sequence
+def claim_positions(claimed: np.ndarray, total: int) -> np.ndarray:
+    """Each partition's position among the claims as listed (its first claim; ``total`` for
+    an unclaimed one)."""
+    position = np.full(total, total, dtype=np.int64)
+    position[claimed[::-1]] = np.arange(len(claimed) - 1, -1, -1, dtype=np.int64)  # the first claim wins
+    return position
 
 
 def subscription_classes(topic_lists: Sequence[Sequence[str]], index: Mapping[str, int]) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -193,10 +181,6 @@ def server_group_from_snapshot(snapshot: GroupSnapshot, iteration_order: str = "
     ids = {n: snapshot.topics[n].topic_id for n in names if snapshot.topics[n].topic_id is not None}
     topic_keys = resolve_topic_keys(names, ids)
     owner = owner_from_claims(columnar.owned_partitions, columnar.owned_member, columnar.num_partitions)
-    owned_topic = columnar.partition_topic[columnar.owned_partitions] if len(columnar.owned_partitions) else np.zeros(0, dtype=np.int64)
-    held_sequence = held_in_given_order(owner, columnar.owned_member, owned_topic,
-                                        columnar.owned_partitions - columnar.topic_offsets[owned_topic],
-                                        columnar.topic_offsets, topic_keys, hashed=iteration_order == "coordinator")
     order = (coordinator_member_order(columnar.member_ids) if iteration_order == "coordinator"
              else np.arange(columnar.num_members, dtype=np.int64))
     subscriptions = [frozenset(m.topics) for m in snapshot.members]
@@ -213,7 +197,8 @@ def server_group_from_snapshot(snapshot: GroupSnapshot, iteration_order: str = "
         same_subscriptions=all(s == subscriptions[0] for s in subscriptions),
         subscription_sequence=(subscribed_name_order(first, index, topic_keys, hashed=iteration_order == "coordinator")
                                if len(order) else None),
-        held_sequence=held_sequence,
+        claim_position=claim_positions(columnar.owned_partitions, columnar.num_partitions),
+        hashed_assignments=iteration_order == "coordinator",
         iteration_order=order,
     )
     return group, columnar

@@ -83,9 +83,12 @@ class ServerGroup:
     same_subscriptions: bool | None = None
     # The first member's subscribed topic ids as a HashSet<Uuid> iterates (topic indices).
     subscription_sequence: np.ndarray | None = None
-    # ``held_partitions`` reordered within each member as its assignment map (HashMap<Uuid,
-    # HashSet<Integer>>) iterates.
-    held_sequence: np.ndarray | None = None
+    # Each partition's position in the input that listed the current assignment (the insertion
+    # order of each member's HashMap<Uuid, HashSet<Integer>>, which breaks ties within a hash
+    # bucket); None: partitions listed ascending. ``hashed_assignments`` False: the input's
+    # order is the iteration order itself (Kafka's tests' LinkedHashMaps).
+    claim_position: np.ndarray | None = None
+    hashed_assignments: bool = True
     # The members in Kafka's iteration order (GroupSpec.memberIds()), when not index order.
     iteration_order: np.ndarray | None = None
 
@@ -159,24 +162,22 @@ class ServerGroup:
         topics = self.class_topics[self.class_indptr[c] : self.class_indptr[c + 1]]
         return subscription_iteration_order(topics, self.topic_keys)
 
-    @cached_property
-    def kafka_held_sequence(self) -> np.ndarray:
-        """``held_partitions`` in each member's assignment-map iteration order."""
-        if self.held_sequence is not None:
-            return self.held_sequence
-        member = np.repeat(np.arange(self.num_members, dtype=np.int64), np.diff(self.held_indptr))
-        held = self.held_partitions
+    def held_in_iteration_order(self, members: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The partitions ``members`` (ascending) hold, each member's in the order its
+        assignment map iterates them, and the member of each; only those members' holdings are
+        read (Kafka's homogeneous builder reads the order of members it trims only)."""
+        indptr = self.held_indptr
+        counts = indptr[members + 1] - indptr[members]
+        starts = np.repeat(indptr[members] - (np.cumsum(counts) - counts), counts)
+        held = self.held_partitions[starts + np.arange(int(counts.sum()), dtype=np.int64)]
+        member = np.repeat(members, counts)
+        position = held if self.claim_position is None else self.claim_position[held]
+        inserted = np.lexsort((position, member))  # each member's claims in input order
+        held, member = held[inserted], member[inserted]
         topic = self.partition_topic[held]
-        # Ties between topics in one bucket: in topic id order, the order a replayed record
-        # lists them (see docs/assignment-json.md).
-        key_rank = np.lexsort((self.topic_keys[:, 1], self.topic_keys[:, 0]))
-        rank = np.empty_like(key_rank)
-        rank[key_rank] = np.arange(len(key_rank))
-        by_key = np.lexsort((held, rank[topic], member))
-        entries = by_key[held_iteration_order(member[by_key], topic[by_key], (held - self.topic_offsets[topic])[by_key],
-                                              self.topic_keys)]
-        sequence: np.ndarray = held[entries]
-        return sequence
+        order = held_iteration_order(member, topic, held - self.topic_offsets[topic], self.topic_keys,
+                                     hashed=self.hashed_assignments)
+        return held[order], member[order]
 
     def in_iteration_order(self) -> tuple[ServerGroup, np.ndarray | None]:
         """The group renumbered so that member index order is Kafka's iteration order, and the
@@ -211,7 +212,8 @@ class ServerGroup:
             instance_ids=tuple(self.instance_ids[i] for i in order.tolist()) if self.instance_ids else (),
             same_subscriptions=self.same_subscriptions,
             subscription_sequence=self.subscription_sequence,
-            held_sequence=self.kafka_held_sequence[take],
+            claim_position=self.claim_position,
+            hashed_assignments=self.hashed_assignments,
         )
 
     @cached_property
@@ -308,7 +310,8 @@ class ServerGroup:
         held: tuple[np.ndarray, np.ndarray] | None = None,
         same_subscriptions: bool | None = None,
         subscription_sequence: np.ndarray | None = None,
-        held_sequence: np.ndarray | None = None,
+        claim_position: np.ndarray | None = None,
+        hashed_assignments: bool = True,
         iteration_order: np.ndarray | None = None,
     ) -> ServerGroup:
         """A group from arrays. ``topic_names`` in Java string order; ``class_topic_lists`` one
@@ -343,7 +346,8 @@ class ServerGroup:
             instance_ids=tuple(instance_ids) if instance_ids is not None else (None,) * m,
             same_subscriptions=same_subscriptions,
             subscription_sequence=subscription_sequence,
-            held_sequence=held_sequence,
+            claim_position=claim_position,
+            hashed_assignments=hashed_assignments,
             iteration_order=iteration_order,
         )
 
@@ -369,12 +373,14 @@ def subscription_iteration_order(topics: np.ndarray, topic_keys: np.ndarray, nam
     return ordered
 
 
-def held_iteration_order(member: np.ndarray, topic: np.ndarray, partition: np.ndarray, topic_keys: np.ndarray) -> np.ndarray:
+def held_iteration_order(member: np.ndarray, topic: np.ndarray, partition: np.ndarray, topic_keys: np.ndarray,
+                         hashed: bool = True) -> np.ndarray:
     """Entries (member, topic, partition number), given in insertion order, as each member's
     assignment iterates them: the member's ``HashMap<Uuid, Set<Integer>>`` (built by puts, as
     ``Assignment.fromRecord`` does) bucket by bucket, each topic's ``new HashSet<>(list)`` bucket
-    by bucket; ties in insertion order. Returns a permutation of the entries, member by member
-    in ascending member index."""
+    by bucket; ties in insertion order. Not ``hashed``: linked maps and sets, so topics in the
+    order first inserted, partitions as inserted. Returns a permutation of the entries, member
+    by member in ascending member index."""
     n = len(member)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
@@ -384,6 +390,8 @@ def held_iteration_order(member: np.ndarray, topic: np.ndarray, partition: np.nd
     _, first, run_of = np.unique(run_key, return_index=True, return_inverse=True)
     run_first = first[run_of]
     run_size = np.bincount(run_of)
+    if not hashed:
+        return np.lexsort((position, run_first, member))
     run_member = member[first]
     topics_per_member = np.bincount(run_member)
     topic_capacity = capacities_after_puts(topics_per_member)[member]

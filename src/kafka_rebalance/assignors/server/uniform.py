@@ -8,7 +8,7 @@ Kafka picks one of two builders by subscription type, and so does this module:
   depends on three iteration orders, all reproduced: the members' (``GroupSpec.memberIds()``,
   here member index order), the subscribed topic ids' (a ``HashSet<Uuid>``), and each member's
   current assignment's (a ``HashMap<Uuid, Set<Integer>>`` of ``HashSet<Integer>``); see
-  ``ServerGroup.kafka_subscription_sequence`` and ``kafka_held_sequence``.
+  ``ServerGroup.kafka_subscription_sequence`` and ``held_in_iteration_order``.
 - Otherwise: ``UniformHeterogeneousAssignmentBuilder``, ported step for step: drop partitions
   a member no longer subscribes to, deal unassigned partitions topic by topic to the least
   loaded subscribers, then move partitions from the most to the least loaded subscribers of
@@ -60,13 +60,14 @@ def homogeneous_assign(group: ServerGroup) -> np.ndarray:
     subscribed = np.zeros(group.num_topics, dtype=bool)
     subscribed[topics] = True
 
-    sequence = group.kafka_held_sequence
-    indptr = group.held_indptr
-    owner_of_entry = np.repeat(np.arange(m, dtype=np.int64), np.diff(indptr))
-    valid = subscribed[group.partition_topic[sequence]]
-    if not valid.all():  # partitions of topics nobody subscribes to any more: dropped
-        sequence, owner_of_entry = sequence[valid], owner_of_entry[valid]
-    held = np.bincount(owner_of_entry, minlength=m)
+    owner = group.current_owner
+    if len(topics) == group.num_topics:  # every topic subscribed: every holding counts
+        held = np.diff(group.held_indptr)
+        result = owner.copy()
+    else:  # holdings of topics nobody subscribes to any more are dropped
+        valid = (owner >= 0) & subscribed[group.partition_topic]
+        held = np.bincount(owner[valid], minlength=m)
+        result[valid] = owner[valid]
 
     position = np.arange(m, dtype=np.int64)
     if extras:
@@ -81,19 +82,25 @@ def homogeneous_assign(group: ServerGroup) -> np.ndarray:
         target = np.full(m, quota, dtype=np.int64)
     keep = np.minimum(held, target)
 
-    # Each member's entries are consecutive in ``sequence``: the first ``keep`` stay.
-    starts = np.zeros(m + 1, dtype=np.int64)
-    np.cumsum(held, out=starts[1:])
-    rank = np.arange(len(sequence), dtype=np.int64) - starts[owner_of_entry]
-    stays = rank < keep[owner_of_entry]
-    result[sequence[stays]] = owner_of_entry[stays]
-    given_up = sequence[~stays]
+    # Members above target give up what follows their first ``keep`` partitions in their
+    # assignment's iteration order: only their holdings are put in that order.
+    trimmed = np.flatnonzero(held > keep)
+    given_up = np.zeros(0, dtype=np.int64)
+    if len(trimmed):
+        sequence, member = group.held_in_iteration_order(trimmed)
+        if len(topics) != group.num_topics:
+            mine = subscribed[group.partition_topic[sequence]]
+            sequence, member = sequence[mine], member[mine]
+        counts_trimmed = held[trimmed]
+        rank = np.arange(len(sequence), dtype=np.int64) - np.repeat(np.cumsum(counts_trimmed) - counts_trimmed, counts_trimmed)
+        given_up = sequence[rank >= keep[member]]
+        result[given_up] = UNASSIGNED
 
     offsets = group.topic_offsets
     lengths = counts[topics]
     run_start = np.cumsum(lengths) - lengths
     pool = np.repeat(offsets[topics] - run_start, lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
-    nobody = pool[group.current_owner[pool] < 0] if len(sequence) else pool
+    nobody = pool[owner[pool] < 0]
     free = np.concatenate((nobody, given_up)) if len(given_up) else nobody
     takers = np.repeat(position, target - keep)
     assert len(takers) == len(free), "quotas must cover the unassigned partitions exactly"
@@ -161,8 +168,8 @@ class _HeterogeneousBuilder:
             self.sizes += np.bincount(takers, minlength=len(self.sizes))
 
     def balance(self, topics: np.ndarray) -> None:
-        if not len(topics):
-            return
+        if not len(topics) or self.all_within_one(topics):
+            return  # no topic would move a partition: Kafka's passes end without a change
         ordered = self.sort_topics(topics).tolist()
         last_rebalanced = -1
         for _ in range(MAX_BALANCE_PASSES):
@@ -171,6 +178,24 @@ class _HeterogeneousBuilder:
                     return
                 if self.balance_topic(topic) > 0 or last_rebalanced == -1:
                     last_rebalanced = index
+
+    def all_within_one(self, topics: np.ndarray) -> bool:
+        """Are the subscribers of each of ``topics`` within one partition of each other?"""
+        lists = np.unique(self.subscriber_list[topics])
+        starts, ends = self.subscriber_indptr[lists], self.subscriber_indptr[lists + 1]
+        lists, starts = lists[ends > starts], starts[ends > starts]
+        if not len(lists):
+            return True
+        sizes = self.sizes[self.subscriber_members]
+        # Each list is a run of subscriber_members; reduceat over the runs' starts (in order).
+        order = np.argsort(starts)
+        bounds = starts[order]
+        ends_sorted = self.subscriber_indptr[lists[order] + 1]
+        spans = np.maximum.reduceat(sizes, bounds) - np.minimum.reduceat(sizes, bounds)
+        contiguous = (np.append(bounds[1:], len(sizes)) == ends_sorted).all()
+        if not contiguous:  # runs with gaps between them: reduce each run on its own
+            spans = np.array([int(sizes[a:b].max() - sizes[a:b].min()) for a, b in zip(bounds, ends_sorted, strict=True)])
+        return bool((spans <= 1).all())
 
     def balance_topic(self, topic: int) -> int:
         members = self.subscribers(topic)
