@@ -10,7 +10,6 @@ import numpy as np
 
 from kafka_rebalance.assignors.server.group import (
     ServerGroup,
-    held_iteration_order,
     subscription_iteration_order,
 )
 from kafka_rebalance.assignors.server.topic_ids import derived_topic_id, parse_topic_id, topic_id_keys

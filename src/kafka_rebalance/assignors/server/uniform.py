@@ -165,7 +165,7 @@ class _HeterogeneousBuilder:
             free = lo + np.flatnonzero(self.owner[lo:hi] < 0)
             takers = least_loaded_sequence(self.subscribers(topic), self.sizes, len(free))
             self.owner[free] = takers
-            self.sizes += np.bincount(takers, minlength=len(self.sizes))
+            np.add.at(self.sizes, takers, 1)
 
     def balance(self, topics: np.ndarray) -> None:
         if not len(topics) or self.all_within_one(topics):
@@ -252,6 +252,16 @@ def least_loaded_sequence(members: np.ndarray, sizes: np.ndarray, count: int) ->
     if count == 0:
         return np.zeros(0, dtype=np.int64)
     member_sizes = sizes[members]
+    low, high = int(member_sizes.min()), int(member_sizes.max())
+    if high - low <= 1:
+        # The usual case once partitions are dealt: two levels. The lower members (index order)
+        # take one each, then everyone in (size, index) order, again and again.
+        at_low = member_sizes == low
+        ranked = np.concatenate((members[at_low], members[~at_low])) if high > low else members
+        first = int(at_low.sum())
+        if count <= first:
+            return ranked[:count]
+        return np.concatenate((ranked[:first], np.resize(ranked, count - first)))
     order = np.argsort(member_sizes, kind="stable")  # members are ascending, so ties keep index order
     ranked, level0 = members[order], member_sizes[order]
 
