@@ -368,6 +368,12 @@ def subscription_iteration_order(topics: np.ndarray, topic_keys: np.ndarray, nam
     ``Uuid.hashCode`` in a table sized for them, ties in insertion order (``names_order``: the
     topics as the member's HashSet of names yields them; default: topic index order)."""
     inserted = topics if names_order is None else names_order
+    if len(inserted) <= _SMALL:
+        capacity = _capacity_of_copy(len(inserted))
+        listed = inserted.tolist()
+        keys_list = topic_keys[inserted].tolist()
+        buckets = [_spread_bucket(_uuid_hash(msb, lsb), capacity) for msb, lsb in keys_list]
+        return np.array([listed[i] for i in sorted(range(len(listed)), key=buckets.__getitem__)], dtype=np.int64)
     hashes = java_uuid_hashes(topic_keys[inserted, 0], topic_keys[inserted, 1])
     ordered: np.ndarray = inserted[java_hash_order(hashes, capacity_of_copy(len(inserted)))]
     return ordered
@@ -384,6 +390,8 @@ def held_iteration_order(member: np.ndarray, topic: np.ndarray, partition: np.nd
     n = len(member)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
+    if n <= _SMALL:
+        return _held_iteration_order_small(member.tolist(), topic.tolist(), partition.tolist(), topic_keys, hashed)
     position = np.arange(n, dtype=np.int64)
     # Runs: one per (member, topic), first seen at the position of its first entry.
     run_key = member * (int(topic.max()) + 1) + topic
@@ -400,3 +408,53 @@ def held_iteration_order(member: np.ndarray, topic: np.ndarray, partition: np.nd
     partition_capacity = capacities_of_copies(run_size)[run_of]
     partition_bucket = (java_spread(partition) & (partition_capacity - 1).astype(np.uint32)).astype(np.int64)
     return np.lexsort((position, partition_bucket, run_first, topic_bucket, member))
+
+
+# Below this many entries, orders are computed on Python ints: a dozen numpy calls cost more.
+_SMALL = 256
+
+
+def _spread_bucket(hash_code: int, capacity: int) -> int:
+    h = hash_code & 0xFFFFFFFF
+    return (h ^ (h >> 16)) & (capacity - 1)
+
+
+def _uuid_hash(msb: int, lsb: int) -> int:
+    h = (msb ^ lsb) & 0xFFFFFFFFFFFFFFFF
+    return ((h >> 32) ^ h) & 0xFFFFFFFF
+
+
+def _capacity_of_copy(count: int) -> int:
+    initial = max(int(np.float32(count) / np.float32(0.75)) + 1, 16)
+    return 1 << (initial - 1).bit_length()
+
+
+def _capacity_after_puts(count: int) -> int:
+    capacity = 16
+    while count > capacity * 3 // 4:
+        capacity *= 2
+    return capacity
+
+
+def _held_iteration_order_small(member: list[int], topic: list[int], partition: list[int], topic_keys: np.ndarray,
+                                hashed: bool) -> np.ndarray:
+    """``held_iteration_order`` on Python ints (same keys, same order)."""
+    first: dict[tuple[int, int], int] = {}
+    size: dict[tuple[int, int], int] = {}
+    for i, run in enumerate(zip(member, topic, strict=True)):
+        first.setdefault(run, i)
+        size[run] = size.get(run, 0) + 1
+    if not hashed:
+        keys = [(m, first[(m, t)], i) for i, (m, t) in enumerate(zip(member, topic, strict=True))]
+        return np.array(sorted(range(len(member)), key=keys.__getitem__), dtype=np.int64)
+    topics_of: dict[int, int] = {}
+    for m, _ in first:
+        topics_of[m] = topics_of.get(m, 0) + 1
+    keys_list = topic_keys.tolist()
+    topic_hash = {t: _uuid_hash(*keys_list[t]) for t in set(topic)}
+    keys = []
+    for i, (m, t, p) in enumerate(zip(member, topic, partition, strict=True)):
+        run = (m, t)
+        keys.append((m, _spread_bucket(topic_hash[t], _capacity_after_puts(topics_of[m])), first[run],
+                     _spread_bucket(p, _capacity_of_copy(size[run])), i))
+    return np.array(sorted(range(len(member)), key=keys.__getitem__), dtype=np.int64)
