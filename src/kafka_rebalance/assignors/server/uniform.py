@@ -51,10 +51,9 @@ def homogeneous_assign(group: ServerGroup) -> np.ndarray:
     given up). Here every step is one pass over arrays.
     """
     m = group.num_members
-    result = np.full(group.num_partitions, UNASSIGNED, dtype=np.int64)
     topics = group.kafka_subscription_sequence
     if m == 0 or not len(topics):
-        return result
+        return np.full(group.num_partitions, UNASSIGNED, dtype=np.int64)
     counts = group.partition_counts
     quota, extras = divmod(int(counts[topics].sum()), m)
     subscribed = np.zeros(group.num_topics, dtype=bool)
@@ -67,7 +66,7 @@ def homogeneous_assign(group: ServerGroup) -> np.ndarray:
     else:  # holdings of topics nobody subscribes to any more are dropped
         valid = (owner >= 0) & subscribed[group.partition_topic]
         held = np.bincount(owner[valid], minlength=m)
-        result[valid] = owner[valid]
+        result = np.where(valid, owner, UNASSIGNED)
 
     position = np.arange(m, dtype=np.int64)
     if extras:
@@ -96,11 +95,13 @@ def homogeneous_assign(group: ServerGroup) -> np.ndarray:
         given_up = sequence[rank >= keep[member]]
         result[given_up] = UNASSIGNED
 
-    offsets = group.topic_offsets
     lengths = counts[topics]
-    run_start = np.cumsum(lengths) - lengths
-    pool = np.repeat(offsets[topics] - run_start, lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
-    nobody = pool[owner[pool] < 0]
+    if int(held.sum()) == int(lengths.sum()):  # every subscribed partition is held: none to deal first
+        nobody = np.zeros(0, dtype=np.int64)
+    else:  # the partitions nobody holds, topic by topic in the subscription's order
+        run_start = np.cumsum(lengths) - lengths
+        pool = np.repeat(group.topic_offsets[topics] - run_start, lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
+        nobody = pool[owner[pool] < 0]
     free = np.concatenate((nobody, given_up)) if len(given_up) else nobody
     takers = np.repeat(position, target - keep)
     assert len(takers) == len(free), "quotas must cover the unassigned partitions exactly"
