@@ -196,7 +196,7 @@ def server_group_from_snapshot(snapshot: GroupSnapshot, iteration_order: str = "
     names = columnar.topic_names
     index = {name: i for i, name in enumerate(names)}
     member_class, class_lists = subscription_classes([m.topics for m in snapshot.members], index)
-    ids = {n: snapshot.topics[n].topic_id for n in names if snapshot.topics[n].topic_id is not None}
+    ids = {n: topic_id for n in names if (topic_id := snapshot.topics[n].topic_id) is not None}
     topic_keys = resolve_topic_keys(names, ids)
     owner = owner_from_claims(columnar.owned_partitions, columnar.owned_member, columnar.num_partitions)
     order = (coordinator_member_order(columnar.member_ids) if iteration_order == "coordinator"

@@ -238,12 +238,13 @@ class ServerGroup:
         if self.num_classes * self.num_topics <= _DENSE_TABLE_LIMIT:
             table = np.zeros((self.num_classes, self.num_topics), dtype=bool)
             table[self.class_of_entry, self.class_topics] = True
-            return table[self.member_class[members], topics]
+            subscribed: np.ndarray = table[self.member_class[members], topics]
+            return subscribed
         t = max(self.num_topics, 1)
         keys = self.class_of_entry * t + self.class_topics  # ascending: classes, then topics
         query = self.member_class[members] * t + topics
         pos = np.searchsorted(keys, query)
-        found = pos < len(keys)
+        found: np.ndarray = pos < len(keys)
         found[found] = keys[pos[found]] == query[found]
         return found
 
@@ -452,9 +453,9 @@ def _held_iteration_order_small(member: list[int], topic: list[int], partition: 
         topics_of[m] = topics_of.get(m, 0) + 1
     keys_list = topic_keys.tolist()
     topic_hash = {t: _uuid_hash(*keys_list[t]) for t in set(topic)}
-    keys = []
+    hashed_keys: list[tuple[int, int, int, int, int]] = []
     for i, (m, t, p) in enumerate(zip(member, topic, partition, strict=True)):
         run = (m, t)
-        keys.append((m, _spread_bucket(topic_hash[t], _capacity_after_puts(topics_of[m])), first[run],
+        hashed_keys.append((m, _spread_bucket(topic_hash[t], _capacity_after_puts(topics_of[m])), first[run],
                      _spread_bucket(p, _capacity_of_copy(size[run])), i))
-    return np.array(sorted(range(len(member)), key=keys.__getitem__), dtype=np.int64)
+    return np.array(sorted(range(len(member)), key=hashed_keys.__getitem__), dtype=np.int64)

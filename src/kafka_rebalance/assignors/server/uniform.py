@@ -259,10 +259,10 @@ def least_loaded_sequence(members: np.ndarray, sizes: np.ndarray, count: int) ->
         # take one each, then everyone in (size, index) order, again and again.
         at_low = member_sizes == low
         ranked = np.concatenate((members[at_low], members[~at_low])) if high > low else members
-        first = int(at_low.sum())
-        if count <= first:
+        lower = int(at_low.sum())
+        if count <= lower:
             return ranked[:count]
-        return np.concatenate((ranked[:first], np.resize(ranked, count - first)))
+        return np.concatenate((ranked[:lower], np.resize(ranked, count - lower)))
     order = np.argsort(member_sizes, kind="stable")  # members are ascending, so ties keep index order
     ranked, level0 = members[order], member_sizes[order]
 
