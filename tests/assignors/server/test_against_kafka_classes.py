@@ -12,9 +12,11 @@ Without the variable the test is skipped: the repository holds no Kafka code.
 from __future__ import annotations
 
 import base64
+import importlib.util
 import os
 import random
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -33,28 +35,9 @@ import org.apache.kafka.coordinator.group.assignor.UniformAssignor;
 
 /** Reads groups (one per line), prints Kafka's target assignment (one line per group).
  *  Line: assignor order T (name id count)*T M (memberId S name*S A (topicName P p*P)*A)*M
- *  order: coordinator = hash maps filled in the order given; given = linked maps. */
+ *  order: coordinator = hash maps filled in the order given; given = linked maps.
+ *  GroupSpec and its members: the benchmark's driver's (benchmarks/server_assignors.py). */
 public class UniformOracle {
-    record Sub(Set<Uuid> topics) implements MemberSubscription {
-        public Optional<String> rackId() { return Optional.empty(); }
-        public Optional<String> instanceId() { return Optional.empty(); }
-        public Set<Uuid> subscribedTopicIds() { return topics; }
-    }
-    record Assigned(Map<Uuid, Set<Integer>> partitions) implements MemberAssignment {}
-    static final class Spec implements GroupSpec {
-        final Map<String, Sub> subs; final Map<String, Assigned> assigned; final SubscriptionType type;
-        final Map<Uuid, Map<Integer, String>> inverted;
-        Spec(Map<String, Sub> subs, Map<String, Assigned> assigned, SubscriptionType type, Map<Uuid, Map<Integer, String>> inverted) {
-            this.subs = subs; this.assigned = assigned; this.type = type; this.inverted = inverted;
-        }
-        public Collection<String> memberIds() { return subs.keySet(); }
-        public SubscriptionType subscriptionType() { return type; }
-        public boolean isPartitionAssigned(Uuid t, int p) { Map<Integer, String> m = inverted.get(t); return m != null && m.containsKey(p); }
-        public boolean isPartitionAssignable(Uuid t, int p) { return true; }
-        public MemberSubscription memberSubscription(String id) { return subs.get(id); }
-        public MemberAssignment memberAssignment(String id) { Assigned a = assigned.get(id); return a != null ? a : new Assigned(Collections.emptyMap()); }
-    }
-
     public static void main(String[] args) throws IOException {
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
         String line;
@@ -74,8 +57,8 @@ public class UniformOracle {
                 public Set<String> racksForPartition(Uuid x, int p) { return Collections.emptySet(); }
             };
             int m = Integer.parseInt(tok.next());
-            Map<String, Sub> subs = hashed ? new HashMap<>() : new LinkedHashMap<>();
-            Map<String, Assigned> assigned = new HashMap<>();
+            Map<String, ServerAssignorDriver.Sub> subs = hashed ? new HashMap<>() : new LinkedHashMap<>();
+            Map<String, ServerAssignorDriver.Assigned> assigned = new HashMap<>();
             Map<Uuid, Map<Integer, String>> inverted = new HashMap<>();
             List<String> order = new ArrayList<>();
             Set<Set<String>> nameSets = new HashSet<>();
@@ -89,7 +72,7 @@ public class UniformOracle {
                 // TopicIds: the names as the member's HashSet yields them, resolved.
                 Set<Uuid> topicIds = new LinkedHashSet<>();
                 for (String n : (hashed ? nameSet : new LinkedHashSet<>(subNames))) if (ids.containsKey(n)) topicIds.add(ids.get(n));
-                subs.put(member, new Sub(topicIds));
+                subs.put(member, new ServerAssignorDriver.Sub(topicIds));
                 int a = Integer.parseInt(tok.next());
                 Map<Uuid, Set<Integer>> map = hashed ? new HashMap<>() : new LinkedHashMap<>();
                 for (int k = 0; k < a; k++) {
@@ -99,10 +82,10 @@ public class UniformOracle {
                     map.put(id, hashed ? new HashSet<>(parts) : new LinkedHashSet<>(parts));
                     for (int x : parts) inverted.computeIfAbsent(id, z -> new HashMap<>()).putIfAbsent(x, member);
                 }
-                assigned.put(member, new Assigned(Collections.unmodifiableMap(map)));
+                assigned.put(member, new ServerAssignorDriver.Assigned(Collections.unmodifiableMap(map)));
             }
             SubscriptionType type = nameSets.size() <= 1 ? SubscriptionType.HOMOGENEOUS : SubscriptionType.HETEROGENEOUS;
-            GroupAssignment result = assignor.assign(new Spec(Collections.unmodifiableMap(subs), assigned, type, inverted), describer);
+            GroupAssignment result = assignor.assign(new ServerAssignorDriver.Spec(Collections.unmodifiableMap(subs), assigned, type, inverted), describer);
             StringBuilder out = new StringBuilder();
             for (String member : order) {
                 out.append(member).append(':');
@@ -121,6 +104,18 @@ public class UniformOracle {
 
 
 Group = tuple[str, str, dict[str, int], dict[str, str], list[ServerMember]]
+
+
+def benchmark_driver() -> str:
+    """The Java driver of ``benchmarks/server_assignors.py``, whose GroupSpec this one uses."""
+    path = Path(__file__).parents[3] / "benchmarks" / "server_assignors.py"
+    spec = importlib.util.spec_from_file_location("server_assignors_benchmark", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    driver: str = module.JAVA_DRIVER
+    return driver
 
 
 def rand_id(rng: random.Random) -> str:
@@ -199,8 +194,9 @@ def ours(assignor: str, order: str, topics: dict[str, int], ids: dict[str, str],
 def test_random_groups_match_kafkas_classes(seed: int, tmp_path: Path) -> None:
     assert CLASSPATH is not None
     (tmp_path / "UniformOracle.java").write_text(DRIVER)
-    subprocess.run(["javac", "-nowarn", "-cp", CLASSPATH, "-d", str(tmp_path), str(tmp_path / "UniformOracle.java")],
-                   check=True, capture_output=True)
+    (tmp_path / "ServerAssignorDriver.java").write_text(benchmark_driver())
+    subprocess.run(["javac", "-nowarn", "-cp", CLASSPATH, "-d", str(tmp_path), str(tmp_path / "UniformOracle.java"),
+                    str(tmp_path / "ServerAssignorDriver.java")], check=True, capture_output=True)
     rng = random.Random(seed)
     groups = [make(rng) for _ in range(500)]
     java = subprocess.run(["java", "-cp", f"{CLASSPATH}:{tmp_path}", "UniformOracle"], check=True,
