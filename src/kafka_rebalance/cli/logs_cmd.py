@@ -42,7 +42,8 @@ def _syslog_until(year: str | None) -> int | None:
 @cli.command("logs")
 @click.argument("files", nargs=-1, required=True)
 @click.option("--out", "out_dir", default="rebalance-logs", show_default=True,
-              help="Directory for the Parquet tables, summary.json and report.html.")
+              help="Directory (or a store's URL, e.g. s3://bucket/prefix) for the Parquet tables, summary.json "
+                   "and report.html.")
 @click.option("--cluster", "clusters", multiple=True, metavar="NAME[=PATH]",
               help="Label inputs with the cluster they come from (the same group in two clusters is two groups). "
                    "Repeat for several clusters.")
@@ -67,7 +68,8 @@ def logs_command(files: tuple[str, ...], out_dir: str, clusters: tuple[str, ...]
                  storm_gap_s: float, storm_min: int, year: str | None, as_json: bool, quiet: bool,
                  verbose_spark: bool) -> None:
     """Analyse Kafka logs FILE... (broker server.log, consumer application logs, rotated, .gz,
-    directories of them, or - to read a paste from stdin)."""
+    directories of them, URLs of a store such as s3://bucket/prefix/ (credentials from the
+    store's usual environment variables), or - to read a paste from stdin)."""
     from kafka_rebalance.pipeline.logparse.tables import STDIN, expand_inputs
 
     with bad_input_exits():
