@@ -26,7 +26,7 @@ def is_small(group: ColumnarGroup) -> bool:
     """Whether ``sticky_owner_small`` handles the group (racks are left to the numpy path)."""
     return (
         group.num_members * group.num_topics <= SMALL_GROUP_CELLS
-        and group.num_partitions <= SMALL_GROUP_PARTITIONS
+        and sum(group.partition_counts.tolist()) <= SMALL_GROUP_PARTITIONS
         and not (any(r is not None for r in group.member_racks) and any(r is not None for r in group.partition_racks))
     )
 
@@ -170,10 +170,10 @@ class _Small:
 
 def sticky_owner_small(group: ColumnarGroup) -> np.ndarray:
     """``sticky.sticky_owner`` on lists: the same owner array."""
-    owner = [UNASSIGNED] * group.num_partitions
-    if group.num_members == 0 or group.num_partitions == 0:
-        return np.asarray(owner, dtype=np.int64)
     s = _Small(group)
+    owner = [UNASSIGNED] * len(s.topic_of)
+    if not owner or s.m_count == 0:
+        return np.asarray(owner, dtype=np.int64)
     nc = s.num_classes
     if nc == 0:
         return np.asarray(owner, dtype=np.int64)
