@@ -248,19 +248,21 @@ def _leader_group_small(known: dict[str, list[int]], members: Sequence[MemberInf
         owned_indptr[key // total + 1] += 1
     for i in range(len(members)):
         owned_indptr[i + 1] += owned_indptr[i]
-    group = ColumnarGroup.from_arrays(
-        topic_names,
-        counts,
-        [m.member_id for m in members],
-        sub_indptr,
-        sub_flat,
-        owned_indptr,
-        [key % total for key in owned],
-        [m.generation for m in members],
-        [m.group_instance_id for m in members],
+    # Built directly, not through ``from_arrays``: its checks (Java order, counts >= 0) hold by
+    # construction here, and they cost a fifth of a small group's rebalance.
+    group = ColumnarGroup(
+        topic_names=topic_names,
+        partition_counts=np.array(counts, dtype=np.int64),
+        member_ids=tuple(m.member_id for m in members),
+        subscription_indptr=np.array(sub_indptr, dtype=np.int64),
+        subscription_topics=np.array(sub_flat, dtype=np.int32),
+        owned_indptr=np.array(owned_indptr, dtype=np.int64),
+        owned_partitions=np.array([key % total for key in owned], dtype=np.int64),
+        generations=np.array([m.generation for m in members], dtype=np.int64),
+        group_instance_ids=tuple(m.group_instance_id for m in members),
+        member_racks=tuple(m.rack for m in members),
+        partition_racks=(None,) * len(topic_names),
     )
-    if any(m.rack is not None for m in members):
-        group = replace(group, member_racks=tuple(m.rack for m in members))
     return LeaderGroup(group, tuple(np.array(known[t], dtype=np.int64) for t in topic_names))
 
 
