@@ -53,7 +53,7 @@ def groups() -> list[tuple[Cluster, list, int]]:
         names = [f"C{i}" for i in range(rng.randint(1, 7))]
         subs = {m: set(rng.sample(topics, rng.randint(1, len(topics)))) for m in names}
         cluster = Cluster(partitions)
-        first = KPSticky().assign(cluster, _members({m: KPSticky._metadata(t, []) for m, t in subs.items()}))
+        first = KPSticky().assign(cluster, _members({m: KPSticky._metadata(t, []) for m, t in subs.items()}))  # noqa: SLF001 (kafka-python's helper)
         previous = {m: first[m].partitions() for m in subs}
         ordered = sorted(partitions)
         changed = {m: t for m, t in subs.items() if rng.random() > 0.25}
@@ -64,7 +64,7 @@ def groups() -> list[tuple[Cluster, list, int]]:
             changed[f"N{j}"] = set(rng.sample(ordered, rng.randint(1, len(ordered))))
         if not changed:
             continue
-        meta = {m: KPSticky._metadata(t, previous.get(m, []), 1) for m, t in changed.items()}
+        meta = {m: KPSticky._metadata(t, previous.get(m, []), 1) for m, t in changed.items()}  # noqa: SLF001
         out.append((cluster, _members(meta), sum(len(p) for p in partitions.values())))
     return out
 

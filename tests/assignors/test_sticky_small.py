@@ -48,7 +48,8 @@ def test_list_path_equals_numpy_path(seed: int, shape: tuple[int, int, int]) -> 
 
 
 def test_list_path_equals_numpy_path_on_larger_groups() -> None:
-    """Up to 40 members over 12 topics of up to 30 partitions: the repair loop's chains,
+    """Up to 40 members over 12 topics of up to 30 partitions (some beyond the list path's
+    size, compared all the same): the repair loop's chains,
     re-levels and regains all run."""
     rng = random.Random(20261126)
     for _ in range(150):

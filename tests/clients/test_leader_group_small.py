@@ -36,15 +36,15 @@ def inputs(draw):
 def test_small_conversions_equal_numpy_conversions(data) -> None:
     metadata, members, owner_seed = data
     small = leader_group(metadata, members)
-    original = leader._SMALL_PARTITIONS
-    leader._SMALL_PARTITIONS = -1
+    original = leader.SMALL_GROUP_PARTITIONS
+    leader.SMALL_GROUP_PARTITIONS = -1
     try:
         big = leader_group(metadata, members)
         rng = np.random.default_rng(owner_seed)
         owner = rng.integers(-1, max(len(members), 1), size=small.group.num_partitions) if members else np.full(small.group.num_partitions, -1)
         per_member_big = big.per_member(owner)
     finally:
-        leader._SMALL_PARTITIONS = original
+        leader.SMALL_GROUP_PARTITIONS = original
     for field in ("topic_names", "member_ids", "group_instance_ids", "member_racks", "partition_racks"):
         assert getattr(small.group, field) == getattr(big.group, field), field
     for field in ("partition_counts", "subscription_indptr", "subscription_topics", "owned_indptr", "owned_partitions", "generations"):

@@ -87,7 +87,7 @@ class LeaderGroup:
         """Owner array -> for every member, [(topic, [numbers])]: topics in Java order (the
         group's), numbers ascending. One sort and one ``tolist`` for the whole group."""
         g = self.group
-        if len(owner) <= _SMALL_PARTITIONS:
+        if len(owner) <= SMALL_GROUP_PARTITIONS:
             return self._per_member_small(owner.tolist())
         out: list[TopicNumbers] = [[] for _ in range(g.num_members)]
         assigned = np.flatnonzero(owner >= 0)
@@ -136,14 +136,14 @@ def _sorted_unique(values: np.ndarray) -> np.ndarray:
 
 # Up to this many partitions, the leader's conversions run on Python lists: numpy's per-call
 # cost would be most of a small group's rebalance.
-_SMALL_PARTITIONS = 512
+SMALL_GROUP_PARTITIONS = 512
 
 
 def leader_group(partitions_for_topic: Mapping[str, Collection[int] | None], members: Sequence[MemberInfo]) -> LeaderGroup:
     """Build the group from cluster metadata (topic -> partition numbers, None when unknown) and
     the members. Topics without metadata and partitions that no longer exist are left out, as
     Kafka's assignors leave them out."""
-    if sum(len(ids) for ids in partitions_for_topic.values() if ids is not None) <= _SMALL_PARTITIONS:
+    if sum(len(ids) for ids in partitions_for_topic.values() if ids is not None) <= SMALL_GROUP_PARTITIONS:
         return _leader_group_small({t: sorted(set(ids)) for t, ids in partitions_for_topic.items() if ids is not None}, members)
     known = {t: _sorted_unique(np.fromiter(ids, dtype=np.int64)) for t, ids in partitions_for_topic.items() if ids is not None}
     topic_names = tuple(sorted(known, key=java_sort_key))
