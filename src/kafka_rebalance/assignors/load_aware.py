@@ -1,0 +1,590 @@
+"""LoadAwareAssignor (``load-aware``): sticky's count balance, then the heaviest member's load.
+
+Every assignor Kafka ships balances partition *counts*; with skewed traffic a member holding two
+hot partitions lags while its neighbours idle. This one reads a load per partition
+(``ColumnarGroup.partition_loads``: records/s, bytes/s, any unit) and, on top of the sticky
+engine (``sticky_owner``, ``previous_owners``, ``withhold_transferring``), lowers the heaviest
+member's load:
+
+1. Counts: the previous assignment when it still covers every subscribed partition within the
+   count bound (so a group whose loads did not change moves nothing), else sticky's answer.
+   Without loads, or with equal ones, the answer *is* sticky's (cooperative-sticky's).
+2. Partitions that have no previous owner here (new members' shares, a leaver's partitions)
+   cost no stickiness: they are dealt again by load inside the same (member, topic) counts,
+   heaviest partition to lightest member, round after round; then polished by step 3 limited
+   to them.
+3. Local search on the heaviest member: move one of its partitions to a lighter member, or swap
+   one for a lighter partition of a lighter member, whichever lowers the pair's larger load
+   most (a move before a swap on ties). Counts stay within ``max_count_skew`` among members
+   with identical subscriptions; only subscribers receive. It stops when the heaviest member
+   cannot be lightened; each step strictly lowers the sum of squared loads, so it ends.
+4. Stickiness: the moves of previously owned partitions are kept only if together they lower
+   the heaviest load by at least ``min_gain`` (a fraction of it); then every moved partition
+   (or swapped pair) that can go back to its owner without raising the heaviest load again
+   goes back, so what moves is needed.
+
+Under COOPERATIVE, a partition still claimed by another member is withheld (revoked first,
+assigned in the follow-up rebalance), and, as cooperative-sticky does, the first round is
+re-aimed at a target its own follow-up would keep, so the follow-up does not revoke again.
+
+Scale: member loads and counts are arrays; per step only the heaviest member's partitions and
+those of a few of the lightest members are looked at (numpy over a few hundred partitions).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kafka_rebalance.assignors.base import ColumnarAssignor, PartitionAssignor
+from kafka_rebalance.assignors.checks import subscribed_partitions
+from kafka_rebalance.assignors.sticky import (
+    CooperativeStickyAssignor,
+    previous_owners,
+    sticky_owner,
+    with_ownership,
+    withhold_transferring,
+)
+from kafka_rebalance.assignors.userdata import decode_sticky_user_data, encode_cooperative_user_data, encode_sticky_user_data
+from kafka_rebalance.model import ColumnarGroup, InvalidInput, RebalanceProtocol
+
+OPTION_NAMES = ("max_count_skew", "min_gain", "rebalance_protocol")
+
+
+@dataclass(frozen=True)
+class LoadAwareOptions:
+    """``strategy_options`` of ``load-aware``.
+
+    - ``max_count_skew``: how far partition counts may differ among members with identical
+      subscriptions (1: as even as sticky's; larger lets counts differ to even out load);
+    - ``min_gain``: an owner keeps its partitions unless moving them lowers the heaviest
+      member's load by at least this fraction;
+    - ``rebalance_protocol``: ``COOPERATIVE`` (default) withholds a partition still claimed by
+      another member until the follow-up rebalance; ``EAGER`` gives the whole target at once.
+    """
+
+    max_count_skew: int = 1
+    min_gain: float = 0.1
+    rebalance_protocol: RebalanceProtocol = RebalanceProtocol.COOPERATIVE
+
+    @classmethod
+    def parse(cls, options: Mapping[str, Any]) -> LoadAwareOptions:
+        unknown = sorted(set(options) - set(OPTION_NAMES))
+        if unknown:
+            raise InvalidInput(f"strategy_options.{unknown[0]}", f"unknown option for load-aware (known: {', '.join(OPTION_NAMES)})")
+        skew = options.get("max_count_skew", 1)
+        if not isinstance(skew, int) or isinstance(skew, bool) or skew < 1:
+            raise InvalidInput("strategy_options.max_count_skew", f"expected an integer >= 1, got {skew!r}")
+        gain = options.get("min_gain", 0.1)
+        if not isinstance(gain, int | float) or isinstance(gain, bool) or not 0 <= gain < 1:
+            raise InvalidInput("strategy_options.min_gain", f"expected a number in [0, 1), got {gain!r}")
+        protocol = options.get("rebalance_protocol", "COOPERATIVE")
+        names = {p.value for p in RebalanceProtocol}
+        if not isinstance(protocol, str) or protocol.upper() not in names:
+            raise InvalidInput("strategy_options.rebalance_protocol", f"expected EAGER or COOPERATIVE, got {protocol!r}")
+        return cls(skew, float(gain), RebalanceProtocol(protocol.upper()))
+
+
+class LoadAwareAssignor(ColumnarAssignor):
+    """``load-aware``: see the module's docstring. Previous ownership comes from the members'
+    owned partitions (COOPERATIVE) or, as the eager StickyAssignor keeps it, from the last
+    assignment in the subscription's user data (EAGER)."""
+
+    name = "load-aware"
+    supported_protocols = (RebalanceProtocol.COOPERATIVE, RebalanceProtocol.EAGER)
+    # As cooperative-sticky: bound on re-aiming the first round (only matters if targets cycle).
+    MAX_REAIMS = 5
+
+    def __init__(self, options: LoadAwareOptions | None = None) -> None:
+        self.options = options or LoadAwareOptions()
+        self._last_assignment: tuple[str, ...] = ()
+        self._last_generation = -1
+
+    @property
+    def protocol(self) -> RebalanceProtocol:
+        return self.options.rebalance_protocol
+
+    def configured(self, options: Mapping[str, Any]) -> PartitionAssignor:
+        return LoadAwareAssignor(LoadAwareOptions.parse(options))
+
+    def on_assignment(self, partitions, generation: int) -> None:
+        self._last_assignment = tuple(partitions)
+        self._last_generation = generation
+
+    def subscription_user_data(self, topics) -> bytes | None:
+        if self.protocol is RebalanceProtocol.EAGER:
+            return encode_sticky_user_data(self._last_assignment, self._last_generation)
+        return encode_cooperative_user_data(self._last_generation)
+
+    def member_data(self, owned, generation: int, user_data: bytes | None) -> tuple[list[str], int]:
+        if owned or self.protocol is RebalanceProtocol.COOPERATIVE:
+            return list(owned), generation
+        return load_aware_member_data(user_data)
+
+    def assign_columnar(self, group: ColumnarGroup) -> np.ndarray:
+        cooperative = self.protocol is RebalanceProtocol.COOPERATIVE
+        if not has_load_signal(group):
+            return CooperativeStickyAssignor().assign_columnar(group) if cooperative else sticky_owner(group)
+        skew, gain = self.options.max_count_skew, self.options.min_gain
+        owner = load_aware_owner(group, skew, gain)
+        if not cooperative:
+            return owner
+        withhold_transferring(group, owner)
+        for _ in range(self.MAX_REAIMS):
+            follow_up = load_aware_owner(with_ownership(group, owner), skew, gain)
+            given = owner >= 0
+            if (follow_up[given] == owner[given]).all():
+                break
+            owner = follow_up
+            withhold_transferring(group, owner)
+        return owner
+
+
+def load_aware_member_data(user_data: bytes | None) -> tuple[list[str], int]:
+    """An EAGER member's previous assignment from its user data (any sticky form); nothing when
+    absent or unreadable, as Kafka's StickyAssignor treats it."""
+    if not user_data:
+        return [], -1
+    try:
+        return decode_sticky_user_data(user_data)
+    except InvalidInput:
+        return [], -1
+
+
+def has_load_signal(group: ColumnarGroup) -> bool:
+    """Whether the group's loads could change anything: given, and not all equal over the
+    partitions someone subscribes to."""
+    loads = group.partition_loads
+    if loads is None or group.num_partitions == 0 or group.num_members == 0:
+        return False
+    subscribed = loads[subscribed_partitions(group)]
+    return len(subscribed) > 0 and bool(subscribed.max() > subscribed.min())
+
+
+def load_aware_owner(group: ColumnarGroup, max_count_skew: int = 1, min_gain: float = 0.1) -> np.ndarray:
+    """The full (EAGER) target: every subscribed partition assigned."""
+    loads = group.partition_loads
+    if loads is None:
+        return sticky_owner(group)
+    prev = previous_owners(group)
+    classes = SubscriptionClasses.of(group)
+    owner = _count_base(group, prev, classes, max_count_skew)
+    assigned = owner >= 0
+    free = assigned & (owner != prev)
+    deal_by_load(group, owner, free, loads)
+    space = LoadSpace(group, owner, loads, classes, max_count_skew)
+    space.improve(free)
+    settled = owner.copy()
+    before = space.heaviest()
+    space.improve(assigned)
+    after = space.heaviest()
+    if before - after < min_gain * before or after >= before:
+        return settled
+    space.undo_needless(settled, after)
+    return space.owner
+
+
+def _count_base(group: ColumnarGroup, prev: np.ndarray, classes: SubscriptionClasses, max_count_skew: int) -> np.ndarray:
+    """The previous assignment when it is complete and within the count bound (so unchanged
+    loads move nothing, even where sticky would re-level counts the bound allows), else
+    sticky's answer (counts as even as Kafka's balance)."""
+    subscribed = subscribed_partitions(group)
+    if (prev[subscribed] >= 0).all():
+        counts = np.bincount(prev[prev >= 0], minlength=group.num_members)
+        if classes.skew_ok(counts, max_count_skew):
+            return prev.copy()
+    return sticky_owner(group)
+
+
+@dataclass(frozen=True)
+class SubscriptionClasses:
+    """Members with identical subscriptions: the sets inside which counts are bounded."""
+
+    of_member: np.ndarray  # class id per member
+    members: tuple[np.ndarray, ...]  # members of each class, ascending
+
+    @classmethod
+    def of(cls, group: ColumnarGroup) -> SubscriptionClasses:
+        ids: dict[bytes, int] = {}
+        of_member = np.empty(group.num_members, dtype=np.int64)
+        indptr, topics = group.subscription_indptr.tolist(), group.subscription_topics.astype(np.int32)
+        for m in range(group.num_members):
+            of_member[m] = ids.setdefault(topics[indptr[m] : indptr[m + 1]].tobytes(), len(ids))
+        order = np.argsort(of_member, kind="stable")
+        cuts = np.flatnonzero(np.diff(of_member[order])) + 1
+        return cls(of_member, tuple(np.split(order, cuts)) if len(order) else ())
+
+    def skew_ok(self, counts: np.ndarray, bound: int) -> bool:
+        return all(int(np.ptp(counts[m])) <= bound for m in self.members if len(m))
+
+
+def deal_by_load(group: ColumnarGroup, owner: np.ndarray, free: np.ndarray, loads: np.ndarray, exact_rounds: int = 64) -> None:
+    """Re-deal the ``free`` partitions (in place) inside the counts ``owner`` gives each member
+    per topic: topic by topic (hottest first), in rounds, the heaviest free partition to the
+    member with the lightest load so far that still has room. After ``exact_rounds`` rounds of
+    a topic (its tail is light) the members keep their order and the rest is dealt in one go."""
+    idx = np.flatnonzero(free)
+    if len(idx) == 0:
+        return
+    m_count = group.num_members
+    fixed = (owner >= 0) & ~free
+    load = np.bincount(owner[fixed], weights=loads[fixed], minlength=m_count)
+    topic = group.partition_topic[idx]
+    order = np.lexsort((idx, -loads[idx], topic))
+    idx, topic = idx[order], topic[order]
+    starts = np.flatnonzero(np.concatenate(([True], topic[1:] != topic[:-1])))
+    ends = np.append(starts[1:], len(idx))
+    hottest_first = np.argsort(-loads[idx[starts]], kind="stable")
+    for a, b in zip(starts[hottest_first].tolist(), ends[hottest_first].tolist(), strict=True):
+        partitions = idx[a:b]
+        slots = np.bincount(owner[partitions], minlength=m_count)
+        members = np.flatnonzero(slots)
+        room = slots[members]
+        w = loads[partitions]
+        dealt = np.empty(len(partitions), dtype=np.int64)
+        at = 0
+        for _ in range(exact_rounds):
+            active = room > 0
+            if not active.any():
+                break
+            receivers = members[active]
+            receivers = receivers[np.lexsort((receivers, load[receivers]))]
+            take = len(receivers)
+            dealt[at : at + take] = receivers
+            np.add.at(load, receivers, w[at : at + take])  # receivers are distinct: add.at is exact
+            room[active] -= 1
+            at += take
+        if at < len(partitions):
+            # Slot (member, round) ordered by round, then by the members' load order now.
+            rank = np.empty(m_count, dtype=np.int64)
+            rank[members[np.lexsort((members, load[members]))]] = np.arange(len(members))
+            slot_member = np.repeat(members, room)
+            slot_round = np.arange(len(slot_member)) - np.repeat(np.cumsum(room) - room, room)
+            rest = slot_member[np.lexsort((rank[slot_member], slot_round))]
+            dealt[at:] = rest
+            np.add.at(load, rest, w[at:])
+        owner[partitions] = dealt
+
+
+class LoadSpace:
+    """An assignment under local search: the owner array (changed in place), member loads and
+    counts, and each member's partitions sorted by load (built once, patched as they move)."""
+
+    RECEIVERS = 8  # lightest members tried per step (and as many with room for one more)
+    MAX_STEPS_PER_MEMBER = 200
+
+    def __init__(self, group: ColumnarGroup, owner: np.ndarray, loads: np.ndarray, classes: SubscriptionClasses, max_count_skew: int):
+        self.group = group
+        self.owner = owner
+        self.w = loads
+        self.classes = classes
+        self.skew = max_count_skew
+        m_count = group.num_members
+        assigned = np.flatnonzero(owner >= 0)
+        self.load = np.bincount(owner[assigned], weights=loads[assigned], minlength=m_count).astype(np.float64)
+        self.count = np.bincount(owner[assigned], minlength=m_count).astype(np.int64)
+        order = np.lexsort((assigned, loads[assigned], owner[assigned]))
+        self._sorted = assigned[order]
+        self._indptr = np.zeros(m_count + 1, dtype=np.int64)
+        np.cumsum(self.count, out=self._indptr[1:])
+        self._patched: dict[int, np.ndarray] = {}
+        self.homogeneous = len(classes.members) == 1
+        self._matrix: np.ndarray | None = None
+        self._pairs: np.ndarray | None = None
+        if not self.homogeneous:
+            if m_count * group.num_topics <= 1 << 26:
+                self._matrix = np.zeros((m_count, group.num_topics), dtype=bool)
+                self._matrix[group.subscription_member, group.subscription_topics] = True
+            else:
+                self._pairs = np.sort(group.subscription_member * group.num_topics + group.subscription_topics)
+        self._neighbours: dict[int, np.ndarray] = {}
+        total = float(self.load.sum())
+        # Loads are floats: a step must gain more than rounding can invent.
+        self.eps = 1e-9 * total if total > 0 else 0.0
+
+    def heaviest(self) -> float:
+        return float(self.load.max()) if len(self.load) else 0.0
+
+    def parts(self, m: int) -> np.ndarray:
+        """Member m's partitions, by load ascending (ties by partition)."""
+        got = self._patched.get(m)
+        if got is None:
+            got = self._sorted[self._indptr[m] : self._indptr[m + 1]]
+        return got
+
+    def _subscribes(self, m: int, partitions: np.ndarray) -> np.ndarray:
+        topics = self.group.partition_topic[partitions]
+        if self.homogeneous:
+            return np.ones(len(partitions), dtype=bool)
+        if self._matrix is not None:
+            return self._matrix[m, topics]
+        assert self._pairs is not None
+        keys = m * self.group.num_topics + topics.astype(np.int64)
+        pos = np.minimum(np.searchsorted(self._pairs, keys), len(self._pairs) - 1)
+        return self._pairs[pos] == keys
+
+    def _neighbours_of(self, m: int) -> np.ndarray:
+        """Members sharing a subscribed topic with m's class (every member if homogeneous)."""
+        c = int(self.classes.of_member[m])
+        got = self._neighbours.get(c)
+        if got is None:
+            if self.homogeneous:
+                got = np.arange(self.group.num_members)
+            else:
+                mine = self.group.subscribed_topics(m)
+                if self._matrix is not None:
+                    got = np.flatnonzero(self._matrix[:, mine].any(axis=1))
+                else:
+                    sub = np.isin(self.group.subscription_topics, mine)
+                    got = np.unique(self.group.subscription_member[sub])
+            self._neighbours[c] = got
+        return got
+
+    def _count_ok(self, giver: int, taker: int) -> bool:
+        """Whether one partition may pass from giver to taker within the count bound."""
+        classes = self.classes
+        cg, ct = int(classes.of_member[giver]), int(classes.of_member[taker])
+        for c in {cg, ct}:
+            members = classes.members[c]
+            counts = self.count[members]
+            if c == cg:
+                counts = counts - (members == giver)
+            if c == ct:
+                counts = counts + (members == taker)
+            if int(counts.max()) - int(counts.min()) > self.skew:
+                return False
+        return True
+
+    def improve(self, movable: np.ndarray) -> int:
+        """Lighten the heaviest member until it cannot be; only ``movable`` partitions move.
+        Returns the number of steps taken."""
+        steps = 0
+        limit = self.MAX_STEPS_PER_MEMBER * max(self.group.num_members, 1)
+        while steps < limit:
+            h = int(np.argmax(self.load))
+            if not (self._step(h, movable) or self._chain_step(h, movable) or self._resplit(h, movable)):
+                break
+            steps += 1
+        return steps
+
+    def _step(self, h: int, movable: np.ndarray) -> bool:
+        heavy = self.load[h]
+        mine = self.parts(h)
+        mine = mine[movable[mine]]
+        mine = mine[self.w[mine] > 0]
+        if len(mine) == 0:
+            return False
+        near = self._neighbours_of(h)
+        near = near[(self.load[near] < heavy - self.eps) & (near != h)]
+        if len(near) == 0:
+            return False
+        lightest = near[np.lexsort((near, self.load[near]))].tolist()
+        # Swaps keep counts, moves need room: the lightest few, and the lightest few with room.
+        with_room = [r for r in lightest[: self.RECEIVERS * 8] if self._count_ok(h, r)][: self.RECEIVERS]
+        candidates = list(dict.fromkeys([*lightest[: self.RECEIVERS], *with_room]))
+        can_take = set(with_room)
+        best: tuple[float, int, int, int, int] | None = None  # (pair max, cost, partition, other, receiver)
+        for r in candidates:
+            gap = heavy - self.load[r]
+            give = mine[self._subscribes(r, mine)]
+            if len(give) == 0:
+                continue
+            wg = self.w[give]
+            if r in can_take:
+                i = int(np.searchsorted(wg, gap / 2))
+                for j in (i - 1, i):
+                    if 0 <= j < len(give) and wg[j] < gap - self.eps:
+                        value = max(heavy - wg[j], self.load[r] + wg[j])
+                        best = _better(best, (value, 1, int(give[j]), -1, r))
+            theirs = self.parts(r)
+            theirs = theirs[movable[theirs]]
+            theirs = theirs[self._subscribes(h, theirs)]
+            if len(theirs) == 0:
+                continue
+            wt = self.w[theirs]
+            at = np.searchsorted(wt, wg - gap / 2)
+            for shift in (-1, 0):
+                j = np.clip(at + shift, 0, len(theirs) - 1)
+                d = wg - wt[j]
+                ok = (d > self.eps) & (d < gap - self.eps)
+                if not ok.any():
+                    continue
+                value = np.where(ok, np.maximum(heavy - d, self.load[r] + d), np.inf)
+                k = int(np.argmin(value))
+                best = _better(best, (float(value[k]), 2, int(give[k]), int(theirs[j[k]]), r))
+        if best is None or best[0] >= heavy - self.eps:
+            return False
+        _, _, p, q, r = best
+        self.move(p, r)
+        if q >= 0:
+            self.move(q, h)
+        return True
+
+    def _chain_step(self, h: int, movable: np.ndarray) -> bool:
+        """When no partner can take from the heaviest member directly (its partners are busy,
+        or the lighter members do not subscribe to its topics): h passes a partition p to r,
+        which passes a partition q on to a lighter s, if that lowers the largest of the three
+        loads below h's. Counts: h one fewer, s one more, r unchanged."""
+        heavy = self.load[h]
+        mine = self.parts(h)
+        mine = mine[movable[mine]]
+        mine = mine[self.w[mine] > 0]
+        if len(mine) == 0:
+            return False
+        near = self._neighbours_of(h)
+        near = near[near != h]
+        best: tuple[float, int, int, int, int, int] | None = None  # (max, -, p, q, r, s)
+        for r in near[np.lexsort((near, self.load[near]))][: self.RECEIVERS].tolist():
+            give = mine[self._subscribes(r, mine)]
+            if len(give) == 0:
+                continue
+            wg = self.w[give]
+            onward = self._neighbours_of(r)
+            onward = onward[(onward != h) & (onward != r) & (self.load[onward] < heavy - self.eps)]
+            onward = onward[np.lexsort((onward, self.load[onward]))].tolist()
+            takers = [s for s in onward[: self.RECEIVERS * 8] if self._count_ok(h, s)][: self.RECEIVERS]
+            theirs = self.parts(r)
+            theirs = theirs[movable[theirs]]
+            for s in takers:
+                passed = theirs[self._subscribes(s, theirs)]
+                wq = self.w[passed]
+                fits = passed[(self.load[s] + wq < heavy - self.eps) & (wq > 0)]
+                if len(fits) == 0:
+                    continue
+                wq = self.w[fits]
+                # For each q, the p that levels h and r best (r ends at load[r] + w_p - w_q).
+                at = np.searchsorted(wg, (heavy - self.load[r] + wq) / 2)
+                for shift in (-1, 0):
+                    j = np.clip(at + shift, 0, len(give) - 1)
+                    value = np.maximum(np.maximum(heavy - wg[j], self.load[r] + wg[j] - wq), self.load[s] + wq)
+                    k = int(np.argmin(value))
+                    if value[k] < heavy - self.eps and (best is None or value[k] < best[0]):
+                        best = (float(value[k]), 0, int(give[j[k]]), int(fits[k]), r, s)
+        if best is None:
+            return False
+        _, _, p, q, r, s = best
+        self.move(q, s)
+        self.move(p, r)
+        return True
+
+    # Every split of the partitions of two (three) members is tried when they hold at most
+    # this many: 2^14 (3^9) splits.
+    RESPLIT_MAX = {2: 14, 3: 9}
+
+    def _resplit(self, h: int, movable: np.ndarray) -> bool:
+        """Last resort for the heaviest member: deal its movable partitions and those of one or
+        two lighter partners anew, trying every split (when they hold few enough). This finds
+        what single moves and swaps miss (one hot partition for two warm ones, a three-way
+        exchange between members of different subscriptions), which matters in small groups;
+        large groups have many partners and fine-grained partitions."""
+        heavy = self.load[h]
+        near = self._neighbours_of(h)
+        near = near[(near != h) & (self.load[near] < heavy - self.eps)]
+        lightest = near[np.lexsort((near, self.load[near]))].tolist()
+        groups = [(r,) for r in lightest[: self.RECEIVERS]]
+        groups += [(r, s) for i, r in enumerate(lightest[:4]) for s in lightest[i + 1 : 4]]
+        best: tuple[float, int, tuple[int, ...], np.ndarray, np.ndarray] | None = None
+        for partners in groups:
+            members = (h, *partners)
+            held = [self.parts(m)[movable[self.parts(m)]] for m in members]
+            both = np.concatenate(held)
+            n, k = len(both), len(members)
+            if n == 0 or n > self.RESPLIT_MAX[k]:
+                continue
+            # Row i: the member (position in ``members``) each partition goes to in split i.
+            splits = (np.arange(k**n)[:, None] // k ** np.arange(n)) % k
+            subscribes = np.stack([self._subscribes(m, both) for m in members])  # (k, n)
+            allowed = subscribes[splits, np.arange(n)].all(axis=1)
+            counts = np.stack([self.count[m] - len(held[i]) + (splits == i).sum(axis=1) for i, m in enumerate(members)], axis=1)
+            allowed &= self._counts_ok(members, counts)
+            w = self.w[both]
+            loads = np.stack([self.load[m] - float(self.w[held[i]].sum()) + (splits == i) @ w for i, m in enumerate(members)], axis=1)
+            value = np.where(allowed, loads.max(axis=1), np.inf)
+            home = np.repeat(np.arange(k), [len(x) for x in held])
+            moved = (splits != home).sum(axis=1)
+            i = int(np.lexsort((moved, value))[0])
+            if value[i] < heavy - self.eps and (best is None or (value[i], moved[i]) < (best[0], best[1])):
+                best = (float(value[i]), int(moved[i]), members, both, splits[i])
+        if best is None:
+            return False
+        _, _, members, both, split = best
+        for p, to in zip(both.tolist(), split.tolist(), strict=True):
+            if self.owner[p] != members[to]:
+                self.move(p, members[to])
+        return True
+
+    def _counts_ok(self, members: tuple[int, ...], counts: np.ndarray) -> np.ndarray:
+        """For candidate counts of ``members`` (rows of ``counts``), whether every class they
+        belong to stays within the count bound (every other member's count as it is)."""
+        ok = np.ones(len(counts), dtype=bool)
+        classes = self.classes
+        chosen = np.asarray(members)
+        for c in {int(classes.of_member[m]) for m in members}:
+            in_class = classes.members[c]
+            others = self.count[in_class[~np.isin(in_class, chosen)]]
+            hi = np.full(len(counts), others.max() if len(others) else np.iinfo(np.int64).min)
+            lo = np.full(len(counts), others.min() if len(others) else np.iinfo(np.int64).max)
+            for i, m in enumerate(members):
+                if classes.of_member[m] == c:
+                    hi, lo = np.maximum(hi, counts[:, i]), np.minimum(lo, counts[:, i])
+            ok &= hi - lo <= self.skew
+        return ok
+
+    def move(self, p: int, to: int) -> None:
+        frm = int(self.owner[p])
+        w = self.w[p]
+        self.owner[p] = to
+        self.load[frm] -= w
+        self.load[to] += w
+        self.count[frm] -= 1
+        self.count[to] += 1
+        theirs = self.parts(frm)
+        self._patched[frm] = theirs[theirs != p]
+        mine = self.parts(to)
+        i = int(np.searchsorted(self.w[mine], w))
+        self._patched[to] = np.insert(mine, i, p)
+
+    def undo_needless(self, settled: np.ndarray, bound: float) -> None:
+        """Send moved partitions back to their ``settled`` owner, alone or as swapped pairs,
+        wherever that keeps every member at or under ``bound`` and counts within the bound."""
+        limit = bound + self.eps
+        for _ in range(len(self.owner) + 1):
+            changed = np.flatnonzero(self.owner != settled)
+            undone = False
+            # Heaviest first: each one back saves a move, and heavy ones are the hardest to fit.
+            for p in changed[np.argsort(-self.w[changed], kind="stable")].tolist():
+                home, here = int(settled[p]), int(self.owner[p])
+                if home == here or self.load[home] + self.w[p] > limit or not self._count_ok(here, home):
+                    continue
+                self.move(p, home)
+                undone = True
+            changed = np.flatnonzero(self.owner != settled)
+            pairs: dict[tuple[int, int], list[int]] = {}
+            for p in changed.tolist():
+                pairs.setdefault((int(settled[p]), int(self.owner[p])), []).append(p)
+            for (home, here), ps in sorted(pairs.items()):
+                back = pairs.get((here, home), [])
+                for p in ps:
+                    for q in back:
+                        if self.owner[p] != here or self.owner[q] != home:
+                            continue
+                        d = self.w[p] - self.w[q]
+                        if self.load[home] + d <= limit and self.load[here] - d <= limit:
+                            self.move(p, home)
+                            self.move(q, here)
+                            undone = True
+                            break
+            if not undone:
+                return
+
+
+def _better(best: tuple[float, int, int, int, int] | None, new: tuple[float, int, int, int, int]) -> tuple[float, int, int, int, int]:
+    """Lower pair load first; on a tie, fewer partitions moved (a move before a swap)."""
+    if best is None or new[0] < best[0] or (new[0] == best[0] and new[1] < best[1]):
+        return new
+    return best
+
+
