@@ -231,10 +231,14 @@ def deal_by_load(group: ColumnarGroup, owner: np.ndarray, free: np.ndarray, load
         return
     m_count = group.num_members
     fixed = (owner >= 0) & ~free
-    load = np.bincount(owner[fixed], weights=loads[fixed], minlength=m_count)
+    # (bincount of nothing is int64 even with weights: say float.)
+    load = np.bincount(owner[fixed], weights=loads[fixed], minlength=m_count).astype(np.float64)
+    # By topic, then load descending: two argsorts (a float lexsort of a million keys costs
+    # seconds); the second is stable, a radix sort on int16 topics.
+    idx = idx[np.argsort(-loads[idx])]
+    topics = group.partition_topic[idx]
+    idx = idx[np.argsort(topics.astype(np.int16) if group.num_topics <= np.iinfo(np.int16).max else topics, kind="stable")]
     topic = group.partition_topic[idx]
-    order = np.lexsort((idx, -loads[idx], topic))
-    idx, topic = idx[order], topic[order]
     starts = np.flatnonzero(np.concatenate(([True], topic[1:] != topic[:-1])))
     ends = np.append(starts[1:], len(idx))
     hottest_first = np.argsort(-loads[idx[starts]], kind="stable")
@@ -286,8 +290,11 @@ class LoadSpace:
         assigned = np.flatnonzero(owner >= 0)
         self.load = np.bincount(owner[assigned], weights=loads[assigned], minlength=m_count).astype(np.float64)
         self.count = np.bincount(owner[assigned], minlength=m_count).astype(np.int64)
-        order = np.lexsort((assigned, loads[assigned], owner[assigned]))
-        self._sorted = assigned[order]
+        owners = owner[assigned]
+        if m_count <= np.iinfo(np.int16).max:
+            owners = owners.astype(np.int16)  # numpy's stable sort of int16 is a radix sort
+        # Each member's partitions, ascending; sorted by load only when first looked at.
+        self._by_member = assigned[np.argsort(owners, kind="stable")]
         self._indptr = np.zeros(m_count + 1, dtype=np.int64)
         np.cumsum(self.count, out=self._indptr[1:])
         self._patched: dict[int, np.ndarray] = {}
@@ -301,9 +308,21 @@ class LoadSpace:
             else:
                 self._pairs = np.sort(group.subscription_member * group.num_topics + group.subscription_topics)
         self._neighbours: dict[int, np.ndarray] = {}
+        # Per class: count value -> how many of its members hold that many partitions.
+        self._histograms: list[dict[int, int]] = []
+        for members in classes.members:
+            values, times = np.unique(self.count[members], return_counts=True)
+            self._histograms.append(dict(zip(values.tolist(), times.tolist(), strict=True)))
         total = float(self.load.sum())
         # Loads are floats: a step must gain more than rounding can invent.
         self.eps = 1e-9 * total if total > 0 else 0.0
+
+    # A step must lower the heaviest member's load by at least this fraction of it: finer
+    # levelling is noise next to any measured load, and would take a step per member.
+    STEP_GAIN = 1e-3
+
+    def _worth(self, value: float, heavy: float) -> bool:
+        return value < heavy - max(self.eps, self.STEP_GAIN * heavy)
 
     def heaviest(self) -> float:
         return float(self.load.max()) if len(self.load) else 0.0
@@ -312,7 +331,9 @@ class LoadSpace:
         """Member m's partitions, by load ascending (ties by partition)."""
         got = self._patched.get(m)
         if got is None:
-            got = self._sorted[self._indptr[m] : self._indptr[m + 1]]
+            got = self._by_member[self._indptr[m] : self._indptr[m + 1]]
+            got = got[np.argsort(self.w[got], kind="stable")]
+            self._patched[m] = got
         return got
 
     def _subscribes(self, m: int, partitions: np.ndarray) -> np.ndarray:
@@ -344,17 +365,23 @@ class LoadSpace:
         return got
 
     def _count_ok(self, giver: int, taker: int) -> bool:
-        """Whether one partition may pass from giver to taker within the count bound."""
-        classes = self.classes
-        cg, ct = int(classes.of_member[giver]), int(classes.of_member[taker])
+        """Whether one partition may pass from giver to taker within the count bound: on each
+        class's histogram of counts (a handful of distinct values), not on its members."""
+        of = self.classes.of_member
+        cg, ct = int(of[giver]), int(of[taker])
         for c in {cg, ct}:
-            members = classes.members[c]
-            counts = self.count[members]
+            change: dict[int, int] = {}
             if c == cg:
-                counts = counts - (members == giver)
+                n = int(self.count[giver])
+                change[n] = change.get(n, 0) - 1
+                change[n - 1] = change.get(n - 1, 0) + 1
             if c == ct:
-                counts = counts + (members == taker)
-            if int(counts.max()) - int(counts.min()) > self.skew:
+                n = int(self.count[taker])
+                change[n] = change.get(n, 0) - 1
+                change[n + 1] = change.get(n + 1, 0) + 1
+            histogram = self._histograms[c]
+            present = [v for v in histogram.keys() | change.keys() if histogram.get(v, 0) + change.get(v, 0) > 0]
+            if max(present) - min(present) > self.skew:
                 return False
         return True
 
@@ -415,7 +442,7 @@ class LoadSpace:
                 value = np.where(ok, np.maximum(heavy - d, self.load[r] + d), np.inf)
                 k = int(np.argmin(value))
                 best = _better(best, (float(value[k]), 2, int(give[k]), int(theirs[j[k]]), r))
-        if best is None or best[0] >= heavy - self.eps:
+        if best is None or not self._worth(best[0], heavy):
             return False
         _, _, p, q, r = best
         self.move(p, r)
@@ -461,7 +488,7 @@ class LoadSpace:
                     j = np.clip(at + shift, 0, len(give) - 1)
                     value = np.maximum(np.maximum(heavy - wg[j], self.load[r] + wg[j] - wq), self.load[s] + wq)
                     k = int(np.argmin(value))
-                    if value[k] < heavy - self.eps and (best is None or value[k] < best[0]):
+                    if self._worth(float(value[k]), heavy) and (best is None or value[k] < best[0]):
                         best = (float(value[k]), 0, int(give[j[k]]), int(fits[k]), r, s)
         if best is None:
             return False
@@ -506,7 +533,7 @@ class LoadSpace:
             home = np.repeat(np.arange(k), [len(x) for x in held])
             moved = (splits != home).sum(axis=1)
             i = int(np.lexsort((moved, value))[0])
-            if value[i] < heavy - self.eps and (best is None or (value[i], moved[i]) < (best[0], best[1])):
+            if self._worth(float(value[i]), heavy) and (best is None or (value[i], moved[i]) < (best[0], best[1])):
                 best = (float(value[i]), int(moved[i]), members, both, splits[i])
         if best is None:
             return False
@@ -539,8 +566,14 @@ class LoadSpace:
         self.owner[p] = to
         self.load[frm] -= w
         self.load[to] += w
-        self.count[frm] -= 1
-        self.count[to] += 1
+        for m, delta in ((frm, -1), (to, 1)):
+            histogram = self._histograms[int(self.classes.of_member[m])]
+            n = int(self.count[m])
+            histogram[n] -= 1
+            if not histogram[n]:
+                del histogram[n]
+            histogram[n + delta] = histogram.get(n + delta, 0) + 1
+            self.count[m] = n + delta
         theirs = self.parts(frm)
         self._patched[frm] = theirs[theirs != p]
         mine = self.parts(to)
