@@ -184,6 +184,13 @@ def load_aware_owner(group: ColumnarGroup, max_count_skew: int = 1, min_gain: fl
     if before - after < min_gain * before or after >= before:
         return settled
     space.undo_needless(settled, after)
+    # The search above aims at the lowest heaviest load, not at the fewest moves: knowing that
+    # load now, aim at it directly (fewest partitions per step) and keep whichever moved less.
+    direct = LoadSpace(group, settled.copy(), loads, classes, max_count_skew)
+    if direct.fit_under(after, assigned):
+        direct.undo_needless(settled, after)
+        if (direct.owner != settled).sum() < (space.owner != settled).sum():
+            return direct.owner
     return space.owner
 
 
@@ -397,7 +404,23 @@ class LoadSpace:
             steps += 1
         return steps
 
-    def _step(self, h: int, movable: np.ndarray) -> bool:
+    def fit_under(self, cap: float, movable: np.ndarray) -> bool:
+        """Bring every member to ``cap`` or under with few moves: the heaviest member first, each
+        step the fewest partitions (a move before a swap) that keep the partner under the cap,
+        preferring steps that finish the member. Whether it got there."""
+        limit = self.MAX_STEPS_PER_MEMBER * max(self.group.num_members, 1)
+        for _ in range(limit):
+            h = int(np.argmax(self.load))
+            if self.load[h] <= cap + self.eps:
+                return True
+            if not self._step(h, movable, cap):
+                return False
+        return False
+
+    def _step(self, h: int, movable: np.ndarray, cap: float | None = None) -> bool:
+        """One move or swap out of the heaviest member h. Without ``cap``: the one that lowers
+        the larger of the two loads most. With ``cap``: partners stay under it, and the step
+        that brings h under it with the fewest partitions wins (else the fewest that lower h)."""
         heavy = self.load[h]
         mine = self.parts(h)
         mine = mine[movable[mine]]
@@ -413,7 +436,8 @@ class LoadSpace:
         with_room = [r for r in lightest[: self.RECEIVERS * 8] if self._count_ok(h, r)][: self.RECEIVERS]
         candidates = list(dict.fromkeys([*lightest[: self.RECEIVERS], *with_room]))
         can_take = set(with_room)
-        best: tuple[float, int, int, int, int] | None = None  # (pair max, cost, partition, other, receiver)
+        excess = heavy - cap if cap is not None else 0.0
+        best: tuple[tuple[float, ...], int, int, int] | None = None  # (key, partition, other, receiver)
         for r in candidates:
             gap = heavy - self.load[r]
             give = mine[self._subscribes(r, mine)]
@@ -421,11 +445,12 @@ class LoadSpace:
                 continue
             wg = self.w[give]
             if r in can_take:
-                i = int(np.searchsorted(wg, gap / 2))
-                for j in (i - 1, i):
-                    if 0 <= j < len(give) and wg[j] < gap - self.eps:
-                        value = max(heavy - wg[j], self.load[r] + wg[j])
-                        best = _better(best, (value, 1, int(give[j]), -1, r))
+                if cap is None:
+                    i = int(np.searchsorted(wg, gap / 2))
+                    j = np.array([x for x in (i - 1, i) if 0 <= x < len(give)], dtype=np.int64)
+                else:
+                    j = np.arange(len(give))
+                best = self._pick(best, heavy, heavy - wg[j], self.load[r] + wg[j], 1, give[j], None, r, cap)
             theirs = self.parts(r)
             theirs = theirs[movable[theirs]]
             theirs = theirs[self._subscribes(h, theirs)]
@@ -433,22 +458,44 @@ class LoadSpace:
                 continue
             wt = self.w[theirs]
             at = np.searchsorted(wt, wg - gap / 2)
-            for shift in (-1, 0):
-                j = np.clip(at + shift, 0, len(theirs) - 1)
+            tries = [at - 1, at]
+            if cap is not None:  # the heaviest partner partition that still lets h finish
+                tries.append(np.searchsorted(wt, wg - excess, side="right") - 1)
+            for j in tries:
+                j = np.clip(j, 0, len(theirs) - 1)
                 d = wg - wt[j]
                 ok = (d > self.eps) & (d < gap - self.eps)
-                if not ok.any():
-                    continue
-                value = np.where(ok, np.maximum(heavy - d, self.load[r] + d), np.inf)
-                k = int(np.argmin(value))
-                best = _better(best, (float(value[k]), 2, int(give[k]), int(theirs[j[k]]), r))
-        if best is None or not self._worth(best[0], heavy):
+                if ok.any():
+                    best = self._pick(best, heavy, (heavy - d)[ok], (self.load[r] + d)[ok], 2, give[ok], theirs[j][ok], r, cap)
+        if best is None:
             return False
-        _, _, p, q, r = best
+        _, p, q, r = best
         self.move(p, r)
         if q >= 0:
             self.move(q, h)
         return True
+
+    def _pick(self, best, heavy: float, h_new: np.ndarray, r_new: np.ndarray, cost: int, give: np.ndarray, take: np.ndarray | None, r: int, cap: float | None):
+        """The better of ``best`` and the best acceptable of these candidate steps (arrays of
+        h's and r's loads after each): keys compare as tuples, lowest wins."""
+        if len(h_new) == 0:
+            return best
+        top = np.maximum(h_new, r_new)
+        costs = np.full(len(top), float(cost))
+        if cap is None:
+            ok = top < heavy - max(self.eps, self.STEP_GAIN * heavy)
+            keys = np.stack((top, costs), axis=1)
+        else:
+            ok = (r_new <= cap + self.eps) & (h_new < heavy - self.eps)
+            keys = np.stack(((h_new > cap + self.eps).astype(np.float64), costs, top), axis=1)
+        if not ok.any():
+            return best
+        rows = np.flatnonzero(ok)
+        i = int(rows[np.lexsort(keys[rows].T[::-1])[0]])
+        key = tuple(keys[i].tolist())
+        if best is None or key < best[0]:
+            return (key, int(give[i]), -1 if take is None else int(take[i]), r)
+        return best
 
     def _chain_step(self, h: int, movable: np.ndarray) -> bool:
         """When no partner can take from the heaviest member directly (its partners are busy,
@@ -511,8 +558,13 @@ class LoadSpace:
         near = self._neighbours_of(h)
         near = near[(near != h) & (self.load[near] < heavy - self.eps)]
         lightest = near[np.lexsort((near, self.load[near]))].tolist()
-        groups = [(r,) for r in lightest[: self.RECEIVERS]]
+        groups: list[tuple[int, ...]] = [(r,) for r in lightest[: self.RECEIVERS]]
         groups += [(r, s) for i, r in enumerate(lightest[:4]) for s in lightest[i + 1 : 4]]
+        # A partner's own partners too: h's partitions may only fit where r's can make room.
+        for r in lightest[:4]:
+            beyond = self._neighbours_of(r)
+            beyond = beyond[(beyond != h) & (beyond != r)]
+            groups += [(r, int(s)) for s in beyond[np.lexsort((beyond, self.load[beyond]))][:2] if (r, int(s)) not in groups and (int(s), r) not in groups]
         best: tuple[float, int, tuple[int, ...], np.ndarray, np.ndarray] | None = None
         for partners in groups:
             members = (h, *partners)
@@ -612,12 +664,3 @@ class LoadSpace:
                             break
             if not undone:
                 return
-
-
-def _better(best: tuple[float, int, int, int, int] | None, new: tuple[float, int, int, int, int]) -> tuple[float, int, int, int, int]:
-    """Lower pair load first; on a tie, fewer partitions moved (a move before a swap)."""
-    if best is None or new[0] < best[0] or (new[0] == best[0] and new[1] < best[1]):
-        return new
-    return best
-
-
