@@ -168,7 +168,6 @@ def test_large_homogeneous_groups_near_the_lower_bound(shape, members, partition
         np.arange(members + 1) * topics, np.tile(np.arange(topics), members), partition_loads=loads[: per_topic * topics],
     )
     w = group.partition_loads
-    n = group.num_partitions
     owner = load_aware_owner(group, 1, 0.1)
     bound = _lower_bound(w, members)
     assert _member_loads(group, owner).max() <= 1.1 * bound

@@ -48,7 +48,11 @@ from kafka_rebalance.assignors.sticky import (
     with_ownership,
     withhold_transferring,
 )
-from kafka_rebalance.assignors.userdata import decode_sticky_user_data, encode_cooperative_user_data, encode_sticky_user_data
+from kafka_rebalance.assignors.userdata import (
+    decode_sticky_user_data,
+    encode_cooperative_user_data,
+    encode_sticky_user_data,
+)
 from kafka_rebalance.model import ColumnarGroup, InvalidInput, RebalanceProtocol
 
 OPTION_NAMES = ("max_count_skew", "min_gain", "rebalance_protocol")

@@ -25,9 +25,13 @@ librdkafka sticky consumers. Both forms are read.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections import namedtuple
 from collections.abc import Iterable
+from concurrent.futures import Future
 
+from kafka_rebalance.assignors import LoadAwareAssignor, LoadAwareOptions, PartitionAssignor
 from kafka_rebalance.assignors.userdata import (
     UserDataFormat,
     encode_cooperative_user_data,
@@ -48,6 +52,15 @@ from kafka_rebalance.clients.group import (  # noqa: E402
     assign_members,
     member_info,
 )
+from kafka_rebalance.clients.load import (  # noqa: E402
+    DEFAULT_MEASURE_TIMEOUT_S,
+    LeaderLoads,
+    LoadSource,
+    Offsets,
+    cannot_measure,
+    from_user_source,
+)
+from kafka_rebalance.model import RebalanceProtocol as OurProtocol  # noqa: E402
 from kafka_rebalance.protocol.wire import (  # noqa: E402
     DEFAULT_GENERATION,
     Subscription,
@@ -105,7 +118,7 @@ class _LeaderAssignor(AbstractPartitionAssignor):
         return self.latest_result.movements if self.latest_result is not None else None
 
     @classmethod
-    def _assign(cls, cluster, members) -> tuple[dict[str, ConsumerProtocolAssignment], LeaderResult]:
+    def _assign(cls, cluster, members, assignor: PartitionAssignor | None = None, loads_for=None) -> tuple[dict[str, ConsumerProtocolAssignment], LeaderResult]:
         infos: list[MemberInfo] = []
         topics: set[str] = set()
         for member in members:
@@ -113,7 +126,8 @@ class _LeaderAssignor(AbstractPartitionAssignor):
             infos.append(member_info(cls.name, member.member_id, sub, getattr(member, "group_instance_id", None)))
             topics.update(sub.topics)
         partitions = {t: cluster.partitions_for_topic(t) for t in topics}
-        result = assign_members(cls.name, partitions, infos)
+        loads = loads_for(partitions) if loads_for is not None else None
+        result = assign_members(assignor or cls.name, partitions, infos, loads)
         out = {member_id: ConsumerProtocolAssignment(cls.version, pairs, b"") for member_id, pairs in result.assignments.items()}
         return out, result
 
@@ -202,9 +216,118 @@ class CooperativeStickyPartitionAssignor(StickyPartitionAssignor):
 #: kafka-python's name for it, so either spelling drops in.
 CooperativeStickyAssignor = CooperativeStickyPartitionAssignor
 
+
+class LoadAwarePartitionAssignor(_LeaderAssignor):
+    """``load-aware``: sticky's counts, then the heaviest member's load lowered (docs/clients.md).
+
+    ``load_source``: a callable, the partitions (kafka-python TopicPartitions) -> their loads
+    (a mapping or a list in the same order), called at the leader; or None for the default,
+    which measures at the leader through this consumer (``bind(consumer)`` after building it):
+    end-offset growth since this leader's previous assignment plus the group's lag, read within
+    ``measure_timeout_s``. ``rebalance_protocol``: "cooperative" (owned partitions travel in the
+    subscription, as cooperative-sticky) or "eager" (the last assignment travels in the user
+    data, as sticky). ``max_count_skew`` and ``min_gain``: the assignor's options."""
+
+    name = "load-aware"
+    DEFAULT_GENERATION_ID = DEFAULT_GENERATION
+
+    def __init__(self, load_source: LoadSource | None = None, *, rebalance_protocol: str = "cooperative", max_count_skew: int = 1,
+                 min_gain: float = 0.1, measure_timeout_s: float = DEFAULT_MEASURE_TIMEOUT_S, rack: str | None = None):
+        self.options = LoadAwareOptions.parse({"rebalance_protocol": rebalance_protocol, "max_count_skew": max_count_skew, "min_gain": min_gain})
+        self.version = 1 if self.options.rebalance_protocol is OurProtocol.COOPERATIVE else 0
+        self.load_source = load_source
+        self.measure_timeout_s = measure_timeout_s
+        self.rack = rack
+        self.member_assignment: list[TopicPartition] | None = None
+        self.generation = DEFAULT_GENERATION
+        self.latest_loads: dict[tuple[str, int], float] | None = None  # what the last assignment used
+        self._leader_loads = LeaderLoads()
+        self._consumer = None
+        self._measuring: Future[Offsets] | None = None
+
+    def bind(self, consumer) -> LoadAwarePartitionAssignor:
+        """Measure loads through this consumer's connection (the default ``load_source``)."""
+        self._consumer = consumer
+        return self
+
+    def supported_protocols(self):
+        if self.options.rebalance_protocol is OurProtocol.COOPERATIVE:
+            return [RebalanceProtocol.COOPERATIVE]
+        return [RebalanceProtocol.EAGER]
+
+    def metadata(self, topics):
+        self._start_measuring(tuple(sorted(topics)))
+        if self.options.rebalance_protocol is OurProtocol.COOPERATIVE:
+            owned = _by_topic(self.member_assignment or ())
+            user_data = encode_cooperative_user_data(self.generation)
+            return _to_kafka_python(Subscription(tuple(sorted(topics)), user_data, owned, self.generation, self.rack))
+        names = [f"{tp.topic}-{tp.partition}" for tp in self.member_assignment or ()]
+        user_data = encode_sticky_user_data(names, self.generation) if self.member_assignment is not None else None
+        return _to_kafka_python(Subscription(tuple(sorted(topics)), user_data, generation_id=self.generation, rack_id=self.rack))
+
+    def on_assignment(self, assignment, generation):
+        self.member_assignment = assignment.partitions()
+        self.generation = generation
+
+    def assign(self, cluster, members):
+        assignments, self.latest_result = self._assign(cluster, members, LoadAwareAssignor(self.options), self._loads)
+        return assignments
+
+    def _loads(self, partitions_for_topic) -> dict[tuple[str, int], float] | None:
+        tps = [TopicPartition(t, p) for t, ps in sorted(partitions_for_topic.items()) for p in sorted(ps or ())]
+        if self.load_source is not None:
+            self.latest_loads = from_user_source(self.load_source, tps, lambda tp: (tp.topic, tp.partition))
+            return self.latest_loads
+        measuring, self._measuring = self._measuring, None
+        if self._consumer is None:
+            cannot_measure("no consumer bound: call assignor.bind(consumer)")
+        elif measuring is None or not measuring.done():
+            cannot_measure(f"offsets not read within {self.measure_timeout_s:g} s")
+        elif measuring.exception() is not None:
+            cannot_measure(str(measuring.exception()).splitlines()[0] if str(measuring.exception()) else type(measuring.exception()).__name__)
+        else:
+            self.latest_loads = self._leader_loads.loads(measuring.result())
+            return self.latest_loads
+        self.latest_loads = None
+        return None
+
+    def _start_measuring(self, topics: tuple[str, ...]) -> None:
+        """Read offsets in a worker thread: this runs on kafka-python's network thread, and the
+        assignment later runs there too, where nothing can wait for a reply."""
+        if self.load_source is not None or self._consumer is None:
+            return
+        future: Future[Offsets] = Future()
+        self._measuring = future
+        consumer, timeout_ms = self._consumer, int(self.measure_timeout_s * 1000)
+
+        def measure() -> None:
+            try:
+                future.set_result(_read_offsets(consumer, topics, timeout_ms))
+            except Exception as exc:  # any failure: the leader logs it and uses equal loads
+                future.set_exception(exc)
+
+        threading.Thread(target=measure, name="load-aware-offsets", daemon=True).start()
+
+
+def _read_offsets(consumer, topics: tuple[str, ...], timeout_ms: int) -> Offsets:
+    """End, committed and log start offsets of the topics' partitions, through the consumer's
+    public (thread-safe) calls, each bounded by ``timeout_ms``."""
+    deadline = time.monotonic() + timeout_ms / 1000
+    tps = [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or ())]
+    if not tps:
+        raise ValueError("no partition metadata for the subscribed topics")
+    left = lambda: max(1, int((deadline - time.monotonic()) * 1000))  # noqa: E731
+    end = consumer.end_offsets(tps, timeout_ms=left())
+    start = consumer.beginning_offsets(tps, timeout_ms=left())
+    committed = {tp: consumer.committed(tp, timeout_ms=left()) for tp in tps}
+    key = lambda tp: (tp.topic, tp.partition)  # noqa: E731
+    return Offsets({key(tp): int(v) for tp, v in end.items()}, {key(tp): (None if v is None else int(v)) for tp, v in committed.items()},
+                   {key(tp): int(v) for tp, v in start.items()})
+
 __all__ = [
     "CooperativeStickyAssignor",
     "CooperativeStickyPartitionAssignor",
+    "LoadAwarePartitionAssignor",
     "RangePartitionAssignor",
     "RoundRobinPartitionAssignor",
     "StickyPartitionAssignor",
