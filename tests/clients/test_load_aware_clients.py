@@ -83,6 +83,9 @@ class FakeConsumer:
     def partitions_for_topic(self, topic):
         return {p for (t, p) in self.end if t == topic}
 
+    def subscription(self):
+        return {t for t, _ in self.end}
+
     def end_offsets(self, tps, timeout_ms=None):
         if self.fail:
             raise TimeoutError("ListOffsets timed out")
@@ -96,9 +99,16 @@ class FakeConsumer:
 
 
 def _wait(assignor):
+    """Until the worker threads the assignor started (committed offsets at bind, end offsets at
+    metadata) are done."""
+    import time
+
     future = assignor._measuring
     if future is not None:
         future.exception(timeout=5)
+    deadline = time.monotonic() + 5
+    while assignor._committed is None and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 def test_default_source_measures_lag_through_the_bound_consumer():
@@ -129,6 +139,7 @@ def test_default_source_logs_one_line_and_assigns_equal_loads_when_it_cannot_mea
         messages.append(caplog.records[0].getMessage())
         assert sorted(len(ps) for pairs in as_dict(out).values() for _, ps in pairs) == [3, 3]
     assert "no consumer bound" in messages[0]
+    # (failing: committed offsets were read at bind, end offsets fail at JoinGroup)
     assert "TimeoutError" in messages[1] or "ListOffsets timed out" in messages[1]
     assert "not read within 2 s" in messages[2]
 
@@ -208,3 +219,11 @@ def test_mixed_group_members_without_load_aware_vote_as_usual():
     assert kp.LoadAwarePartitionAssignor().supported_protocols() == kp.CooperativeStickyPartitionAssignor().supported_protocols()
     assert kp.LoadAwarePartitionAssignor(rebalance_protocol="eager").supported_protocols() == kp.StickyPartitionAssignor().supported_protocols()
     assert isinstance(TopicPartition("t", 0), tuple)
+
+
+def test_leader_loads_without_committed_offsets_growth_alone(caplog):
+    meter = LeaderLoads()
+    with caplog.at_level(logging.WARNING, "kafka_rebalance.load_aware"):
+        assert meter.loads(Offsets(end={("t", 0): 100, ("t", 1): 50}, committed=None)) is None
+    assert "committed offsets are not known" in caplog.records[0].getMessage()
+    assert meter.loads(Offsets(end={("t", 0): 160, ("t", 1): 51}, committed=None)) == {("t", 0): 60.0, ("t", 1): 1.0}

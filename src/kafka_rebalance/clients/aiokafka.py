@@ -34,6 +34,7 @@ from kafka_rebalance.clients.load import (  # noqa: E402
     Offsets,
     cannot_measure,
     from_user_source,
+    one_line,
 )
 from kafka_rebalance.protocol.wire import DEFAULT_GENERATION, Subscription, encode_subscription  # noqa: E402
 
@@ -148,7 +149,7 @@ class LoadAwarePartitionAssignor(StickyPartitionAssignor):
             cannot_measure(f"offsets not read within {self.measure_timeout_s:g} s")
         elif measuring.cancelled() or measuring.exception() is not None:
             error = None if measuring.cancelled() else measuring.exception()
-            cannot_measure(f"{type(error).__name__}: {error}".splitlines()[0] if error else "cancelled")
+            cannot_measure(one_line(error) if error else "cancelled")
         else:
             self.latest_loads = self._leader_loads.loads(measuring.result())
         return self.latest_loads
@@ -164,21 +165,24 @@ class LoadAwarePartitionAssignor(StickyPartitionAssignor):
             return
         if self._measuring is not None and not self._measuring.done():
             return  # one measurement at a time: the pending one is as fresh
-        self._measuring = loop.create_task(asyncio.wait_for(_read_offsets(self._consumer, topics), self.measure_timeout_s))
+        self._measuring = loop.create_task(asyncio.wait_for(_read_offsets(self._consumer, topics, self.measure_timeout_s / 2), self.measure_timeout_s))
 
 
-async def _read_offsets(consumer, topics: tuple[str, ...]) -> Offsets:
+async def _read_offsets(consumer, topics: tuple[str, ...], committed_timeout_s: float) -> Offsets:
     from aiokafka.structs import TopicPartition
 
     tps = [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or ())]
     if not tps:
         raise ValueError("no partition metadata for the subscribed topics")
+    key = lambda tp: (tp.topic, tp.partition)  # noqa: E731
     end = await consumer.end_offsets(tps)
     start = await consumer.beginning_offsets(tps)
-    committed = {tp: await consumer.committed(tp) for tp in tps}
-    key = lambda tp: (tp.topic, tp.partition)  # noqa: E731
-    return Offsets({key(tp): int(v) for tp, v in end.items()}, {key(tp): (None if v is None else int(v)) for tp, v in committed.items()},
-                   {key(tp): int(v) for tp, v in start.items()})
+    committed: dict[tuple[str, int], int | None] | None = None
+    try:  # may wait for the rebalance under way: then the lag is unknown, growth still counts
+        committed = {key(tp): await asyncio.wait_for(consumer.committed(tp), committed_timeout_s) for tp in tps}
+    except TimeoutError:
+        pass
+    return Offsets({key(tp): int(v) for tp, v in end.items()}, committed, {key(tp): int(v) for tp, v in start.items()})
 
 
 __all__ = ["LoadAwarePartitionAssignor", "RangePartitionAssignor", "RoundRobinPartitionAssignor", "StickyPartitionAssignor"]

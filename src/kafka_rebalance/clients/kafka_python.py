@@ -59,6 +59,7 @@ from kafka_rebalance.clients.load import (  # noqa: E402
     Offsets,
     cannot_measure,
     from_user_source,
+    one_line,
 )
 from kafka_rebalance.model import RebalanceProtocol as OurProtocol  # noqa: E402
 from kafka_rebalance.protocol.wire import (  # noqa: E402
@@ -243,11 +244,14 @@ class LoadAwarePartitionAssignor(_LeaderAssignor):
         self.latest_loads: dict[tuple[str, int], float] | None = None  # what the last assignment used
         self._leader_loads = LeaderLoads()
         self._consumer = None
-        self._measuring: Future[Offsets] | None = None
+        self._topics: tuple[str, ...] = ()
+        self._measuring: Future | None = None  # end and log start offsets, read at JoinGroup
+        self._committed: dict[tuple[str, int], int | None] | None = None  # read when the group was stable
 
     def bind(self, consumer) -> LoadAwarePartitionAssignor:
         """Measure loads through this consumer's connection (the default ``load_source``)."""
         self._consumer = consumer
+        self._refresh_committed(tuple(sorted(consumer.subscription() or ())))
         return self
 
     def supported_protocols(self):
@@ -268,6 +272,7 @@ class LoadAwarePartitionAssignor(_LeaderAssignor):
     def on_assignment(self, assignment, generation):
         self.member_assignment = assignment.partitions()
         self.generation = generation
+        self._refresh_committed(self._topics)
 
     def assign(self, cluster, members):
         assignments, self.latest_result = self._assign(cluster, members, LoadAwareAssignor(self.options), self._loads)
@@ -279,50 +284,77 @@ class LoadAwarePartitionAssignor(_LeaderAssignor):
             self.latest_loads = from_user_source(self.load_source, tps, lambda tp: (tp.topic, tp.partition))
             return self.latest_loads
         measuring, self._measuring = self._measuring, None
+        self.latest_loads = None
         if self._consumer is None:
             cannot_measure("no consumer bound: call assignor.bind(consumer)")
         elif measuring is None or not measuring.done():
             cannot_measure(f"offsets not read within {self.measure_timeout_s:g} s")
         elif measuring.exception() is not None:
-            cannot_measure(str(measuring.exception()).splitlines()[0] if str(measuring.exception()) else type(measuring.exception()).__name__)
+            cannot_measure(one_line(measuring.exception()))
         else:
-            self.latest_loads = self._leader_loads.loads(measuring.result())
-            return self.latest_loads
-        self.latest_loads = None
-        return None
+            end, start = measuring.result()
+            self.latest_loads = self._leader_loads.loads(Offsets(end, self._committed, start))
+        return self.latest_loads
 
     def _start_measuring(self, topics: tuple[str, ...]) -> None:
-        """Read offsets in a worker thread: this runs on kafka-python's network thread, and the
-        assignment later runs there too, where nothing can wait for a reply."""
+        """Read end offsets in a worker thread (this runs on kafka-python's network thread, and
+        the assignment later runs there too, where nothing can wait for a reply)."""
+        self._topics = topics
         if self.load_source is not None or self._consumer is None:
             return
-        future: Future[Offsets] = Future()
-        self._measuring = future
-        consumer, timeout_ms = self._consumer, int(self.measure_timeout_s * 1000)
+        self._measuring = _in_thread(_read_end_offsets, self._consumer, topics, int(self.measure_timeout_s * 1000))
 
-        def measure() -> None:
-            try:
-                future.set_result(_read_offsets(consumer, topics, timeout_ms))
-            except Exception as exc:  # any failure: the leader logs it and uses equal loads
-                future.set_exception(exc)
+    def _refresh_committed(self, topics: tuple[str, ...]) -> None:
+        """Read the group's committed offsets in a worker thread, when the group is stable (at
+        bind, after each assignment): kafka-python cannot fetch them while a rebalance is on."""
+        if self.load_source is not None or self._consumer is None or not topics:
+            return
+        future = _in_thread(_read_committed, self._consumer, topics, int(self.measure_timeout_s * 1000))
 
-        threading.Thread(target=measure, name="load-aware-offsets", daemon=True).start()
+        def keep(done: Future) -> None:
+            if done.exception() is None:
+                self._committed = done.result()
+
+        future.add_done_callback(keep)
 
 
-def _read_offsets(consumer, topics: tuple[str, ...], timeout_ms: int) -> Offsets:
-    """End, committed and log start offsets of the topics' partitions, through the consumer's
-    public (thread-safe) calls, each bounded by ``timeout_ms``."""
-    deadline = time.monotonic() + timeout_ms / 1000
+def _in_thread(read, *args) -> Future:
+    future: Future = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(read(*args))
+        except Exception as exc:  # any failure: the leader logs it and uses equal loads
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="load-aware-offsets", daemon=True).start()
+    return future
+
+
+def _partitions(consumer, topics: tuple[str, ...]) -> list[TopicPartition]:
     tps = [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or ())]
     if not tps:
         raise ValueError("no partition metadata for the subscribed topics")
-    left = lambda: max(1, int((deadline - time.monotonic()) * 1000))  # noqa: E731
-    end = consumer.end_offsets(tps, timeout_ms=left())
-    start = consumer.beginning_offsets(tps, timeout_ms=left())
-    committed = {tp: consumer.committed(tp, timeout_ms=left()) for tp in tps}
-    key = lambda tp: (tp.topic, tp.partition)  # noqa: E731
-    return Offsets({key(tp): int(v) for tp, v in end.items()}, {key(tp): (None if v is None else int(v)) for tp, v in committed.items()},
-                   {key(tp): int(v) for tp, v in start.items()})
+    return tps
+
+
+def _read_end_offsets(consumer, topics: tuple[str, ...], timeout_ms: int) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]:
+    """End and log start offsets, through the consumer's public (thread-safe) calls."""
+    deadline = time.monotonic() + timeout_ms / 1000
+    tps = _partitions(consumer, topics)
+    end = consumer.end_offsets(tps, timeout_ms=timeout_ms)
+    start = consumer.beginning_offsets(tps, timeout_ms=max(1, int((deadline - time.monotonic()) * 1000)))
+    return {(tp.topic, tp.partition): int(v) for tp, v in end.items()}, {(tp.topic, tp.partition): int(v) for tp, v in start.items()}
+
+
+def _read_committed(consumer, topics: tuple[str, ...], timeout_ms: int) -> dict[tuple[str, int], int | None]:
+    deadline = time.monotonic() + timeout_ms / 1000
+    out: dict[tuple[str, int], int | None] = {}
+    for tp in _partitions(consumer, topics):
+        value = consumer.committed(tp, timeout_ms=max(1, int((deadline - time.monotonic()) * 1000)))
+        out[(tp.topic, tp.partition)] = None if value is None else int(value)
+    return out
+
 
 __all__ = [
     "CooperativeStickyAssignor",

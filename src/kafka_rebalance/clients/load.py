@@ -33,7 +33,7 @@ class Offsets:
     group committed nothing there) and the log start offset."""
 
     end: Mapping[Partition, int]
-    committed: Mapping[Partition, int | None]
+    committed: Mapping[Partition, int | None] | None  # None: not known (lag unknown)
     start: Mapping[Partition, int] = field(default_factory=dict)
 
 
@@ -43,11 +43,19 @@ class LeaderLoads:
     def __init__(self) -> None:
         self.previous_end: dict[Partition, int] | None = None
 
-    def loads(self, offsets: Offsets) -> dict[Partition, float]:
-        """Growth since the previous assignment (0 the first time) plus lag, per partition."""
+    def loads(self, offsets: Offsets) -> dict[Partition, float] | None:
+        """Growth since the previous assignment (0 the first time) plus lag, per partition. With
+        committed offsets unknown, growth alone; the first time, nothing (logged)."""
         out: dict[Partition, float] = {}
         previous = self.previous_end
+        if offsets.committed is None and previous is None:
+            self.previous_end = dict(offsets.end)
+            cannot_measure("the group's committed offsets are not known yet")
+            return None
         for tp, end in offsets.end.items():
+            if offsets.committed is None:
+                out[tp] = float(max(0, end - previous[tp]) if previous is not None and tp in previous else 0)
+                continue
             committed = offsets.committed.get(tp)
             consumed_to = committed if committed is not None and committed >= 0 else offsets.start.get(tp, 0)
             lag = max(0, end - consumed_to)
@@ -72,7 +80,7 @@ def from_user_source(source: LoadSource, partitions: Sequence[Any], key: Callabl
         if bad:
             raise ValueError(f"load of {bad[0][0]}-{bad[0][1]} is {loads[bad[0]]}, not a finite number >= 0")
     except Exception as exc:  # the user's code: anything it raises means "no loads"
-        log.warning("load-aware: load_source failed (%s); assigning with equal loads", _one_line(exc))
+        log.warning("load-aware: load_source failed (%s); assigning with equal loads", one_line(exc))
         return None
     return loads
 
@@ -81,6 +89,6 @@ def cannot_measure(reason: str) -> None:
     log.warning("load-aware: cannot measure partition loads (%s); assigning with equal loads", reason)
 
 
-def _one_line(exc: BaseException) -> str:
+def one_line(exc: BaseException) -> str:
     text = f"{type(exc).__name__}: {exc}"
     return text.splitlines()[0] if text else type(exc).__name__
