@@ -16,6 +16,7 @@ generation -1 (docs/clients.md).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from kafka_rebalance.assignors import LoadAwareAssignor, LoadAwareOptions, PartitionAssignor
 from kafka_rebalance.assignors.userdata import UserDataFormat, encode_sticky_user_data
@@ -178,10 +179,9 @@ async def _read_offsets(consumer, topics: tuple[str, ...], committed_timeout_s: 
     end = await consumer.end_offsets(tps)
     start = await consumer.beginning_offsets(tps)
     committed: dict[tuple[str, int], int | None] | None = None
-    try:  # may wait for the rebalance under way: then the lag is unknown, growth still counts
+    # This may wait for the rebalance under way: then the lag is unknown, growth still counts.
+    with contextlib.suppress(TimeoutError):
         committed = {key(tp): await asyncio.wait_for(consumer.committed(tp), committed_timeout_s) for tp in tps}
-    except TimeoutError:
-        pass
     return Offsets({key(tp): int(v) for tp, v in end.items()}, committed, {key(tp): int(v) for tp, v in start.items()})
 
 

@@ -245,14 +245,37 @@ class LoadAwarePartitionAssignor(_LeaderAssignor):
         self._leader_loads = LeaderLoads()
         self._consumer = None
         self._topics: tuple[str, ...] = ()
-        self._measuring: Future | None = None  # end and log start offsets, read at JoinGroup
+        # (when read, end offsets, log start offsets): read at bind and at each JoinGroup
+        self._end_offsets: tuple[float, dict[tuple[str, int], int], dict[tuple[str, int], int]] | None = None
+        self._end_error: str | None = None
         self._committed: dict[tuple[str, int], int | None] | None = None  # read when the group was stable
 
     def bind(self, consumer) -> LoadAwarePartitionAssignor:
-        """Measure loads through this consumer's connection (the default ``load_source``)."""
+        """Measure loads through this consumer's connection (the default ``load_source``). Call
+        it before the first ``poll``: it reads the group's committed offsets and the end offsets
+        now (bounded by ``measure_timeout_s``), so the first assignment has them."""
         self._consumer = consumer
-        self._refresh_committed(tuple(sorted(consumer.subscription() or ())))
+        topics = tuple(sorted(consumer.subscription() or ()))
+        if self.load_source is None and topics:
+            timeout_ms = int(self.measure_timeout_s * 1000)
+            for read, keep in ((_read_committed, self._keep_committed), (_read_end_offsets, self._keep_end_offsets)):
+                done: Future = Future()
+                try:
+                    done.set_result(read(consumer, topics, timeout_ms))
+                except Exception as exc:  # the first assignment logs what is missing
+                    done.set_exception(exc)
+                keep(done)
         return self
+
+    def _keep_committed(self, done: Future) -> None:
+        if done.exception() is None:
+            self._committed = done.result()
+
+    def _keep_end_offsets(self, done: Future) -> None:
+        if done.exception() is None:
+            self._end_offsets = (time.monotonic(), *done.result())
+        else:
+            self._end_error = one_line(done.exception())
 
     def supported_protocols(self):
         if self.options.rebalance_protocol is OurProtocol.COOPERATIVE:
@@ -283,16 +306,14 @@ class LoadAwarePartitionAssignor(_LeaderAssignor):
         if self.load_source is not None:
             self.latest_loads = from_user_source(self.load_source, tps, lambda tp: (tp.topic, tp.partition))
             return self.latest_loads
-        measuring, self._measuring = self._measuring, None
         self.latest_loads = None
+        measured = self._end_offsets
         if self._consumer is None:
             cannot_measure("no consumer bound: call assignor.bind(consumer)")
-        elif measuring is None or not measuring.done():
-            cannot_measure(f"offsets not read within {self.measure_timeout_s:g} s")
-        elif measuring.exception() is not None:
-            cannot_measure(one_line(measuring.exception()))
+        elif measured is None or time.monotonic() - measured[0] > OFFSETS_MAX_AGE_S:
+            cannot_measure(self._end_error or f"end offsets not read within {self.measure_timeout_s:g} s")
         else:
-            end, start = measuring.result()
+            _, end, start = measured
             self.latest_loads = self._leader_loads.loads(Offsets(end, self._committed, start))
         return self.latest_loads
 
@@ -302,20 +323,20 @@ class LoadAwarePartitionAssignor(_LeaderAssignor):
         self._topics = topics
         if self.load_source is not None or self._consumer is None:
             return
-        self._measuring = _in_thread(_read_end_offsets, self._consumer, topics, int(self.measure_timeout_s * 1000))
+        self._end_error = None
+        _in_thread(_read_end_offsets, self._consumer, topics, int(self.measure_timeout_s * 1000)).add_done_callback(self._keep_end_offsets)
 
     def _refresh_committed(self, topics: tuple[str, ...]) -> None:
         """Read the group's committed offsets in a worker thread, when the group is stable (at
         bind, after each assignment): kafka-python cannot fetch them while a rebalance is on."""
         if self.load_source is not None or self._consumer is None or not topics:
             return
-        future = _in_thread(_read_committed, self._consumer, topics, int(self.measure_timeout_s * 1000))
+        _in_thread(_read_committed, self._consumer, topics, int(self.measure_timeout_s * 1000)).add_done_callback(self._keep_committed)
 
-        def keep(done: Future) -> None:
-            if done.exception() is None:
-                self._committed = done.result()
 
-        future.add_done_callback(keep)
+# The newest end offsets read are used when the JoinGroup's own read has not come back yet (the
+# assignment cannot wait for it), if they are at most this old.
+OFFSETS_MAX_AGE_S = 30.0
 
 
 def _in_thread(read, *args) -> Future:
