@@ -33,7 +33,7 @@ those of a few of the lightest members are looked at (numpy over a few hundred p
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,16 +114,16 @@ class LoadAwareAssignor(ColumnarAssignor):
     def configured(self, options: Mapping[str, Any]) -> PartitionAssignor:
         return LoadAwareAssignor(LoadAwareOptions.parse(options))
 
-    def on_assignment(self, partitions, generation: int) -> None:
+    def on_assignment(self, partitions: Sequence[str], generation: int) -> None:
         self._last_assignment = tuple(partitions)
         self._last_generation = generation
 
-    def subscription_user_data(self, topics) -> bytes | None:
+    def subscription_user_data(self, topics: Sequence[str]) -> bytes | None:
         if self.protocol is RebalanceProtocol.EAGER:
             return encode_sticky_user_data(self._last_assignment, self._last_generation)
         return encode_cooperative_user_data(self._last_generation)
 
-    def member_data(self, owned, generation: int, user_data: bytes | None) -> tuple[list[str], int]:
+    def member_data(self, owned: Sequence[str], generation: int, user_data: bytes | None) -> tuple[list[str], int]:
         if owned or self.protocol is RebalanceProtocol.COOPERATIVE:
             return list(owned), generation
         return load_aware_member_data(user_data)
@@ -284,6 +284,10 @@ def deal_by_load(group: ColumnarGroup, owner: np.ndarray, free: np.ndarray, load
         owner[partitions] = dealt
 
 
+# A candidate step: (key, partition given, partition taken back or -1, receiver); lowest key wins.
+_Step = tuple[tuple[float, ...], int, int, int]
+
+
 class LoadSpace:
     """An assignment under local search: the owner array (changed in place), member loads and
     counts, and each member's partitions sorted by load (built once, patched as they move)."""
@@ -352,11 +356,11 @@ class LoadSpace:
         if self.homogeneous:
             return np.ones(len(partitions), dtype=bool)
         if self._matrix is not None:
-            return self._matrix[m, topics]
+            return np.asarray(self._matrix[m, topics])
         assert self._pairs is not None
         keys = m * self.group.num_topics + topics.astype(np.int64)
         pos = np.minimum(np.searchsorted(self._pairs, keys), len(self._pairs) - 1)
-        return self._pairs[pos] == keys
+        return np.asarray(self._pairs[pos] == keys)
 
     def _neighbours_of(self, m: int) -> np.ndarray:
         """Members sharing a subscribed topic with m's class (every member if homogeneous)."""
@@ -441,7 +445,7 @@ class LoadSpace:
         candidates = list(dict.fromkeys([*lightest[: self.RECEIVERS], *with_room]))
         can_take = set(with_room)
         excess = heavy - cap if cap is not None else 0.0
-        best: tuple[tuple[float, ...], int, int, int] | None = None  # (key, partition, other, receiver)
+        best: _Step | None = None
         for r in candidates:
             gap = heavy - self.load[r]
             give = mine[self._subscribes(r, mine)]
@@ -479,7 +483,8 @@ class LoadSpace:
             self.move(q, h)
         return True
 
-    def _pick(self, best, heavy: float, h_new: np.ndarray, r_new: np.ndarray, cost: int, give: np.ndarray, take: np.ndarray | None, r: int, cap: float | None):
+    def _pick(self, best: _Step | None, heavy: float, h_new: np.ndarray, r_new: np.ndarray, cost: int, give: np.ndarray,
+              take: np.ndarray | None, r: int, cap: float | None) -> _Step | None:
         """The better of ``best`` and the best acceptable of these candidate steps (arrays of
         h's and r's loads after each): keys compare as tuples, lowest wins."""
         if len(h_new) == 0:
