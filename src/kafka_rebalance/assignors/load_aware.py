@@ -379,6 +379,12 @@ class LoadSpace:
             self._neighbours[c] = got
         return got
 
+    def _movable_parts(self, m: int, movable: np.ndarray) -> np.ndarray:
+        """Member m's partitions that may move and carry load (moving a zero gains nothing)."""
+        mine = self.parts(m)
+        mine = mine[movable[mine]]
+        return mine[self.w[mine] > 0]
+
     def _count_ok(self, giver: int, taker: int) -> bool:
         """Whether one partition may pass from giver to taker within the count bound: on each
         class's histogram of counts (a handful of distinct values), not on its members."""
@@ -430,9 +436,7 @@ class LoadSpace:
         the larger of the two loads most. With ``cap``: partners stay under it, and the step
         that brings h under it with the fewest partitions wins (else the fewest that lower h)."""
         heavy = self.load[h]
-        mine = self.parts(h)
-        mine = mine[movable[mine]]
-        mine = mine[self.w[mine] > 0]
+        mine = self._movable_parts(h, movable)
         if len(mine) == 0:
             return False
         near = self._neighbours_of(h)
@@ -512,9 +516,7 @@ class LoadSpace:
         which passes a partition q on to a lighter s, if that lowers the largest of the three
         loads below h's. Counts: h one fewer, s one more, r unchanged."""
         heavy = self.load[h]
-        mine = self.parts(h)
-        mine = mine[movable[mine]]
-        mine = mine[self.w[mine] > 0]
+        mine = self._movable_parts(h, movable)
         if len(mine) == 0:
             return False
         near = self._neighbours_of(h)

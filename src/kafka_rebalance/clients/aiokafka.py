@@ -27,16 +27,8 @@ require("aiokafka")
 from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor  # noqa: E402
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment  # noqa: E402
 
+from kafka_rebalance.clients import load  # noqa: E402
 from kafka_rebalance.clients.group import assign_members, member_info  # noqa: E402
-from kafka_rebalance.clients.load import (  # noqa: E402
-    DEFAULT_MEASURE_TIMEOUT_S,
-    LeaderLoads,
-    LoadSource,
-    Offsets,
-    cannot_measure,
-    from_user_source,
-    one_line,
-)
 from kafka_rebalance.protocol.wire import DEFAULT_GENERATION, Subscription, encode_subscription  # noqa: E402
 
 
@@ -110,16 +102,16 @@ class LoadAwarePartitionAssignor(StickyPartitionAssignor):
 
     name = "load-aware"
 
-    def __init__(self, load_source: LoadSource | None = None, *, max_count_skew: int = 1, min_gain: float = 0.1,
-                 measure_timeout_s: float = DEFAULT_MEASURE_TIMEOUT_S, user_data_format: str = UserDataFormat.JAVA):
+    def __init__(self, load_source: load.LoadSource | None = None, *, max_count_skew: int = 1, min_gain: float = 0.1,
+                 measure_timeout_s: float = load.DEFAULT_MEASURE_TIMEOUT_S, user_data_format: str = UserDataFormat.JAVA):
         super().__init__(user_data_format)
         self.options = LoadAwareOptions.parse({"rebalance_protocol": "EAGER", "max_count_skew": max_count_skew, "min_gain": min_gain})
         self.load_source = load_source
         self.measure_timeout_s = measure_timeout_s
         self.latest_loads: dict[tuple[str, int], float] | None = None
-        self._leader_loads = LeaderLoads()
+        self._leader_loads = load.LeaderLoads()
         self._consumer = None
-        self._measuring: asyncio.Task[Offsets] | None = None
+        self._measuring: asyncio.Task[load.Offsets] | None = None
 
     def bind(self, consumer) -> LoadAwarePartitionAssignor:
         """Measure loads through this consumer's connection (the default ``load_source``)."""
@@ -138,19 +130,19 @@ class LoadAwarePartitionAssignor(StickyPartitionAssignor):
 
         if self.load_source is not None:
             tps = [TopicPartition(t, p) for t, ps in sorted(partitions_for_topic.items()) for p in sorted(ps or ())]
-            self.latest_loads = from_user_source(self.load_source, tps, lambda tp: (tp.topic, tp.partition))
+            self.latest_loads = load.from_user_source(self.load_source, tps, lambda tp: (tp.topic, tp.partition))
             return self.latest_loads
         measuring, self._measuring = self._measuring, None
         self.latest_loads = None
         if self._consumer is None:
-            cannot_measure("no consumer bound: call assignor.bind(consumer)")
+            load.cannot_measure("no consumer bound: call assignor.bind(consumer)")
         elif measuring is None or not measuring.done():
             if measuring is not None:
                 measuring.cancel()
-            cannot_measure(f"offsets not read within {self.measure_timeout_s:g} s")
+            load.cannot_measure(f"offsets not read within {self.measure_timeout_s:g} s")
         elif measuring.cancelled() or measuring.exception() is not None:
             error = None if measuring.cancelled() else measuring.exception()
-            cannot_measure(one_line(error) if error else "cancelled")
+            load.cannot_measure(load.one_line(error) if error else "cancelled")
         else:
             self.latest_loads = self._leader_loads.loads(measuring.result())
         return self.latest_loads
@@ -169,7 +161,7 @@ class LoadAwarePartitionAssignor(StickyPartitionAssignor):
         self._measuring = loop.create_task(asyncio.wait_for(_read_offsets(self._consumer, topics, self.measure_timeout_s / 2), self.measure_timeout_s))
 
 
-async def _read_offsets(consumer, topics: tuple[str, ...], committed_timeout_s: float) -> Offsets:
+async def _read_offsets(consumer, topics: tuple[str, ...], committed_timeout_s: float) -> load.Offsets:
     from aiokafka.structs import TopicPartition
 
     tps = [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or ())]
@@ -182,7 +174,7 @@ async def _read_offsets(consumer, topics: tuple[str, ...], committed_timeout_s: 
     # This may wait for the rebalance under way: then the lag is unknown, growth still counts.
     with contextlib.suppress(TimeoutError):
         committed = {key(tp): await asyncio.wait_for(consumer.committed(tp), committed_timeout_s) for tp in tps}
-    return Offsets({key(tp): int(v) for tp, v in end.items()}, committed, {key(tp): int(v) for tp, v in start.items()})
+    return load.Offsets({key(tp): int(v) for tp, v in end.items()}, committed, {key(tp): int(v) for tp, v in start.items()})
 
 
 __all__ = ["LoadAwarePartitionAssignor", "RangePartitionAssignor", "RoundRobinPartitionAssignor", "StickyPartitionAssignor"]
