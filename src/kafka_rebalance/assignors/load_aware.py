@@ -136,7 +136,10 @@ class LoadAwareAssignor(ColumnarAssignor):
         owner = load_aware_owner(group, skew, gain)
         if not cooperative:
             return owner
+        target = owner.copy()
         withhold_transferring(group, owner)
+        if ((target >= 0) & (owner < 0)).sum() == 0:
+            return owner  # nothing revoked, so no follow-up rebalance to aim at
         for _ in range(self.MAX_REAIMS):
             follow_up = load_aware_owner(with_ownership(group, owner), skew, gain)
             given = owner >= 0
