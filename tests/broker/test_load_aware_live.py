@@ -22,28 +22,41 @@ def _owner_of(assignment: dict[str, list[int]], partition: int) -> str:
     return next(name for name, parts in assignment.items() if partition in parts)
 
 
+class SkewedProducer:
+    """40 times more records to the hot partitions than to the others, a backlog first (so the
+    first leader sees the lag), then continuously (so later leaders see the growth)."""
+
+    def __init__(self, broker: str, topic: str):
+        from kafka import KafkaAdminClient, KafkaProducer
+        from kafka.admin import NewTopic
+
+        KafkaAdminClient(bootstrap_servers=broker).create_topics([NewTopic(topic, PARTITIONS, 1)])
+        self.topic = topic
+        self.producer = KafkaProducer(bootstrap_servers=broker, linger_ms=20)
+        self.stop = threading.Event()
+        self.send_round(10)
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def send_round(self, times: int = 1) -> None:
+        for p in range(PARTITIONS):
+            for _ in range((40 if p in HOT else 1) * times):
+                self.producer.send(self.topic, value=b"x" * 100, partition=p)
+        self.producer.flush()
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            self.send_round()
+            self.stop.wait(0.2)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(5)
+        self.producer.close()
+
+
 def test_hot_partitions_end_on_different_consumers(broker, workers):
-    from kafka import KafkaAdminClient, KafkaProducer
-    from kafka.admin import NewTopic
-
-    KafkaAdminClient(bootstrap_servers=broker).create_topics([NewTopic(TOPIC, PARTITIONS, 1)])
-    producer = KafkaProducer(bootstrap_servers=broker, linger_ms=20)
-    stop = threading.Event()
-
-    def skewed() -> None:
-        while not stop.is_set():
-            for p in range(PARTITIONS):
-                for _ in range(40 if p in HOT else 1):
-                    producer.send(TOPIC, value=b"x" * 100, partition=p)
-            producer.flush()
-            stop.wait(0.2)
-
-    for p in range(PARTITIONS):  # a backlog before anyone joins: the first leader sees the lag
-        for _ in range(400 if p in HOT else 10):
-            producer.send(TOPIC, value=b"x" * 100, partition=p)
-    producer.flush()
-    feeder = threading.Thread(target=skewed, daemon=True)
-    feeder.start()
+    producer = SkewedProducer(broker, TOPIC)
     try:
         members = {name: Worker(broker, GROUP, TOPIC, name, "load-aware") for name in ("la1", "la2", "la3")}
         workers.extend(members.values())
@@ -61,6 +74,4 @@ def test_hot_partitions_end_on_different_consumers(broker, workers):
         for w in members.values():
             w.close()
     finally:
-        stop.set()
-        feeder.join(5)
         producer.close()
