@@ -289,6 +289,8 @@ def deal_by_load(group: ColumnarGroup, owner: np.ndarray, free: np.ndarray, load
 
 # A candidate step: (key, partition given, partition taken back or -1, receiver); lowest key wins.
 _Step = tuple[tuple[float, ...], int, int, int]
+# A candidate chain: (key, partition h gives r, partition r passes on, r, the member it goes to).
+_Chain = tuple[tuple[float, ...], int, int, int, int]
 
 
 class LoadSpace:
@@ -430,22 +432,42 @@ class LoadSpace:
             h = int(np.argmax(self.load))
             if self.load[h] <= cap + self.eps:
                 return True
-            if not self._step(h, movable, cap):
+            step = self._best_step(h, movable, cap)
+            chain = self._best_chain(h, movable, cap)
+            if step is None and chain is None:
                 return False
+            if chain is not None and (step is None or chain[0] < step[0]):
+                self._apply_chain(chain)
+            else:
+                assert step is not None
+                self._apply(h, step)
         return False
 
-    def _step(self, h: int, movable: np.ndarray, cap: float | None = None) -> bool:
-        """One move or swap out of the heaviest member h. Without ``cap``: the one that lowers
-        the larger of the two loads most. With ``cap``: partners stay under it, and the step
-        that brings h under it with the fewest partitions wins (else the fewest that lower h)."""
+    def _step(self, h: int, movable: np.ndarray) -> bool:
+        best = self._best_step(h, movable, None)
+        if best is None:
+            return False
+        self._apply(h, best)
+        return True
+
+    def _apply(self, h: int, step: _Step) -> None:
+        _, p, q, r = step
+        self.move(p, r)
+        if q >= 0:
+            self.move(q, h)
+
+    def _best_step(self, h: int, movable: np.ndarray, cap: float | None) -> _Step | None:
+        """The best move or swap out of the heaviest member h. Without ``cap``: the one that
+        lowers the larger of the two loads most. With ``cap``: partners stay under it, and the
+        step that brings h under it with the fewest partitions wins (else the fewest that lower h)."""
         heavy = self.load[h]
         mine = self._movable_parts(h, movable)
         if len(mine) == 0:
-            return False
+            return None
         near = self._neighbours_of(h)
         near = near[(self.load[near] < heavy - self.eps) & (near != h)]
         if len(near) == 0:
-            return False
+            return None
         lightest = near[np.lexsort((near, self.load[near]))].tolist()
         # Swaps keep counts, moves need room: the lightest few, and the lightest few with room.
         with_room = [r for r in lightest[: self.RECEIVERS * 8] if self._count_ok(h, r)][: self.RECEIVERS]
@@ -482,13 +504,7 @@ class LoadSpace:
                 ok = (d > self.eps) & (d < gap - self.eps)
                 if ok.any():
                     best = self._pick(best, heavy, (heavy - d)[ok], (self.load[r] + d)[ok], 2, give[ok], theirs[j][ok], r, cap)
-        if best is None:
-            return False
-        _, p, q, r = best
-        self.move(p, r)
-        if q >= 0:
-            self.move(q, h)
-        return True
+        return best
 
     def _pick(self, best: _Step | None, heavy: float, h_new: np.ndarray, r_new: np.ndarray, cost: int, give: np.ndarray,
               take: np.ndarray | None, r: int, cap: float | None) -> _Step | None:
@@ -514,17 +530,30 @@ class LoadSpace:
         return best
 
     def _chain_step(self, h: int, movable: np.ndarray) -> bool:
+        chain = self._best_chain(h, movable, None)
+        if chain is None:
+            return False
+        self._apply_chain(chain)
+        return True
+
+    def _apply_chain(self, chain: _Chain) -> None:
+        _, p, q, r, s = chain
+        self.move(q, s)
+        self.move(p, r)
+
+    def _best_chain(self, h: int, movable: np.ndarray, cap: float | None) -> _Chain | None:
         """When no partner can take from the heaviest member directly (its partners are busy,
         or the lighter members do not subscribe to its topics): h passes a partition p to r,
-        which passes a partition q on to a lighter s, if that lowers the largest of the three
-        loads below h's. Counts: h one fewer, s one more, r unchanged."""
+        which passes a partition q on to a lighter s. Counts: h one fewer, s one more, r
+        unchanged. Without ``cap``: the chain that lowers the largest of the three loads most,
+        if below h's. With ``cap``: r and s stay under it, chains that bring h under it first."""
         heavy = self.load[h]
         mine = self._movable_parts(h, movable)
         if len(mine) == 0:
-            return False
+            return None
         near = self._neighbours_of(h)
         near = near[near != h]
-        best: tuple[float, int, int, int, int, int] | None = None  # (max, -, p, q, r, s)
+        best: _Chain | None = None
         for r in near[np.lexsort((near, self.load[near]))][: self.RECEIVERS].tolist():
             give = mine[self._subscribes(r, mine)]
             if len(give) == 0:
@@ -543,20 +572,30 @@ class LoadSpace:
                 if len(fits) == 0:
                     continue
                 wq = self.w[fits]
-                # For each q, the p that levels h and r best (r ends at load[r] + w_p - w_q).
+                # For each q, the p that levels h and r best (r ends at load[r] + w_p - w_q);
+                # with a cap, also the lightest p that brings h under it.
                 at = np.searchsorted(wg, (heavy - self.load[r] + wq) / 2)
-                for shift in (-1, 0):
-                    j = np.clip(at + shift, 0, len(give) - 1)
-                    value = np.maximum(np.maximum(heavy - wg[j], self.load[r] + wg[j] - wq), self.load[s] + wq)
-                    k = int(np.argmin(value))
-                    if self._worth(float(value[k]), heavy) and (best is None or value[k] < best[0]):
-                        best = (float(value[k]), 0, int(give[j[k]]), int(fits[k]), r, s)
-        if best is None:
-            return False
-        _, _, p, q, r, s = best
-        self.move(q, s)
-        self.move(p, r)
-        return True
+                tries = [at - 1, at]
+                if cap is not None:
+                    tries.append(np.full(len(wq), np.searchsorted(wg, heavy - cap - self.eps)))
+                for j in tries:
+                    j = np.clip(j, 0, len(give) - 1)
+                    h_new, r_new, s_new = heavy - wg[j], self.load[r] + wg[j] - wq, self.load[s] + wq
+                    top = np.maximum(np.maximum(h_new, r_new), s_new)
+                    if cap is None:
+                        ok = top < heavy - max(self.eps, self.STEP_GAIN * heavy)
+                        keys = np.stack((top, np.full(len(top), 3.0)), axis=1)
+                    else:
+                        ok = (r_new <= cap + self.eps) & (s_new <= cap + self.eps) & (h_new < heavy - self.eps)
+                        keys = np.stack(((h_new > cap + self.eps).astype(np.float64), np.full(len(top), 2.0), top), axis=1)
+                    if not ok.any():
+                        continue
+                    rows = np.flatnonzero(ok)
+                    k = int(rows[np.lexsort(keys[rows].T[::-1])[0]])
+                    key = tuple(keys[k].tolist())
+                    if best is None or key < best[0]:
+                        best = (key, int(give[j[k]]), int(fits[k]), r, s)
+        return best
 
     # Every split of the partitions of two (three) members is tried when they hold at most
     # this many: 2^14 (3^9) splits.
