@@ -175,6 +175,23 @@ def test_large_homogeneous_groups_near_the_lower_bound(shape, members, partition
     assert counts.max() - counts.min() <= 1
 
 
+@pytest.mark.parametrize("shape", ["zipf", "lognormal", "hot-few"])
+@pytest.mark.parametrize("members,partitions", [(64, 640), (200, 20_000)])
+def test_large_homogeneous_groups_from_a_count_balanced_start(shape, members, partitions):
+    """Everyone owns sticky's count-balanced assignment, the loads are skewed, min_gain 0: the
+    heaviest load ends within 10% of the lower bound (the previous test's), counts even."""
+    rng = np.random.default_rng(members * 11 + partitions)
+    loads = {"zipf": lambda: 1.0 / (rng.permutation(partitions) + 1) ** 1.1, "lognormal": lambda: rng.lognormal(0.0, 1.5, partitions),
+             "hot-few": lambda: np.where(rng.random(partitions) < 0.02, 100.0, 1.0)}[shape]()
+    group = ColumnarGroup.from_arrays(["t"], [partitions], [f"c{i:04d}" for i in range(members)], np.arange(members + 1),
+                                      np.zeros(members, dtype=np.int64), partition_loads=loads)
+    group = with_ownership(group, sticky_owner(group))
+    owner = load_aware_owner(group, 1, 0.0)
+    assert _member_loads(group, owner).max() <= 1.1 * _lower_bound(group.partition_loads, members)
+    counts = np.bincount(owner, minlength=members)
+    assert counts.max() - counts.min() <= 1
+
+
 def _lower_bound(w: np.ndarray, members: int) -> float:
     n = len(w)
     least = n // members
