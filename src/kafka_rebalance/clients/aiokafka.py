@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import Protocol
 
 from kafka_rebalance.assignors import LoadAwareAssignor, LoadAwareOptions, PartitionAssignor
 from kafka_rebalance.assignors.userdata import UserDataFormat, encode_sticky_user_data
@@ -26,13 +28,42 @@ require("aiokafka")
 
 from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor  # noqa: E402
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment  # noqa: E402
+from aiokafka.structs import TopicPartition  # noqa: E402
 
 from kafka_rebalance.clients import load  # noqa: E402
-from kafka_rebalance.clients.group import assign_members, member_info  # noqa: E402
+from kafka_rebalance.clients.group import ClusterMetadata, assign_members, member_info  # noqa: E402
 from kafka_rebalance.protocol.wire import DEFAULT_GENERATION, Subscription, encode_subscription  # noqa: E402
 
 
-def _subscription(metadata) -> Subscription:
+class _MemberMetadata(Protocol):
+    """aiokafka's decoded member metadata (ConsumerProtocolMemberMetadata), as its leader hands
+    it to ``assign``."""
+
+    @property
+    def version(self) -> int: ...
+
+    @property
+    def subscription(self) -> Sequence[str]: ...
+
+    @property
+    def user_data(self) -> bytes | None: ...
+
+
+class _TopicPartition(Protocol):
+    @property
+    def topic(self) -> str: ...
+
+    @property
+    def partition(self) -> int: ...
+
+
+class _Assignment(Protocol):
+    """aiokafka's decoded assignment (ConsumerProtocolMemberAssignment), as ``on_assignment`` gets it."""
+
+    def partitions(self) -> Iterable[_TopicPartition]: ...
+
+
+def _subscription(metadata: _MemberMetadata) -> Subscription:
     return Subscription(
         topics=tuple(metadata.subscription),
         user_data=bytes(metadata.user_data) if metadata.user_data is not None else None,
@@ -40,18 +71,19 @@ def _subscription(metadata) -> Subscription:
     )
 
 
-class RangePartitionAssignor(AbstractPartitionAssignor):
-    """Kafka's RangeAssignor."""
+class _LeaderAssignor(AbstractPartitionAssignor):  # type: ignore[misc]  # aiokafka ships no types
+    """The leader side shared by all three: decode members, assign with ours, encode."""
 
-    name = "range"
+    name = ""
     version = 0
 
     @classmethod
-    def assign(cls, cluster, members):
+    def assign(cls, cluster: ClusterMetadata, members: Mapping[str, _MemberMetadata]) -> dict[str, ConsumerProtocolMemberAssignment]:
         return cls._assign(cluster, members)
 
     @classmethod
-    def _assign(cls, cluster, members, assignor: PartitionAssignor | None = None, loads_for=None):
+    def _assign(cls, cluster: ClusterMetadata, members: Mapping[str, _MemberMetadata], assignor: PartitionAssignor | None = None,
+                loads_for: load.LoadsFor | None = None) -> dict[str, ConsumerProtocolMemberAssignment]:
         infos = [member_info(cls.name, member_id, _subscription(md)) for member_id, md in members.items()]
         topics = {t for info in infos for t in info.topics}
         partitions = {t: cluster.partitions_for_topic(t) for t in topics}
@@ -59,12 +91,18 @@ class RangePartitionAssignor(AbstractPartitionAssignor):
         result = assign_members(assignor or cls.name, partitions, infos, loads)
         return {m: ConsumerProtocolMemberAssignment(cls.version, pairs, b"") for m, pairs in result.assignments.items()}
 
+
+class RangePartitionAssignor(_LeaderAssignor):
+    """Kafka's RangeAssignor."""
+
+    name = "range"
+
     @classmethod
-    def metadata(cls, topics) -> bytes:
+    def metadata(cls, topics: Iterable[str]) -> bytes:
         return encode_subscription(Subscription(tuple(sorted(topics))))
 
     @classmethod
-    def on_assignment(cls, assignment) -> None:
+    def on_assignment(cls, assignment: _Assignment) -> None:
         pass
 
 
@@ -74,7 +112,7 @@ class RoundRobinPartitionAssignor(RangePartitionAssignor):
     name = "roundrobin"
 
 
-class StickyPartitionAssignor(RangePartitionAssignor):
+class StickyPartitionAssignor(_LeaderAssignor):
     """Kafka's StickyAssignor; use an instance per consumer (it remembers its assignment)."""
 
     name = "sticky"
@@ -83,13 +121,13 @@ class StickyPartitionAssignor(RangePartitionAssignor):
         self.user_data_format = UserDataFormat(user_data_format)
         self.member_assignment: list[str] | None = None
 
-    def metadata(self, topics) -> bytes:  # type: ignore[override]
+    def metadata(self, topics: Iterable[str]) -> bytes:
         user_data = None
         if self.member_assignment is not None:
             user_data = encode_sticky_user_data(self.member_assignment, DEFAULT_GENERATION, self.user_data_format)
         return encode_subscription(Subscription(tuple(sorted(topics)), user_data))
 
-    def on_assignment(self, assignment) -> None:  # type: ignore[override]
+    def on_assignment(self, assignment: _Assignment) -> None:
         self.member_assignment = [f"{tp.topic}-{tp.partition}" for tp in assignment.partitions()]
 
 
@@ -110,23 +148,23 @@ class LoadAwarePartitionAssignor(StickyPartitionAssignor):
         self.measure_timeout_s = measure_timeout_s
         self.latest_loads: dict[tuple[str, int], float] | None = None
         self._leader_loads = load.LeaderLoads()
-        self._consumer = None
+        self._consumer: OffsetReader | None = None
         self._measuring: asyncio.Task[load.Offsets] | None = None
 
-    def bind(self, consumer) -> LoadAwarePartitionAssignor:
+    def bind(self, consumer: OffsetReader) -> LoadAwarePartitionAssignor:
         """Measure loads through this consumer's connection (the default ``load_source``)."""
         self._consumer = consumer
         return self
 
-    def metadata(self, topics) -> bytes:  # type: ignore[override]
-        self._start_measuring(tuple(sorted(topics)))
+    def metadata(self, topics: Iterable[str]) -> bytes:
+        topics = tuple(sorted(topics))
+        self._start_measuring(topics)
         return super().metadata(topics)
 
-    def assign(self, cluster, members):  # type: ignore[override]
+    def assign(self, cluster: ClusterMetadata, members: Mapping[str, _MemberMetadata]) -> dict[str, ConsumerProtocolMemberAssignment]:  # type: ignore[override]  # an instance method here
         return self._assign(cluster, members, LoadAwareAssignor(self.options), self._loads)
 
-    def _loads(self, partitions_for_topic) -> dict[tuple[str, int], float] | None:
-        from aiokafka.structs import TopicPartition
+    def _loads(self, partitions_for_topic: Mapping[str, Collection[int] | None]) -> dict[load.Partition, float] | None:
 
         if self.load_source is not None:
             tps = [TopicPartition(t, p) for t, ps in sorted(partitions_for_topic.items()) for p in sorted(ps or ())]
@@ -161,13 +199,25 @@ class LoadAwarePartitionAssignor(StickyPartitionAssignor):
         self._measuring = loop.create_task(asyncio.wait_for(_read_offsets(self._consumer, topics, self.measure_timeout_s / 2), self.measure_timeout_s))
 
 
-async def _read_offsets(consumer, topics: tuple[str, ...], committed_timeout_s: float) -> load.Offsets:
-    from aiokafka.structs import TopicPartition
+class OffsetReader(Protocol):
+    """What the default load source awaits on the bound AIOKafkaConsumer."""
 
+    def partitions_for_topic(self, topic: str) -> set[int] | None: ...
+
+    async def end_offsets(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]: ...
+
+    async def beginning_offsets(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]: ...
+
+    async def committed(self, partition: TopicPartition) -> int | None: ...
+
+
+async def _read_offsets(consumer: OffsetReader, topics: tuple[str, ...], committed_timeout_s: float) -> load.Offsets:
     tps = [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or ())]
     if not tps:
         raise ValueError("no partition metadata for the subscribed topics")
-    key = lambda tp: (tp.topic, tp.partition)  # noqa: E731
+    def key(tp: TopicPartition) -> load.Partition:
+        return (tp.topic, tp.partition)
+
     end = await consumer.end_offsets(tps)
     start = await consumer.beginning_offsets(tps)
     committed: dict[tuple[str, int], int | None] | None = None

@@ -28,8 +28,9 @@ from __future__ import annotations
 import threading
 import time
 from collections import namedtuple
-from collections.abc import Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import Future
+from typing import Any, Protocol, TypeVar
 
 from kafka_rebalance.assignors import LoadAwareAssignor, LoadAwareOptions, PartitionAssignor
 from kafka_rebalance.assignors.userdata import (
@@ -46,6 +47,7 @@ from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, Consume
 from kafka.structs import TopicPartition  # noqa: E402
 
 from kafka_rebalance.clients.group import (  # noqa: E402
+    ClusterMetadata,
     LeaderResult,
     MemberInfo,
     PartitionMovements,
@@ -55,8 +57,10 @@ from kafka_rebalance.clients.group import (  # noqa: E402
 from kafka_rebalance.clients.load import (  # noqa: E402
     DEFAULT_MEASURE_TIMEOUT_S,
     LeaderLoads,
+    LoadsFor,
     LoadSource,
     Offsets,
+    Partition,
     cannot_measure,
     from_user_source,
     one_line,
@@ -72,7 +76,32 @@ from kafka_rebalance.protocol.wire import (  # noqa: E402
 MemberMetadata = namedtuple("MemberMetadata", ["subscription", "partitions", "generation"])
 
 
-def _subscription(metadata) -> Subscription:
+class _EncodesItself(Protocol):
+    def encode(self) -> bytes: ...
+
+
+class _DecodedSubscription(Protocol):
+    """kafka-python's decoded member metadata; the fields of later versions (owned partitions,
+    generation, rack) are read with ``getattr`` as older objects lack them."""
+
+    @property
+    def topics(self) -> Sequence[str]: ...
+
+    @property
+    def user_data(self) -> bytes | bytearray | _EncodesItself | None: ...
+
+
+class _GroupMember(Protocol):
+    """A member as kafka-python hands it to the leader's ``assign``."""
+
+    @property
+    def member_id(self) -> str: ...
+
+    @property
+    def metadata(self) -> bytes | bytearray | memoryview | _DecodedSubscription: ...
+
+
+def _subscription(metadata: bytes | bytearray | memoryview | _DecodedSubscription) -> Subscription:
     """A member's metadata as kafka-python hands it to the leader (decoded object or bytes)."""
     if isinstance(metadata, bytes | bytearray | memoryview):
         return decode_subscription(bytes(metadata))
@@ -94,6 +123,28 @@ def _subscription(metadata) -> Subscription:
     )
 
 
+def _sticky_info_from_object(strategy: str, member: _GroupMember) -> MemberInfo | None:
+    """The eager sticky assignor's view of a member whose metadata is kafka-python's decoded
+    subscription carrying its ``StickyAssignorUserData`` object: read the object's fields
+    instead of encoding it to bytes and decoding those (what ``member_info`` would read)."""
+    if strategy != "sticky":
+        return None
+    metadata = member.metadata
+    user_data = getattr(metadata, "user_data", None)
+    previous = getattr(user_data, "previous_assignment", None)
+    if previous is None or isinstance(metadata, bytes | bytearray | memoryview):
+        return None
+    owned: dict[str, list[int]] = {}
+    entry: Any
+    for entry in previous:
+        topic, parts = (entry[0], entry[1]) if isinstance(entry, tuple) else (entry.topic, entry.partitions)
+        owned.setdefault(topic, []).extend(parts)
+    version = int(getattr(user_data, "version", 1) or 0)
+    generation = int(getattr(user_data, "generation", DEFAULT_GENERATION)) if version >= 1 else DEFAULT_GENERATION
+    return MemberInfo(member.member_id, tuple(metadata.topics), tuple((t, tuple(ps)) for t, ps in owned.items()),
+                      generation, getattr(member, "group_instance_id", None), getattr(metadata, "rack_id", None))
+
+
 def _to_kafka_python(sub: Subscription) -> ConsumerProtocolSubscription:
     """Our bytes, read back by kafka-python: what goes on the wire is exactly our encoding."""
     return ConsumerProtocolSubscription.decode(encode_subscription(sub))
@@ -106,7 +157,7 @@ def _by_topic(partitions: Iterable[TopicPartition]) -> tuple[tuple[str, tuple[in
     return tuple((t, tuple(sorted(ps))) for t, ps in sorted(grouped.items()))
 
 
-class _LeaderAssignor(AbstractPartitionAssignor):
+class _LeaderAssignor(AbstractPartitionAssignor):  # type: ignore[misc]  # kafka-python ships no types
     """The leader side shared by all four: decode members, assign with ours, encode."""
 
     name = ""
@@ -119,13 +170,17 @@ class _LeaderAssignor(AbstractPartitionAssignor):
         return self.latest_result.movements if self.latest_result is not None else None
 
     @classmethod
-    def _assign(cls, cluster, members, assignor: PartitionAssignor | None = None, loads_for=None) -> tuple[dict[str, ConsumerProtocolAssignment], LeaderResult]:
+    def _assign(cls, cluster: ClusterMetadata, members: Iterable[_GroupMember], assignor: PartitionAssignor | None = None,
+                loads_for: LoadsFor | None = None) -> tuple[dict[str, ConsumerProtocolAssignment], LeaderResult]:
         infos: list[MemberInfo] = []
         topics: set[str] = set()
         for member in members:
-            sub = _subscription(member.metadata)
-            infos.append(member_info(cls.name, member.member_id, sub, getattr(member, "group_instance_id", None)))
-            topics.update(sub.topics)
+            info = _sticky_info_from_object(cls.name, member)
+            if info is None:
+                sub = _subscription(member.metadata)
+                info = member_info(cls.name, member.member_id, sub, getattr(member, "group_instance_id", None))
+            infos.append(info)
+            topics.update(info.topics)
         partitions = {t: cluster.partitions_for_topic(t) for t in topics}
         loads = loads_for(partitions) if loads_for is not None else None
         result = assign_members(assignor or cls.name, partitions, infos, loads)
@@ -139,15 +194,15 @@ class RangePartitionAssignor(_LeaderAssignor):
     name = "range"
 
     @classmethod
-    def assign(cls, cluster, members):
+    def assign(cls, cluster: ClusterMetadata, members: Iterable[_GroupMember]) -> dict[str, ConsumerProtocolAssignment]:
         return cls._assign(cluster, members)[0]
 
     @classmethod
-    def metadata(cls, topics):
+    def metadata(cls, topics: Iterable[str]) -> ConsumerProtocolSubscription:
         return _to_kafka_python(Subscription(tuple(sorted(topics))))
 
     @classmethod
-    def on_assignment(cls, assignment, generation=None):
+    def on_assignment(cls, assignment: ConsumerProtocolAssignment, generation: int | None = None) -> None:
         pass
 
 
@@ -170,15 +225,22 @@ class StickyPartitionAssignor(_LeaderAssignor):
         self.member_assignment: list[TopicPartition] | None = None
         self.generation = DEFAULT_GENERATION
 
-    def assign(self, cluster, members):
+    def assign(self, cluster: ClusterMetadata, members: Iterable[_GroupMember]) -> dict[str, ConsumerProtocolAssignment]:
         assignments, self.latest_result = self._assign(cluster, members)
         return assignments
 
-    def metadata(self, topics):
+    def metadata(self, topics: Iterable[str]) -> ConsumerProtocolSubscription:
         return self._metadata(topics, self.member_assignment, self.generation, self.user_data_format, self.rack)
 
     @classmethod
-    def _metadata(cls, topics, member_assignment_partitions, generation=-1, user_data_format=UserDataFormat.KAFKA_PYTHON, rack=None):
+    def _metadata(
+        cls,
+        topics: Iterable[str],
+        member_assignment_partitions: Iterable[TopicPartition] | None,
+        generation: int = -1,
+        user_data_format: str = UserDataFormat.KAFKA_PYTHON,
+        rack: str | None = None,
+    ) -> ConsumerProtocolSubscription:
         """kafka-python's helper of the same name (its tests build members with it)."""
         user_data = None
         if member_assignment_partitions is not None:
@@ -189,11 +251,11 @@ class StickyPartitionAssignor(_LeaderAssignor):
         return _to_kafka_python(Subscription(tuple(sorted(topics)), user_data, generation_id=generation, rack_id=rack))
 
     @classmethod
-    def parse_member_metadata(cls, metadata) -> MemberMetadata:
+    def parse_member_metadata(cls, metadata: bytes | bytearray | memoryview | _DecodedSubscription) -> MemberMetadata:
         info = member_info(cls.name, "", _subscription(metadata))
         return MemberMetadata(list(info.topics), [TopicPartition(t, p) for t, ps in info.owned for p in ps], info.generation)
 
-    def on_assignment(self, assignment, generation):
+    def on_assignment(self, assignment: ConsumerProtocolAssignment, generation: int) -> None:
         self.member_assignment = assignment.partitions()
         self.generation = generation
 
@@ -205,10 +267,10 @@ class CooperativeStickyPartitionAssignor(StickyPartitionAssignor):
     name = "cooperative-sticky"
     version = 1
 
-    def supported_protocols(self):
+    def supported_protocols(self) -> list[RebalanceProtocol]:
         return [RebalanceProtocol.COOPERATIVE]
 
-    def metadata(self, topics):
+    def metadata(self, topics: Iterable[str]) -> ConsumerProtocolSubscription:
         owned = _by_topic(self.member_assignment or ())
         user_data = encode_cooperative_user_data(self.generation)
         return _to_kafka_python(Subscription(tuple(sorted(topics)), user_data, owned, self.generation, self.rack))
@@ -243,14 +305,14 @@ class LoadAwarePartitionAssignor(_LeaderAssignor):
         self.generation = DEFAULT_GENERATION
         self.latest_loads: dict[tuple[str, int], float] | None = None  # what the last assignment used
         self._leader_loads = LeaderLoads()
-        self._consumer = None
+        self._consumer: OffsetReader | None = None
         self._topics: tuple[str, ...] = ()
         # (when read, end offsets, log start offsets): read at bind and at each JoinGroup
         self._end_offsets: tuple[float, dict[tuple[str, int], int], dict[tuple[str, int], int]] | None = None
         self._end_error: str | None = None
         self._committed: dict[tuple[str, int], int | None] | None = None  # read when the group was stable
 
-    def bind(self, consumer) -> LoadAwarePartitionAssignor:
+    def bind(self, consumer: OffsetReader) -> LoadAwarePartitionAssignor:
         """Measure loads through this consumer's connection (the default ``load_source``). Call
         it before the first ``poll``: it reads the group's committed offsets and the end offsets
         now (bounded by ``measure_timeout_s``), so the first assignment has them."""
@@ -259,7 +321,7 @@ class LoadAwarePartitionAssignor(_LeaderAssignor):
         if self.load_source is None and topics:
             timeout_ms = int(self.measure_timeout_s * 1000)
             for read, keep in ((_read_committed, self._keep_committed), (_read_end_offsets, self._keep_end_offsets)):
-                done: Future = Future()
+                done: Future[Any] = Future()
                 try:
                     done.set_result(read(consumer, topics, timeout_ms))
                 except Exception as exc:  # the first assignment logs what is missing
@@ -267,41 +329,43 @@ class LoadAwarePartitionAssignor(_LeaderAssignor):
                 keep(done)
         return self
 
-    def _keep_committed(self, done: Future) -> None:
+    def _keep_committed(self, done: Future[dict[Partition, int | None]]) -> None:
         if done.exception() is None:
             self._committed = done.result()
 
-    def _keep_end_offsets(self, done: Future) -> None:
-        if done.exception() is None:
+    def _keep_end_offsets(self, done: Future[tuple[dict[Partition, int], dict[Partition, int]]]) -> None:
+        error = done.exception()
+        if error is None:
             self._end_offsets = (time.monotonic(), *done.result())
         else:
-            self._end_error = one_line(done.exception())
+            self._end_error = one_line(error)
 
-    def supported_protocols(self):
+    def supported_protocols(self) -> list[RebalanceProtocol]:
         if self.options.rebalance_protocol is OurProtocol.COOPERATIVE:
             return [RebalanceProtocol.COOPERATIVE]
         return [RebalanceProtocol.EAGER]
 
-    def metadata(self, topics):
-        self._start_measuring(tuple(sorted(topics)))
+    def metadata(self, topics: Iterable[str]) -> ConsumerProtocolSubscription:
+        topics = tuple(sorted(topics))
+        self._start_measuring(topics)
         if self.options.rebalance_protocol is OurProtocol.COOPERATIVE:
             owned = _by_topic(self.member_assignment or ())
             user_data = encode_cooperative_user_data(self.generation)
             return _to_kafka_python(Subscription(tuple(sorted(topics)), user_data, owned, self.generation, self.rack))
         names = [f"{tp.topic}-{tp.partition}" for tp in self.member_assignment or ()]
-        user_data = encode_sticky_user_data(names, self.generation) if self.member_assignment is not None else None
-        return _to_kafka_python(Subscription(tuple(sorted(topics)), user_data, generation_id=self.generation, rack_id=self.rack))
+        sticky_data = encode_sticky_user_data(names, self.generation) if self.member_assignment is not None else None
+        return _to_kafka_python(Subscription(tuple(sorted(topics)), sticky_data, generation_id=self.generation, rack_id=self.rack))
 
-    def on_assignment(self, assignment, generation):
+    def on_assignment(self, assignment: ConsumerProtocolAssignment, generation: int) -> None:
         self.member_assignment = assignment.partitions()
         self.generation = generation
         self._refresh_committed(self._topics)
 
-    def assign(self, cluster, members):
+    def assign(self, cluster: ClusterMetadata, members: Iterable[_GroupMember]) -> dict[str, ConsumerProtocolAssignment]:
         assignments, self.latest_result = self._assign(cluster, members, LoadAwareAssignor(self.options), self._loads)
         return assignments
 
-    def _loads(self, partitions_for_topic) -> dict[tuple[str, int], float] | None:
+    def _loads(self, partitions_for_topic: Mapping[str, Collection[int] | None]) -> dict[Partition, float] | None:
         tps = [TopicPartition(t, p) for t, ps in sorted(partitions_for_topic.items()) for p in sorted(ps or ())]
         if self.load_source is not None:
             self.latest_loads = from_user_source(self.load_source, tps, lambda tp: (tp.topic, tp.partition))
@@ -334,13 +398,29 @@ class LoadAwarePartitionAssignor(_LeaderAssignor):
         _in_thread(_read_committed, self._consumer, topics, int(self.measure_timeout_s * 1000)).add_done_callback(self._keep_committed)
 
 
+class OffsetReader(Protocol):
+    """What the default load source calls on the bound KafkaConsumer (public, thread-safe)."""
+
+    def subscription(self) -> set[str] | None: ...
+
+    def partitions_for_topic(self, topic: str) -> set[int] | None: ...
+
+    def end_offsets(self, partitions: list[TopicPartition], timeout_ms: int | None = None) -> dict[TopicPartition, int]: ...
+
+    def beginning_offsets(self, partitions: list[TopicPartition], timeout_ms: int | None = None) -> dict[TopicPartition, int]: ...
+
+    def committed(self, partition: TopicPartition, timeout_ms: int | None = None) -> int | None: ...
+
+
+_T = TypeVar("_T")
+
 # The newest end offsets read are used when the JoinGroup's own read has not come back yet (the
 # assignment cannot wait for it), if they are at most this old.
 OFFSETS_MAX_AGE_S = 30.0
 
 
-def _in_thread(read, *args) -> Future:
-    future: Future = Future()
+def _in_thread(read: Callable[..., _T], *args: Any) -> Future[_T]:
+    future: Future[_T] = Future()
 
     def run() -> None:
         try:
@@ -352,14 +432,14 @@ def _in_thread(read, *args) -> Future:
     return future
 
 
-def _partitions(consumer, topics: tuple[str, ...]) -> list[TopicPartition]:
+def _partitions(consumer: OffsetReader, topics: tuple[str, ...]) -> list[TopicPartition]:
     tps = [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or ())]
     if not tps:
         raise ValueError("no partition metadata for the subscribed topics")
     return tps
 
 
-def _read_end_offsets(consumer, topics: tuple[str, ...], timeout_ms: int) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]:
+def _read_end_offsets(consumer: OffsetReader, topics: tuple[str, ...], timeout_ms: int) -> tuple[dict[Partition, int], dict[Partition, int]]:
     """End and log start offsets, through the consumer's public (thread-safe) calls."""
     deadline = time.monotonic() + timeout_ms / 1000
     tps = _partitions(consumer, topics)
@@ -368,7 +448,7 @@ def _read_end_offsets(consumer, topics: tuple[str, ...], timeout_ms: int) -> tup
     return {(tp.topic, tp.partition): int(v) for tp, v in end.items()}, {(tp.topic, tp.partition): int(v) for tp, v in start.items()}
 
 
-def _read_committed(consumer, topics: tuple[str, ...], timeout_ms: int) -> dict[tuple[str, int], int | None]:
+def _read_committed(consumer: OffsetReader, topics: tuple[str, ...], timeout_ms: int) -> dict[Partition, int | None]:
     deadline = time.monotonic() + timeout_ms / 1000
     out: dict[tuple[str, int], int | None] = {}
     for tp in _partitions(consumer, topics):

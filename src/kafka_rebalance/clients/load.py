@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +25,8 @@ Partition = tuple[str, int]
 # as a mapping keyed like the input or as a sequence in the input's order.
 LoadSource = Callable[[Sequence[Any]], Mapping[Any, float] | Sequence[float]]
 DEFAULT_MEASURE_TIMEOUT_S = 2.0
+# At the leader: the cluster's partition numbers per topic -> a load per (topic, partition).
+LoadsFor = Callable[[Mapping[str, Collection[int] | None]], Mapping[Partition, float] | None]
 
 
 @dataclass(frozen=True)
