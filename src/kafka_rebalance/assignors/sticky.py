@@ -110,7 +110,7 @@ class CooperativeStickyAssignor(ColumnarAssignor):
         # sees this round's answer as ownership) could aim elsewhere and revoke again. Ask it
         # now, and if it would, adopt its target, still withholding what others claim.
         for _ in range(self.MAX_REAIMS):
-            follow_up_target = sticky_owner(_with_ownership(group, owner))
+            follow_up_target = sticky_owner(with_ownership(group, owner))
             given = owner >= 0
             if (follow_up_target[given] == owner[given]).all():
                 break
@@ -127,7 +127,7 @@ def _uniform_subscriptions(group: ColumnarGroup) -> bool:
     return bool((per_member == per_member[0]).all())
 
 
-def _with_ownership(group: ColumnarGroup, owner: np.ndarray) -> ColumnarGroup:
+def with_ownership(group: ColumnarGroup, owner: np.ndarray) -> ColumnarGroup:
     """The group as its next rebalance sees it: every member owns what ``owner`` gives it, all
     in one generation newer than any claim now."""
     assigned = np.flatnonzero(owner >= 0)

@@ -15,7 +15,8 @@ from typing import Protocol
 
 import numpy as np
 
-from kafka_rebalance.assignors import get_assignor, previous_owners
+from kafka_rebalance.assignors import PartitionAssignor, get_assignor, previous_owners
+from kafka_rebalance.assignors.load_aware import load_aware_member_data
 from kafka_rebalance.assignors.userdata import decode_cooperative_user_data, decode_sticky_user_data
 from kafka_rebalance.model import ColumnarGroup, InvalidInput, java_sort_key
 from kafka_rebalance.protocol.wire import DEFAULT_GENERATION, Subscription
@@ -46,7 +47,8 @@ def member_info(strategy: str, member_id: str, sub: Subscription, group_instance
     """Previous ownership by Kafka's ``memberData`` for the strategy: eager sticky reads its user
     data (Java's or kafka-python's form; unreadable counts as nothing owned, as in Kafka);
     cooperative-sticky takes the subscription's owned partitions and generation (v2+), else the
-    generation from its user data; the others take the subscription as sent."""
+    generation from its user data; load-aware takes owned partitions when there are any
+    (COOPERATIVE), else its sticky user data (EAGER); the others take the subscription as sent."""
     owned = sub.owned_partitions
     generation = sub.generation_id
     if strategy == "sticky":
@@ -57,7 +59,11 @@ def member_info(strategy: str, member_id: str, sub: Subscription, group_instance
             except InvalidInput:
                 names, generation = [], DEFAULT_GENERATION
             owned = _pairs(names)
-    elif strategy == "cooperative-sticky" and sub.version < 2:
+    elif strategy == "load-aware" and not owned:
+        # An EAGER load-aware member revoked everything: its last assignment is in its user data.
+        names, generation = load_aware_member_data(sub.user_data)
+        owned = _pairs(names)
+    elif strategy in ("cooperative-sticky", "load-aware") and sub.version < 2:
         from_user_data = decode_cooperative_user_data(sub.user_data)
         generation = DEFAULT_GENERATION if from_user_data is None else from_user_data
     return MemberInfo(member_id, tuple(sub.topics), tuple(owned), generation, group_instance_id, sub.rack_id)
@@ -82,6 +88,24 @@ class LeaderGroup:
     def number_of(self) -> np.ndarray:
         """Partition number of every global partition."""
         return np.concatenate(self.numbers) if self.numbers else np.zeros(0, dtype=np.int64)
+
+    def loads_array(self, loads: Mapping[tuple[str, int], float]) -> np.ndarray:
+        """(topic, partition number) -> load, as one float per global partition; partitions
+        without one count at the mean of the given ones (as a snapshot's missing topics do)."""
+        g = self.group
+        out = np.full(g.num_partitions, np.nan)
+        index = {name: t for t, name in enumerate(g.topic_names)}
+        for (topic, number), value in loads.items():
+            t = index.get(topic)
+            if t is None:
+                continue
+            numbers = self.numbers[t]
+            i = int(np.searchsorted(numbers, number))
+            if i < len(numbers) and numbers[i] == number:
+                out[int(g.topic_offsets[t]) + i] = value
+        known = ~np.isnan(out)
+        out[~known] = float(out[known].mean()) if known.any() else 1.0
+        return out
 
     def per_member(self, owner: np.ndarray) -> list[TopicNumbers]:
         """Owner array -> for every member, [(topic, [numbers])]: topics in Java order (the
@@ -315,10 +339,20 @@ class LeaderResult:
         return _movements(self.leader, self.owner)
 
 
-def assign_members(strategy: str, partitions_for_topic: Mapping[str, Collection[int] | None], members: Sequence[MemberInfo]) -> LeaderResult:
-    """Run our assignor for ``strategy`` over the members; every member gets an entry."""
+def assign_members(
+    strategy: str | PartitionAssignor,
+    partitions_for_topic: Mapping[str, Collection[int] | None],
+    members: Sequence[MemberInfo],
+    loads: Mapping[tuple[str, int], float] | None = None,
+) -> LeaderResult:
+    """Run our assignor for ``strategy`` (a name, or an assignor already configured) over the
+    members; every member gets an entry. ``loads`` (topic, partition number) -> load, for
+    load-aware assignment; partitions it leaves out count at the mean of those it gives."""
     leader = leader_group(partitions_for_topic, members)
-    owner = get_assignor(strategy).assign_columnar(leader.group)
+    if loads:
+        leader = replace(leader, group=replace(leader.group, partition_loads=leader.loads_array(loads)))
+    assignor = strategy if isinstance(strategy, PartitionAssignor) else get_assignor(strategy)
+    owner = assignor.assign_columnar(leader.group)
     per_member = leader.per_member(owner)
     assignments = {m.member_id: per_member[i] for i, m in enumerate(members)}
     return LeaderResult(assignments, leader, owner)
