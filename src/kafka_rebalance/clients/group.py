@@ -111,6 +111,8 @@ class LeaderGroup:
         """Owner array -> for every member, [(topic, [numbers])]: topics in Java order (the
         group's), numbers ascending. One sort and one ``tolist`` for the whole group."""
         g = self.group
+        if len(owner) <= SMALL_GROUP_PARTITIONS:
+            return self._per_member_small(owner.tolist())
         out: list[TopicNumbers] = [[] for _ in range(g.num_members)]
         assigned = np.flatnonzero(owner >= 0)
         if len(assigned) == 0:
@@ -130,6 +132,23 @@ class LeaderGroup:
             out[m].append((names[t], numbers[a:b]))
         return out
 
+    def _per_member_small(self, owner: list[int]) -> list[TopicNumbers]:
+        """``per_member`` on Python lists (the same lists, in the same order)."""
+        out: list[TopicNumbers] = [[] for _ in range(self.group.num_members)]
+        start = 0
+        for name, numbers in zip(self.group.topic_names, self.numbers, strict=True):
+            end = start + len(numbers)
+            current: dict[int, list[int]] = {}
+            for m, number in zip(owner[start:end], numbers.tolist(), strict=True):
+                if m >= 0:
+                    held = current.get(m)
+                    if held is None:
+                        held = current[m] = []
+                        out[m].append((name, held))
+                    held.append(number)
+            start = end
+        return out
+
 
 def _sorted_unique(values: np.ndarray) -> np.ndarray:
     """``np.unique`` by a sort (numpy 2's hash-based unique is several times slower here)."""
@@ -139,10 +158,17 @@ def _sorted_unique(values: np.ndarray) -> np.ndarray:
     return values
 
 
+# Up to this many partitions, the leader's conversions run on Python lists: numpy's per-call
+# cost would be most of a small group's rebalance.
+SMALL_GROUP_PARTITIONS = 512
+
+
 def leader_group(partitions_for_topic: Mapping[str, Collection[int] | None], members: Sequence[MemberInfo]) -> LeaderGroup:
     """Build the group from cluster metadata (topic -> partition numbers, None when unknown) and
     the members. Topics without metadata and partitions that no longer exist are left out, as
     Kafka's assignors leave them out."""
+    if sum(len(ids) for ids in partitions_for_topic.values() if ids is not None) <= SMALL_GROUP_PARTITIONS:
+        return _leader_group_small({t: sorted(set(ids)) for t, ids in partitions_for_topic.items() if ids is not None}, members)
     known = {t: _sorted_unique(np.fromiter(ids, dtype=np.int64)) for t, ids in partitions_for_topic.items() if ids is not None}
     topic_names = tuple(sorted(known, key=java_sort_key))
     index = {t: i for i, t in enumerate(topic_names)}
@@ -208,6 +234,60 @@ def leader_group(partitions_for_topic: Mapping[str, Collection[int] | None], mem
     if any(m.rack is not None for m in members):
         group = replace(group, member_racks=tuple(m.rack for m in members))
     return LeaderGroup(group, numbers)
+
+
+def _leader_group_small(known: dict[str, list[int]], members: Sequence[MemberInfo]) -> LeaderGroup:
+    """``leader_group`` on Python lists, for few partitions: the same group."""
+    topic_names = tuple(sorted(known, key=java_sort_key))
+    index = {t: i for i, t in enumerate(topic_names)}
+    counts = [len(known[t]) for t in topic_names]
+    offsets = [0]
+    for n in counts:
+        offsets.append(offsets[-1] + n)
+    total = max(offsets[-1], 1)
+    # Local index of each partition number; None where the numbers are already 0..n-1.
+    local_of = [None if not ns or ns[-1] == len(ns) - 1 else {n: i for i, n in enumerate(ns)} for ns in (known[t] for t in topic_names)]
+    resolved: dict[tuple[str, ...], list[int]] = {}
+    sub_flat: list[int] = []
+    sub_indptr = [0]
+    keys: set[int] = set()
+    for i, m in enumerate(members):
+        topics = resolved.get(m.topics)
+        if topics is None:
+            topics = resolved[m.topics] = sorted({index[t] for t in m.topics if t in index})
+        sub_flat.extend(topics)
+        sub_indptr.append(len(sub_flat))
+        for topic, ids in m.owned:
+            t = index.get(topic)
+            if t is None:
+                continue
+            base, lookup, n = i * total + offsets[t], local_of[t], counts[t]
+            if lookup is None:
+                keys.update(base + p for p in ids if 0 <= p < n)
+            else:
+                keys.update(base + lookup[p] for p in ids if p in lookup)
+    owned = sorted(keys)
+    owned_indptr = [0] * (len(members) + 1)
+    for key in owned:
+        owned_indptr[key // total + 1] += 1
+    for i in range(len(members)):
+        owned_indptr[i + 1] += owned_indptr[i]
+    # Built directly, not through ``from_arrays``: its checks (Java order, counts >= 0) hold by
+    # construction here, and they cost a fifth of a small group's rebalance.
+    group = ColumnarGroup(
+        topic_names=topic_names,
+        partition_counts=np.array(counts, dtype=np.int64),
+        member_ids=tuple(m.member_id for m in members),
+        subscription_indptr=np.array(sub_indptr, dtype=np.int64),
+        subscription_topics=np.array(sub_flat, dtype=np.int32),
+        owned_indptr=np.array(owned_indptr, dtype=np.int64),
+        owned_partitions=np.array([key % total for key in owned], dtype=np.int64),
+        generations=np.array([m.generation for m in members], dtype=np.int64),
+        group_instance_ids=tuple(m.group_instance_id for m in members),
+        member_racks=tuple(m.rack for m in members),
+        partition_racks=(None,) * len(topic_names),
+    )
+    return LeaderGroup(group, tuple(np.array(known[t], dtype=np.int64) for t in topic_names))
 
 
 @dataclass(frozen=True)
