@@ -70,5 +70,5 @@ def test_offset_regressions_count_commits_of_every_coordinator():
     for now, offset in [(1, 10), (2, 5), (3, 7), (4, 2)]:  # as if each came through another coordinator
         sim.now = now
         request = OffsetCommitRequest("test-group", 1, "m", None, (PartitionOffset("t0-0", offset),))
-        sim._record_commit("a#1", request, [Respond("a#1", OffsetCommitResponse(ErrorCode.NONE))])
+        sim._commit_answered("a#1", request, [Respond("a#1", OffsetCommitResponse(ErrorCode.NONE))])
     assert sim.offset_regressions == 2

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_rebalance.model import InvalidInput
+from kafka_rebalance.model import InvalidInput, RebalanceProtocol
 from kafka_rebalance.protocol.logrecords import (
     AssignmentReceived,
     ConsumerGroupConverted,
@@ -74,7 +74,7 @@ def test_last_consumer_protocol_member_leaving_converts_the_group_back() -> None
     [left] = [r for r in records(run, ConsumerMemberLeft) if r.time_ms == converted.time_ms]
     assert not [r for r in records(run, ConsumerGroupEpochBumped) if r.time_ms == converted.time_ms]
     downgrade = next(r for r in run.rebalances if r.start_ms == converted.time_ms)
-    assert downgrade.generation == epoch + 1 and downgrade.protocol == "COOPERATIVE"
+    assert downgrade.generation == epoch + 1 and downgrade.rebalance_protocol is RebalanceProtocol.COOPERATIVE
     assert set(downgrade.members) == {"a", "b"}
     assert all(not m.partitions for m in downgrade.revoked)
     for name in ("a", "b"):

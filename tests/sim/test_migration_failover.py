@@ -48,7 +48,7 @@ def records(run: Any, kind: type) -> list[Any]:
 
 
 def rebalances(run: Any) -> list[tuple[Any, ...]]:
-    return [(r.generation, r.protocol, tuple(sorted(r.members))) for r in run.rebalances]
+    return [(r.generation, r.protocol_label, tuple(sorted(r.members))) for r in run.rebalances]
 
 
 def check_invariants(run: Any) -> None:

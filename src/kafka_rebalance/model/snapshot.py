@@ -11,12 +11,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_rebalance.model.errors import InvalidInput
+from kafka_rebalance.model.types import GroupProtocol
 
 DEFAULT_GENERATION = -1
 # partition.assignment.strategy of a Java consumer left at its default (kafka-facts.md).
 DEFAULT_CONSUMER_STRATEGIES: tuple[str, ...] = ("range", "cooperative-sticky")
 # group.protocol: "classic" (JoinGroup/SyncGroup) or "consumer" (KIP-848, server-side assignors).
-GROUP_PROTOCOLS: tuple[str, ...] = ("classic", "consumer")
+GROUP_PROTOCOLS: tuple[str, ...] = tuple(p.value for p in GroupProtocol)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +56,7 @@ class GroupSnapshot:
     members: tuple[MemberSubscription, ...]
     strategy: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
-    group_protocol: str = "classic"
+    group_protocol: GroupProtocol = GroupProtocol.CLASSIC
 
     @classmethod
     def from_dict(cls, data: Any) -> GroupSnapshot:
@@ -71,12 +72,12 @@ class GroupSnapshot:
             raise InvalidInput("group_protocol", f"expected one of {', '.join(GROUP_PROTOCOLS)}, got {group_protocol!r}")
         topics = _parse_topics(data.get("topics"))
         members = _parse_members(data.get("members"))
-        return cls(topics=topics, members=members, strategy=strategy, group_protocol=group_protocol)
+        return cls(topics=topics, members=members, strategy=strategy, group_protocol=GroupProtocol(group_protocol))
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        if self.group_protocol != "classic":
-            out["group_protocol"] = self.group_protocol
+        if self.group_protocol is not GroupProtocol.CLASSIC:
+            out["group_protocol"] = self.group_protocol.value
         if self.strategy is not None:
             out["strategy"] = self.strategy
         out["topics"] = {t.name: _topic_to_dict(t) for t in self.topics.values()}

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
+from kafka_rebalance.model import GroupProtocol, RebalanceProtocol
 from kafka_rebalance.protocol.classic import consumer_events as cc_events
 from kafka_rebalance.protocol.classic import coordinator_events as cl
 from kafka_rebalance.protocol.classic.consumer import ConsumerConfig
@@ -46,7 +47,9 @@ from kafka_rebalance.protocol.logrecords import (
     AssignmentReceived,
     ConsumerGroupConverted,
     ConsumerGroupEpochBumped,
+    ConsumerGroupLoaded,
     ConsumerGroupStateChanged,
+    ConsumerMemberAssignmentUpdated,
     ConsumerMemberFenced,
     ConsumerMemberJoined,
     ConsumerMemberLeft,
@@ -81,7 +84,7 @@ from kafka_rebalance.sim.classic_member import (
     ClassicOutput,
     ClassicSend,
 )
-from kafka_rebalance.sim.core import AppProcess, SimulatorCore, no_cyclic_gc, partition_order
+from kafka_rebalance.sim.core import AppProcess, SimulatorCore, in_partition_order, no_cyclic_gc
 from kafka_rebalance.sim.events import (
     AppActivity,
     AppWakes,
@@ -98,17 +101,10 @@ from kafka_rebalance.sim.events import (
     ProcessStarts,
     ScenarioStep,
 )
-from kafka_rebalance.sim.ownership_metrics import ownership_metrics
 from kafka_rebalance.sim.result import (
-    Commits,
+    NOT_FENCED,
     LoggedRecord,
-    MemberPartitions,
-    Metrics,
-    Ownership,
-    Rebalance,
     SimulationResult,
-    ints,
-    strings,
 )
 from kafka_rebalance.sim.scenario import ConsumerSpec, Event, Scenario, SubscribeChange
 
@@ -167,13 +163,6 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
         self.coordinator_scheduled: dict[GroupTimer, int] = {}
         self.member_timers: dict[MemberTimerFires, int] = {}
         self.member_scheduled: dict[MemberTimerFires, int] = {}
-        self.open_ownership: dict[str, tuple[str, int, int]] = {}  # partition -> member, since, epoch
-        self.ownership: list[tuple[str, str, int, int, int]] = []  # partition, member, epoch, start, end
-        self.commit_rows: list[tuple[int, str, int, str, int, int]] = []
-        self.ownership_conflicts = 0
-        self.log_records: list[LoggedRecord] = []
-        self.rebalances: list[dict[str, Any]] = []
-        self.open_rebalance: dict[str, Any] | None = None
         self.last_reason = "the group changed"
         self.requester: str | None = None
         # When the last message sent on a connection arrives, per direction (to the coordinator, to the member).
@@ -269,6 +258,8 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
                 assert_never(event)
 
     def _deliver_response(self, proc: Process, response: ce.Response | cl.GroupResponse) -> None:
+        if type(response) is cl.JoinGroupResponse and response.error_code is ErrorCode.NONE:
+            self._unfence(proc)  # a classic member in the group's current generation
         if isinstance(response, ce.ConsumerGroupHeartbeatResponse):
             self._member_input(proc, me.Received(response))
         elif isinstance(response, ce.OffsetCommitResponse | ce.OffsetFetchResponse):
@@ -525,7 +516,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
                         # Out of the group: whatever the listener does later, it consumes no more.
                         self._checkpoint(proc)
                         for partition in list(proc.positions):
-                            self._release(proc, partition)
+                            self._stop_consuming(proc, partition)
                     if request.member_epoch < 0 and proc.closing and not proc.machine.pending_callbacks:
                         self._end_process(proc)
                 case ArmTimer(timer=timer, deadline_ms=deadline):
@@ -546,7 +537,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
                     if isinstance(request, cl.LeaveGroupRequest):
                         self._checkpoint(proc)
                         for partition in list(proc.positions):
-                            self._release(proc, partition)
+                            self._stop_consuming(proc, partition)
                         if proc.closing and not proc.machine.pending_callbacks:
                             self._end_process(proc)
                 case _:
@@ -574,6 +565,8 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
         self._run_callbacks(proc, proc.callbacks.pop(0), complete=True)
 
     def _run_callbacks(self, proc: Process, callbacks: Sequence[me.Output], complete: bool) -> None:
+        """The listener's callbacks, one after the other: the consumer holds what it revokes until
+        its onPartitionsRevoked returns, and what it is given from its onPartitionsAssigned."""
         self._checkpoint(proc)
         work = 0
         for item in callbacks:
@@ -582,12 +575,16 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
                     self._commit(proc, {p: proc.positions[p] for p in partitions if p in proc.positions})
                 case me.PartitionsRevoked(partitions=partitions) | me.PartitionsLost(partitions=partitions):
                     for partition in partitions:
-                        self._release(proc, partition)
+                        self._stop_consuming(proc, partition)
                     if partitions and isinstance(item, me.PartitionsRevoked):
                         work += self.cfg.revocation_ms
+                    self._release(proc, partitions, self.now + work if complete else None)
                 case me.PartitionsAssigned(partitions=partitions):
+                    self._hold(proc, partitions, proc.machine.owned, self.now + work if complete else None)
                     if partitions:
                         work += self.cfg.assignment_ms
+                case _:
+                    raise AssertionError(f"not a listener callback: {item!r}")
         if not complete:
             return
         proc.busy = True
@@ -612,8 +609,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
                 if holder is not None and holder[0] != proc.name:
                     self.ownership_conflicts += 1
                 proc.positions[partition] = max(committed.get(partition, 0), 0)
-                if partition not in self.open_ownership:
-                    self.open_ownership[partition] = (proc.name, self.now, proc.machine.member_epoch)
+                self._own(partition, proc.name, proc.machine.member_epoch)
         if proc.closing and proc.machine.state in (MemberState.UNSUBSCRIBED, MemberState.FATAL):
             self._end_process(proc)
             return
@@ -622,13 +618,9 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
         else:
             self._app_poll(proc)
 
-    def _release(self, proc: Process, partition: str) -> None:
+    def _stop_consuming(self, proc: Process, partition: str) -> None:
         proc.positions.pop(partition, None)
-        current = self.open_ownership.get(partition)
-        if current is not None and current[0] == proc.name:
-            del self.open_ownership[partition]
-            if self.now > current[1]:
-                self.ownership.append((partition, proc.name, current[2], current[1], self.now))
+        self._end_ownership(partition, proc.name)
 
     def _commit(self, proc: Process, offsets: dict[str, int]) -> None:
         if not offsets or not self.coordinator_available:
@@ -651,8 +643,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
         for output in outputs:
             if isinstance(output, ce.Respond | cl.Respond):
                 code = getattr(output.response, "error_code", ErrorCode.NONE)
-        for partition, offset in entries:
-            self.commit_rows.append((self.now, partition, offset, proc.name, epoch, int(code)))
+        self._record_commit(proc.name, epoch, entries, code)
 
     # ------------------------------------------------------------------ consumption
 
@@ -711,9 +702,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
 
     def _new_process(self, name: str) -> Process:
         spec = next(c for c in self.scenario.consumers if c.id == name)
-        incarnation = self.incarnations.get(name, 0) + 1
-        self.incarnations[name] = incarnation
-        connection = f"{name}#{incarnation}"
+        incarnation, connection = self._new_incarnation(name)
         config = MemberConfig(
             group_id=self.scenario.group, group_instance_id=spec.group_instance_id,
             max_poll_interval_ms=spec.setting(self.cfg, "max_poll_interval_ms"),
@@ -754,7 +743,8 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
             return
         self._checkpoint(proc)
         for partition in list(proc.positions):
-            self._release(proc, partition)
+            self._stop_consuming(proc, partition)
+        self._release(proc, list(proc.held))
         proc.alive = False
 
     def _resumed_from_pause(self, proc: Process) -> None:
@@ -877,15 +867,15 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
 
     # ------------------------------------------------------------------ rebalance bookkeeping
 
-    def _name(self, member_id: str) -> str:
-        return self.member_names.get(member_id, member_id)
-
     def _on_log(self, record: LogRecord) -> None:
         self.log_records.append(LoggedRecord(record, self.broker, self.offsets_partition))
+        recorder = self.recorder
         match record:
             case ConsumerMemberJoined(member_id=member_id) | ConsumerStaticMemberReplaced(member_id=member_id) if (
                     self.requester in self.connections):
-                self.member_names[member_id] = self.connections[self.requester].name
+                joined = self.connections[self.requester]
+                self.member_names[member_id] = joined.name
+                self._unfence(joined)  # a member again: what it is given from now is its own
                 self.last_reason = f"member {self._name(member_id)} joined"
             case ConsumerMemberJoined(member_id=member_id):
                 self.last_reason = f"member {self._name(member_id)} joined"
@@ -898,39 +888,61 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
             case ConsumerMemberFenced(member_id=member_id, reason=reason):
                 self.last_reason = f"member {self._name(member_id)} fenced because {reason}"
                 self._drop_member_ownership(member_id)
-            case ConsumerGroupEpochBumped(epoch=epoch):
-                if self.open_rebalance is None:
-                    held = {name: p.machine.assignment for name, p in self.processes.items() if p.alive}
-                    self.open_rebalance = {"start_ms": self.now, "reason": self.last_reason, "held": held,
-                                           "first_epoch": epoch}
+            case ConsumerGroupEpochBumped():
+                recorder.begin(self.now, self.last_reason, self._assigned_now)
                 self.last_reason = "the group changed"
             case ConsumerTargetAssignmentComputed(epoch=epoch, assignor=assignor):
-                if self.open_rebalance is not None:
-                    self.open_rebalance["generation"] = epoch
-                    self.open_rebalance["strategy"] = assignor
+                recorder.formed(epoch, assignor)
             case ConsumerGroupStateChanged(new_state=new_state):
-                if new_state in ("Stable", "Empty") and self.open_rebalance is not None:
-                    self._close_rebalance(self.open_rebalance)
-            # The classic group before it converts (a rolling upgrade), as the classic simulator counts it.
+                if new_state in ("Stable", "Empty") and recorder.open is not None:
+                    coordinator = self.coordinator
+                    recorder.complete(self.now, coordinator.group_epoch, GroupProtocol.CONSUMER, None,
+                                      [self._name(m) for m in coordinator.members], None,
+                                      {self._name(m): tuple(to_strings(target))
+                                       for m, target in coordinator.target.items()})
+            # The classic group before it converts (a rolling upgrade) or after it converted back,
+            # recorded as a classic group is (sim/engine.py).
             case PreparingRebalance(reason=reason):
-                if self.open_rebalance is None:
-                    held = {name: p.machine.assignment for name, p in self.processes.items() if p.alive}
-                    self.open_rebalance = {"start_ms": self.now, "reason": reason, "held": held}
-            case Stabilized(generation=generation, protocol_name=protocol_name):
-                if self.open_rebalance is not None:
-                    self.open_rebalance["generation"] = generation
-                    self.open_rebalance["strategy"] = protocol_name
+                recorder.begin(self.now, reason, self._assigned_now)
+            case Stabilized(generation=generation, protocol_name=protocol_name, member_ids=member_ids,
+                            leader=leader):
+                recorder.formed(generation, protocol_name, member_ids, leader)
             case AssignmentReceived(generation=generation, assignment=assignment):
-                if self.open_rebalance is not None:
-                    self._close_classic_rebalance(self.open_rebalance, generation,
-                                                  {self._name(a.member_id): list(a.partitions) for a in assignment})
+                current = recorder.open
+                if current is not None:
+                    names = [self._name(m) for m in current.member_ids]
+                    recorder.complete(self.now, generation, GroupProtocol.CLASSIC, self._classic_rebalance_protocol(names),
+                                      names, None if current.leader_id is None else self._name(current.leader_id),
+                                      {self._name(a.member_id): in_partition_order(a.partitions) for a in assignment})
             case GroupEmpty(generation=generation):
-                if self.open_rebalance is not None:
-                    self._close_classic_rebalance(self.open_rebalance, generation, {})
+                recorder.emptied(self.now, generation, GroupProtocol.CLASSIC)
             case MemberFailed(member_id=member_id) | MemberLeft(member_id=member_id):
                 self._drop_member_ownership(member_id)
-            case _:
+            case ConsumerMemberAssignmentUpdated(member_id=member_id, epoch=epoch, assigned=assigned):
+                # The group counts the member as the owner of ``assigned`` from now: a hold it kept
+                # through a fencing and a rejoin is its own again.
+                name = self.member_names.get(member_id)
+                proc = self.processes.get(name) if name else None
+                if (proc is not None and proc.alive and proc.machine.member_id == member_id and proc.held
+                        and proc.fenced_ms == NOT_FENCED):
+                    self._hold_afresh(proc, frozenset(assigned), generation=epoch)
+            case ConsumerGroupConverted() | ConsumerGroupLoaded():
                 pass
+            case _:
+                assert_never(record)
+
+    def _assigned_now(self) -> dict[str, frozenset[str]]:
+        """What each running consumer is assigned when a rebalance begins."""
+        return {name: frozenset(to_strings(p.machine.assignment)) for name, p in self.processes.items() if p.alive}
+
+    def _classic_rebalance_protocol(self, names: Sequence[str]) -> RebalanceProtocol:
+        """COOPERATIVE only when every classic member of the generation rebalances cooperatively
+        (each consumer uses the protocol all its configured assignors support)."""
+        protocols = [machine.cc.protocol for n in names if n in self.processes
+                     and isinstance(machine := self.processes[n].machine, ClassicMembership)]
+        if protocols and all(p is RebalanceProtocol.COOPERATIVE for p in protocols):
+            return RebalanceProtocol.COOPERATIVE
+        return RebalanceProtocol.EAGER
 
     def _drop_member_ownership(self, member_id: str) -> None:
         """The group no longer counts this member as an owner, whatever the process believes."""
@@ -939,42 +951,8 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
         if proc is not None and proc.alive and proc.machine.member_id == member_id:
             self._checkpoint(proc)
             for partition in list(proc.positions):
-                self._release(proc, partition)
-
-    def _close_classic_rebalance(self, current: dict[str, Any], generation: int,
-                                 by_name: dict[str, list[str]]) -> None:
-        self.open_rebalance = None
-        held = current["held"]
-        names = list(by_name)
-        revoked = {n: sorted(set(to_strings(held.get(n, {}))) - set(by_name[n]), key=partition_order) for n in names}
-        added = {n: sorted(set(by_name[n]) - set(to_strings(held.get(n, {}))), key=partition_order) for n in names}
-        strategy = current.get("strategy")
-        self.rebalances.append({
-            "generation": generation, "start_ms": current["start_ms"], "end_ms": self.now, "reason": current["reason"],
-            "strategy": strategy, "protocol": "COOPERATIVE" if strategy == "cooperative-sticky" else "EAGER",
-            "leader": None, "members": names, "assignment": {n: sorted(by_name[n], key=partition_order) for n in names},
-            "revoked": revoked, "added": added,
-        })
-
-    def _close_rebalance(self, current: dict[str, Any]) -> None:
-        self.open_rebalance = None
-        by_name = {self._name(member_id): to_strings(target) for member_id, target in self.coordinator.target.items()}
-        names = [self._name(m) for m in self.coordinator.members]
-        held = current["held"]
-        revoked, added = {}, {}
-        for name in names:
-            # to_strings lists partitions in partition_order already; filtering keeps that order.
-            before = to_strings(held.get(name, {}))
-            now_assigned = by_name.get(name, [])
-            before_set, now_set = set(before), set(now_assigned)
-            revoked[name] = [p for p in before if p not in now_set]
-            added[name] = [p for p in now_assigned if p not in before_set]
-        self.rebalances.append({
-            "generation": self.coordinator.group_epoch, "start_ms": current["start_ms"], "end_ms": self.now,
-            "reason": current["reason"], "strategy": current.get("strategy"), "protocol": "CONSUMER",
-            "leader": None, "members": names, "assignment": {n: by_name.get(n, []) for n in names},
-            "revoked": revoked, "added": added,
-        })
+                self._stop_consuming(proc, partition)
+            self._fence(proc)
 
     # ------------------------------------------------------------------ results
 
@@ -986,62 +964,15 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
             return group.state.value, tuple(self._name(m) for m in group.members)
         return self.coordinator.state.value, tuple(self._name(m) for m in self.coordinator.members)
 
+    def _group_protocol_now(self) -> GroupProtocol:
+        return GroupProtocol.CLASSIC if self.classic_coordinator is not None else GroupProtocol.CONSUMER
+
     def _finish(self) -> SimulationResult:
-        self._checkpoint_running()
-        end = self.end_ms
-        for partition, (name, start, epoch) in list(self.open_ownership.items()):
-            if end > start:
-                self.ownership.append((partition, name, epoch, start, end))
-        self.open_ownership.clear()
-        if self.open_rebalance is not None:
-            current = self.open_rebalance
-            self.rebalances.append({
-                "generation": current.get("generation"), "start_ms": current["start_ms"], "end_ms": None,
-                "reason": current["reason"], "strategy": current.get("strategy"), "protocol": "CONSUMER",
-                "leader": None, "members": [], "assignment": {}, "revoked": {}, "added": {},
-            })
-        order = {p: partition_order(p) for p in {o[0] for o in self.ownership}}
-        rows = sorted(self.ownership, key=lambda o: (order[o[0]], o[3], o[1]))
-        metrics, pauses = ownership_metrics([(p, m, s, e) for p, m, _, s, e in rows],
-                                            [(r["start_ms"], r["end_ms"]) for r in self.rebalances],
-                                            self.partition_created, self.topic_wanted, end, self.records_twice,
-                                            self.records_lost)
-        for rebalance, pause in zip(self.rebalances, pauses, strict=True):
-            rebalance["stop_the_world_partition_ms"] = pause
-        final = []
-        for spec in self.scenario.consumers:
-            last = self.processes.get(spec.id)
-            owned = last.machine.owned if last is not None and last.alive and last.machine.member_epoch > 0 else ()
-            final.append(MemberPartitions(spec.id, tuple(sorted(owned, key=partition_order))))
-
-        def column(table: Sequence[tuple[Any, ...]], index: int) -> list[Any]:
-            return [row[index] for row in table]
-
-        k = self.commit_rows
-        return SimulationResult(
-            scenario=self.scenario, coordinator_partition=self.offsets_partition,
-            rebalances=tuple(_typed_rebalance(r) for r in self.rebalances),
-            final_assignment=tuple(final), metrics=Metrics(**metrics),
-            ownership=Ownership(strings(column(rows, 0)), strings(column(rows, 1)), ints(column(rows, 2)),
-                                ints(column(rows, 3)), ints(column(rows, 4))),
-            consumption=self._consumption_table(),
-            commits=Commits(ints(column(k, 0)), strings(column(k, 1)), ints(column(k, 2)), strings(column(k, 3)),
-                            ints(column(k, 4)), ints(column(k, 5))),
-            produced=self._produced_table(),
-            final_group_state=self._final_group()[0],
-            final_members=self._final_group()[1],
-            offset_regressions=0, ownership_conflicts=self.ownership_conflicts,
-            log_records=tuple(self.log_records),
-        )
-
-
-def _typed_rebalance(r: dict[str, Any]) -> Rebalance:
-    def members(mapping: dict[str, list[str]]) -> tuple[MemberPartitions, ...]:
-        return tuple(MemberPartitions(m, tuple(ps)) for m, ps in mapping.items())
-
-    return Rebalance(r["generation"], r["start_ms"], r["end_ms"], r["reason"], r["strategy"], r["protocol"],
-                     r["leader"], tuple(r["members"]), members(r["assignment"]), members(r["revoked"]),
-                     members(r["added"]), r.get("stop_the_world_partition_ms", 0))
+        state, members = self._final_group()
+        return self._result(
+            final_owned=lambda proc: proc.machine.owned if proc.machine.member_epoch > 0 else (),
+            final_group_state=state, final_members=members,
+            fenced=lambda proc: not proc.alive and proc.machine.state is MemberState.FATAL)
 
 
 def run_consumer_group(scenario: Scenario, seed: int | None = None) -> SimulationResult:

@@ -1,14 +1,19 @@
-"""What the two simulators share: the classic engine (``sim.engine``) and the consumer-group
-simulator (``sim.consumer_group``) run the same scenario on the same virtual clock, with the
-same application loop in each consumer process and the same accounting of what it processed.
+"""The simulator's driver: what every run has whichever group protocol its group speaks. The
+group side plugs in (``sim.engine.ClassicGroupSide``: the classic ``GroupCoordinator`` per
+broker and the classic consumer; ``sim.consumer_group.ConsumerGroupSide``: the
+``ConsumerGroupCoordinator`` and the new consumer, classic members and a migrating group
+included) by filling in the hooks below.
 
 - ``AppProcess``: one run of a consumer process as the application sees it (alive, paused by
-  a GC, stalled in its poll loop, its positions and the batch it is processing).
-- ``SimulatorCore``: the scenario's events (join, leave, restart, crash, pause, stall, topic
-  growth, subscription changes), a process's life cycle (start, pause/stall and resume), the
-  batch poll loop (take a batch, finish it, or part of it on a crash or close) and the
-  consumption ledger (records processed twice or lost against each partition's high mark).
-  Each simulator supplies what its group protocol does at those points (the hooks below).
+  a GC, stalled in its poll loop, its positions and the batch it is processing, what it
+  believes it holds and since when the group fenced it).
+- ``SimulatorCore``: the virtual clock and the seeded randomness (network latency and jitter),
+  the scenario's events (join, leave, restart, crash, pause, stall, topic growth, subscription
+  changes), a process's life cycle (start, pause/stall and resume), the batch poll loop (take a
+  batch, finish it, or part of it on a crash or close), the one ledger of every run (ownership
+  intervals, each consumer's holds and their fencing, consumption with records processed twice
+  or lost, commits with offset regressions), the one rebalance recorder (``RebalanceRecorder``)
+  and the one result builder (``_result``).
 """
 
 from __future__ import annotations
@@ -16,11 +21,13 @@ from __future__ import annotations
 import gc
 import math
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Generic, TypeVar
 
+from kafka_rebalance.model import GroupProtocol, RebalanceProtocol
+from kafka_rebalance.protocol.errors import ErrorCode
 from kafka_rebalance.sim.events import (
     AppActivity,
     AppWakes,
@@ -29,8 +36,22 @@ from kafka_rebalance.sim.events import (
     ProcessStarts,
     ScenarioStep,
 )
-from kafka_rebalance.sim.ownership_metrics import topic_epochs
-from kafka_rebalance.sim.result import Consumption, Produced, ints, strings
+from kafka_rebalance.sim.ownership_metrics import ownership_metrics, topic_epochs
+from kafka_rebalance.sim.result import (
+    NOT_FENCED,
+    Commits,
+    Consumption,
+    Held,
+    LoggedRecord,
+    MemberPartitions,
+    Metrics,
+    Ownership,
+    Produced,
+    RebalanceRecord,
+    SimulationResult,
+    ints,
+    strings,
+)
 from kafka_rebalance.sim.scenario import ConsumerSpec, Event, Scenario, SubscribeChange
 from kafka_rebalance.sim.traffic import Traffic
 
@@ -57,6 +78,100 @@ def partition_order(partition: str) -> tuple[str, int]:
     return topic, int(number)
 
 
+def in_partition_order(partitions: Iterable[str]) -> tuple[str, ...]:
+    return tuple(sorted(partitions, key=partition_order))
+
+
+@dataclass(slots=True)
+class OpenRebalance:
+    """A rebalance under way: what each running consumer held when it began, and what the
+    group told of it since (its generation or epoch, members, leader, strategy)."""
+
+    start_ms: int
+    reason: str
+    held: dict[str, frozenset[str]]
+    generation: int | None = None
+    member_ids: tuple[str, ...] = ()  # (classic) the members of the generation, as the coordinator named them
+    leader_id: str | None = None
+    strategy: str | None = None
+
+
+class RebalanceRecorder:
+    """The one record of a run's rebalances, whichever coordinator logs them: ``begin`` when
+    the group starts to rebalance (a later begin inside an open one extends it), ``formed`` as
+    the group learns its generation, members and strategy, ``complete`` when it is Stable again
+    with an assignment (or ``emptied``), and at the end of the run ``records`` (an open one
+    stays open: ``end_ms`` None)."""
+
+    __slots__ = ("_done", "open")
+
+    def __init__(self) -> None:
+        self._done: list[RebalanceRecord] = []
+        self.open: OpenRebalance | None = None
+
+    def begin(self, now: int, reason: str, held: Callable[[], dict[str, frozenset[str]]]) -> None:
+        if self.open is None:
+            self.open = OpenRebalance(now, reason, held())
+
+    def formed(self, generation: int, strategy: str | None, member_ids: tuple[str, ...] | None = None,
+               leader_id: str | None = None) -> None:
+        current = self.open
+        if current is None:
+            return
+        current.generation = generation
+        if member_ids is not None:
+            current.member_ids = member_ids
+            current.leader_id = leader_id
+        current.strategy = strategy
+
+    def complete(self, now: int, generation: int, group_protocol: GroupProtocol,
+                 rebalance_protocol: RebalanceProtocol | None, members: Sequence[str], leader: str | None,
+                 assignment: Mapping[str, tuple[str, ...]]) -> None:
+        """The group is Stable with ``assignment`` (each member's partitions, in partition order;
+        members by consumer name). Under EAGER every member revoked all it held and is given all
+        it is assigned; otherwise (COOPERATIVE, a consumer group's reconciliation) only the
+        difference moves."""
+        current = self.open
+        if current is None:
+            return
+        self.open = None
+        held = current.held
+        revoked, added = [], []
+        for name in members:
+            before = held.get(name, frozenset())
+            now_assigned = assignment.get(name, ())
+            if rebalance_protocol is RebalanceProtocol.EAGER:
+                revoked.append(MemberPartitions(name, in_partition_order(before)))
+                added.append(MemberPartitions(name, now_assigned))
+            else:
+                kept = set(now_assigned)
+                revoked.append(MemberPartitions(name, in_partition_order(before - kept)))
+                added.append(MemberPartitions(name, tuple(p for p in now_assigned if p not in before)))
+        self._done.append(RebalanceRecord(
+            generation, current.start_ms, now, current.reason, current.strategy, group_protocol, rebalance_protocol,
+            leader, tuple(members), tuple(MemberPartitions(name, assignment.get(name, ())) for name in members),
+            tuple(revoked), tuple(added)))
+
+    def emptied(self, now: int, generation: int, group_protocol: GroupProtocol) -> None:
+        """The rebalance ended with nobody left in the group."""
+        current = self.open
+        if current is None:
+            return
+        self.open = None
+        self._done.append(RebalanceRecord(generation, current.start_ms, now, current.reason, None, group_protocol, None,
+                                          None, (), (), (), ()))
+
+    def records(self, group_protocol: GroupProtocol) -> list[RebalanceRecord]:
+        """Every rebalance of the run; one still open is left open (``group_protocol``: what the
+        group speaks at the end)."""
+        done = list(self._done)
+        current = self.open
+        if current is not None:
+            done.append(RebalanceRecord(current.generation, current.start_ms, None, current.reason, current.strategy,
+                                        group_protocol, None, None, (), (), (), ()))
+        return done
+
+
 @dataclass(slots=True)
 class AppProcess:
     """One run of a consumer process (a restart is a new one with the same name)."""
@@ -75,6 +190,11 @@ class AppProcess:
     batch: list[tuple[str, int, int]] = field(default_factory=list)
     batch_start: int = 0
     order: list[str] = field(default_factory=list)  # positions in fetch order (cached)
+    incarnation: int = 1
+    # the consumer's own view: partition -> [since_ms, generation, fenced_ms] (see result.Held)
+    held: dict[str, list[int]] = field(default_factory=dict)
+    # since when the group has moved on without this process (NOT_FENCED: it has not)
+    fenced_ms: int = NOT_FENCED
 
     @property
     def continuous(self) -> bool:
@@ -95,6 +215,10 @@ P = TypeVar("P", bound=AppProcess)
 
 
 class SimulatorCore(Generic[P]):
+    # the group protocol the group's rebalances are recorded under at the end of the run
+    def _group_protocol_now(self) -> GroupProtocol:
+        raise NotImplementedError
+
     def __init__(self, scenario: Scenario, seed: int | None = None):
         self.scenario = scenario
         self.seed = scenario.seed if seed is None else seed
@@ -118,6 +242,19 @@ class SimulatorCore(Generic[P]):
         self.records_twice = 0
         self.records_lost = 0
         self.topic_wanted: dict[str, int] = {}
+        self.offsets_partition = 0  # the group's __consumer_offsets partition (the group side sets it)
+        # Ledger
+        self.open_ownership: dict[str, tuple[str, int, int]] = {}  # partition -> (name, since, generation)
+        self.ownership_rows: list[tuple[str, str, int, int, int]] = []  # partition, member, generation, start, end
+        # partition, member, incarnation, generation, start, end, fenced (result.Held)
+        self.held_rows: list[tuple[str, str, int, int, int, int, int]] = []
+        # time, partition, offset, member, generation, error code
+        self.commit_rows: list[tuple[int, str, int, str, int, int]] = []
+        self.committed_high: dict[str, int] = {}
+        self.offset_regressions = 0
+        self.ownership_conflicts = 0
+        self.log_records: list[LoggedRecord] = []
+        self.recorder = RebalanceRecorder()
 
     # ------------------------------------------------------------------ what each simulator does
 
@@ -126,6 +263,12 @@ class SimulatorCore(Generic[P]):
 
     def _new_process(self, name: str) -> P:
         raise NotImplementedError
+
+    def _new_incarnation(self, name: str) -> tuple[int, str]:
+        """A new process of consumer ``name``: its incarnation number and connection name."""
+        incarnation = self.incarnations.get(name, 0) + 1
+        self.incarnations[name] = incarnation
+        return incarnation, f"{name}#{incarnation}"
 
     def _started(self, proc: P) -> None:
         """A new process is registered; its application polls next."""
@@ -333,13 +476,168 @@ class SimulatorCore(Generic[P]):
             done -= take
         proc.batch = []
 
-    # ------------------------------------------------------------------ result tables
+    # ------------------------------------------------------------------ ownership, holds, commits
+
+    def _own(self, partition: str, name: str, generation: int) -> None:
+        """``name`` owns (and consumes) ``partition`` from now, unless someone already does."""
+        if partition not in self.open_ownership:
+            self.open_ownership[partition] = (name, self.now, generation)
+
+    def _end_ownership(self, partition: str, name: str) -> None:
+        current = self.open_ownership.get(partition)
+        if current is not None and current[0] == name:
+            del self.open_ownership[partition]
+            self._ownership_row(partition, current, self.now)
+
+    def _ownership_row(self, partition: str, current: tuple[str, int, int], end: int) -> None:
+        name, start, generation = current
+        if end > start:
+            self.ownership_rows.append((partition, name, generation, start, end))
+
+    def _hold(self, proc: P, added: Iterable[str], owned: Collection[str], at_ms: int | None = None) -> None:
+        """onPartitionsAssigned (from ``at_ms``, default now): the consumer holds ``added`` and,
+        having adopted the group's assignment (``owned``: all it owns now), holds afresh what it
+        kept of a hold the group had fenced."""
+        now = self.now if at_ms is None else at_ms
+        generation = proc.generation
+        held = proc.held
+        # A zombie adopting the assignment of a generation the group has already left behind
+        # (an answer that waited out a GC pause) holds it outside the group from the start.
+        fenced = proc.fenced_ms
+        for partition in added:
+            if partition not in held:
+                held[partition] = [now, generation, fenced]
+        if fenced == NOT_FENCED:
+            self._hold_afresh(proc, owned, now)
+
+    def _hold_afresh(self, proc: P, owned: Collection[str], at_ms: int | None = None,
+                     generation: int | None = None) -> None:
+        """The group counts ``proc`` as the owner of ``owned`` again (from ``at_ms``, default
+        now): the fenced part of a hold it kept ends, a hold of its own begins."""
+        now = self.now if at_ms is None else at_ms
+        held = proc.held
+        for partition, entry in held.items():
+            if entry[2] != NOT_FENCED and partition in owned:
+                self._held_row(proc, partition, entry, now)
+                held[partition] = [now, proc.generation if generation is None else generation, NOT_FENCED]
+
+    def _release(self, proc: P, partitions: Iterable[str], end_ms: int | None = None) -> None:
+        """onPartitionsRevoked / onPartitionsLost (held until ``end_ms``, when the listener
+        returns), or the end of the process."""
+        held = proc.held
+        if not held:
+            return
+        end = self.now if end_ms is None else end_ms
+        rows, name, incarnation = self.held_rows, proc.name, proc.incarnation
+        for partition in partitions:
+            entry = held.pop(partition, None)
+            if entry is not None and end > entry[0]:
+                rows.append((partition, name, incarnation, entry[1], entry[0], end, entry[2]))
+
+    def _held_row(self, proc: P, partition: str, entry: list[int], end_ms: int | None = None) -> None:
+        start, generation, fenced = entry
+        end = self.now if end_ms is None else end_ms
+        if end > start:
+            self.held_rows.append((partition, proc.name, proc.incarnation, generation, start, end, fenced))
+
+    def _fence(self, proc: P) -> None:
+        """The group no longer counts ``proc`` as the owner of what it holds (it is not told yet)."""
+        if proc.fenced_ms == NOT_FENCED:
+            proc.fenced_ms = self.now
+        for entry in proc.held.values():
+            if entry[2] == NOT_FENCED:
+                entry[2] = self.now
+
+    def _unfence(self, proc: P) -> None:
+        """The group counts ``proc`` as a member again: what it holds from now is its own."""
+        proc.fenced_ms = NOT_FENCED
+
+    def _record_commit(self, member: str, generation: int, offsets: Iterable[tuple[str, int]],
+                       error: ErrorCode) -> None:
+        """An OffsetCommit the coordinator answered with ``error``; an accepted one lower than
+        the partition's committed offset is an offset regression."""
+        now = self.now
+        code = int(error)
+        rows = self.commit_rows
+        accepted = error is ErrorCode.NONE
+        committed = self.committed_high
+        for partition, offset in offsets:
+            rows.append((now, partition, offset, member, generation, code))
+            if accepted:
+                if offset < committed.get(partition, -1):
+                    self.offset_regressions += 1
+                committed[partition] = offset
+
+    def _name(self, member_id: str) -> str:
+        return self.member_names.get(member_id, member_id)
+
+    def _holdings(self) -> dict[str, frozenset[str]]:
+        """What each running consumer holds now (when a rebalance begins)."""
+        return {name: frozenset(p.held) for name, p in self.processes.items() if p.alive}
+
+    # ------------------------------------------------------------------ the result
+
+    def _result(self, *, final_owned: Callable[[P], Collection[str]], final_group_state: str,
+                final_members: tuple[str, ...], fenced: Callable[[P], bool]) -> SimulationResult:
+        """The one result builder: every process's holds end, ownership closes at the end of the
+        run, rebalances get their stop-the-world cost, and the tables are built."""
+        for proc in self.processes.values():
+            if proc.alive:
+                self._checkpoint(proc)
+                self._release(proc, list(proc.held))
+        end = self.end_ms
+        for partition, current in list(self.open_ownership.items()):
+            self._ownership_row(partition, current, end)
+        self.open_ownership.clear()
+        records = self.recorder.records(self._group_protocol_now())
+        ownership = self._ownership_table()
+        rows = list(zip(ownership.partition.tolist(), ownership.member.tolist(), ownership.start_ms.tolist(),
+                        ownership.end_ms.tolist(), strict=True))
+        metrics, pauses = ownership_metrics(rows, [(r.start_ms, r.end_ms) for r in records], self.partition_created,
+                                            self.topic_wanted, end, self.records_twice, self.records_lost)
+        final = []
+        for spec in self.scenario.consumers:
+            running = self.processes.get(spec.id)
+            owned = final_owned(running) if running is not None and running.alive else ()
+            final.append(MemberPartitions(spec.id, in_partition_order(owned)))
+        return SimulationResult(
+            scenario=self.scenario, coordinator_partition=self.offsets_partition,
+            rebalances=tuple(replace(r, stop_the_world_partition_ms=pause)
+                             for r, pause in zip(records, pauses, strict=True)),
+            final_assignment=tuple(final), metrics=Metrics(**metrics), ownership=ownership,
+            consumption=self._consumption_table(), commits=self._commit_table(), produced=self._produced_table(),
+            final_group_state=final_group_state, final_members=final_members,
+            offset_regressions=self.offset_regressions, ownership_conflicts=self.ownership_conflicts,
+            log_records=tuple(self.log_records), held=self._held_table(),
+            fenced=tuple(spec.id for spec in self.scenario.consumers
+                         if (last := self.processes.get(spec.id)) is not None and fenced(last)),
+        )
+
+    def _ownership_table(self) -> Ownership:
+        rows = self.ownership_rows
+        order_of = {p: partition_order(p) for p in {row[0] for row in rows}}
+        rows.sort(key=lambda row: (order_of[row[0]], row[3], row[1]))
+        columns = list(zip(*rows, strict=True)) if rows else [()] * 5
+        return Ownership(strings(list(columns[0])), strings(list(columns[1])), ints(list(columns[2])),
+                         ints(list(columns[3])), ints(list(columns[4])))
+
+    def _held_table(self) -> Held:
+        rows = self.held_rows  # in the order the holds ended
+        columns = list(zip(*rows, strict=True)) if rows else [()] * 7
+        return Held(strings(list(columns[0])), strings(list(columns[1])),
+                    *(ints(list(column)) for column in columns[2:]))
+
+    def _commit_table(self) -> Commits:
+        rows = self.commit_rows
+        columns = list(zip(*rows, strict=True)) if rows else [()] * 6
+        return Commits(ints(list(columns[0])), strings(list(columns[1])), ints(list(columns[2])),
+                       strings(list(columns[3])), ints(list(columns[4])), ints(list(columns[5])))
 
     def _consumption_table(self) -> Consumption:
         rows = self.consumption_rows
-        return Consumption(strings([r[0] for r in rows]), strings([r[1] for r in rows]), ints([r[2] for r in rows]),
-                           ints([r[3] for r in rows]), ints([r[4] for r in rows]), ints([r[5] for r in rows]),
-                           ints([r[6] for r in rows]))
+        columns = list(zip(*rows, strict=True)) if rows else [()] * 7
+        return Consumption(strings(list(columns[0])), strings(list(columns[1])),
+                           *(ints(list(column)) for column in columns[2:]))
 
     def _produced_table(self) -> Produced:
         """Every partition's log-end offset at the end of the run."""
