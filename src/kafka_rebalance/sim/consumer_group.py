@@ -774,6 +774,9 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
     def _stop_process(self, proc: Process) -> None:
         self._close(proc)
 
+    def _closing(self, proc: Process) -> bool:
+        return proc.closing
+
     def _crash_process(self, proc: Process) -> None:
         self._checkpoint(proc)
         self._abandon_batch(proc)

@@ -299,6 +299,11 @@ class SimulatorCore(Generic[P]):
         """A clean shutdown (``close()``) of a running process."""
         raise NotImplementedError
 
+    def _closing(self, proc: P) -> bool:
+        """Still shutting down after its ``close()`` (a process started again under the same
+        name runs beside it: the old one goes on leaving the group on its own)."""
+        return False
+
     def _crash_process(self, proc: P) -> None:
         raise NotImplementedError
 
@@ -392,7 +397,7 @@ class SimulatorCore(Generic[P]):
 
     def _start_process(self, name: str) -> None:
         old = self.processes.get(name)
-        if old is not None and old.alive:
+        if old is not None and old.alive and not self._closing(old):
             return  # already running: a join for a running consumer changes nothing
         proc = self._new_process(name)
         self.processes[name] = proc
