@@ -72,8 +72,8 @@ from kafka_rebalance.protocol.modern.consumer.coordinator import (
 )
 from kafka_rebalance.protocol.modern.consumer.member import (
     ConsumerMembershipManager,
+    ConsumerMemberState,
     MemberConfig,
-    MemberState,
 )
 from kafka_rebalance.protocol.modern.consumer.migration import consumer_group_for_heartbeat, downgraded
 from kafka_rebalance.protocol.modern.consumer.records import ConsumerGroupRecords, records_of, replay
@@ -108,31 +108,34 @@ from kafka_rebalance.sim.result import (
 )
 from kafka_rebalance.sim.scenario import ConsumerSpec, Event, Scenario, SubscribeChange
 
+# What the member asks the application thread to run, in order (inside poll()).
+ListenerCallback = me.CommitOffsets | me.PartitionsRevoked | me.PartitionsAssigned | me.PartitionsLost
+
 
 @dataclass(slots=True, kw_only=True)
-class Process(AppProcess):
-    """One run of a consumer process (a restart is a new Process with the same name)."""
+class ConsumerGroupProcess(AppProcess):
+    """One run of a consumer process (a restart is a new ConsumerGroupProcess with the same name)."""
 
     machine: ConsumerMembershipManager | ClassicMembership
     auto_commit_interval_ms: int
     busy: bool = False  # running listener callbacks or a batch
     closing: bool = False
     next_commit_ms: int = 0
-    callbacks: list[list[me.Output]] = field(default_factory=list)
+    callbacks: list[list[ListenerCallback]] = field(default_factory=list)
     deferred: list[ConsumerGroupDeferrable] = field(default_factory=list)
     timer_events: dict[MemberTimer, MemberTimerFires] = field(default_factory=dict)  # one per timer
 
     @property
     def flowing(self) -> bool:
         return (self.alive and self.continuous and not self.paused and not self.stalled and not self.busy
-                and self.machine.state is not MemberState.FATAL)
+                and self.machine.state is not ConsumerMemberState.FATAL)
 
     @property
     def generation(self) -> int:
         return self.machine.member_epoch
 
 
-class ConsumerGroupSimulation(SimulatorCore[Process]):
+class ConsumerGroupSimulation(SimulatorCore[ConsumerGroupProcess]):
     def __init__(self, scenario: Scenario, seed: int | None = None):
         super().__init__(scenario, seed)
         self.heap: list[tuple[int, int, ConsumerGroupEvent]] = []
@@ -257,7 +260,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
             case _:
                 assert_never(event)
 
-    def _deliver_response(self, proc: Process, response: ce.Response | cl.GroupResponse) -> None:
+    def _deliver_response(self, proc: ConsumerGroupProcess, response: ce.Response | cl.GroupResponse) -> None:
         if type(response) is cl.JoinGroupResponse and response.error_code is ErrorCode.NONE:
             self._unfence(proc)  # a classic member in the group's current generation
         if isinstance(response, ce.ConsumerGroupHeartbeatResponse):
@@ -421,7 +424,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
                 case ce.ConvertedToClassic(classic=classic):
                     self._downgrade_group(classic)
                 case _:
-                    raise AssertionError(f"unexpected coordinator output {item!r}")
+                    assert_never(item)
 
     def _coordinator_timer(self, epoch: int, timer: GroupTimer, time: int) -> None:
         if epoch != self.coordinator_epoch:
@@ -472,7 +475,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
             return
         self._member_input(proc, timer)
 
-    def _member_input(self, proc: Process, event: ClassicInput) -> None:
+    def _member_input(self, proc: ConsumerGroupProcess, event: ClassicInput) -> None:
         machine = proc.machine
         before = machine.pending_callbacks
         if type(event) is me.CallbacksCompleted:
@@ -484,7 +487,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
         if out:
             self._member_output(proc, out, before)
 
-    def _arm_member_timer(self, proc: Process, timer: MemberTimer, deadline: int) -> None:
+    def _arm_member_timer(self, proc: ConsumerGroupProcess, timer: MemberTimer, deadline: int) -> None:
         fires = proc.timer_events.get(timer)
         if fires is None:
             fires = proc.timer_events[timer] = MemberTimerFires(proc.connection, timer)
@@ -494,7 +497,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
             self.member_scheduled[fires] = deadline
             self._push(deadline, fires)
 
-    def _member_output(self, proc: Process, out: list[me.Output] | list[ClassicOutput], pending_before: int) -> None:
+    def _member_output(self, proc: ConsumerGroupProcess, out: list[me.Output] | list[ClassicOutput], pending_before: int) -> None:
         """``pending_before``: the listener-callback batches the machine waited for before its input."""
         if len(out) == 2:  # the background thread's heartbeat and its next turn
             first, second = out
@@ -504,7 +507,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
                 self._arm_member_timer(proc, second.timer, second.deadline_ms)
                 return
         new_batch = proc.machine.pending_callbacks > pending_before
-        callbacks: list[me.Output] = []
+        callbacks: list[ListenerCallback] = []
         fatal = False
         find_coordinator = False
         for item in out:
@@ -541,7 +544,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
                         if proc.closing and not proc.machine.pending_callbacks:
                             self._end_process(proc)
                 case _:
-                    raise AssertionError(f"unexpected member output {item!r}")
+                    assert_never(item)
         if callbacks:
             if fatal or not new_batch:
                 self._run_callbacks(proc, callbacks, complete=False)
@@ -556,7 +559,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
                      else cl.FindCoordinatorResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE))
             self._member_input(proc, cc_events.Received(found))
 
-    def _maybe_run_callbacks(self, proc: Process) -> None:
+    def _maybe_run_callbacks(self, proc: ConsumerGroupProcess) -> None:
         """Listener callbacks run on the application thread, inside poll()."""
         if not proc.alive or proc.paused or proc.busy or not proc.callbacks:
             return
@@ -564,7 +567,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
             return
         self._run_callbacks(proc, proc.callbacks.pop(0), complete=True)
 
-    def _run_callbacks(self, proc: Process, callbacks: Sequence[me.Output], complete: bool) -> None:
+    def _run_callbacks(self, proc: ConsumerGroupProcess, callbacks: Sequence[ListenerCallback], complete: bool) -> None:
         """The listener's callbacks, one after the other: the consumer holds what it revokes until
         its onPartitionsRevoked returns, and what it is given from its onPartitionsAssigned."""
         self._checkpoint(proc)
@@ -584,14 +587,14 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
                     if partitions:
                         work += self.cfg.assignment_ms
                 case _:
-                    raise AssertionError(f"not a listener callback: {item!r}")
+                    assert_never(item)
         if not complete:
             return
         proc.busy = True
         proc.app_token += 1
         self._push(self.now + work, AppWakes(proc.connection, proc.app_token, AppActivity.CALLBACKS_DONE))
 
-    def _callbacks_done(self, proc: Process) -> None:
+    def _callbacks_done(self, proc: ConsumerGroupProcess) -> None:
         proc.mark_ms = self.now
         # Still busy while the member takes it in: callbacks it asks for next run after the new
         # assignment is in effect, not before.
@@ -599,7 +602,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
         proc.busy = False
         if not proc.alive:
             return
-        consuming = proc.machine.state in (MemberState.ACKNOWLEDGING, MemberState.STABLE, MemberState.RECONCILING)
+        consuming = proc.machine.state in (ConsumerMemberState.ACKNOWLEDGING, ConsumerMemberState.STABLE, ConsumerMemberState.RECONCILING)
         wanted = [p for p in proc.machine.owned if p not in proc.positions] if consuming else []
         if wanted:
             group = self._classic_group() if self.classic_coordinator is not None else None
@@ -610,7 +613,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
                     self.ownership_conflicts += 1
                 proc.positions[partition] = max(committed.get(partition, 0), 0)
                 self._own(partition, proc.name, proc.machine.member_epoch)
-        if proc.closing and proc.machine.state in (MemberState.UNSUBSCRIBED, MemberState.FATAL):
+        if proc.closing and proc.machine.state in (ConsumerMemberState.UNSUBSCRIBED, ConsumerMemberState.FATAL):
             self._end_process(proc)
             return
         if proc.callbacks:
@@ -618,11 +621,11 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
         else:
             self._app_poll(proc)
 
-    def _stop_consuming(self, proc: Process, partition: str) -> None:
+    def _stop_consuming(self, proc: ConsumerGroupProcess, partition: str) -> None:
         proc.positions.pop(partition, None)
         self._end_ownership(partition, proc.name)
 
-    def _commit(self, proc: Process, offsets: dict[str, int]) -> None:
+    def _commit(self, proc: ConsumerGroupProcess, offsets: dict[str, int]) -> None:
         if not offsets or not self.coordinator_available:
             return
         epoch = proc.machine.member_epoch
@@ -647,7 +650,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
 
     # ------------------------------------------------------------------ consumption
 
-    def _checkpoint(self, proc: Process) -> None:
+    def _checkpoint(self, proc: ConsumerGroupProcess) -> None:
         """Before a process's consumption state changes: its due auto-commits, then consume to now."""
         if proc.flowing and self.scenario_auto_commit(proc) and proc.positions and self.now >= proc.next_commit_ms:
             interval = proc.auto_commit_interval_ms
@@ -659,10 +662,10 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
         self._sync(proc)
         proc.mark_ms = self.now
 
-    def scenario_auto_commit(self, proc: Process) -> bool:
+    def scenario_auto_commit(self, proc: ConsumerGroupProcess) -> bool:
         return bool(proc.spec.setting(self.cfg, "enable_auto_commit"))
 
-    def _app_poll(self, proc: Process) -> None:
+    def _app_poll(self, proc: ConsumerGroupProcess) -> None:
         """The application calls poll(): callbacks first, then (batch consumers) the next batch."""
         if not proc.alive or proc.paused or proc.stalled or proc.busy or proc.closing:
             return
@@ -677,10 +680,10 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
             self._commit(proc, dict(proc.positions))
         self._take_batch(proc)
 
-    def _batch_taken(self, proc: Process) -> None:
+    def _batch_taken(self, proc: ConsumerGroupProcess) -> None:
         proc.busy = True
 
-    def _app_event(self, proc: Process, activity: AppActivity) -> None:
+    def _app_event(self, proc: ConsumerGroupProcess, activity: AppActivity) -> None:
         if activity is AppActivity.CALLBACKS_DONE:
             self._callbacks_done(proc)
             return
@@ -692,7 +695,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
             proc.busy = False
         self._app_poll(proc)
 
-    def _abandon_batch(self, proc: Process) -> None:
+    def _abandon_batch(self, proc: ConsumerGroupProcess) -> None:
         """A crash or close mid-batch: what was processed counts, and a commit on close claims only that."""
         if proc.batch:
             self._finish_batch_partially(proc, rewind=True)
@@ -700,7 +703,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
 
     # ------------------------------------------------------------------ processes
 
-    def _new_process(self, name: str) -> Process:
+    def _new_process(self, name: str) -> ConsumerGroupProcess:
         spec = next(c for c in self.scenario.consumers if c.id == name)
         incarnation, connection = self._new_incarnation(name)
         config = MemberConfig(
@@ -720,7 +723,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
                 enable_auto_commit=False,  # the simulator commits (ticks, before revocation)
                 auto_commit_interval_ms=spec.setting(self.cfg, "auto_commit_interval_ms"),
                 background_heartbeat=True), self.topics, self.broker)
-        return Process(name=name, spec=spec, connection=connection, machine=machine,
+        return ConsumerGroupProcess(name=name, spec=spec, connection=connection, machine=machine,
                        ms_per_record=spec.processing_ms_per_record,
                        max_poll_records=spec.setting(self.cfg, "max_poll_records"),
                        auto_commit_interval_ms=spec.setting(self.cfg, "auto_commit_interval_ms"),
@@ -731,14 +734,14 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
             return me.Subscribe((), spec.pattern)
         return me.Subscribe(tuple(spec.subscribe or ()))
 
-    def _started(self, proc: Process) -> None:
+    def _started(self, proc: ConsumerGroupProcess) -> None:
         self._member_input(proc, self._subscription(proc.spec))
         if proc.spec.pattern is not None:
             for topic in self.topics:
                 if re.fullmatch(proc.spec.pattern, topic):
                     self.topic_wanted.setdefault(topic, self.now)
 
-    def _end_process(self, proc: Process) -> None:
+    def _end_process(self, proc: ConsumerGroupProcess) -> None:
         if not proc.alive:
             return
         self._checkpoint(proc)
@@ -747,7 +750,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
         self._release(proc, list(proc.held))
         proc.alive = False
 
-    def _resumed_from_pause(self, proc: Process) -> None:
+    def _resumed_from_pause(self, proc: ConsumerGroupProcess) -> None:
         deferred, proc.deferred = proc.deferred, []
         for event in deferred:
             if not proc.alive:
@@ -765,24 +768,24 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
         self._maybe_run_callbacks(proc)
         self._app_poll(proc)
 
-    def _resumed_from_stall(self, proc: Process) -> None:
+    def _resumed_from_stall(self, proc: ConsumerGroupProcess) -> None:
         self._maybe_run_callbacks(proc)
         self._app_poll(proc)
 
     # ------------------------------------------------------------------ scenario events (sim.core dispatches them)
 
-    def _stop_process(self, proc: Process) -> None:
+    def _stop_process(self, proc: ConsumerGroupProcess) -> None:
         self._close(proc)
 
-    def _closing(self, proc: Process) -> bool:
+    def _closing(self, proc: ConsumerGroupProcess) -> bool:
         return proc.closing
 
-    def _crash_process(self, proc: Process) -> None:
+    def _crash_process(self, proc: ConsumerGroupProcess) -> None:
         self._checkpoint(proc)
         self._abandon_batch(proc)
         self._end_process(proc)
 
-    def _stalled(self, proc: Process) -> None:
+    def _stalled(self, proc: ConsumerGroupProcess) -> None:
         pass  # the heartbeat thread goes on; listener callbacks wait for the loop
 
     def _topics_grown(self, event: Event) -> None:
@@ -796,7 +799,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
         if self.classic_coordinator is None:  # a classic group's consumers notice on their own
             self._coordinator_output(self.coordinator.handle(ce.TopicsChanged(tuple(sorted(self.topics.items()))), now))
 
-    def _subscribe(self, proc: Process, change: SubscribeChange) -> None:
+    def _subscribe(self, proc: ConsumerGroupProcess, change: SubscribeChange) -> None:
         for topic in change.topics or ():
             self.topic_wanted.setdefault(topic, self.now)
         self._member_input(proc, me.Subscribe(tuple(change.topics or ()), change.pattern))
@@ -851,7 +854,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
             self.consumer_group_records = None
             self._coordinator_output(self.coordinator.handle(ce.GroupLoaded(), self.now))
 
-    def _close(self, proc: Process) -> None:
+    def _close(self, proc: ConsumerGroupProcess) -> None:
         """consumer.close(): commit and revoke through the listener, send the leave heartbeat."""
         if proc.closing:
             return
@@ -863,8 +866,8 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
             proc.app_token += 1  # nor the next idle poll; callbacks already running finish first
         proc.closing = True
         self._member_input(proc, me.Unsubscribe())
-        if proc.alive and proc.machine.state in (MemberState.UNSUBSCRIBED, MemberState.FATAL, MemberState.STALE,
-                                                 MemberState.FENCED) and not (
+        if proc.alive and proc.machine.state in (ConsumerMemberState.UNSUBSCRIBED, ConsumerMemberState.FATAL, ConsumerMemberState.STALE,
+                                                 ConsumerMemberState.FENCED) and not (
                 isinstance(proc.machine, ClassicMembership) and proc.machine.pending_callbacks):
             self._end_process(proc)
 
@@ -975,7 +978,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
         return self._result(
             final_owned=lambda proc: proc.machine.owned if proc.machine.member_epoch > 0 else (),
             final_group_state=state, final_members=members,
-            fenced=lambda proc: not proc.alive and proc.machine.state is MemberState.FATAL)
+            fenced=lambda proc: not proc.alive and proc.machine.state is ConsumerMemberState.FATAL)
 
 
 def run_consumer_group(scenario: Scenario, seed: int | None = None) -> SimulationResult:

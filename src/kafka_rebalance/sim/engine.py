@@ -55,9 +55,9 @@ from typing import Any, assert_never
 
 from kafka_rebalance.model import GroupProtocol, RebalanceProtocol
 from kafka_rebalance.protocol.classic.consumer import (
+    ClassicMemberState,
     ConsumerConfig,
     ConsumerCoordinator,
-    MemberState,
     sorted_partitions,
 )
 from kafka_rebalance.protocol.classic.consumer_events import (
@@ -148,8 +148,8 @@ from kafka_rebalance.sim.scenario import Event, Scenario, SubscribeChange, load_
 
 
 @dataclass(slots=True, kw_only=True)
-class Process(AppProcess):
-    """One run of a classic consumer process (a restart is a new Process with the same name)."""
+class ClassicProcess(AppProcess):
+    """One run of a classic consumer process (a restart is a new ClassicProcess with the same name)."""
 
     cc: ConsumerCoordinator
     deferred: list[DeferrableEvent] = field(default_factory=list)
@@ -175,7 +175,7 @@ class Process(AppProcess):
         return MappingProxyType(self.positions)
 
 
-class Simulation(SimulatorCore[Process]):
+class Simulation(SimulatorCore[ClassicProcess]):
     def __init__(self, scenario: Scenario, seed: int | None = None):
         super().__init__(scenario, seed)
         self.loss = self.cfg.network_loss
@@ -262,7 +262,7 @@ class Simulation(SimulatorCore[Process]):
         self.now = end
         return self._finish()
 
-    def _running(self, connection: str, event: DeferrableEvent) -> Process | None:
+    def _running(self, connection: str, event: DeferrableEvent) -> ClassicProcess | None:
         """The live, running process of ``connection``; an event for a paused one waits for it."""
         proc = self.connections.get(connection)
         if proc is None or not proc.alive:
@@ -327,7 +327,7 @@ class Simulation(SimulatorCore[Process]):
 
     # ------------------------------------------------------------------ network and machines
 
-    def _send(self, proc: Process, send: Send, sent_ms: int | None = None) -> None:
+    def _send(self, proc: ClassicProcess, send: Send, sent_ms: int | None = None) -> None:
         now = self.now
         arrives = proc.last_arrives
         request = send.request
@@ -458,18 +458,18 @@ class Simulation(SimulatorCore[Process]):
         ordered[connection] = arrival
         self._push(arrival, ResponseArrives(connection, response))
 
-    def _deliver_response(self, proc: Process, response: GroupResponse | FindCoordinatorResponse) -> None:
+    def _deliver_response(self, proc: ClassicProcess, response: GroupResponse | FindCoordinatorResponse) -> None:
         if type(response) is JoinGroupResponse and response.member_id:
             self.member_names[response.member_id] = proc.name
         self._to_consumer(proc, ConsumerReceived(response))
         self._maybe_poll(proc)
 
-    def _to_consumer(self, proc: Process, event: ConsumerInput, sent_ms: int | None = None) -> None:
+    def _to_consumer(self, proc: ClassicProcess, event: ConsumerInput, sent_ms: int | None = None) -> None:
         outputs = proc.cc.handle(event, self.now)
         if outputs:
             self._consumer_outputs(proc, outputs, sent_ms)
 
-    def _consumer_outputs(self, proc: Process, outputs: list[ConsumerOutput], sent_ms: int | None = None) -> None:
+    def _consumer_outputs(self, proc: ClassicProcess, outputs: list[ConsumerOutput], sent_ms: int | None = None) -> None:
         if len(outputs) == 2:  # the heartbeat thread's request and its next turn
             first, second = outputs
             if type(first) is Send and type(second) is ArmTimer:
@@ -545,7 +545,7 @@ class Simulation(SimulatorCore[Process]):
                 else:
                     self.armed.pop(fires, None)
 
-    def _listener_work(self, proc: Process, work_ms: int) -> None:
+    def _listener_work(self, proc: ClassicProcess, work_ms: int) -> None:
         """``revocation_ms`` / ``assignment_ms``: the application thread's requests (JoinGroup,
         OffsetFetch, ...) wait for the listener to return, as in the consumer-group simulator."""
         if work_ms:
@@ -553,7 +553,7 @@ class Simulation(SimulatorCore[Process]):
 
     # ------------------------------------------------------------------ consumer processes
 
-    def _new_process(self, name: str) -> Process:
+    def _new_process(self, name: str) -> ClassicProcess:
         spec = next(c for c in self.scenario.consumers if c.id == name)
         cfg = self.cfg
         incarnation, connection = self._new_incarnation(name)
@@ -574,23 +574,23 @@ class Simulation(SimulatorCore[Process]):
             request_timeout_ms=cfg.request_timeout_ms if self.lossy else None,
         )
         cc = ConsumerCoordinator(config, self.topics, self.leader_broker)
-        return Process(name=name, spec=spec, connection=connection, wire=connection, cc=cc,
+        return ClassicProcess(name=name, spec=spec, connection=connection, wire=connection, cc=cc,
                        ms_per_record=spec.processing_ms_per_record,
                        max_poll_records=spec.setting(cfg, "max_poll_records"), mark_ms=self.now,
                        incarnation=incarnation)
 
-    def _started(self, proc: Process) -> None:
+    def _started(self, proc: ClassicProcess) -> None:
         self._push(self.now + self.cfg.metadata_max_age_ms, MetadataRefresh(proc.connection))
 
-    def _checkpoint(self, proc: Process) -> None:
+    def _checkpoint(self, proc: ClassicProcess) -> None:
         """Before a process's consumption state changes: apply its due auto-commit tick, then sync."""
         self._flush_auto_commits(proc)
         self._sync(proc)
         proc.mark_ms = self.now
 
-    def _flush_auto_commits(self, proc: Process) -> None:
+    def _flush_auto_commits(self, proc: ClassicProcess) -> None:
         cc = proc.cc
-        if not (proc.flowing and cc.config.enable_auto_commit and cc.state is MemberState.STABLE and proc.positions):
+        if not (proc.flowing and cc.config.enable_auto_commit and cc.state is ClassicMemberState.STABLE and proc.positions):
             return
         due = cc.next_auto_commit_ms
         if self.now < due:
@@ -604,7 +604,7 @@ class Simulation(SimulatorCore[Process]):
         self._to_consumer(proc, AutoCommitDue(tick, dict(zip(positions, self.traffic.leo_many(positions, tick),
                                                                  strict=True))), sent_ms=tick)
 
-    def _revoked(self, proc: Process, partitions: Iterable[str]) -> None:
+    def _revoked(self, proc: ClassicProcess, partitions: Iterable[str]) -> None:
         self._checkpoint(proc)
         for partition in partitions:
             proc.positions.pop(partition, None)
@@ -612,14 +612,14 @@ class Simulation(SimulatorCore[Process]):
             if self.assigned_to.get(partition) == proc.name:
                 del self.assigned_to[partition]
 
-    def _assigned(self, proc: Process, partitions: Iterable[str]) -> None:
+    def _assigned(self, proc: ClassicProcess, partitions: Iterable[str]) -> None:
         for partition in partitions:
             holder = self.assigned_to.get(partition)
             if holder is not None and holder != proc.name:
                 self.ownership_conflicts += 1
             self.assigned_to[partition] = proc.name
 
-    def _positions_fetched(self, proc: Process, offsets: Iterable[PartitionOffset]) -> None:
+    def _positions_fetched(self, proc: ClassicProcess, offsets: Iterable[PartitionOffset]) -> None:
         self._checkpoint(proc)
         owned = proc.cc.owned
         for entry in offsets:
@@ -666,23 +666,23 @@ class Simulation(SimulatorCore[Process]):
                     self._held_row(proc, partition, entry)
                     proc.held[partition] = [self.now, entry[1], NOT_FENCED]
 
-    def _drop_process_ownership(self, proc: Process) -> None:
+    def _drop_process_ownership(self, proc: ClassicProcess) -> None:
         for partition in list(proc.positions):
             self._end_ownership(partition, proc.name)
         for partition in proc.cc.owned:
             if self.assigned_to.get(partition) == proc.name:
                 del self.assigned_to[partition]
 
-    def _maybe_poll(self, proc: Process) -> None:
+    def _maybe_poll(self, proc: ClassicProcess) -> None:
         """A process inside poll() acts on a pending rejoin (or an old client's due heartbeat) at once."""
         cc = proc.cc
         if not proc.alive or proc.paused or not cc.in_poll:
             return
-        if cc.wants_poll or (proc.ms_per_record != 0 and not proc.batch and cc.state is MemberState.STABLE
+        if cc.wants_poll or (proc.ms_per_record != 0 and not proc.batch and cc.state is ClassicMemberState.STABLE
                              and bool(proc.positions)):
             self._app_poll(proc)
 
-    def _app_poll(self, proc: Process) -> None:
+    def _app_poll(self, proc: ClassicProcess) -> None:
         cc = proc.cc
         if not proc.alive or proc.paused or proc.stalled:
             return
@@ -691,21 +691,21 @@ class Simulation(SimulatorCore[Process]):
         self._to_consumer(proc, Poll(proc.position_view()))
         if proc.continuous or not proc.alive:
             return
-        if cc.state is not MemberState.STABLE or cc.rejoin_needed or not proc.positions:
+        if cc.state is not ClassicMemberState.STABLE or cc.rejoin_needed or not proc.positions:
             return  # still (re)joining: poll() keeps running until the group is stable
         self._take_batch(proc)
 
-    def _batch_taken(self, proc: Process) -> None:
+    def _batch_taken(self, proc: ClassicProcess) -> None:
         self._to_consumer(proc, PollReturned())
 
-    def _app_event(self, proc: Process, activity: AppActivity) -> None:
+    def _app_event(self, proc: ClassicProcess, activity: AppActivity) -> None:
         if activity is AppActivity.BATCH_DONE:
             for partition, start, end in proc.batch:
                 self._processed(proc, partition, start, end, proc.batch_start)
             proc.batch = []
         self._app_poll(proc)
 
-    def _resumed_from_pause(self, proc: Process) -> None:
+    def _resumed_from_pause(self, proc: ClassicProcess) -> None:
         deferred, proc.deferred = proc.deferred, []
         for event in deferred:
             if not proc.alive:
@@ -728,12 +728,12 @@ class Simulation(SimulatorCore[Process]):
         else:
             self._maybe_poll(proc)
 
-    def _resumed_from_stall(self, proc: Process) -> None:
+    def _resumed_from_stall(self, proc: ClassicProcess) -> None:
         self._app_poll(proc)
 
     # ------------------------------------------------------------------ scenario events (sim.core dispatches them)
 
-    def _stop_process(self, proc: Process) -> None:
+    def _stop_process(self, proc: ClassicProcess) -> None:
         self._checkpoint(proc)
         if proc.batch:
             self._finish_batch_partially(proc, rewind=True)
@@ -742,20 +742,20 @@ class Simulation(SimulatorCore[Process]):
         self._release(proc, list(proc.held))
         proc.alive = False
 
-    def _crash_process(self, proc: Process) -> None:
+    def _crash_process(self, proc: ClassicProcess) -> None:
         self._checkpoint(proc)
         self._finish_batch_partially(proc, rewind=False)
         self._drop_process_ownership(proc)
         self._release(proc, list(proc.held))
         proc.alive = False
 
-    def _stalled(self, proc: Process) -> None:
+    def _stalled(self, proc: ClassicProcess) -> None:
         self._to_consumer(proc, PollReturned())  # the loop left poll() now and is stuck
 
     def _topics_grown(self, event: Event) -> None:
         pass  # consumers see it at their next metadata refresh
 
-    def _subscribe(self, proc: Process, change: SubscribeChange) -> None:
+    def _subscribe(self, proc: ClassicProcess, change: SubscribeChange) -> None:
         self._to_consumer(proc, MetadataUpdate(dict(self.topics)))
         self._to_consumer(proc, Subscribe(tuple(change.topics or ()), change.pattern))
         self._maybe_poll(proc)

@@ -39,7 +39,7 @@ from kafka_rebalance.protocol.logrecords import (
 from kafka_rebalance.protocol.modern.consumer.assignment import (
     EMPTY,
     MemberAssignment,
-    MemberState,
+    MemberAssignmentState,
     Partitions,
     partitions,
     reconcile,
@@ -104,7 +104,7 @@ class ProtocolError(Exception):
 
 
 @dataclass(frozen=True, slots=True)
-class ServerMember:
+class MemberSubscriptionAndAssignment:
     """What a server-side assignor sees of a member (Kafka's ``MemberSubscriptionAndAssignment``):
     its subscribed topics and its current *target* assignment (for stickiness)."""
 
@@ -115,12 +115,12 @@ class ServerMember:
     rack: str | None = None
 
 
-ServerAssign = Callable[[str, Mapping[str, int], Sequence[ServerMember]], Mapping[str, Mapping[str, Sequence[int]]]]
+ServerAssign = Callable[[str, Mapping[str, int], Sequence[MemberSubscriptionAndAssignment]], Mapping[str, Mapping[str, Sequence[int]]]]
 """(assignor name, topic -> partition count, members) -> member id -> topic -> partitions."""
 
 
 def default_server_assign(assignor: str, topics: Mapping[str, int],
-                          members: Sequence[ServerMember]) -> Mapping[str, Mapping[str, Sequence[int]]]:
+                          members: Sequence[MemberSubscriptionAndAssignment]) -> Mapping[str, Mapping[str, Sequence[int]]]:
     """The server-side assignors of ``assignors.server`` (Kafka's UniformAssignor, RangeAssignor)."""
     from kafka_rebalance.assignors import server
 
@@ -242,7 +242,7 @@ class ConsumerGroupCoordinator:
         self.static_members: dict[str, str] = {}  # instance id -> member id
         self.target: dict[str, Partitions] = {}  # member id -> target assignment
         # member id -> what the assignor saw of it last time, and from what (see _assignor_member)
-        self._assignor_input: dict[str, tuple[ConsumerGroupMember, dict[str, int], Partitions, ServerMember]] = {}
+        self._assignor_input: dict[str, tuple[ConsumerGroupMember, dict[str, int], Partitions, MemberSubscriptionAndAssignment]] = {}
         self.subscription_metadata: dict[str, int] = {}
         self.metadata_refresh_needed = False
         self.partition_epochs: dict[str, dict[int, int]] = {}
@@ -326,7 +326,7 @@ class ConsumerGroupCoordinator:
         self.metadata_refresh_needed = True
         for member_id, member in self.members.items():
             out.append(ArmTimer(SessionTimeout(member_id), now_ms + self.config.session_timeout_ms))
-            if member.assignment.state is MemberState.UNREVOKED_PARTITIONS:
+            if member.assignment.state is MemberAssignmentState.UNREVOKED_PARTITIONS:
                 self.rebalance_timeout_epoch[member_id] = member.member_epoch
                 out.append(ArmTimer(RebalanceTimeout(member_id), now_ms + member.rebalance_timeout_ms))
 
@@ -358,7 +358,7 @@ class ConsumerGroupCoordinator:
                 or request.subscribed_topic_regex is not None or request.server_assignor is not None
                 or request.rack_id is not None or request.rebalance_timeout_ms != -1
                 or self.metadata_refresh_needed or self.group_epoch != self.assignment_epoch
-                or member.assignment.state is not MemberState.STABLE
+                or member.assignment.state is not MemberAssignmentState.STABLE
                 or member.assignment.member_epoch != self.assignment_epoch
                 or request.client_id != member.client_id or member.classic is not None or not request.group_id.strip()):
             return None
@@ -690,7 +690,7 @@ class ConsumerGroupCoordinator:
 
     def _throw_if_rebalance_in_progress(self, member: ConsumerGroupMember, now_ms: int, out: list[Output]) -> None:
         """Kafka's ``throwIfRebalanceInProgress``."""
-        if self.group_epoch > member.member_epoch and member.assignment.state is not MemberState.UNREVOKED_PARTITIONS:
+        if self.group_epoch > member.member_epoch and member.assignment.state is not MemberAssignmentState.UNREVOKED_PARTITIONS:
             self._arm_join_timeout_if_absent(member, now_ms, out)
             raise ProtocolError(ErrorCode.REBALANCE_IN_PROGRESS,
                                 f"A new rebalance is triggered in group {self.group_id} and member "
@@ -722,7 +722,7 @@ class ConsumerGroupCoordinator:
 
     def waiting_on_unreleased_partition(self, member: ConsumerGroupMember) -> bool:
         """Kafka's ``ConsumerGroup.waitingOnUnreleasedPartition``."""
-        if member.assignment.state is not MemberState.UNRELEASED_PARTITIONS:
+        if member.assignment.state is not MemberAssignmentState.UNRELEASED_PARTITIONS:
             return False
         for topic, numbers in self.target.get(member.member_id, {}).items():
             have = member.assignment.assigned.get(topic, frozenset())
@@ -741,8 +741,8 @@ class ConsumerGroupCoordinator:
         assert member.classic is not None
         out.append(ArmTimer(SessionTimeout(member.member_id), now_ms + member.classic.session_timeout_ms))
         state = member.assignment.state
-        if (member.member_epoch < self.group_epoch or state is MemberState.UNREVOKED_PARTITIONS
-                or (state is MemberState.UNRELEASED_PARTITIONS and not self.waiting_on_unreleased_partition(member))):
+        if (member.member_epoch < self.group_epoch or state is MemberAssignmentState.UNREVOKED_PARTITIONS
+                or (state is MemberAssignmentState.UNRELEASED_PARTITIONS and not self.waiting_on_unreleased_partition(member))):
             self._arm_join_timeout_if_absent(member, now_ms, out)
             return cl.HeartbeatResponse(ErrorCode.REBALANCE_IN_PROGRESS)
         return cl.HeartbeatResponse(ErrorCode.NONE)
@@ -873,7 +873,7 @@ class ConsumerGroupCoordinator:
         took = modelled_assignor_time_ms(assignor, sum(self.subscription_metadata.values()), homogeneous)
         out.append(Log(ConsumerTargetAssignmentComputed(now_ms, self.group_id, self.group_epoch, assignor, took)))
 
-    def _assignor_member(self, member: ConsumerGroupMember) -> ServerMember:
+    def _assignor_member(self, member: ConsumerGroupMember) -> MemberSubscriptionAndAssignment:
         """A member as the assignor sees it (Kafka's ``MemberSubscriptionAndAssignmentImpl``),
         rebuilt only when its subscription, rack, the topics or its target changed since the last
         computation (Kafka's ``TargetAssignmentBuilder`` likewise keeps the previous specs)."""
@@ -886,7 +886,7 @@ class ConsumerGroupCoordinator:
                     and seen.subscribed_topic_regex == member.subscribed_topic_regex
                     and seen.instance_id == member.instance_id and seen.rack_id == member.rack_id):
                 return built
-        built = ServerMember(member.member_id, member.subscribed_topics(self.topics),
+        built = MemberSubscriptionAndAssignment(member.member_id, member.subscribed_topics(self.topics),
                              {t: sorted_numbers(ps) for t, ps in target.items()}, member.instance_id, member.rack_id)
         self._assignor_input[member.member_id] = (member, self.topics, target, built)
         return built
@@ -907,7 +907,7 @@ class ConsumerGroupCoordinator:
                                            step.state.name, tuple(to_strings(step.assigned)),
                                            tuple(to_strings(step.pending_revocation)))))
         if not updated.uses_classic_protocol:
-            if step.state is MemberState.UNREVOKED_PARTITIONS:
+            if step.state is MemberAssignmentState.UNREVOKED_PARTITIONS:
                 self.rebalance_timeout_epoch[member_id] = step.member_epoch
                 out.append(ArmTimer(RebalanceTimeout(member_id), now_ms + member.rebalance_timeout_ms))
             elif self.rebalance_timeout_epoch.pop(member_id, None) is not None:
