@@ -23,7 +23,7 @@ from kafka_rebalance.protocol.logrecords import (
 )
 from kafka_rebalance.protocol.modern.consumer.migration import downgrade_reason
 from kafka_rebalance.sim import load_scenario, run_simulation
-from kafka_rebalance.sim.consumer_group import ConsumerGroupSimulation
+from kafka_rebalance.sim.consumer_group import ConsumerGroupSide
 from tests.sim.helpers import never_two_owners, settled_without_loss
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples/scenarios/consumer-groups/rolling-downgrade.yaml"
@@ -137,7 +137,7 @@ def test_upgrade_then_downgrade_then_upgrade_again() -> None:
 
 def test_example_rolling_downgrade_runs() -> None:
     """examples/scenarios/consumer-groups/rolling-downgrade.yaml."""
-    simulation = ConsumerGroupSimulation(load_scenario(EXAMPLE.read_text()))
+    simulation = ConsumerGroupSide(load_scenario(EXAMPLE.read_text()))
     run = simulation.run()
     assert [r.direction for r in records(run, ConsumerGroupConverted)] == ["downgrade"]
     assert run.final_group_state == "Stable"

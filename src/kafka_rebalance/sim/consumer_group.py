@@ -24,7 +24,6 @@ Modelling choices (beyond those of ``sim.engine``, which this follows):
 
 from __future__ import annotations
 
-import heapq
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -33,7 +32,7 @@ from typing import Any, assert_never
 from kafka_rebalance.model import GroupProtocol, RebalanceProtocol
 from kafka_rebalance.protocol.classic import consumer_events as cc_events
 from kafka_rebalance.protocol.classic import coordinator_events as cl
-from kafka_rebalance.protocol.classic.consumer import ConsumerConfig
+from kafka_rebalance.protocol.classic.consumer import ConsumerConfig, sorted_partitions
 from kafka_rebalance.protocol.classic.coordinator import (
     ClassicGroup,
     CoordinatorConfig,
@@ -84,7 +83,7 @@ from kafka_rebalance.sim.classic_member import (
     ClassicOutput,
     ClassicSend,
 )
-from kafka_rebalance.sim.core import AppProcess, SimulatorCore, in_partition_order, no_cyclic_gc
+from kafka_rebalance.sim.driver import AppProcess, Driver
 from kafka_rebalance.sim.events import (
     AppActivity,
     AppWakes,
@@ -113,7 +112,7 @@ ListenerCallback = me.CommitOffsets | me.PartitionsRevoked | me.PartitionsAssign
 
 
 @dataclass(slots=True, kw_only=True)
-class ConsumerGroupProcess(AppProcess):
+class ConsumerGroupProcess(AppProcess[ConsumerGroupDeferrable]):
     """One run of a consumer process (a restart is a new ConsumerGroupProcess with the same name)."""
 
     machine: ConsumerMembershipManager | ClassicMembership
@@ -122,7 +121,6 @@ class ConsumerGroupProcess(AppProcess):
     closing: bool = False
     next_commit_ms: int = 0
     callbacks: list[list[ListenerCallback]] = field(default_factory=list)
-    deferred: list[ConsumerGroupDeferrable] = field(default_factory=list)
     timer_events: dict[MemberTimer, MemberTimerFires] = field(default_factory=dict)  # one per timer
 
     @property
@@ -135,10 +133,9 @@ class ConsumerGroupProcess(AppProcess):
         return self.machine.member_epoch
 
 
-class ConsumerGroupSimulation(SimulatorCore[ConsumerGroupProcess]):
+class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, ConsumerGroupDeferrable]):
     def __init__(self, scenario: Scenario, seed: int | None = None):
         super().__init__(scenario, seed)
-        self.heap: list[tuple[int, int, ConsumerGroupEvent]] = []
         self.offsets_partition = coordinator_partition(scenario.group, self.cfg.offsets_topic_num_partitions)
         self.broker = self.offsets_partition % self.cfg.brokers
         config = ConsumerGroupConfig(
@@ -182,58 +179,29 @@ class ConsumerGroupSimulation(SimulatorCore[ConsumerGroupProcess]):
             offsets_topic_num_partitions=self.cfg.offsets_topic_num_partitions,
             broker_id=self.broker), seed=self.rng.getrandbits(32), partitions=partitions)
 
-    def _push(self, time: int, event: ConsumerGroupEvent) -> int:
-        self.seq += 1
-        heapq.heappush(self.heap, (time, self.seq, event))
-        return self.seq
-
-    def _arrival(self, in_order: dict[str, int], connection: str) -> int:
-        """When a message sent now arrives: after the latency, and never before an earlier
-        message on the same connection (Kafka answers a connection's requests in order)."""
-        at = max(self.now + self._latency(), in_order.get(connection, 0))
-        in_order[connection] = at
-        return at
-
     def _respond(self, connection: str, response: ce.Response | cl.GroupResponse) -> None:
-        self._push(self._arrival(self.response_arrival_ms, connection), GroupResponseArrives(connection, response))
+        self._push(self._in_order_arrival(self.response_arrival_ms, connection),
+                   GroupResponseArrives(connection, response))
 
     # ------------------------------------------------------------------ main loop
 
-    def run(self) -> SimulationResult:
-        with no_cyclic_gc():
-            return self._run()
-
-    def _run(self) -> SimulationResult:
-        for index, step in enumerate(self.scenario.events):
-            self._push(step.at_ms, ScenarioStep(index))
-        heap = self.heap
-        end = self.end_ms
-        pop = heapq.heappop
-        while heap:
-            time, _, event = heap[0]
-            if time > end:
-                break
-            pop(heap)
-            self.now = time
-            # The most frequent events (heartbeats and their timers) go straight to their handlers.
-            if type(event) is GroupRequestArrives:
-                self._deliver_to_coordinator(event.connection, event.request, event.ignore_response)
-            elif type(event) is MemberTimerFires:
-                self._member_timer(event, time)
-            else:
-                self._dispatch(event)
-        self.now = end
-        return self._finish()
+    def _handle(self, time: int, seq: int, event: ConsumerGroupEvent) -> None:
+        self.now = time
+        # The most frequent events (heartbeats and their timers) go straight to their handlers.
+        if type(event) is GroupRequestArrives:
+            self._deliver_to_coordinator(event.connection, event.request, event.ignore_response)
+        elif type(event) is MemberTimerFires:
+            self._member_timer(event, time)
+        else:
+            self._dispatch(event)
 
     def _dispatch(self, event: ConsumerGroupEvent) -> None:
         match event:
             case GroupRequestArrives(connection=connection, request=request, ignore_response=ignore):
                 self._deliver_to_coordinator(connection, request, ignore)
             case GroupResponseArrives(connection=connection, response=response):
-                proc = self.connections.get(connection)
-                if proc is not None and proc.alive and proc.paused:
-                    proc.deferred.append(event)
-                elif proc is not None and proc.alive:
+                proc = self._running(connection, event)
+                if proc is not None:
                     self._deliver_response(proc, response)
             case MemberTimerFires():
                 self._member_timer(event, self.now)
@@ -242,12 +210,9 @@ class ConsumerGroupSimulation(SimulatorCore[ConsumerGroupProcess]):
             case ScenarioStep(index=index):
                 self._scenario_event(self.scenario.events[index])
             case AppWakes(connection=connection, token=token, activity=activity):
-                proc = self.connections.get(connection)
-                if proc is not None and proc.alive and token == proc.app_token:
-                    if proc.paused:
-                        proc.deferred.append(event)
-                    else:
-                        self._app_event(proc, activity)
+                proc = self._running(connection, event)
+                if proc is not None and token == proc.app_token:
+                    self._app_event(proc, activity)
             case ProcessStarts(name=name):
                 self._start_process(name)
             case ProcessResumes(connection=connection, interruption=interruption):
@@ -462,11 +427,8 @@ class ConsumerGroupSimulation(SimulatorCore[ConsumerGroupProcess]):
                 self._push(deadline, fires)
             return
         del self.member_timers[fires]
-        proc = self.connections.get(fires.connection)
-        if proc is None or not proc.alive:
-            return
-        if proc.paused:
-            proc.deferred.append(fires)
+        proc = self._running(fires.connection, fires)
+        if proc is None:
             return
         timer = fires.timer
         if type(timer) is me.PollTimerExpired and proc.continuous and not proc.stalled:
@@ -502,7 +464,7 @@ class ConsumerGroupSimulation(SimulatorCore[ConsumerGroupProcess]):
         if len(out) == 2:  # the background thread's heartbeat and its next turn
             first, second = out
             if type(first) is me.Send and type(second) is ArmTimer and first.request.member_epoch >= 0:
-                self._push(self._arrival(self.request_arrival_ms, proc.connection),
+                self._push(self._in_order_arrival(self.request_arrival_ms, proc.connection),
                            GroupRequestArrives(proc.connection, first.request, first.ignore_response))
                 self._arm_member_timer(proc, second.timer, second.deadline_ms)
                 return
@@ -513,7 +475,7 @@ class ConsumerGroupSimulation(SimulatorCore[ConsumerGroupProcess]):
         for item in out:
             match item:
                 case me.Send(request=request, ignore_response=ignore):
-                    self._push(self._arrival(self.request_arrival_ms, proc.connection),
+                    self._push(self._in_order_arrival(self.request_arrival_ms, proc.connection),
                                GroupRequestArrives(proc.connection, request, ignore))
                     if request.member_epoch < 0 and proc.positions:
                         # Out of the group: whatever the listener does later, it consumes no more.
@@ -535,7 +497,7 @@ class ConsumerGroupSimulation(SimulatorCore[ConsumerGroupProcess]):
                 case ClassicFindCoordinator():
                     find_coordinator = True
                 case ClassicSend(request=request):
-                    self._push(self._arrival(self.request_arrival_ms, proc.connection),
+                    self._push(self._in_order_arrival(self.request_arrival_ms, proc.connection),
                                GroupRequestArrives(proc.connection, request, False))
                     if isinstance(request, cl.LeaveGroupRequest):
                         self._checkpoint(proc)
@@ -750,21 +712,20 @@ class ConsumerGroupSimulation(SimulatorCore[ConsumerGroupProcess]):
         self._release(proc, list(proc.held))
         proc.alive = False
 
+    def _deferred_event(self, proc: ConsumerGroupProcess, event: ConsumerGroupDeferrable) -> None:
+        match event:
+            case GroupResponseArrives(response=response):
+                self._deliver_response(proc, response)
+            case MemberTimerFires(timer=timer):
+                self._member_input(proc, timer)
+            case AppWakes(token=token, activity=activity):
+                if token == proc.app_token:
+                    self._app_event(proc, activity)
+            case _:
+                assert_never(event)
+
     def _resumed_from_pause(self, proc: ConsumerGroupProcess) -> None:
-        deferred, proc.deferred = proc.deferred, []
-        for event in deferred:
-            if not proc.alive:
-                break
-            match event:
-                case GroupResponseArrives(response=response):
-                    self._deliver_response(proc, response)
-                case MemberTimerFires(timer=timer):
-                    self._member_input(proc, timer)
-                case AppWakes(token=token, activity=activity):
-                    if token == proc.app_token:
-                        self._app_event(proc, activity)
-                case _:
-                    assert_never(event)
+        self._replay_deferred(proc)
         self._maybe_run_callbacks(proc)
         self._app_poll(proc)
 
@@ -772,7 +733,7 @@ class ConsumerGroupSimulation(SimulatorCore[ConsumerGroupProcess]):
         self._maybe_run_callbacks(proc)
         self._app_poll(proc)
 
-    # ------------------------------------------------------------------ scenario events (sim.core dispatches them)
+    # ------------------------------------------------------------------ scenario events (the driver dispatches them)
 
     def _stop_process(self, proc: ConsumerGroupProcess) -> None:
         self._close(proc)
@@ -919,7 +880,7 @@ class ConsumerGroupSimulation(SimulatorCore[ConsumerGroupProcess]):
                     names = [self._name(m) for m in current.member_ids]
                     recorder.complete(self.now, generation, GroupProtocol.CLASSIC, self._classic_rebalance_protocol(names),
                                       names, None if current.leader_id is None else self._name(current.leader_id),
-                                      {self._name(a.member_id): in_partition_order(a.partitions) for a in assignment})
+                                      {self._name(a.member_id): sorted_partitions(a.partitions) for a in assignment})
             case GroupEmpty(generation=generation):
                 recorder.emptied(self.now, generation, GroupProtocol.CLASSIC)
             case MemberFailed(member_id=member_id) | MemberLeft(member_id=member_id):
@@ -982,7 +943,7 @@ class ConsumerGroupSimulation(SimulatorCore[ConsumerGroupProcess]):
 
 
 def run_consumer_group(scenario: Scenario, seed: int | None = None) -> SimulationResult:
-    return ConsumerGroupSimulation(scenario, seed).run()
+    return ConsumerGroupSide(scenario, seed).run()
 
 
 def consumer_group_log_lines(run: SimulationResult, debug: bool = True) -> list[str]:
@@ -1023,4 +984,4 @@ def _not_available(request: ce.Request) -> ce.ClassicResponse:
             assert_never(request)
 
 
-__all__ = ["ConsumerGroupSimulation", "consumer_group_log_lines", "run_consumer_group"]
+__all__ = ["ConsumerGroupSide", "consumer_group_log_lines", "run_consumer_group"]

@@ -122,7 +122,7 @@ from kafka_rebalance.protocol.logrecords import (
     PreparingRebalance,
     Stabilized,
 )
-from kafka_rebalance.sim.core import AppProcess, SimulatorCore, no_cyclic_gc
+from kafka_rebalance.sim.driver import AppProcess, Driver
 from kafka_rebalance.sim.events import (
     AppActivity,
     AppWakes,
@@ -148,11 +148,10 @@ from kafka_rebalance.sim.scenario import Event, Scenario, SubscribeChange, load_
 
 
 @dataclass(slots=True, kw_only=True)
-class ClassicProcess(AppProcess):
+class ClassicProcess(AppProcess[DeferrableEvent]):
     """One run of a classic consumer process (a restart is a new ClassicProcess with the same name)."""
 
     cc: ConsumerCoordinator
-    deferred: list[DeferrableEvent] = field(default_factory=list)
     timer_events: dict[ConsumerTimer, ConsumerTimerFires] = field(default_factory=dict)
     last_timer: ConsumerTimer | None = None  # the heartbeat thread's timer, and its entry of timer_events
     last_fires: ConsumerTimerFires | None = None
@@ -175,14 +174,13 @@ class ClassicProcess(AppProcess):
         return MappingProxyType(self.positions)
 
 
-class Simulation(SimulatorCore[ClassicProcess]):
+class ClassicGroupSide(Driver[ClassicProcess, SimEvent, DeferrableEvent]):
     def __init__(self, scenario: Scenario, seed: int | None = None):
         super().__init__(scenario, seed)
         self.loss = self.cfg.network_loss
         self.lossy = self.loss > 0
         self.loss_until_ms = self.end_ms if self.cfg.network_loss_until_ms is None else self.cfg.network_loss_until_ms
         self.loss_rng = random.Random(f"network-loss/{self.seed}")
-        self.heap: list[tuple[int, int, SimEvent]] = []
         self.armed: dict[SimEvent, int] = {}  # timer event -> the sequence number of its live queue entry
         self.coordinator_timer_events: dict[int, dict[CoordinatorTimer, CoordinatorTimerFires]] = {}
         self.offsets_partition = coordinator_partition(scenario.group, self.cfg.offsets_topic_num_partitions)
@@ -207,70 +205,34 @@ class Simulation(SimulatorCore[ClassicProcess]):
         )
         return GroupCoordinator(config, self.rng.getrandbits(32), [self.offsets_partition] if loaded else [])
 
-    def _push(self, time: int, event: SimEvent) -> int:
-        self.seq += 1
-        heapq.heappush(self.heap, (time, self.seq, event))
-        return self.seq
-
     def _lost(self) -> bool:
         """Whether the message sent now is lost (only asked on a lossy network)."""
         return self.now <= self.loss_until_ms and self.loss_rng.random() < self.loss
 
     # ------------------------------------------------------------------ main loop
 
-    def run(self) -> SimulationResult:
-        with no_cyclic_gc():
-            return self._run()
-
-    def _run(self) -> SimulationResult:
-        for index, _ in enumerate(self.scenario.events):
-            self._push(self.scenario.events[index].at_ms, ScenarioStep(index))
-        heap = self.heap
-        end = self.end_ms
-        pop = heapq.heappop
-        armed = self.armed
-        connections = self.connections
-        deliver_request = self._deliver_request
-        while heap:
-            time, seq, event = heap[0]
-            if time > end:
-                break
-            pop(heap)
-            # The two most frequent events (heartbeats) go straight to their handlers.
-            if type(event) is RequestArrives:
-                self.now = time
-                deliver_request(event.broker_id, event.received)
-                continue
-            if type(event) is ConsumerTimerFires or type(event) is CoordinatorTimerFires:
-                if armed.get(event) != seq:
-                    continue  # cancelled or re-armed since
-                del armed[event]
+    def _handle(self, time: int, seq: int, event: SimEvent) -> None:
+        # The two most frequent events (heartbeats) go straight to their handlers.
+        if type(event) is RequestArrives:
             self.now = time
-            if type(event) is ConsumerTimerFires:
-                proc = connections.get(event.connection)
-                if proc is None or not proc.alive:
-                    continue
-                if proc.paused:
-                    proc.deferred.append(event)
-                    continue
-                outputs = proc.cc.handle(event.timer, time)
-                if outputs:
-                    self._consumer_outputs(proc, outputs)
-                self._maybe_poll(proc)
-            else:
-                self._dispatch(event)
-        self.now = end
-        return self._finish()
-
-    def _running(self, connection: str, event: DeferrableEvent) -> ClassicProcess | None:
-        """The live, running process of ``connection``; an event for a paused one waits for it."""
-        proc = self.connections.get(connection)
-        if proc is None or not proc.alive:
-            return None
-        if proc.paused:
-            proc.deferred.append(event)
-            return None
-        return proc
+            self._deliver_request(event.broker_id, event.received)
+            return
+        if type(event) is ConsumerTimerFires or type(event) is CoordinatorTimerFires:
+            armed = self.armed
+            if armed.get(event) != seq:
+                return  # cancelled or re-armed since
+            del armed[event]
+        self.now = time
+        if type(event) is ConsumerTimerFires:
+            proc = self._running(event.connection, event)
+            if proc is None:
+                return
+            outputs = proc.cc.handle(event.timer, time)
+            if outputs:
+                self._consumer_outputs(proc, outputs)
+            self._maybe_poll(proc)
+        else:
+            self._dispatch(event)
 
     def _dispatch(self, event: SimEvent) -> None:
         match event:
@@ -453,10 +415,7 @@ class Simulation(SimulatorCore[ClassicProcess]):
 
     def _respond(self, connection: str, response: GroupResponse) -> None:
         # In order per connection, as the request arrivals are.
-        ordered = self.response_arrival_ms
-        arrival = max(self.now + self._latency(), ordered.get(connection, 0))
-        ordered[connection] = arrival
-        self._push(arrival, ResponseArrives(connection, response))
+        self._push(self._in_order_arrival(self.response_arrival_ms, connection), ResponseArrives(connection, response))
 
     def _deliver_response(self, proc: ClassicProcess, response: GroupResponse | FindCoordinatorResponse) -> None:
         if type(response) is JoinGroupResponse and response.member_id:
@@ -705,23 +664,22 @@ class Simulation(SimulatorCore[ClassicProcess]):
             proc.batch = []
         self._app_poll(proc)
 
+    def _deferred_event(self, proc: ClassicProcess, event: DeferrableEvent) -> None:
+        match event:
+            case ResponseArrives(connection=connection, response=response):
+                if connection == proc.wire:
+                    self._deliver_response(proc, response)
+            case ConsumerTimerFires(timer=timer):
+                self._to_consumer(proc, timer)
+            case AppWakes(token=token, activity=activity):
+                # An earlier deferred event may have made the loop poll again since.
+                if token == proc.app_token:
+                    self._app_event(proc, activity)
+            case _:
+                assert_never(event)
+
     def _resumed_from_pause(self, proc: ClassicProcess) -> None:
-        deferred, proc.deferred = proc.deferred, []
-        for event in deferred:
-            if not proc.alive:
-                break
-            match event:
-                case ResponseArrives(connection=connection, response=response):
-                    if connection == proc.wire:
-                        self._deliver_response(proc, response)
-                case ConsumerTimerFires(timer=timer):
-                    self._to_consumer(proc, timer)
-                case AppWakes(token=token, activity=activity):
-                    # An earlier deferred event may have made the loop poll again since.
-                    if token == proc.app_token:
-                        self._app_event(proc, activity)
-                case _:
-                    assert_never(event)
+        self._replay_deferred(proc)
         if proc.continuous or (not proc.stalled and not proc.batch and not proc.cc.in_poll):
             # (A stall that ended during the pause could not restart the loop then.)
             self._app_poll(proc)
@@ -731,7 +689,7 @@ class Simulation(SimulatorCore[ClassicProcess]):
     def _resumed_from_stall(self, proc: ClassicProcess) -> None:
         self._app_poll(proc)
 
-    # ------------------------------------------------------------------ scenario events (sim.core dispatches them)
+    # ------------------------------------------------------------------ scenario events (the driver dispatches them)
 
     def _stop_process(self, proc: ClassicProcess) -> None:
         self._checkpoint(proc)
@@ -842,10 +800,10 @@ def run_simulation(scenario: Scenario | dict[str, Any] | str, seed: int | None =
     events: a rolling upgrade) runs in ``sim.consumer_group``."""
     loaded = load_scenario(scenario)
     if loaded.uses_consumer_protocol:
-        from kafka_rebalance.sim.consumer_group import ConsumerGroupSimulation
+        from kafka_rebalance.sim.consumer_group import ConsumerGroupSide
 
-        return ConsumerGroupSimulation(loaded, seed).run()
-    return Simulation(loaded, seed).run()
+        return ConsumerGroupSide(loaded, seed).run()
+    return ClassicGroupSide(loaded, seed).run()
 
 
 def simulate(scenario: Scenario | dict[str, Any] | str, seed: int | None = None) -> dict[str, Any]:

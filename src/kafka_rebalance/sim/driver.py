@@ -7,7 +7,7 @@ included) by filling in the hooks below.
 - ``AppProcess``: one run of a consumer process as the application sees it (alive, paused by
   a GC, stalled in its poll loop, its positions and the batch it is processing, what it
   believes it holds and since when the group fenced it).
-- ``SimulatorCore``: the virtual clock and the seeded randomness (network latency and jitter),
+- ``Driver``: the virtual clock and the seeded randomness (network latency and jitter),
   the scenario's events (join, leave, restart, crash, pause, stall, topic growth, subscription
   changes), a process's life cycle (start, pause/stall and resume), the batch poll loop (take a
   batch, finish it, or part of it on a crash or close), the one ledger of every run (ownership
@@ -19,14 +19,16 @@ included) by filling in the hooks below.
 from __future__ import annotations
 
 import gc
+import heapq
 import math
 import random
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from kafka_rebalance.model import GroupProtocol, RebalanceProtocol
+from kafka_rebalance.protocol.classic.consumer import partition_sort_key, sorted_partitions
 from kafka_rebalance.protocol.errors import ErrorCode
 from kafka_rebalance.sim.events import (
     AppActivity,
@@ -70,16 +72,6 @@ def no_cyclic_gc() -> Iterator[None]:
     finally:
         if collecting:
             gc.enable()
-
-
-def partition_order(partition: str) -> tuple[str, int]:
-    """Topics by name, then partition numbers ascending (Kafka's fetch order in the model)."""
-    topic, _, number = partition.rpartition("-")
-    return topic, int(number)
-
-
-def in_partition_order(partitions: Iterable[str]) -> tuple[str, ...]:
-    return tuple(sorted(partitions, key=partition_order))
 
 
 @dataclass(slots=True)
@@ -141,11 +133,11 @@ class RebalanceRecorder:
             before = held.get(name, frozenset())
             now_assigned = assignment.get(name, ())
             if rebalance_protocol is RebalanceProtocol.EAGER:
-                revoked.append(MemberPartitions(name, in_partition_order(before)))
+                revoked.append(MemberPartitions(name, sorted_partitions(before)))
                 added.append(MemberPartitions(name, now_assigned))
             else:
                 kept = set(now_assigned)
-                revoked.append(MemberPartitions(name, in_partition_order(before - kept)))
+                revoked.append(MemberPartitions(name, sorted_partitions(before - kept)))
                 added.append(MemberPartitions(name, tuple(p for p in now_assigned if p not in before)))
         self._done.append(RebalanceRecord(
             generation, current.start_ms, now, current.reason, current.strategy, group_protocol, rebalance_protocol,
@@ -172,8 +164,11 @@ class RebalanceRecorder:
         return done
 
 
+D = TypeVar("D")  # the events a group side holds back while a process is paused
+
+
 @dataclass(slots=True)
-class AppProcess:
+class AppProcess(Generic[D]):
     """One run of a consumer process (a restart is a new one with the same name)."""
 
     name: str
@@ -195,6 +190,7 @@ class AppProcess:
     held: dict[str, list[int]] = field(default_factory=dict)
     # since when the group has moved on without this process (NOT_FENCED: it has not)
     fenced_ms: int = NOT_FENCED
+    deferred: list[D] = field(default_factory=list)  # what reached it while it was paused, in order
 
     @property
     def continuous(self) -> bool:
@@ -211,10 +207,11 @@ class AppProcess:
         raise NotImplementedError
 
 
-P = TypeVar("P", bound=AppProcess)
+P = TypeVar("P", bound="AppProcess[Any]")
+E = TypeVar("E")  # a group side's closed union of queued events (CoreEvent among them)
 
 
-class SimulatorCore(Generic[P]):
+class Driver(Generic[P, E, D]):
     # the group protocol the group's rebalances are recorded under at the end of the run
     def _group_protocol_now(self) -> GroupProtocol:
         raise NotImplementedError
@@ -255,13 +252,55 @@ class SimulatorCore(Generic[P]):
         self.ownership_conflicts = 0
         self.log_records: list[LoggedRecord] = []
         self.recorder = RebalanceRecorder()
+        self.heap: list[tuple[int, int, E | CoreEvent]] = []
+
+    # ------------------------------------------------------------------ the clock and the network
+
+    def run(self) -> SimulationResult:
+        """Every scenario event, then whatever the machines make happen, in virtual time order up
+        to the end of the scenario; then the result."""
+        with no_cyclic_gc():
+            for index, step in enumerate(self.scenario.events):
+                self._push(step.at_ms, ScenarioStep(index))
+            heap = self.heap
+            end = self.end_ms
+            pop = heapq.heappop
+            handle = self._handle
+            while heap:
+                time, seq, event = heap[0]
+                if time > end:
+                    break
+                pop(heap)
+                handle(time, seq, event)  # type: ignore[arg-type]  # CoreEvent is part of every E
+            self.now = end
+            return self._finish()
+
+    def _push(self, time: int, event: E | CoreEvent) -> int:
+        self.seq += 1
+        heapq.heappush(self.heap, (time, self.seq, event))
+        return self.seq
+
+    def _in_order_arrival(self, in_order: dict[str, int], connection: str, sent_ms: int | None = None) -> int:
+        """When a message sent now (or at ``sent_ms``) arrives: after the latency, and never before
+        an earlier message on the same connection (TCP; Kafka answers a connection in order)."""
+        at = max((self.now if sent_ms is None else sent_ms) + self._latency(), in_order.get(connection, 0))
+        in_order[connection] = at
+        return at
 
     # ------------------------------------------------------------------ what each simulator does
 
-    def _push(self, time: int, event: CoreEvent) -> int:
+    def _handle(self, time: int, seq: int, event: E) -> None:
+        """One event of the queue is due (``seq``: its queue entry, which a timer table may check)."""
+        raise NotImplementedError
+
+    def _finish(self) -> SimulationResult:
         raise NotImplementedError
 
     def _new_process(self, name: str) -> P:
+        raise NotImplementedError
+
+    def _deferred_event(self, proc: P, event: D) -> None:
+        """An event held back while ``proc`` was paused, now that it runs again."""
         raise NotImplementedError
 
     def _new_incarnation(self, name: str) -> tuple[int, str]:
@@ -319,6 +358,24 @@ class SimulatorCore(Generic[P]):
         raise NotImplementedError
 
     # ------------------------------------------------------------------ shared
+
+    def _running(self, connection: str, event: D) -> P | None:
+        """The live, running process of ``connection``; an event for a paused one waits for it."""
+        proc = self.connections.get(connection)
+        if proc is None or not proc.alive:
+            return None
+        if proc.paused:
+            proc.deferred.append(event)
+            return None
+        return proc
+
+    def _replay_deferred(self, proc: P) -> None:
+        """A paused process runs again: what reached it meanwhile, in the order it came."""
+        deferred, proc.deferred = proc.deferred, []
+        for event in deferred:
+            if not proc.alive:
+                break
+            self._deferred_event(proc, event)
 
     def _latency(self) -> int:
         jitter = self.jitter_ms
@@ -443,7 +500,7 @@ class SimulatorCore(Generic[P]):
         leo = self.traffic.leo_of
         positions = proc.positions
         if len(proc.order) != len(positions) or not all(p in positions for p in proc.order):
-            proc.order = sorted(positions, key=partition_order)
+            proc.order = sorted(positions, key=partition_sort_key)
         for partition in proc.order:
             if room == 0:
                 break
@@ -604,7 +661,7 @@ class SimulatorCore(Generic[P]):
         for spec in self.scenario.consumers:
             running = self.processes.get(spec.id)
             owned = final_owned(running) if running is not None and running.alive else ()
-            final.append(MemberPartitions(spec.id, in_partition_order(owned)))
+            final.append(MemberPartitions(spec.id, sorted_partitions(owned)))
         return SimulationResult(
             scenario=self.scenario, coordinator_partition=self.offsets_partition,
             rebalances=tuple(replace(r, stop_the_world_partition_ms=pause)
@@ -620,7 +677,7 @@ class SimulatorCore(Generic[P]):
 
     def _ownership_table(self) -> Ownership:
         rows = self.ownership_rows
-        order_of = {p: partition_order(p) for p in {row[0] for row in rows}}
+        order_of = {p: partition_sort_key(p) for p in {row[0] for row in rows}}
         rows.sort(key=lambda row: (order_of[row[0]], row[3], row[1]))
         columns = list(zip(*rows, strict=True)) if rows else [()] * 5
         return Ownership(strings(list(columns[0])), strings(list(columns[1])), ints(list(columns[2])),
@@ -646,5 +703,5 @@ class SimulatorCore(Generic[P]):
 
     def _produced_table(self) -> Produced:
         """Every partition's log-end offset at the end of the run."""
-        partitions = sorted(self.partition_created, key=partition_order)
+        partitions = sorted(self.partition_created, key=partition_sort_key)
         return Produced(strings(partitions), ints([self.traffic.leo_of(p, self.end_ms) for p in partitions]))
