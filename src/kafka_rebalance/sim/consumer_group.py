@@ -148,10 +148,10 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         # A rolling upgrade starts from a running classic group: the classic coordinator serves it
         # until the first ConsumerGroupHeartbeat converts it (protocol/modern/consumer/migration.py).
         self.classic_coordinator: GroupCoordinator | None = None
-        if scenario.group_protocol == "classic":
+        if scenario.group_protocol is GroupProtocol.CLASSIC:
             self.classic_coordinator = self._new_classic_coordinator()
         # The protocol each consumer runs when it next starts (``upgrade`` / ``downgrade`` events change it).
-        self.protocol_of: dict[str, str] = {c.id: scenario.group_protocol for c in scenario.consumers}
+        self.protocol_of: dict[str, GroupProtocol] = {c.id: scenario.group_protocol for c in scenario.consumers}
         self.coordinator_available = True
         self.coordinator_epoch = 0
         # __consumer_offsets as the classic coordinator wrote it (a new one loads it after a
@@ -675,7 +675,7 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
             enable_auto_commit=spec.setting(self.cfg, "enable_auto_commit"),
             client_id=spec.client_id or name)
         machine: ConsumerMembershipManager | ClassicMembership = ConsumerMembershipManager(config)
-        if self.protocol_of[name] == "classic":
+        if self.protocol_of[name] is GroupProtocol.CLASSIC:
             machine = ClassicMembership(ConsumerConfig(
                 client_id=spec.client_id or name, group_id=self.scenario.group, strategies=tuple(spec.strategies),
                 topics=tuple(spec.subscribe or ()), pattern=spec.pattern, group_instance_id=spec.group_instance_id,
@@ -775,7 +775,7 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
             # group.protocol=consumer (or classic).
             name = event.upgrade if action == "upgrade" else event.downgrade
             assert name is not None
-            self.protocol_of[name] = "consumer" if action == "upgrade" else "classic"
+            self.protocol_of[name] = GroupProtocol.CONSUMER if action == "upgrade" else GroupProtocol.CLASSIC
             proc = self.processes.get(name)
             if proc is not None and proc.alive:
                 self._close(proc)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import assert_never
 
+from kafka_rebalance.model import GroupProtocol
 from kafka_rebalance.protocol.classic import coordinator_events as cl
 from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer, Log, StateTable
 from kafka_rebalance.protocol.errors import ErrorCode, IllegalStateTransition
@@ -503,7 +504,7 @@ class ConsumerGroupCoordinator:
             if not create:
                 raise ProtocolError(ErrorCode.UNKNOWN_MEMBER_ID,
                                     f"Member {member_id} is not a member of group {self.group_id}.")
-            out.append(Log(ConsumerMemberJoined(now_ms, self.group_id, member_id, None, "consumer")))
+            out.append(Log(ConsumerMemberJoined(now_ms, self.group_id, member_id, None, GroupProtocol.CONSUMER)))
             return ConsumerGroupMember(member_id)
         self._check_epoch(member, epoch, owned)
         return member
@@ -514,7 +515,7 @@ class ConsumerGroupCoordinator:
         existing = self.members.get(existing_id) if existing_id is not None else None
         if create:
             if existing is None:
-                out.append(Log(ConsumerMemberJoined(now_ms, self.group_id, member_id, instance_id, "consumer")))
+                out.append(Log(ConsumerMemberJoined(now_ms, self.group_id, member_id, instance_id, GroupProtocol.CONSUMER)))
                 return ConsumerGroupMember(member_id, instance_id=instance_id), None
             if not existing.uses_classic_protocol and existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
                 raise ProtocolError(ErrorCode.UNRELEASED_INSTANCE_ID,
@@ -522,7 +523,7 @@ class ConsumerGroupCoordinator:
                                     f"because the instance id is owned by {existing.member_id} member.")
             # The new member takes over the previous one's assignment, at epoch 0.
             assignment = replace(existing.assignment, member_epoch=0, previous_member_epoch=0)
-            out.append(Log(ConsumerStaticMemberReplaced(now_ms, self.group_id, instance_id, "consumer", member_id, existing.member_id)))
+            out.append(Log(ConsumerStaticMemberReplaced(now_ms, self.group_id, instance_id, GroupProtocol.CONSUMER, member_id, existing.member_id)))
             return replace(existing, member_id=member_id, assignment=assignment), existing.member_id
         if existing is None:
             raise ProtocolError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
@@ -651,17 +652,17 @@ class ConsumerGroupCoordinator:
         if request.group_instance_id is None:
             member = self.members.get(member_id)
             if member is None:
-                out.append(Log(ConsumerMemberJoined(now_ms, self.group_id, member_id, None, "classic")))
+                out.append(Log(ConsumerMemberJoined(now_ms, self.group_id, member_id, None, GroupProtocol.CLASSIC)))
                 member = ConsumerGroupMember(member_id)
         elif unknown:
             existing_id = self.static_members.get(request.group_instance_id)
             if existing_id is None:
                 out.append(Log(ConsumerMemberJoined(now_ms, self.group_id, member_id, request.group_instance_id,
-                                                    "classic")))
+                                                    GroupProtocol.CLASSIC)))
                 member = ConsumerGroupMember(member_id, instance_id=request.group_instance_id)
             else:
                 existing = self.members[existing_id]
-                out.append(Log(ConsumerStaticMemberReplaced(now_ms, self.group_id, request.group_instance_id, "classic",
+                out.append(Log(ConsumerStaticMemberReplaced(now_ms, self.group_id, request.group_instance_id, GroupProtocol.CLASSIC,
                                                             member_id, existing_id)))
                 member = replace(existing, member_id=member_id,
                                  assignment=replace(existing.assignment, member_epoch=0, previous_member_epoch=0))
