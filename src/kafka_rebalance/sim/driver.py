@@ -212,9 +212,9 @@ E = TypeVar("E")  # a group side's closed union of queued events (CoreEvent amon
 
 
 class Driver(Generic[P, E, D]):
-    # the group protocol the group's rebalances are recorded under at the end of the run
-    def _group_protocol_now(self) -> GroupProtocol:
-        raise NotImplementedError
+    """A run of a scenario: ``P`` the group side's consumer process, ``E`` its queued events,
+    ``D`` the events it holds back while a process is paused. The group side (a subclass) fills
+    in the hooks below and ``_finish``, which returns ``_result(...)``."""
 
     def __init__(self, scenario: Scenario, seed: int | None = None):
         self.scenario = scenario
@@ -288,6 +288,10 @@ class Driver(Generic[P, E, D]):
         return at
 
     # ------------------------------------------------------------------ what each simulator does
+
+    def _group_protocol_now(self) -> GroupProtocol:
+        """What the group speaks at the end of the run (a rebalance still open is recorded so)."""
+        raise NotImplementedError
 
     def _handle(self, time: int, seq: int, event: E) -> None:
         """One event of the queue is due (``seq``: its queue entry, which a timer table may check)."""
