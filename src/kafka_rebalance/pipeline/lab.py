@@ -25,6 +25,7 @@ from kafka_rebalance.pipeline.sweep import Run, Sweep
 
 if TYPE_CHECKING:
     from kafka_rebalance.sim.result import RebalanceRecord, SimulationResult
+    from kafka_rebalance.pipeline.report.lab import LabAnswer
 
 SIMULATIONS = "simulations"
 REBALANCES = "rebalances"
@@ -175,10 +176,10 @@ def minimum_moves(partitions: set[str], members: Sequence[str], last_owner: dict
 
 
 def rebalance_rows(run: Run, rebalances: Sequence[RebalanceRecord], strategy: str,
-                   subscriptions: dict[str, tuple[str, ...] | None]) -> tuple[list[tuple], int | None]:
+                   subscriptions: dict[str, tuple[str, ...] | None]) -> tuple[list[tuple[object, ...]], int | None]:
     """Rows of the rebalances table, and the run's total minimum moves (None when the members'
     subscriptions differ, where Kafka's notion of balance depends on who may take what)."""
-    rows: list[tuple] = []
+    rows: list[tuple[object, ...]] = []
     last_owner: dict[str, str] = {}
     previous_members: tuple[str, ...] | None = None
     previous_partitions: set[str] | None = None
@@ -221,7 +222,7 @@ def rebalance_rows(run: Run, rebalances: Sequence[RebalanceRecord], strategy: st
     return rows, (total_min if comparable else None)
 
 
-def simulate_run(run: Run, sweep_name: str, swept: Sequence[tuple[str, T.DataType]]) -> Iterator[tuple[str, tuple]]:
+def simulate_run(run: Run, sweep_name: str, swept: Sequence[tuple[str, T.DataType]]) -> Iterator[tuple[str, tuple[object, ...]]]:
     """Simulate one run; yield (table, row) pairs. A failing simulation is a row with ``error``."""
     from kafka_rebalance.sim import load_scenario, run_simulation
     from kafka_rebalance.sim.ownership_metrics import comparison_metrics, partitions_from
@@ -286,7 +287,7 @@ def simulate_run(run: Run, sweep_name: str, swept: Sequence[tuple[str, T.DataTyp
 
 
 def simulate_batch(runs: Iterable[Run], sweep_name: str,
-                   swept: Sequence[tuple[str, T.DataType]]) -> Iterator[tuple[str, tuple]]:
+                   swept: Sequence[tuple[str, T.DataType]]) -> Iterator[tuple[str, tuple[object, ...]]]:
     for run in runs:
         yield from simulate_run(run, sweep_name, swept)
 
@@ -353,6 +354,7 @@ class LabRun:
     runs: int
     failed: int
     summary: Any  # pandas DataFrame of strategy_summary
+    answer: LabAnswer
 
 
 def default_tasks(spark: SparkSession, runs: int) -> int:
@@ -363,8 +365,9 @@ def default_tasks(spark: SparkSession, runs: int) -> int:
 
 def run_lab(spark: SparkSession, sweep: Sweep, out_dir: str, *, tasks: int | None = None,
             progress: bool | None = None) -> LabRun:
-    from kafka_rebalance.pipeline import report
     from kafka_rebalance.pipeline.io import StagedOutput
+    from kafka_rebalance.pipeline.report import lab as report
+    from kafka_rebalance.pipeline.report.page import write_report
     from kafka_rebalance.pipeline.spark import spark_progress
     from kafka_rebalance.sim import load_scenario
 
@@ -401,11 +404,12 @@ def run_lab(spark: SparkSession, sweep: Sweep, out_dir: str, *, tasks: int | Non
         showcase_ownership = ownership.where(F.col("run_id").isin(showcase)).toPandas() if showcase else None
         showcase_rebalances = rebalances.where(F.col("run_id").isin(showcase)).toPandas() if showcase else None
         figures = report.lab_figures(sims, summary, showcase_ownership, showcase_rebalances)
-        page = report.render_lab_report(sweep, sims, summary, figures)
-        report.write_report(out, page, figures)
+        answer = report.lab_answer(sweep.name, sims, tables=str(out.final), report=str(out.final / "report.html"))
+        page = report.render_lab_report(answer, sims, summary, figures)
+        write_report(out, page, figures)
         out.write_text("lab.json", json.dumps({
             "sweep": sweep.name, "runs": len(sweep.runs), "tasks": len(chunks),
             "parameters": sweep.parameters, "failed": int(sims["error"].notna().sum()),
         }, indent=2) + "\n")
     return LabRun(out_dir=str(out.final), report=str(out.final / "report.html"), runs=len(sweep.runs),
-                  failed=int(sims["error"].notna().sum()), summary=summary)
+                  failed=int(sims["error"].notna().sum()), summary=summary, answer=answer)

@@ -26,17 +26,22 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
+from kafka_rebalance.pipeline.logparse.rows import Event, Row
 from kafka_rebalance.pipeline.logparse.story import DEFAULT_STORM_RULE, StormRule
 from kafka_rebalance.pipeline.logparse.tables import STDIN
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from kafka_rebalance.pipeline.advice import Advice
     from kafka_rebalance.pipeline.logparse.exchange import SplitFacts
+    from kafka_rebalance.pipeline.report.logs import LogsAnswer
 
 __all__ = ["StormRule", "LogsRun", "run_logs", "choose_engine", "LOCAL_ENGINE_LIMIT_BYTES",
            "LOGS_DRIVER_JVM_OPTIONS"]
@@ -51,8 +56,21 @@ class LogsRun:
     """What ``run_logs`` produced, for the CLI to print."""
 
     out_dir: str
-    summary: dict
+    summary: Row
     report: str
+    answer: LogsAnswer
+
+
+class LogFacts(TypedDict):
+    """What either engine learnt beyond its tables, for the summary and the advice."""
+
+    findings: list[Row]  # one per group (``story.findings``)
+    coverage: list[Row]  # per input file
+    lines_read: int
+    events: int
+    groups: int
+    samples: list[str]  # a few lines, shown when none was recognised
+    unreadable: list[tuple[str, str]]  # (source, why)
 
 
 def input_bytes(files: list[str]) -> int:
@@ -64,6 +82,26 @@ def input_bytes(files: list[str]) -> int:
             total += os.path.getsize(name) * (8 if name.endswith(".gz") else 1)
         except OSError:
             total += LOCAL_ENGINE_LIMIT_BYTES
+    return total
+
+
+def text_bytes(files: list[str], stdin_text: str | None = None) -> int:
+    """The text the local engine will read: file sizes, a .gz file's uncompressed size (its last
+    four bytes, modulo 4 GiB), the paste's length."""
+    total = 0
+    for name in files:
+        if name == STDIN:
+            total += len(stdin_text or "")
+            continue
+        try:
+            if name.endswith(".gz"):
+                with open(name, "rb") as fh:
+                    fh.seek(-4, os.SEEK_END)
+                    total += int.from_bytes(fh.read(4), "little")
+            else:
+                total += os.path.getsize(name)
+        except OSError:
+            continue
     return total
 
 
@@ -115,7 +153,7 @@ def scan_splits(spark: Any, files: list[str], clusters: dict[str, str], syslog_r
     chains = dict(inherited or {})
     events_at, exchange_at = str(events_dir), str(exchange_dir)
 
-    def run_task(batches):
+    def run_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
         with syslog_reference(syslog_reference_ms):
@@ -135,12 +173,12 @@ def _one_row_each(spark: Any, count: int) -> Any:
     return spark.range(0, count, 1, count)
 
 
-def _task_numbers(batches: Any) -> Iterator[int]:
+def _task_numbers(batches: Iterable[pa.RecordBatch]) -> Iterator[int]:
     for batch in batches:
         yield from batch.column("id").to_pylist()
 
 
-def tell_buckets(spark: Any, buckets: int, exchange_dir: Path, moves: dict[str, list[dict]], rule: StormRule,
+def tell_buckets(spark: Any, buckets: int, exchange_dir: Path, moves: dict[str, list[Event]], rule: StormRule,
                  story_dirs: dict[str, Path]) -> Any:
     """One task per bucket of groups -> one ``finding`` row (JSON) per group. A task reads its
     bucket's files, sorts the events with Arrow, tells each group's story and writes the
@@ -150,7 +188,7 @@ def tell_buckets(spark: Any, buckets: int, exchange_dir: Path, moves: dict[str, 
     directories = {table: str(path) for table, path in story_dirs.items()}
     exchange_at = str(exchange_dir)
 
-    def run_task(batches):
+    def run_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
         for bucket in _task_numbers(batches):
@@ -179,7 +217,7 @@ class Stopwatch:
 
 
 def _run_spark(spark: Any, files: list[str], clusters: dict[str, str], rule: StormRule, out: Any,
-               progress: bool | None, watch: Stopwatch, syslog_reference_ms: int) -> dict:
+               progress: bool | None, watch: Stopwatch, syslog_reference_ms: int) -> LogFacts:
     from kafka_rebalance.pipeline.logparse.exchange import SplitFacts, bucket_count, fill_chains
     from kafka_rebalance.pipeline.logparse.tables import STORY_TABLES, frame, write_frame
     from kafka_rebalance.pipeline.spark import spark_progress
@@ -199,7 +237,7 @@ def _run_spark(spark: Any, files: list[str], clusters: dict[str, str], rule: Sto
                 # pandas and matplotlib (for the report) load while the driver only waits for the
                 # jobs; started once the job is planned, so they do not hold the GIL while it is.
                 report_loading = threading.Thread(target=importlib.import_module,
-                                                  args=("kafka_rebalance.pipeline.report",), daemon=True)
+                                                  args=("kafka_rebalance.pipeline.report.logs",), daemon=True)
                 report_loading.start()
             facts = [SplitFacts.from_json(row[0]) for row in scanned.collect()]
             wanted = fill_chains(facts)
@@ -210,7 +248,7 @@ def _run_spark(spark: Any, files: list[str], clusters: dict[str, str], rule: Sto
             inherited = wanted
     watch.lap("read and parse (Spark)")
     facts.sort(key=lambda f: f.index)  # splits are numbered in file order (``scan.plan_splits``)
-    moves: dict[str, list[dict]] = {}
+    moves: dict[str, list[Event]] = {}
     for split in facts:
         for move in split.moves:
             moves.setdefault(move["cluster"], []).append(move)
@@ -240,20 +278,24 @@ def _write_unrecognised(out: Any, facts: list[SplitFacts], files: list[str]) -> 
     from kafka_rebalance.pipeline.logparse.tables import frame, write_frame
 
     order = {name: position for position, name in enumerate(files)}
-    merged: dict[tuple[str, str, str], list] = {}
+    counts: dict[tuple[str, str, str], int] = {}
+    first: dict[tuple[str, str, str], tuple[tuple[int, int], str]] = {}  # (file order, seq), line
     for split in facts:
         for shape, (count, seq, line) in split.unrecognised.items():
             key = (split.cluster, split.source, shape)
-            if key in merged:
-                merged[key][0] += count
+            if key in counts:
+                counts[key] += count
             else:
-                merged[key] = [count, (order[split.source], seq), line]
-    rows = [{"cluster": c, "source": s, "shape": shape, "count": count, "sample": line}
-            for (c, s, shape), (count, _, line) in sorted(merged.items(), key=lambda kv: (-kv[1][0], kv[1][1]))]
+                counts[key] = count
+                first[key] = ((order[split.source], seq), line)
+    rows: list[Row] = []
+    for key in sorted(counts, key=lambda k: (-counts[k], first[k][0])):
+        cluster, source, shape = key
+        rows.append({"cluster": cluster, "source": source, "shape": shape, "count": counts[key], "sample": first[key][1]})
     write_frame(frame("unrecognised", rows), out.path("unrecognised"), "unrecognised")
 
 
-def _coverage(facts: list[SplitFacts], files: list[str], clusters: dict[str, str]) -> list[dict]:
+def _coverage(facts: list[SplitFacts], files: list[str], clusters: dict[str, str]) -> list[Row]:
     by_source: dict[str, list[SplitFacts]] = {}
     for split in facts:
         by_source.setdefault(split.source, []).append(split)
@@ -306,14 +348,18 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
     watch = Stopwatch()
     with StagedOutput(out_dir) as out:
         if chosen == "local":
-            with syslog_reference(syslog_until_ms):
-                result = analyse_local(_inputs(files, resolved), storm_rule, stdin_text=stdin_text)
+            from kafka_rebalance.pipeline.progress import bytes_progress
+
+            with syslog_reference(syslog_until_ms), bytes_progress(
+                    "reading logs", text_bytes(files, stdin_text), enabled=progress) as advance:
+                result = analyse_local(_inputs(files, resolved), storm_rule, stdin_text=stdin_text, on_read=advance)
             watch.lap("read, parse and stories (local)")
             for table, df in result.frames.items():
                 write_frame(df, out.path(table), table)
             watch.lap("tables (local)")
-            facts = {"findings": result.findings, "coverage": result.coverage, "lines_read": result.lines_read,
-                     "events": result.events, "groups": result.groups, "samples": result.samples}
+            facts: LogFacts = {"findings": result.findings, "coverage": result.coverage,
+                               "lines_read": result.lines_read, "events": result.events, "groups": result.groups,
+                               "samples": result.samples, "unreadable": result.unreadable}
             frames = result.frames
             skipped.extend(result.unreadable)
         else:
@@ -337,26 +383,30 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
             finally:
                 if temporary is not None:
                     os.unlink(temporary)
-            from kafka_rebalance.pipeline import report
+            from kafka_rebalance.pipeline.report import logs as logs_report
 
-            frames = report.read_tables(out.staging)
+            frames = logs_report.read_tables(out.staging)
             skipped.extend(facts["unreadable"])
-        from kafka_rebalance.pipeline import advice, report
+        from kafka_rebalance.pipeline import advice
+        from kafka_rebalance.pipeline.report import logs as logs_report
+        from kafka_rebalance.pipeline.report.page import write_report
 
         advice_items = advice.advise(facts["findings"], storm_rule)
         summary = _summary(facts, frames, files, chosen, advice_items, skipped)
         summary["syslog_until"] = datetime.fromtimestamp(syslog_until_ms / 1000, UTC).isoformat(timespec="seconds")
-        figures = report.logs_figures(frames, facts["findings"])
-        html = report.render_logs_report(summary, figures, advice_items, frames, facts["findings"])
-        report.write_report(out, html, figures)
+        answer = logs_report.logs_answer(summary, frames, facts["findings"], advice_items, tables=str(out.final),
+                                         report=str(out.final / "report.html"))
+        figures = logs_report.logs_figures(frames, facts["findings"])
+        html = logs_report.render_logs_report(answer, figures, advice_items, frames, facts["findings"])
+        write_report(out, html, figures)
         watch.lap("advice and report")
         summary["seconds"] = watch.seconds
         out.write_text("summary.json", json.dumps(summary, indent=2, default=str) + "\n")
-    return LogsRun(out_dir=str(out.final), summary=summary, report=str(out.final / "report.html"))
+    return LogsRun(out_dir=str(out.final), summary=summary, report=str(out.final / "report.html"), answer=answer)
 
 
-def _summary(facts: dict, frames: dict[str, Any], files: list[str], engine: str, advice_items: list,
-             skipped: list[tuple[str, str]]) -> dict:
+def _summary(facts: LogFacts, frames: dict[str, Any], files: list[str], engine: str, advice_items: list[Advice],
+             skipped: list[tuple[str, str]]) -> Row:
     rebalances = frames["rebalances"]
     member_events = frames["member_events"]
     unrecognised = frames["unrecognised"]

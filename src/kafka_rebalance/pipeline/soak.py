@@ -15,7 +15,7 @@ import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
@@ -23,6 +23,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from kafka_rebalance.model import GroupProtocol, RebalanceProtocol
+
+if TYPE_CHECKING:
+    from kafka_rebalance.pipeline.report.soak import SoakAnswer
 
 SCHEDULES = "schedules"
 VIOLATIONS = "violations"
@@ -165,6 +168,7 @@ class SoakRun:
     by_invariant: dict[str, int]
     wall_s: float
     summary: dict[str, Any]
+    answer: SoakAnswer
 
 
 def default_tasks(spark: SparkSession, schedules: int) -> int:
@@ -177,6 +181,7 @@ def run_soak(spark: SparkSession, schedules: int, out_dir: str, *, seed: int = 0
              tasks: int | None = None, shrink_budget: int = DEFAULT_SHRINK_BUDGET, progress: bool | None = None,
              group_protocol: GroupProtocol = GroupProtocol.CLASSIC) -> SoakRun:
     from kafka_rebalance.pipeline.io import StagedOutput
+    from kafka_rebalance.pipeline.report.soak import FAILURES_TOLD, soak_answer
     from kafka_rebalance.pipeline.spark import spark_progress
 
     started = time.monotonic()
@@ -189,16 +194,22 @@ def run_soak(spark: SparkSession, schedules: int, out_dir: str, *, seed: int = 0
         written = spark.read.parquet(str(out.path(SCHEDULES)))
         violations = violations_of(written).orderBy("schedule_index", "invariant")
         violations.coalesce(1).write.parquet(str(out.path(VIOLATIONS)))
-        totals = summary_of(written).first().asDict()
+        totals_row = summary_of(written).first()
+        assert totals_row is not None  # an aggregate over the whole table has exactly one row
+        totals = totals_row.asDict()
         by_invariant = {row["invariant"]: row["schedules"]
                         for row in violations_by_invariant(spark.read.parquet(str(out.path(VIOLATIONS)))).collect()}
         wall_s = time.monotonic() - started
-        summary = {
+        summary: dict[str, Any] = {
             **{key: (value if value is not None else 0) for key, value in totals.items()},
             "group_protocol": group_protocol.value, "seed": seed, "first_schedule": first, "tasks": task_count, "master": spark.sparkContext.master,
             "violations_by_invariant": by_invariant, "wall_s": round(wall_s, 1),
         }
         out.write_text(SUMMARY, json.dumps(summary, indent=2) + "\n")
+        first_failures = [row.asDict() for row in spark.read.parquet(str(out.path(VIOLATIONS)))
+                          .select("schedule_index", "invariant", "detail", "shrunk_events")
+                          .orderBy("schedule_index", "invariant").limit(FAILURES_TOLD).collect()]
+        answer = soak_answer(summary, first_failures, tables=str(out.final))
     return SoakRun(out_dir=str(out.final), schedules=int(summary["schedules"]),
                    failing=int(summary["failing_schedules"]), violations=int(summary["violations"]),
-                   by_invariant=by_invariant, wall_s=wall_s, summary=summary)
+                   by_invariant=by_invariant, wall_s=wall_s, summary=summary, answer=answer)
