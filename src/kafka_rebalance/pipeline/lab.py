@@ -24,8 +24,8 @@ from kafka_rebalance.model import RebalanceProtocol
 from kafka_rebalance.pipeline.sweep import Run, Sweep
 
 if TYPE_CHECKING:
-    from kafka_rebalance.sim.result import RebalanceRecord, SimulationResult
     from kafka_rebalance.pipeline.report.lab import LabAnswer
+    from kafka_rebalance.sim.result import RebalanceRecord, SimulationResult
 
 SIMULATIONS = "simulations"
 REBALANCES = "rebalances"
