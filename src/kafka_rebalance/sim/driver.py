@@ -114,7 +114,9 @@ class RebalanceRecorder:
         if member_ids is not None:
             current.member_ids = member_ids
             current.leader_id = leader_id
-        current.strategy = strategy
+        # A plain string (a classic strategy, or a ServerAssignorName's value): results leave the process
+        # (Spark rows, JSON) as data.
+        current.strategy = None if strategy is None else str(strategy)
 
     def complete(self, now: int, generation: int, group_protocol: GroupProtocol,
                  rebalance_protocol: RebalanceProtocol | None, members: Sequence[str], leader: str | None,
