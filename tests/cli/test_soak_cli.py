@@ -19,7 +19,8 @@ class _SoakStub:
         self.calls = []
         self.failing = failing
 
-    def run_soak(self, spark, schedules, out_dir, *, seed=0, first=0, tasks=None, shrink_budget=300, progress=None):
+    def run_soak(self, spark, schedules, out_dir, *, seed=0, first=0, tasks=None, shrink_budget=300, progress=None,
+                 group_protocol=None):
         self.calls.append((schedules, out_dir, seed, tasks))
         by_invariant = {"converges": self.failing} if self.failing else {}
         summary = {"master": "local[2]", "schedules": schedules, "failing_schedules": self.failing, "seed": seed,

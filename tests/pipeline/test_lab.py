@@ -40,7 +40,7 @@ def test_tables_of_the_output_contract(join_lab):
             "max_partition_unowned_ms", "records_processed_twice", "records_lost"} <= set(sims.columns)
     assert sorted(sims["strategy"]) == sorted(STRATEGIES)
     rebalances = pd.read_parquet(out / "rebalances")
-    assert {"scenario", "strategy", "generation", "start_ms", "end_ms", "protocol", "members",
+    assert {"scenario", "strategy", "generation", "start_ms", "end_ms", "group_protocol", "rebalance_protocol", "members",
             "partitions_moved"} <= set(rebalances.columns)
     by_strategy = sims.set_index("strategy")
     # The seed's example: cooperative needs two rebalances after the join, eager one.
@@ -50,7 +50,8 @@ def test_tables_of_the_output_contract(join_lab):
     assert (by_strategy.loc[["range", "roundrobin", "sticky"], "stop_the_world_partition_ms"] > 0).all()
     coop = rebalances[rebalances["strategy"] == "cooperative-sticky"].sort_values("generation")
     assert list(coop["partitions_moved"]) == [0, 0, 1] and list(coop["revoked"]) == [0, 1, 0]
-    assert list(coop["protocol"]) == ["COOPERATIVE"] * 3
+    assert list(coop["rebalance_protocol"]) == ["COOPERATIVE"] * 3
+    assert list(coop["group_protocol"]) == ["classic"] * 3
     # Per-rebalance moves add up to the simulator's count.
     for strategy, part in rebalances.groupby("strategy"):
         assert part["partitions_moved"].sum() == by_strategy.loc[strategy, "partitions_moved"]

@@ -54,8 +54,8 @@ def test_violations_explode_one_row_per_broken_invariant(spark):
     columns = soak.SCHEDULE_SCHEMA.fieldNames()
     base = {name: None for name in columns}
     rows = [
-        {**base, "schedule_index": 0, "schedule_seed": 10, "protocol": "EAGER", "invariants": [], "details": []},
-        {**base, "schedule_index": 1, "schedule_seed": 11, "protocol": "EAGER", "invariants": ["converges", "single-owner"],
+        {**base, "schedule_index": 0, "schedule_seed": 10, "group_protocol": "classic", "rebalance_protocol": "EAGER", "invariants": [], "details": []},
+        {**base, "schedule_index": 1, "schedule_seed": 11, "group_protocol": "classic", "rebalance_protocol": "EAGER", "invariants": ["converges", "single-owner"],
          "details": ["d1", "d2"], "schedule_yaml": "s", "shrunk_yaml": "m", "shrunk_events": 2, "shrink_tries": 9},
     ]
     frame = spark.createDataFrame([tuple(r[c] for c in columns) for r in rows], soak.SCHEDULE_SCHEMA)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_rebalance.model import InvalidInput
+from kafka_rebalance.model import GroupProtocol, InvalidInput, RebalanceProtocol
 from kafka_rebalance.pipeline.lab import batches, minimum_moves, rebalance_rows
 from kafka_rebalance.pipeline.sweep import apply_parameters, load_sweep, parse_sweep
 from kafka_rebalance.sim import load_scenario
+from kafka_rebalance.sim.result import MemberPartitions, RebalanceRecord
 
 BASE = {
     "name": "base",
@@ -95,18 +96,24 @@ def test_minimum_moves():
 
 def test_rebalance_rows_count_moves_and_cooperative_phases():
     run = parse_sweep({"runs": [{"scenario": BASE}]}).runs[0]
-    result = {"rebalances": [
-        {"generation": 1, "start_ms": 0, "end_ms": 10, "members": ["a", "b"], "protocol": "COOPERATIVE",
-         "assignment": {"a": ["t-0", "t-2"], "b": ["t-1"]}, "revoked": {}, "added": {"a": ["t-0", "t-2"], "b": ["t-1"]}},
-        {"generation": 2, "start_ms": 100, "end_ms": 110, "members": ["a", "b", "c"], "protocol": "COOPERATIVE",
-         "assignment": {"a": ["t-0"], "b": ["t-1"], "c": []}, "revoked": {"a": ["t-2"]}, "added": {}},
-        {"generation": 3, "start_ms": 120, "end_ms": 130, "members": ["a", "b", "c"], "protocol": "COOPERATIVE",
-         "assignment": {"a": ["t-0"], "b": ["t-1"], "c": ["t-2"]}, "revoked": {}, "added": {"c": ["t-2"]}},
-    ]}
+    def record(generation: int, start: int, members: str, assignment: dict[str, tuple[str, ...]],
+               revoked: dict[str, tuple[str, ...]], added: dict[str, tuple[str, ...]]) -> RebalanceRecord:
+        def each(mapping: dict[str, tuple[str, ...]]) -> tuple[MemberPartitions, ...]:
+            return tuple(MemberPartitions(m, ps) for m, ps in mapping.items())
+
+        return RebalanceRecord(generation, start, start + 10, "test", "cooperative-sticky", GroupProtocol.CLASSIC,
+                               RebalanceProtocol.COOPERATIVE, None, tuple(members), each(assignment), each(revoked),
+                               each(added))
+
+    result = [
+        record(1, 0, "ab", {"a": ("t-0", "t-2"), "b": ("t-1",)}, {}, {"a": ("t-0", "t-2"), "b": ("t-1",)}),
+        record(2, 100, "abc", {"a": ("t-0",), "b": ("t-1",), "c": ()}, {"a": ("t-2",)}, {}),
+        record(3, 120, "abc", {"a": ("t-0",), "b": ("t-1",), "c": ("t-2",)}, {}, {"c": ("t-2",)}),
+    ]
     subs = {m: ("t",) for m in "abc"}
     rows, total_min = rebalance_rows(run, result, "cooperative-sticky", subs)
-    moved = [r[9] for r in rows]
-    minimum = [r[10] for r in rows]
+    moved = [r[10] for r in rows]
+    minimum = [r[11] for r in rows]
     assert moved == [0, 0, 1] and minimum == [0, 1, 0] and total_min == 1
     subs["c"] = ("other",)
     assert rebalance_rows(run, result, "cooperative-sticky", subs)[1] is None

@@ -3,7 +3,7 @@ retries (AbstractCoordinator / ConsumerCoordinator behaviour)."""
 
 from __future__ import annotations
 
-from kafka_rebalance.protocol.classic.consumer import ConsumerConfig, ConsumerCoordinator, MemberState
+from kafka_rebalance.protocol.classic.consumer import ClassicMemberState, ConsumerConfig, ConsumerCoordinator
 from kafka_rebalance.protocol.classic.consumer_events import (
     ANY_BROKER,
     CommittedOffsetsFetched,
@@ -44,7 +44,7 @@ def joined_consumer() -> tuple[ConsumerCoordinator, list]:
     (sync,) = sends(out)
     assert isinstance(sync.request, SyncGroupRequest) and sync.request.assignments[0].assignment == ("t0-0", "t0-1")
     out = cc.handle(Received(SyncGroupResponse(ErrorCode.NONE, "consumer", "range", ("t0-0", "t0-1"))), 20)
-    assert cc.state is MemberState.STABLE
+    assert cc.state is ClassicMemberState.STABLE
     return cc, out
 
 

@@ -4,7 +4,7 @@ client's answers to a network that loses requests or responses (scenario ``netwo
 
 from __future__ import annotations
 
-from kafka_rebalance.protocol.classic.consumer import ConsumerConfig, ConsumerCoordinator, MemberState
+from kafka_rebalance.protocol.classic.consumer import ClassicMemberState, ConsumerConfig, ConsumerCoordinator
 from kafka_rebalance.protocol.classic.consumer_events import (
     ANY_BROKER,
     ApiKey,
@@ -61,7 +61,7 @@ def stable_consumer(strategy="range") -> ConsumerCoordinator:
     cc.handle(join_response(cc, join), 10)
     cc.handle(Received(SyncGroupResponse(ErrorCode.NONE, "consumer", strategy, ("t0-0", "t0-1"))), 20)
     cc.handle(Received(OffsetFetchResponse(ErrorCode.NONE, ())), 30)
-    assert cc.state is MemberState.STABLE
+    assert cc.state is ClassicMemberState.STABLE
     return cc
 
 
@@ -108,7 +108,7 @@ def test_a_new_member_whose_join_response_is_lost_joins_again_without_a_member_i
     assert Disconnect(0) in out
     assert sends(out) == [Send(FindCoordinatorRequest("g"), ANY_BROKER)]
     assert ArmTimer(RetryJoin(), 30100) in out
-    assert cc.coordinator_id is None and cc.state is MemberState.UNJOINED and cc.rejoin_needed
+    assert cc.coordinator_id is None and cc.state is ClassicMemberState.UNJOINED and cc.rejoin_needed
     cc.handle(Received(FindCoordinatorResponse(ErrorCode.NONE, 2)), 30050)
     assert not cc.ready_to_join  # still backing off
     cc.handle(RetryJoin(), 30100)

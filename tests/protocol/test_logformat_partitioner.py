@@ -10,7 +10,7 @@ from kafka_rebalance.protocol.logformat import (
     FORMATTERS,
     PATTERNS,
     format_record,
-    parse_line,
+    parse_coordinator_line,
     parse_rebalances,
 )
 from kafka_rebalance.protocol.logrecords import (
@@ -32,7 +32,7 @@ SEED_LINES = [line for line in (DATA / "seeds" / "002_2dbaf8b85c23802f.txt").rea
 
 def test_every_seed_line_parses():
     assert len(SEED_LINES) == 14
-    parsed = [parse_line(line) for line in SEED_LINES]
+    parsed = [parse_coordinator_line(line) for line in SEED_LINES]
     assert all(p is not None for p in parsed)
     assert parsed[0] == {"kind": "preparing_rebalance", "timestamp": "2019-07-17 15:20:37,266", "broker": 0,
                          "group": "answer_action", "state": None, "old_generation": 741, "reason": None,
@@ -90,7 +90,7 @@ def test_formatted_lines_parse_back(style):
         if line is None:
             assert record.KIND == "member_left" and style != "modern"
             continue
-        parsed = parse_line(line)
+        parsed = parse_coordinator_line(line)
         assert parsed["kind"] == record.KIND and parsed["group"] == "my-group" and parsed["broker"] == 2
         assert parsed["time_ms"] % 1000 == record.time_ms
         for key in ("old_generation", "generation", "member"):
@@ -110,8 +110,8 @@ def test_line_shape_matches_kafka():
 
 
 def test_unrelated_lines_are_none():
-    assert parse_line("[2019-07-17 15:20:37,266] INFO [Log partition=x] Rolled new segment (kafka.log.Log)") is None
-    assert parse_line("garbage") is None
+    assert parse_coordinator_line("[2019-07-17 15:20:37,266] INFO [Log partition=x] Rolled new segment (kafka.log.Log)") is None
+    assert parse_coordinator_line("garbage") is None
 
 
 @pytest.mark.parametrize("key,expected", [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kafka_rebalance.model import RebalanceProtocol
-from kafka_rebalance.protocol.classic.consumer import MEMBER_STATES, MemberState, rebalance_protocol
+from kafka_rebalance.protocol.classic.consumer import MEMBER_STATES, ClassicMemberState, rebalance_protocol
 from kafka_rebalance.protocol.classic.coordinator import GROUP_STATES, GroupState
 from kafka_rebalance.protocol.classic.coordinator_events import (
     MemberIdentity,
@@ -24,7 +24,7 @@ def test_invalid_group_transition_raises():
 
 def test_invalid_member_transition_raises():
     with pytest.raises(IllegalStateTransition):
-        MEMBER_STATES.check(MemberState.UNJOINED, MemberState.STABLE)
+        MEMBER_STATES.check(ClassicMemberState.UNJOINED, ClassicMemberState.STABLE)
 
 
 def test_join_needs_a_member_id_first_and_initial_delay_holds_the_join():

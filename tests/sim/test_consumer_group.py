@@ -152,8 +152,8 @@ def test_rolling_restart_of_100_consumers_kip848_vs_cooperative_sticky() -> None
     assert new.to_json()["metrics"]["stop_the_world_partition_ms"] == 0
     never_two_owners(new.to_json())
     partitions = {f"orders-{p}": 0 for p in range(200)}
-    new_unowned = comparison_metrics(partitions, new.to_json(), kip848.effective_end_ms)["unowned_partition_ms"]
-    old_unowned = comparison_metrics(partitions, old.to_json(), cooperative.effective_end_ms)["unowned_partition_ms"]
+    new_unowned = comparison_metrics(partitions, new, kip848.effective_end_ms)["unowned_partition_ms"]
+    old_unowned = comparison_metrics(partitions, old, cooperative.effective_end_ms)["unowned_partition_ms"]
     assert new_unowned < old_unowned
     assert new.to_json()["metrics"]["records_lost"] == 0
 

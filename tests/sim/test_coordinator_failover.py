@@ -64,11 +64,11 @@ def test_offset_regressions_count_commits_of_every_coordinator():
         Respond,
     )
     from kafka_rebalance.protocol.errors import ErrorCode
-    from kafka_rebalance.sim import Simulation, load_scenario
+    from kafka_rebalance.sim import ClassicGroupSide, load_scenario
 
-    sim = Simulation(load_scenario(base(["a"], [{"at_ms": 0, "join": "a"}])))
+    sim = ClassicGroupSide(load_scenario(base(["a"], [{"at_ms": 0, "join": "a"}])))
     for now, offset in [(1, 10), (2, 5), (3, 7), (4, 2)]:  # as if each came through another coordinator
         sim.now = now
         request = OffsetCommitRequest("test-group", 1, "m", None, (PartitionOffset("t0-0", offset),))
-        sim._record_commit("a#1", request, [Respond("a#1", OffsetCommitResponse(ErrorCode.NONE))])
+        sim._commit_answered("a#1", request, [Respond("a#1", OffsetCommitResponse(ErrorCode.NONE))])
     assert sim.offset_regressions == 2

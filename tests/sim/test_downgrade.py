@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_rebalance.model import InvalidInput
+from kafka_rebalance.model import InvalidInput, RebalanceProtocol
 from kafka_rebalance.protocol.logrecords import (
     AssignmentReceived,
     ConsumerGroupConverted,
@@ -23,7 +23,7 @@ from kafka_rebalance.protocol.logrecords import (
 )
 from kafka_rebalance.protocol.modern.consumer.migration import downgrade_reason
 from kafka_rebalance.sim import load_scenario, run_simulation
-from kafka_rebalance.sim.consumer_group import ConsumerGroupSimulation
+from kafka_rebalance.sim.consumer_group import ConsumerGroupSide
 from tests.sim.helpers import never_two_owners, settled_without_loss
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples/scenarios/consumer-groups/rolling-downgrade.yaml"
@@ -74,7 +74,7 @@ def test_last_consumer_protocol_member_leaving_converts_the_group_back() -> None
     [left] = [r for r in records(run, ConsumerMemberLeft) if r.time_ms == converted.time_ms]
     assert not [r for r in records(run, ConsumerGroupEpochBumped) if r.time_ms == converted.time_ms]
     downgrade = next(r for r in run.rebalances if r.start_ms == converted.time_ms)
-    assert downgrade.generation == epoch + 1 and downgrade.protocol == "COOPERATIVE"
+    assert downgrade.generation == epoch + 1 and downgrade.rebalance_protocol is RebalanceProtocol.COOPERATIVE
     assert set(downgrade.members) == {"a", "b"}
     assert all(not m.partitions for m in downgrade.revoked)
     for name in ("a", "b"):
@@ -137,7 +137,7 @@ def test_upgrade_then_downgrade_then_upgrade_again() -> None:
 
 def test_example_rolling_downgrade_runs() -> None:
     """examples/scenarios/consumer-groups/rolling-downgrade.yaml."""
-    simulation = ConsumerGroupSimulation(load_scenario(EXAMPLE.read_text()))
+    simulation = ConsumerGroupSide(load_scenario(EXAMPLE.read_text()))
     run = simulation.run()
     assert [r.direction for r in records(run, ConsumerGroupConverted)] == ["downgrade"]
     assert run.final_group_state == "Stable"

@@ -19,7 +19,7 @@ from kafka_rebalance.protocol.logrecords import (
     MemberFailed,
 )
 from kafka_rebalance.sim import load_scenario, run_simulation
-from kafka_rebalance.sim.consumer_group import ConsumerGroupSimulation
+from kafka_rebalance.sim.consumer_group import ConsumerGroupSide
 from tests.sim.helpers import settled_without_loss
 
 NAMES = ["c1", "c2", "c3", "c4"]
@@ -48,7 +48,7 @@ def records(run: Any, kind: type) -> list[Any]:
 
 
 def rebalances(run: Any) -> list[tuple[Any, ...]]:
-    return [(r.generation, r.protocol, tuple(sorted(r.members))) for r in run.rebalances]
+    return [(r.generation, r.protocol_label, tuple(sorted(r.members))) for r in run.rebalances]
 
 
 def check_invariants(run: Any) -> None:
@@ -60,9 +60,9 @@ def test_a_mixed_group_reloaded_by_a_new_coordinator_does_not_rebalance() -> Non
     coordinator moves: the new one logs "Loaded consumer group g with 4 members." (onLoaded) and
     the group goes on exactly as without the failover: same rebalances, nobody fenced, the classic
     members keep their member ids and epochs."""
-    quiet = ConsumerGroupSimulation(load_scenario(rolling_upgrade([])))
+    quiet = ConsumerGroupSide(load_scenario(rolling_upgrade([])))
     baseline = quiet.run()
-    moved = ConsumerGroupSimulation(load_scenario(rolling_upgrade([42000])))
+    moved = ConsumerGroupSide(load_scenario(rolling_upgrade([42000])))
     run = moved.run()
     [loaded] = records(run, ConsumerGroupLoaded)
     assert (loaded.time_ms, loaded.members) == (42000 + run.scenario.config.coordinator_load_ms, 4)

@@ -10,7 +10,7 @@ import pytest
 
 from kafka_rebalance.model import InvalidInput
 from kafka_rebalance.sim import load_scenario
-from kafka_rebalance.sim.engine import Simulation, simulate
+from kafka_rebalance.sim.engine import ClassicGroupSide, simulate
 from kafka_rebalance.sim.soak import check_observation
 from kafka_rebalance.sim.soak_observe import observation_of
 from tests.sim.helpers import SCENARIOS, base
@@ -59,7 +59,7 @@ def test_lost_messages_break_no_invariant_and_the_group_settles(seed):
     """With a fifth of all messages lost for a minute (crash, rejoin and a failover meanwhile),
     no partition has two owners, only owners consume, commits never go backwards, no record is
     lost, and once the network is sound the group is Stable with every partition owned."""
-    result = Simulation(load_scenario(lossy(seed=seed))).run()
+    result = ClassicGroupSide(load_scenario(lossy(seed=seed))).run()
     assert check_observation(observation_of(result)) == []
     assert result.final_group_state == "Stable" and sorted(result.final_members) == ["c1", "c2", "c3"]
 
@@ -73,7 +73,7 @@ def test_a_join_handled_but_never_answered_leaves_its_member_id_behind():
     one member per consumer."""
     found = 0
     for seed in range(12):
-        sim = Simulation(load_scenario(lossy(loss=0.3, seed=seed)))
+        sim = ClassicGroupSide(load_scenario(lossy(loss=0.3, seed=seed)))
         result = sim.run()
         ids_per_process = Counter(sim.member_names.values())
         if any(count > sim.incarnations[name] for name, count in ids_per_process.items()):
@@ -102,7 +102,7 @@ def test_ownership_is_as_of_the_generation_whose_assignment_gave_it():
                    {"at_ms": 11264, "restart": "c1", "after_ms": 0}],
         "seed": 153947378519306, "end_ms": 71264,
     }
-    result = Simulation(load_scenario(schedule)).run()
+    result = ClassicGroupSide(load_scenario(schedule)).run()
     assert check_observation(observation_of(result)) == []
     c2_t1 = [g for p, m, g in zip(result.ownership.partition.tolist(), result.ownership.member.tolist(),
                                   result.ownership.generation.tolist(), strict=True) if p == "t1-0" and m == "c2"]

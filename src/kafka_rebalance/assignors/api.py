@@ -11,7 +11,7 @@ from kafka_rebalance.assignors.base import PartitionAssignor
 from kafka_rebalance.assignors.registry import get_assignor
 from kafka_rebalance.assignors.server import assign_consumer_group
 from kafka_rebalance.assignors.vote import select_strategy
-from kafka_rebalance.model import ColumnarGroup, GroupSnapshot
+from kafka_rebalance.model import ColumnarGroup, GroupProtocol, GroupSnapshot
 
 
 def choose_strategy(snapshot: GroupSnapshot, strategy: str | None = None) -> str:
@@ -33,7 +33,7 @@ def assign(snapshot: Mapping[str, Any], strategy: str | None = None) -> dict[str
     Raises ``InvalidInput`` (a ``ValueError``) naming the field for input breaking the contract.
     """
     parsed = GroupSnapshot.from_dict(snapshot)
-    if parsed.group_protocol == "consumer":
+    if parsed.group_protocol is GroupProtocol.CONSUMER:
         return assign_consumer_group(parsed, strategy)
     name = choose_strategy(parsed, strategy)
     assignor = get_assignor(name).configured(parsed.strategy_options)

@@ -14,7 +14,7 @@ from kafka_rebalance.cli import inputs
 from kafka_rebalance.cli.app import cli
 from kafka_rebalance.cli.errors import bad_input_exits
 from kafka_rebalance.cli.limits import check_snapshot_limits
-from kafka_rebalance.model import GroupSnapshot
+from kafka_rebalance.model import GroupProtocol, GroupSnapshot
 
 
 @cli.command("assign")
@@ -33,7 +33,7 @@ def assign_command(file: str, strategy: str | None, output_format: str) -> None:
         snapshot = inputs.load_document(file, "a group snapshot (JSON)", json_only=True)
         check_snapshot_limits(snapshot)
         parsed = GroupSnapshot.from_dict(snapshot)
-        if not parsed.members and parsed.group_protocol != "consumer":
+        if not parsed.members and parsed.group_protocol is not GroupProtocol.CONSUMER:
             click.echo(f"{inputs.display_name(file)}: the group has no members; nothing to assign", err=True)
             return
         result = assign(snapshot, strategy)

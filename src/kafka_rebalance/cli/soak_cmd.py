@@ -10,6 +10,7 @@ import click
 from kafka_rebalance.cli import inputs
 from kafka_rebalance.cli.app import cli
 from kafka_rebalance.cli.errors import bad_input_exits
+from kafka_rebalance.model import GroupProtocol
 
 MAX_SCHEDULES = 100_000_000
 
@@ -28,11 +29,15 @@ MAX_SCHEDULES = 100_000_000
               help="Spark tasks to split the schedules into (default: 4 per core, at least one per 1000).")
 @click.option("--shrink-budget", type=click.IntRange(min=0, max=100_000), default=300, show_default=True,
               help="Simulations a failing schedule may spend on shrinking.")
+@click.option("--group-protocol", type=click.Choice([p.value for p in GroupProtocol]),
+              default=GroupProtocol.CLASSIC.value, show_default=True,
+              help="The groups' protocol: classic (JoinGroup/SyncGroup, eager or cooperative strategies) "
+                   "or consumer (KIP-848, a server-side assignor); the same invariants for both.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON document.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option("--verbose-spark", is_flag=True, help="Show Spark's own logging on the terminal (else in a log file).")
 def soak_command(schedules: int, seed: int, first: int, out_dir: str, master: str | None, tasks: int | None,
-                 shrink_budget: int, as_json: bool, quiet: bool, verbose_spark: bool) -> None:
+                 shrink_budget: int, group_protocol: str, as_json: bool, quiet: bool, verbose_spark: bool) -> None:
     """Run random schedules (joins, leaves, crashes, GC pauses, slow processing, static bounces,
     new pattern topics, partition increases, coordinator failovers, network delays, lost requests
     and responses) and check that no two group members own a partition at once (each judged from
@@ -48,7 +53,8 @@ def soak_command(schedules: int, seed: int, first: int, out_dir: str, master: st
     spark = build_session(master, "kafka-rebalance soak", quiet=not verbose_spark)
     with bad_input_exits():
         result = run_soak(spark, schedules, out_dir, seed=seed, first=first, tasks=tasks,
-                          shrink_budget=shrink_budget, progress=False if quiet else None)
+                          shrink_budget=shrink_budget, progress=False if quiet else None,
+                          group_protocol=GroupProtocol(group_protocol))
     if as_json:
         click.echo(json.dumps(result.answer.as_dict(), indent=2))
     else:

@@ -25,17 +25,19 @@ from kafka_rebalance.model.snapshot import (
     MemberSubscription,
     TopicMetadata,
 )
-from kafka_rebalance.model.types import RebalanceProtocol, TopicPartition
+from kafka_rebalance.model.types import GroupProtocol, RebalanceProtocol, ServerAssignorName, TopicPartition
 
 __all__ = [
     "DEFAULT_CONSUMER_STRATEGIES",
     "DEFAULT_GENERATION",
     "UNASSIGNED",
     "ColumnarGroup",
+    "GroupProtocol",
     "GroupSnapshot",
     "InvalidInput",
     "MemberSubscription",
     "RebalanceProtocol",
+    "ServerAssignorName",
     "TopicMetadata",
     "TopicPartition",
     "capacities_after_puts",

@@ -13,12 +13,13 @@ from typing import Any, TypeGuard
 import numpy as np
 
 from kafka_rebalance.model.errors import InvalidInput
+from kafka_rebalance.model.types import GroupProtocol
 
 DEFAULT_GENERATION = -1
 # partition.assignment.strategy of a Java consumer left at its default (kafka-facts.md).
 DEFAULT_CONSUMER_STRATEGIES: tuple[str, ...] = ("range", "cooperative-sticky")
 # group.protocol: "classic" (JoinGroup/SyncGroup) or "consumer" (KIP-848, server-side assignors).
-GROUP_PROTOCOLS: tuple[str, ...] = ("classic", "consumer")
+GROUP_PROTOCOLS: tuple[str, ...] = tuple(p.value for p in GroupProtocol)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +58,7 @@ class GroupSnapshot:
     members: tuple[MemberSubscription, ...]
     strategy: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
-    group_protocol: str = "classic"
+    group_protocol: GroupProtocol = GroupProtocol.CLASSIC
     # Optional per-partition loads (any non-negative unit) per topic, as float64 arrays whose
     # length is the topic's partition count; only load-aware assignment reads them.
     partition_loads: Mapping[str, np.ndarray] = field(default_factory=dict)
@@ -84,13 +85,13 @@ class GroupSnapshot:
             options = {}
         if not isinstance(options, Mapping) or not all(isinstance(k, str) for k in options):
             raise InvalidInput("strategy_options", "expected an object of option names to values")
-        return cls(topics=topics, members=members, strategy=strategy, group_protocol=group_protocol,
+        return cls(topics=topics, members=members, strategy=strategy, group_protocol=GroupProtocol(group_protocol),
                    partition_loads=loads, strategy_options=dict(options))
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        if self.group_protocol != "classic":
-            out["group_protocol"] = self.group_protocol
+        if self.group_protocol is not GroupProtocol.CLASSIC:
+            out["group_protocol"] = self.group_protocol.value
         if self.strategy is not None:
             out["strategy"] = self.strategy
         out["topics"] = {t.name: _topic_to_dict(t) for t in self.topics.values()}

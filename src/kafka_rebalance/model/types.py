@@ -8,6 +8,22 @@ from enum import StrEnum
 from kafka_rebalance.model.errors import InvalidInput
 
 
+class GroupProtocol(StrEnum):
+    """Kafka's ``group.protocol``: which group protocol a consumer (and its group) speaks.
+    CLASSIC is JoinGroup/SyncGroup with client-side strategies, CONSUMER is KIP-848's
+    ConsumerGroupHeartbeat with a server-side assignor."""
+
+    CLASSIC = "classic"
+    CONSUMER = "consumer"
+
+
+class ServerAssignorName(StrEnum):
+    """The server-side assignors of a KIP-848 consumer group (``group.consumer.assignors``)."""
+
+    UNIFORM = "uniform"
+    RANGE = "range"
+
+
 class RebalanceProtocol(StrEnum):
     """Kafka's ConsumerPartitionAssignor.RebalanceProtocol; COOPERATIVE ranks above EAGER."""
 

@@ -20,10 +20,12 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from kafka_rebalance.model import RebalanceProtocol
 from kafka_rebalance.pipeline.sweep import Run, Sweep
 
 if TYPE_CHECKING:
     from kafka_rebalance.pipeline.report.lab import LabAnswer
+    from kafka_rebalance.sim.result import RebalanceRecord, SimulationResult
 
 SIMULATIONS = "simulations"
 REBALANCES = "rebalances"
@@ -53,7 +55,8 @@ RESULT_SIM_FIELDS: list[tuple[str, T.DataType]] = [
     ("min_partitions_moved", T.LongType()),
     ("final_balance", T.IntegerType()),
     ("final_members", T.IntegerType()),
-    ("protocol", T.StringType()),
+    ("group_protocol", T.StringType()),  # of the last completed rebalance: classic / consumer
+    ("rebalance_protocol", T.StringType()),  # EAGER / COOPERATIVE (classic); empty for a consumer group
     ("chosen_strategy", T.StringType()),
     ("coordinator_partition", T.IntegerType()),
     ("extra_metrics", T.MapType(T.StringType(), T.DoubleType())),
@@ -68,7 +71,8 @@ REBALANCE_SCHEMA = T.StructType([
     T.StructField("generation", T.LongType()),
     T.StructField("start_ms", T.LongType()),
     T.StructField("end_ms", T.LongType()),
-    T.StructField("protocol", T.StringType()),
+    T.StructField("group_protocol", T.StringType()),
+    T.StructField("rebalance_protocol", T.StringType()),
     T.StructField("members", T.IntegerType()),
     T.StructField("partitions_moved", T.IntegerType()),
     T.StructField("min_partitions_moved", T.IntegerType()),
@@ -131,7 +135,11 @@ def _convert(value: Any, kind: T.DataType) -> Any:
 
 # --------------------------------------------------------------------------- one simulation -> rows
 
-def strategy_label(run: Run, result: dict[str, Any] | None) -> str:
+def _value(protocol: RebalanceProtocol | None) -> str | None:
+    return None if protocol is None else protocol.value
+
+
+def strategy_label(run: Run, result: SimulationResult | None) -> str:
     """The strategy a run stands for: the swept one, else what the group's vote chose last, else
     the first consumer's list."""
     if "protocol" in run.params:
@@ -139,9 +147,9 @@ def strategy_label(run: Run, result: dict[str, Any] | None) -> str:
     if "strategy" in run.params:
         value = run.params["strategy"]
         return ",".join(value) if isinstance(value, list | tuple) else str(value)
-    for rebalance in reversed((result or {}).get("rebalances") or []):
-        if rebalance.get("strategy"):
-            return str(rebalance["strategy"])
+    for rebalance in reversed(result.rebalances if result is not None else ()):
+        if rebalance.strategy:
+            return rebalance.strategy
     consumers = run.scenario.get("consumers") or [{}]
     return ",".join(consumers[0].get("strategies") or ["range", "cooperative-sticky"])
 
@@ -167,7 +175,7 @@ def minimum_moves(partitions: set[str], members: Sequence[str], last_owner: dict
     return orphans + excess
 
 
-def rebalance_rows(run: Run, result: dict[str, Any], strategy: str,
+def rebalance_rows(run: Run, rebalances: Sequence[RebalanceRecord], strategy: str,
                    subscriptions: dict[str, tuple[str, ...] | None]) -> tuple[list[tuple[object, ...]], int | None]:
     """Rows of the rebalances table, and the run's total minimum moves (None when the members'
     subscriptions differ, where Kafka's notion of balance depends on who may take what)."""
@@ -177,12 +185,12 @@ def rebalance_rows(run: Run, result: dict[str, Any], strategy: str,
     previous_partitions: set[str] | None = None
     total_min = 0
     comparable = True
-    for rebalance in result.get("rebalances") or []:
-        assignment: dict[str, list[str]] = rebalance.get("assignment") or {}
-        revoked: dict[str, list[str]] = rebalance.get("revoked") or {}
-        added: dict[str, list[str]] = rebalance.get("added") or {}
-        members = tuple(rebalance.get("members") or ())
-        complete = rebalance.get("end_ms") is not None
+    for rebalance in rebalances:
+        assignment = {m.member: m.partitions for m in rebalance.assignment}
+        revoked = {m.member: m.partitions for m in rebalance.revoked}
+        added = {m.member: m.partitions for m in rebalance.added}
+        members = rebalance.members
+        complete = rebalance.end_ms is not None
         partitions = {p for ps in assignment.values() for p in ps} | {p for ps in revoked.values() for p in ps}
         moved = 0
         min_moved: int | None = None
@@ -205,18 +213,18 @@ def rebalance_rows(run: Run, result: dict[str, Any], strategy: str,
                     last_owner[p] = member
             previous_members, previous_partitions = members, partitions
         rows.append((
-            run.run_id, run.scenario_name, strategy, run.seed, rebalance.get("generation"), rebalance.get("start_ms"),
-            rebalance.get("end_ms"), rebalance.get("protocol"), len(members) if complete else None,
-            moved if complete else None, min_moved,
+            run.run_id, run.scenario_name, strategy, run.seed, rebalance.generation, rebalance.start_ms,
+            rebalance.end_ms, rebalance.group_protocol.value, _value(rebalance.rebalance_protocol),
+            len(members) if complete else None, moved if complete else None, min_moved,
             sum(len(v) for v in revoked.values()), sum(len(v) for v in added.values()),
-            rebalance.get("strategy"), rebalance.get("leader"), rebalance.get("reason"), list(members),
+            rebalance.strategy, rebalance.leader, rebalance.reason, list(members),
         ))
     return rows, (total_min if comparable else None)
 
 
 def simulate_run(run: Run, sweep_name: str, swept: Sequence[tuple[str, T.DataType]]) -> Iterator[tuple[str, tuple[object, ...]]]:
     """Simulate one run; yield (table, row) pairs. A failing simulation is a row with ``error``."""
-    from kafka_rebalance.sim import load_scenario, simulate
+    from kafka_rebalance.sim import load_scenario, run_simulation
     from kafka_rebalance.sim.ownership_metrics import comparison_metrics, partitions_from
 
     scenario = load_scenario(run.scenario)
@@ -233,7 +241,7 @@ def simulate_run(run: Run, sweep_name: str, swept: Sequence[tuple[str, T.DataTyp
     }
     error: str | None
     try:
-        result = simulate(scenario, run.seed)
+        result: SimulationResult | None = run_simulation(scenario, run.seed)
     except Exception as exc:  # noqa: BLE001 - one broken run must not sink the sweep; it is reported
         result = None
         error = f"{type(exc).__name__}: {exc}".splitlines()[0]
@@ -248,31 +256,31 @@ def simulate_run(run: Run, sweep_name: str, swept: Sequence[tuple[str, T.DataTyp
     if result is not None:
         subscriptions = {c.id: (tuple(sorted(c.subscribe)) if c.subscribe is not None else None)
                          for c in scenario.consumers}
-        rows, total_min = rebalance_rows(run, result, strategy, subscriptions)
+        rows, total_min = rebalance_rows(run, result.rebalances, strategy, subscriptions)
         for row in rows:
             yield REBALANCES, row
-        metrics = result.get("metrics") or {}
+        metrics = result.metrics.to_json()
         for name in METRICS:
-            values[name] = metrics.get(name)
-        extra = {k: float(v) for k, v in metrics.items()
-                 if k not in METRICS and isinstance(v, int | float) and not isinstance(v, bool)}
+            values[name] = metrics[name]
         # Measured the same way for every protocol, from the ownership intervals and rebalances.
         comparison = comparison_metrics(partitions_from(scenario), result, scenario.effective_end_ms)
-        extra.update({k: float(v) for k, v in comparison.items()})
-        values["extra_metrics"] = extra
+        values["extra_metrics"] = {k: float(v) for k, v in comparison.items()}
         values["min_partitions_moved"] = total_min
-        completed = [r for r in result.get("rebalances") or [] if r.get("end_ms") is not None]
+        completed = [r for r in result.rebalances if r.end_ms is not None]
         if completed:
             last = completed[-1]
-            counts = [len(last.get("assignment", {}).get(m, [])) for m in last.get("members") or []]
+            by_member = {m.member: len(m.partitions) for m in last.assignment}
+            counts = [by_member.get(m, 0) for m in last.members]
             values["final_balance"] = (max(counts) - min(counts)) if counts else None
             values["final_members"] = len(counts)
-            values["protocol"] = last.get("protocol")
-            values["chosen_strategy"] = last.get("strategy")
-        values["coordinator_partition"] = result.get("coordinator_partition")
-        for interval in result.get("ownership") or []:
-            yield OWNERSHIP, (run.run_id, run.scenario_name, strategy, run.seed, interval["partition"],
-                              interval["member"], interval["start_ms"], interval["end_ms"])
+            values["group_protocol"] = last.group_protocol.value
+            values["rebalance_protocol"] = _value(last.rebalance_protocol)
+            values["chosen_strategy"] = last.strategy
+        values["coordinator_partition"] = result.coordinator_partition
+        o = result.ownership
+        for partition, member, start, end in zip(o.partition.tolist(), o.member.tolist(), o.start_ms.tolist(),
+                                                 o.end_ms.tolist(), strict=True):
+            yield OWNERSHIP, (run.run_id, run.scenario_name, strategy, run.seed, partition, member, start, end)
     schema = simulation_schema(swept)
     yield SIMULATIONS, tuple(_convert(values.get(f.name), f.dataType) if not isinstance(f.dataType, T.MapType)
                              else values.get(f.name) for f in schema.fields)

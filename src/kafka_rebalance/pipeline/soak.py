@@ -22,6 +22,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from kafka_rebalance.model import GroupProtocol, RebalanceProtocol
+
 if TYPE_CHECKING:
     from kafka_rebalance.pipeline.report.soak import SoakAnswer
 
@@ -39,7 +41,8 @@ EVENT_COLUMNS = (
 SCHEDULE_SCHEMA = T.StructType([
     T.StructField("schedule_index", T.LongType(), False),
     T.StructField("schedule_seed", T.LongType(), False),
-    T.StructField("protocol", T.StringType()),
+    T.StructField("group_protocol", T.StringType()),
+    T.StructField("rebalance_protocol", T.StringType()),
     T.StructField("consumers", T.IntegerType()),
     T.StructField("static_consumers", T.IntegerType()),
     T.StructField("pattern_consumers", T.IntegerType()),
@@ -57,27 +60,29 @@ SCHEDULE_SCHEMA = T.StructType([
 ])
 
 
-def schedule_row(index: int, master_seed: int, shrink_budget: int) -> dict[str, Any]:
+def schedule_row(index: int, master_seed: int, shrink_budget: int,
+                 group_protocol: GroupProtocol = GroupProtocol.CLASSIC) -> dict[str, Any]:
     """Draw schedule ``index``, run it, check it; shrink it if it fails."""
     from kafka_rebalance.sim.soak import (
         check_schedule,
         random_schedule,
         same_failure,
-        schedule_protocol,
+        schedule_rebalance_protocol,
         schedule_seed,
         schedule_yaml,
         shrink,
     )
 
     seed = schedule_seed(master_seed, index)
-    schedule = random_schedule(seed)
+    schedule = random_schedule(seed, group_protocol)
     started = time.process_time()
     violations = check_schedule(schedule)
     cpu_ms = (time.process_time() - started) * 1000
     consumers = schedule["consumers"]
     row: dict[str, Any] = {
         "schedule_index": index, "schedule_seed": seed,
-        "protocol": schedule_protocol(schedule),
+        "group_protocol": group_protocol.value,
+        "rebalance_protocol": None if (rebalance := schedule_rebalance_protocol(schedule)) is None else rebalance.value,
         "consumers": len(consumers),
         "static_consumers": sum(1 for c in consumers if c.get("group_instance_id")),
         "pattern_consumers": sum(1 for c in consumers if c.get("pattern")),
@@ -104,12 +109,13 @@ def schedule_indices(spark: SparkSession, schedules: int, tasks: int, first: int
         "id", "schedule_index")
 
 
-def check_schedules(indices: DataFrame, master_seed: int, shrink_budget: int = DEFAULT_SHRINK_BUDGET) -> DataFrame:
+def check_schedules(indices: DataFrame, master_seed: int, shrink_budget: int = DEFAULT_SHRINK_BUDGET,
+                    group_protocol: GroupProtocol = GroupProtocol.CLASSIC) -> DataFrame:
     """One row per schedule (``SCHEDULE_SCHEMA``): run and checked inside the tasks."""
 
     def run_batches(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         for batch in batches:
-            rows = [schedule_row(int(i), master_seed, shrink_budget) for i in batch["schedule_index"]]
+            rows = [schedule_row(int(i), master_seed, shrink_budget, group_protocol) for i in batch["schedule_index"]]
             yield pd.DataFrame(rows, columns=SCHEDULE_SCHEMA.fieldNames())
 
     return indices.mapInPandas(run_batches, schema=SCHEDULE_SCHEMA)
@@ -119,11 +125,11 @@ def violations_of(schedules: DataFrame) -> DataFrame:
     """One row per broken invariant of a schedule, with the schedule and its shrunk form."""
     failing = schedules.where(F.size("invariants") > 0)
     return failing.select(
-        "schedule_index", "schedule_seed", "protocol",
+        "schedule_index", "schedule_seed", "group_protocol", "rebalance_protocol",
         F.posexplode(F.arrays_zip("invariants", "details")).alias("position", "violation"),
         "schedule_yaml", "shrunk_yaml", "shrunk_events", "shrink_tries",
     ).select(
-        "schedule_index", "schedule_seed", "protocol",
+        "schedule_index", "schedule_seed", "group_protocol", "rebalance_protocol",
         F.col("violation.invariants").alias("invariant"), F.col("violation.details").alias("detail"),
         "schedule_yaml", "shrunk_yaml", "shrunk_events", "shrink_tries",
     )
@@ -138,7 +144,8 @@ def summary_of(schedules: DataFrame) -> DataFrame:
         F.sum("simulated_ms").alias("simulated_ms"),
         F.sum("cpu_ms").alias("cpu_ms"),
         F.max("cpu_ms").alias("max_cpu_ms"),
-        F.sum((F.col("protocol") == "COOPERATIVE").cast("long")).alias("cooperative_schedules"),
+        F.sum((F.col("rebalance_protocol") == RebalanceProtocol.COOPERATIVE.value).cast("long")).alias(
+            "cooperative_schedules"),
         F.sum("static_consumers").alias("static_consumers"),
         F.sum("pattern_consumers").alias("pattern_consumers"),
         F.sum("slow_consumers").alias("slow_consumers"),
@@ -171,8 +178,8 @@ def default_tasks(spark: SparkSession, schedules: int) -> int:
 
 
 def run_soak(spark: SparkSession, schedules: int, out_dir: str, *, seed: int = 0, first: int = 0,
-             tasks: int | None = None,
-             shrink_budget: int = DEFAULT_SHRINK_BUDGET, progress: bool | None = None) -> SoakRun:
+             tasks: int | None = None, shrink_budget: int = DEFAULT_SHRINK_BUDGET, progress: bool | None = None,
+             group_protocol: GroupProtocol = GroupProtocol.CLASSIC) -> SoakRun:
     from kafka_rebalance.pipeline.io import StagedOutput
     from kafka_rebalance.pipeline.report.soak import FAILURES_TOLD, soak_answer
     from kafka_rebalance.pipeline.spark import spark_progress
@@ -180,7 +187,8 @@ def run_soak(spark: SparkSession, schedules: int, out_dir: str, *, seed: int = 0
     started = time.monotonic()
     task_count = tasks or default_tasks(spark, schedules)
     with StagedOutput(out_dir) as out:
-        checked = check_schedules(schedule_indices(spark, schedules, task_count, first), seed, shrink_budget)
+        checked = check_schedules(schedule_indices(spark, schedules, task_count, first), seed, shrink_budget,
+                                  group_protocol)
         with spark_progress(spark, f"soaking {schedules:,} schedules", enabled=progress):
             checked.write.parquet(str(out.path(SCHEDULES)))
         written = spark.read.parquet(str(out.path(SCHEDULES)))
@@ -194,7 +202,7 @@ def run_soak(spark: SparkSession, schedules: int, out_dir: str, *, seed: int = 0
         wall_s = time.monotonic() - started
         summary: dict[str, Any] = {
             **{key: (value if value is not None else 0) for key, value in totals.items()},
-            "seed": seed, "first_schedule": first, "tasks": task_count, "master": spark.sparkContext.master,
+            "group_protocol": group_protocol.value, "seed": seed, "first_schedule": first, "tasks": task_count, "master": spark.sparkContext.master,
             "violations_by_invariant": by_invariant, "wall_s": round(wall_s, 1),
         }
         out.write_text(SUMMARY, json.dumps(summary, indent=2) + "\n")

@@ -7,7 +7,7 @@ replaces its deadline (timers compare by value); ``CancelTimer`` disarms it. Log
 out as ``Log``.
 
 ``StateTable`` is the shared shape of Kafka's state enums with their valid previous states
-(``ClassicGroupState``, ``MemberState``): ``table.check(current, target)`` raises
+(``ClassicGroupState``, ``ClassicMemberState``, ``ConsumerMemberState``, ``MemberAssignmentState``): ``table.check(current, target)`` raises
 ``IllegalStateTransition`` for a transition the table does not list.
 """
 

@@ -41,7 +41,7 @@ Then, per line kind:
 message); use it to count lines that belong to the coordinator but are of no known kind.
 
 The ``__consumer_offsets`` partition of a line is group 3 or, for legacy lines, the per-kind
-group named above (see ``parse_line``, which merges them into ``partition``).
+group named above (see ``parse_coordinator_line``, which merges them into ``partition``).
 
 ``PATTERNS`` maps each kind name (``preparing_rebalance``, ``stabilized``,
 ``assignment_received``, ``member_failed``, ``member_left``, ``group_empty``) to its pattern,
@@ -302,7 +302,7 @@ def format_record(record: LogRecord, *, broker_id: int, partition: int, style: s
 
 # --------------------------------------------------------------------------- parsing
 
-def parse_line(line: str) -> dict[str, Any] | None:
+def parse_coordinator_line(line: str) -> dict[str, Any] | None:
     """Parse one GroupCoordinator line of a known kind; None for anything else.
 
     Returns ``{"kind", "timestamp" (text), "time_ms" (epoch ms, read as UTC), "broker",
@@ -356,7 +356,7 @@ def parse_rebalances(lines: Iterable[str]) -> list[dict[str, Any]]:
     departed_outside: dict[str, list[tuple[int, str, str]]] = {}
     done: list[dict[str, Any]] = []
     for line in lines:
-        rec = parse_line(line)
+        rec = parse_coordinator_line(line)
         if rec is None:
             continue
         group = rec["group"]

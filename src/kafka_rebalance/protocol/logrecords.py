@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from kafka_rebalance.model import GroupProtocol
+
 
 @dataclass(frozen=True, slots=True)
 class MemberAssignment:
@@ -132,7 +134,7 @@ class ConsumerMemberJoined(ConsumerGroupRecord):
     group_id: str
     member_id: str
     instance_id: str | None
-    protocol: str
+    protocol: GroupProtocol
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +146,7 @@ class ConsumerStaticMemberReplaced(ConsumerGroupRecord):
     time_ms: int
     group_id: str
     instance_id: str
-    protocol: str
+    protocol: GroupProtocol
     member_id: str
     replaced_member_id: str
 

@@ -15,12 +15,14 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from kafka_rebalance.model import GroupProtocol, ServerAssignorName
+
 PROTOCOLS: dict[str, dict[str, Any]] = {
     # name -> scenario fields: how the group runs its rebalances
-    "eager": {"group_protocol": "classic", "strategies": ["range"]},
-    "cooperative-sticky": {"group_protocol": "classic", "strategies": ["cooperative-sticky"]},
-    "consumer-uniform": {"group_protocol": "consumer", "assignor": "uniform"},
-    "consumer-range": {"group_protocol": "consumer", "assignor": "range"},
+    "eager": {"group_protocol": GroupProtocol.CLASSIC.value, "strategies": ["range"]},
+    "cooperative-sticky": {"group_protocol": GroupProtocol.CLASSIC.value, "strategies": ["cooperative-sticky"]},
+    "consumer-uniform": {"group_protocol": GroupProtocol.CONSUMER.value, "assignor": ServerAssignorName.UNIFORM.value},
+    "consumer-range": {"group_protocol": GroupProtocol.CONSUMER.value, "assignor": ServerAssignorName.RANGE.value},
 }
 CHURNS = ("rolling-restart", "scale-out-in", "crashes", "slow-consumers", "migration")
 MIGRATION_TARGET = "uniform"  # the server-side assignor a classic group (eager, cooperative-sticky) migrates to
@@ -106,7 +108,7 @@ def churn_scenario(churn: str, protocol: str, service: Service | None = None) ->
         end = start + len(victims) * 45000 + 150000
     group_protocol, assignor = fields["group_protocol"], fields.get("assignor")
     if churn == "migration":
-        group_protocol, assignor = "classic", assignor or MIGRATION_TARGET
+        group_protocol, assignor = GroupProtocol.CLASSIC.value, assignor or MIGRATION_TARGET
     scenario: dict[str, Any] = {
         "name": churn,
         "group": "orders-service",

@@ -20,10 +20,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import assert_never
 
 from kafka_rebalance.protocol.classic import consumer_events as cc_events
-from kafka_rebalance.protocol.classic.consumer import ConsumerConfig, ConsumerCoordinator, sorted_partitions
-from kafka_rebalance.protocol.classic.consumer import MemberState as ClassicState
+from kafka_rebalance.protocol.classic.consumer import (
+    ClassicMemberState,
+    ConsumerConfig,
+    ConsumerCoordinator,
+    sorted_partitions,
+)
 from kafka_rebalance.protocol.classic.coordinator_events import (
     FindCoordinatorRequest,
     HeartbeatRequest,
@@ -33,7 +38,7 @@ from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer
 from kafka_rebalance.protocol.modern.consumer import coordinator_events as ce
 from kafka_rebalance.protocol.modern.consumer import member_events as me
 from kafka_rebalance.protocol.modern.consumer.assignment import Partitions, partitions
-from kafka_rebalance.protocol.modern.consumer.member import MemberState
+from kafka_rebalance.protocol.modern.consumer.member import ConsumerMemberState
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,18 +91,20 @@ class ClassicMembership:
         return partitions(by_topic)
 
     @property
-    def state(self) -> MemberState:
+    def state(self) -> ConsumerMemberState:
         if self.fatal:
-            return MemberState.FATAL
+            return ConsumerMemberState.FATAL
         if self.left:
-            return MemberState.UNSUBSCRIBED
+            return ConsumerMemberState.UNSUBSCRIBED
         match self.cc.state:
-            case ClassicState.STABLE:
-                return MemberState.STABLE
-            case ClassicState.UNJOINED:
-                return MemberState.JOINING
+            case ClassicMemberState.STABLE:
+                return ConsumerMemberState.STABLE
+            case ClassicMemberState.UNJOINED:
+                return ConsumerMemberState.JOINING
+            case ClassicMemberState.PREPARING_REBALANCE | ClassicMemberState.COMPLETING_REBALANCE:
+                return ConsumerMemberState.RECONCILING  # rejoining: a cooperative member keeps consuming
             case _:
-                return MemberState.RECONCILING  # rejoining: a cooperative member keeps consuming
+                assert_never(self.cc.state)
 
     def handle(self, event: ClassicInput, now_ms: int) -> list[ClassicOutput]:
         out: list[ClassicOutput] = []
@@ -120,8 +127,12 @@ class ClassicMembership:
                 self._run(cc_events.Received(response), now_ms, out)  # type: ignore[arg-type]
             case me.RequestFailed() | me.HeartbeatDue() | me.PollTimerExpired():
                 pass  # the new consumer's inputs; the classic machine has its own timers
-            case _:
+            case (cc_events.Received() | cc_events.HeartbeatDue() | cc_events.PollIntervalExpired()
+                  | cc_events.RetryJoin() | cc_events.RetryFetch() | cc_events.RetryFindCoordinator()
+                  | cc_events.RequestTimedOut()):
                 self._run(event, now_ms, out)
+            case _:
+                assert_never(event)
         return out
 
     def _run(self, event: cc_events.ConsumerInput, now_ms: int, out: list[ClassicOutput]) -> None:

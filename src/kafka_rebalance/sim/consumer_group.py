@@ -24,15 +24,15 @@ Modelling choices (beyond those of ``sim.engine``, which this follows):
 
 from __future__ import annotations
 
-import heapq
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
+from kafka_rebalance.model import GroupProtocol, RebalanceProtocol
 from kafka_rebalance.protocol.classic import consumer_events as cc_events
 from kafka_rebalance.protocol.classic import coordinator_events as cl
-from kafka_rebalance.protocol.classic.consumer import ConsumerConfig
+from kafka_rebalance.protocol.classic.consumer import ConsumerConfig, sorted_partitions
 from kafka_rebalance.protocol.classic.coordinator import (
     ClassicGroup,
     CoordinatorConfig,
@@ -46,7 +46,9 @@ from kafka_rebalance.protocol.logrecords import (
     AssignmentReceived,
     ConsumerGroupConverted,
     ConsumerGroupEpochBumped,
+    ConsumerGroupLoaded,
     ConsumerGroupStateChanged,
+    ConsumerMemberAssignmentUpdated,
     ConsumerMemberFenced,
     ConsumerMemberJoined,
     ConsumerMemberLeft,
@@ -69,8 +71,8 @@ from kafka_rebalance.protocol.modern.consumer.coordinator import (
 )
 from kafka_rebalance.protocol.modern.consumer.member import (
     ConsumerMembershipManager,
+    ConsumerMemberState,
     MemberConfig,
-    MemberState,
 )
 from kafka_rebalance.protocol.modern.consumer.migration import consumer_group_for_heartbeat, downgraded
 from kafka_rebalance.protocol.modern.consumer.records import ConsumerGroupRecords, records_of, replay
@@ -81,7 +83,7 @@ from kafka_rebalance.sim.classic_member import (
     ClassicOutput,
     ClassicSend,
 )
-from kafka_rebalance.sim.core import AppProcess, SimulatorCore, no_cyclic_gc, partition_order
+from kafka_rebalance.sim.driver import AppProcess, Driver
 from kafka_rebalance.sim.events import (
     AppActivity,
     AppWakes,
@@ -98,48 +100,42 @@ from kafka_rebalance.sim.events import (
     ProcessStarts,
     ScenarioStep,
 )
-from kafka_rebalance.sim.ownership_metrics import ownership_metrics
 from kafka_rebalance.sim.result import (
-    Commits,
+    NOT_FENCED,
     LoggedRecord,
-    MemberPartitions,
-    Metrics,
-    Ownership,
-    Rebalance,
     SimulationResult,
-    ints,
-    strings,
 )
 from kafka_rebalance.sim.scenario import ConsumerSpec, Event, Scenario, SubscribeChange
 
+# What the member asks the application thread to run, in order (inside poll()).
+ListenerCallback = me.CommitOffsets | me.PartitionsRevoked | me.PartitionsAssigned | me.PartitionsLost
+
 
 @dataclass(slots=True, kw_only=True)
-class Process(AppProcess):
-    """One run of a consumer process (a restart is a new Process with the same name)."""
+class ConsumerGroupProcess(AppProcess[ConsumerGroupDeferrable]):
+    """One run of a consumer process (a restart is a new ConsumerGroupProcess with the same name)."""
 
     machine: ConsumerMembershipManager | ClassicMembership
     auto_commit_interval_ms: int
     busy: bool = False  # running listener callbacks or a batch
     closing: bool = False
     next_commit_ms: int = 0
-    callbacks: list[list[me.Output]] = field(default_factory=list)
-    deferred: list[ConsumerGroupDeferrable] = field(default_factory=list)
+    callbacks: list[list[ListenerCallback]] = field(default_factory=list)
     timer_events: dict[MemberTimer, MemberTimerFires] = field(default_factory=dict)  # one per timer
 
     @property
     def flowing(self) -> bool:
         return (self.alive and self.continuous and not self.paused and not self.stalled and not self.busy
-                and self.machine.state is not MemberState.FATAL)
+                and self.machine.state is not ConsumerMemberState.FATAL)
 
     @property
     def generation(self) -> int:
         return self.machine.member_epoch
 
 
-class ConsumerGroupSimulation(SimulatorCore[Process]):
+class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, ConsumerGroupDeferrable]):
     def __init__(self, scenario: Scenario, seed: int | None = None):
         super().__init__(scenario, seed)
-        self.heap: list[tuple[int, int, ConsumerGroupEvent]] = []
         self.offsets_partition = coordinator_partition(scenario.group, self.cfg.offsets_topic_num_partitions)
         self.broker = self.offsets_partition % self.cfg.brokers
         config = ConsumerGroupConfig(
@@ -152,10 +148,10 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
         # A rolling upgrade starts from a running classic group: the classic coordinator serves it
         # until the first ConsumerGroupHeartbeat converts it (protocol/modern/consumer/migration.py).
         self.classic_coordinator: GroupCoordinator | None = None
-        if scenario.group_protocol == "classic":
+        if scenario.group_protocol is GroupProtocol.CLASSIC:
             self.classic_coordinator = self._new_classic_coordinator()
         # The protocol each consumer runs when it next starts (``upgrade`` / ``downgrade`` events change it).
-        self.protocol_of: dict[str, str] = {c.id: scenario.group_protocol for c in scenario.consumers}
+        self.protocol_of: dict[str, GroupProtocol] = {c.id: scenario.group_protocol for c in scenario.consumers}
         self.coordinator_available = True
         self.coordinator_epoch = 0
         # __consumer_offsets as the classic coordinator wrote it (a new one loads it after a
@@ -167,13 +163,6 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
         self.coordinator_scheduled: dict[GroupTimer, int] = {}
         self.member_timers: dict[MemberTimerFires, int] = {}
         self.member_scheduled: dict[MemberTimerFires, int] = {}
-        self.open_ownership: dict[str, tuple[str, int, int]] = {}  # partition -> member, since, epoch
-        self.ownership: list[tuple[str, str, int, int, int]] = []  # partition, member, epoch, start, end
-        self.commit_rows: list[tuple[int, str, int, str, int, int]] = []
-        self.ownership_conflicts = 0
-        self.log_records: list[LoggedRecord] = []
-        self.rebalances: list[dict[str, Any]] = []
-        self.open_rebalance: dict[str, Any] | None = None
         self.last_reason = "the group changed"
         self.requester: str | None = None
         # When the last message sent on a connection arrives, per direction (to the coordinator, to the member).
@@ -190,58 +179,29 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
             offsets_topic_num_partitions=self.cfg.offsets_topic_num_partitions,
             broker_id=self.broker), seed=self.rng.getrandbits(32), partitions=partitions)
 
-    def _push(self, time: int, event: ConsumerGroupEvent) -> int:
-        self.seq += 1
-        heapq.heappush(self.heap, (time, self.seq, event))
-        return self.seq
-
-    def _arrival(self, in_order: dict[str, int], connection: str) -> int:
-        """When a message sent now arrives: after the latency, and never before an earlier
-        message on the same connection (Kafka answers a connection's requests in order)."""
-        at = max(self.now + self._latency(), in_order.get(connection, 0))
-        in_order[connection] = at
-        return at
-
     def _respond(self, connection: str, response: ce.Response | cl.GroupResponse) -> None:
-        self._push(self._arrival(self.response_arrival_ms, connection), GroupResponseArrives(connection, response))
+        self._push(self._in_order_arrival(self.response_arrival_ms, connection),
+                   GroupResponseArrives(connection, response))
 
     # ------------------------------------------------------------------ main loop
 
-    def run(self) -> SimulationResult:
-        with no_cyclic_gc():
-            return self._run()
-
-    def _run(self) -> SimulationResult:
-        for index, step in enumerate(self.scenario.events):
-            self._push(step.at_ms, ScenarioStep(index))
-        heap = self.heap
-        end = self.end_ms
-        pop = heapq.heappop
-        while heap:
-            time, _, event = heap[0]
-            if time > end:
-                break
-            pop(heap)
-            self.now = time
-            # The most frequent events (heartbeats and their timers) go straight to their handlers.
-            if type(event) is GroupRequestArrives:
-                self._deliver_to_coordinator(event.connection, event.request, event.ignore_response)
-            elif type(event) is MemberTimerFires:
-                self._member_timer(event, time)
-            else:
-                self._dispatch(event)
-        self.now = end
-        return self._finish()
+    def _handle(self, time: int, seq: int, event: ConsumerGroupEvent) -> None:
+        self.now = time
+        # The most frequent events (heartbeats and their timers) go straight to their handlers.
+        if type(event) is GroupRequestArrives:
+            self._deliver_to_coordinator(event.connection, event.request, event.ignore_response)
+        elif type(event) is MemberTimerFires:
+            self._member_timer(event, time)
+        else:
+            self._dispatch(event)
 
     def _dispatch(self, event: ConsumerGroupEvent) -> None:
         match event:
             case GroupRequestArrives(connection=connection, request=request, ignore_response=ignore):
                 self._deliver_to_coordinator(connection, request, ignore)
             case GroupResponseArrives(connection=connection, response=response):
-                proc = self.connections.get(connection)
-                if proc is not None and proc.alive and proc.paused:
-                    proc.deferred.append(event)
-                elif proc is not None and proc.alive:
+                proc = self._running(connection, event)
+                if proc is not None:
                     self._deliver_response(proc, response)
             case MemberTimerFires():
                 self._member_timer(event, self.now)
@@ -250,12 +210,9 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
             case ScenarioStep(index=index):
                 self._scenario_event(self.scenario.events[index])
             case AppWakes(connection=connection, token=token, activity=activity):
-                proc = self.connections.get(connection)
-                if proc is not None and proc.alive and token == proc.app_token:
-                    if proc.paused:
-                        proc.deferred.append(event)
-                    else:
-                        self._app_event(proc, activity)
+                proc = self._running(connection, event)
+                if proc is not None and token == proc.app_token:
+                    self._app_event(proc, activity)
             case ProcessStarts(name=name):
                 self._start_process(name)
             case ProcessResumes(connection=connection, interruption=interruption):
@@ -268,7 +225,9 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
             case _:
                 assert_never(event)
 
-    def _deliver_response(self, proc: Process, response: ce.Response | cl.GroupResponse) -> None:
+    def _deliver_response(self, proc: ConsumerGroupProcess, response: ce.Response | cl.GroupResponse) -> None:
+        if type(response) is cl.JoinGroupResponse and response.error_code is ErrorCode.NONE:
+            self._unfence(proc)  # a classic member in the group's current generation
         if isinstance(response, ce.ConsumerGroupHeartbeatResponse):
             self._member_input(proc, me.Received(response))
         elif isinstance(response, ce.OffsetCommitResponse | ce.OffsetFetchResponse):
@@ -430,7 +389,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
                 case ce.ConvertedToClassic(classic=classic):
                     self._downgrade_group(classic)
                 case _:
-                    raise AssertionError(f"unexpected coordinator output {item!r}")
+                    assert_never(item)
 
     def _coordinator_timer(self, epoch: int, timer: GroupTimer, time: int) -> None:
         if epoch != self.coordinator_epoch:
@@ -468,11 +427,8 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
                 self._push(deadline, fires)
             return
         del self.member_timers[fires]
-        proc = self.connections.get(fires.connection)
-        if proc is None or not proc.alive:
-            return
-        if proc.paused:
-            proc.deferred.append(fires)
+        proc = self._running(fires.connection, fires)
+        if proc is None:
             return
         timer = fires.timer
         if type(timer) is me.PollTimerExpired and proc.continuous and not proc.stalled:
@@ -481,7 +437,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
             return
         self._member_input(proc, timer)
 
-    def _member_input(self, proc: Process, event: ClassicInput) -> None:
+    def _member_input(self, proc: ConsumerGroupProcess, event: ClassicInput) -> None:
         machine = proc.machine
         before = machine.pending_callbacks
         if type(event) is me.CallbacksCompleted:
@@ -493,7 +449,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
         if out:
             self._member_output(proc, out, before)
 
-    def _arm_member_timer(self, proc: Process, timer: MemberTimer, deadline: int) -> None:
+    def _arm_member_timer(self, proc: ConsumerGroupProcess, timer: MemberTimer, deadline: int) -> None:
         fires = proc.timer_events.get(timer)
         if fires is None:
             fires = proc.timer_events[timer] = MemberTimerFires(proc.connection, timer)
@@ -503,29 +459,29 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
             self.member_scheduled[fires] = deadline
             self._push(deadline, fires)
 
-    def _member_output(self, proc: Process, out: list[me.Output] | list[ClassicOutput], pending_before: int) -> None:
+    def _member_output(self, proc: ConsumerGroupProcess, out: list[me.Output] | list[ClassicOutput], pending_before: int) -> None:
         """``pending_before``: the listener-callback batches the machine waited for before its input."""
         if len(out) == 2:  # the background thread's heartbeat and its next turn
             first, second = out
             if type(first) is me.Send and type(second) is ArmTimer and first.request.member_epoch >= 0:
-                self._push(self._arrival(self.request_arrival_ms, proc.connection),
+                self._push(self._in_order_arrival(self.request_arrival_ms, proc.connection),
                            GroupRequestArrives(proc.connection, first.request, first.ignore_response))
                 self._arm_member_timer(proc, second.timer, second.deadline_ms)
                 return
         new_batch = proc.machine.pending_callbacks > pending_before
-        callbacks: list[me.Output] = []
+        callbacks: list[ListenerCallback] = []
         fatal = False
         find_coordinator = False
         for item in out:
             match item:
                 case me.Send(request=request, ignore_response=ignore):
-                    self._push(self._arrival(self.request_arrival_ms, proc.connection),
+                    self._push(self._in_order_arrival(self.request_arrival_ms, proc.connection),
                                GroupRequestArrives(proc.connection, request, ignore))
                     if request.member_epoch < 0 and proc.positions:
                         # Out of the group: whatever the listener does later, it consumes no more.
                         self._checkpoint(proc)
                         for partition in list(proc.positions):
-                            self._release(proc, partition)
+                            self._stop_consuming(proc, partition)
                     if request.member_epoch < 0 and proc.closing and not proc.machine.pending_callbacks:
                         self._end_process(proc)
                 case ArmTimer(timer=timer, deadline_ms=deadline):
@@ -541,16 +497,16 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
                 case ClassicFindCoordinator():
                     find_coordinator = True
                 case ClassicSend(request=request):
-                    self._push(self._arrival(self.request_arrival_ms, proc.connection),
+                    self._push(self._in_order_arrival(self.request_arrival_ms, proc.connection),
                                GroupRequestArrives(proc.connection, request, False))
                     if isinstance(request, cl.LeaveGroupRequest):
                         self._checkpoint(proc)
                         for partition in list(proc.positions):
-                            self._release(proc, partition)
+                            self._stop_consuming(proc, partition)
                         if proc.closing and not proc.machine.pending_callbacks:
                             self._end_process(proc)
                 case _:
-                    raise AssertionError(f"unexpected member output {item!r}")
+                    assert_never(item)
         if callbacks:
             if fatal or not new_batch:
                 self._run_callbacks(proc, callbacks, complete=False)
@@ -565,7 +521,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
                      else cl.FindCoordinatorResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE))
             self._member_input(proc, cc_events.Received(found))
 
-    def _maybe_run_callbacks(self, proc: Process) -> None:
+    def _maybe_run_callbacks(self, proc: ConsumerGroupProcess) -> None:
         """Listener callbacks run on the application thread, inside poll()."""
         if not proc.alive or proc.paused or proc.busy or not proc.callbacks:
             return
@@ -573,7 +529,9 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
             return
         self._run_callbacks(proc, proc.callbacks.pop(0), complete=True)
 
-    def _run_callbacks(self, proc: Process, callbacks: Sequence[me.Output], complete: bool) -> None:
+    def _run_callbacks(self, proc: ConsumerGroupProcess, callbacks: Sequence[ListenerCallback], complete: bool) -> None:
+        """The listener's callbacks, one after the other: the consumer holds what it revokes until
+        its onPartitionsRevoked returns, and what it is given from its onPartitionsAssigned."""
         self._checkpoint(proc)
         work = 0
         for item in callbacks:
@@ -582,19 +540,23 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
                     self._commit(proc, {p: proc.positions[p] for p in partitions if p in proc.positions})
                 case me.PartitionsRevoked(partitions=partitions) | me.PartitionsLost(partitions=partitions):
                     for partition in partitions:
-                        self._release(proc, partition)
+                        self._stop_consuming(proc, partition)
                     if partitions and isinstance(item, me.PartitionsRevoked):
                         work += self.cfg.revocation_ms
+                    self._release(proc, partitions, self.now + work if complete else None)
                 case me.PartitionsAssigned(partitions=partitions):
+                    self._hold(proc, partitions, proc.machine.owned, self.now + work if complete else None)
                     if partitions:
                         work += self.cfg.assignment_ms
+                case _:
+                    assert_never(item)
         if not complete:
             return
         proc.busy = True
         proc.app_token += 1
         self._push(self.now + work, AppWakes(proc.connection, proc.app_token, AppActivity.CALLBACKS_DONE))
 
-    def _callbacks_done(self, proc: Process) -> None:
+    def _callbacks_done(self, proc: ConsumerGroupProcess) -> None:
         proc.mark_ms = self.now
         # Still busy while the member takes it in: callbacks it asks for next run after the new
         # assignment is in effect, not before.
@@ -602,7 +564,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
         proc.busy = False
         if not proc.alive:
             return
-        consuming = proc.machine.state in (MemberState.ACKNOWLEDGING, MemberState.STABLE, MemberState.RECONCILING)
+        consuming = proc.machine.state in (ConsumerMemberState.ACKNOWLEDGING, ConsumerMemberState.STABLE, ConsumerMemberState.RECONCILING)
         wanted = [p for p in proc.machine.owned if p not in proc.positions] if consuming else []
         if wanted:
             group = self._classic_group() if self.classic_coordinator is not None else None
@@ -612,9 +574,8 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
                 if holder is not None and holder[0] != proc.name:
                     self.ownership_conflicts += 1
                 proc.positions[partition] = max(committed.get(partition, 0), 0)
-                if partition not in self.open_ownership:
-                    self.open_ownership[partition] = (proc.name, self.now, proc.machine.member_epoch)
-        if proc.closing and proc.machine.state in (MemberState.UNSUBSCRIBED, MemberState.FATAL):
+                self._own(partition, proc.name, proc.machine.member_epoch)
+        if proc.closing and proc.machine.state in (ConsumerMemberState.UNSUBSCRIBED, ConsumerMemberState.FATAL):
             self._end_process(proc)
             return
         if proc.callbacks:
@@ -622,15 +583,11 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
         else:
             self._app_poll(proc)
 
-    def _release(self, proc: Process, partition: str) -> None:
+    def _stop_consuming(self, proc: ConsumerGroupProcess, partition: str) -> None:
         proc.positions.pop(partition, None)
-        current = self.open_ownership.get(partition)
-        if current is not None and current[0] == proc.name:
-            del self.open_ownership[partition]
-            if self.now > current[1]:
-                self.ownership.append((partition, proc.name, current[2], current[1], self.now))
+        self._end_ownership(partition, proc.name)
 
-    def _commit(self, proc: Process, offsets: dict[str, int]) -> None:
+    def _commit(self, proc: ConsumerGroupProcess, offsets: dict[str, int]) -> None:
         if not offsets or not self.coordinator_available:
             return
         epoch = proc.machine.member_epoch
@@ -651,12 +608,11 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
         for output in outputs:
             if isinstance(output, ce.Respond | cl.Respond):
                 code = getattr(output.response, "error_code", ErrorCode.NONE)
-        for partition, offset in entries:
-            self.commit_rows.append((self.now, partition, offset, proc.name, epoch, int(code)))
+        self._record_commit(proc.name, epoch, entries, code)
 
     # ------------------------------------------------------------------ consumption
 
-    def _checkpoint(self, proc: Process) -> None:
+    def _checkpoint(self, proc: ConsumerGroupProcess) -> None:
         """Before a process's consumption state changes: its due auto-commits, then consume to now."""
         if proc.flowing and self.scenario_auto_commit(proc) and proc.positions and self.now >= proc.next_commit_ms:
             interval = proc.auto_commit_interval_ms
@@ -668,10 +624,10 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
         self._sync(proc)
         proc.mark_ms = self.now
 
-    def scenario_auto_commit(self, proc: Process) -> bool:
+    def scenario_auto_commit(self, proc: ConsumerGroupProcess) -> bool:
         return bool(proc.spec.setting(self.cfg, "enable_auto_commit"))
 
-    def _app_poll(self, proc: Process) -> None:
+    def _app_poll(self, proc: ConsumerGroupProcess) -> None:
         """The application calls poll(): callbacks first, then (batch consumers) the next batch."""
         if not proc.alive or proc.paused or proc.stalled or proc.busy or proc.closing:
             return
@@ -686,10 +642,10 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
             self._commit(proc, dict(proc.positions))
         self._take_batch(proc)
 
-    def _batch_taken(self, proc: Process) -> None:
+    def _batch_taken(self, proc: ConsumerGroupProcess) -> None:
         proc.busy = True
 
-    def _app_event(self, proc: Process, activity: AppActivity) -> None:
+    def _app_event(self, proc: ConsumerGroupProcess, activity: AppActivity) -> None:
         if activity is AppActivity.CALLBACKS_DONE:
             self._callbacks_done(proc)
             return
@@ -701,7 +657,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
             proc.busy = False
         self._app_poll(proc)
 
-    def _abandon_batch(self, proc: Process) -> None:
+    def _abandon_batch(self, proc: ConsumerGroupProcess) -> None:
         """A crash or close mid-batch: what was processed counts, and a commit on close claims only that."""
         if proc.batch:
             self._finish_batch_partially(proc, rewind=True)
@@ -709,11 +665,9 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
 
     # ------------------------------------------------------------------ processes
 
-    def _new_process(self, name: str) -> Process:
+    def _new_process(self, name: str) -> ConsumerGroupProcess:
         spec = next(c for c in self.scenario.consumers if c.id == name)
-        incarnation = self.incarnations.get(name, 0) + 1
-        self.incarnations[name] = incarnation
-        connection = f"{name}#{incarnation}"
+        incarnation, connection = self._new_incarnation(name)
         config = MemberConfig(
             group_id=self.scenario.group, group_instance_id=spec.group_instance_id,
             max_poll_interval_ms=spec.setting(self.cfg, "max_poll_interval_ms"),
@@ -721,7 +675,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
             enable_auto_commit=spec.setting(self.cfg, "enable_auto_commit"),
             client_id=spec.client_id or name)
         machine: ConsumerMembershipManager | ClassicMembership = ConsumerMembershipManager(config)
-        if self.protocol_of[name] == "classic":
+        if self.protocol_of[name] is GroupProtocol.CLASSIC:
             machine = ClassicMembership(ConsumerConfig(
                 client_id=spec.client_id or name, group_id=self.scenario.group, strategies=tuple(spec.strategies),
                 topics=tuple(spec.subscribe or ()), pattern=spec.pattern, group_instance_id=spec.group_instance_id,
@@ -731,7 +685,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
                 enable_auto_commit=False,  # the simulator commits (ticks, before revocation)
                 auto_commit_interval_ms=spec.setting(self.cfg, "auto_commit_interval_ms"),
                 background_heartbeat=True), self.topics, self.broker)
-        return Process(name=name, spec=spec, connection=connection, machine=machine,
+        return ConsumerGroupProcess(name=name, spec=spec, connection=connection, machine=machine,
                        ms_per_record=spec.processing_ms_per_record,
                        max_poll_records=spec.setting(self.cfg, "max_poll_records"),
                        auto_commit_interval_ms=spec.setting(self.cfg, "auto_commit_interval_ms"),
@@ -742,54 +696,57 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
             return me.Subscribe((), spec.pattern)
         return me.Subscribe(tuple(spec.subscribe or ()))
 
-    def _started(self, proc: Process) -> None:
+    def _started(self, proc: ConsumerGroupProcess) -> None:
         self._member_input(proc, self._subscription(proc.spec))
         if proc.spec.pattern is not None:
             for topic in self.topics:
                 if re.fullmatch(proc.spec.pattern, topic):
                     self.topic_wanted.setdefault(topic, self.now)
 
-    def _end_process(self, proc: Process) -> None:
+    def _end_process(self, proc: ConsumerGroupProcess) -> None:
         if not proc.alive:
             return
         self._checkpoint(proc)
         for partition in list(proc.positions):
-            self._release(proc, partition)
+            self._stop_consuming(proc, partition)
+        self._release(proc, list(proc.held))
         proc.alive = False
 
-    def _resumed_from_pause(self, proc: Process) -> None:
-        deferred, proc.deferred = proc.deferred, []
-        for event in deferred:
-            if not proc.alive:
-                break
-            match event:
-                case GroupResponseArrives(response=response):
-                    self._deliver_response(proc, response)
-                case MemberTimerFires(timer=timer):
-                    self._member_input(proc, timer)
-                case AppWakes(token=token, activity=activity):
-                    if token == proc.app_token:
-                        self._app_event(proc, activity)
-                case _:
-                    assert_never(event)
+    def _deferred_event(self, proc: ConsumerGroupProcess, event: ConsumerGroupDeferrable) -> None:
+        match event:
+            case GroupResponseArrives(response=response):
+                self._deliver_response(proc, response)
+            case MemberTimerFires(timer=timer):
+                self._member_input(proc, timer)
+            case AppWakes(token=token, activity=activity):
+                if token == proc.app_token:
+                    self._app_event(proc, activity)
+            case _:
+                assert_never(event)
+
+    def _resumed_from_pause(self, proc: ConsumerGroupProcess) -> None:
+        self._replay_deferred(proc)
         self._maybe_run_callbacks(proc)
         self._app_poll(proc)
 
-    def _resumed_from_stall(self, proc: Process) -> None:
+    def _resumed_from_stall(self, proc: ConsumerGroupProcess) -> None:
         self._maybe_run_callbacks(proc)
         self._app_poll(proc)
 
-    # ------------------------------------------------------------------ scenario events (sim.core dispatches them)
+    # ------------------------------------------------------------------ scenario events (the driver dispatches them)
 
-    def _stop_process(self, proc: Process) -> None:
+    def _stop_process(self, proc: ConsumerGroupProcess) -> None:
         self._close(proc)
 
-    def _crash_process(self, proc: Process) -> None:
+    def _closing(self, proc: ConsumerGroupProcess) -> bool:
+        return proc.closing
+
+    def _crash_process(self, proc: ConsumerGroupProcess) -> None:
         self._checkpoint(proc)
         self._abandon_batch(proc)
         self._end_process(proc)
 
-    def _stalled(self, proc: Process) -> None:
+    def _stalled(self, proc: ConsumerGroupProcess) -> None:
         pass  # the heartbeat thread goes on; listener callbacks wait for the loop
 
     def _topics_grown(self, event: Event) -> None:
@@ -803,7 +760,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
         if self.classic_coordinator is None:  # a classic group's consumers notice on their own
             self._coordinator_output(self.coordinator.handle(ce.TopicsChanged(tuple(sorted(self.topics.items()))), now))
 
-    def _subscribe(self, proc: Process, change: SubscribeChange) -> None:
+    def _subscribe(self, proc: ConsumerGroupProcess, change: SubscribeChange) -> None:
         for topic in change.topics or ():
             self.topic_wanted.setdefault(topic, self.now)
         self._member_input(proc, me.Subscribe(tuple(change.topics or ()), change.pattern))
@@ -818,7 +775,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
             # group.protocol=consumer (or classic).
             name = event.upgrade if action == "upgrade" else event.downgrade
             assert name is not None
-            self.protocol_of[name] = "consumer" if action == "upgrade" else "classic"
+            self.protocol_of[name] = GroupProtocol.CONSUMER if action == "upgrade" else GroupProtocol.CLASSIC
             proc = self.processes.get(name)
             if proc is not None and proc.alive:
                 self._close(proc)
@@ -858,7 +815,7 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
             self.consumer_group_records = None
             self._coordinator_output(self.coordinator.handle(ce.GroupLoaded(), self.now))
 
-    def _close(self, proc: Process) -> None:
+    def _close(self, proc: ConsumerGroupProcess) -> None:
         """consumer.close(): commit and revoke through the listener, send the leave heartbeat."""
         if proc.closing:
             return
@@ -870,22 +827,22 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
             proc.app_token += 1  # nor the next idle poll; callbacks already running finish first
         proc.closing = True
         self._member_input(proc, me.Unsubscribe())
-        if proc.alive and proc.machine.state in (MemberState.UNSUBSCRIBED, MemberState.FATAL, MemberState.STALE,
-                                                 MemberState.FENCED) and not (
+        if proc.alive and proc.machine.state in (ConsumerMemberState.UNSUBSCRIBED, ConsumerMemberState.FATAL, ConsumerMemberState.STALE,
+                                                 ConsumerMemberState.FENCED) and not (
                 isinstance(proc.machine, ClassicMembership) and proc.machine.pending_callbacks):
             self._end_process(proc)
 
     # ------------------------------------------------------------------ rebalance bookkeeping
 
-    def _name(self, member_id: str) -> str:
-        return self.member_names.get(member_id, member_id)
-
     def _on_log(self, record: LogRecord) -> None:
         self.log_records.append(LoggedRecord(record, self.broker, self.offsets_partition))
+        recorder = self.recorder
         match record:
             case ConsumerMemberJoined(member_id=member_id) | ConsumerStaticMemberReplaced(member_id=member_id) if (
                     self.requester in self.connections):
-                self.member_names[member_id] = self.connections[self.requester].name
+                joined = self.connections[self.requester]
+                self.member_names[member_id] = joined.name
+                self._unfence(joined)  # a member again: what it is given from now is its own
                 self.last_reason = f"member {self._name(member_id)} joined"
             case ConsumerMemberJoined(member_id=member_id):
                 self.last_reason = f"member {self._name(member_id)} joined"
@@ -898,39 +855,61 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
             case ConsumerMemberFenced(member_id=member_id, reason=reason):
                 self.last_reason = f"member {self._name(member_id)} fenced because {reason}"
                 self._drop_member_ownership(member_id)
-            case ConsumerGroupEpochBumped(epoch=epoch):
-                if self.open_rebalance is None:
-                    held = {name: p.machine.assignment for name, p in self.processes.items() if p.alive}
-                    self.open_rebalance = {"start_ms": self.now, "reason": self.last_reason, "held": held,
-                                           "first_epoch": epoch}
+            case ConsumerGroupEpochBumped():
+                recorder.begin(self.now, self.last_reason, self._assigned_now)
                 self.last_reason = "the group changed"
             case ConsumerTargetAssignmentComputed(epoch=epoch, assignor=assignor):
-                if self.open_rebalance is not None:
-                    self.open_rebalance["generation"] = epoch
-                    self.open_rebalance["strategy"] = assignor
+                recorder.formed(epoch, assignor)
             case ConsumerGroupStateChanged(new_state=new_state):
-                if new_state in ("Stable", "Empty") and self.open_rebalance is not None:
-                    self._close_rebalance(self.open_rebalance)
-            # The classic group before it converts (a rolling upgrade), as the classic simulator counts it.
+                if new_state in ("Stable", "Empty") and recorder.open is not None:
+                    coordinator = self.coordinator
+                    recorder.complete(self.now, coordinator.group_epoch, GroupProtocol.CONSUMER, None,
+                                      [self._name(m) for m in coordinator.members], None,
+                                      {self._name(m): tuple(to_strings(target))
+                                       for m, target in coordinator.target.items()})
+            # The classic group before it converts (a rolling upgrade) or after it converted back,
+            # recorded as a classic group is (sim/engine.py).
             case PreparingRebalance(reason=reason):
-                if self.open_rebalance is None:
-                    held = {name: p.machine.assignment for name, p in self.processes.items() if p.alive}
-                    self.open_rebalance = {"start_ms": self.now, "reason": reason, "held": held}
-            case Stabilized(generation=generation, protocol_name=protocol_name):
-                if self.open_rebalance is not None:
-                    self.open_rebalance["generation"] = generation
-                    self.open_rebalance["strategy"] = protocol_name
+                recorder.begin(self.now, reason, self._assigned_now)
+            case Stabilized(generation=generation, protocol_name=protocol_name, member_ids=member_ids,
+                            leader=leader):
+                recorder.formed(generation, protocol_name, member_ids, leader)
             case AssignmentReceived(generation=generation, assignment=assignment):
-                if self.open_rebalance is not None:
-                    self._close_classic_rebalance(self.open_rebalance, generation,
-                                                  {self._name(a.member_id): list(a.partitions) for a in assignment})
+                current = recorder.open
+                if current is not None:
+                    names = [self._name(m) for m in current.member_ids]
+                    recorder.complete(self.now, generation, GroupProtocol.CLASSIC, self._classic_rebalance_protocol(names),
+                                      names, None if current.leader_id is None else self._name(current.leader_id),
+                                      {self._name(a.member_id): sorted_partitions(a.partitions) for a in assignment})
             case GroupEmpty(generation=generation):
-                if self.open_rebalance is not None:
-                    self._close_classic_rebalance(self.open_rebalance, generation, {})
+                recorder.emptied(self.now, generation, GroupProtocol.CLASSIC)
             case MemberFailed(member_id=member_id) | MemberLeft(member_id=member_id):
                 self._drop_member_ownership(member_id)
-            case _:
+            case ConsumerMemberAssignmentUpdated(member_id=member_id, epoch=epoch, assigned=assigned):
+                # The group counts the member as the owner of ``assigned`` from now: a hold it kept
+                # through a fencing and a rejoin is its own again.
+                name = self.member_names.get(member_id)
+                proc = self.processes.get(name) if name else None
+                if (proc is not None and proc.alive and proc.machine.member_id == member_id and proc.held
+                        and proc.fenced_ms == NOT_FENCED):
+                    self._hold_afresh(proc, frozenset(assigned), generation=epoch)
+            case ConsumerGroupConverted() | ConsumerGroupLoaded():
                 pass
+            case _:
+                assert_never(record)
+
+    def _assigned_now(self) -> dict[str, frozenset[str]]:
+        """What each running consumer is assigned when a rebalance begins."""
+        return {name: frozenset(to_strings(p.machine.assignment)) for name, p in self.processes.items() if p.alive}
+
+    def _classic_rebalance_protocol(self, names: Sequence[str]) -> RebalanceProtocol:
+        """COOPERATIVE only when every classic member of the generation rebalances cooperatively
+        (each consumer uses the protocol all its configured assignors support)."""
+        protocols = [machine.cc.protocol for n in names if n in self.processes
+                     and isinstance(machine := self.processes[n].machine, ClassicMembership)]
+        if protocols and all(p is RebalanceProtocol.COOPERATIVE for p in protocols):
+            return RebalanceProtocol.COOPERATIVE
+        return RebalanceProtocol.EAGER
 
     def _drop_member_ownership(self, member_id: str) -> None:
         """The group no longer counts this member as an owner, whatever the process believes."""
@@ -939,42 +918,8 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
         if proc is not None and proc.alive and proc.machine.member_id == member_id:
             self._checkpoint(proc)
             for partition in list(proc.positions):
-                self._release(proc, partition)
-
-    def _close_classic_rebalance(self, current: dict[str, Any], generation: int,
-                                 by_name: dict[str, list[str]]) -> None:
-        self.open_rebalance = None
-        held = current["held"]
-        names = list(by_name)
-        revoked = {n: sorted(set(to_strings(held.get(n, {}))) - set(by_name[n]), key=partition_order) for n in names}
-        added = {n: sorted(set(by_name[n]) - set(to_strings(held.get(n, {}))), key=partition_order) for n in names}
-        strategy = current.get("strategy")
-        self.rebalances.append({
-            "generation": generation, "start_ms": current["start_ms"], "end_ms": self.now, "reason": current["reason"],
-            "strategy": strategy, "protocol": "COOPERATIVE" if strategy == "cooperative-sticky" else "EAGER",
-            "leader": None, "members": names, "assignment": {n: sorted(by_name[n], key=partition_order) for n in names},
-            "revoked": revoked, "added": added,
-        })
-
-    def _close_rebalance(self, current: dict[str, Any]) -> None:
-        self.open_rebalance = None
-        by_name = {self._name(member_id): to_strings(target) for member_id, target in self.coordinator.target.items()}
-        names = [self._name(m) for m in self.coordinator.members]
-        held = current["held"]
-        revoked, added = {}, {}
-        for name in names:
-            # to_strings lists partitions in partition_order already; filtering keeps that order.
-            before = to_strings(held.get(name, {}))
-            now_assigned = by_name.get(name, [])
-            before_set, now_set = set(before), set(now_assigned)
-            revoked[name] = [p for p in before if p not in now_set]
-            added[name] = [p for p in now_assigned if p not in before_set]
-        self.rebalances.append({
-            "generation": self.coordinator.group_epoch, "start_ms": current["start_ms"], "end_ms": self.now,
-            "reason": current["reason"], "strategy": current.get("strategy"), "protocol": "CONSUMER",
-            "leader": None, "members": names, "assignment": {n: by_name.get(n, []) for n in names},
-            "revoked": revoked, "added": added,
-        })
+                self._stop_consuming(proc, partition)
+            self._fence(proc)
 
     # ------------------------------------------------------------------ results
 
@@ -986,66 +931,19 @@ class ConsumerGroupSimulation(SimulatorCore[Process]):
             return group.state.value, tuple(self._name(m) for m in group.members)
         return self.coordinator.state.value, tuple(self._name(m) for m in self.coordinator.members)
 
+    def _group_protocol_now(self) -> GroupProtocol:
+        return GroupProtocol.CLASSIC if self.classic_coordinator is not None else GroupProtocol.CONSUMER
+
     def _finish(self) -> SimulationResult:
-        self._checkpoint_running()
-        end = self.end_ms
-        for partition, (name, start, epoch) in list(self.open_ownership.items()):
-            if end > start:
-                self.ownership.append((partition, name, epoch, start, end))
-        self.open_ownership.clear()
-        if self.open_rebalance is not None:
-            current = self.open_rebalance
-            self.rebalances.append({
-                "generation": current.get("generation"), "start_ms": current["start_ms"], "end_ms": None,
-                "reason": current["reason"], "strategy": current.get("strategy"), "protocol": "CONSUMER",
-                "leader": None, "members": [], "assignment": {}, "revoked": {}, "added": {},
-            })
-        order = {p: partition_order(p) for p in {o[0] for o in self.ownership}}
-        rows = sorted(self.ownership, key=lambda o: (order[o[0]], o[3], o[1]))
-        metrics, pauses = ownership_metrics([(p, m, s, e) for p, m, _, s, e in rows],
-                                            [(r["start_ms"], r["end_ms"]) for r in self.rebalances],
-                                            self.partition_created, self.topic_wanted, end, self.records_twice,
-                                            self.records_lost)
-        for rebalance, pause in zip(self.rebalances, pauses, strict=True):
-            rebalance["stop_the_world_partition_ms"] = pause
-        final = []
-        for spec in self.scenario.consumers:
-            last = self.processes.get(spec.id)
-            owned = last.machine.owned if last is not None and last.alive and last.machine.member_epoch > 0 else ()
-            final.append(MemberPartitions(spec.id, tuple(sorted(owned, key=partition_order))))
-
-        def column(table: Sequence[tuple[Any, ...]], index: int) -> list[Any]:
-            return [row[index] for row in table]
-
-        k = self.commit_rows
-        return SimulationResult(
-            scenario=self.scenario, coordinator_partition=self.offsets_partition,
-            rebalances=tuple(_typed_rebalance(r) for r in self.rebalances),
-            final_assignment=tuple(final), metrics=Metrics(**metrics),
-            ownership=Ownership(strings(column(rows, 0)), strings(column(rows, 1)), ints(column(rows, 2)),
-                                ints(column(rows, 3)), ints(column(rows, 4))),
-            consumption=self._consumption_table(),
-            commits=Commits(ints(column(k, 0)), strings(column(k, 1)), ints(column(k, 2)), strings(column(k, 3)),
-                            ints(column(k, 4)), ints(column(k, 5))),
-            produced=self._produced_table(),
-            final_group_state=self._final_group()[0],
-            final_members=self._final_group()[1],
-            offset_regressions=0, ownership_conflicts=self.ownership_conflicts,
-            log_records=tuple(self.log_records),
-        )
-
-
-def _typed_rebalance(r: dict[str, Any]) -> Rebalance:
-    def members(mapping: dict[str, list[str]]) -> tuple[MemberPartitions, ...]:
-        return tuple(MemberPartitions(m, tuple(ps)) for m, ps in mapping.items())
-
-    return Rebalance(r["generation"], r["start_ms"], r["end_ms"], r["reason"], r["strategy"], r["protocol"],
-                     r["leader"], tuple(r["members"]), members(r["assignment"]), members(r["revoked"]),
-                     members(r["added"]), r.get("stop_the_world_partition_ms", 0))
+        state, members = self._final_group()
+        return self._result(
+            final_owned=lambda proc: proc.machine.owned if proc.machine.member_epoch > 0 else (),
+            final_group_state=state, final_members=members,
+            fenced=lambda proc: not proc.alive and proc.machine.state is ConsumerMemberState.FATAL)
 
 
 def run_consumer_group(scenario: Scenario, seed: int | None = None) -> SimulationResult:
-    return ConsumerGroupSimulation(scenario, seed).run()
+    return ConsumerGroupSide(scenario, seed).run()
 
 
 def consumer_group_log_lines(run: SimulationResult, debug: bool = True) -> list[str]:
@@ -1086,4 +984,4 @@ def _not_available(request: ce.Request) -> ce.ClassicResponse:
             assert_never(request)
 
 
-__all__ = ["ConsumerGroupSimulation", "consumer_group_log_lines", "run_consumer_group"]
+__all__ = ["ConsumerGroupSide", "consumer_group_log_lines", "run_consumer_group"]

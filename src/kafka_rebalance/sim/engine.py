@@ -53,14 +53,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, assert_never
 
-import numpy as np
-
-from kafka_rebalance.model import RebalanceProtocol
+from kafka_rebalance.model import GroupProtocol, RebalanceProtocol
 from kafka_rebalance.protocol.classic.consumer import (
+    ClassicMemberState,
     ConsumerConfig,
     ConsumerCoordinator,
-    MemberState,
-    partition_sort_key,
     sorted_partitions,
 )
 from kafka_rebalance.protocol.classic.consumer_events import (
@@ -120,13 +117,12 @@ from kafka_rebalance.protocol.logrecords import (
     ConsumerGroupRecord,
     GroupEmpty,
     LogRecord,
-    MemberAssignment,
     MemberFailed,
     MemberLeft,
     PreparingRebalance,
     Stabilized,
 )
-from kafka_rebalance.sim.core import AppProcess, SimulatorCore, no_cyclic_gc
+from kafka_rebalance.sim.driver import AppProcess, Driver
 from kafka_rebalance.sim.events import (
     AppActivity,
     AppWakes,
@@ -143,29 +139,19 @@ from kafka_rebalance.sim.events import (
     ScenarioStep,
     SimEvent,
 )
-from kafka_rebalance.sim.ownership_metrics import ownership_metrics
 from kafka_rebalance.sim.result import (
     NOT_FENCED,
-    Commits,
-    Held,
     LoggedRecord,
-    MemberPartitions,
-    Metrics,
-    Ownership,
-    Rebalance,
     SimulationResult,
-    ints,
-    strings,
 )
 from kafka_rebalance.sim.scenario import Event, Scenario, SubscribeChange, load_scenario
 
 
 @dataclass(slots=True, kw_only=True)
-class Process(AppProcess):
-    """One run of a classic consumer process (a restart is a new Process with the same name)."""
+class ClassicProcess(AppProcess[DeferrableEvent]):
+    """One run of a classic consumer process (a restart is a new ClassicProcess with the same name)."""
 
     cc: ConsumerCoordinator
-    deferred: list[DeferrableEvent] = field(default_factory=list)
     timer_events: dict[ConsumerTimer, ConsumerTimerFires] = field(default_factory=dict)
     last_timer: ConsumerTimer | None = None  # the heartbeat thread's timer, and its entry of timer_events
     last_fires: ConsumerTimerFires | None = None
@@ -175,11 +161,6 @@ class Process(AppProcess):
     last_arrives: RequestArrives | None = None
     wire: str = ""  # the connection requests go over now (a new one after each Disconnect)
     reconnects: int = 0
-    incarnation: int = 1
-    # the consumer's own view: partition -> [since_ms, generation, fenced_ms] (see result.Held)
-    held: dict[str, list[int]] = field(default_factory=dict)
-    # since when the group has moved on without this process (NOT_FENCED: it has not)
-    fenced_ms: int = NOT_FENCED
 
     @property
     def flowing(self) -> bool:
@@ -193,25 +174,13 @@ class Process(AppProcess):
         return MappingProxyType(self.positions)
 
 
-@dataclass(slots=True)
-class OpenRebalance:
-    start_ms: int
-    reason: str
-    held: dict[str, frozenset[str]]
-    generation: int | None = None
-    member_ids: tuple[str, ...] = ()
-    leader: str | None = None
-    strategy: str | None = None
-
-
-class Simulation(SimulatorCore[Process]):
+class ClassicGroupSide(Driver[ClassicProcess, SimEvent, DeferrableEvent]):
     def __init__(self, scenario: Scenario, seed: int | None = None):
         super().__init__(scenario, seed)
         self.loss = self.cfg.network_loss
         self.lossy = self.loss > 0
         self.loss_until_ms = self.end_ms if self.cfg.network_loss_until_ms is None else self.cfg.network_loss_until_ms
         self.loss_rng = random.Random(f"network-loss/{self.seed}")
-        self.heap: list[tuple[int, int, SimEvent]] = []
         self.armed: dict[SimEvent, int] = {}  # timer event -> the sequence number of its live queue entry
         self.coordinator_timer_events: dict[int, dict[CoordinatorTimer, CoordinatorTimerFires]] = {}
         self.offsets_partition = coordinator_partition(scenario.group, self.cfg.offsets_topic_num_partitions)
@@ -221,19 +190,7 @@ class Simulation(SimulatorCore[Process]):
         self.brokers[self.leader_broker] = self._new_coordinator(self.leader_broker, loaded=True)
         self.offsets_log: list[PersistedRecord] = []  # the group's __consumer_offsets partition
         self.response_arrival_ms: dict[str, int] = {}  # connection -> when its last response arrives
-        # Accounting
-        self.open_ownership: dict[str, tuple[str, int, int]] = {}  # partition -> (name, since, generation)
-        self.ownership_rows: list[tuple[str, str, int, int, int]] = []  # partition, member, generation, start, end
-        # partition, member, incarnation, generation, start, end, fenced (result.Held)
-        self.held_rows: list[tuple[str, str, int, int, int, int, int]] = []
-        self.commit_batches: list[tuple[int, OffsetCommitRequest, str, ErrorCode]] = []
         self.assigned_to: dict[str, str] = {}
-        self.ownership_conflicts = 0
-        self.committed_high: dict[str, int] = {}
-        self.offset_regressions = 0
-        self.log_records: list[LoggedRecord] = []
-        self.rebalances: list[Rebalance] = []
-        self.open_rebalance: OpenRebalance | None = None
 
     # ------------------------------------------------------------------ set-up helpers
 
@@ -248,70 +205,34 @@ class Simulation(SimulatorCore[Process]):
         )
         return GroupCoordinator(config, self.rng.getrandbits(32), [self.offsets_partition] if loaded else [])
 
-    def _push(self, time: int, event: SimEvent) -> int:
-        self.seq += 1
-        heapq.heappush(self.heap, (time, self.seq, event))
-        return self.seq
-
     def _lost(self) -> bool:
         """Whether the message sent now is lost (only asked on a lossy network)."""
         return self.now <= self.loss_until_ms and self.loss_rng.random() < self.loss
 
     # ------------------------------------------------------------------ main loop
 
-    def run(self) -> SimulationResult:
-        with no_cyclic_gc():
-            return self._run()
-
-    def _run(self) -> SimulationResult:
-        for index, _ in enumerate(self.scenario.events):
-            self._push(self.scenario.events[index].at_ms, ScenarioStep(index))
-        heap = self.heap
-        end = self.end_ms
-        pop = heapq.heappop
-        armed = self.armed
-        connections = self.connections
-        deliver_request = self._deliver_request
-        while heap:
-            time, seq, event = heap[0]
-            if time > end:
-                break
-            pop(heap)
-            # The two most frequent events (heartbeats) go straight to their handlers.
-            if type(event) is RequestArrives:
-                self.now = time
-                deliver_request(event.broker_id, event.received)
-                continue
-            if type(event) is ConsumerTimerFires or type(event) is CoordinatorTimerFires:
-                if armed.get(event) != seq:
-                    continue  # cancelled or re-armed since
-                del armed[event]
+    def _handle(self, time: int, seq: int, event: SimEvent) -> None:
+        # The two most frequent events (heartbeats) go straight to their handlers.
+        if type(event) is RequestArrives:
             self.now = time
-            if type(event) is ConsumerTimerFires:
-                proc = connections.get(event.connection)
-                if proc is None or not proc.alive:
-                    continue
-                if proc.paused:
-                    proc.deferred.append(event)
-                    continue
-                outputs = proc.cc.handle(event.timer, time)
-                if outputs:
-                    self._consumer_outputs(proc, outputs)
-                self._maybe_poll(proc)
-            else:
-                self._dispatch(event)
-        self.now = end
-        return self._finish()
-
-    def _running(self, connection: str, event: DeferrableEvent) -> Process | None:
-        """The live, running process of ``connection``; an event for a paused one waits for it."""
-        proc = self.connections.get(connection)
-        if proc is None or not proc.alive:
-            return None
-        if proc.paused:
-            proc.deferred.append(event)
-            return None
-        return proc
+            self._deliver_request(event.broker_id, event.received)
+            return
+        if type(event) is ConsumerTimerFires or type(event) is CoordinatorTimerFires:
+            armed = self.armed
+            if armed.get(event) != seq:
+                return  # cancelled or re-armed since
+            del armed[event]
+        self.now = time
+        if type(event) is ConsumerTimerFires:
+            proc = self._running(event.connection, event)
+            if proc is None:
+                return
+            outputs = proc.cc.handle(event.timer, time)
+            if outputs:
+                self._consumer_outputs(proc, outputs)
+            self._maybe_poll(proc)
+        else:
+            self._dispatch(event)
 
     def _dispatch(self, event: SimEvent) -> None:
         match event:
@@ -368,7 +289,7 @@ class Simulation(SimulatorCore[Process]):
 
     # ------------------------------------------------------------------ network and machines
 
-    def _send(self, proc: Process, send: Send, sent_ms: int | None = None) -> None:
+    def _send(self, proc: ClassicProcess, send: Send, sent_ms: int | None = None) -> None:
         now = self.now
         arrives = proc.last_arrives
         request = send.request
@@ -419,10 +340,10 @@ class Simulation(SimulatorCore[Process]):
                 self._checkpoint(self.processes[holder])
         outputs = coordinator.handle(received, self.now)
         if type(request) is OffsetCommitRequest:
-            self._record_commit(received.connection, request, outputs)
+            self._commit_answered(received.connection, request, outputs)
         self._coordinator_outputs(broker_id, outputs)
 
-    def _record_commit(self, connection: str, request: OffsetCommitRequest, outputs: list[CoordinatorOutput]) -> None:
+    def _commit_answered(self, connection: str, request: OffsetCommitRequest, outputs: list[CoordinatorOutput]) -> None:
         error = ErrorCode.UNKNOWN_SERVER_ERROR
         for output in outputs:
             if type(output) is Respond and output.connection == connection:
@@ -430,13 +351,8 @@ class Simulation(SimulatorCore[Process]):
                 error = output.response.error_code
                 break
         proc = self.connections.get(connection)
-        self.commit_batches.append((self.now, request, proc.name if proc is not None else connection, error))
-        if error is ErrorCode.NONE:
-            committed = self.committed_high
-            for entry in request.offsets:
-                if entry.offset < committed.get(entry.partition, -1):
-                    self.offset_regressions += 1
-                committed[entry.partition] = entry.offset
+        self._record_commit(proc.name if proc is not None else connection, request.generation_id,
+                            ((entry.partition, entry.offset) for entry in request.offsets), error)
 
     def _to_coordinator(self, broker_id: int, event: CoordinatorInput) -> None:
         coordinator = self.brokers.get(broker_id)
@@ -499,23 +415,20 @@ class Simulation(SimulatorCore[Process]):
 
     def _respond(self, connection: str, response: GroupResponse) -> None:
         # In order per connection, as the request arrivals are.
-        ordered = self.response_arrival_ms
-        arrival = max(self.now + self._latency(), ordered.get(connection, 0))
-        ordered[connection] = arrival
-        self._push(arrival, ResponseArrives(connection, response))
+        self._push(self._in_order_arrival(self.response_arrival_ms, connection), ResponseArrives(connection, response))
 
-    def _deliver_response(self, proc: Process, response: GroupResponse | FindCoordinatorResponse) -> None:
+    def _deliver_response(self, proc: ClassicProcess, response: GroupResponse | FindCoordinatorResponse) -> None:
         if type(response) is JoinGroupResponse and response.member_id:
             self.member_names[response.member_id] = proc.name
         self._to_consumer(proc, ConsumerReceived(response))
         self._maybe_poll(proc)
 
-    def _to_consumer(self, proc: Process, event: ConsumerInput, sent_ms: int | None = None) -> None:
+    def _to_consumer(self, proc: ClassicProcess, event: ConsumerInput, sent_ms: int | None = None) -> None:
         outputs = proc.cc.handle(event, self.now)
         if outputs:
             self._consumer_outputs(proc, outputs, sent_ms)
 
-    def _consumer_outputs(self, proc: Process, outputs: list[ConsumerOutput], sent_ms: int | None = None) -> None:
+    def _consumer_outputs(self, proc: ClassicProcess, outputs: list[ConsumerOutput], sent_ms: int | None = None) -> None:
         if len(outputs) == 2:  # the heartbeat thread's request and its next turn
             first, second = outputs
             if type(first) is Send and type(second) is ArmTimer:
@@ -556,7 +469,7 @@ class Simulation(SimulatorCore[Process]):
                     # It owns them until its listener returns (the callback may still commit).
                     self._release(proc, partitions, max(self.now, proc.listener_busy_until_ms))
                 case PartitionsAssigned(partitions=partitions):
-                    self._hold(proc, partitions)
+                    self._hold(proc, partitions, proc.cc.owned)
                     self._assigned(proc, partitions)
                     if partitions:
                         self._listener_work(proc, self.cfg.assignment_ms)
@@ -591,7 +504,7 @@ class Simulation(SimulatorCore[Process]):
                 else:
                     self.armed.pop(fires, None)
 
-    def _listener_work(self, proc: Process, work_ms: int) -> None:
+    def _listener_work(self, proc: ClassicProcess, work_ms: int) -> None:
         """``revocation_ms`` / ``assignment_ms``: the application thread's requests (JoinGroup,
         OffsetFetch, ...) wait for the listener to return, as in the consumer-group simulator."""
         if work_ms:
@@ -599,12 +512,10 @@ class Simulation(SimulatorCore[Process]):
 
     # ------------------------------------------------------------------ consumer processes
 
-    def _new_process(self, name: str) -> Process:
+    def _new_process(self, name: str) -> ClassicProcess:
         spec = next(c for c in self.scenario.consumers if c.id == name)
         cfg = self.cfg
-        incarnation = self.incarnations.get(name, 0) + 1
-        self.incarnations[name] = incarnation
-        connection = f"{name}#{incarnation}"
+        incarnation, connection = self._new_incarnation(name)
         config = ConsumerConfig(
             client_id=spec.client_id or name,
             group_id=self.scenario.group,
@@ -622,23 +533,23 @@ class Simulation(SimulatorCore[Process]):
             request_timeout_ms=cfg.request_timeout_ms if self.lossy else None,
         )
         cc = ConsumerCoordinator(config, self.topics, self.leader_broker)
-        return Process(name=name, spec=spec, connection=connection, wire=connection, cc=cc,
+        return ClassicProcess(name=name, spec=spec, connection=connection, wire=connection, cc=cc,
                        ms_per_record=spec.processing_ms_per_record,
                        max_poll_records=spec.setting(cfg, "max_poll_records"), mark_ms=self.now,
                        incarnation=incarnation)
 
-    def _started(self, proc: Process) -> None:
+    def _started(self, proc: ClassicProcess) -> None:
         self._push(self.now + self.cfg.metadata_max_age_ms, MetadataRefresh(proc.connection))
 
-    def _checkpoint(self, proc: Process) -> None:
+    def _checkpoint(self, proc: ClassicProcess) -> None:
         """Before a process's consumption state changes: apply its due auto-commit tick, then sync."""
         self._flush_auto_commits(proc)
         self._sync(proc)
         proc.mark_ms = self.now
 
-    def _flush_auto_commits(self, proc: Process) -> None:
+    def _flush_auto_commits(self, proc: ClassicProcess) -> None:
         cc = proc.cc
-        if not (proc.flowing and cc.config.enable_auto_commit and cc.state is MemberState.STABLE and proc.positions):
+        if not (proc.flowing and cc.config.enable_auto_commit and cc.state is ClassicMemberState.STABLE and proc.positions):
             return
         due = cc.next_auto_commit_ms
         if self.now < due:
@@ -652,7 +563,7 @@ class Simulation(SimulatorCore[Process]):
         self._to_consumer(proc, AutoCommitDue(tick, dict(zip(positions, self.traffic.leo_many(positions, tick),
                                                                  strict=True))), sent_ms=tick)
 
-    def _revoked(self, proc: Process, partitions: Iterable[str]) -> None:
+    def _revoked(self, proc: ClassicProcess, partitions: Iterable[str]) -> None:
         self._checkpoint(proc)
         for partition in partitions:
             proc.positions.pop(partition, None)
@@ -660,81 +571,23 @@ class Simulation(SimulatorCore[Process]):
             if self.assigned_to.get(partition) == proc.name:
                 del self.assigned_to[partition]
 
-    def _assigned(self, proc: Process, partitions: Iterable[str]) -> None:
+    def _assigned(self, proc: ClassicProcess, partitions: Iterable[str]) -> None:
         for partition in partitions:
             holder = self.assigned_to.get(partition)
             if holder is not None and holder != proc.name:
                 self.ownership_conflicts += 1
             self.assigned_to[partition] = proc.name
 
-    def _positions_fetched(self, proc: Process, offsets: Iterable[PartitionOffset]) -> None:
+    def _positions_fetched(self, proc: ClassicProcess, offsets: Iterable[PartitionOffset]) -> None:
         self._checkpoint(proc)
         owned = proc.cc.owned
         for entry in offsets:
             partition = entry.partition
             if partition in owned and partition not in proc.positions:
                 proc.positions[partition] = max(entry.offset, 0)
-                if partition not in self.open_ownership:
-                    # Owned as of the generation whose assignment gave it (a SyncGroup that failed
-                    # since, its committed offset still being fetched, leaves the JoinGroup's newer).
-                    self.open_ownership[partition] = (proc.name, self.now, proc.cc.assignment_generation)
-
-    def _end_ownership(self, partition: str, name: str) -> None:
-        current = self.open_ownership.get(partition)
-        if current is not None and current[0] == name:
-            del self.open_ownership[partition]
-            self._ownership_row(partition, current, self.now)
-
-    def _ownership_row(self, partition: str, current: tuple[str, int, int], end: int) -> None:
-        name, start, generation = current
-        if end > start:
-            self.ownership_rows.append((partition, name, generation, start, end))
-
-    def _hold(self, proc: Process, added: Iterable[str]) -> None:
-        """onPartitionsAssigned: the consumer owns ``added`` from now, and, having adopted a
-        generation's assignment, owns afresh what it kept of a hold the group had fenced."""
-        now = self.now
-        generation = proc.cc.generation
-        held = proc.held
-        # A zombie adopting the assignment of a generation the group has already left behind
-        # (a SyncGroup answer that waited out a GC pause) holds it outside the group from the start.
-        fenced = proc.fenced_ms
-        for partition in added:
-            if partition not in held:
-                held[partition] = [now, generation, fenced]
-        if fenced != NOT_FENCED:
-            return
-        for partition, entry in held.items():
-            if entry[2] != NOT_FENCED and partition in proc.cc.owned:
-                self._held_row(proc, partition, entry)
-                held[partition] = [now, generation, NOT_FENCED]
-
-    def _release(self, proc: Process, partitions: Iterable[str], end_ms: int | None = None) -> None:
-        """onPartitionsRevoked / onPartitionsLost (held until ``end_ms``, when the listener
-        returns), or the end of the process."""
-        held = proc.held
-        if not held:
-            return
-        end = self.now if end_ms is None else end_ms
-        rows, name, incarnation = self.held_rows, proc.name, proc.incarnation
-        for partition in partitions:
-            entry = held.pop(partition, None)
-            if entry is not None and end > entry[0]:
-                rows.append((partition, name, incarnation, entry[1], entry[0], end, entry[2]))
-
-    def _held_row(self, proc: Process, partition: str, entry: list[int], end_ms: int | None = None) -> None:
-        start, generation, fenced = entry
-        end = self.now if end_ms is None else end_ms
-        if end > start:
-            self.held_rows.append((partition, proc.name, proc.incarnation, generation, start, end, fenced))
-
-    def _fence(self, proc: Process) -> None:
-        """The group no longer counts ``proc`` as the owner of what it holds (it is not told yet)."""
-        if proc.fenced_ms == NOT_FENCED:
-            proc.fenced_ms = self.now
-        for entry in proc.held.values():
-            if entry[2] == NOT_FENCED:
-                entry[2] = self.now
+                # Owned as of the generation whose assignment gave it (a SyncGroup that failed
+                # since, its committed offset still being fetched, leaves the JoinGroup's newer).
+                self._own(partition, proc.name, proc.cc.assignment_generation)
 
     def _fence_absent(self, generation: int, outputs: list[CoordinatorOutput]) -> None:
         """A generation's join phase completed: every process holding partitions that did not
@@ -772,23 +625,23 @@ class Simulation(SimulatorCore[Process]):
                     self._held_row(proc, partition, entry)
                     proc.held[partition] = [self.now, entry[1], NOT_FENCED]
 
-    def _drop_process_ownership(self, proc: Process) -> None:
+    def _drop_process_ownership(self, proc: ClassicProcess) -> None:
         for partition in list(proc.positions):
             self._end_ownership(partition, proc.name)
         for partition in proc.cc.owned:
             if self.assigned_to.get(partition) == proc.name:
                 del self.assigned_to[partition]
 
-    def _maybe_poll(self, proc: Process) -> None:
+    def _maybe_poll(self, proc: ClassicProcess) -> None:
         """A process inside poll() acts on a pending rejoin (or an old client's due heartbeat) at once."""
         cc = proc.cc
         if not proc.alive or proc.paused or not cc.in_poll:
             return
-        if cc.wants_poll or (proc.ms_per_record != 0 and not proc.batch and cc.state is MemberState.STABLE
+        if cc.wants_poll or (proc.ms_per_record != 0 and not proc.batch and cc.state is ClassicMemberState.STABLE
                              and bool(proc.positions)):
             self._app_poll(proc)
 
-    def _app_poll(self, proc: Process) -> None:
+    def _app_poll(self, proc: ClassicProcess) -> None:
         cc = proc.cc
         if not proc.alive or proc.paused or proc.stalled:
             return
@@ -797,49 +650,48 @@ class Simulation(SimulatorCore[Process]):
         self._to_consumer(proc, Poll(proc.position_view()))
         if proc.continuous or not proc.alive:
             return
-        if cc.state is not MemberState.STABLE or cc.rejoin_needed or not proc.positions:
+        if cc.state is not ClassicMemberState.STABLE or cc.rejoin_needed or not proc.positions:
             return  # still (re)joining: poll() keeps running until the group is stable
         self._take_batch(proc)
 
-    def _batch_taken(self, proc: Process) -> None:
+    def _batch_taken(self, proc: ClassicProcess) -> None:
         self._to_consumer(proc, PollReturned())
 
-    def _app_event(self, proc: Process, activity: AppActivity) -> None:
+    def _app_event(self, proc: ClassicProcess, activity: AppActivity) -> None:
         if activity is AppActivity.BATCH_DONE:
             for partition, start, end in proc.batch:
                 self._processed(proc, partition, start, end, proc.batch_start)
             proc.batch = []
         self._app_poll(proc)
 
-    def _resumed_from_pause(self, proc: Process) -> None:
-        deferred, proc.deferred = proc.deferred, []
-        for event in deferred:
-            if not proc.alive:
-                break
-            match event:
-                case ResponseArrives(connection=connection, response=response):
-                    if connection == proc.wire:
-                        self._deliver_response(proc, response)
-                case ConsumerTimerFires(timer=timer):
-                    self._to_consumer(proc, timer)
-                case AppWakes(token=token, activity=activity):
-                    # An earlier deferred event may have made the loop poll again since.
-                    if token == proc.app_token:
-                        self._app_event(proc, activity)
-                case _:
-                    assert_never(event)
+    def _deferred_event(self, proc: ClassicProcess, event: DeferrableEvent) -> None:
+        match event:
+            case ResponseArrives(connection=connection, response=response):
+                if connection == proc.wire:
+                    self._deliver_response(proc, response)
+            case ConsumerTimerFires(timer=timer):
+                self._to_consumer(proc, timer)
+            case AppWakes(token=token, activity=activity):
+                # An earlier deferred event may have made the loop poll again since.
+                if token == proc.app_token:
+                    self._app_event(proc, activity)
+            case _:
+                assert_never(event)
+
+    def _resumed_from_pause(self, proc: ClassicProcess) -> None:
+        self._replay_deferred(proc)
         if proc.continuous or (not proc.stalled and not proc.batch and not proc.cc.in_poll):
             # (A stall that ended during the pause could not restart the loop then.)
             self._app_poll(proc)
         else:
             self._maybe_poll(proc)
 
-    def _resumed_from_stall(self, proc: Process) -> None:
+    def _resumed_from_stall(self, proc: ClassicProcess) -> None:
         self._app_poll(proc)
 
-    # ------------------------------------------------------------------ scenario events (sim.core dispatches them)
+    # ------------------------------------------------------------------ scenario events (the driver dispatches them)
 
-    def _stop_process(self, proc: Process) -> None:
+    def _stop_process(self, proc: ClassicProcess) -> None:
         self._checkpoint(proc)
         if proc.batch:
             self._finish_batch_partially(proc, rewind=True)
@@ -848,20 +700,20 @@ class Simulation(SimulatorCore[Process]):
         self._release(proc, list(proc.held))
         proc.alive = False
 
-    def _crash_process(self, proc: Process) -> None:
+    def _crash_process(self, proc: ClassicProcess) -> None:
         self._checkpoint(proc)
         self._finish_batch_partially(proc, rewind=False)
         self._drop_process_ownership(proc)
         self._release(proc, list(proc.held))
         proc.alive = False
 
-    def _stalled(self, proc: Process) -> None:
+    def _stalled(self, proc: ClassicProcess) -> None:
         self._to_consumer(proc, PollReturned())  # the loop left poll() now and is stuck
 
     def _topics_grown(self, event: Event) -> None:
         pass  # consumers see it at their next metadata refresh
 
-    def _subscribe(self, proc: Process, change: SubscribeChange) -> None:
+    def _subscribe(self, proc: ClassicProcess, change: SubscribeChange) -> None:
         self._to_consumer(proc, MetadataUpdate(dict(self.topics)))
         self._to_consumer(proc, Subscribe(tuple(change.topics or ()), change.pattern))
         self._maybe_poll(proc)
@@ -887,24 +739,14 @@ class Simulation(SimulatorCore[Process]):
 
     # ------------------------------------------------------------------ rebalance bookkeeping
 
-    def _name(self, member_id: str) -> str:
-        return self.member_names.get(member_id, member_id)
-
     def _on_log(self, record: LogRecord, broker_id: int) -> None:
         self.log_records.append(LoggedRecord(record, broker_id, self.offsets_partition))
-        now = self.now
-        current = self.open_rebalance
+        recorder = self.recorder
         match record:
             case PreparingRebalance():
-                if current is None:
-                    held = {name: p.cc.owned for name, p in self.processes.items() if p.alive}
-                    self.open_rebalance = OpenRebalance(now, record.reason, held)
+                recorder.begin(self.now, record.reason, self._owned_now)
             case Stabilized():
-                if current is not None:
-                    current.generation = record.generation
-                    current.member_ids = record.member_ids
-                    current.leader = record.leader
-                    current.strategy = record.protocol_name
+                recorder.formed(record.generation, record.protocol_name, record.member_ids, record.leader)
             case MemberFailed() | MemberLeft():
                 name = self.member_names.get(record.member_id)
                 proc = self.processes.get(name) if name else None
@@ -914,43 +756,25 @@ class Simulation(SimulatorCore[Process]):
                     self._drop_process_ownership(proc)
                     self._fence(proc)
             case AssignmentReceived():
+                current = recorder.open
                 if current is not None:
-                    self._close_rebalance(current, record.generation, record.assignment)
+                    names = [self._name(m) for m in current.member_ids]
+                    recorder.complete(self.now, record.generation, GroupProtocol.CLASSIC, self._rebalance_protocol(names),
+                                      names, None if current.leader_id is None else self._name(current.leader_id),
+                                      {self._name(a.member_id): sorted_partitions(a.partitions)
+                                       for a in record.assignment})
             case GroupEmpty():
-                if current is not None:
-                    self._close_rebalance(current, record.generation, None)
+                recorder.emptied(self.now, record.generation, GroupProtocol.CLASSIC)
             case ConsumerGroupRecord():
                 pass  # written by consumer groups (sim/consumer_group.py), not by a classic coordinator
             case _:
                 assert_never(record)
 
-    def _close_rebalance(self, current: OpenRebalance, generation: int,
-                         assignment: tuple[MemberAssignment, ...] | None) -> None:
-        self.open_rebalance = None
-        if assignment is None:
-            self.rebalances.append(Rebalance(generation, current.start_ms, self.now, current.reason, None, None, None,
-                                             (), (), (), ()))
-            return
-        held = current.held
-        by_name = {self._name(a.member_id): sorted_partitions(a.partitions) for a in assignment}
-        names = [self._name(mid) for mid in current.member_ids]
-        protocol = self._group_protocol(names)
-        revoked, added = [], []
-        for name in names:
-            before = held.get(name, frozenset())
-            now_assigned = set(by_name.get(name, ()))
-            if protocol is RebalanceProtocol.EAGER:
-                revoked.append(MemberPartitions(name, sorted_partitions(before)))
-                added.append(MemberPartitions(name, sorted_partitions(now_assigned)))
-            else:
-                revoked.append(MemberPartitions(name, sorted_partitions(before - now_assigned)))
-                added.append(MemberPartitions(name, sorted_partitions(now_assigned - before)))
-        self.rebalances.append(Rebalance(
-            generation, current.start_ms, self.now, current.reason, current.strategy, protocol.value,
-            self._name(current.leader) if current.leader is not None else None, tuple(names),
-            tuple(MemberPartitions(name, by_name.get(name, ())) for name in names), tuple(revoked), tuple(added)))
+    def _owned_now(self) -> dict[str, frozenset[str]]:
+        return {name: p.cc.owned for name, p in self.processes.items() if p.alive}
 
-    def _group_protocol(self, names: Sequence[str]) -> RebalanceProtocol:
+    def _rebalance_protocol(self, names: Sequence[str]) -> RebalanceProtocol:
+        """COOPERATIVE only when every member of the generation rebalances cooperatively."""
         protocols = [self.processes[n].cc.protocol for n in names if n in self.processes]
         if protocols and all(p is RebalanceProtocol.COOPERATIVE for p in protocols):
             return RebalanceProtocol.COOPERATIVE
@@ -958,86 +782,16 @@ class Simulation(SimulatorCore[Process]):
 
     # ------------------------------------------------------------------ results
 
+    def _group_protocol_now(self) -> GroupProtocol:
+        return GroupProtocol.CLASSIC
+
     def _finish(self) -> SimulationResult:
-        for proc in self.processes.values():
-            if proc.alive:
-                self._checkpoint(proc)
-                self._release(proc, list(proc.held))
-        end = self.end_ms
-        for partition, current in list(self.open_ownership.items()):
-            self._ownership_row(partition, current, end)
-        self.open_ownership.clear()
-        still_open = self.open_rebalance
-        if still_open is not None:
-            self.rebalances.append(Rebalance(still_open.generation, still_open.start_ms, None, still_open.reason,
-                                             still_open.strategy, None, None, (), (), (), ()))
-        ownership = self._ownership_table()
-        metrics, pauses = self._metrics(ownership)
-        rebalances = tuple(Rebalance(**{**_fields(r), "stop_the_world_partition_ms": pause})
-                           for r, pause in zip(self.rebalances, pauses, strict=True))
-        final = []
-        for spec in self.scenario.consumers:
-            running = self.processes.get(spec.id)
-            owned = (running.cc.owned if running is not None and running.alive and running.cc.generation >= 0
-                     else frozenset())
-            final.append(MemberPartitions(spec.id, sorted_partitions(owned)))
         description = self.brokers[self.leader_broker].describe(self.scenario.group)
-        commits = self._commit_table()
-        return SimulationResult(
-            scenario=self.scenario, coordinator_partition=self.offsets_partition, rebalances=rebalances,
-            final_assignment=tuple(final), metrics=metrics, ownership=ownership,
-            consumption=self._consumption_table(),
-            commits=commits,
-            produced=self._produced_table(),
+        return self._result(
+            final_owned=lambda proc: proc.cc.owned if proc.cc.generation >= 0 else frozenset(),
             final_group_state=description.group_state,
             final_members=tuple(self._name(m.member_id) for m in description.members),
-            offset_regressions=self.offset_regressions, ownership_conflicts=self.ownership_conflicts,
-            log_records=tuple(self.log_records),
-            held=self._held_table(),
-            fenced=tuple(spec.id for spec in self.scenario.consumers
-                         if (running := self.processes.get(spec.id)) is not None and running.alive
-                         and running.cc.fatal is ErrorCode.FENCED_INSTANCE_ID),
-        )
-
-    def _commit_table(self) -> Commits:
-        batches = self.commit_batches
-        counts = np.asarray([len(request.offsets) for _, request, _, _ in batches], dtype=np.int64)
-
-        def per_batch(values: list[Any], dtype: Any) -> Any:
-            return np.repeat(np.asarray(values, dtype=dtype), counts) if batches else np.zeros(0, dtype=dtype)
-
-        entries = [entry for _, request, _, _ in batches for entry in request.offsets]
-        return Commits(per_batch([b[0] for b in batches], np.int64),
-                       strings([e.partition for e in entries]), ints([e.offset for e in entries]),
-                       per_batch([b[2] for b in batches], np.str_),
-                       per_batch([b[1].generation_id for b in batches], np.int64),
-                       per_batch([int(b[3]) for b in batches], np.int64))
-
-    def _ownership_table(self) -> Ownership:
-        rows = self.ownership_rows
-        order_of = {p: partition_sort_key(p) for p in {row[0] for row in rows}}
-        rows.sort(key=lambda row: (order_of[row[0]], row[3], row[1]))
-        partitions, members, generations, starts, ends = zip(*rows, strict=True) if rows else ((),) * 5
-        return Ownership(strings(list(partitions)), strings(list(members)), ints(list(generations)),
-                         ints(list(starts)), ints(list(ends)))
-
-    def _held_table(self) -> Held:
-        rows = self.held_rows  # in the order the holds ended
-        columns = list(zip(*rows, strict=True)) if rows else [()] * 7
-        return Held(strings(list(columns[0])), strings(list(columns[1])),
-                    *(ints(list(column)) for column in columns[2:]))
-
-    def _metrics(self, ownership: Ownership) -> tuple[Metrics, list[int]]:
-        rows = list(zip(ownership.partition.tolist(), ownership.member.tolist(), ownership.start_ms.tolist(),
-                        ownership.end_ms.tolist(), strict=True))
-        metrics, per_rebalance = ownership_metrics(rows, [(r.start_ms, r.end_ms) for r in self.rebalances],
-                                                   self.partition_created, self.topic_wanted, self.end_ms,
-                                                   self.records_twice, self.records_lost)
-        return Metrics(**metrics), per_rebalance
-
-
-def _fields(rebalance: Rebalance) -> dict[str, Any]:
-    return {name: getattr(rebalance, name) for name in Rebalance.__dataclass_fields__}
+            fenced=lambda proc: proc.alive and proc.cc.fatal is ErrorCode.FENCED_INSTANCE_ID)
 
 
 def run_simulation(scenario: Scenario | dict[str, Any] | str, seed: int | None = None) -> SimulationResult:
@@ -1046,10 +800,10 @@ def run_simulation(scenario: Scenario | dict[str, Any] | str, seed: int | None =
     events: a rolling upgrade) runs in ``sim.consumer_group``."""
     loaded = load_scenario(scenario)
     if loaded.uses_consumer_protocol:
-        from kafka_rebalance.sim.consumer_group import ConsumerGroupSimulation
+        from kafka_rebalance.sim.consumer_group import ConsumerGroupSide
 
-        return ConsumerGroupSimulation(loaded, seed).run()
-    return Simulation(loaded, seed).run()
+        return ConsumerGroupSide(loaded, seed).run()
+    return ClassicGroupSide(loaded, seed).run()
 
 
 def simulate(scenario: Scenario | dict[str, Any] | str, seed: int | None = None) -> dict[str, Any]:

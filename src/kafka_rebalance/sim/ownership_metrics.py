@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kafka_rebalance.sim.result import SimulationResult
 
 Ownership = tuple[str, str, int, int]  # (partition, member name, start_ms, end_ms)
 
@@ -117,7 +120,7 @@ def partitions_from(scenario: Any) -> dict[str, int]:
     return created
 
 
-def comparison_metrics(partitions_from: Mapping[str, int], result: Mapping[str, Any], end_ms: int) -> dict[str, int]:
+def comparison_metrics(partitions_from: Mapping[str, int], result: SimulationResult, end_ms: int) -> dict[str, int]:
     """The lab's comparison figures, the same for every protocol, from a simulation result:
 
     - ``unowned_partition_ms``: over every partition (from ``partitions_from[p]``, its creation or
@@ -128,7 +131,8 @@ def comparison_metrics(partitions_from: Mapping[str, int], result: Mapping[str, 
     - ``unstable_ms`` / ``longest_unstable_ms``: time inside rebalances (windows closer than
       100 ms merged: a cooperative follow-up is part of the same disruption).
     """
-    ownership = [(o["partition"], o["member"], o["start_ms"], o["end_ms"]) for o in result["ownership"]]
+    o = result.ownership
+    ownership = list(zip(o.partition.tolist(), o.member.tolist(), o.start_ms.tolist(), o.end_ms.tolist(), strict=True))
     starts = [start for _, _, start, _ in ownership]
     first = min(starts) if starts else end_ms
     by_partition: dict[str, list[tuple[int, int]]] = {}
@@ -147,7 +151,7 @@ def comparison_metrics(partitions_from: Mapping[str, int], result: Mapping[str, 
         runs = _merged(intervals, 0)
         pauses.append(max((b[0] - a[1] for a, b in zip(runs, runs[1:], strict=False)), default=0))
     pauses.sort()
-    windows = [(r["start_ms"], r["end_ms"] if r["end_ms"] is not None else end_ms) for r in result["rebalances"]]
+    windows = [(r.start_ms, r.end_ms if r.end_ms is not None else end_ms) for r in result.rebalances]
     merged = _merged(windows, 100)
     return {
         "unowned_partition_ms": unowned,

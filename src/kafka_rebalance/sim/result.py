@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from kafka_rebalance.model import GroupProtocol, RebalanceProtocol
 from kafka_rebalance.protocol.logrecords import LogRecord
 from kafka_rebalance.sim.scenario import Scenario
 
@@ -45,15 +46,20 @@ class MemberPartitions:
 
 
 @dataclass(frozen=True, slots=True)
-class Rebalance:
-    """One rebalance: from PreparingRebalance until the group is Stable (or Empty) again."""
+class RebalanceRecord:
+    """One rebalance as the simulator recorded it: from the moment the group began to rebalance
+    (classic: PreparingRebalance; consumer group: a group epoch bump) until it is Stable (or
+    Empty) again. ``group_protocol`` is the protocol the group spoke then (a migrating group has
+    both kinds); ``rebalance_protocol`` is EAGER or COOPERATIVE for a classic group that
+    completed the rebalance, None otherwise (a consumer group reconciles incrementally)."""
 
-    generation: int | None
+    generation: int | None  # classic: the generation; consumer group: the group epoch
     start_ms: int
     end_ms: int | None  # None: still running at the end
     reason: str
-    strategy: str | None
-    protocol: str | None  # "EAGER" / "COOPERATIVE"
+    strategy: str | None  # the classic strategy the vote chose, or the consumer group's server assignor
+    group_protocol: GroupProtocol
+    rebalance_protocol: RebalanceProtocol | None
     leader: str | None
     members: tuple[str, ...]
     assignment: tuple[MemberPartitions, ...]
@@ -61,16 +67,27 @@ class Rebalance:
     added: tuple[MemberPartitions, ...]
     stop_the_world_partition_ms: int = 0
 
+    @property
+    def protocol_label(self) -> str | None:
+        """The result JSON's ``protocol``: EAGER / COOPERATIVE for a classic rebalance, CONSUMER
+        for a consumer group's (docs/scenario.md)."""
+        if self.group_protocol is GroupProtocol.CONSUMER:
+            return CONSUMER_LABEL
+        return None if self.rebalance_protocol is None else self.rebalance_protocol.value
+
     def to_json(self) -> dict[str, Any]:
         return {
             "generation": self.generation, "start_ms": self.start_ms, "end_ms": self.end_ms, "reason": self.reason,
-            "strategy": self.strategy, "protocol": self.protocol, "leader": self.leader,
+            "strategy": self.strategy, "protocol": self.protocol_label, "leader": self.leader,
             "members": list(self.members),
             "assignment": {m.member: list(m.partitions) for m in self.assignment},
             "revoked": {m.member: list(m.partitions) for m in self.revoked},
             "added": {m.member: list(m.partitions) for m in self.added},
             "stop_the_world_partition_ms": self.stop_the_world_partition_ms,
         }
+
+
+CONSUMER_LABEL = "CONSUMER"  # a consumer group's rebalance in the result JSON's ``protocol``
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +191,7 @@ class LoggedRecord:
 class SimulationResult:
     scenario: Scenario
     coordinator_partition: int
-    rebalances: tuple[Rebalance, ...]
+    rebalances: tuple[RebalanceRecord, ...]
     final_assignment: tuple[MemberPartitions, ...]  # every consumer of the scenario, in scenario order
     metrics: Metrics
     ownership: Ownership
@@ -185,12 +202,13 @@ class SimulationResult:
     final_members: tuple[str, ...]  # consumer names, in join order
     offset_regressions: int  # accepted commits lower than the partition's committed offset
     ownership_conflicts: int
-    log_records: tuple[LoggedRecord, ...] = field(repr=False, default=())
-    # consumers stopped for good by FENCED_INSTANCE_ID (fatal: a Java consumer's poll throws
-    # FencedInstanceIdException), in scenario order
+    log_records: tuple[LoggedRecord, ...] = field(repr=False)
+    # each consumer's own view of its ownership
+    held: Held = field(repr=False)
+    # consumers stopped for good by a fatal error (classic: FENCED_INSTANCE_ID, a Java consumer's
+    # poll throws FencedInstanceIdException; consumer group: any fatal heartbeat error, e.g.
+    # UNRELEASED_INSTANCE_ID), in scenario order
     fenced: tuple[str, ...] = ()
-    # each consumer's own view of its ownership (None: not recorded by this simulator)
-    held: Held | None = field(repr=False, default=None)
 
     @property
     def result(self) -> dict[str, Any]:

@@ -31,7 +31,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from kafka_rebalance.assignors import get_assignor
-from kafka_rebalance.model import InvalidInput
+from kafka_rebalance.model import GroupProtocol, InvalidInput, ServerAssignorName
 from kafka_rebalance.protocol.logformat import STYLES
 
 NonNegative = Field(ge=0)
@@ -207,8 +207,8 @@ class Scenario(_Strict):
     group: str = Field("demo-group", min_length=1)
     # classic: JoinGroup/SyncGroup with the consumers' strategies; consumer: KIP-848, the broker's
     # server-side ``assignor`` (uniform or range) and ConsumerGroupHeartbeat.
-    group_protocol: Literal["classic", "consumer"] = "classic"
-    assignor: Literal["uniform", "range"] = "uniform"
+    group_protocol: GroupProtocol = GroupProtocol.CLASSIC
+    assignor: ServerAssignorName = ServerAssignorName.UNIFORM
     config: SimConfig = Field(default_factory=SimConfig)
     topics: dict[str, int] = Field(default_factory=dict)
     consumers: list[ConsumerSpec]
@@ -234,17 +234,18 @@ class Scenario(_Strict):
         known = set(ids)
         topics = set(self.topics)
         # In time order, as the simulator replays them: a topic must exist before it grows.
-        protocol_of: dict[str, str] = dict.fromkeys(ids, self.group_protocol)
+        protocol_of: dict[str, GroupProtocol] = dict.fromkeys(ids, self.group_protocol)
         for i, event in sorted(enumerate(self.events), key=lambda indexed: indexed[1].at_ms):
             action = event.action
             if action in ("upgrade", "downgrade"):
                 # An upgrade moves a consumer from the classic protocol to the consumer protocol, a
                 # downgrade back; each must change the protocol the consumer runs at that time.
                 name = getattr(event, action)
-                before, after = ("classic", "consumer") if action == "upgrade" else ("consumer", "classic")
+                before, after = ((GroupProtocol.CLASSIC, GroupProtocol.CONSUMER) if action == "upgrade"
+                                 else (GroupProtocol.CONSUMER, GroupProtocol.CLASSIC))
                 if name in protocol_of and protocol_of[name] != before:
-                    raise _FieldError(f"events[{i}].{action}", f"consumer {name!r} already uses the {after} protocol "
-                                      f"(group_protocol: {self.group_protocol}, earlier upgrade/downgrade events)")
+                    raise _FieldError(f"events[{i}].{action}", f"consumer {name!r} already uses the {after.value} protocol "
+                                      f"(group_protocol: {self.group_protocol.value}, earlier upgrade/downgrade events)")
                 protocol_of[name] = after
             if action in ("join", "leave", "crash", "pause", "stall", "restart", "upgrade", "downgrade"):
                 name = getattr(event, action)
@@ -276,7 +277,7 @@ class Scenario(_Strict):
     @property
     def uses_consumer_protocol(self) -> bool:
         """Whether any member runs KIP-848's protocol (from the start or after an ``upgrade``)."""
-        return self.group_protocol == "consumer" or any(e.upgrade is not None for e in self.events)
+        return self.group_protocol is GroupProtocol.CONSUMER or any(e.upgrade is not None for e in self.events)
 
     @property
     def effective_end_ms(self) -> int:

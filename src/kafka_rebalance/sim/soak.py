@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 
 from kafka_rebalance.assignors import get_assignor
-from kafka_rebalance.model import InvalidInput, RebalanceProtocol
+from kafka_rebalance.model import GroupProtocol, InvalidInput, RebalanceProtocol, ServerAssignorName
 from kafka_rebalance.sim.scenario import load_scenario
 from kafka_rebalance.sim.soak_observe import Consumption, Observation, observe
 
@@ -253,10 +253,15 @@ STRATEGY_LISTS = (
 PATTERN = "p-.*"
 
 
-def random_schedule(seed: int) -> dict[str, Any]:
-    """A random, valid schedule (a scenario document) for ``seed``; about 3 in 10 also lose
-    requests and responses on the network (``network_loss`` 1-5% until the last event, with
-    more jitter), so the clients' request timeouts and retries are exercised."""
+def random_schedule(seed: int, group_protocol: GroupProtocol = GroupProtocol.CLASSIC) -> dict[str, Any]:
+    """A random, valid schedule (a scenario document) for ``seed``; about 3 in 10 classic ones
+    also lose requests and responses on the network (``network_loss`` 1-5% until the last event,
+    with more jitter), so the clients' request timeouts and retries are exercised.
+
+    ``GroupProtocol.CONSUMER``: the same schedule for a KIP-848 consumer group (the broker's
+    session timeout and heartbeat interval are the schedule's, its server-side assignor drawn
+    from a stream of its own, so the classic draws stay as they were); the simulator models no
+    lost messages for consumer groups, so those schedules keep a loss-free network."""
     rng = random.Random(seed)
     session = rng.choice((6000, 10000, 15000))
     heartbeat = session // rng.choice((3, 4, 5))
@@ -364,6 +369,13 @@ def random_schedule(seed: int) -> dict[str, Any]:
     # Lost requests and responses (clients time them out and retry), drawn from a stream of
     # their own so that the rest of a seed's schedule is what it always was. The loss stops at
     # the last event (quiet_ms covers what it leaves behind).
+    if group_protocol is GroupProtocol.CONSUMER:
+        schedule["group_protocol"] = GroupProtocol.CONSUMER.value
+        schedule["assignor"] = random.Random(f"server-assignor/{seed}").choice(list(ServerAssignorName)).value
+        config["consumer_session_timeout_ms"] = session
+        config["consumer_heartbeat_interval_ms"] = heartbeat
+        schedule["end_ms"] = last_activity_ms(schedule) + quiet_ms(schedule)
+        return schedule
     lossy = random.Random(f"network-loss/{seed}")
     if lossy.random() < 0.3:
         # A static member whose JoinGroup (or the commit before it) is lost misses the rebalance
@@ -379,13 +391,16 @@ def random_schedule(seed: int) -> dict[str, Any]:
     return schedule
 
 
-def schedule_protocol(schedule: dict[str, Any]) -> str:
-    """COOPERATIVE when every consumer can only rebalance cooperatively (a Java consumer uses the
-    protocol all its configured assignors support), else EAGER."""
+def schedule_rebalance_protocol(schedule: dict[str, Any]) -> RebalanceProtocol | None:
+    """A classic group's: COOPERATIVE when every consumer can only rebalance cooperatively (a Java
+    consumer uses the protocol all its configured assignors support), else EAGER; None for a
+    consumer group (its members reconcile with the coordinator, there is no rebalance protocol)."""
+    if schedule.get("group_protocol", GroupProtocol.CLASSIC.value) == GroupProtocol.CONSUMER.value:
+        return None
     for consumer in schedule["consumers"]:
         if any(get_assignor(name).protocol is not RebalanceProtocol.COOPERATIVE for name in consumer["strategies"]):
-            return RebalanceProtocol.EAGER.value
-    return RebalanceProtocol.COOPERATIVE.value
+            return RebalanceProtocol.EAGER
+    return RebalanceProtocol.COOPERATIVE
 
 
 def last_activity_ms(schedule: dict[str, Any]) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from kafka_rebalance.model import RebalanceProtocol
 from kafka_rebalance.sim.engine import run_simulation
 from kafka_rebalance.sim.result import NOT_FENCED, SimulationResult
 from kafka_rebalance.sim.scenario import Scenario
@@ -159,7 +160,7 @@ def unfinished_follow_up(result: SimulationResult) -> tuple[str, ...]:
     if not completed or completed[-1] is not result.rebalances[-1]:
         return ()
     last = completed[-1]
-    if last.protocol != "COOPERATIVE" or last.end_ms is None:
+    if last.rebalance_protocol is not RebalanceProtocol.COOPERATIVE or last.end_ms is None:
         return ()
     static = {c.id for c in result.scenario.consumers if c.group_instance_id is not None}
     bounced = {e.restart for e in result.scenario.events

@@ -27,11 +27,12 @@ import yaml
 from click.testing import CliRunner
 
 from kafka_rebalance.cli import cli, logs_cmd, simulate_cmd  # noqa: F401  (importing registers the commands)
+from kafka_rebalance.model import GroupProtocol
 from kafka_rebalance.protocol.logformat import DEFAULT_EPOCH, epoch_ms
 from kafka_rebalance.sim.churn import Service, churn_scenario
-from kafka_rebalance.sim.consumer_group import ConsumerGroupSimulation
+from kafka_rebalance.sim.consumer_group import ConsumerGroupSide
 from kafka_rebalance.sim.logwriter import log_lines
-from kafka_rebalance.sim.result import Rebalance, SimulationResult
+from kafka_rebalance.sim.result import RebalanceRecord, SimulationResult
 from kafka_rebalance.sim.scenario import load_scenario
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "scenarios" / "consumer-groups"
@@ -101,7 +102,7 @@ def invoke(args: list[str]) -> str:
     return result.output
 
 
-def simulate_and_read_back(tmp_path: Path, text: str) -> tuple[ConsumerGroupSimulation, SimulationResult,
+def simulate_and_read_back(tmp_path: Path, text: str) -> tuple[ConsumerGroupSide, SimulationResult,
                                                                 pd.DataFrame, dict]:
     scenario_file = tmp_path / "scenario.yaml"
     scenario_file.write_text(text)
@@ -109,7 +110,7 @@ def simulate_and_read_back(tmp_path: Path, text: str) -> tuple[ConsumerGroupSimu
     invoke(["simulate", str(scenario_file), "--log", str(broker_log)])
     summary = json.loads(invoke(["logs", str(broker_log), "--out", str(tmp_path / "out"), "--engine", "local",
                                  "--json"]))
-    simulation = ConsumerGroupSimulation(load_scenario(text))
+    simulation = ConsumerGroupSide(load_scenario(text))
     run = simulation.run()
     # the CLI's log is this run's log: the simulator is deterministic
     assert broker_log.read_text().splitlines() == log_lines(run)
@@ -127,9 +128,9 @@ CONSUMER_REASON = re.compile(r"^(?:member (?P<member>\S+) (?P<what>joined|left|f
                              r"static member (?P<instance>\S+) rejoined|the group changed)")
 
 
-def expected_cause(rebalance: Rebalance) -> tuple[set[str], str | None]:
+def expected_cause(rebalance: RebalanceRecord) -> tuple[set[str], str | None]:
     """The causes the log reader may name for a simulated reason, and the member (by name)."""
-    if rebalance.protocol != "CONSUMER":
+    if rebalance.group_protocol is not GroupProtocol.CONSUMER:
         return set(), None  # a classic rebalance: the log carries the coordinator's reason verbatim
     match = CONSUMER_REASON.match(rebalance.reason or "")
     assert match is not None, rebalance.reason
@@ -145,7 +146,7 @@ def expected_cause(rebalance: Rebalance) -> tuple[set[str], str | None]:
     return {"unknown"}, None
 
 
-def check_round_trip(simulation: ConsumerGroupSimulation, run: SimulationResult, rows: pd.DataFrame) -> None:
+def check_round_trip(simulation: ConsumerGroupSide, run: SimulationResult, rows: pd.DataFrame) -> None:
     names = simulation.member_names
 
     def name(member: object) -> object:
@@ -167,8 +168,8 @@ def check_round_trip(simulation: ConsumerGroupSimulation, run: SimulationResult,
         assert millis(first.start) == rebalance.start_ms, where
         assert millis(last.end) == rebalance.end_ms, where
         assert int(last.members) == len(rebalance.members), where
-        assert last.protocol == ("consumer" if rebalance.protocol == "CONSUMER" else "classic"), where
-        if rebalance.protocol == "CONSUMER":
+        assert last.protocol == rebalance.group_protocol.value, where
+        if rebalance.group_protocol is GroupProtocol.CONSUMER:
             assert last.assignor == rebalance.strategy, where
             causes, member = expected_cause(rebalance)
             assert first.cause in causes, (where, first.cause)

@@ -6,12 +6,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from kafka_rebalance.protocol.effects import ArmTimer
-from kafka_rebalance.protocol.modern.consumer.assignment import MemberAssignment, MemberState, partitions
+from kafka_rebalance.protocol.modern.consumer.assignment import (
+    MemberAssignment,
+    MemberAssignmentState,
+    partitions,
+)
 from kafka_rebalance.protocol.modern.consumer.coordinator import (
     ConsumerGroupConfig,
     ConsumerGroupCoordinator,
     ConsumerGroupMember,
-    ServerMember,
+    MemberSubscriptionAndAssignment,
 )
 from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
     ConsumerGroupHeartbeatRequest,
@@ -28,13 +32,13 @@ class MockPartitionAssignor:
 
     def __init__(self) -> None:
         self.prepared: dict[str, dict[str, tuple[int, ...]]] = {}
-        self.calls: list[tuple[str, dict[str, int], list[ServerMember]]] = []
+        self.calls: list[tuple[str, dict[str, int], list[MemberSubscriptionAndAssignment]]] = []
 
     def prepare(self, assignment: Mapping[str, Mapping[str, Sequence[int]]]) -> None:
         self.prepared = {m: {t: tuple(ps) for t, ps in a.items()} for m, a in assignment.items()}
 
     def __call__(self, assignor: str, topics: Mapping[str, int],
-                 members: Sequence[ServerMember]) -> Mapping[str, Mapping[str, Sequence[int]]]:
+                 members: Sequence[MemberSubscriptionAndAssignment]) -> Mapping[str, Mapping[str, Sequence[int]]]:
         self.calls.append((assignor, dict(topics), list(members)))
         return self.prepared
 
@@ -49,7 +53,7 @@ def stable_member(member_id: str, epoch: int, previous: int, assigned: Mapping[s
     return ConsumerGroupMember(
         member_id, instance_id=instance_id, rebalance_timeout_ms=rebalance_timeout_ms,
         subscribed_topic_names=tuple(topics), server_assignor="range",
-        assignment=MemberAssignment(MemberState.STABLE, epoch, previous, partitions(assigned), {}))
+        assignment=MemberAssignment(MemberAssignmentState.STABLE, epoch, previous, partitions(assigned), {}))
 
 
 class Context:
@@ -69,7 +73,7 @@ class Context:
         assert isinstance(response, ConsumerGroupHeartbeatResponse)
         return response
 
-    def member_state(self, member_id: str) -> MemberState:
+    def member_state(self, member_id: str) -> MemberAssignmentState:
         return self.group.members[member_id].assignment.state
 
     def timers(self) -> list[ArmTimer[object]]:

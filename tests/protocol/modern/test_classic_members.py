@@ -7,7 +7,11 @@ from kafka_rebalance.protocol.classic import coordinator_events as cl
 from kafka_rebalance.protocol.effects import ArmTimer, Log
 from kafka_rebalance.protocol.errors import ErrorCode
 from kafka_rebalance.protocol.logrecords import ConsumerMemberFenced
-from kafka_rebalance.protocol.modern.consumer.assignment import MemberAssignment, MemberState, partitions
+from kafka_rebalance.protocol.modern.consumer.assignment import (
+    MemberAssignment,
+    MemberAssignmentState,
+    partitions,
+)
 from kafka_rebalance.protocol.modern.consumer.coordinator import (
     ClassicMemberMetadata,
     ConsumerGroupCoordinator,
@@ -29,11 +33,11 @@ def group(assignor: MockPartitionAssignor) -> ConsumerGroupCoordinator:
     member-1 on the classic protocol (foo-0, bar-0), member-2 on the consumer protocol (foo-1),
     both at epoch 10."""
     m1 = ConsumerGroupMember("member-1", rebalance_timeout_ms=500, subscribed_topic_names=("foo", "bar"),
-                             assignment=MemberAssignment(MemberState.STABLE, 10, 10,
+                             assignment=MemberAssignment(MemberAssignmentState.STABLE, 10, 10,
                                                          partitions({"foo": [0], "bar": [0]}), {}),
                              classic=ClassicMemberMetadata(5000, ("range",)))
     m2 = ConsumerGroupMember("member-2", rebalance_timeout_ms=500, subscribed_topic_names=("foo", "bar"),
-                             assignment=MemberAssignment(MemberState.STABLE, 10, 10, partitions({"foo": [1]}), {}))
+                             assignment=MemberAssignment(MemberAssignmentState.STABLE, 10, 10, partitions({"foo": [1]}), {}))
     return ConsumerGroupCoordinator.loaded("group-id", TOPICS, 10, 10, [m1, m2],
                                            {"member-1": partitions({"foo": [0], "bar": [0]}),
                                             "member-2": partitions({"foo": [1]})}, assign=assignor)
@@ -62,7 +66,7 @@ def test_eager_member_rejoining_with_nothing_owned_moves_on() -> None:
     response, out = respond(g, join("member-1", ("foo", "bar", "zar")))
     assert (response.error_code, response.generation_id, response.protocol_name) == (ErrorCode.NONE, 11, "range")
     m1 = g.members["member-1"].assignment
-    assert (m1.member_epoch, m1.previous_member_epoch, m1.state) == (11, 10, MemberState.UNRELEASED_PARTITIONS)
+    assert (m1.member_epoch, m1.previous_member_epoch, m1.state) == (11, 10, MemberAssignmentState.UNRELEASED_PARTITIONS)
     assert m1.assigned == {"foo": frozenset({0}), "zar": frozenset({0})}
     assert ArmTimer(SessionTimeout("member-1"), 5000) in out  # the classic session timeout
     sync, _ = respond(g, cl.SyncGroupRequest("group-id", 11, "member-1", protocol_type="consumer",

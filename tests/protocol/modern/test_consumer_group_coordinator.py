@@ -12,7 +12,7 @@ from kafka_rebalance.protocol.logrecords import (
     ConsumerMemberFenced,
     ConsumerTargetAssignmentComputed,
 )
-from kafka_rebalance.protocol.modern.consumer.assignment import MemberState
+from kafka_rebalance.protocol.modern.consumer.assignment import MemberAssignmentState
 from kafka_rebalance.protocol.modern.consumer.coordinator import (
     VALID_PREVIOUS_GROUP_STATES,
     ConsumerGroupConfig,
@@ -50,18 +50,18 @@ def test_reconciliation_process() -> None:
     r = ctx.heartbeat(member_id="m3", member_epoch=0, rebalance_timeout_ms=5000,
                       subscribed_topic_names=("foo", "bar"), server_assignor="range", topic_partitions=())
     assert (r.member_id, r.member_epoch, r.heartbeat_interval_ms, r.assignment) == ("m3", 11, 5000, ())
-    assert ctx.member_state("m3") is MemberState.UNRELEASED_PARTITIONS
+    assert ctx.member_state("m3") is MemberAssignmentState.UNRELEASED_PARTITIONS
     assert ctx.group.state is ConsumerGroupState.RECONCILING
 
     r = ctx.heartbeat(member_id="m1", member_epoch=10)
     assert (r.member_epoch, r.assignment) == (10, tps(bar=[0], foo=[0, 1]))
     m1 = ctx.group.members["m1"].assignment
-    assert (m1.state, m1.member_epoch, m1.previous_member_epoch) == (MemberState.UNREVOKED_PARTITIONS, 10, 10)
+    assert (m1.state, m1.member_epoch, m1.previous_member_epoch) == (MemberAssignmentState.UNREVOKED_PARTITIONS, 10, 10)
     assert m1.pending_revocation == {"foo": frozenset({2}), "bar": frozenset({1})}
 
     r = ctx.heartbeat(member_id="m2", member_epoch=10)
     assert (r.member_epoch, r.assignment) == (10, tps(bar=[2], foo=[3]))
-    assert ctx.member_state("m2") is MemberState.UNREVOKED_PARTITIONS
+    assert ctx.member_state("m2") is MemberAssignmentState.UNREVOKED_PARTITIONS
 
     r = ctx.heartbeat(member_id="m3", member_epoch=11)
     assert (r.member_epoch, r.assignment) == (11, None)
@@ -71,15 +71,15 @@ def test_reconciliation_process() -> None:
     r = ctx.heartbeat(member_id="m1", member_epoch=10, topic_partitions=tps(foo=[0, 1], bar=[0]))
     assert (r.member_epoch, r.assignment) == (11, None)
     m1 = ctx.group.members["m1"].assignment
-    assert (m1.state, m1.member_epoch, m1.previous_member_epoch) == (MemberState.STABLE, 11, 10)
+    assert (m1.state, m1.member_epoch, m1.previous_member_epoch) == (MemberAssignmentState.STABLE, 11, 10)
 
     r = ctx.heartbeat(member_id="m2", member_epoch=10)  # no acknowledgement: a no-op
     assert (r.member_epoch, r.assignment) == (10, None)
-    assert ctx.member_state("m2") is MemberState.UNREVOKED_PARTITIONS
+    assert ctx.member_state("m2") is MemberAssignmentState.UNREVOKED_PARTITIONS
 
     r = ctx.heartbeat(member_id="m3", member_epoch=11)  # gets bar-1, released by member 1
     assert (r.member_epoch, r.assignment) == (11, tps(bar=[1]))
-    assert ctx.member_state("m3") is MemberState.UNRELEASED_PARTITIONS
+    assert ctx.member_state("m3") is MemberAssignmentState.UNRELEASED_PARTITIONS
     r = ctx.heartbeat(member_id="m3", member_epoch=11)
     assert r.assignment is None
 
@@ -89,7 +89,7 @@ def test_reconciliation_process() -> None:
 
     r = ctx.heartbeat(member_id="m3", member_epoch=11, topic_partitions=tps(bar=[1]))
     assert (r.member_epoch, r.assignment) == (11, tps(bar=[1], foo=[4, 5]))
-    assert ctx.member_state("m3") is MemberState.STABLE
+    assert ctx.member_state("m3") is MemberAssignmentState.STABLE
     assert ctx.group.state is ConsumerGroupState.STABLE
 
 

@@ -1,6 +1,6 @@
 """The new consumer's membership manager, each test a fact from Kafka's client tests
 (clients/src/test/java/org/apache/kafka/clients/consumer/internals/ConsumerMembershipManagerTest.java,
-ConsumerHeartbeatRequestManagerTest.java) or the MemberState table (MemberState.java)."""
+ConsumerHeartbeatRequestManagerTest.java) or the ConsumerMemberState table (ConsumerMemberState.java)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
 from kafka_rebalance.protocol.modern.consumer.member import (
     VALID_PREVIOUS_STATES,
     ConsumerMembershipManager,
+    ConsumerMemberState,
     MemberConfig,
-    MemberState,
 )
 from kafka_rebalance.protocol.modern.consumer.member_events import (
     CallbacksCompleted,
@@ -36,7 +36,7 @@ from kafka_rebalance.protocol.modern.consumer.member_events import (
     Unsubscribe,
 )
 
-S = MemberState
+S = ConsumerMemberState
 
 
 def sent(out: list[Output]) -> list[ConsumerGroupHeartbeatRequest]:
@@ -76,13 +76,13 @@ def stable(assignment: dict[str, list[int]], **kwargs: object) -> ConsumerMember
 
 
 def test_state_table_is_kafkas() -> None:
-    """MemberState's static block: the valid previous states of each state; anything else raises."""
+    """ConsumerMemberState's static block: the valid previous states of each state; anything else raises."""
     assert VALID_PREVIOUS_STATES[S.JOINING] == {S.FENCED, S.UNSUBSCRIBED, S.STALE}
     assert VALID_PREVIOUS_STATES[S.ACKNOWLEDGING] == {S.RECONCILING}
     assert VALID_PREVIOUS_STATES[S.LEAVING] == {S.PREPARE_LEAVING}
     assert VALID_PREVIOUS_STATES[S.STALE] == {S.LEAVING}
     assert VALID_PREVIOUS_STATES[S.UNSUBSCRIBED] == {S.PREPARE_LEAVING, S.LEAVING, S.FENCED}
-    assert set(VALID_PREVIOUS_STATES) == set(MemberState)
+    assert set(VALID_PREVIOUS_STATES) == set(ConsumerMemberState)
     m = ConsumerMembershipManager(MemberConfig("g"))
     with pytest.raises(IllegalStateTransition):
         m._transition(S.STABLE)  # noqa: SLF001 - the table itself is under test

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from kafka_rebalance.protocol.modern.consumer.assignment import (
     MemberAssignment,
-    MemberState,
+    MemberAssignmentState,
     Partitions,
     is_subset,
     partitions,
@@ -21,14 +21,14 @@ from kafka_rebalance.protocol.modern.consumer.assignment import (
     to_strings,
 )
 
-STABLE, UNREVOKED, UNRELEASED = MemberState.STABLE, MemberState.UNREVOKED_PARTITIONS, MemberState.UNRELEASED_PARTITIONS
+STABLE, UNREVOKED, UNRELEASED = MemberAssignmentState.STABLE, MemberAssignmentState.UNREVOKED_PARTITIONS, MemberAssignmentState.UNRELEASED_PARTITIONS
 
 
 def p(a: Sequence[int] = (), b: Sequence[int] = ()) -> Partitions:
     return partitions({"a": a, "b": b})
 
 
-def member(state: MemberState, epoch: int, previous: int, assigned: Partitions,
+def member(state: MemberAssignmentState, epoch: int, previous: int, assigned: Partitions,
            revoking: Partitions | None = None) -> MemberAssignment:
     return MemberAssignment(state, epoch, previous, assigned, revoking or {})
 

@@ -22,7 +22,11 @@ from kafka_rebalance.protocol.classic.coordinator_events import Respond as Class
 from kafka_rebalance.protocol.effects import ArmTimer, Log
 from kafka_rebalance.protocol.errors import ErrorCode
 from kafka_rebalance.protocol.logrecords import PreparingRebalance
-from kafka_rebalance.protocol.modern.consumer.assignment import MemberAssignment, MemberState, partitions
+from kafka_rebalance.protocol.modern.consumer.assignment import (
+    MemberAssignment,
+    MemberAssignmentState,
+    partitions,
+)
 from kafka_rebalance.protocol.modern.consumer.coordinator import (
     ClassicMemberMetadata,
     ConsumerGroupConfig,
@@ -49,11 +53,11 @@ def kafka_mixed_group() -> ConsumerGroupCoordinator:
     protocol, both STABLE at epoch 10, rebalance timeout 45 s."""
     member1 = ConsumerGroupMember(
         "member-1", rebalance_timeout_ms=45000, client_id="client", subscribed_topic_names=("foo", "bar"),
-        server_assignor="range", assignment=MemberAssignment(MemberState.STABLE, 10, 9, partitions(MEMBER_1), {}),
+        server_assignor="range", assignment=MemberAssignment(MemberAssignmentState.STABLE, 10, 9, partitions(MEMBER_1), {}),
         classic=ClassicMemberMetadata(5000, ("range",)))
     member2 = ConsumerGroupMember(
         "member-2", rebalance_timeout_ms=45000, client_id="client", subscribed_topic_names=("foo", "bar"),
-        server_assignor="range", assignment=MemberAssignment(MemberState.STABLE, 10, 9, partitions(MEMBER_2), {}))
+        server_assignor="range", assignment=MemberAssignment(MemberAssignmentState.STABLE, 10, 9, partitions(MEMBER_2), {}))
     return ConsumerGroupCoordinator.loaded(
         "group-id", TOPICS, 10, 10, [member1, member2], {"member-1": MEMBER_1, "member-2": MEMBER_2},
         config=ConsumerGroupConfig(migration_policy="downgrade"), assign=MockPartitionAssignor())

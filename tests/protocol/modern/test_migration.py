@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kafka_rebalance.protocol.errors import ErrorCode
-from kafka_rebalance.protocol.modern.consumer.assignment import MemberState
+from kafka_rebalance.protocol.modern.consumer.assignment import MemberAssignmentState
 from kafka_rebalance.protocol.modern.consumer.coordinator import (
     ConsumerGroupConfig,
     ConsumerGroupState,
@@ -49,12 +49,12 @@ def test_heartbeat_converts_a_stable_classic_group() -> None:
     config = ConsumerGroupConfig(migration_policy="upgrade")
     group = consumer_group_for_heartbeat(classic, 0, TOPICS, config, assignor)
     m1 = group.members["member-id-1"]
-    assert (m1.assignment.member_epoch, m1.assignment.state, m1.rebalance_timeout_ms) == (0, MemberState.STABLE, 10000)
+    assert (m1.assignment.member_epoch, m1.assignment.state, m1.rebalance_timeout_ms) == (0, MemberAssignmentState.STABLE, 10000)
     assert m1.classic is not None and m1.classic.session_timeout_ms == 5000
     out = group.handle(Received("c", join("member-id-2")), 0)
     response = next(o.response for o in out if isinstance(o, Respond))
     assert (response.member_epoch, response.assignment) == (1, ())  # type: ignore[union-attr]
-    assert group.members["member-id-2"].assignment.state is MemberState.UNRELEASED_PARTITIONS
+    assert group.members["member-id-2"].assignment.state is MemberAssignmentState.UNRELEASED_PARTITIONS
     assert group.group_epoch == 1
 
 

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from kafka_rebalance.protocol.effects import ArmTimer, Log
 from kafka_rebalance.protocol.logrecords import ConsumerGroupLoaded
-from kafka_rebalance.protocol.modern.consumer.assignment import MemberAssignment, MemberState, partitions
+from kafka_rebalance.protocol.modern.consumer.assignment import (
+    MemberAssignment,
+    MemberAssignmentState,
+    partitions,
+)
 from kafka_rebalance.protocol.modern.consumer.coordinator import (
     ClassicMemberMetadata,
     ConsumerGroupCoordinator,
@@ -31,10 +35,10 @@ def reconciling_group() -> tuple[ConsumerGroupCoordinator, MockPartitionAssignor
     assignor = MockPartitionAssignor()
     member1 = ConsumerGroupMember(
         "member-1", rebalance_timeout_ms=30000, subscribed_topic_names=("foo", "bar"), server_assignor="range",
-        assignment=MemberAssignment(MemberState.STABLE, 10, 9, partitions({"foo": range(6), "bar": range(2)}), {}))
+        assignment=MemberAssignment(MemberAssignmentState.STABLE, 10, 9, partitions({"foo": range(6), "bar": range(2)}), {}))
     member3 = ConsumerGroupMember(
         "member-3", rebalance_timeout_ms=20000, subscribed_topic_names=("bar",), server_assignor="range",
-        assignment=MemberAssignment(MemberState.STABLE, 10, 9, partitions({"bar": [2]}), {}),
+        assignment=MemberAssignment(MemberAssignmentState.STABLE, 10, 9, partitions({"bar": [2]}), {}),
         classic=ClassicMemberMetadata(5000, ("range",)))
     group = ConsumerGroupCoordinator.loaded(
         "group-id", TOPICS, 10, 10, [member1, member3],
@@ -55,8 +59,8 @@ def test_a_replayed_group_is_the_group_its_records_describe() -> None:
     (with their classic metadata), target assignment, subscription metadata and offsets."""
     group, assignor = reconciling_group()
     group.offsets["foo-0"] = 17
-    assert group.members["member-1"].assignment.state is MemberState.UNREVOKED_PARTITIONS
-    assert group.members["member-2"].assignment.state is MemberState.UNRELEASED_PARTITIONS
+    assert group.members["member-1"].assignment.state is MemberAssignmentState.UNREVOKED_PARTITIONS
+    assert group.members["member-2"].assignment.state is MemberAssignmentState.UNRELEASED_PARTITIONS
     loaded = replay(records_of(group), TOPICS, assign=assignor)
     assert (loaded.group_epoch, loaded.assignment_epoch, loaded.state) == (11, 11, group.state)
     assert loaded.members == group.members and loaded.target == group.target
@@ -97,5 +101,5 @@ def test_the_replayed_group_answers_as_the_old_one_would() -> None:
                    for g in (group, loaded)]
         assert answers[0] == answers[1]
     assert {m: loaded.members[m].assignment.state for m in loaded.members} == {
-        "member-1": MemberState.STABLE, "member-2": MemberState.STABLE, "member-3": MemberState.STABLE}
+        "member-1": MemberAssignmentState.STABLE, "member-2": MemberAssignmentState.STABLE, "member-3": MemberAssignmentState.STABLE}
     assert loaded.members == group.members

@@ -67,7 +67,8 @@ def pick_showcase(sims: pd.DataFrame) -> list[str]:
 
 _RESULT_COLUMNS = {"run_id", "sweep", "label", "strategy", "rebalances", "partitions_moved",
                    "stop_the_world_partition_ms", "max_partition_unowned_ms", "records_processed_twice",
-                   "records_lost", "min_partitions_moved", "final_balance", "final_members", "protocol",
+                   "records_lost", "min_partitions_moved", "final_balance", "final_members", "group_protocol",
+                   "rebalance_protocol",
                    "chosen_strategy", "coordinator_partition", "extra_metrics", "showcase", "error"}
 
 
@@ -145,7 +146,8 @@ def ownership_figure(sims: pd.DataFrame, ownership: pd.DataFrame | None, rebalan
                 end = end_ms if pd.notna(end_ms) else end_all
                 ax.axvspan(start_ms / 1000, end / 1000, color="#9aa5b1", alpha=0.25, lw=0)
         stw = run["stop_the_world_partition_ms"]
-        ax.set_title(f"{run['strategy']} ({run['protocol']}): stop-the-world {format_value(int(stw))} partition-ms, "
+        protocol = run["rebalance_protocol"] if isinstance(run["rebalance_protocol"], str) else run["group_protocol"]
+        ax.set_title(f"{run['strategy']} ({protocol}): stop-the-world {format_value(int(stw))} partition-ms, "
                      f"{format_value(int(run['partitions_moved']))} partition(s) moved, {format_value(int(run['rebalances']))} "
                      "rebalances", loc="left", fontsize=10)
         ax.set_yticks(range(rows), partitions if rows <= 24 else [""] * rows)

@@ -42,8 +42,14 @@ from functools import lru_cache
 from typing import assert_never
 
 from kafka_rebalance.assignors import get_assignor
-from kafka_rebalance.assignors.api import assign
-from kafka_rebalance.model import InvalidInput, RebalanceProtocol
+from kafka_rebalance.model import (
+    ColumnarGroup,
+    GroupSnapshot,
+    InvalidInput,
+    MemberSubscription,
+    RebalanceProtocol,
+    TopicMetadata,
+)
 from kafka_rebalance.protocol.classic.consumer_events import (
     ANY_BROKER,
     ApiKey,
@@ -81,6 +87,7 @@ from kafka_rebalance.protocol.classic.coordinator_events import (
     FindCoordinatorRequest,
     FindCoordinatorResponse,
     GroupRequest,
+    GroupResponse,
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,
@@ -103,8 +110,8 @@ from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer, StateTable
 from kafka_rebalance.protocol.errors import ErrorCode
 
 
-class MemberState(Enum):
-    """AbstractCoordinator.MemberState."""
+class ClassicMemberState(Enum):
+    """The classic consumer's member states (Kafka: AbstractCoordinator.MemberState)."""
 
     UNJOINED = "UNJOINED"
     PREPARING_REBALANCE = "PREPARING_REBALANCE"  # JoinGroup in flight
@@ -114,12 +121,12 @@ class MemberState(Enum):
 
 # Each state and the states it may be entered from. A failed JoinGroup/SyncGroup of a member
 # that still has a generation returns it to STABLE (it keeps its partitions and rejoins).
-MEMBER_STATES: StateTable[MemberState] = StateTable("consumer member", {
-    MemberState.UNJOINED: frozenset({MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE,
-                                     MemberState.STABLE}),
-    MemberState.PREPARING_REBALANCE: frozenset({MemberState.UNJOINED, MemberState.STABLE}),
-    MemberState.COMPLETING_REBALANCE: frozenset({MemberState.PREPARING_REBALANCE}),
-    MemberState.STABLE: frozenset({MemberState.COMPLETING_REBALANCE, MemberState.PREPARING_REBALANCE}),
+MEMBER_STATES: StateTable[ClassicMemberState] = StateTable("consumer member", {
+    ClassicMemberState.UNJOINED: frozenset({ClassicMemberState.PREPARING_REBALANCE, ClassicMemberState.COMPLETING_REBALANCE,
+                                     ClassicMemberState.STABLE}),
+    ClassicMemberState.PREPARING_REBALANCE: frozenset({ClassicMemberState.UNJOINED, ClassicMemberState.STABLE}),
+    ClassicMemberState.COMPLETING_REBALANCE: frozenset({ClassicMemberState.PREPARING_REBALANCE}),
+    ClassicMemberState.STABLE: frozenset({ClassicMemberState.COMPLETING_REBALANCE, ClassicMemberState.PREPARING_REBALANCE}),
 })
 
 _HEARTBEAT_DUE = HeartbeatDue()
@@ -200,7 +207,7 @@ class ConsumerCoordinator:
         self._metadata: dict[str, int] = dict(metadata or {})
         self.coordinator_id = coordinator_id
         self._finding_coordinator = False
-        self.state = MemberState.UNJOINED
+        self.state = ClassicMemberState.UNJOINED
         self.member_id = UNKNOWN_MEMBER_ID
         self.generation = NO_GENERATION
         # The generation whose assignment the member holds (its last SyncGroup): the generation
@@ -253,7 +260,7 @@ class ConsumerCoordinator:
     def ready_to_join(self) -> bool:
         """A rejoin is wanted and nothing stands in its way (coordinator known, not
         mid-rebalance, no commit before the join still under way)."""
-        return (self.rejoin_needed and self.state in (MemberState.UNJOINED, MemberState.STABLE)
+        return (self.rejoin_needed and self.state in (ClassicMemberState.UNJOINED, ClassicMemberState.STABLE)
                 and not self._commit_before_join and not self._join_backing_off and self.coordinator_id is not None)
 
     @property
@@ -306,7 +313,7 @@ class ConsumerCoordinator:
 
     # ------------------------------------------------------------------ helpers
 
-    def _set_state(self, target: MemberState) -> None:
+    def _set_state(self, target: ClassicMemberState) -> None:
         if target is not self.state:
             self.state = MEMBER_STATES.check(self.state, target)
 
@@ -325,7 +332,7 @@ class ConsumerCoordinator:
         self.generation = NO_GENERATION
         if reset_member_id:
             self.member_id = UNKNOWN_MEMBER_ID
-        self._set_state(MemberState.UNJOINED)
+        self._set_state(ClassicMemberState.UNJOINED)
         self._stop_heartbeats(out)
 
     def _start_heartbeats(self, now: int, out: list[ConsumerOutput]) -> None:
@@ -445,8 +452,8 @@ class ConsumerCoordinator:
         if ApiKey.OFFSET_FETCH in failed:
             self._fetch_in_flight = False
             out.append(ArmTimer(_RETRY_FETCH, now + self.config.retry_backoff_ms))
-        if ((ApiKey.JOIN_GROUP in failed and self.state is MemberState.PREPARING_REBALANCE)
-                or (ApiKey.SYNC_GROUP in failed and self.state is MemberState.COMPLETING_REBALANCE)):
+        if ((ApiKey.JOIN_GROUP in failed and self.state is ClassicMemberState.PREPARING_REBALANCE)
+                or (ApiKey.SYNC_GROUP in failed and self.state is ClassicMemberState.COMPLETING_REBALANCE)):
             # joinGroupIfNeeded: a retriable failure; requestRejoin, sleep retry.backoff.ms, find
             # the coordinator and send JoinGroup again with generation.memberId.
             self._retry_join(now, out, backoff=True)
@@ -464,7 +471,7 @@ class ConsumerCoordinator:
                 self._poll_timer_armed = True
                 out.append(ArmTimer(_POLL_INTERVAL_EXPIRED, now + self.config.max_poll_interval_ms))
         elif (self._heartbeat_due and self.coordinator_id is not None
-              and self.state in (MemberState.STABLE, MemberState.COMPLETING_REBALANCE)):
+              and self.state in (ClassicMemberState.STABLE, ClassicMemberState.COMPLETING_REBALANCE)):
             self._heartbeat(out)
             self._start_heartbeats(now, out)
         if self.coordinator_id is None:
@@ -473,7 +480,7 @@ class ConsumerCoordinator:
             self._request_rejoin("subscription changed")
         if self.ready_to_join:
             self._prepare_join(positions, now, out)
-        elif (self.state is MemberState.STABLE and self.config.enable_auto_commit
+        elif (self.state is ClassicMemberState.STABLE and self.config.enable_auto_commit
               and now >= self.next_auto_commit_ms):
             self.next_auto_commit_ms = now + self.config.auto_commit_interval_ms
             self._commit(positions, out)
@@ -518,7 +525,7 @@ class ConsumerCoordinator:
             if gone:
                 out.append(PartitionsRevoked(sorted_partitions(gone)))
                 self._drop(gone)
-        self._set_state(MemberState.PREPARING_REBALANCE)
+        self._set_state(ClassicMemberState.PREPARING_REBALANCE)
         self._stop_heartbeats(out)  # the heartbeat thread pauses while joining
         self._joined_subscription = self.subscribed
         self._send(self._join_request(), out)
@@ -566,7 +573,7 @@ class ConsumerCoordinator:
     # ------------------------------------------------------------------ timers
 
     def _heartbeat_timer(self, now: int, out: list[ConsumerOutput]) -> None:
-        if self.state not in (MemberState.STABLE, MemberState.COMPLETING_REBALANCE):
+        if self.state not in (ClassicMemberState.STABLE, ClassicMemberState.COMPLETING_REBALANCE):
             return
         if self.config.background_heartbeat or self.in_poll:
             if self.coordinator_id is not None:
@@ -591,7 +598,7 @@ class ConsumerCoordinator:
         if self._owned:
             out.append(PartitionsRevoked(sorted_partitions(self._owned)))
             self._drop(self._owned)
-        if (not self.is_static and self.member_id != UNKNOWN_MEMBER_ID and self.state is not MemberState.UNJOINED
+        if (not self.is_static and self.member_id != UNKNOWN_MEMBER_ID and self.state is not ClassicMemberState.UNJOINED
                 and self.coordinator_id is not None):
             self._send(LeaveGroupRequest(self.config.group_id, (MemberIdentity(self.member_id, None, reason),)), out)
         out.append(LeftGroup("poll timeout"))
@@ -612,7 +619,8 @@ class ConsumerCoordinator:
 
     # ------------------------------------------------------------------ responses
 
-    def _on_response(self, response: object, now: int, out: list[ConsumerOutput]) -> None:
+    def _on_response(self, response: GroupResponse | FindCoordinatorResponse, now: int,
+                     out: list[ConsumerOutput]) -> None:
         if self._in_flight is not None:
             api = _API_OF.get(type(response))
             if api is not None and not self._answered(api, out):
@@ -645,7 +653,7 @@ class ConsumerCoordinator:
             case LeaveGroupResponse() | DescribeGroupsResponse() | ListGroupsResponse() | DeleteGroupsResponse():
                 pass
             case _:
-                raise TypeError(f"not a response the consumer asked for: {type(response).__name__}")
+                assert_never(response)
 
     def _on_fetch(self, response: OffsetFetchResponse, now: int, out: list[ConsumerOutput]) -> None:
         self._fetch_in_flight = False
@@ -664,10 +672,10 @@ class ConsumerCoordinator:
         if error is ErrorCode.NONE:
             return
         if error is ErrorCode.REBALANCE_IN_PROGRESS:
-            if self.state is MemberState.STABLE:
+            if self.state is ClassicMemberState.STABLE:
                 self._request_rejoin("group is rebalancing")
         elif error in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION):
-            if self.state in (MemberState.STABLE, MemberState.COMPLETING_REBALANCE):
+            if self.state in (ClassicMemberState.STABLE, ClassicMemberState.COMPLETING_REBALANCE):
                 self._reset_generation(reset_member_id=error is ErrorCode.UNKNOWN_MEMBER_ID, out=out)
                 self._request_rejoin(f"heartbeat failed with {error.name}")
         elif error is ErrorCode.FENCED_INSTANCE_ID:
@@ -687,13 +695,13 @@ class ConsumerCoordinator:
         """Rejoin: at once after UNKNOWN_MEMBER_ID or REBALANCE_IN_PROGRESS, after retry.backoff.ms
         after COORDINATOR_LOAD_IN_PROGRESS (AbstractCoordinator.joinGroupIfNeeded; without the
         backoff a loading coordinator and a zero-latency network loop forever at one instant)."""
-        self._set_state(MemberState.UNJOINED if self.generation == NO_GENERATION else MemberState.STABLE)
+        self._set_state(ClassicMemberState.UNJOINED if self.generation == NO_GENERATION else ClassicMemberState.STABLE)
         self.rejoin_needed = True
         self._join_backing_off = backoff
         out.append(ArmTimer(_RETRY_JOIN, now + self.config.retry_backoff_ms))
 
     def _on_join(self, response: JoinGroupResponse, now: int, out: list[ConsumerOutput]) -> None:
-        if self.state is not MemberState.PREPARING_REBALANCE:
+        if self.state is not ClassicMemberState.PREPARING_REBALANCE:
             return
         error = response.error_code
         if error is ErrorCode.MEMBER_ID_REQUIRED:
@@ -718,7 +726,7 @@ class ConsumerCoordinator:
         self.generation = response.generation_id
         self.leader = response.leader
         self.protocol_name = response.protocol_name
-        self._set_state(MemberState.COMPLETING_REBALANCE)
+        self._set_state(ClassicMemberState.COMPLETING_REBALANCE)
         assignments: tuple[SyncGroupRequestAssignment, ...] = ()
         if response.leader == self.member_id and response.members and not response.skip_assignment:
             assignments = self._run_assignor(response)
@@ -738,27 +746,30 @@ class ConsumerCoordinator:
         name = response.protocol_name or ""
         group_topics = sorted({t for m in response.members for t in m.metadata.topics})
         topics = {t: self._metadata[t] for t in group_topics if t in self._metadata}
+        # The instance that read the members' user data assigns them, through the columnar API
+        # (the group as arrays, no validation of a JSON document on every rebalance).
         assignor = self._assignors.get(name) or get_assignor(name)
         members = []
         for m in response.members:
             owned, generation = assignor.member_data(
                 m.metadata.owned_partitions, m.metadata.generation_id, m.metadata.user_data)
-            members.append({"member_id": m.member_id, "topics": list(m.metadata.topics), "owned": owned,
-                            "generation": generation, "group_instance_id": m.group_instance_id})
-        snapshot = {"strategy": name, "topics": topics, "members": members}
+            members.append(MemberSubscription(member_id=m.member_id, topics=tuple(m.metadata.topics), owned=tuple(owned),
+                                              generation=generation, group_instance_id=m.group_instance_id))
         # Topics a member subscribes to that the leader's metadata does not know yet count as 0
         # partitions: when they appear, the leader rejoins and assigns them (Java's leader fetches
         # them before assigning, ConsumerCoordinator.performAssignment -> ensureFreshMetadata).
         self._assignment_metadata = {t: topics.get(t, 0) for t in group_topics}
-        result = assign(snapshot)
-        return tuple(SyncGroupRequestAssignment(member, tuple(parts)) for member, parts in result["assignment"].items())
+        group = ColumnarGroup.from_snapshot(GroupSnapshot(
+            topics={t: TopicMetadata(t, count) for t, count in topics.items()}, members=tuple(members), strategy=name))
+        assignment = group.assignment_lists(assignor.assign_columnar(group))
+        return tuple(SyncGroupRequestAssignment(member, tuple(parts)) for member, parts in assignment.items())
 
     def _on_sync(self, response: SyncGroupResponse, now: int, out: list[ConsumerOutput]) -> None:
-        if self.state is not MemberState.COMPLETING_REBALANCE:
+        if self.state is not ClassicMemberState.COMPLETING_REBALANCE:
             return
         error = response.error_code
         if error is ErrorCode.NONE:
-            self._set_state(MemberState.STABLE)
+            self._set_state(ClassicMemberState.STABLE)
             self.assignment_generation = self.generation
             self.rejoin_needed = False
             assigned = set(response.assignment)

@@ -50,6 +50,7 @@ from kafka_rebalance.protocol.classic.coordinator_events import (
     DescribeGroupsRequest,
     DescribeGroupsResponse,
     GroupMetadataRecord,
+    GroupRequest,
     GroupResponse,
     GroupTombstone,
     HeartbeatRequest,
@@ -307,7 +308,7 @@ class GroupCoordinator:
                 assert_never(event)
         return out
 
-    def _request(self, connection: str, request: object, now: int, out: list[CoordinatorOutput]) -> None:
+    def _request(self, connection: str, request: GroupRequest, now: int, out: list[CoordinatorOutput]) -> None:
         match request:
             case HeartbeatRequest():
                 out.append(Respond(connection, _HEARTBEAT_ANSWERS[self._heartbeat(request, now, out)]))
@@ -328,7 +329,7 @@ class GroupCoordinator:
             case DeleteGroupsRequest():
                 out.append(Respond(connection, self._delete(request, out)))
             case _:
-                raise TypeError(f"not a group coordinator request: {type(request).__name__}")
+                assert_never(request)
 
     def _timer(self, timer: CoordinatorTimer, now: int, out: list[CoordinatorOutput]) -> None:
         group = self.groups.get(timer.group_id)

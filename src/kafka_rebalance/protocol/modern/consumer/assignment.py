@@ -75,8 +75,8 @@ def _topic_strings(topic: str, numbers: frozenset[int]) -> tuple[str, ...]:
     return tuple(f"{topic}-{number}" for number in sorted(numbers))
 
 
-class MemberState(Enum):
-    """A member's reconciliation state on the coordinator (Kafka's ``modern/MemberState``)."""
+class MemberAssignmentState(Enum):
+    """A member's reconciliation state on the coordinator (Kafka's ``modern/MemberAssignmentState``)."""
 
     STABLE = 0
     UNREVOKED_PARTITIONS = 1
@@ -88,7 +88,7 @@ class MemberAssignment:
     """What the coordinator holds about a member's current assignment: its state, epochs, the
     partitions it may use (``assigned``) and those it must give up (``pending_revocation``)."""
 
-    state: MemberState = MemberState.STABLE
+    state: MemberAssignmentState = MemberAssignmentState.STABLE
     member_epoch: int = 0
     previous_member_epoch: int = 0
     assigned: Partitions = field(default_factory=dict)
@@ -96,9 +96,9 @@ class MemberAssignment:
 
     def is_reconciled_to(self, target_epoch: int) -> bool:
         """Kafka's ``ModernGroupMember.isReconciledTo``."""
-        return self.state is MemberState.STABLE and self.member_epoch == target_epoch
+        return self.state is MemberAssignmentState.STABLE and self.member_epoch == target_epoch
 
-    def with_epoch(self, epoch: int, state: MemberState, assigned: Partitions,
+    def with_epoch(self, epoch: int, state: MemberAssignmentState, assigned: Partitions,
                    pending_revocation: Partitions) -> MemberAssignment:
         """``updateMemberEpoch``: the previous epoch follows the epoch it replaces."""
         return MemberAssignment(state=state, member_epoch=epoch, previous_member_epoch=self.member_epoch,
@@ -121,15 +121,15 @@ def reconcile(member: MemberAssignment, target_epoch: int, target: Partitions,
     same object when it cannot move yet. ``owned`` is what the member reported in this heartbeat
     (None: not reported)."""
     match member.state:
-        case MemberState.STABLE:
+        case MemberAssignmentState.STABLE:
             if member.member_epoch != target_epoch:
                 return _next(member, member.member_epoch, target_epoch, target, partition_epoch, owned)
             return member
-        case MemberState.UNREVOKED_PARTITIONS:
+        case MemberAssignmentState.UNREVOKED_PARTITIONS:
             if _owns_any(owned, member.pending_revocation):
                 return member
             return _next(member, member.member_epoch + 1, target_epoch, target, partition_epoch, owned)
-        case MemberState.UNRELEASED_PARTITIONS:
+        case MemberAssignmentState.UNRELEASED_PARTITIONS:
             return _next(member, member.member_epoch, target_epoch, target, partition_epoch, owned)
 
 
@@ -162,9 +162,9 @@ def _next(member: MemberAssignment, epoch: int, target_epoch: int, target: Parti
         if free:
             pending[topic] = free
     if revoking and _owns_any(owned, revoking):
-        return member.with_epoch(epoch, MemberState.UNREVOKED_PARTITIONS, assigned, revoking)
+        return member.with_epoch(epoch, MemberAssignmentState.UNREVOKED_PARTITIONS, assigned, revoking)
     if pending:
-        state = MemberState.UNRELEASED_PARTITIONS if has_unreleased else MemberState.STABLE
+        state = MemberAssignmentState.UNRELEASED_PARTITIONS if has_unreleased else MemberAssignmentState.STABLE
         return member.with_epoch(target_epoch, state, union(assigned, pending), {})
-    state = MemberState.UNRELEASED_PARTITIONS if has_unreleased else MemberState.STABLE
+    state = MemberAssignmentState.UNRELEASED_PARTITIONS if has_unreleased else MemberAssignmentState.STABLE
     return member.with_epoch(target_epoch, state, assigned, {})

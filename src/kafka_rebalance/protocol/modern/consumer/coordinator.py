@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import assert_never
 
+from kafka_rebalance.model import GroupProtocol
 from kafka_rebalance.protocol.classic import coordinator_events as cl
 from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer, Log, StateTable
 from kafka_rebalance.protocol.errors import ErrorCode, IllegalStateTransition
@@ -39,7 +40,7 @@ from kafka_rebalance.protocol.logrecords import (
 from kafka_rebalance.protocol.modern.consumer.assignment import (
     EMPTY,
     MemberAssignment,
-    MemberState,
+    MemberAssignmentState,
     Partitions,
     partitions,
     reconcile,
@@ -104,7 +105,7 @@ class ProtocolError(Exception):
 
 
 @dataclass(frozen=True, slots=True)
-class ServerMember:
+class MemberSubscriptionAndAssignment:
     """What a server-side assignor sees of a member (Kafka's ``MemberSubscriptionAndAssignment``):
     its subscribed topics and its current *target* assignment (for stickiness)."""
 
@@ -115,12 +116,12 @@ class ServerMember:
     rack: str | None = None
 
 
-ServerAssign = Callable[[str, Mapping[str, int], Sequence[ServerMember]], Mapping[str, Mapping[str, Sequence[int]]]]
+ServerAssign = Callable[[str, Mapping[str, int], Sequence[MemberSubscriptionAndAssignment]], Mapping[str, Mapping[str, Sequence[int]]]]
 """(assignor name, topic -> partition count, members) -> member id -> topic -> partitions."""
 
 
 def default_server_assign(assignor: str, topics: Mapping[str, int],
-                          members: Sequence[ServerMember]) -> Mapping[str, Mapping[str, Sequence[int]]]:
+                          members: Sequence[MemberSubscriptionAndAssignment]) -> Mapping[str, Mapping[str, Sequence[int]]]:
     """The server-side assignors of ``assignors.server`` (Kafka's UniformAssignor, RangeAssignor)."""
     from kafka_rebalance.assignors import server
 
@@ -242,7 +243,7 @@ class ConsumerGroupCoordinator:
         self.static_members: dict[str, str] = {}  # instance id -> member id
         self.target: dict[str, Partitions] = {}  # member id -> target assignment
         # member id -> what the assignor saw of it last time, and from what (see _assignor_member)
-        self._assignor_input: dict[str, tuple[ConsumerGroupMember, dict[str, int], Partitions, ServerMember]] = {}
+        self._assignor_input: dict[str, tuple[ConsumerGroupMember, dict[str, int], Partitions, MemberSubscriptionAndAssignment]] = {}
         self.subscription_metadata: dict[str, int] = {}
         self.metadata_refresh_needed = False
         self.partition_epochs: dict[str, dict[int, int]] = {}
@@ -326,7 +327,7 @@ class ConsumerGroupCoordinator:
         self.metadata_refresh_needed = True
         for member_id, member in self.members.items():
             out.append(ArmTimer(SessionTimeout(member_id), now_ms + self.config.session_timeout_ms))
-            if member.assignment.state is MemberState.UNREVOKED_PARTITIONS:
+            if member.assignment.state is MemberAssignmentState.UNREVOKED_PARTITIONS:
                 self.rebalance_timeout_epoch[member_id] = member.member_epoch
                 out.append(ArmTimer(RebalanceTimeout(member_id), now_ms + member.rebalance_timeout_ms))
 
@@ -358,7 +359,7 @@ class ConsumerGroupCoordinator:
                 or request.subscribed_topic_regex is not None or request.server_assignor is not None
                 or request.rack_id is not None or request.rebalance_timeout_ms != -1
                 or self.metadata_refresh_needed or self.group_epoch != self.assignment_epoch
-                or member.assignment.state is not MemberState.STABLE
+                or member.assignment.state is not MemberAssignmentState.STABLE
                 or member.assignment.member_epoch != self.assignment_epoch
                 or request.client_id != member.client_id or member.classic is not None or not request.group_id.strip()):
             return None
@@ -503,7 +504,7 @@ class ConsumerGroupCoordinator:
             if not create:
                 raise ProtocolError(ErrorCode.UNKNOWN_MEMBER_ID,
                                     f"Member {member_id} is not a member of group {self.group_id}.")
-            out.append(Log(ConsumerMemberJoined(now_ms, self.group_id, member_id, None, "consumer")))
+            out.append(Log(ConsumerMemberJoined(now_ms, self.group_id, member_id, None, GroupProtocol.CONSUMER)))
             return ConsumerGroupMember(member_id)
         self._check_epoch(member, epoch, owned)
         return member
@@ -514,7 +515,7 @@ class ConsumerGroupCoordinator:
         existing = self.members.get(existing_id) if existing_id is not None else None
         if create:
             if existing is None:
-                out.append(Log(ConsumerMemberJoined(now_ms, self.group_id, member_id, instance_id, "consumer")))
+                out.append(Log(ConsumerMemberJoined(now_ms, self.group_id, member_id, instance_id, GroupProtocol.CONSUMER)))
                 return ConsumerGroupMember(member_id, instance_id=instance_id), None
             if not existing.uses_classic_protocol and existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
                 raise ProtocolError(ErrorCode.UNRELEASED_INSTANCE_ID,
@@ -522,7 +523,7 @@ class ConsumerGroupCoordinator:
                                     f"because the instance id is owned by {existing.member_id} member.")
             # The new member takes over the previous one's assignment, at epoch 0.
             assignment = replace(existing.assignment, member_epoch=0, previous_member_epoch=0)
-            out.append(Log(ConsumerStaticMemberReplaced(now_ms, self.group_id, instance_id, "consumer", member_id, existing.member_id)))
+            out.append(Log(ConsumerStaticMemberReplaced(now_ms, self.group_id, instance_id, GroupProtocol.CONSUMER, member_id, existing.member_id)))
             return replace(existing, member_id=member_id, assignment=assignment), existing.member_id
         if existing is None:
             raise ProtocolError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
@@ -651,17 +652,17 @@ class ConsumerGroupCoordinator:
         if request.group_instance_id is None:
             member = self.members.get(member_id)
             if member is None:
-                out.append(Log(ConsumerMemberJoined(now_ms, self.group_id, member_id, None, "classic")))
+                out.append(Log(ConsumerMemberJoined(now_ms, self.group_id, member_id, None, GroupProtocol.CLASSIC)))
                 member = ConsumerGroupMember(member_id)
         elif unknown:
             existing_id = self.static_members.get(request.group_instance_id)
             if existing_id is None:
                 out.append(Log(ConsumerMemberJoined(now_ms, self.group_id, member_id, request.group_instance_id,
-                                                    "classic")))
+                                                    GroupProtocol.CLASSIC)))
                 member = ConsumerGroupMember(member_id, instance_id=request.group_instance_id)
             else:
                 existing = self.members[existing_id]
-                out.append(Log(ConsumerStaticMemberReplaced(now_ms, self.group_id, request.group_instance_id, "classic",
+                out.append(Log(ConsumerStaticMemberReplaced(now_ms, self.group_id, request.group_instance_id, GroupProtocol.CLASSIC,
                                                             member_id, existing_id)))
                 member = replace(existing, member_id=member_id,
                                  assignment=replace(existing.assignment, member_epoch=0, previous_member_epoch=0))
@@ -690,7 +691,7 @@ class ConsumerGroupCoordinator:
 
     def _throw_if_rebalance_in_progress(self, member: ConsumerGroupMember, now_ms: int, out: list[Output]) -> None:
         """Kafka's ``throwIfRebalanceInProgress``."""
-        if self.group_epoch > member.member_epoch and member.assignment.state is not MemberState.UNREVOKED_PARTITIONS:
+        if self.group_epoch > member.member_epoch and member.assignment.state is not MemberAssignmentState.UNREVOKED_PARTITIONS:
             self._arm_join_timeout_if_absent(member, now_ms, out)
             raise ProtocolError(ErrorCode.REBALANCE_IN_PROGRESS,
                                 f"A new rebalance is triggered in group {self.group_id} and member "
@@ -722,7 +723,7 @@ class ConsumerGroupCoordinator:
 
     def waiting_on_unreleased_partition(self, member: ConsumerGroupMember) -> bool:
         """Kafka's ``ConsumerGroup.waitingOnUnreleasedPartition``."""
-        if member.assignment.state is not MemberState.UNRELEASED_PARTITIONS:
+        if member.assignment.state is not MemberAssignmentState.UNRELEASED_PARTITIONS:
             return False
         for topic, numbers in self.target.get(member.member_id, {}).items():
             have = member.assignment.assigned.get(topic, frozenset())
@@ -741,8 +742,8 @@ class ConsumerGroupCoordinator:
         assert member.classic is not None
         out.append(ArmTimer(SessionTimeout(member.member_id), now_ms + member.classic.session_timeout_ms))
         state = member.assignment.state
-        if (member.member_epoch < self.group_epoch or state is MemberState.UNREVOKED_PARTITIONS
-                or (state is MemberState.UNRELEASED_PARTITIONS and not self.waiting_on_unreleased_partition(member))):
+        if (member.member_epoch < self.group_epoch or state is MemberAssignmentState.UNREVOKED_PARTITIONS
+                or (state is MemberAssignmentState.UNRELEASED_PARTITIONS and not self.waiting_on_unreleased_partition(member))):
             self._arm_join_timeout_if_absent(member, now_ms, out)
             return cl.HeartbeatResponse(ErrorCode.REBALANCE_IN_PROGRESS)
         return cl.HeartbeatResponse(ErrorCode.NONE)
@@ -873,7 +874,7 @@ class ConsumerGroupCoordinator:
         took = modelled_assignor_time_ms(assignor, sum(self.subscription_metadata.values()), homogeneous)
         out.append(Log(ConsumerTargetAssignmentComputed(now_ms, self.group_id, self.group_epoch, assignor, took)))
 
-    def _assignor_member(self, member: ConsumerGroupMember) -> ServerMember:
+    def _assignor_member(self, member: ConsumerGroupMember) -> MemberSubscriptionAndAssignment:
         """A member as the assignor sees it (Kafka's ``MemberSubscriptionAndAssignmentImpl``),
         rebuilt only when its subscription, rack, the topics or its target changed since the last
         computation (Kafka's ``TargetAssignmentBuilder`` likewise keeps the previous specs)."""
@@ -889,7 +890,7 @@ class ConsumerGroupCoordinator:
         # The names as subscribed, those not (yet) in the metadata too: Kafka decides between its
         # homogeneous and heterogeneous builders on names (ModernGroup.subscriptionType).
         names = frozenset(member.subscribed_topic_names) | member.subscribed_topics(self.topics)
-        built = ServerMember(member.member_id, names,
+        built = MemberSubscriptionAndAssignment(member.member_id, names,
                              {t: sorted_numbers(ps) for t, ps in target.items()}, member.instance_id, member.rack_id)
         self._assignor_input[member.member_id] = (member, self.topics, target, built)
         return built
@@ -910,7 +911,7 @@ class ConsumerGroupCoordinator:
                                            step.state.name, tuple(to_strings(step.assigned)),
                                            tuple(to_strings(step.pending_revocation)))))
         if not updated.uses_classic_protocol:
-            if step.state is MemberState.UNREVOKED_PARTITIONS:
+            if step.state is MemberAssignmentState.UNREVOKED_PARTITIONS:
                 self.rebalance_timeout_epoch[member_id] = step.member_epoch
                 out.append(ArmTimer(RebalanceTimeout(member_id), now_ms + member.rebalance_timeout_ms))
             elif self.rebalance_timeout_epoch.pop(member_id, None) is not None:

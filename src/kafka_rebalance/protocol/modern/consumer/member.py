@@ -2,7 +2,7 @@
 ``AbstractMembershipManager`` / ``ConsumerMembershipManager`` with the heartbeat rules of
 ``AbstractHeartbeatRequestManager`` and ``ConsumerHeartbeatRequestManager``).
 
-The member states and their valid previous states are Kafka's ``MemberState`` table; an
+The member states and their valid previous states are Kafka's ``ConsumerMemberState`` table; an
 illegal transition raises. Reconciliation: commit (when auto-commit is on), then
 ``on_partitions_revoked``, then ``on_partitions_assigned``; when the application reports the
 callbacks done, the member acknowledges its new assignment with an immediate heartbeat.
@@ -55,8 +55,8 @@ from kafka_rebalance.protocol.modern.consumer.member_events import (
 )
 
 
-class MemberState(Enum):
-    """Kafka's client ``MemberState``."""
+class ConsumerMemberState(Enum):
+    """Kafka's client ``ConsumerMemberState``."""
 
     UNSUBSCRIBED = "UNSUBSCRIBED"
     JOINING = "JOINING"
@@ -74,8 +74,8 @@ class MemberState(Enum):
     __hash__ = object.__hash__
 
 
-S = MemberState
-VALID_PREVIOUS_STATES: Mapping[MemberState, frozenset[MemberState]] = {
+S = ConsumerMemberState
+VALID_PREVIOUS_STATES: Mapping[ConsumerMemberState, frozenset[ConsumerMemberState]] = {
     S.STABLE: frozenset({S.JOINING, S.ACKNOWLEDGING, S.RECONCILING}),
     S.RECONCILING: frozenset({S.STABLE, S.JOINING, S.ACKNOWLEDGING, S.RECONCILING}),
     S.ACKNOWLEDGING: frozenset({S.RECONCILING}),
@@ -88,7 +88,7 @@ VALID_PREVIOUS_STATES: Mapping[MemberState, frozenset[MemberState]] = {
     S.UNSUBSCRIBED: frozenset({S.PREPARE_LEAVING, S.LEAVING, S.FENCED}),
     S.STALE: frozenset({S.LEAVING}),
 }
-MEMBER_STATES = StateTable("MemberState", VALID_PREVIOUS_STATES)
+MEMBER_STATES = StateTable("ConsumerMemberState", VALID_PREVIOUS_STATES)
 
 _NOT_IN_GROUP = frozenset({S.UNSUBSCRIBED, S.FENCED, S.FATAL, S.STALE})
 _CAN_TAKE_ASSIGNMENT = VALID_PREVIOUS_STATES[S.RECONCILING]
@@ -125,7 +125,7 @@ class ConsumerMembershipManager:
 
     def __init__(self, config: MemberConfig):
         self.config = config
-        self.state = MemberState.UNSUBSCRIBED
+        self.state = ConsumerMemberState.UNSUBSCRIBED
         self.member_id = ""
         self.member_epoch = 0
         self.topics: tuple[str, ...] = ()
@@ -151,7 +151,7 @@ class ConsumerMembershipManager:
 
     # ------------------------------------------------------------------ state table
 
-    def _transition(self, new: MemberState) -> None:
+    def _transition(self, new: ConsumerMemberState) -> None:
         self.state = MEMBER_STATES.check(self.state, new)
 
     @property

@@ -35,7 +35,7 @@ from kafka_rebalance.protocol.classic.coordinator_events import (
 from kafka_rebalance.protocol.errors import ErrorCode
 from kafka_rebalance.protocol.modern.consumer.assignment import (
     MemberAssignment,
-    MemberState,
+    MemberAssignmentState,
     partitions,
     to_strings,
 )
@@ -100,7 +100,7 @@ def consumer_group_from_classic(classic: ClassicGroupSnapshot, topics: Mapping[s
         members.append(ConsumerGroupMember(
             m.member_id, instance_id=m.group_instance_id, rebalance_timeout_ms=m.rebalance_timeout_ms,
             client_id=m.client_id, subscribed_topic_names=tuple(m.topics),
-            assignment=MemberAssignment(MemberState.STABLE, generation, generation, assigned, {}),
+            assignment=MemberAssignment(MemberAssignmentState.STABLE, generation, generation, assigned, {}),
             classic=ClassicMemberMetadata(m.session_timeout_ms, tuple(m.protocols))))
         targets[m.member_id] = assigned
     group = ConsumerGroupCoordinator.loaded(classic.group_id, topics, generation, generation, members, targets,

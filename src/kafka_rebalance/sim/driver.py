@@ -1,0 +1,713 @@
+"""The simulator's driver: what every run has whichever group protocol its group speaks. The
+group side plugs in (``sim.engine.ClassicGroupSide``: the classic ``GroupCoordinator`` per
+broker and the classic consumer; ``sim.consumer_group.ConsumerGroupSide``: the
+``ConsumerGroupCoordinator`` and the new consumer, classic members and a migrating group
+included) by filling in the hooks below.
+
+- ``AppProcess``: one run of a consumer process as the application sees it (alive, paused by
+  a GC, stalled in its poll loop, its positions and the batch it is processing, what it
+  believes it holds and since when the group fenced it).
+- ``Driver``: the virtual clock and the seeded randomness (network latency and jitter),
+  the scenario's events (join, leave, restart, crash, pause, stall, topic growth, subscription
+  changes), a process's life cycle (start, pause/stall and resume), the batch poll loop (take a
+  batch, finish it, or part of it on a crash or close), the one ledger of every run (ownership
+  intervals, each consumer's holds and their fencing, consumption with records processed twice
+  or lost, commits with offset regressions), the one rebalance recorder (``RebalanceRecorder``)
+  and the one result builder (``_result``).
+"""
+
+from __future__ import annotations
+
+import gc
+import heapq
+import math
+import random
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from typing import Any, Generic, TypeVar
+
+from kafka_rebalance.model import GroupProtocol, RebalanceProtocol
+from kafka_rebalance.protocol.classic.consumer import partition_sort_key, sorted_partitions
+from kafka_rebalance.protocol.errors import ErrorCode
+from kafka_rebalance.sim.events import (
+    AppActivity,
+    AppWakes,
+    Interruption,
+    ProcessResumes,
+    ProcessStarts,
+    ScenarioStep,
+)
+from kafka_rebalance.sim.ownership_metrics import ownership_metrics, topic_epochs
+from kafka_rebalance.sim.result import (
+    NOT_FENCED,
+    Commits,
+    Consumption,
+    Held,
+    LoggedRecord,
+    MemberPartitions,
+    Metrics,
+    Ownership,
+    Produced,
+    RebalanceRecord,
+    SimulationResult,
+    ints,
+    strings,
+)
+from kafka_rebalance.sim.scenario import ConsumerSpec, Event, Scenario, SubscribeChange
+from kafka_rebalance.sim.traffic import Traffic
+
+CoreEvent = ScenarioStep | AppWakes | ProcessStarts | ProcessResumes  # what the shared code queues
+
+
+@contextmanager
+def no_cyclic_gc() -> Iterator[None]:
+    """A simulation run allocates millions of short-lived, acyclic event objects; the cyclic
+    collector would only rescan the long-lived tables (ownership, commits, log records) again and
+    again (about 7-15% of a run). Restores the collector as it was."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
+@dataclass(slots=True)
+class OpenRebalance:
+    """A rebalance under way: what each running consumer held when it began, and what the
+    group told of it since (its generation or epoch, members, leader, strategy)."""
+
+    start_ms: int
+    reason: str
+    held: dict[str, frozenset[str]]
+    generation: int | None = None
+    member_ids: tuple[str, ...] = ()  # (classic) the members of the generation, as the coordinator named them
+    leader_id: str | None = None
+    strategy: str | None = None
+
+
+class RebalanceRecorder:
+    """The one record of a run's rebalances, whichever coordinator logs them: ``begin`` when
+    the group starts to rebalance (a later begin inside an open one extends it), ``formed`` as
+    the group learns its generation, members and strategy, ``complete`` when it is Stable again
+    with an assignment (or ``emptied``), and at the end of the run ``records`` (an open one
+    stays open: ``end_ms`` None)."""
+
+    __slots__ = ("_done", "open")
+
+    def __init__(self) -> None:
+        self._done: list[RebalanceRecord] = []
+        self.open: OpenRebalance | None = None
+
+    def begin(self, now: int, reason: str, held: Callable[[], dict[str, frozenset[str]]]) -> None:
+        if self.open is None:
+            self.open = OpenRebalance(now, reason, held())
+
+    def formed(self, generation: int, strategy: str | None, member_ids: tuple[str, ...] | None = None,
+               leader_id: str | None = None) -> None:
+        current = self.open
+        if current is None:
+            return
+        current.generation = generation
+        if member_ids is not None:
+            current.member_ids = member_ids
+            current.leader_id = leader_id
+        # A plain string (a classic strategy, or a ServerAssignorName's value): results leave the process
+        # (Spark rows, JSON) as data.
+        current.strategy = None if strategy is None else str(strategy)
+
+    def complete(self, now: int, generation: int, group_protocol: GroupProtocol,
+                 rebalance_protocol: RebalanceProtocol | None, members: Sequence[str], leader: str | None,
+                 assignment: Mapping[str, tuple[str, ...]]) -> None:
+        """The group is Stable with ``assignment`` (each member's partitions, in partition order;
+        members by consumer name). Under EAGER every member revoked all it held and is given all
+        it is assigned; otherwise (COOPERATIVE, a consumer group's reconciliation) only the
+        difference moves."""
+        current = self.open
+        if current is None:
+            return
+        self.open = None
+        held = current.held
+        revoked, added = [], []
+        for name in members:
+            before = held.get(name, frozenset())
+            now_assigned = assignment.get(name, ())
+            if rebalance_protocol is RebalanceProtocol.EAGER:
+                revoked.append(MemberPartitions(name, sorted_partitions(before)))
+                added.append(MemberPartitions(name, now_assigned))
+            else:
+                kept = set(now_assigned)
+                revoked.append(MemberPartitions(name, sorted_partitions(before - kept)))
+                added.append(MemberPartitions(name, tuple(p for p in now_assigned if p not in before)))
+        self._done.append(RebalanceRecord(
+            generation, current.start_ms, now, current.reason, current.strategy, group_protocol, rebalance_protocol,
+            leader, tuple(members), tuple(MemberPartitions(name, assignment.get(name, ())) for name in members),
+            tuple(revoked), tuple(added)))
+
+    def emptied(self, now: int, generation: int, group_protocol: GroupProtocol) -> None:
+        """The rebalance ended with nobody left in the group."""
+        current = self.open
+        if current is None:
+            return
+        self.open = None
+        self._done.append(RebalanceRecord(generation, current.start_ms, now, current.reason, None, group_protocol, None,
+                                          None, (), (), (), ()))
+
+    def records(self, group_protocol: GroupProtocol) -> list[RebalanceRecord]:
+        """Every rebalance of the run; one still open is left open (``group_protocol``: what the
+        group speaks at the end)."""
+        done = list(self._done)
+        current = self.open
+        if current is not None:
+            done.append(RebalanceRecord(current.generation, current.start_ms, None, current.reason, current.strategy,
+                                        group_protocol, None, None, (), (), (), ()))
+        return done
+
+
+D = TypeVar("D")  # the events a group side holds back while a process is paused
+
+
+@dataclass(slots=True)
+class AppProcess(Generic[D]):
+    """One run of a consumer process (a restart is a new one with the same name)."""
+
+    name: str
+    spec: ConsumerSpec
+    connection: str
+    ms_per_record: float
+    max_poll_records: int
+    alive: bool = True
+    paused: bool = False
+    stalled: bool = False
+    positions: dict[str, int] = field(default_factory=dict)
+    mark_ms: int = 0  # since when positions and the flowing state have been unchanged
+    app_token: int = 0  # guards against wake-ups of a loop that was restarted since
+    batch: list[tuple[str, int, int]] = field(default_factory=list)
+    batch_start: int = 0
+    order: list[str] = field(default_factory=list)  # positions in fetch order (cached)
+    incarnation: int = 1
+    # the consumer's own view: partition -> [since_ms, generation, fenced_ms] (see result.Held)
+    held: dict[str, list[int]] = field(default_factory=dict)
+    # since when the group has moved on without this process (NOT_FENCED: it has not)
+    fenced_ms: int = NOT_FENCED
+    deferred: list[D] = field(default_factory=list)  # what reached it while it was paused, in order
+
+    @property
+    def continuous(self) -> bool:
+        return self.ms_per_record == 0
+
+    @property
+    def flowing(self) -> bool:
+        """Consuming continuously right now (positions follow the log-end offsets)."""
+        raise NotImplementedError
+
+    @property
+    def generation(self) -> int:
+        """The generation (classic) or member epoch (consumer group) its consumption counts under."""
+        raise NotImplementedError
+
+
+P = TypeVar("P", bound="AppProcess[Any]")
+E = TypeVar("E")  # a group side's closed union of queued events (CoreEvent among them)
+
+
+class Driver(Generic[P, E, D]):
+    """A run of a scenario: ``P`` the group side's consumer process, ``E`` its queued events,
+    ``D`` the events it holds back while a process is paused. The group side (a subclass) fills
+    in the hooks below and ``_finish``, which returns ``_result(...)``."""
+
+    def __init__(self, scenario: Scenario, seed: int | None = None):
+        self.scenario = scenario
+        self.seed = scenario.seed if seed is None else seed
+        self.cfg = scenario.config
+        self.rng = random.Random(self.seed)
+        self.latency_ms = self.cfg.network_latency_ms  # read once per message: kept at hand
+        self.jitter_ms = self.cfg.network_jitter_ms
+        self.end_ms = scenario.effective_end_ms
+        self.now = 0
+        self.seq = 0
+        self.topics: dict[str, int] = dict(scenario.topics)
+        self.partition_created: dict[str, int] = {f"{t}-{p}": 0 for t, n in self.topics.items() for p in range(n)}
+        self.traffic = Traffic(scenario.produce, topic_epochs(self.scenario), self.end_ms)
+        self.processes: dict[str, P] = {}
+        self.connections: dict[str, P] = {}
+        self.incarnations: dict[str, int] = {}
+        self.member_names: dict[str, str] = {}
+        # (partition, member, generation, from_offset, to_offset, start_ms, end_ms)
+        self.consumption_rows: list[tuple[str, str, int, int, int, int, int]] = []
+        self.processed_high: dict[str, int] = {}
+        self.records_twice = 0
+        self.records_lost = 0
+        self.topic_wanted: dict[str, int] = {}
+        self.offsets_partition = 0  # the group's __consumer_offsets partition (the group side sets it)
+        # Ledger
+        self.open_ownership: dict[str, tuple[str, int, int]] = {}  # partition -> (name, since, generation)
+        self.ownership_rows: list[tuple[str, str, int, int, int]] = []  # partition, member, generation, start, end
+        # partition, member, incarnation, generation, start, end, fenced (result.Held)
+        self.held_rows: list[tuple[str, str, int, int, int, int, int]] = []
+        # time, partition, offset, member, generation, error code
+        self.commit_rows: list[tuple[int, str, int, str, int, int]] = []
+        self.committed_high: dict[str, int] = {}
+        self.offset_regressions = 0
+        self.ownership_conflicts = 0
+        self.log_records: list[LoggedRecord] = []
+        self.recorder = RebalanceRecorder()
+        self.heap: list[tuple[int, int, E | CoreEvent]] = []
+
+    # ------------------------------------------------------------------ the clock and the network
+
+    def run(self) -> SimulationResult:
+        """Every scenario event, then whatever the machines make happen, in virtual time order up
+        to the end of the scenario; then the result."""
+        with no_cyclic_gc():
+            for index, step in enumerate(self.scenario.events):
+                self._push(step.at_ms, ScenarioStep(index))
+            heap = self.heap
+            end = self.end_ms
+            pop = heapq.heappop
+            handle = self._handle
+            while heap:
+                time, seq, event = heap[0]
+                if time > end:
+                    break
+                pop(heap)
+                handle(time, seq, event)  # type: ignore[arg-type]  # CoreEvent is part of every E
+            self.now = end
+            return self._finish()
+
+    def _push(self, time: int, event: E | CoreEvent) -> int:
+        self.seq += 1
+        heapq.heappush(self.heap, (time, self.seq, event))
+        return self.seq
+
+    def _in_order_arrival(self, in_order: dict[str, int], connection: str, sent_ms: int | None = None) -> int:
+        """When a message sent now (or at ``sent_ms``) arrives: after the latency, and never before
+        an earlier message on the same connection (TCP; Kafka answers a connection in order)."""
+        at = max((self.now if sent_ms is None else sent_ms) + self._latency(), in_order.get(connection, 0))
+        in_order[connection] = at
+        return at
+
+    # ------------------------------------------------------------------ what each simulator does
+
+    def _group_protocol_now(self) -> GroupProtocol:
+        """What the group speaks at the end of the run (a rebalance still open is recorded so)."""
+        raise NotImplementedError
+
+    def _handle(self, time: int, seq: int, event: E) -> None:
+        """One event of the queue is due (``seq``: its queue entry, which a timer table may check)."""
+        raise NotImplementedError
+
+    def _finish(self) -> SimulationResult:
+        raise NotImplementedError
+
+    def _new_process(self, name: str) -> P:
+        raise NotImplementedError
+
+    def _deferred_event(self, proc: P, event: D) -> None:
+        """An event held back while ``proc`` was paused, now that it runs again."""
+        raise NotImplementedError
+
+    def _new_incarnation(self, name: str) -> tuple[int, str]:
+        """A new process of consumer ``name``: its incarnation number and connection name."""
+        incarnation = self.incarnations.get(name, 0) + 1
+        self.incarnations[name] = incarnation
+        return incarnation, f"{name}#{incarnation}"
+
+    def _started(self, proc: P) -> None:
+        """A new process is registered; its application polls next."""
+        raise NotImplementedError
+
+    def _app_poll(self, proc: P) -> None:
+        raise NotImplementedError
+
+    def _checkpoint(self, proc: P) -> None:
+        """Before a process's consumption state changes: due auto-commits, then consume up to now."""
+        raise NotImplementedError
+
+    def _batch_taken(self, proc: P) -> None:
+        """poll() returned a batch (``proc.batch``); the application processes it now."""
+        raise NotImplementedError
+
+    def _resumed_from_pause(self, proc: P) -> None:
+        raise NotImplementedError
+
+    def _resumed_from_stall(self, proc: P) -> None:
+        raise NotImplementedError
+
+    def _stalled(self, proc: P) -> None:
+        """The poll loop got stuck (the process goes on)."""
+        raise NotImplementedError
+
+    def _stop_process(self, proc: P) -> None:
+        """A clean shutdown (``close()``) of a running process."""
+        raise NotImplementedError
+
+    def _closing(self, proc: P) -> bool:
+        """Still shutting down after its ``close()`` (a process started again under the same
+        name runs beside it: the old one goes on leaving the group on its own)."""
+        return False
+
+    def _crash_process(self, proc: P) -> None:
+        raise NotImplementedError
+
+    def _topics_grown(self, event: Event) -> None:
+        """A topic was created or grew (``self.topics`` and ``partition_created`` already say so)."""
+        raise NotImplementedError
+
+    def _subscribe(self, proc: P, change: SubscribeChange) -> None:
+        raise NotImplementedError
+
+    def _other_scenario_event(self, event: Event) -> None:
+        """A scenario event only one group protocol knows (coordinator failover, upgrade, ...)."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ shared
+
+    def _running(self, connection: str, event: D) -> P | None:
+        """The live, running process of ``connection``; an event for a paused one waits for it."""
+        proc = self.connections.get(connection)
+        if proc is None or not proc.alive:
+            return None
+        if proc.paused:
+            proc.deferred.append(event)
+            return None
+        return proc
+
+    def _replay_deferred(self, proc: P) -> None:
+        """A paused process runs again: what reached it meanwhile, in the order it came."""
+        deferred, proc.deferred = proc.deferred, []
+        for event in deferred:
+            if not proc.alive:
+                break
+            self._deferred_event(proc, event)
+
+    def _latency(self) -> int:
+        jitter = self.jitter_ms
+        return self.latency_ms + (self.rng.randint(0, jitter) if jitter else 0)
+
+    def _scenario_event(self, event: Event) -> None:
+        action = event.action
+        if action == "join":
+            assert event.join is not None
+            self._start_process(event.join)
+        elif action in ("leave", "restart"):
+            name = event.leave if action == "leave" else event.restart
+            assert name is not None
+            proc = self.processes.get(name)
+            if proc is not None and proc.alive:
+                self._stop_process(proc)
+            if action == "restart":
+                self._push(self.now + (event.after_ms or 0), ProcessStarts(name))
+        elif action == "crash":
+            assert event.crash is not None
+            proc = self.processes.get(event.crash)
+            if proc is not None and proc.alive:
+                self._crash_process(proc)
+        elif action in ("pause", "stall"):
+            self._interrupt(event, Interruption.PAUSE if action == "pause" else Interruption.STALL)
+        elif action in ("create_topic", "add_partitions"):
+            self._grow_topics(event)
+            self._topics_grown(event)
+        elif action == "subscribe":
+            change = event.subscribe
+            assert change is not None
+            proc = self.processes.get(change.consumer)
+            if proc is not None and proc.alive:
+                self._subscribe(proc, change)
+        else:
+            self._other_scenario_event(event)
+
+    def _grow_topics(self, event: Event) -> None:
+        now = self.now
+        if event.create_topic is not None:
+            spec = event.create_topic
+            self.topics[spec.name] = spec.partitions
+            for p in range(spec.partitions):
+                self.partition_created[f"{spec.name}-{p}"] = now
+        elif event.add_partitions is not None:
+            grow = event.add_partitions
+            current = self.topics[grow.topic]
+            if grow.count > current:
+                self.topics[grow.topic] = grow.count
+                for p in range(current, grow.count):
+                    self.partition_created[f"{grow.topic}-{p}"] = now
+
+    def _interrupt(self, event: Event, interruption: Interruption) -> None:
+        name = event.pause if interruption is Interruption.PAUSE else event.stall
+        proc = self.processes.get(name) if name is not None else None
+        if (proc is not None and proc.alive and not proc.paused
+                and not (interruption is Interruption.STALL and proc.stalled)):
+            self._checkpoint(proc)
+            if interruption is Interruption.PAUSE:
+                proc.paused = True
+            else:
+                proc.stalled = True
+                self._stalled(proc)
+            assert event.for_ms is not None
+            self._push(self.now + event.for_ms, ProcessResumes(proc.connection, interruption))
+
+    def _resume(self, proc: P, interruption: Interruption) -> None:
+        if interruption is Interruption.PAUSE and proc.paused:
+            proc.paused = False
+            proc.mark_ms = self.now
+            self._resumed_from_pause(proc)
+        elif interruption is Interruption.STALL and proc.stalled:
+            proc.stalled = False
+            proc.mark_ms = self.now
+            self._resumed_from_stall(proc)
+
+    def _start_process(self, name: str) -> None:
+        old = self.processes.get(name)
+        if old is not None and old.alive and not self._closing(old):
+            return  # already running: a join for a running consumer changes nothing
+        proc = self._new_process(name)
+        self.processes[name] = proc
+        self.connections[proc.connection] = proc
+        self._started(proc)
+        self._app_poll(proc)
+
+    def _checkpoint_running(self) -> None:
+        for proc in self.processes.values():
+            if proc.alive:
+                self._checkpoint(proc)
+
+    # ------------------------------------------------------------------ consumption
+
+    def _processed(self, proc: P, partition: str, start: int, end: int, since_ms: int) -> None:
+        high = self.processed_high.get(partition, 0)
+        if start > high:
+            self.records_lost += start - high
+        if start < high:
+            self.records_twice += min(end, high) - start
+        if end > high:
+            self.processed_high[partition] = end
+        self.consumption_rows.append((partition, proc.name, proc.generation, start, end, since_ms, self.now))
+
+    def _sync(self, proc: P) -> None:
+        """Bring a continuously consuming process's positions up to now (recording what it processed)."""
+        if not proc.flowing:
+            return
+        now = self.now
+        positions = proc.positions
+        ends = self.traffic.leo_many(positions, now)
+        for (partition, position), end in zip(positions.items(), ends, strict=True):
+            if end > position:
+                self._processed(proc, partition, position, end, proc.mark_ms)
+                positions[partition] = end
+
+    def _take_batch(self, proc: P) -> None:
+        """poll() of a consumer with a processing cost: up to ``max_poll_records`` in fetch order,
+        or, caught up, another poll after ``idle_poll_ms``."""
+        now = self.now
+        room = proc.max_poll_records
+        batch = []
+        leo = self.traffic.leo_of
+        positions = proc.positions
+        if len(proc.order) != len(positions) or not all(p in positions for p in proc.order):
+            proc.order = sorted(positions, key=partition_sort_key)
+        for partition in proc.order:
+            if room == 0:
+                break
+            position = positions[partition]
+            available = leo(partition, now) - position
+            if available > 0:
+                take = min(room, available)
+                batch.append((partition, position, position + take))
+                positions[partition] = position + take
+                room -= take
+        proc.app_token += 1
+        if batch:
+            records = proc.max_poll_records - room
+            proc.batch = batch
+            proc.batch_start = now
+            self._batch_taken(proc)
+            self._push(now + max(1, math.ceil(records * proc.ms_per_record)),
+                       AppWakes(proc.connection, proc.app_token, AppActivity.BATCH_DONE))
+        else:
+            self._push(now + self.cfg.idle_poll_ms, AppWakes(proc.connection, proc.app_token, AppActivity.IDLE_POLL))
+
+    def _finish_batch_partially(self, proc: P, *, rewind: bool) -> None:
+        """A crash or a close mid-batch: the records processed before it count as processed. With
+        ``rewind`` (a clean close) the positions stop after them, so a commit on close claims only
+        them (a well-behaved application commits what it processed on shutdown)."""
+        if not proc.batch:
+            return
+        done = int((self.now - proc.batch_start) / proc.ms_per_record) if proc.ms_per_record else 0
+        for partition, start, end in proc.batch:
+            take = max(0, min(done, end - start))
+            if take > 0:
+                self._processed(proc, partition, start, start + take, proc.batch_start)
+            if rewind and partition in proc.positions:
+                proc.positions[partition] = start + take
+            done -= take
+        proc.batch = []
+
+    # ------------------------------------------------------------------ ownership, holds, commits
+
+    def _own(self, partition: str, name: str, generation: int) -> None:
+        """``name`` owns (and consumes) ``partition`` from now, unless someone already does."""
+        if partition not in self.open_ownership:
+            self.open_ownership[partition] = (name, self.now, generation)
+
+    def _end_ownership(self, partition: str, name: str) -> None:
+        current = self.open_ownership.get(partition)
+        if current is not None and current[0] == name:
+            del self.open_ownership[partition]
+            self._ownership_row(partition, current, self.now)
+
+    def _ownership_row(self, partition: str, current: tuple[str, int, int], end: int) -> None:
+        name, start, generation = current
+        if end > start:
+            self.ownership_rows.append((partition, name, generation, start, end))
+
+    def _hold(self, proc: P, added: Iterable[str], owned: Collection[str], at_ms: int | None = None) -> None:
+        """onPartitionsAssigned (from ``at_ms``, default now): the consumer holds ``added`` and,
+        having adopted the group's assignment (``owned``: all it owns now), holds afresh what it
+        kept of a hold the group had fenced."""
+        now = self.now if at_ms is None else at_ms
+        generation = proc.generation
+        held = proc.held
+        # A zombie adopting the assignment of a generation the group has already left behind
+        # (an answer that waited out a GC pause) holds it outside the group from the start.
+        fenced = proc.fenced_ms
+        for partition in added:
+            if partition not in held:
+                held[partition] = [now, generation, fenced]
+        if fenced == NOT_FENCED:
+            self._hold_afresh(proc, owned, now)
+
+    def _hold_afresh(self, proc: P, owned: Collection[str], at_ms: int | None = None,
+                     generation: int | None = None) -> None:
+        """The group counts ``proc`` as the owner of ``owned`` again (from ``at_ms``, default
+        now): the fenced part of a hold it kept ends, a hold of its own begins."""
+        now = self.now if at_ms is None else at_ms
+        held = proc.held
+        for partition, entry in held.items():
+            if entry[2] != NOT_FENCED and partition in owned:
+                self._held_row(proc, partition, entry, now)
+                held[partition] = [now, proc.generation if generation is None else generation, NOT_FENCED]
+
+    def _release(self, proc: P, partitions: Iterable[str], end_ms: int | None = None) -> None:
+        """onPartitionsRevoked / onPartitionsLost (held until ``end_ms``, when the listener
+        returns), or the end of the process."""
+        held = proc.held
+        if not held:
+            return
+        end = self.now if end_ms is None else end_ms
+        rows, name, incarnation = self.held_rows, proc.name, proc.incarnation
+        for partition in partitions:
+            entry = held.pop(partition, None)
+            if entry is not None and end > entry[0]:
+                rows.append((partition, name, incarnation, entry[1], entry[0], end, entry[2]))
+
+    def _held_row(self, proc: P, partition: str, entry: list[int], end_ms: int | None = None) -> None:
+        start, generation, fenced = entry
+        end = self.now if end_ms is None else end_ms
+        if end > start:
+            self.held_rows.append((partition, proc.name, proc.incarnation, generation, start, end, fenced))
+
+    def _fence(self, proc: P) -> None:
+        """The group no longer counts ``proc`` as the owner of what it holds (it is not told yet)."""
+        if proc.fenced_ms == NOT_FENCED:
+            proc.fenced_ms = self.now
+        for entry in proc.held.values():
+            if entry[2] == NOT_FENCED:
+                entry[2] = self.now
+
+    def _unfence(self, proc: P) -> None:
+        """The group counts ``proc`` as a member again: what it holds from now is its own."""
+        proc.fenced_ms = NOT_FENCED
+
+    def _record_commit(self, member: str, generation: int, offsets: Iterable[tuple[str, int]],
+                       error: ErrorCode) -> None:
+        """An OffsetCommit the coordinator answered with ``error``; an accepted one lower than
+        the partition's committed offset is an offset regression."""
+        now = self.now
+        code = int(error)
+        rows = self.commit_rows
+        accepted = error is ErrorCode.NONE
+        committed = self.committed_high
+        for partition, offset in offsets:
+            rows.append((now, partition, offset, member, generation, code))
+            if accepted:
+                if offset < committed.get(partition, -1):
+                    self.offset_regressions += 1
+                committed[partition] = offset
+
+    def _name(self, member_id: str) -> str:
+        return self.member_names.get(member_id, member_id)
+
+    def _holdings(self) -> dict[str, frozenset[str]]:
+        """What each running consumer holds now (when a rebalance begins)."""
+        return {name: frozenset(p.held) for name, p in self.processes.items() if p.alive}
+
+    # ------------------------------------------------------------------ the result
+
+    def _result(self, *, final_owned: Callable[[P], Collection[str]], final_group_state: str,
+                final_members: tuple[str, ...], fenced: Callable[[P], bool]) -> SimulationResult:
+        """The one result builder: every process's holds end, ownership closes at the end of the
+        run, rebalances get their stop-the-world cost, and the tables are built."""
+        for proc in self.processes.values():
+            if proc.alive:
+                self._checkpoint(proc)
+                self._release(proc, list(proc.held))
+        end = self.end_ms
+        for partition, current in list(self.open_ownership.items()):
+            self._ownership_row(partition, current, end)
+        self.open_ownership.clear()
+        records = self.recorder.records(self._group_protocol_now())
+        ownership = self._ownership_table()
+        rows = list(zip(ownership.partition.tolist(), ownership.member.tolist(), ownership.start_ms.tolist(),
+                        ownership.end_ms.tolist(), strict=True))
+        metrics, pauses = ownership_metrics(rows, [(r.start_ms, r.end_ms) for r in records], self.partition_created,
+                                            self.topic_wanted, end, self.records_twice, self.records_lost)
+        final = []
+        for spec in self.scenario.consumers:
+            running = self.processes.get(spec.id)
+            owned = final_owned(running) if running is not None and running.alive else ()
+            final.append(MemberPartitions(spec.id, sorted_partitions(owned)))
+        return SimulationResult(
+            scenario=self.scenario, coordinator_partition=self.offsets_partition,
+            rebalances=tuple(replace(r, stop_the_world_partition_ms=pause)
+                             for r, pause in zip(records, pauses, strict=True)),
+            final_assignment=tuple(final), metrics=Metrics(**metrics), ownership=ownership,
+            consumption=self._consumption_table(), commits=self._commit_table(), produced=self._produced_table(),
+            final_group_state=final_group_state, final_members=final_members,
+            offset_regressions=self.offset_regressions, ownership_conflicts=self.ownership_conflicts,
+            log_records=tuple(self.log_records), held=self._held_table(),
+            fenced=tuple(spec.id for spec in self.scenario.consumers
+                         if (last := self.processes.get(spec.id)) is not None and fenced(last)),
+        )
+
+    def _ownership_table(self) -> Ownership:
+        rows = self.ownership_rows
+        order_of = {p: partition_sort_key(p) for p in {row[0] for row in rows}}
+        rows.sort(key=lambda row: (order_of[row[0]], row[3], row[1]))
+        columns = list(zip(*rows, strict=True)) if rows else [()] * 5
+        return Ownership(strings(list(columns[0])), strings(list(columns[1])), ints(list(columns[2])),
+                         ints(list(columns[3])), ints(list(columns[4])))
+
+    def _held_table(self) -> Held:
+        rows = self.held_rows  # in the order the holds ended
+        columns = list(zip(*rows, strict=True)) if rows else [()] * 7
+        return Held(strings(list(columns[0])), strings(list(columns[1])),
+                    *(ints(list(column)) for column in columns[2:]))
+
+    def _commit_table(self) -> Commits:
+        rows = self.commit_rows
+        columns = list(zip(*rows, strict=True)) if rows else [()] * 6
+        return Commits(ints(list(columns[0])), strings(list(columns[1])), ints(list(columns[2])),
+                       strings(list(columns[3])), ints(list(columns[4])), ints(list(columns[5])))
+
+    def _consumption_table(self) -> Consumption:
+        rows = self.consumption_rows
+        columns = list(zip(*rows, strict=True)) if rows else [()] * 7
+        return Consumption(strings(list(columns[0])), strings(list(columns[1])),
+                           *(ints(list(column)) for column in columns[2:]))
+
+    def _produced_table(self) -> Produced:
+        """Every partition's log-end offset at the end of the run."""
+        partitions = sorted(self.partition_created, key=partition_sort_key)
+        return Produced(strings(partitions), ints([self.traffic.leo_of(p, self.end_ms) for p in partitions]))
