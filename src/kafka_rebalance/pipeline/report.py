@@ -136,7 +136,7 @@ def cards(items: Sequence[tuple[str, Any]]) -> str:
 
 
 def _fmt(value: Any) -> str:
-    if value is None or (isinstance(value, float) and pd.isna(value)):
+    if value is None or value is pd.NaT or (isinstance(value, float) and pd.isna(value)):
         return "-"
     if isinstance(value, float):
         return f"{value:,.1f}" if abs(value) < 1e6 else f"{value:,.0f}"
@@ -287,6 +287,16 @@ def rebalance_timeline_figure(timeline: pd.DataFrame, departures: pd.DataFrame, 
     if timeline.empty:
         return Figure("rebalance_timeline", "Rebalances over time", caption, empty_figure("no rebalances found"),
                       timeline)
+    # A line without a timestamp (a paste of bare messages) gives a rebalance with no place on a
+    # time axis: it is in the tables, and the figure draws the others.
+    untimed = int(timeline["start"].isna().sum())
+    timeline = timeline[timeline["start"].notna()]
+    departures = departures[departures["time"].notna()] if not departures.empty else departures
+    if untimed:
+        caption += f" {untimed} rebalance(s) whose lines carry no time are in the tables only."
+    if timeline.empty:
+        return Figure("rebalance_timeline", "Rebalances over time", caption,
+                      empty_figure("the log lines carry no time: the rebalances are in the tables below"), timeline)
     order = [g for g in groups if g in set(timeline["group"])][::-1]
     start_all = min(timeline["start"].min(), departures["time"].min() if not departures.empty else timeline["start"].min())
     end_candidates = [timeline["start"].max(), timeline["end"].max()]
