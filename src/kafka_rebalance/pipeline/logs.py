@@ -272,6 +272,8 @@ def _coverage(facts: list[SplitFacts], files: list[str], clusters: dict[str, str
 
 
 def _cluster_for(source: str, clusters: dict[str, str]) -> str:
+    if source in clusters:
+        return clusters[source]
     for prefix, name in clusters.items():
         if source.startswith(prefix):
             return name
@@ -279,10 +281,6 @@ def _cluster_for(source: str, clusters: dict[str, str]) -> str:
 
 
 # --------------------------------------------------------------------------- the run
-
-def _inputs(paths: list[str], clusters: dict[str, str]) -> list[tuple[str, str]]:
-    return [(p, _cluster_for(p if p == STDIN else str(Path(p).resolve()), clusters)) for p in paths]
-
 
 def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRule = DEFAULT_STORM_RULE,
              progress: bool | None = None, engine: str = "auto", clusters: dict[str, str] | None = None,
@@ -295,19 +293,20 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
     ``logparse.layout``)."""
     from kafka_rebalance.pipeline.io import StagedOutput
     from kafka_rebalance.pipeline.logparse.layout import syslog_reference
-    from kafka_rebalance.pipeline.logparse.tables import analyse_local, expand_inputs, write_frame
+    from kafka_rebalance.pipeline.logparse.tables import analyse_local, expand_inputs, input_clusters, write_frame
 
     files, found_skipped = expand_inputs(paths)
     skipped = list(skipped or []) + found_skipped
     resolved = {str(Path(prefix).resolve()) if prefix != STDIN else prefix: name
                 for prefix, name in (clusters or {}).items()}
+    labels = input_clusters(files, resolved, resolve=lambda name: str(Path(name).resolve()))
     chosen = choose_engine(engine, files, master)
     syslog_until_ms = syslog_until_ms if syslog_until_ms is not None else int(time.time() * 1000)
     watch = Stopwatch()
     with StagedOutput(out_dir) as out:
         if chosen == "local":
             with syslog_reference(syslog_until_ms):
-                result = analyse_local(_inputs(files, resolved), storm_rule, stdin_text=stdin_text)
+                result = analyse_local([(name, labels[name]) for name in files], storm_rule, stdin_text=stdin_text)
             watch.lap("read, parse and stories (local)")
             for table, df in result.frames.items():
                 write_frame(df, out.path(table), table)
@@ -327,13 +326,15 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
                 with os.fdopen(descriptor, "w", encoding="utf-8") as fh:
                     fh.write(stdin_text if stdin_text is not None else sys.stdin.read())
                 spark_files[spark_files.index(STDIN)] = temporary
+                labels[temporary] = labels[STDIN]
             if spark is None:
                 from kafka_rebalance.pipeline.spark import build_session
 
                 spark = build_session(master, "kafka-rebalance logs", driver_jvm_options=LOGS_DRIVER_JVM_OPTIONS)
             try:
                 facts = _run_spark(spark, [str(Path(f).resolve()) for f in spark_files],
-                                   resolved, storm_rule, out, progress, watch, syslog_until_ms)
+                                   {str(Path(f).resolve()): labels[f] for f in spark_files}, storm_rule, out,
+                                   progress, watch, syslog_until_ms)
             finally:
                 if temporary is not None:
                     os.unlink(temporary)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import re
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterator
@@ -239,6 +240,41 @@ def expand_inputs(paths: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
     if not kept:
         raise InvalidInput("FILE", "no text logs to read" + (f" ({len(skipped)} binary file(s) skipped)" if skipped else ""))
     return kept, skipped
+
+
+_COMPRESSED = re.compile(r"\.(?:gz|bz2|xz|zst)$")
+# log4j's and logback's rolled names: server.log.1, server.log.2024-06-02, server.log.2024-06-02-14
+_ROLLED = re.compile(r"(?:[._-]\d{4}-?\d{2}-?\d{2}(?:[._T-]?\d{1,2}){0,3}|\.\d{1,4})$")
+_DATED_BEFORE_LOG = re.compile(r"[._-]\d{4}-?\d{2}-?\d{2}(?:[._T-]?\d{1,2}){0,3}(?=\.log$)")
+STDIN_CLUSTER = "stdin"
+
+
+def rotated_log(name: str) -> str:
+    """The log a file was rotated from (``server.log.1``, ``server.log.2024-06-02.gz`` and
+    ``app.2024-06-02.0.log`` -> ``server.log``, ``server.log``, ``app.log``); works on paths
+    and URLs alike."""
+    head, separator, base = name.rpartition("/")
+    base = _COMPRESSED.sub("", base)
+    while (stripped := _ROLLED.sub("", base)) not in (base, ""):
+        base = stripped
+    return head + separator + _DATED_BEFORE_LOG.sub("", base)
+
+
+def input_clusters(files: list[str], labelled: dict[str, str] | None = None,
+                   resolve: Any = None) -> dict[str, str]:
+    """The cluster (story scope) of every input. ``labelled`` maps a path prefix to a name
+    (``--cluster NAME[=PATH]``): those inputs are one cluster and complete each other's story.
+    An input nobody labelled is a cluster of its own, named after it, with the files rotated
+    from the same log (its earlier days): so what is found in a file does not depend on what
+    else was read with it. ``resolve`` turns an input into the form the prefixes are in."""
+    clusters = {}
+    for name in files:
+        key = resolve(name) if resolve is not None and name != STDIN else name
+        label = next((cluster for prefix, cluster in (labelled or {}).items() if key.startswith(prefix)), None)
+        if label is None:
+            label = STDIN_CLUSTER if name == STDIN else rotated_log(name)
+        clusters[name] = label
+    return clusters
 
 
 def fill_client_group(record: dict, last_group: dict[str, str]) -> None:
