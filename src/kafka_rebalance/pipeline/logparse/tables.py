@@ -2,7 +2,10 @@
 Spark (a paste, a small file) from the same per-group story the Spark job runs.
 
 Every table has one schema here, used by both engines: Spark gets it as DDL, the local engine
-as a pyarrow schema. Time columns are carried as epoch milliseconds (``*_ms``) inside the
+as a pyarrow schema. ``member_events.source`` says how a member event was learnt: from its own
+``line``, or from the ``reason`` of a rebalance that names the member; ``input`` is the file.
+``rebalances.during`` lists what happened while a rebalance was open (members that failed,
+left, joined or did not rejoin in time): never its cause, which is at or before its start. Time columns are carried as epoch milliseconds (``*_ms``) inside the
 story and written as timestamps (``start``, ``end``, ``time``).
 """
 
@@ -34,13 +37,13 @@ TABLES: dict[str, list[tuple[str, str, str]]] = {
         ("protocol", STRING, "protocol"), ("source", STRING, "source"), ("start_known", BOOL, "start_known"),
         ("joined_members", STRINGS, "joined_members"), ("assignor", STRING, "assignor"),
         ("assignor_ms", LONG, "assignor_ms"), ("cause", STRING, "cause"), ("cause_member", STRING, "cause_member"),
-        ("drawn_until", TIME, "clip_ms"),
+        ("drawn_until", TIME, "clip_ms"), ("during", STRINGS, "during"),
     ],
     "member_events": [
         ("group", STRING, "group"), ("member", STRING, "member"), ("time", TIME, "time_ms"), ("kind", STRING, "kind"),
         ("client", STRING, "client"), ("reason", STRING, "reason"), ("cluster", STRING, "cluster"),
         ("source", STRING, "source"), ("side", STRING, "side"), ("generation", LONG, "generation"),
-        ("cause", STRING, "cause"),
+        ("cause", STRING, "cause"), ("input", STRING, "input"),
     ],
     "storms": [
         ("group", STRING, "group"), ("start", TIME, "start_ms"), ("end", TIME, "end_ms"),
