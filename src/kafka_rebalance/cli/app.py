@@ -68,6 +68,10 @@ def _internal_error(exc: Exception) -> int:
     from kafka_rebalance.cli.errors import one_line
 
     first = one_line(str(exc))
+    if getattr(exc, "where", None):  # the logs reader's last guard names the input and the line
+        sys.stderr.write(f"kafka-rebalance: internal error reading {first} "
+                         "(set KAFKA_REBALANCE_DEBUG=1 for the traceback)\n")
+        return 1
     sys.stderr.write(f"kafka-rebalance: internal error: {type(exc).__name__}{': ' + first if first else ''} "
                      "(set KAFKA_REBALANCE_DEBUG=1 for the traceback)\n")
     return 1

@@ -520,9 +520,13 @@ def group_section(group: str, rebalances: pd.DataFrame, causes: pd.DataFrame, ad
         cause_text = html.escape(CAUSE_TITLES.get(r.cause, r.cause or ""))
         member = f" ({html.escape(str(r.cause_member))})" if isinstance(r.cause_member, str) and r.cause_member else ""
         details = evidence.html(float(r.generation) if generation else -1.0, r.start)
+        during = list(getattr(r, "during", None) if getattr(r, "during", None) is not None else [])
+        # what happened while it was open: never its cause (a cause is at or before the start)
+        during_text = (f'<div class="caption">during it: {html.escape("; ".join(during[:6]))}'
+                       f'{" and more" if len(during) > 6 else ""}</div>') if during else ""
         lines.append(
             f"<tr><td>{start}</td><td>{generation}</td><td>{html.escape(str(r.outcome))}</td><td>{length}</td>"
-            f"<td>{'' if pd.isna(r.members) else int(r.members)}</td><td>{cause_text}{member}"
+            f"<td>{'' if pd.isna(r.members) else int(r.members)}</td><td>{cause_text}{member}{during_text}"
             + (f"<details><summary>evidence</summary><ul>{details}</ul></details>" if details else "")
             + "</td></tr>")
     more = len(rebalances) - len(rows)

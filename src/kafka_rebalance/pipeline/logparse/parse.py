@@ -7,6 +7,7 @@ and directly on a paste, so both engines see exactly the same events.
 from __future__ import annotations
 
 import re
+import zlib
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -293,8 +294,43 @@ def parse_lines(lines: Iterable[str], source: str = "-", cluster: str = "default
     return parse_numbered(((seq, raw, True) for seq, raw in enumerate(lines)), source, cluster, line_numbers=True)
 
 
+class LineError(Exception):
+    """The last guard: a defect met while reading one line, naming the input and the line
+    (every input the reader knows of gives an answer or a one-line bad-input error)."""
+
+    def __init__(self, source: str | None, line_no: int | None, error: BaseException, *, offset: bool = False):
+        where = f"{source}, " + (f"line {line_no}" if not offset else f"the line at byte {line_no}") \
+            if line_no is not None else f"{source}"
+        super().__init__(f"{where}: {type(error).__name__}: {error}")
+        self.where = where
+
+
+# What reading a file (not a line) raises: an unreadable input, not a defect.
+READ_ERRORS: tuple[type[BaseException], ...] = (OSError, EOFError, zlib.error)
+
+
 def parse_numbered(lines: Iterable[tuple[int, str, bool]], source: str = "-", cluster: str = "default", *,
                    line_numbers: bool = False) -> Iterator[dict[str, Any]]:
+    """``_parse_numbered`` with the last guard: a defect names the input and the line."""
+    position: list[int | None] = [None]
+
+    def tracked() -> Iterator[tuple[int, str, bool]]:
+        for item in lines:
+            position[0] = item[0]
+            yield item
+
+    try:
+        yield from _parse_numbered(tracked(), source, cluster, line_numbers=line_numbers)
+    except READ_ERRORS:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the last guard, see LineError
+        seq = position[0]
+        raise LineError(source, None if seq is None else seq + 1 if line_numbers else seq, exc,
+                        offset=not line_numbers) from exc
+
+
+def _parse_numbered(lines: Iterable[tuple[int, str, bool]], source: str = "-", cluster: str = "default", *,
+                    line_numbers: bool = False) -> Iterator[dict[str, Any]]:
     """Parse ``(seq, raw, owned)`` in file order, yielding one record per line that is an event,
     or an ``unrecognised`` record (kind None, ``shape``) for relevant lines matching nothing.
 

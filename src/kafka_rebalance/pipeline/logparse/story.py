@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_rebalance.pipeline.logparse.catalogue import client_of
+from kafka_rebalance.pipeline.logparse.parse import LineError
 
 EVIDENCE_WINDOW_MS = 60_000
 EVIDENCE_CAP = 5
@@ -221,7 +222,7 @@ _REASON_MEMBERS: tuple[tuple[re.Pattern[str], str, str, str], ...] = (
      "sync_timeout", " on pending sync request expiration"),
 )
 _WHAT_HAPPENED = {"joined": "joined", "rejoined": "rejoined", "left": "left", "poll_timeout": "left (poll timeout)",
-                  "failed": "failed (session timeout)", "fenced": "was fenced", "sync_timeout": "did not sync in time",
+                  "failed": "failed (session timeout)", "session_timeout": "failed (session timeout)", "fenced": "was fenced", "sync_timeout": "did not sync in time",
                   "rebalance_timeout": "did not rejoin in time"}
 # member event kinds that are one happening, whichever line or reason tells it
 _SAME_HAPPENING = {"joined": "join", "rejoined": "join", "left": "leave", "failed": "failure", "fenced": "failure"}
@@ -451,6 +452,7 @@ class GroupStory:
                 target.causes.append(self._cause(kind_cause, row["member"], reason, [event]))
             else:
                 target.during.append(f"{row['member']} {_WHAT_HAPPENED.get(kind_cause, kind)}")
+                row["during_rebalance"] = True
         else:
             self.recent.append({"cause": kind_cause, "member": row["member"], "detail": reason, "event": event,
                                 "departure": kind})
@@ -599,15 +601,15 @@ class GroupStory:
     # -- client lines that explain a rebalance
     def _on_client_poll_timeout(self, event: dict) -> None:
         row = self._member_event(event, "poll_timeout", reason="consumer poll timeout has expired")
-        self.recent.append({"cause": "poll_timeout", "member": row["member"], "detail": row["reason"], "event": event,
-                            "departure": "client"})
+        self._client_signal({"cause": "poll_timeout", "member": row["member"], "detail": row["reason"], "event": event,
+                             "departure": "client"})
 
     def _on_client_leave(self, event: dict) -> None:
         reason = event.get("reason")
         row = self._member_event(event, "leave_request", reason=reason)
         cause = "poll_timeout" if reason and "poll timeout" in reason.lower() else "left"
-        self.recent.append({"cause": cause, "member": row["member"], "detail": reason, "event": event,
-                            "departure": "client"})
+        self._client_signal({"cause": cause, "member": row["member"], "detail": reason, "event": event,
+                             "departure": "client"})
 
     def _on_client_heartbeat_failed(self, event: dict) -> None:
         self._member_event(event, "heartbeat_failed", reason=event.get("reason"))
@@ -618,8 +620,18 @@ class GroupStory:
     def _on_client_rejoin_requested(self, event: dict) -> None:
         reason = event.get("reason") or ""
         if "metadata" in reason or "subscription" in reason:
-            self.recent.append({"cause": "metadata_changed", "member": event.get("client_id"), "detail": reason,
-                                "event": event, "departure": "client"})
+            self._client_signal({"cause": "metadata_changed", "member": event.get("client_id"), "detail": reason,
+                                 "event": event, "departure": "client"})
+
+    def _client_signal(self, item: dict) -> None:
+        """A client's line explains the next rebalance, or the one the coordinator opened just
+        before it: the client's clock may run up to ``CLIENT_CLOCK_SLACK_MS`` ahead."""
+        target, time_ms = self.open, item["event"].get("time_ms")
+        if target is not None and target.start_ms is not None and time_ms is not None \
+                and 0 <= time_ms - target.start_ms <= CLIENT_CLOCK_SLACK_MS:
+            target.causes.append(self._cause(item["cause"], item["member"], item["detail"], [item["event"]]))
+            return
+        self.recent.append(item)
 
     # -- causes
     def _cause(self, cause: str, member: str | None, detail: str | None, events: list[dict]) -> dict:
@@ -914,7 +926,10 @@ def tell(cluster: str, group: str, events: list[dict], coordinator_moves: list[d
     ordered = distinct_events(order_events(events))
     story = GroupStory(cluster, group, coordinator_moves)
     for event in ordered:
-        story.feed(event)
+        try:
+            story.feed(event)
+        except Exception as exc:  # noqa: BLE001 - the last guard: name the input and the line
+            raise LineError(event.get("source"), event.get("line_no"), exc) from exc
     story.finish()
     clients = client_rebalances(cluster, group, ordered)
     rebalances = story.rebalances
@@ -1023,6 +1038,7 @@ def findings(cluster: str, group: str, rebalances: list[dict], member_events: li
     generations = [g for r in rebalances for g in (r["generation"], r["old_generation"]) if g is not None]
     # one pass over the member events for what is read from them below
     failures = []
+    failures_during = 0
     poll_by_client: dict[str, list[int]] = defaultdict(list)
     versions = []
     leaves = 0
@@ -1032,6 +1048,7 @@ def findings(cluster: str, group: str, rebalances: list[dict], member_events: li
         if kind in ("failed", "fenced"):
             if e.get("cause") != "rebalance_timeout":
                 failures.append(e)
+                failures_during += bool(e.get("during_rebalance"))
         elif kind == "left":
             leaves += 1
         if (kind == "poll_timeout" or (kind in ("left", "leave_request")
@@ -1082,7 +1099,7 @@ def findings(cluster: str, group: str, rebalances: list[dict], member_events: li
         "max_generation": max(generations) if generations else None,
         "first_ms": min((r["start_ms"] for r in rebalances if r["start_ms"] is not None), default=None),
         "last_ms": max((r["end_ms"] or r["start_ms"] for r in rebalances if r["start_ms"] is not None), default=None),
-        "failures": len(failures), "most_failing": most_failing,
+        "failures": len(failures), "failures_during_rebalances": failures_during, "most_failing": most_failing,
         "kafka_python_version": min(versions) if versions else None,
         "poll_timeout_leaves": sum(len(v) for v in poll_by_client.values()),
         "poll_timeout_client": poll_client, "poll_timeout_client_count": len(poll_times),

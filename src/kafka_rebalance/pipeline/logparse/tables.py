@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kafka_rebalance.pipeline.logparse.parse import EVENT_COLUMNS, parse_lines
+from kafka_rebalance.pipeline.logparse.parse import EVENT_COLUMNS, READ_ERRORS, parse_lines
 from kafka_rebalance.pipeline.logparse.story import DEFAULT_STORM_RULE, StormRule, tell
 
 STRING, LONG, DOUBLE, BOOL, TIME, STRINGS = "string", "long", "double", "boolean", "timestamp", "array<string>"
@@ -324,7 +324,7 @@ def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM
         times = []
         try:
             records = list(parse_lines(counter, source, cluster))
-        except (OSError, EOFError, ValueError) as exc:  # a truncated or corrupt .gz
+        except READ_ERRORS as exc:  # a truncated or corrupt .gz
             records = []
             unreadable.append((source, f"unreadable: {exc}"))
         last_group: dict[str, str] = {}
