@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -61,6 +62,9 @@ def strategy_colour(strategy: str, index: int = 0) -> str:
 def render(fig: plt.Figure, elements: int = 0) -> str:
     """Inline a matplotlib figure: SVG when light enough, else a PNG data URI."""
     buffer = io.BytesIO()
+    # A group or member named with a control character (a damaged line) has no glyph: drawn as a
+    # box, without a warning on the terminal.
+    warnings.filterwarnings("ignore", message="Glyph .* missing from font", category=UserWarning)
     if elements <= SVG_ELEMENT_LIMIT:
         fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
         plt.close(fig)
