@@ -293,7 +293,12 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
     ``logparse.layout``)."""
     from kafka_rebalance.pipeline.io import StagedOutput
     from kafka_rebalance.pipeline.logparse.layout import syslog_reference
-    from kafka_rebalance.pipeline.logparse.tables import analyse_local, expand_inputs, input_clusters, write_frame
+    from kafka_rebalance.pipeline.logparse.tables import (
+        analyse_local,
+        expand_inputs,
+        input_clusters,
+        write_frame,
+    )
 
     files, found_skipped = expand_inputs(paths)
     skipped = list(skipped or []) + found_skipped
