@@ -27,6 +27,8 @@ def _clean(value):
         return None
     if isinstance(value, float) and math.isnan(value):
         return None
+    if isinstance(value, list):
+        return tuple(value)
     if hasattr(value, "tolist") and not isinstance(value, str):
         value = value.tolist()
         return tuple(value) if isinstance(value, list) else value

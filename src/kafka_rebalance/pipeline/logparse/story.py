@@ -687,6 +687,12 @@ class GroupStory:
             if any(e["member"] == member and _SAME_HAPPENING.get(e["kind"]) == happening
                    and _near(e["time_ms"], start) for e in self.member_events):
                 continue
+            unnamed = [e for e in self.member_events if e["member"] is None and e["kind"] == "joined"
+                       and static and e["reason"] == "Static" and _near(e["time_ms"], start)]
+            if len(unnamed) == 1:
+                # a static member's replacement, logged before the new member id is known: named now
+                unnamed[0].update(member=member, client=client_of(member))
+                continue
             row = self._member_event(opening, kind, member=member, reason=detail or ("Static" if static else None),
                                      learnt="reason")
             row["cause"] = cause
