@@ -159,3 +159,45 @@ def test_a_client_line_counts_as_cause_only_within_the_clock_slack():
     assert rows(-500)[0]["cause"] == "poll_timeout"
     assert rows(CLIENT_CLOCK_SLACK_MS)[0]["cause"] == "poll_timeout"
     assert rows(CLIENT_CLOCK_SLACK_MS + 1)[0]["cause"] == "not_logged"
+
+
+def test_two_records_on_one_line_are_read_one_by_one():
+    from kafka_rebalance.pipeline.logparse.parse import records_of
+
+    kinds = [e["kind"] for e in parse_lines(read_text_lines(str(excerpt("09"))))]
+    assert kinds == ["member_left", "preparing_rebalance", "stabilized"]
+    timed = [(e["kind"], e["time_ms"]) for e in parse_lines(read_text_lines(str(excerpt("30"))))]
+    assert [k for k, _ in timed] == ["preparing_rebalance", "stabilized"] and timed[0][1] < timed[1][1]
+    # one record, its prefix and its reason never cut
+    line = (f"[2024-06-03 09:14:02,430] INFO [GroupCoordinator 1]: Preparing to rebalance group billing in state "
+            f"PreparingRebalance with old generation 17 (__consumer_offsets-21) (reason: removing member {X} on "
+            "heartbeat expiration) (kafka.coordinator.group.GroupCoordinator)")
+    assert records_of(line) == [line]
+
+
+@pytest.mark.parametrize(("name", "log"), [
+    ("logs/server.log", "logs/server.log"), ("logs/server.log.1", "logs/server.log"),
+    ("logs/server.log.2024-06-02.gz", "logs/server.log"), ("logs/server.log.2024-06-02-14", "logs/server.log"),
+    ("app/app.2024-06-02.0.log", "app/app.log"), ("s3://bucket/kafka/server.log.3.gz", "s3://bucket/kafka/server.log"),
+    ("03-broker-1.1-bare.log", "03-broker-1.1-bare.log"),
+])
+def test_rotated_files_are_one_log(name, log):
+    from kafka_rebalance.pipeline.logparse.tables import input_clusters, rotated_log
+
+    assert rotated_log(name) == log
+    assert input_clusters([name, "-"]) == {name: log, "-": "stdin"}
+    assert input_clusters([name], {"": "prod"}) == {name: "prod"}
+
+
+def test_a_defect_names_the_input_and_the_line(monkeypatch):
+    from kafka_rebalance.pipeline.logparse import parse
+    from kafka_rebalance.pipeline.logparse.parse import LineError
+
+    def broken(raw: str) -> list:
+        if "Stabilized" in raw:
+            raise KeyError("boom")
+        return []
+
+    monkeypatch.setattr(parse, "_parse_records", broken)
+    with pytest.raises(LineError, match=r"07-broker-2.4-heartbeat.log, line 3: KeyError"):
+        list(parse_lines(read_text_lines(str(excerpt("07"))), str(excerpt("07"))))
