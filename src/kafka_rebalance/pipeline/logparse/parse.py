@@ -202,7 +202,7 @@ def _parse_records(raw: str) -> list[dict[str, Any]]:
     if len(pieces) == 1:
         event = _parse_gated(raw)
         return [] if event is None else [event]
-    events = []
+    events: list[dict[str, Any]] = []
     for piece in pieces:
         event = _parse_gated(piece) if passes_gate(piece) else None
         if event is None:

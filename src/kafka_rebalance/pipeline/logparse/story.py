@@ -235,7 +235,7 @@ def members_in_reason(reason: str | None) -> list[tuple[str, str, str, str | Non
         return []
     client_reason = _CLIENT_REASON.search(reason) if "client reason: " in reason else None
     detail = client_reason.group("reason") if client_reason else None
-    found = []
+    found: list[tuple[str, str, str, str | None, bool]] = []
     for pattern, kind, cause, text in _REASON_MEMBERS:
         if text not in reason:
             continue
@@ -295,7 +295,7 @@ class GroupStory:
         self.last_ms: int | None = None
         # (member, happening) -> the member event a rebalance's reason told, until the member's
         # own line (logged just before or after the reason) is read
-        self.from_reason: dict[tuple[str, str], dict] = {}
+        self.from_reason: dict[tuple[str, str], dict[str, Any]] = {}
 
     # -- helpers
     def _new(self, event: dict, *, old_generation: int | None, start_known: bool = True,
@@ -312,8 +312,8 @@ class GroupStory:
             self.open.clip_ms = at_ms
             self.open = None
 
-    def _member_event(self, event: dict, kind: str, member: str | None = None, reason: str | None = None, *,
-                      learnt: str = "line") -> dict:
+    def _member_event(self, event: dict[str, Any], kind: str, member: str | None = None,
+                      reason: str | None = None, *, learnt: str = "line") -> dict[str, Any]:
         """A member event; ``learnt``: from its own ``line``, or from a rebalance's ``reason``."""
         member = member or event.get("member") or event.get("client_id")
         happening = _SAME_HAPPENING.get(kind)
@@ -491,13 +491,13 @@ class GroupStory:
         self.recent.append({"cause": cause, "member": row["member"], "detail": event.get("membership"), "event": event,
                             "departure": None})
 
-    def _at_start(self, rebalance: Rebalance, event: dict, member: str | None) -> bool:
+    def _at_start(self, rebalance: Rebalance, event: dict[str, Any], member: str | None) -> bool:
         """Was this event (read while ``rebalance`` is open) at its start, so a cause? The
         coordinator logs the change and the rebalance it causes in one call: at the same time.
         Without times, only the member the reason names is (its line follows the reason)."""
         start, time_ms = rebalance.start_ms, event.get("time_ms")
         if start is not None and time_ms is not None:
-            return time_ms <= start
+            return bool(time_ms <= start)
         return member is not None and any(member == named for named, *_ in members_in_reason(rebalance.reason))
 
     def _open_for(self, event: dict) -> Rebalance | None:
@@ -623,7 +623,7 @@ class GroupStory:
             self._client_signal({"cause": "metadata_changed", "member": event.get("client_id"), "detail": reason,
                                  "event": event, "departure": "client"})
 
-    def _client_signal(self, item: dict) -> None:
+    def _client_signal(self, item: dict[str, Any]) -> None:
         """A client's line explains the next rebalance, or the one the coordinator opened just
         before it: the client's clock may run up to ``CLIENT_CLOCK_SLACK_MS`` ahead."""
         target, time_ms = self.open, item["event"].get("time_ms")

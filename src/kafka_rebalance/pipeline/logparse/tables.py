@@ -16,7 +16,7 @@ import io
 import re
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -264,7 +264,7 @@ def rotated_log(name: str) -> str:
 
 
 def input_clusters(files: list[str], labelled: dict[str, str] | None = None,
-                   resolve: Any = None) -> dict[str, str]:
+                   resolve: Callable[[str], str] | None = None) -> dict[str, str]:
     """The cluster (story scope) of every input. ``labelled`` maps a path prefix to a name
     (``--cluster NAME[=PATH]``): those inputs are one cluster and complete each other's story.
     An input nobody labelled is a cluster of its own, named after it, with the files rotated
