@@ -177,7 +177,7 @@ def test_spark_engine_summary_and_report(both_engines):
     lines = {Path(c["source"]).name: c["lines"] for c in spark_run.summary["coverage"]}
     assert lines["server.log"] == sum(1 for _ in (root / "inputs" / "server.log").open())
     html = (root / "spark" / "report.html").read_text()
-    assert "<svg" in html and "Group billing" in html and "<script" not in html
+    assert "<svg" in html and "Group broker-3.9.log/billing" in html and "<script" not in html
     assert not list((root / "spark").glob(".staging-*"))
 
 

@@ -222,11 +222,13 @@ def _naive(series: pd.Series) -> pd.Series:
     return series.dt.tz_convert(None) if getattr(series.dt, "tz", None) is not None else series
 
 
-def _labelled(frame: pd.DataFrame, several_clusters: bool) -> pd.DataFrame:
-    """``group`` as shown: ``cluster/group`` when the inputs span several clusters."""
+def _labelled(frame: pd.DataFrame, cluster_names: dict[str, str] | None) -> pd.DataFrame:
+    """``group`` as shown: ``cluster/group`` when the inputs span several clusters (see
+    ``_cluster_names``)."""
     frame = frame.copy()
-    if several_clusters and "cluster" in frame.columns and len(frame):
-        frame["group"] = frame["cluster"].astype(str) + "/" + frame["group"].astype(str)
+    if cluster_names and "cluster" in frame.columns and len(frame):
+        shown = frame["cluster"].astype(str).map(lambda c: cluster_names.get(c, c))
+        frame["group"] = shown + "/" + frame["group"].astype(str)
     for column in ("start", "end", "time", "drawn_until"):
         if column in frame.columns:
             frame[column] = _naive(frame[column])
@@ -240,8 +242,14 @@ def findings_frame(findings: list[dict]) -> pd.DataFrame:
     return frame
 
 
-def _several_clusters(findings: list[dict]) -> bool:
-    return len({f["cluster"] for f in findings}) > 1
+def _cluster_names(findings: list[dict]) -> dict[str, str] | None:
+    """None for one cluster; else each cluster's name as shown: an input read on its own is a
+    cluster named by its path, shown by its file name unless two inputs share one."""
+    clusters = sorted({str(f["cluster"]) for f in findings})
+    if len(clusters) <= 1:
+        return None
+    short = {c: c.rstrip("/").rsplit("/", 1)[-1] or c for c in clusters}
+    return short if len(set(short.values())) == len(short) else {c: c for c in clusters}
 
 
 def _top_groups(findings: pd.DataFrame) -> list[str]:
@@ -253,7 +261,7 @@ def _top_groups(findings: pd.DataFrame) -> list[str]:
 
 def logs_figures(frames: dict[str, pd.DataFrame], findings: list[dict]) -> list[Figure]:
     """The figures of the logs report, from the (already small) tables."""
-    several = _several_clusters(findings)
+    several = _cluster_names(findings)
     groups = _labelled(findings_frame(findings), several)
     top = _top_groups(groups)
     rebalances = _labelled(frames["rebalances"], several)
@@ -583,7 +591,7 @@ def _rows_by_group(frame: pd.DataFrame, groups: list[str]) -> dict[str, pd.DataF
 
 def render_logs_report(summary: dict, figures: list[Figure], advice_items: list, frames: dict[str, pd.DataFrame],
                        findings: list[dict]) -> str:
-    several = _several_clusters(findings)
+    several = _cluster_names(findings)
     sections = [cards([
         ("lines read", summary["lines_read"]),
         ("lines understood", summary["lines_matched"]),
@@ -610,14 +618,16 @@ def render_logs_report(summary: dict, figures: list[Figure], advice_items: list,
                             "listed under \"Not understood\"."))
     sections.extend(figure_section(f) for f in figures)
     groups = _labelled(findings_frame(findings), several)
+    raw_groups = dict(zip(groups["group"], findings_frame(findings)["group"], strict=True)) if len(groups) else {}
     rebalances = _labelled(frames["rebalances"], several)
     causes = _labelled(frames["causes"], several)
     shown = _top_groups(groups)[:GROUP_SECTIONS] if len(groups) else []
     rebalances_of, causes_of = _rows_by_group(rebalances, shown), _rows_by_group(causes, shown)
     for group in shown:
         label = group
-        group_advice = [a for a in advice_items if (f"{a.cluster}/{a.group}" if several else a.group) == group]
-        raw_group = group.split("/", 1)[1] if several else group
+        group_advice = [a for a in advice_items
+                        if (f"{several.get(a.cluster, a.cluster)}/{a.group}" if several else a.group) == group]
+        raw_group = raw_groups.get(group, group)
         sections.append(section(f"Group {label}", group_section(raw_group, rebalances_of[group], causes_of[group],
                                                                group_advice)))
     storms = frames["storms"]
