@@ -12,7 +12,8 @@ def subscribed_partitions(group: ColumnarGroup) -> np.ndarray:
     """Mask of partitions whose topic at least one member subscribes to."""
     indptr, _ = group.topic_subscribers
     topic_has_subscriber = np.diff(indptr) > 0
-    return topic_has_subscriber[group.partition_topic]
+    subscribed: np.ndarray = topic_has_subscriber[group.partition_topic]
+    return subscribed
 
 
 def owners_subscribe(group: ColumnarGroup, owner: np.ndarray) -> bool:

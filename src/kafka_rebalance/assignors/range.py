@@ -7,6 +7,8 @@ and partition count, are matched together) and then plain ranges for what is lef
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from kafka_rebalance.assignors.base import ColumnarAssignor, empty_owner
@@ -107,7 +109,7 @@ class _TopicState:
         taken = set(partitions)
         self.unassigned = [p for p in self.unassigned if p not in taken]
 
-    def assign_ranges(self, may_assign) -> None:
+    def assign_ranges(self, may_assign: Callable[[int, int], bool]) -> None:
         for member in self.member_list:
             if not self.unassigned:
                 break

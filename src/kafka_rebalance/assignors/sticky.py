@@ -48,9 +48,11 @@ How, without per-partition Python objects:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
+import numpy.typing as npt
 
 from kafka_rebalance.assignors.base import ColumnarAssignor, empty_owner
 from kafka_rebalance.assignors.userdata import decode_sticky_user_data, encode_sticky_user_data
@@ -68,14 +70,14 @@ class StickyAssignor(ColumnarAssignor):
         self._last_assignment: tuple[str, ...] = ()
         self._last_generation = -1
 
-    def on_assignment(self, partitions, generation: int) -> None:
+    def on_assignment(self, partitions: Sequence[str], generation: int) -> None:
         self._last_assignment = tuple(partitions)
         self._last_generation = generation
 
-    def subscription_user_data(self, topics) -> bytes | None:
+    def subscription_user_data(self, topics: Sequence[str]) -> bytes | None:
         return encode_sticky_user_data(self._last_assignment, self._last_generation)
 
-    def member_data(self, owned, generation: int, user_data: bytes | None) -> tuple[list[str], int]:
+    def member_data(self, owned: Sequence[str], generation: int, user_data: bytes | None) -> tuple[list[str], int]:
         if not user_data:
             return [], -1
         return decode_sticky_user_data(user_data)
@@ -216,14 +218,16 @@ def _subscribes(group: ColumnarGroup, members: np.ndarray, topics: np.ndarray) -
     if m * t <= 1 << 26:
         matrix = np.zeros((m, t), dtype=bool)
         matrix[group.subscription_member, group.subscription_topics] = True
-        return matrix[members, topics]
+        subscribed: np.ndarray = matrix[members, topics]
+        return subscribed
     pairs = members * t + topics
     subscribed_pairs = np.sort(group.subscription_member * t + group.subscription_topics)
     if len(subscribed_pairs) == 0:
         return np.zeros(len(pairs), dtype=bool)
     pos = np.searchsorted(subscribed_pairs, pairs)
     pos[pos == len(subscribed_pairs)] = 0
-    return subscribed_pairs[pos] == pairs
+    found: np.ndarray = subscribed_pairs[pos] == pairs
+    return found
 
 
 def _topic_classes(group: ColumnarGroup) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -252,9 +256,10 @@ def _topic_classes(group: ColumnarGroup) -> tuple[np.ndarray, list[np.ndarray]]:
     # Number classes by their first topic so the order is stable and readable.
     rank_of_class = np.argsort(np.argsort(active_topics[first_index]))
     topic_class[active_topics] = rank_of_class[inverse]
-    class_members: list[np.ndarray] = [None] * len(first_index)  # type: ignore[list-item]
-    for c, t in zip(rank_of_class.tolist(), active_topics[first_index].tolist(), strict=True):
-        class_members[c] = members[indptr[t] : indptr[t + 1]]
+    # rank_of_class numbers the classes 0..n-1: in that order, each class's members are those
+    # of its first topic.
+    first_topics = sorted(zip(rank_of_class.tolist(), active_topics[first_index].tolist(), strict=True))
+    class_members = [members[indptr[t] : indptr[t + 1]] for _, t in first_topics]
     return topic_class, class_members
 
 
@@ -271,16 +276,16 @@ def water_fill(base: np.ndarray, n: int, priority: np.ndarray | None = None) -> 
     cost = _one_to(k) * s - prefix  # units needed to lift the j lowest to the j-th lowest load
     count = int(np.searchsorted(cost, n, side="right"))  # >= 1, as cost[0] == 0 < n
     level = (n + int(prefix[count - 1])) // count
-    add = np.maximum(level - base, 0)
-    remainder = n - int(add.sum())
+    lifted: np.ndarray = np.maximum(level - base, 0)
+    remainder = n - int(lifted.sum())
     if remainder:
         at_level = np.flatnonzero(base <= level)
         if priority is None:  # ties by position, and at_level is ascending
             chosen = at_level[:remainder]
         else:
             chosen = at_level[np.lexsort((at_level, -priority[at_level]))[:remainder]]
-        add[chosen] += 1
-    return add
+        lifted[chosen] += 1
+    return lifted
 
 
 _ONE_TO_CACHE = np.arange(1, 1 << 12, dtype=np.int64)
@@ -363,7 +368,7 @@ def sticky_owner(group: ColumnarGroup) -> np.ndarray:
     return _materialise(group, prev, partition_class, class_members, keep, y, owner)
 
 
-def _relevel(c, members, class_size, x, y, load) -> None:
+def _relevel(c: int, members: npt.NDArray[np.int64], class_size: npt.NDArray[np.int64], x: npt.NDArray[np.int64], y: npt.NDArray[np.int64], load: npt.NDArray[np.int64]) -> None:
     held = y[members, c]
     base = load[members] - held
     n = int(class_size[c])
@@ -371,9 +376,9 @@ def _relevel(c, members, class_size, x, y, load) -> None:
     # that already held it in this computation (fewer changes), then Kafka order.
     if len(members) <= _SMALL_CLASS:  # the same on lists, cheaper for small classes
         base_list, held_list, owned_list = base.tolist(), held.tolist(), x[members, c].tolist()
-        plain = _water_fill_list(base_list, n)
-        priority = [2 * (o > p) + (h > p) for o, h, p in zip(owned_list, held_list, plain, strict=True)]
-        new = np.asarray(_water_fill_list(base_list, n, priority), dtype=np.int64)
+        plain_list = _water_fill_list(base_list, n)
+        priority_list = [2 * (o > p) + (h > p) for o, h, p in zip(owned_list, held_list, plain_list, strict=True)]
+        new = np.asarray(_water_fill_list(base_list, n, priority_list), dtype=np.int64)
     else:
         plain = water_fill(base, n)
         priority = 2 * (x[members, c] > plain) + (held > plain)
@@ -489,7 +494,8 @@ def _ragged_owner(lengths: np.ndarray) -> np.ndarray:
 def _ragged_index(lengths: np.ndarray) -> np.ndarray:
     """For concatenated runs of the given lengths: each element's position inside its run."""
     starts = _offsets(lengths)[:-1]
-    return np.arange(int(lengths.sum())) - np.repeat(starts, lengths)
+    position: np.ndarray = np.arange(int(lengths.sum())) - np.repeat(starts, lengths)
+    return position
 
 
 def _top_per_run(run: np.ndarray, key: np.ndarray, limit: int) -> np.ndarray:
@@ -498,10 +504,11 @@ def _top_per_run(run: np.ndarray, key: np.ndarray, limit: int) -> np.ndarray:
     order = np.lexsort((np.arange(len(run)), key, run))
     r = run[order]
     first = np.searchsorted(r, r, side="left")
-    return order[np.arange(len(r)) - first < limit]
+    top: np.ndarray = order[np.arange(len(r)) - first < limit]
+    return top
 
 
-def _regain_previous_owners(index: _ClassIndex, x, y, load, max_rounds: int = 100) -> None:
+def _regain_previous_owners(index: _ClassIndex, x: npt.NDArray[np.int64], y: npt.NDArray[np.int64], load: npt.NDArray[np.int64], max_rounds: int = 100) -> None:
     """Once balanced: hand a partition back to a member that owned more of its class than it now
     gets (x > y), from a member holding one new to it (y > x), whenever the result is still
     balanced. Each such move keeps one more partition with its previous owner, so this only
@@ -547,7 +554,7 @@ def _regain_previous_owners(index: _ClassIndex, x, y, load, max_rounds: int = 10
             return
 
 
-def _regain_by_swaps(index: _ClassIndex, offers: np.ndarray, x, y, load) -> bool:
+def _regain_by_swaps(index: _ClassIndex, offers: np.ndarray, x: npt.NDArray[np.int64], y: npt.NDArray[np.int64], load: npt.NDArray[np.int64]) -> bool:
     """For each offer (giver, taker, class k) of ``_regain_previous_owners``: the taker gives back
     a partition of another class k2 new to it that the giver subscribes to, so no load changes
     and only who holds k and k2 does; that is still balanced when the new holder of each is at
@@ -579,7 +586,7 @@ def _regain_by_swaps(index: _ClassIndex, offers: np.ndarray, x, y, load) -> bool
     return swapped
 
 
-def _push_new_units_directly(index: _ClassIndex, by_constraint: np.ndarray, x, y, load) -> bool:
+def _push_new_units_directly(index: _ClassIndex, by_constraint: np.ndarray, x: npt.NDArray[np.int64], y: npt.NDArray[np.int64], load: npt.NDArray[np.int64]) -> bool:
     """Bulk repair step for the simplest chains, in every class at once: in each class, the most
     loaded member holding partitions new to it (y > x) gives as many of them as half the gap
     allows to the class's least loaded member, when that gap is 2 or more. Classes are taken in
@@ -622,7 +629,9 @@ def _push_new_units_directly(index: _ClassIndex, by_constraint: np.ndarray, x, y
     return moved
 
 
-def _push_new_units_along_chain(start: int, index: _ClassIndex, x, y, load, towards_start: bool) -> bool:
+def _push_new_units_along_chain(
+    start: int, index: _ClassIndex, x: npt.NDArray[np.int64], y: npt.NDArray[np.int64], load: npt.NDArray[np.int64], towards_start: bool
+) -> bool:
     """Bulk repair step: move load between ``start`` and a member whose load differs from it by
     2 or more, along the shortest chain of members that hand on partitions of their classes
     (``towards_start``: the far end gives, each member on the way passes a partition on towards
@@ -684,7 +693,9 @@ def _push_new_units_along_chain(start: int, index: _ClassIndex, x, y, load, towa
         in_frontier = first_class < index.num_classes  # == the members in ``other``
 
 
-def _push_chain(start, end, parent, via_class, x, y, load, towards_start) -> None:
+def _push_chain(
+    start: int, end: int, parent: npt.NDArray[np.int64], via_class: npt.NDArray[np.int64], x: npt.NDArray[np.int64], y: npt.NDArray[np.int64], load: npt.NDArray[np.int64], towards_start: bool
+) -> None:
     chain = [end]
     while chain[-1] != start:
         chain.append(int(parent[chain[-1]]))
@@ -704,7 +715,9 @@ def _push_chain(start, end, parent, via_class, x, y, load, towards_start) -> Non
         load[end] += units
 
 
-def _rebalance_with_new_units(c, index: _ClassIndex, x, y, load, violated, violated_count) -> bool:
+def _rebalance_with_new_units(
+    c: int, index: _ClassIndex, x: npt.NDArray[np.int64], y: npt.NDArray[np.int64], load: npt.NDArray[np.int64], violated: npt.NDArray[np.bool_], violated_count: int
+) -> bool:
     """Try to end the violation of class ``c`` without losing stickiness, by moving one partition
     that its holder got only in this computation (not one it owned before): either into the
     class's least-loaded subscriber from a busier member, or out of the class's most-loaded
@@ -752,7 +765,9 @@ def _rebalance_with_new_units(c, index: _ClassIndex, x, y, load, violated, viola
     return True
 
 
-def _spread_free_units(by_constraint, class_members, free_units, y, load, max_sweeps: int = 50) -> None:
+def _spread_free_units(
+    by_constraint: Sequence[int], class_members: Sequence[np.ndarray], free_units: npt.NDArray[np.int64], y: npt.NDArray[np.int64], load: npt.NDArray[np.int64], max_sweeps: int = 50
+) -> None:
     """Re-deal each class's free (previously unowned) units given where every other class's units
     went, sweep after sweep, until a sweep changes nothing. One pass in constraint order levels a
     class only against the classes dealt before it; with overlapping subscriptions (one class per
@@ -803,10 +818,10 @@ def _spread_free_units(by_constraint, class_members, free_units, y, load, max_sw
         if not changed:
             break
     for c in redealt:
-        members = class_members[c]
-        new = np.asarray(free_of[c], dtype=np.int64)
-        y[members, c] += new - free_units[members, c]
-        free_units[members, c] = new
+        dealt_members = class_members[c]
+        dealt = np.asarray(free_of[c], dtype=np.int64)
+        y[dealt_members, c] += dealt - free_units[dealt_members, c]
+        free_units[dealt_members, c] = dealt
     load[:] = loads
 
 
@@ -843,7 +858,15 @@ def _water_fill_list(base: list[int], n: int, priority: list[int] | None = None)
     return add
 
 
-def _materialise(group, prev, partition_class, class_members, keep, y, owner) -> np.ndarray:
+def _materialise(
+    group: ColumnarGroup,
+    prev: npt.NDArray[np.int64],
+    partition_class: npt.NDArray[np.int64],
+    class_members: Sequence[np.ndarray],
+    keep: npt.NDArray[np.int64],
+    y: npt.NDArray[np.int64],
+    owner: npt.NDArray[np.int64],
+) -> np.ndarray:
     """Counts -> owners. Orderings are done by sorting one combined int64 key whose parts are the
     sort keys (outermost first) and whose last part is the payload; the keys are unique, so this
     is the same order as a stable lexsort, and numpy sorts int64 an order of magnitude faster."""
@@ -983,8 +1006,8 @@ def _match_racks(group: ColumnarGroup, free: np.ndarray, receivers: np.ndarray, 
                 chosen[j] = queue[cursor[rack]]
         leftovers = iter(i for i in range(len(partitions)) if not used[i])
         for j, m in enumerate(members):
-            i = chosen[j] if chosen[j] is not None else next(leftovers)
-            result[segment[i]] = m
+            picked = chosen[j]
+            result[segment[picked if picked is not None else next(leftovers)]] = m
     return result
 
 

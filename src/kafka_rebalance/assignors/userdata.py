@@ -119,4 +119,5 @@ def decode_cooperative_user_data(data: bytes | None) -> int | None:
         return None
     if len(data) < 4:
         return -1
-    return struct.unpack_from(">i", data)[0]
+    generation: int = struct.unpack_from(">i", data)[0]
+    return generation

@@ -42,8 +42,8 @@ def bad_input_exits(source: str | None = None) -> Iterator[None]:
         yield
     except InvalidInput as exc:
         # A field of standard input needs no file name in front of it.
-        named = source is not None and source != inputs.STDIN
-        raise fail(str(inputs.with_source(exc, source) if named else exc)) from None
+        named = exc if source is None or source == inputs.STDIN else inputs.with_source(exc, source)
+        raise fail(str(named)) from None
     except FileNotFoundError as exc:
         raise fail(f"{exc.filename or source}: no such file") from None
     except IsADirectoryError as exc:

@@ -17,7 +17,7 @@ import stat
 import sys
 import zlib
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, Protocol
 
 import yaml
 
@@ -34,7 +34,13 @@ def display_name(path: str) -> str:
     return "standard input" if path == STDIN else path
 
 
-def _read_capped(stream: BinaryIO, where: str) -> bytes:
+class _ByteStream(Protocol):
+    """A file, stdin's buffer or a GzipFile: what ``_read_capped`` reads."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+def _read_capped(stream: _ByteStream, where: str) -> bytes:
     data = stream.read(MAX_INPUT_BYTES + 1)
     if len(data) > MAX_INPUT_BYTES:
         raise InvalidInput(where, f"larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB; not a file this command reads")
@@ -94,7 +100,7 @@ def read_bytes(path: str) -> bytes:
 def _gunzip(data: bytes, where: str) -> bytes:
     try:
         with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
-            return _read_capped(stream, f"{where} (uncompressed)")  # type: ignore[arg-type]
+            return _read_capped(stream, f"{where} (uncompressed)")
     except (OSError, EOFError, zlib.error) as exc:
         problem = "truncated" if isinstance(exc, EOFError) else str(exc) or type(exc).__name__
         raise InvalidInput(where, f"corrupt gzip data ({problem})") from None
@@ -139,7 +145,7 @@ class _GuardedLoader(yaml.SafeLoader):
     """SafeLoader that refuses documents whose alias expansion or nesting is out of bounds
     (a "billion laughs" document is a few hundred bytes that expands to billions of nodes)."""
 
-    def get_single_node(self):  # noqa: ANN201 - PyYAML's own signature
+    def get_single_node(self) -> yaml.Node | None:
         node = super().get_single_node()
         if node is not None:
             _check_node_graph(node)

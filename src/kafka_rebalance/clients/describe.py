@@ -8,12 +8,16 @@ import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka_rebalance.assignors import assign
 from kafka_rebalance.clients.extras import require
 from kafka_rebalance.model import InvalidInput
 from kafka_rebalance.protocol.wire import decode_assignment, decode_subscription
+
+if TYPE_CHECKING:
+    from aiokafka import AIOKafkaConsumer
+    from aiokafka.admin import AIOKafkaAdminClient
 
 # kafka-python's connection options and the aiokafka names they become.
 SECURITY_OPTIONS = ("security_protocol", "sasl_mechanism", "sasl_plain_username", "sasl_plain_password", "ssl_cafile", "ssl_certfile", "ssl_keyfile")
@@ -107,21 +111,17 @@ async def _describe(bootstrap: str, group: str | None, what_if: WhatIf | None, o
         await admin.close()
 
 
-async def _describe_raw(admin, groups: list[str]) -> list:
+# aiokafka ships no types: its admin client, consumer and response rows are untyped here.
+async def _describe_raw(admin: AIOKafkaAdminClient, groups: list[str]) -> list[Sequence[Any]]:
     """One DescribeGroups request per group: Tansu garbles an answer about several at once."""
-    out = []
+    out: list[Sequence[Any]] = []
     for group in groups:
         for response in await admin.describe_consumer_groups([group]):
             out.extend(response.groups)
     return out
 
 
-def _fields(entry) -> dict[str, Any]:
-    """A DescribeGroups group or member entry as a dict, whatever the response version."""
-    return dict(zip(type(entry)._fields, entry, strict=False)) if hasattr(type(entry), "_fields") else dict(entry.__dict__)
-
-
-async def _list_groups(admin) -> dict[str, Any]:
+async def _list_groups(admin: AIOKafkaAdminClient) -> dict[str, Any]:
     listed = await admin.list_consumer_groups()
     names = sorted({g[0] for g in listed})
     out = []
@@ -132,7 +132,7 @@ async def _list_groups(admin) -> dict[str, Any]:
     return {"groups": sorted(out, key=lambda g: g["group"])}
 
 
-async def _group(admin, consumer, group: str, what_if: WhatIf | None) -> dict[str, Any]:
+async def _group(admin: AIOKafkaAdminClient, consumer: AIOKafkaConsumer, group: str, what_if: WhatIf | None) -> dict[str, Any]:
     from aiokafka.structs import TopicPartition
 
     raws = await _describe_raw(admin, [group])

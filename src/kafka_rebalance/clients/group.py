@@ -8,9 +8,10 @@ keeps their order, and mapped back on the way out.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
+from typing import Protocol
 
 import numpy as np
 
@@ -20,6 +21,13 @@ from kafka_rebalance.model import ColumnarGroup, InvalidInput, java_sort_key
 from kafka_rebalance.protocol.wire import DEFAULT_GENERATION, Subscription
 
 TopicNumbers = list[tuple[str, list[int]]]
+
+
+class ClusterMetadata(Protocol):
+    """What a leader reads of its client's cluster metadata (kafka-python's ``ClusterMetadata``,
+    aiokafka's): the partition numbers of a topic, None while the topic is unknown."""
+
+    def partitions_for_topic(self, topic: str) -> Collection[int] | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +115,7 @@ def _sorted_unique(values: np.ndarray) -> np.ndarray:
     return values
 
 
-def leader_group(partitions_for_topic: Mapping[str, Sequence[int] | None], members: Sequence[MemberInfo]) -> LeaderGroup:
+def leader_group(partitions_for_topic: Mapping[str, Collection[int] | None], members: Sequence[MemberInfo]) -> LeaderGroup:
     """Build the group from cluster metadata (topic -> partition numbers, None when unknown) and
     the members. Topics without metadata and partitions that no longer exist are left out, as
     Kafka's assignors leave them out."""
@@ -227,7 +235,7 @@ class LeaderResult:
         return _movements(self.leader, self.owner)
 
 
-def assign_members(strategy: str, partitions_for_topic: Mapping[str, Sequence[int] | None], members: Sequence[MemberInfo]) -> LeaderResult:
+def assign_members(strategy: str, partitions_for_topic: Mapping[str, Collection[int] | None], members: Sequence[MemberInfo]) -> LeaderResult:
     """Run our assignor for ``strategy`` over the members; every member gets an entry."""
     leader = leader_group(partitions_for_topic, members)
     owner = get_assignor(strategy).assign_columnar(leader.group)

@@ -26,7 +26,8 @@ librdkafka sticky consumers. Both forms are read.
 from __future__ import annotations
 
 from collections import namedtuple
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Protocol
 
 from kafka_rebalance.assignors.userdata import (
     UserDataFormat,
@@ -42,6 +43,7 @@ from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, Consume
 from kafka.structs import TopicPartition  # noqa: E402
 
 from kafka_rebalance.clients.group import (  # noqa: E402
+    ClusterMetadata,
     LeaderResult,
     MemberInfo,
     PartitionMovements,
@@ -58,7 +60,32 @@ from kafka_rebalance.protocol.wire import (  # noqa: E402
 MemberMetadata = namedtuple("MemberMetadata", ["subscription", "partitions", "generation"])
 
 
-def _subscription(metadata) -> Subscription:
+class _EncodesItself(Protocol):
+    def encode(self) -> bytes: ...
+
+
+class _DecodedSubscription(Protocol):
+    """kafka-python's decoded member metadata; the fields of later versions (owned partitions,
+    generation, rack) are read with ``getattr`` as older objects lack them."""
+
+    @property
+    def topics(self) -> Sequence[str]: ...
+
+    @property
+    def user_data(self) -> bytes | bytearray | _EncodesItself | None: ...
+
+
+class _GroupMember(Protocol):
+    """A member as kafka-python hands it to the leader's ``assign``."""
+
+    @property
+    def member_id(self) -> str: ...
+
+    @property
+    def metadata(self) -> bytes | bytearray | memoryview | _DecodedSubscription: ...
+
+
+def _subscription(metadata: bytes | bytearray | memoryview | _DecodedSubscription) -> Subscription:
     """A member's metadata as kafka-python hands it to the leader (decoded object or bytes)."""
     if isinstance(metadata, bytes | bytearray | memoryview):
         return decode_subscription(bytes(metadata))
@@ -92,7 +119,7 @@ def _by_topic(partitions: Iterable[TopicPartition]) -> tuple[tuple[str, tuple[in
     return tuple((t, tuple(sorted(ps))) for t, ps in sorted(grouped.items()))
 
 
-class _LeaderAssignor(AbstractPartitionAssignor):
+class _LeaderAssignor(AbstractPartitionAssignor):  # type: ignore[misc]  # kafka-python ships no types
     """The leader side shared by all four: decode members, assign with ours, encode."""
 
     name = ""
@@ -105,7 +132,7 @@ class _LeaderAssignor(AbstractPartitionAssignor):
         return self.latest_result.movements if self.latest_result is not None else None
 
     @classmethod
-    def _assign(cls, cluster, members) -> tuple[dict[str, ConsumerProtocolAssignment], LeaderResult]:
+    def _assign(cls, cluster: ClusterMetadata, members: Iterable[_GroupMember]) -> tuple[dict[str, ConsumerProtocolAssignment], LeaderResult]:
         infos: list[MemberInfo] = []
         topics: set[str] = set()
         for member in members:
@@ -124,15 +151,15 @@ class RangePartitionAssignor(_LeaderAssignor):
     name = "range"
 
     @classmethod
-    def assign(cls, cluster, members):
+    def assign(cls, cluster: ClusterMetadata, members: Iterable[_GroupMember]) -> dict[str, ConsumerProtocolAssignment]:
         return cls._assign(cluster, members)[0]
 
     @classmethod
-    def metadata(cls, topics):
+    def metadata(cls, topics: Iterable[str]) -> ConsumerProtocolSubscription:
         return _to_kafka_python(Subscription(tuple(sorted(topics))))
 
     @classmethod
-    def on_assignment(cls, assignment, generation=None):
+    def on_assignment(cls, assignment: ConsumerProtocolAssignment, generation: int | None = None) -> None:
         pass
 
 
@@ -155,15 +182,22 @@ class StickyPartitionAssignor(_LeaderAssignor):
         self.member_assignment: list[TopicPartition] | None = None
         self.generation = DEFAULT_GENERATION
 
-    def assign(self, cluster, members):
+    def assign(self, cluster: ClusterMetadata, members: Iterable[_GroupMember]) -> dict[str, ConsumerProtocolAssignment]:
         assignments, self.latest_result = self._assign(cluster, members)
         return assignments
 
-    def metadata(self, topics):
+    def metadata(self, topics: Iterable[str]) -> ConsumerProtocolSubscription:
         return self._metadata(topics, self.member_assignment, self.generation, self.user_data_format, self.rack)
 
     @classmethod
-    def _metadata(cls, topics, member_assignment_partitions, generation=-1, user_data_format=UserDataFormat.KAFKA_PYTHON, rack=None):
+    def _metadata(
+        cls,
+        topics: Iterable[str],
+        member_assignment_partitions: Iterable[TopicPartition] | None,
+        generation: int = -1,
+        user_data_format: str = UserDataFormat.KAFKA_PYTHON,
+        rack: str | None = None,
+    ) -> ConsumerProtocolSubscription:
         """kafka-python's helper of the same name (its tests build members with it)."""
         user_data = None
         if member_assignment_partitions is not None:
@@ -174,11 +208,11 @@ class StickyPartitionAssignor(_LeaderAssignor):
         return _to_kafka_python(Subscription(tuple(sorted(topics)), user_data, generation_id=generation, rack_id=rack))
 
     @classmethod
-    def parse_member_metadata(cls, metadata) -> MemberMetadata:
+    def parse_member_metadata(cls, metadata: bytes | bytearray | memoryview | _DecodedSubscription) -> MemberMetadata:
         info = member_info(cls.name, "", _subscription(metadata))
         return MemberMetadata(list(info.topics), [TopicPartition(t, p) for t, ps in info.owned for p in ps], info.generation)
 
-    def on_assignment(self, assignment, generation):
+    def on_assignment(self, assignment: ConsumerProtocolAssignment, generation: int) -> None:
         self.member_assignment = assignment.partitions()
         self.generation = generation
 
@@ -190,10 +224,10 @@ class CooperativeStickyPartitionAssignor(StickyPartitionAssignor):
     name = "cooperative-sticky"
     version = 1
 
-    def supported_protocols(self):
+    def supported_protocols(self) -> list[RebalanceProtocol]:
         return [RebalanceProtocol.COOPERATIVE]
 
-    def metadata(self, topics):
+    def metadata(self, topics: Iterable[str]) -> ConsumerProtocolSubscription:
         owned = _by_topic(self.member_assignment or ())
         user_data = encode_cooperative_user_data(self.generation)
         return _to_kafka_python(Subscription(tuple(sorted(topics)), user_data, owned, self.generation, self.rack))

@@ -14,7 +14,7 @@ looks off.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain
@@ -30,7 +30,7 @@ from kafka_rebalance.model.java import (
     static_first_member_order,
     topic_offsets_of,
 )
-from kafka_rebalance.model.snapshot import GroupSnapshot
+from kafka_rebalance.model.snapshot import GroupSnapshot, MemberSubscription
 
 UNASSIGNED = -1
 
@@ -138,7 +138,8 @@ class ColumnarGroup:
             # the number's string from two small tables of Python strings, elementwise in C.
             prefixes = np.array([f"{name}-" for name in names], dtype=object)
             digits = np.array([str(p) for p in range(largest)], dtype=object)
-            return (prefixes[topics] + digits[numbers]).tolist()
+            joined: list[str] = (prefixes[topics] + digits[numbers]).tolist()
+            return joined
         return [f"{names[t]}-{p}" for t, p in zip(topics.tolist(), numbers.tolist(), strict=True)]
 
     def assignment_lists(self, owner: np.ndarray) -> dict[str, list[str]]:
@@ -153,7 +154,7 @@ class ColumnarGroup:
         names = self.partition_names(sorted_partitions)
         return {mid: names[bounds[m] : bounds[m + 1]] for m, mid in enumerate(self.member_ids)}
 
-    def owner_from_lists(self, assignment: dict[str, Sequence[str]], where: str = "assignment") -> np.ndarray:
+    def owner_from_lists(self, assignment: Mapping[str, Sequence[str]], where: str = "assignment") -> np.ndarray:
         """The inverse of ``assignment_lists``; rejects unknown members, partitions and double owners."""
         index = {mid: i for i, mid in enumerate(self.member_ids)}
         owner = np.full(self.num_partitions, UNASSIGNED, dtype=np.int64)
@@ -318,13 +319,14 @@ def _zero_and_one() -> tuple[pa.Scalar, pa.Scalar]:
     return ints[0], ints[1]
 
 
-def _int_numpy(array, dtype) -> np.ndarray:
+def _int_numpy(array: pa.Array | pa.ChunkedArray, dtype: type[np.int32] | type[np.int64]) -> np.ndarray:
     """A null-free integer arrow array as numpy, read from its buffer (``to_numpy`` would import
     pandas on first use)."""
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
     if array.null_count or np.dtype(dtype).itemsize != array.type.bit_width // 8:
-        return array.to_numpy(zero_copy_only=False)
+        copied: np.ndarray = array.to_numpy(zero_copy_only=False)
+        return copied
     return np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array), offset=array.offset * np.dtype(dtype).itemsize)
 
 
@@ -365,7 +367,7 @@ def _parse_bulk(strings: Sequence[str], topic_index: dict[str, int], offsets: np
     return np.full(len(partition), UNASSIGNED, dtype=np.int64)
 
 
-def _parse_owned(members, topic_index: dict[str, int], offsets: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _parse_owned(members: Sequence[MemberSubscription], topic_index: dict[str, int], offsets: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every member's owned strings -> (owned_indptr, owned global indices): sorted and unique per
     member; partitions of topics gone from metadata are dropped, as Kafka drops them. All members
     are parsed in one bulk pass; on any malformed string, member by member to name the field."""

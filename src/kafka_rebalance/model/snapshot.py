@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from kafka_rebalance.model.errors import InvalidInput
 
@@ -112,7 +112,7 @@ def _member_to_dict(m: MemberSubscription) -> dict[str, Any]:
     return d
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

@@ -13,6 +13,7 @@ import shutil
 import uuid
 from collections.abc import Iterable
 from pathlib import Path
+from types import TracebackType
 
 from kafka_rebalance.model import InvalidInput
 
@@ -102,7 +103,9 @@ class StagedOutput:
     def __enter__(self) -> StagedOutput:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if exc_type is None:
             self.commit()
         else:

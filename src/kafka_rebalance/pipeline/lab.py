@@ -165,10 +165,10 @@ def minimum_moves(partitions: set[str], members: Sequence[str], last_owner: dict
 
 
 def rebalance_rows(run: Run, result: dict[str, Any], strategy: str,
-                   subscriptions: dict[str, tuple[str, ...] | None]) -> tuple[list[tuple], int | None]:
+                   subscriptions: dict[str, tuple[str, ...] | None]) -> tuple[list[tuple[object, ...]], int | None]:
     """Rows of the rebalances table, and the run's total minimum moves (None when the members'
     subscriptions differ, where Kafka's notion of balance depends on who may take what)."""
-    rows: list[tuple] = []
+    rows: list[tuple[object, ...]] = []
     last_owner: dict[str, str] = {}
     previous_members: tuple[str, ...] | None = None
     previous_partitions: set[str] | None = None
@@ -211,7 +211,7 @@ def rebalance_rows(run: Run, result: dict[str, Any], strategy: str,
     return rows, (total_min if comparable else None)
 
 
-def simulate_run(run: Run, sweep_name: str, swept: Sequence[tuple[str, T.DataType]]) -> Iterator[tuple[str, tuple]]:
+def simulate_run(run: Run, sweep_name: str, swept: Sequence[tuple[str, T.DataType]]) -> Iterator[tuple[str, tuple[object, ...]]]:
     """Simulate one run; yield (table, row) pairs. A failing simulation is a row with ``error``."""
     from kafka_rebalance.sim import load_scenario, simulate
     from kafka_rebalance.sim.ownership_metrics import comparison_metrics, partitions_from
@@ -228,6 +228,7 @@ def simulate_run(run: Run, sweep_name: str, swept: Sequence[tuple[str, T.DataTyp
         "produce_records_per_s": float(sum(p.records_per_s for p in scenario.produce)),
         "showcase": run.showcase,
     }
+    error: str | None
     try:
         result = simulate(scenario, run.seed)
     except Exception as exc:  # noqa: BLE001 - one broken run must not sink the sweep; it is reported
@@ -275,7 +276,7 @@ def simulate_run(run: Run, sweep_name: str, swept: Sequence[tuple[str, T.DataTyp
 
 
 def simulate_batch(runs: Iterable[Run], sweep_name: str,
-                   swept: Sequence[tuple[str, T.DataType]]) -> Iterator[tuple[str, tuple]]:
+                   swept: Sequence[tuple[str, T.DataType]]) -> Iterator[tuple[str, tuple[object, ...]]]:
     for run in runs:
         yield from simulate_run(run, sweep_name, swept)
 

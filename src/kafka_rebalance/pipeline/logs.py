@@ -26,16 +26,20 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
+from kafka_rebalance.pipeline.logparse.rows import Event, Row
 from kafka_rebalance.pipeline.logparse.story import DEFAULT_STORM_RULE, StormRule
 from kafka_rebalance.pipeline.logparse.tables import STDIN
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from kafka_rebalance.pipeline.advice import Advice
     from kafka_rebalance.pipeline.logparse.exchange import SplitFacts
 
 __all__ = ["StormRule", "LogsRun", "run_logs", "choose_engine", "LOCAL_ENGINE_LIMIT_BYTES",
@@ -51,8 +55,20 @@ class LogsRun:
     """What ``run_logs`` produced, for the CLI to print."""
 
     out_dir: str
-    summary: dict
+    summary: Row
     report: str
+
+
+class LogFacts(TypedDict):
+    """What either engine learnt beyond its tables, for the summary and the advice."""
+
+    findings: list[Row]  # one per group (``story.findings``)
+    coverage: list[Row]  # per input file
+    lines_read: int
+    events: int
+    groups: int
+    samples: list[str]  # a few lines, shown when none was recognised
+    unreadable: list[tuple[str, str]]  # (source, why)
 
 
 def input_bytes(files: list[str]) -> int:
@@ -115,7 +131,7 @@ def scan_splits(spark: Any, files: list[str], clusters: dict[str, str], syslog_r
     chains = dict(inherited or {})
     events_at, exchange_at = str(events_dir), str(exchange_dir)
 
-    def run_task(batches):
+    def run_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
         with syslog_reference(syslog_reference_ms):
@@ -135,12 +151,12 @@ def _one_row_each(spark: Any, count: int) -> Any:
     return spark.range(0, count, 1, count)
 
 
-def _task_numbers(batches: Any) -> Iterator[int]:
+def _task_numbers(batches: Iterable[pa.RecordBatch]) -> Iterator[int]:
     for batch in batches:
         yield from batch.column("id").to_pylist()
 
 
-def tell_buckets(spark: Any, buckets: int, exchange_dir: Path, moves: dict[str, list[dict]], rule: StormRule,
+def tell_buckets(spark: Any, buckets: int, exchange_dir: Path, moves: dict[str, list[Event]], rule: StormRule,
                  story_dirs: dict[str, Path]) -> Any:
     """One task per bucket of groups -> one ``finding`` row (JSON) per group. A task reads its
     bucket's files, sorts the events with Arrow, tells each group's story and writes the
@@ -150,7 +166,7 @@ def tell_buckets(spark: Any, buckets: int, exchange_dir: Path, moves: dict[str, 
     directories = {table: str(path) for table, path in story_dirs.items()}
     exchange_at = str(exchange_dir)
 
-    def run_task(batches):
+    def run_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
         for bucket in _task_numbers(batches):
@@ -179,7 +195,7 @@ class Stopwatch:
 
 
 def _run_spark(spark: Any, files: list[str], clusters: dict[str, str], rule: StormRule, out: Any,
-               progress: bool | None, watch: Stopwatch, syslog_reference_ms: int) -> dict:
+               progress: bool | None, watch: Stopwatch, syslog_reference_ms: int) -> LogFacts:
     from kafka_rebalance.pipeline.logparse.exchange import SplitFacts, bucket_count, fill_chains
     from kafka_rebalance.pipeline.logparse.tables import STORY_TABLES, frame, write_frame
     from kafka_rebalance.pipeline.spark import spark_progress
@@ -210,7 +226,7 @@ def _run_spark(spark: Any, files: list[str], clusters: dict[str, str], rule: Sto
             inherited = wanted
     watch.lap("read and parse (Spark)")
     facts.sort(key=lambda f: f.index)  # splits are numbered in file order (``scan.plan_splits``)
-    moves: dict[str, list[dict]] = {}
+    moves: dict[str, list[Event]] = {}
     for split in facts:
         for move in split.moves:
             moves.setdefault(move["cluster"], []).append(move)
@@ -240,20 +256,24 @@ def _write_unrecognised(out: Any, facts: list[SplitFacts], files: list[str]) -> 
     from kafka_rebalance.pipeline.logparse.tables import frame, write_frame
 
     order = {name: position for position, name in enumerate(files)}
-    merged: dict[tuple[str, str, str], list] = {}
+    counts: dict[tuple[str, str, str], int] = {}
+    first: dict[tuple[str, str, str], tuple[tuple[int, int], str]] = {}  # (file order, seq), line
     for split in facts:
         for shape, (count, seq, line) in split.unrecognised.items():
             key = (split.cluster, split.source, shape)
-            if key in merged:
-                merged[key][0] += count
+            if key in counts:
+                counts[key] += count
             else:
-                merged[key] = [count, (order[split.source], seq), line]
-    rows = [{"cluster": c, "source": s, "shape": shape, "count": count, "sample": line}
-            for (c, s, shape), (count, _, line) in sorted(merged.items(), key=lambda kv: (-kv[1][0], kv[1][1]))]
+                counts[key] = count
+                first[key] = ((order[split.source], seq), line)
+    rows: list[Row] = []
+    for key in sorted(counts, key=lambda k: (-counts[k], first[k][0])):
+        cluster, source, shape = key
+        rows.append({"cluster": cluster, "source": source, "shape": shape, "count": counts[key], "sample": first[key][1]})
     write_frame(frame("unrecognised", rows), out.path("unrecognised"), "unrecognised")
 
 
-def _coverage(facts: list[SplitFacts], files: list[str], clusters: dict[str, str]) -> list[dict]:
+def _coverage(facts: list[SplitFacts], files: list[str], clusters: dict[str, str]) -> list[Row]:
     by_source: dict[str, list[SplitFacts]] = {}
     for split in facts:
         by_source.setdefault(split.source, []).append(split)
@@ -316,8 +336,9 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
             for table, df in result.frames.items():
                 write_frame(df, out.path(table), table)
             watch.lap("tables (local)")
-            facts = {"findings": result.findings, "coverage": result.coverage, "lines_read": result.lines_read,
-                     "events": result.events, "groups": result.groups, "samples": result.samples}
+            facts: LogFacts = {"findings": result.findings, "coverage": result.coverage,
+                               "lines_read": result.lines_read, "events": result.events, "groups": result.groups,
+                               "samples": result.samples, "unreadable": result.unreadable}
             frames = result.frames
             skipped.extend(result.unreadable)
         else:
@@ -361,8 +382,8 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
     return LogsRun(out_dir=str(out.final), summary=summary, report=str(out.final / "report.html"))
 
 
-def _summary(facts: dict, frames: dict[str, Any], files: list[str], engine: str, advice_items: list,
-             skipped: list[tuple[str, str]]) -> dict:
+def _summary(facts: LogFacts, frames: dict[str, Any], files: list[str], engine: str, advice_items: list[Advice],
+             skipped: list[tuple[str, str]]) -> Row:
     rebalances = frames["rebalances"]
     member_events = frames["member_events"]
     unrecognised = frames["unrecognised"]

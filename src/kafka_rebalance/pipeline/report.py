@@ -14,7 +14,7 @@ import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 
@@ -24,6 +24,12 @@ import matplotlib.patches  # noqa: E402,F401
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure as MplFigure  # noqa: E402
+
+from kafka_rebalance.pipeline.logparse.rows import Row  # noqa: E402
+
+if TYPE_CHECKING:
+    from kafka_rebalance.pipeline.advice import Advice
 
 # Above this many drawn elements a vector figure gets heavy for a browser: use PNG.
 SVG_ELEMENT_LIMIT = 4000
@@ -59,7 +65,7 @@ def strategy_colour(strategy: str, index: int = 0) -> str:
     return STRATEGY_COLOURS.get(strategy, FALLBACK_COLOURS[index % len(FALLBACK_COLOURS)])
 
 
-def render(fig: plt.Figure, elements: int = 0) -> str:
+def render(fig: MplFigure, elements: int = 0) -> str:
     """Inline a matplotlib figure: SVG when light enough, else a PNG data URI."""
     buffer = io.BytesIO()
     # A group or member named with a control character (a damaged line) has no glyph: drawn as a
@@ -235,14 +241,14 @@ def _labelled(frame: pd.DataFrame, cluster_names: dict[str, str] | None) -> pd.D
     return frame
 
 
-def findings_frame(findings: list[dict]) -> pd.DataFrame:
+def findings_frame(findings: list[Row]) -> pd.DataFrame:
     columns = ["cluster", "group", "rebalances", "open_rebalances", "median_duration_ms", "max_duration_ms",
                "max_generation", "failures", "poll_timeout_leaves", "leaves", "storms", "empty_periods"]
     frame = pd.DataFrame(findings, columns=columns) if findings else pd.DataFrame(columns=columns)
     return frame
 
 
-def _cluster_names(findings: list[dict]) -> dict[str, str] | None:
+def _cluster_names(findings: list[Row]) -> dict[str, str] | None:
     """None for one cluster; else each cluster's name as shown: an input read on its own is a
     cluster named by its path, shown by its file name unless two inputs share one."""
     clusters = sorted({str(f["cluster"]) for f in findings})
@@ -259,7 +265,7 @@ def _top_groups(findings: pd.DataFrame) -> list[str]:
     return [str(g) for g in ranked["group"].head(TOP_GROUPS)]
 
 
-def logs_figures(frames: dict[str, pd.DataFrame], findings: list[dict]) -> list[Figure]:
+def logs_figures(frames: dict[str, pd.DataFrame], findings: list[Row]) -> list[Figure]:
     """The figures of the logs report, from the (already small) tables."""
     several = _cluster_names(findings)
     groups = _labelled(findings_frame(findings), several)
@@ -351,7 +357,8 @@ def rebalance_timeline_figure(timeline: pd.DataFrame, departures: pd.DataFrame, 
     data = timeline.sort_values(["group", "start"])
     return Figure("rebalance_timeline", "Rebalances over time", caption, render(fig, elements), data)
 
-def _group_spans(timeline: pd.DataFrame, departures: pd.DataFrame, end_all) -> dict:
+def _group_spans(timeline: pd.DataFrame, departures: pd.DataFrame, end_all: pd.Timestamp
+                 ) -> dict[str, tuple[pd.Timestamp, pd.Timestamp]]:
     """First and last moment each group shows in the log (rebalances and member events)."""
     ends = timeline["end"].fillna(end_all)
     frame = pd.concat([
@@ -385,14 +392,17 @@ def _draw_panel(ax: Any, panel_groups: list[str], timeline: pd.DataFrame, depart
         tops = bottoms + 0.6
         vertices = np.stack([np.column_stack(corner) for corner in (
             (starts, bottoms), (starts, tops), (starts + widths, tops), (starts + widths, bottoms))], axis=1)
-        ax.add_collection(PolyCollection(vertices, facecolors=colour, hatch=hatch,
-                                         edgecolor="#1d2733" if hatch else "none", linewidth=0.3))
+        # A 3-D array is PolyCollection's fast path; its annotation lists only sequences of arrays.
+        polygons = PolyCollection(vertices,  # type: ignore[arg-type]
+                                  facecolors=colour, hatch=hatch, edgecolor="#1d2733" if hatch else "none", linewidth=0.3)
+        ax.add_collection(polygons)
         elements += len(part)
     if not storms.empty:
         rows_in_panel = len(panel_groups)
-        for storm in storms[storms["group"].isin(row_of)].itertuples():
-            y = row_of[storm.group]
-            ax.axvspan(mdates.date2num(storm.start.tz_localize(None)), mdates.date2num(storm.end.tz_localize(None)),
+        in_panel = storms[storms["group"].isin(row_of)]
+        for group, start, end in zip(in_panel["group"], in_panel["start"], in_panel["end"], strict=True):
+            y = row_of[group]
+            ax.axvspan(mdates.date2num(start.tz_localize(None)), mdates.date2num(end.tz_localize(None)),
                        ymin=(y + 0.05) / rows_in_panel, ymax=(y + 0.95) / rows_in_panel, color="#f4c542", alpha=0.35,
                        lw=0)
     if not departures.empty:
@@ -494,7 +504,7 @@ def _ms_text(value: Any) -> str:
     return f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
-def coverage_html(summary: dict) -> str:
+def coverage_html(summary: Row) -> str:
     rows = []
     for item in summary.get("coverage", []):
         first, last = item.get("first_ms"), item.get("last_ms")
@@ -512,7 +522,7 @@ def coverage_html(summary: dict) -> str:
     return table(pd.DataFrame(rows), limit=200) if rows else ""
 
 
-def group_section(group: str, rebalances: pd.DataFrame, causes: pd.DataFrame, advice_items: list) -> str:
+def group_section(group: str, rebalances: pd.DataFrame, causes: pd.DataFrame, advice_items: list[Advice]) -> str:
     """One group: its advice, then its rebalances (latest first) with cause and evidence."""
     from kafka_rebalance.pipeline.logparse.story import CAUSE_TITLES
 
@@ -525,20 +535,23 @@ def group_section(group: str, rebalances: pd.DataFrame, causes: pd.DataFrame, ad
     rows = rebalances.sort_values("start", ascending=False).head(GROUP_SECTION_ROWS)
     evidence = _CauseEvidence(causes, CAUSE_TITLES)
     lines = []
-    for r in rows.itertuples():
-        start = "" if pd.isna(r.start) else f"{r.start:%Y-%m-%d %H:%M:%S.%f}"[:-3]
-        length = "never completed" if r.outcome == "open" else _ms_text(r.duration_ms)
-        generation = "" if pd.isna(r.generation) else f"{int(r.generation)}"
-        cause_text = html.escape(CAUSE_TITLES.get(r.cause, r.cause or ""))
-        member = f" ({html.escape(str(r.cause_member))})" if isinstance(r.cause_member, str) and r.cause_member else ""
-        details = evidence.html(float(r.generation) if generation else -1.0, r.start)
-        during = list(getattr(r, "during", None) if getattr(r, "during", None) is not None else [])
+    during_lists = rows["during"] if "during" in rows.columns else pd.Series([None] * len(rows), index=rows.index)
+    for started, outcome, duration_ms, generation_number, cause, cause_member, members, during_list in zip(
+            rows["start"], rows["outcome"], rows["duration_ms"], rows["generation"], rows["cause"],
+            rows["cause_member"], rows["members"], during_lists, strict=True):
+        start = "" if pd.isna(started) else f"{started:%Y-%m-%d %H:%M:%S.%f}"[:-3]
+        length = "never completed" if outcome == "open" else _ms_text(duration_ms)
+        generation = "" if pd.isna(generation_number) else f"{int(generation_number)}"
+        cause_text = html.escape(CAUSE_TITLES.get(cause, cause or ""))
+        member = f" ({html.escape(str(cause_member))})" if isinstance(cause_member, str) and cause_member else ""
+        details = evidence.html(float(generation_number) if generation else -1.0, started)
+        during = list(during_list) if during_list is not None else []
         # what happened while it was open: never its cause (a cause is at or before the start)
         during_text = (f'<div class="caption">during it: {html.escape("; ".join(during[:6]))}'
                        f'{" and more" if len(during) > 6 else ""}</div>') if during else ""
         lines.append(
-            f"<tr><td>{start}</td><td>{generation}</td><td>{html.escape(str(r.outcome))}</td><td>{length}</td>"
-            f"<td>{'' if pd.isna(r.members) else int(r.members)}</td><td>{cause_text}{member}{during_text}"
+            f"<tr><td>{start}</td><td>{generation}</td><td>{html.escape(str(outcome))}</td><td>{length}</td>"
+            f"<td>{'' if pd.isna(members) else int(members)}</td><td>{cause_text}{member}{during_text}"
             + (f"<details><summary>evidence</summary><ul>{details}</ul></details>" if details else "")
             + "</td></tr>")
     more = len(rebalances) - len(rows)
@@ -560,10 +573,10 @@ class _CauseEvidence:
         self._rows: list[tuple[str, Any, Any]] = []
         if not len(causes):
             return
-        generations = causes["generation"].astype("Float64")
+        # Missing generations as None: pandas takes na_value=None, pandas-stubs' overloads do not list it.
+        generations = causes["generation"].astype("Float64").to_numpy(dtype=object, na_value=None)  # type: ignore[call-overload]
         for position, (generation, start, cause, detail, lines) in enumerate(zip(
-                generations.to_numpy(dtype=object, na_value=None), causes["start"], causes["cause"],
-                causes["detail"], causes["evidence"], strict=True)):
+                generations, causes["start"], causes["cause"], causes["detail"], causes["evidence"], strict=True)):
             self._rows.append((cause, detail, lines))
             if generation is not None:
                 self._by_generation.setdefault(float(generation), []).append(position)
@@ -589,8 +602,8 @@ def _rows_by_group(frame: pd.DataFrame, groups: list[str]) -> dict[str, pd.DataF
     return {group: parts.get(group, frame.iloc[0:0]) for group in groups}
 
 
-def render_logs_report(summary: dict, figures: list[Figure], advice_items: list, frames: dict[str, pd.DataFrame],
-                       findings: list[dict]) -> str:
+def render_logs_report(summary: Row, figures: list[Figure], advice_items: list[Advice], frames: dict[str, pd.DataFrame],
+                       findings: list[Row]) -> str:
     several = _cluster_names(findings)
     sections = [cards([
         ("lines read", summary["lines_read"]),
@@ -638,11 +651,11 @@ def render_logs_report(summary: dict, figures: list[Figure], advice_items: list,
         sections.append(section("Groups", table(ranked, limit=200)))
     client = frames["client_rebalances"]
     if len(client):
-        shown = _labelled(client, several).sort_values("start", ascending=False).head(200).copy()
+        latest = _labelled(client, several).sort_values("start", ascending=False).head(200).copy()
         for column in ("assigned", "revoked", "lost"):
-            shown[column] = shown[column].map(lambda v: ", ".join(list(v)[:6]) + (" ..." if len(v) > 6 else ""))
+            latest[column] = latest[column].map(lambda v: ", ".join(list(v)[:6]) + (" ..." if len(v) > 6 else ""))
         sections.append(section("Client-side rebalances",
-                                table(shown[["start", "group", "client", "client_library", "generation", "protocol",
+                                table(latest[["start", "group", "client", "client_library", "generation", "protocol",
                                              "assigned", "revoked", "lost", "outcome"]], limit=200)))
     unrecognised = frames["unrecognised"]
     if len(unrecognised):
@@ -687,7 +700,8 @@ def pick_showcase(sims: pd.DataFrame) -> list[str]:
         value = reference[key]
         same = same[same[key].isna()] if pd.isna(value) else same[same[key] == value]
     same = same.drop_duplicates("strategy")
-    return [r.run_id for r in sorted(same.itertuples(), key=lambda r: _strategy_rank(r.strategy))]
+    by_strategy = sorted(zip(same["strategy"], same["run_id"], strict=True), key=lambda pair: _strategy_rank(pair[0]))
+    return [run_id for _, run_id in by_strategy]
 
 
 _RESULT_COLUMNS = {"run_id", "sweep", "label", "strategy", "rebalances", "partitions_moved",
@@ -702,7 +716,7 @@ def _member_colours(members: Sequence[str]) -> dict[str, str]:
     return {m: palette[i % len(palette)] for i, m in enumerate(sorted(members, key=_natural_key))}
 
 
-def _natural_key(text: str) -> tuple:
+def _natural_key(text: str) -> tuple[int | str, ...]:
     import re
 
     return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", str(text)))
@@ -765,9 +779,10 @@ def ownership_figure(sims: pd.DataFrame, ownership: pd.DataFrame | None, rebalan
                     elements += 1
                 previous = interval
         if rebalances is not None:
-            for r in rebalances[rebalances["run_id"] == run_id].itertuples():
-                end = r.end_ms if pd.notna(r.end_ms) else end_all
-                ax.axvspan(r.start_ms / 1000, end / 1000, color="#9aa5b1", alpha=0.25, lw=0)
+            of_run = rebalances[rebalances["run_id"] == run_id]
+            for start_ms, end_ms in zip(of_run["start_ms"], of_run["end_ms"], strict=True):
+                end = end_ms if pd.notna(end_ms) else end_all
+                ax.axvspan(start_ms / 1000, end / 1000, color="#9aa5b1", alpha=0.25, lw=0)
         stw = run["stop_the_world_partition_ms"]
         ax.set_title(f"{run['strategy']} ({run['protocol']}): stop-the-world {_fmt(int(stw))} partition-ms, "
                      f"{_fmt(int(run['partitions_moved']))} partition(s) moved, {_fmt(int(run['rebalances']))} "
@@ -793,7 +808,7 @@ def ownership_figure(sims: pd.DataFrame, ownership: pd.DataFrame | None, rebalan
 
 
 def _grouped_bars(summary: pd.DataFrame, value: str, ylabel: str, *, marker: str | None = None,
-                  marker_label: str = "", log: bool = False) -> tuple[plt.Figure, int]:
+                  marker_label: str = "", log: bool = False) -> tuple[MplFigure, int]:
     scenarios = list(dict.fromkeys(summary["scenario"]))
     strategies = sorted(summary["strategy"].unique(), key=_strategy_rank)
     width = 0.8 / max(len(strategies), 1)

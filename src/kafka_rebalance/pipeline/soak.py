@@ -181,11 +181,13 @@ def run_soak(spark: SparkSession, schedules: int, out_dir: str, *, seed: int = 0
         written = spark.read.parquet(str(out.path(SCHEDULES)))
         violations = violations_of(written).orderBy("schedule_index", "invariant")
         violations.coalesce(1).write.parquet(str(out.path(VIOLATIONS)))
-        totals = summary_of(written).first().asDict()
+        totals_row = summary_of(written).first()
+        assert totals_row is not None  # an aggregate over the whole table has exactly one row
+        totals = totals_row.asDict()
         by_invariant = {row["invariant"]: row["schedules"]
                         for row in violations_by_invariant(spark.read.parquet(str(out.path(VIOLATIONS)))).collect()}
         wall_s = time.monotonic() - started
-        summary = {
+        summary: dict[str, Any] = {
             **{key: (value if value is not None else 0) for key, value in totals.items()},
             "seed": seed, "first_schedule": first, "tasks": task_count, "master": spark.sparkContext.master,
             "violations_by_invariant": by_invariant, "wall_s": round(wall_s, 1),

@@ -210,4 +210,5 @@ def spark_progress(spark: SparkSession, description: str, *, enabled: bool | Non
         finally:
             stop.set()
             thread.join()
-            context.setLocalProperty("spark.jobGroup.id", None)
+            # None removes the property (SparkContext.setLocalProperty); pyspark annotates str only.
+            context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]

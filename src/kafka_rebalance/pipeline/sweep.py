@@ -167,8 +167,8 @@ def parse_sweep(data: Any, base_dir: Path | None = None, origin: str = "sweep") 
             if not values:
                 raise InvalidInput(f"{where}.grid.{name}", "needs at least one value")
         names = list(axes)
-        for values in itertools.product(*(axes[n] for n in names)):
-            params = dict(zip(names, values, strict=True))
+        for combination in itertools.product(*(axes[n] for n in names)):
+            params = dict(zip(names, combination, strict=True))
             for seed in seeds:
                 chosen_seed = int(params.get("seed", seed))
                 template = churn(params.get("protocol")) if churn is not None else base
@@ -241,7 +241,7 @@ def _resize_group(scenario: dict[str, Any], size: int, where: str) -> None:
     stem, number = (match.group(1), int(match.group(2))) if match else (f"{template['id']}-", 1)
     existing = {c["id"] for c in consumers}
     template_events = [e for e in events if _event_consumers(e) == {template["id"]}]
-    added = []
+    added: list[dict[str, Any]] = []
     while len(consumers) + len(added) < size:
         number += 1
         new_id = f"{stem}{number}"

@@ -424,7 +424,7 @@ def schedule_seed(master_seed: int, index: int) -> int:
     return random.Random(f"{master_seed}/{index}").getrandbits(48)
 
 
-class _PlainDumper(yaml.SafeDumper):  # type: ignore[misc]  # PyYAML ships no types
+class _PlainDumper(yaml.SafeDumper):
     """No anchors and aliases: a shared list is written out at each place (readable schedules)."""
 
     def ignore_aliases(self, data: Any) -> bool:

@@ -104,7 +104,7 @@ def server_group_from_snapshot(snapshot: GroupSnapshot) -> tuple[ServerGroup, Co
     names = columnar.topic_names
     index = {name: i for i, name in enumerate(names)}
     member_class, class_lists = subscription_classes([m.topics for m in snapshot.members], index)
-    ids = {n: snapshot.topics[n].topic_id for n in names if snapshot.topics[n].topic_id is not None}
+    ids = {n: topic_id for n in names if (topic_id := snapshot.topics[n].topic_id) is not None}
     group = ServerGroup.build(
         topic_names=names,
         partition_counts=columnar.partition_counts,

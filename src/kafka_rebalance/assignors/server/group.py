@@ -144,12 +144,13 @@ class ServerGroup:
         if self.num_classes * self.num_topics <= _DENSE_TABLE_LIMIT:
             table = np.zeros((self.num_classes, self.num_topics), dtype=bool)
             table[self.class_of_entry, self.class_topics] = True
-            return table[self.member_class[members], topics]
+            subscribed: np.ndarray = table[self.member_class[members], topics]
+            return subscribed
         t = max(self.num_topics, 1)
         keys = self.class_of_entry * t + self.class_topics  # ascending: classes, then topics
         query = self.member_class[members] * t + topics
         pos = np.searchsorted(keys, query)
-        found = pos < len(keys)
+        found: np.ndarray = pos < len(keys)
         found[found] = keys[pos[found]] == query[found]
         return found
 

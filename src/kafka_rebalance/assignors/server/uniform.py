@@ -193,7 +193,8 @@ def _first_per_class(eligible: np.ndarray, member_class: np.ndarray, allowance: 
     """Among members in ``by_class`` order (grouped by class), mark the first ``allowance[c]``
     eligible members of each class."""
     if len(allowance) == 1:
-        return eligible & (np.cumsum(eligible) <= allowance[0])
+        first: np.ndarray = eligible & (np.cumsum(eligible) <= allowance[0])
+        return first
     eligible_sorted = eligible[by_class]
     cls_sorted = member_class[by_class]
     running = np.cumsum(eligible_sorted)
@@ -267,6 +268,7 @@ def assign_disjoint_classes(group: ServerGroup, topic_class: np.ndarray) -> np.n
         result = np.full(group.num_partitions, UNASSIGNED, dtype=np.int64)
         result[free] = takers
         return result
+    assert valid is not None  # set on every path but the first assignment's
 
     trimmed = owned > keep
     if trimmed.any():
@@ -282,6 +284,7 @@ def assign_disjoint_classes(group: ServerGroup, topic_class: np.ndarray) -> np.n
     # Deal the pool, class by class in partition order, to members in (class, member id) order.
     free = np.flatnonzero(~valid if partition_class is None else ~valid & (partition_class >= 0))
     if c > 1:
+        assert partition_class is not None  # several classes: the last branch above
         free = free[_stable_order(partition_class[free], c)]
     assert len(takers) == len(free), "deficits must cover the free partitions exactly"
     result[free] = takers

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_rebalance.pipeline.logparse.parse import parse_numbered
+from kafka_rebalance.pipeline.logparse.rows import Event, Row
 from kafka_rebalance.pipeline.logparse.scan import ScanCounts, Split, scan
 from kafka_rebalance.pipeline.logparse.story import STORY_FIELDS, StormRule, tell
 from kafka_rebalance.pipeline.logparse.tables import (
@@ -72,9 +73,9 @@ class SplitFacts:
     unrecognised_lines: int = 0
     first_ms: int | None = None
     last_ms: int | None = None
-    # shape -> [count, seq of its first line, that line]
-    unrecognised: dict[str, list] = field(default_factory=dict)
-    moves: list[dict] = field(default_factory=list)
+    # shape -> [count, seq of its first line, that line]: a JSON array, counted in place
+    unrecognised: dict[str, list[Any]] = field(default_factory=dict)
+    moves: list[Event] = field(default_factory=list)
     # client -> the group it named last in this split (for lines of the next split naming none)
     named_last: dict[str, str] = field(default_factory=dict)
     # client lines naming no group, before their client named one in this split
@@ -142,7 +143,7 @@ def read_split(split: Split, index: int, cluster: str, buckets: int, events_dir:
     facts = SplitFacts(index, split.path, cluster, split.start)
     counts = ScanCounts()
     last_group = dict(inherited or {})
-    pending: list[dict] = []
+    pending: list[Event] = []
     routed: dict[int, list[int]] = {}
     bucket_cache: dict[str, int] = {}
     files = BucketFiles(exchange_dir, index, schema)
@@ -184,7 +185,7 @@ def read_split(split: Split, index: int, cluster: str, buckets: int, events_dir:
     return facts
 
 
-def _count(record: dict, facts: SplitFacts, last_group: dict[str, str]) -> None:
+def _count(record: Event, facts: SplitFacts, last_group: dict[str, str]) -> None:
     """Fill a client line's group and add the record to the split's facts (as ``analyse_local``
     does per file)."""
     if record["kind"] is None:
@@ -242,8 +243,8 @@ def read_bucket(exchange_dir: Path, bucket: int) -> Any:
     return pa.concat_tables(tables).sort_by(SORT_KEYS) if tables else None
 
 
-def tell_bucket(table: Any, moves: dict[str, list[dict]], rule: StormRule
-                ) -> Iterator[tuple[str, list[dict]]]:
+def tell_bucket(table: Any, moves: dict[str, list[Event]], rule: StormRule
+                ) -> Iterator[tuple[str, list[Row]]]:
     """One sorted bucket -> ``(table, rows)`` per group and story table (``story.tell``).
 
     Events become dicts a slice of whole groups at a time (about ``EVENT_SLICE_ROWS``): whole
@@ -263,7 +264,7 @@ def tell_bucket(table: Any, moves: dict[str, list[dict]], rule: StormRule
             gc.enable()
 
 
-def _tell_slices(table: Any, moves: dict[str, list[dict]], rule: StormRule) -> Iterator[tuple[str, list[dict]]]:
+def _tell_slices(table: Any, moves: dict[str, list[Event]], rule: StormRule) -> Iterator[tuple[str, list[Row]]]:
     count = table.num_rows
     clusters = table.column("cluster").to_pylist()
     groups = table.column("group").to_pylist()
@@ -282,7 +283,7 @@ def _tell_slices(table: Any, moves: dict[str, list[dict]], rule: StormRule) -> I
         first = last
 
 
-def _story_events(part: Any) -> list[dict]:
+def _story_events(part: Any) -> list[Event]:
     """A slice of events as dicts of the fields the stories read (``story.STORY_FIELDS``) and
     that have a value: the stories read a field with ``get`` unless they know it has one."""
     import pyarrow.compute as pc
@@ -313,11 +314,11 @@ class StoryParts:
     def __init__(self, directories: dict[str, Path], name: str):
         self._directories = directories
         self._name = name
-        self._pending: dict[str, list[dict]] = {table: [] for table in STORY_TABLES}
+        self._pending: dict[str, list[Row]] = {table: [] for table in STORY_TABLES}
         self._writers: dict[str, Any] = {}
-        self.findings: list[dict] = []
+        self.findings: list[Row] = []
 
-    def add(self, table: str, rows: list[dict]) -> None:
+    def add(self, table: str, rows: list[Row]) -> None:
         if table == "findings":
             self.findings.extend(rows)
             return
@@ -349,7 +350,7 @@ class StoryParts:
             os.replace(self._staged(table), self._directories[table] / f"part-{self._name}.parquet")
 
 
-def tell_into(table: Any, moves: dict[str, list[dict]], rule: StormRule, parts: StoryParts) -> None:
+def tell_into(table: Any, moves: dict[str, list[Event]], rule: StormRule, parts: StoryParts) -> None:
     """One sorted bucket's stories into ``parts``."""
     for name, rows in tell_bucket(table, moves, rule):
         parts.add(name, rows)

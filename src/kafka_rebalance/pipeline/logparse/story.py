@@ -24,10 +24,11 @@ import re
 import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from kafka_rebalance.pipeline.logparse.catalogue import client_of
 from kafka_rebalance.pipeline.logparse.parse import LineError
+from kafka_rebalance.pipeline.logparse.rows import Event, Row
 
 EVIDENCE_WINDOW_MS = 60_000
 EVIDENCE_CAP = 5
@@ -76,9 +77,9 @@ class Rebalance:
     failed: list[str] = field(default_factory=list)
     left: list[str] = field(default_factory=list)
     joined: list[str] = field(default_factory=list)
-    evidence: list[dict] = field(default_factory=list)
+    evidence: list[Event] = field(default_factory=list)
     source: str = "broker"
-    causes: list[dict] = field(default_factory=list)
+    causes: list[Row] = field(default_factory=list)
     clip_ms: int | None = None  # where an open rebalance is drawn to (the next one, or the log's end)
     during: list[str] = field(default_factory=list)  # what happened while it was open (never its cause)
 
@@ -136,7 +137,7 @@ def distinct_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     run_time = None
     # kind and member (a repeat has the same ones) -> the one line kept at this time with them,
     # or the identities of all of them when there are several
-    run: dict[tuple, Any] = {}
+    run: dict[tuple[str | None, str | None], Event | set[tuple[Any, ...]]] = {}
     for event in events:
         time_ms = event.get("time_ms")
         if time_ms is None:
@@ -276,21 +277,21 @@ def _cause_from_reason(reason: str | None) -> tuple[str, str | None, str | None]
 class GroupStory:
     """Rebuilds one group's rebalances from its ordered events."""
 
-    def __init__(self, cluster: str, group: str, coordinator_moves: list[dict] | None = None):
+    def __init__(self, cluster: str, group: str, coordinator_moves: list[Event] | None = None):
         self.cluster = cluster
         self.group = group
         self.rebalances: list[Rebalance] = []
         self.open: Rebalance | None = None
         self.awaiting_sync: Rebalance | None = None
-        self.member_events: list[dict] = []
+        self.member_events: list[Row] = []
         # client -> times it failed, left or was fenced (``_rejoins``)
         self.departed: dict[str, list[int | None]] = {}
-        self.empty_periods: list[dict] = []
-        self.recent: list[dict] = []  # departures, joins and client signals not yet tied to a rebalance
+        self.empty_periods: list[Row] = []
+        self.recent: list[Row] = []  # departures, joins and client signals not yet tied to a rebalance
         self.coordinator_moves = coordinator_moves or []
-        self.moves_by_partition: dict[Any, list[dict]] | None = None
+        self.moves_by_partition: dict[Any, list[Event]] | None = None
         self.partition: int | None = None
-        self.consumer_members: dict[str, tuple[int | None, str | None]] = {}
+        self.consumer_members: dict[str | None, tuple[int | None, str | None]] = {}
         self.last_epoch: int | None = None
         self.last_ms: int | None = None
         # (member, happening) -> the member event a rebalance's reason told, until the member's
@@ -298,7 +299,7 @@ class GroupStory:
         self.from_reason: dict[tuple[str, str], dict[str, Any]] = {}
 
     # -- helpers
-    def _new(self, event: dict, *, old_generation: int | None, start_known: bool = True,
+    def _new(self, event: Event, *, old_generation: int | None, start_known: bool = True,
              protocol: str = "classic") -> Rebalance:
         rebalance = Rebalance(self.cluster, self.group, event.get("time_ms"), old_generation=old_generation,
                               start_known=start_known, protocol=protocol, partition=self.partition)
@@ -312,8 +313,8 @@ class GroupStory:
             self.open.clip_ms = at_ms
             self.open = None
 
-    def _member_event(self, event: dict[str, Any], kind: str, member: str | None = None,
-                      reason: str | None = None, *, learnt: str = "line") -> dict[str, Any]:
+    def _member_event(self, event: Event, kind: str, member: str | None = None,
+                      reason: str | None = None, *, learnt: str = "line") -> Row:
         """A member event; ``learnt``: from its own ``line``, or from a rebalance's ``reason``."""
         member = member or event.get("member") or event.get("client_id")
         happening = _SAME_HAPPENING.get(kind)
@@ -327,7 +328,7 @@ class GroupStory:
                 if reason:
                     told["reason"] = reason
                 return told
-        row = {"cluster": self.cluster, "group": self.group, "member": member, "time_ms": event.get("time_ms"),
+        row: Row = {"cluster": self.cluster, "group": self.group, "member": member, "time_ms": event.get("time_ms"),
                "kind": kind, "client": client_of(member) if kind in ("failed", "left", "joined", "rejoined", "fenced")
                else (event.get("client_id") or client_of(member)), "reason": reason, "source": learnt,
                "input": event.get("source"), "side": event.get("side"), "generation": event.get("generation"),
@@ -338,7 +339,7 @@ class GroupStory:
         return row
 
     # -- the broker's classic lines
-    def feed(self, event: dict) -> None:
+    def feed(self, event: Event) -> None:
         kind = event["kind"]
         time_ms = event.get("time_ms")
         if time_ms is not None:
@@ -351,7 +352,7 @@ class GroupStory:
         if handler is not None:
             handler(self, event)
 
-    def _on_preparing_rebalance(self, event: dict) -> None:
+    def _on_preparing_rebalance(self, event: Event) -> None:
         old = event.get("old_generation")
         current = self.open
         if current is not None and current.old_generation == old:
@@ -371,7 +372,7 @@ class GroupStory:
         self._claim_recent(rebalance)
         self.open = rebalance
 
-    def _producing(self, event: dict, generation: int | None) -> Rebalance:
+    def _producing(self, event: Event, generation: int | None) -> Rebalance:
         """The rebalance that produced ``generation``: the open one if it came from N-1 (or its
         old generation is unknown), else a new one whose opening line is missing."""
         current = self.open
@@ -388,7 +389,7 @@ class GroupStory:
         self.open = rebalance
         return rebalance
 
-    def _on_stabilized(self, event: dict) -> None:
+    def _on_stabilized(self, event: Event) -> None:
         generation = event.get("generation")
         rebalance = self._producing(event, generation)
         rebalance.generation = generation
@@ -401,7 +402,7 @@ class GroupStory:
         self.open = None
         self.awaiting_sync = rebalance
 
-    def _on_assignment_received(self, event: dict) -> None:
+    def _on_assignment_received(self, event: Event) -> None:
         generation = event.get("generation")
         rebalance = self._producing(event, generation)
         rebalance.generation = generation
@@ -414,7 +415,7 @@ class GroupStory:
         self.open = None
         self.awaiting_sync = None
 
-    def _on_group_empty(self, event: dict) -> None:
+    def _on_group_empty(self, event: Event) -> None:
         generation = event.get("generation")
         rebalance = self._producing(event, generation)
         rebalance.generation = generation
@@ -427,14 +428,14 @@ class GroupStory:
         self.empty_periods.append({"cluster": self.cluster, "group": self.group, "generation": generation,
                                    "start_ms": event.get("time_ms"), "end_ms": None})
 
-    def _on_group_dead(self, event: dict) -> None:
+    def _on_group_dead(self, event: Event) -> None:
         if self.open is not None:
             self.open.end_ms = event.get("time_ms")
             self.open.outcome = "dead"
             self.open = None
         self._member_event(event, "group_dead", member="")
 
-    def _departure(self, event: dict, kind: str) -> None:
+    def _departure(self, event: Event, kind: str) -> None:
         reason = event.get("reason")
         if kind == "left" and reason and "poll timeout" in reason.lower():
             kind_cause = "poll_timeout"
@@ -457,20 +458,20 @@ class GroupStory:
             self.recent.append({"cause": kind_cause, "member": row["member"], "detail": reason, "event": event,
                                 "departure": kind})
 
-    def _on_member_failed(self, event: dict) -> None:
+    def _on_member_failed(self, event: Event) -> None:
         self._departure(event, "failed")
 
-    def _on_member_left(self, event: dict) -> None:
+    def _on_member_left(self, event: Event) -> None:
         if event.get("library") == "broker-kip848" and event.get("membership") == "Static" and \
                 "temporarily" in (event.get("line") or ""):
             self._member_event(event, "left_temporarily")
             return
         self._departure(event, "left")
 
-    def _on_member_fenced(self, event: dict) -> None:
+    def _on_member_fenced(self, event: Event) -> None:
         self._departure(event, "fenced")
 
-    def _on_member_joined(self, event: dict) -> None:
+    def _on_member_joined(self, event: Event) -> None:
         row = self._member_event(event, "joined", reason=event.get("membership"))
         cause = "static_joined" if event.get("membership") == "Static" else "joined"
         if self._rejoins(row["client"], row["time_ms"]):
@@ -491,7 +492,7 @@ class GroupStory:
         self.recent.append({"cause": cause, "member": row["member"], "detail": event.get("membership"), "event": event,
                             "departure": None})
 
-    def _at_start(self, rebalance: Rebalance, event: dict[str, Any], member: str | None) -> bool:
+    def _at_start(self, rebalance: Rebalance, event: Event, member: str | None) -> bool:
         """Was this event (read while ``rebalance`` is open) at its start, so a cause? The
         coordinator logs the change and the rebalance it causes in one call: at the same time.
         Without times, only the member the reason names is (its line follows the reason)."""
@@ -500,7 +501,7 @@ class GroupStory:
             return bool(time_ms <= start)
         return member is not None and any(member == named for named, *_ in members_in_reason(rebalance.reason))
 
-    def _open_for(self, event: dict) -> Rebalance | None:
+    def _open_for(self, event: Event) -> Rebalance | None:
         """The open rebalance a member's arrival or departure belongs to. A KIP-848 coordinator
         logs the change before the epoch bump it causes, so it belongs to the next bump, not
         to the consumer-group rebalance still open."""
@@ -516,7 +517,7 @@ class GroupStory:
             return False
         return time_ms is None or any(at is None or at <= time_ms for at in times)
 
-    def _on_members_not_rejoined(self, event: dict) -> None:
+    def _on_members_not_rejoined(self, event: Event) -> None:
         target = self.open
         for member in re.findall(r"[\w.\-]+", event.get("members_text") or event.get("line", "").split(":")[-1]):
             row = self._member_event(event, "failed", member=member, reason="did not rejoin in time")
@@ -525,16 +526,16 @@ class GroupStory:
                 target.failed.append(member)
                 target.during.append(f"{member} {_WHAT_HAPPENED['rebalance_timeout']}")
 
-    def _on_group_loaded(self, event: dict) -> None:
+    def _on_group_loaded(self, event: Event) -> None:
         self._member_event(event, "coordinator_loaded", member="")
         self.recent.append({"cause": "coordinator_moved", "member": None, "detail": event.get("line"), "event": event,
                             "departure": None})
 
-    def _on_group_unloaded(self, event: dict) -> None:
+    def _on_group_unloaded(self, event: Event) -> None:
         self._member_event(event, "coordinator_unloaded", member="")
 
     # -- KIP-848 consumer groups
-    def _on_group_epoch_bumped(self, event: dict) -> None:
+    def _on_group_epoch_bumped(self, event: Event) -> None:
         epoch = event.get("generation")
         if self.open is not None and self.open.protocol == "consumer":
             self._close_open(event.get("time_ms"), "superseded")
@@ -550,7 +551,7 @@ class GroupStory:
                               if c["events"] else True)
         self.open = rebalance
 
-    def _on_target_assignment(self, event: dict) -> None:
+    def _on_target_assignment(self, event: Event) -> None:
         epoch = event.get("generation")
         rebalance = self.open
         if rebalance is None or rebalance.protocol != "consumer" or rebalance.generation != epoch:
@@ -564,7 +565,7 @@ class GroupStory:
         rebalance.assignor_ms = event.get("took_ms")
         rebalance.evidence.append(event)
 
-    def _on_member_epoch(self, event: dict) -> None:
+    def _on_member_epoch(self, event: Event) -> None:
         member = event.get("member")
         self.consumer_members[member] = (event.get("generation"), event.get("state"))
         rebalance = self.open
@@ -580,44 +581,44 @@ class GroupStory:
     def _forget_member(self, member: str | None) -> None:
         self.consumer_members.pop(member, None)
 
-    def _on_subscription_changed(self, event: dict) -> None:
+    def _on_subscription_changed(self, event: Event) -> None:
         self.recent.append({"cause": "metadata_changed", "member": event.get("member"),
                             "detail": f"subscribed topics: {event.get('topics') or ''}", "event": event, "departure": None})
 
-    def _on_metadata_changed(self, event: dict) -> None:
+    def _on_metadata_changed(self, event: Event) -> None:
         self.recent.append({"cause": "metadata_changed", "member": None, "detail": "topic metadata changed",
                             "event": event, "departure": None})
 
-    def _on_group_converted(self, event: dict) -> None:
+    def _on_group_converted(self, event: Event) -> None:
         """The online migration: epochs continue from the classic generation (and back)."""
         self._member_event(event, "converted", member="", reason=f"to {event.get('protocol')}")
         self.last_epoch = None
         if event.get("protocol") == "classic":
             self.consumer_members.clear()
 
-    def _on_conversion_refused(self, event: dict) -> None:
+    def _on_conversion_refused(self, event: Event) -> None:
         self._member_event(event, "conversion_refused", member="", reason=event.get("reason"))
 
     # -- client lines that explain a rebalance
-    def _on_client_poll_timeout(self, event: dict) -> None:
+    def _on_client_poll_timeout(self, event: Event) -> None:
         row = self._member_event(event, "poll_timeout", reason="consumer poll timeout has expired")
         self._client_signal({"cause": "poll_timeout", "member": row["member"], "detail": row["reason"], "event": event,
                              "departure": "client"})
 
-    def _on_client_leave(self, event: dict) -> None:
+    def _on_client_leave(self, event: Event) -> None:
         reason = event.get("reason")
         row = self._member_event(event, "leave_request", reason=reason)
         cause = "poll_timeout" if reason and "poll timeout" in reason.lower() else "left"
         self._client_signal({"cause": cause, "member": row["member"], "detail": reason, "event": event,
                              "departure": "client"})
 
-    def _on_client_heartbeat_failed(self, event: dict) -> None:
+    def _on_client_heartbeat_failed(self, event: Event) -> None:
         self._member_event(event, "heartbeat_failed", reason=event.get("reason"))
 
-    def _on_client_commit_failed(self, event: dict) -> None:
+    def _on_client_commit_failed(self, event: Event) -> None:
         self._member_event(event, "commit_failed", reason=event.get("reason"))
 
-    def _on_client_rejoin_requested(self, event: dict) -> None:
+    def _on_client_rejoin_requested(self, event: Event) -> None:
         reason = event.get("reason") or ""
         if "metadata" in reason or "subscription" in reason:
             self._client_signal({"cause": "metadata_changed", "member": event.get("client_id"), "detail": reason,
@@ -634,7 +635,7 @@ class GroupStory:
         self.recent.append(item)
 
     # -- causes
-    def _cause(self, cause: str, member: str | None, detail: str | None, events: list[dict]) -> dict:
+    def _cause(self, cause: str, member: str | None, detail: str | None, events: list[Event]) -> Row:
         return {"cause": cause, "member": member, "detail": detail, "events": events}
 
     def _claim_recent(self, rebalance: Rebalance) -> None:
@@ -667,7 +668,7 @@ class GroupStory:
                         and 0 <= start - move["time_ms"] <= EVIDENCE_WINDOW_MS:
                     rebalance.causes.append(self._cause("coordinator_moved", None, move.get("line"), [move]))
 
-    def _moves_of(self, partition: int) -> list[dict]:
+    def _moves_of(self, partition: int) -> list[Event]:
         """The coordinator moves of one ``__consumer_offsets`` partition, in their order (indexed
         once per story: a cluster's moves are many, a group's partition is one)."""
         if self.moves_by_partition is None:
@@ -735,12 +736,16 @@ _CLIENT_STARTS = {"client_join_start", "client_rejoin_requested"}
 _STREAMS_REBALANCING = {"PARTITIONS_REVOKED", "PARTITIONS_ASSIGNED", "REBALANCING"}
 
 
-def client_rebalances(cluster: str, group: str, events: list[dict]) -> list[dict]:
-    """Per client (source + client id), one row per rebalance it took part in."""
-    rows: list[dict] = []
-    current: dict[tuple, dict] = {}
+# A client in the logs: (source file, client id or else its library).
+_ClientKey = tuple[str | None, str | None]
 
-    def open_row(key: tuple, event: dict) -> dict:
+
+def client_rebalances(cluster: str, group: str, events: list[Event]) -> list[Row]:
+    """Per client (source + client id), one row per rebalance it took part in."""
+    rows: list[Row] = []
+    current: dict[_ClientKey, Row] = {}
+
+    def open_row(key: _ClientKey, event: Event) -> Row:
         row = current.get(key)
         if row is None:
             row = {"cluster": cluster, "group": group, "source": event.get("source"),
@@ -751,7 +756,7 @@ def client_rebalances(cluster: str, group: str, events: list[dict]) -> list[dict
             rows.append(row)
         return row
 
-    def close(key: tuple, event: dict) -> None:
+    def close(key: _ClientKey, event: Event) -> None:
         row = current.pop(key, None)
         if row is not None:
             row["end_ms"] = event.get("time_ms")
@@ -802,15 +807,15 @@ def client_rebalances(cluster: str, group: str, events: list[dict]) -> list[dict
                 if event.get("generation") is not None and event["generation"] > 0:
                     row["generation"] = event["generation"]
             elif state == "STABLE":
-                row = current.get(key)
-                if row is not None:
+                stable = current.get(key)
+                if stable is not None:
                     if event.get("generation") is not None and event["generation"] > 0:
-                        row["generation"] = event["generation"]
+                        stable["generation"] = event["generation"]
                     close(key, event)
             elif state in ("FENCED", "UNSUBSCRIBED", "FATAL", "LEAVING"):
-                row = current.get(key)
-                if row is not None:
-                    row["reason"] = f"member {state.lower()}"
+                ending = current.get(key)
+                if ending is not None:
+                    ending["reason"] = f"member {state.lower()}"
         elif kind == "client_reconciling":
             row = open_row(key, event)
             row["generation"] = event.get("generation")
@@ -851,7 +856,7 @@ def _partition_list(text: str | None) -> list[str]:
     return [p.strip().strip("'") for p in inner.split(",") if p.strip()]
 
 
-def rebalances_from_clients(cluster: str, group: str, rows: list[dict]) -> list[Rebalance]:
+def rebalances_from_clients(cluster: str, group: str, rows: list[Row]) -> list[Rebalance]:
     """A group seen only in client logs: client rebalances of the same generation (or, without
     generations, starting within ``CLIENT_MERGE_MS`` of each other) are one group rebalance."""
     merged: list[Rebalance] = []
@@ -886,9 +891,9 @@ def rebalances_from_clients(cluster: str, group: str, rows: list[dict]) -> list[
 
 # ----------------------------------------------------------------------------- one group, end to end
 
-def storms(rebalances: list[dict], member_events: list[dict], rule: StormRule) -> list[dict]:
+def storms(rebalances: list[Row], member_events: list[Row], rule: StormRule) -> list[Row]:
     rows = sorted((r for r in rebalances if r["start_ms"] is not None), key=lambda r: (r["start_ms"], r["generation"] or 0))
-    clusters: list[list[dict]] = []
+    clusters: list[list[Row]] = []
     for row in rows:
         if clusters and row["start_ms"] - clusters[-1][-1]["start_ms"] <= rule.gap_ms:
             clusters[-1].append(row)
@@ -912,7 +917,7 @@ def storms(rebalances: list[dict], member_events: list[dict], rule: StormRule) -
     return out
 
 
-def _rebalance_row(r: Rebalance) -> dict:
+def _rebalance_row(r: Rebalance) -> Row:
     primary = r.causes[0] if r.causes else None
     duration = r.end_ms - r.start_ms if r.end_ms is not None and r.start_ms is not None else None
     return {"cluster": r.cluster, "group": r.group, "generation": r.generation, "start_ms": r.start_ms,
@@ -926,8 +931,8 @@ def _rebalance_row(r: Rebalance) -> dict:
             "clip_ms": r.clip_ms if r.outcome == "open" else None, "during": list(dict.fromkeys(r.during))}
 
 
-def tell(cluster: str, group: str, events: list[dict], coordinator_moves: list[dict] | None = None,
-         rule: StormRule = DEFAULT_STORM_RULE) -> dict[str, list[dict]]:
+def tell(cluster: str, group: str, events: list[Event], coordinator_moves: list[Event] | None = None,
+         rule: StormRule = DEFAULT_STORM_RULE) -> dict[str, list[Row]]:
     """All tables' rows for one group (see the module docstring)."""
     ordered = distinct_events(order_events(events))
     story = GroupStory(cluster, group, coordinator_moves)
@@ -950,7 +955,7 @@ def tell(cluster: str, group: str, events: list[dict], coordinator_moves: list[d
     for r, row in zip(rebalances, rows, strict=True):
         chosen = r.causes or [{"cause": "unknown", "member": None, "detail": None, "events": r.evidence[:1]}]
         if len(chosen) > 1:
-            merged: dict[tuple, dict] = {}
+            merged: dict[tuple[str, str | None], Row] = {}
             for cause in chosen:
                 key = (cause["cause"], cause["member"])
                 if key in merged:
@@ -975,13 +980,13 @@ def tell(cluster: str, group: str, events: list[dict], coordinator_moves: list[d
             "findings": [findings(cluster, group, rows, story.member_events, storm_rows, story.empty_periods, causes)]}
 
 
-def _where(event: dict) -> str:
+def _where(event: Event) -> str:
     """``file:line`` of an event (the Spark engine does not know line numbers: file only)."""
     line_no = event.get("line_no")
     return f"{event.get('source')}:{line_no}" if line_no is not None else str(event.get("source"))
 
 
-def _client_causes(rebalances: list[Rebalance], member_events: list[dict]) -> None:
+def _client_causes(rebalances: list[Rebalance], member_events: list[Row]) -> None:
     signals = [e for e in member_events if e["kind"] in ("poll_timeout", "leave_request", "heartbeat_failed")]
     for r in rebalances:
         if r.start_ms is None:
@@ -1037,8 +1042,17 @@ def _incidents(times: list[int]) -> list[int]:
 _KAFKA_PYTHON_VERSION = re.compile(r"kafka-python-(\d+\.\d+)")
 
 
-def findings(cluster: str, group: str, rebalances: list[dict], member_events: list[dict], storm_rows: list[dict],
-             empty_periods: list[dict], causes: list[dict]) -> dict:
+class _FailingClient(TypedDict):
+    """The client failing most often in a group, and how regularly (a fail-rejoin loop is regular)."""
+
+    client: str
+    failures: int
+    mean_interval_ms: float | None
+    sd_interval_ms: float | None
+
+
+def findings(cluster: str, group: str, rebalances: list[Row], member_events: list[Row], storm_rows: list[Row],
+             empty_periods: list[Row], causes: list[Row]) -> Row:
     """What the advice rules need for one group (all numbers, no prose)."""
     durations = [r["duration_ms"] for r in rebalances if r["duration_ms"] is not None]
     generations = [g for r in rebalances for g in (r["generation"], r["old_generation"]) if g is not None]
@@ -1071,11 +1085,11 @@ def findings(cluster: str, group: str, rebalances: list[dict], member_events: li
     for e in failures:
         if e["time_ms"] is not None:
             by_client[e["client"] or e["member"] or "?"].append(e["time_ms"])
-    most_failing = None
+    most_failing: _FailingClient | None = None
     for client, times in by_client.items():
         times.sort()
         intervals = [b - a for a, b in zip(times, times[1:], strict=False)]
-        candidate = {"client": client, "failures": len(times),
+        candidate: _FailingClient = {"client": client, "failures": len(times),
                      "mean_interval_ms": statistics.fmean(intervals) if intervals else None,
                      "sd_interval_ms": statistics.pstdev(intervals) if len(intervals) > 1 else (0.0 if intervals else None)}
         if most_failing is None or candidate["failures"] > most_failing["failures"]:

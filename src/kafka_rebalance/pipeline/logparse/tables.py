@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_rebalance.pipeline.logparse.parse import EVENT_COLUMNS, READ_ERRORS, parse_lines
+from kafka_rebalance.pipeline.logparse.rows import Event, Row
 from kafka_rebalance.pipeline.logparse.story import DEFAULT_STORM_RULE, StormRule, tell
 
 STRING, LONG, DOUBLE, BOOL, TIME, STRINGS = "string", "long", "double", "boolean", "timestamp", "array<string>"
@@ -97,7 +98,7 @@ def event_ddl() -> str:
     return ", ".join(f"`{name}` {types.get(kind, kind)}" for name, kind in EVENT_COLUMNS) + ", `shape` string"
 
 
-def story_frames(rows: dict[str, list[dict]]) -> dict[str, Any]:
+def story_frames(rows: dict[str, list[Row]]) -> dict[str, Any]:
     """Story rows -> pandas frames with the tables' columns and types."""
     frames = {}
     for table in STORY_TABLES:
@@ -105,7 +106,7 @@ def story_frames(rows: dict[str, list[dict]]) -> dict[str, Any]:
     return frames
 
 
-def frame(table: str, rows: list[dict]) -> Any:
+def frame(table: str, rows: list[Row]) -> Any:
     import pandas as pd
 
     columns: dict[str, Any] = {}
@@ -126,7 +127,7 @@ def frame(table: str, rows: list[dict]) -> Any:
     return pd.DataFrame(columns)
 
 
-def events_frame(records: list[dict]) -> Any:
+def events_frame(records: list[Event]) -> Any:
     """The ``events`` table: every line read, parsed (``kind`` null for unrecognised lines)."""
     import pandas as pd
 
@@ -160,7 +161,7 @@ def _arrow_type(kind: str) -> Any:
             TIME: pa.timestamp("ms"), STRINGS: pa.list_(pa.string())}[kind]
 
 
-def story_table_batch(table: str, rows: list[dict]) -> Any:
+def story_table_batch(table: str, rows: list[Row]) -> Any:
     """One story table's rows (story fields, times as epoch ms) -> a batch of the table's own
     columns and types (``frame``'s conversions: times from epoch ms, missing lists as empty).
     The rows are read as one struct array: Arrow looks the fields up in each dict itself."""
@@ -280,7 +281,7 @@ def input_clusters(files: list[str], labelled: dict[str, str] | None = None,
     return clusters
 
 
-def fill_client_group(record: dict, last_group: dict[str, str]) -> None:
+def fill_client_group(record: Event, last_group: dict[str, str]) -> None:
     """Some client lines do not name their group (librdkafka's JoinGroup response): they belong
     to the group the same client named last in the same file."""
     client = record.get("client_id")
@@ -297,8 +298,8 @@ class LocalResult:
     """Every table as a pandas frame, plus what the summary and the report need."""
 
     frames: dict[str, Any]
-    findings: list[dict]
-    coverage: list[dict]
+    findings: list[Row]
+    coverage: list[Row]
     events: int
     groups: int
     lines_read: int
@@ -309,13 +310,13 @@ class LocalResult:
 def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM_RULE, stdin_text: str | None = None
                   ) -> LocalResult:
     """``inputs``: (source, cluster) pairs in order -> all tables, in this process."""
-    events_by_group: dict[tuple[str, str], list[dict]] = defaultdict(list)
-    moves: dict[str, list[dict]] = defaultdict(list)
-    unrecognised: dict[tuple[str, str, str], dict] = {}
+    events_by_group: dict[tuple[str, str], list[Event]] = defaultdict(list)
+    moves: dict[str, list[Event]] = defaultdict(list)
+    unrecognised: dict[tuple[str, str, str], Row] = {}
     coverage = []
     samples: list[str] = []
     unreadable: list[tuple[str, str]] = []
-    parsed: list[dict] = []
+    parsed: list[Event] = []
     lines_read = 0
     event_count = 0
     for source, cluster in inputs:
@@ -352,7 +353,7 @@ def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM
                          "broker_lines": kinds["broker"], "client_lines": kinds["client"],
                          "unrecognised_lines": kinds["unrecognised"],
                          "first_ms": min(times) if times else None, "last_ms": max(times) if times else None})
-    rows: dict[str, list[dict]] = defaultdict(list)
+    rows: dict[str, list[Row]] = defaultdict(list)
     for (cluster, group), events in sorted(events_by_group.items()):
         for table, table_rows in tell(cluster, group, events, moves.get(cluster), rule).items():
             rows[table].extend(table_rows)
