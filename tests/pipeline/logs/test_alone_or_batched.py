@@ -25,6 +25,8 @@ LOCAL_ONLY = {"causes": ("evidence_sources",)}
 def _clean(value):
     if value is None or value is pd.NA or value is pd.NaT:
         return None
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
     if isinstance(value, float) and math.isnan(value):
         return None
     if isinstance(value, list):

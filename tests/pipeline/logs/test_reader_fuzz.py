@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from kafka_rebalance.cli import cli, logs_cmd  # noqa: F401  (importing logs_cmd registers the command)
 from kafka_rebalance.pipeline.advice import advise
 from kafka_rebalance.pipeline.logparse.tables import analyse_local
+from tests.pipeline.logs.test_alone_or_batched import _clean  # NaN and NA alike, arrays as tuples
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 LINES = [line.rstrip("\n") for directory in ("excerpts", "logs") for path in sorted((DATA / directory).iterdir())
@@ -92,3 +94,32 @@ def test_the_command_answers_or_names_the_input(tmp_path_factory, text, as_file,
         assert not (root / "out" / "rebalances").exists()
     else:
         assert (root / "out" / "report.html").exists() and (root / "out" / "rebalances").exists()
+
+
+@pytest.mark.spark
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(damaged_log, min_size=1, max_size=3))
+def test_spark_answers_damaged_logs_as_the_local_engine_does(spark, tmp_path_factory, texts):
+    """A few damaged logs on Spark too (its scan reads byte ranges, not lines): an answer, the
+    same rows as the local engine's."""
+    import pandas as pd
+
+    from kafka_rebalance.pipeline.logparse.tables import STORY_TABLES
+    from kafka_rebalance.pipeline.logs import run_logs
+
+    root = tmp_path_factory.mktemp("spark-fuzz")
+    files = []
+    for i, text in enumerate(texts):
+        path = root / f"damaged-{i}.log"
+        path.write_text(text, encoding="utf-8", errors="surrogateescape")
+        files.append(str(path))
+    tables = {}
+    for engine in ("spark", "local"):
+        run_logs(spark if engine == "spark" else None, files, str(root / engine), engine=engine, progress=False)
+        tables[engine] = {t: pd.read_parquet(root / engine / t).drop(columns=["evidence_sources"], errors="ignore")
+                          for t in STORY_TABLES}
+    for table in STORY_TABLES:
+        spark_rows, local_rows = (sorted((tuple(_clean(v) for v in row)
+                                          for row in tables[e][table].itertuples(index=False, name=None)), key=repr)
+                                  for e in ("spark", "local"))
+        assert spark_rows == local_rows, table
