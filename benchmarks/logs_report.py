@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-STEPS = ("imports", "read_tables", "advise", "logs_figures", "render_logs_report", "write_report")
+STEPS = ("imports", "read_tables", "advise", "logs_answer", "logs_figures", "render_logs_report", "write_report")
 
 
 def write_tables(log: str, tables: Path) -> None:
@@ -57,8 +57,10 @@ def stage(tables: Path) -> dict[str, float]:
         laps[step] = now - last
         last = now
 
-    from kafka_rebalance.pipeline import advice, report
+    from kafka_rebalance.pipeline import advice
     from kafka_rebalance.pipeline.io import StagedOutput
+    from kafka_rebalance.pipeline.report import logs as report
+    from kafka_rebalance.pipeline.report.page import write_report
 
     lap("imports")
     facts = json.loads((tables / "facts.json").read_text())
@@ -68,11 +70,13 @@ def stage(tables: Path) -> dict[str, float]:
         lap("read_tables")
         items = advice.advise(facts["findings"])
         lap("advise")
+        answer = report.logs_answer(summary_of(facts, frames), frames, facts["findings"], items)
+        lap("logs_answer")
         figures = report.logs_figures(frames, facts["findings"])
         lap("logs_figures")
-        page = report.render_logs_report(summary_of(facts, frames), figures, items, frames, facts["findings"])
+        page = report.render_logs_report(answer, figures, items, frames, facts["findings"])
         lap("render_logs_report")
-        report.write_report(out, page, figures)
+        write_report(out, page, figures)
         lap("write_report")
     return laps
 

@@ -187,6 +187,7 @@ public class ServerAssignorDriver {
         public Collection<String> memberIds() { return subs.keySet(); }
         public SubscriptionType subscriptionType() { return type; }
         public boolean isPartitionAssigned(Uuid t, int p) { Map<Integer, String> m = inverted.get(t); return m != null && m.containsKey(p); }
+        public boolean isPartitionAssignable(Uuid t, int p) { return true; }  // GroupSpec of Kafka 4.1
         public MemberSubscription memberSubscription(String id) { return subs.get(id); }
         public MemberAssignment memberAssignment(String id) { Assigned a = assigned.get(id); return a != null ? a : new Assigned(Collections.emptyMap()); }
     }

@@ -3,10 +3,13 @@ violations."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kafka_rebalance.pipeline.report.soak import soak_answer
 from kafka_rebalance.pipeline.soak import SoakRun
 from tests.cli.fuzzing import assert_one_line_bad_input, assert_success_or_bad_input, run_cli
 
@@ -16,11 +19,17 @@ class _SoakStub:
         self.calls = []
         self.failing = failing
 
-    def run_soak(self, spark, schedules, out_dir, *, seed=0, first=0, tasks=None, shrink_budget=300):
+    def run_soak(self, spark, schedules, out_dir, *, seed=0, first=0, tasks=None, shrink_budget=300, progress=None):
         self.calls.append((schedules, out_dir, seed, tasks))
         by_invariant = {"converges": self.failing} if self.failing else {}
+        summary = {"master": "local[2]", "schedules": schedules, "failing_schedules": self.failing, "seed": seed,
+                   "first_schedule": first, "wall_s": 1.0, "violations_by_invariant": by_invariant,
+                   "simulated_ms": 3_600_000 * schedules, "joins": 2 * schedules, "crashes": schedules}
+        failures = [{"schedule_index": i, "invariant": "converges", "detail": "still rebalancing at the end",
+                     "shrunk_events": 3} for i in range(self.failing)]
         return SoakRun(out_dir=out_dir, schedules=schedules, failing=self.failing, violations=self.failing,
-                       by_invariant=by_invariant, wall_s=1.0, summary={"master": "local[2]"})
+                       by_invariant=by_invariant, wall_s=1.0, summary=summary,
+                       answer=soak_answer(summary, failures, tables=out_dir))
 
 
 @pytest.fixture
@@ -34,10 +43,16 @@ def soak_stub(monkeypatch):
 def test_summary_line_and_exit_status(capsys, tmp_path, soak_stub):
     answer = run_cli(capsys, ["soak", "--schedules", "12", "--seed", "3", "--out", str(tmp_path / "o")])
     assert answer.code == 0
-    assert answer.out == f"soak: 12 schedules (seed 3), 0 failing, 1 s on local[2]; tables in {tmp_path / 'o'}/\n"
+    assert answer.out == ("soak: 12 schedules (seed 3), 0 failing, 1 s on local[2]\n"
+                          "  exercised: 43,200 simulated seconds; 24 joins, 12 crashes\n"
+                          f"tables in {tmp_path / 'o'}/\n")
     soak_stub.failing = 2
     answer = run_cli(capsys, ["soak", "--schedules", "12", "--out", str(tmp_path / "o")])
     assert answer.code == 1 and "2 failing (converges 2)" in answer.out
+    assert "  schedule 1: converges (shrunk to 3 events): still rebalancing at the end\n" in answer.out
+    answer = run_cli(capsys, ["soak", "--schedules", "12", "--out", str(tmp_path / "o"), "--json"])
+    document = json.loads(answer.out)
+    assert (document["failing"], document["failures"][0]["schedule"], document["exercised"]["joins"]) == (2, 0, 24)
 
 
 @pytest.mark.parametrize(

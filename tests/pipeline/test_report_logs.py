@@ -8,7 +8,13 @@ import pandas as pd
 
 from kafka_rebalance.pipeline.advice import Advice
 from kafka_rebalance.pipeline.logparse.tables import TABLES, frame, write_frame
-from kafka_rebalance.pipeline.report import LOG_TABLES, REPORT_COLUMNS, group_section, read_tables
+from kafka_rebalance.pipeline.report.logs import (
+    LOG_TABLES,
+    REPORT_COLUMNS,
+    group_answer,
+    group_section,
+    read_tables,
+)
 
 T1, T2, T3 = (pd.Timestamp(f"2024-05-01 10:0{m}:00") for m in (1, 2, 3))
 
@@ -27,7 +33,7 @@ def _causes(rows):
 
 
 def _evidence(page: str) -> list[list[str]]:
-    """Per table row (latest rebalance first), the details of the causes shown."""
+    """Per table row (in time order), the details of the causes shown."""
     rows = page.split("<tbody>", 1)[1].split("<tr>")[1:]
     return [[item.split(": ", 1)[1].split("<pre>", 1)[0] for item in row.split("<li>")[1:]] for row in rows]
 
@@ -37,16 +43,16 @@ def test_a_rebalance_shows_the_causes_of_its_generation_and_those_without_one_th
     causes = _causes([(T1, None, "no generation, at T1"), (T1, 5, "generation 5"), (T2, 5, "generation 5 again"),
                       (T2, None, "no generation, at T2"), (T3, None, "no generation, at T3"), (T1, 6, "generation 6"),
                       (T3, 7, "generation 7")])
-    shown = _evidence(group_section("g", rebalances, causes, []))
+    shown = _evidence(group_section(group_answer("g", rebalances, causes, [])))
     assert shown == [
-        ["no generation, at T3"],
-        ["no generation, at T2", "generation 6"],
         ["no generation, at T1", "generation 5", "generation 5 again"],
+        ["no generation, at T2", "generation 6"],
+        ["no generation, at T3"],
     ]
 
 
 def test_a_group_without_causes_shows_its_rebalances_without_evidence():
-    page = group_section("g", _rebalances([(T1, 5), (T2, None)]), _causes([]), [])
+    page = group_section(group_answer("g", _rebalances([(T1, 5), (T2, None)]), _causes([]), []))
     assert page.count("<tr><td>") == 2 and "evidence" not in page
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from kafka_rebalance.pipeline.report import rebalance_timeline_figure
+from kafka_rebalance.pipeline.report.logs import rebalance_timeline_figure
 
 
 def _timeline(starts):

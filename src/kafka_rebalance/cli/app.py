@@ -62,7 +62,8 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _internal_error(exc: Exception) -> int:
-    """A bug, not bad input: one line naming it (the traceback on request), exit 1."""
+    """A bug, not bad input: one line naming it (the traceback on request), exit 1. An error
+    from Spark names the file with Spark's own output instead."""
     if os.environ.get("KAFKA_REBALANCE_DEBUG"):
         raise exc
     from kafka_rebalance.cli.errors import one_line
@@ -71,6 +72,13 @@ def _internal_error(exc: Exception) -> int:
     if getattr(exc, "where", None):  # the logs reader's last guard names the input and the line
         sys.stderr.write(f"kafka-rebalance: internal error reading {first} "
                          "(set KAFKA_REBALANCE_DEBUG=1 for the traceback)\n")
+        return 1
+    if type(exc).__module__.split(".")[0] in ("pyspark", "py4j"):
+        spark = sys.modules.get("kafka_rebalance.pipeline.spark")
+        log = spark.session_log() if spark is not None else None
+        where = f"; Spark's output is in {log}" if log is not None else ""
+        sys.stderr.write(f"kafka-rebalance: Spark failed: {type(exc).__name__}{': ' + first if first else ''}"
+                         f"{where}\n")
         return 1
     sys.stderr.write(f"kafka-rebalance: internal error: {type(exc).__name__}{': ' + first if first else ''} "
                      "(set KAFKA_REBALANCE_DEBUG=1 for the traceback)\n")

@@ -6,18 +6,20 @@ import json
 from typing import Any
 
 import click
-from rich.console import Console
-from rich.table import Table
+from rich.padding import Padding
+from rich.text import Text
 
 from kafka_rebalance.cli.app import cli
 from kafka_rebalance.cli.errors import bad_input_exits, fail
+from kafka_rebalance.pipeline.report.terminal import console_for, table_for, wrap_id
 
 
 @cli.command("describe")
 @click.option("--bootstrap-server", "bootstrap", required=True, metavar="HOST:PORT", help="A broker to start from.")
 @click.option("--group", default=None, help="The group to describe; without it, list the groups.")
 @click.option("--what-if", "what_if", multiple=True, metavar="CHANGE",
-              help="leave=MEMBER, join=N, strategy=NAME or partitions=TOPIC:N (repeatable): print the next assignment.")
+              help="leave=MEMBER (a member id or its start, a client id, a group.instance.id), join=N, strategy=NAME or "
+                   "partitions=TOPIC:N (repeatable): print the next assignment.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 @click.option("--timeout", type=float, default=15.0, show_default=True, help="Seconds before giving up.")
 @click.option("--security-protocol", default=None, help="PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (kafka-python's option).")
@@ -47,40 +49,69 @@ def describe_command(bootstrap: str, group: str | None, what_if: tuple[str, ...]
         _print_group(result)
 
 
+MEMBER_ID_MIN_WIDTH = 20
+
+
+def _shown(value: Any) -> str:
+    """A cell: ``-`` for what the broker did not say (never ``None``)."""
+    if value is None or value == "":
+        return "-"
+    if isinstance(value, list | tuple):
+        return ", ".join(str(v) for v in value) or "-"
+    return str(value)
+
+
 def _print_groups(result: dict[str, Any]) -> None:
-    table = Table(title="consumer groups")
+    console = console_for()
+    table = table_for(console, "consumer groups")
     for column in ("group", "state", "protocol", "members"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for g in result["groups"]:
-        table.add_row(g["group"], g["state"], g["protocol"] or "-", str(g["members"]))
-    Console().print(table)
+        table.add_row(_shown(g["group"]), _shown(g["state"]), _shown(g["protocol"]), _shown(g["members"]))
+    console.print(table)
 
 
 def _print_group(result: dict[str, Any]) -> None:
-    console = Console(highlight=False)
-    console.print(f"[bold]{result['group']}[/bold]  state {result['state']}  assignor {result['assignor'] or '-'}  total lag {result['total_lag']}")
-    members = Table(title="members")
-    for column in ("member", "client", "host", "instance", "generation", "topics", "owned", "assigned"):
-        members.add_column(column, overflow="fold")
+    console = console_for()
+    console.print(Text(f"{result['group']}  state {_shown(result['state'])}  assignor {_shown(result['assignor'])}  "
+                       f"total lag {_shown(result['total_lag'])}", style="bold" if console.is_terminal else ""))
+    # A third of the line for member ids (the rest for their partitions), broken after dashes.
+    id_width = max(MEMBER_ID_MIN_WIDTH, min(max((len(m["member_id"]) for m in result["members"]), default=0),
+                                            console.width // 3))
+    members = table_for(console, "members")
+    members.add_column("member", overflow="fold", width=id_width)
+    members.add_column("gen", overflow="fold")
+    members.add_column("topics", overflow="fold")
+    members.add_column("owned", overflow="fold")
+    members.add_column("assigned", overflow="fold")
     for m in result["members"]:
-        members.add_row(m["member_id"], m["client_id"], m["host"], m["group_instance_id"] or "-", str(m["generation"]),
-                        ", ".join(m["topics"]), ", ".join(m["owned"]) or "-", ", ".join(m["assigned"]) or "-")
+        who = [wrap_id(str(m["member_id"]), id_width), f"client {_shown(m['client_id'])}",
+               f"host {_shown(m['host'])}"]
+        if m.get("group_instance_id"):
+            who.append(f"instance {m['group_instance_id']}")
+        members.add_row("\n".join(who), _shown(m["generation"]), _shown(m["topics"]), _shown(m["owned"]),
+                        _shown(m["assigned"]))
     console.print(members)
-    lag = Table(title="partitions")
+    lag = table_for(console, "partitions")
     for column in ("partition", "owner", "committed", "end", "lag"):
-        lag.add_column(column)
+        lag.add_column(column, overflow="fold")
     for row in result["partitions"]:
-        lag.add_row(row["partition"], row["owner"] or "-", str(row["committed"]), str(row["end"]), str(row["lag"]))
+        lag.add_row(_shown(row["partition"]), _shown(row["owner"]), _shown(row["committed"]), _shown(row["end"]),
+                    _shown(row["lag"]))
     console.print(lag)
     b, s = result["balance"], result["stickiness"]
-    console.print(f"balance: {b['min']}..{b['max']} partitions per member; stickiness: {s['kept']} of {s['owned']} owned still assigned")
+    console.print(Text(f"balance: {b['min']}..{b['max']} partitions per member; stickiness: {s['kept']} of "
+                       f"{s['owned']} owned still assigned", overflow="fold"))
     if "what_if" in result:
         w = result["what_if"]
-        console.print(f"\n[bold]what if[/bold]: {w['strategy']} ({w['protocol']})")
+        console.print(Text(f"\nwhat if: {_shown(w['strategy'])} ({_shown(w['protocol'])})",
+                           style="bold" if console.is_terminal else ""))
         for member, parts in w["assignment"].items():
-            console.print(f"    {member}: {', '.join(parts) or '-'}")
+            console.print(Padding(Text(f"{member}: {_shown(parts)}", overflow="fold"), (0, 0, 0, 4)))
         for move in w["moves"]:
-            console.print(f"    moves {move['partition']}: {move['from']} -> {move['to']}")
+            console.print(Padding(Text(f"moves {move['partition']}: {move['from']} -> {move['to']}", overflow="fold"),
+                                  (0, 0, 0, 4)))
         stw = w["stop_the_world"]
-        console.print(f"    eager pauses {stw['eager_paused_partitions']} partitions; cooperative pauses "
-                      f"{stw['cooperative_paused_partitions']} over {stw['cooperative_rebalances']} rebalance(s)")
+        console.print(Padding(Text(f"eager pauses {stw['eager_paused_partitions']} partitions; cooperative pauses "
+                                   f"{stw['cooperative_paused_partitions']} over {stw['cooperative_rebalances']} "
+                                   "rebalance(s)"), (0, 0, 0, 4)))

@@ -3,6 +3,7 @@ simulator on Spark, write Parquet tables and an HTML report."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
@@ -22,9 +23,11 @@ from kafka_rebalance.model import InvalidInput
 @click.option("--master", default=None, help="Spark master URL (default local[*]); any URL Spark accepts.")
 @click.option("--tasks", type=click.IntRange(min=1, max=1_000_000), default=None,
               help="Spark tasks to split the runs into (default: 4 per core).")
-@click.option("--verbose-spark", is_flag=True, help="Keep Spark's own logging.")
-def lab_command(sweep_file: str | None, out_dir: str, master: str | None, tasks: int | None,
-                verbose_spark: bool) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON document.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--verbose-spark", is_flag=True, help="Show Spark's own logging on the terminal (else in a log file).")
+def lab_command(sweep_file: str | None, out_dir: str, master: str | None, tasks: int | None, as_json: bool,
+                quiet: bool, verbose_spark: bool) -> None:
     """Run every combination of a sweep SWEEP_FILE (YAML) through the simulator on Spark.
 
     Without SWEEP_FILE, runs the built-in sweep of the seed situations under every strategy.
@@ -54,14 +57,16 @@ def lab_command(sweep_file: str | None, out_dir: str, master: str | None, tasks:
             except InvalidInput as exc:
                 raise InvalidInput(f"runs[{run.run_index}].scenario.{exc.field}", exc.problem) from None
     from kafka_rebalance.pipeline.lab import run_lab
+    from kafka_rebalance.pipeline.report.terminal import console_for, print_lab_answer
     from kafka_rebalance.pipeline.spark import build_session
 
-    click.echo(f"sweep {sweep.name}: {len(sweep.runs)} simulations "
-               f"({len({r.scenario_name for r in sweep.runs})} scenarios)", err=True)
+    if not quiet:
+        click.echo(f"sweep {sweep.name}: {len(sweep.runs)} simulations "
+                   f"({len({r.scenario_name for r in sweep.runs})} scenarios)", err=True)
     spark = build_session(master, "kafka-rebalance lab", quiet=not verbose_spark)
     with bad_input_exits():
-        result = run_lab(spark, sweep, out_dir, tasks=tasks)
-    if result.failed:
-        click.echo(f"{result.failed} of {result.runs} simulations failed (see the error column)", err=True)
-    click.echo(f"tables in {result.out_dir}/")
-    click.echo(f"report: {result.report}")
+        result = run_lab(spark, sweep, out_dir, tasks=tasks, progress=False if quiet else None)
+    if as_json:
+        click.echo(json.dumps(result.answer.as_dict(), indent=2))
+    else:
+        print_lab_answer(result.answer, console_for())

@@ -60,10 +60,14 @@ def _syslog_until(year: str | None) -> int | None:
               help="Syslog/journald times carry no year: each gets the latest year that puts it no later than the "
                    "end of this year or day (give the log's last day for a log that crosses New Year). "
                    "Default: now.")
-@click.option("--json", "as_json", is_flag=True, help="Print summary.json instead of a readable summary.")
-@click.option("--verbose-spark", is_flag=True, help="Keep Spark's own logging.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the answer as one JSON document (summary.json's counts, then the groups told with their "
+                   "rebalances, causes and findings).")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--verbose-spark", is_flag=True, help="Show Spark's own logging on the terminal (else in a log file).")
 def logs_command(files: tuple[str, ...], out_dir: str, clusters: tuple[str, ...], engine: str, master: str | None,
-                 storm_gap_s: float, storm_min: int, year: str | None, as_json: bool, verbose_spark: bool) -> None:
+                 storm_gap_s: float, storm_min: int, year: str | None, as_json: bool, quiet: bool,
+                 verbose_spark: bool) -> None:
     """Analyse Kafka logs FILE... (broker server.log, consumer application logs, rotated, .gz,
     directories of them, or - to read a paste from stdin)."""
     from kafka_rebalance.pipeline.logparse.tables import STDIN, expand_inputs
@@ -85,32 +89,12 @@ def logs_command(files: tuple[str, ...], out_dir: str, clusters: tuple[str, ...]
             spark = build_session(master, "kafka-rebalance logs", quiet=not verbose_spark,
                                   driver_jvm_options=LOGS_DRIVER_JVM_OPTIONS)
         result = run_logs(spark, list(files), out_dir, engine=engine, master=master, clusters=labels,
+                          progress=False if quiet else None,
                           stdin_text=stdin_text, syslog_until_ms=syslog_until_ms,
                           storm_rule=StormRule(gap_ms=int(storm_gap_s * 1000), min_rebalances=storm_min))
-    if as_json:
-        click.echo(json.dumps(result.summary, indent=2, default=str))
-        return
-    summary = result.summary
-    if summary["lines_matched"] == 0:
-        click.echo(f"read {summary['lines_read']:,} lines from {summary['files']} input(s): none is a Kafka "
-                   "group-membership message this tool knows (broker GroupCoordinator, Java consumer, Spring Kafka, "
-                   "kafka-python, librdkafka debug, Kafka Streams). The input starts with:")
-        for line in summary.get("sample_lines", []):
-            click.echo(f"  {line[:160]}")
-    else:
-        click.echo(f"read {summary['lines_read']:,} lines from {summary['files']} input(s): "
-                   f"{summary['lines_matched']:,} understood, {summary['lines_unrecognised']:,} about groups but "
-                   "not understood")
-        click.echo(f"{summary['groups']} group(s), {summary['rebalances']} rebalance(s) "
-                   f"({summary['open_rebalances']} never completed), {summary['client_rebalances']} client-side, "
-                   f"{summary['member_failures']} member failure(s), {summary['storms']} storm(s)")
-    for item in summary.get("skipped_inputs", []):
-        click.echo(f"  skipped {item['path']}: {item['why']}")
-    from kafka_rebalance.pipeline.advice import RULE_TITLES, Advice, by_rule
+    from kafka_rebalance.pipeline.report.terminal import console_for, print_logs_answer
 
-    for rule, items in by_rule([Advice(**item) for item in summary["advice"]]):
-        groups = [i.group for i in items]
-        named = ", ".join(groups[:4]) + (f" and {len(groups) - 4} more" if len(groups) > 4 else "")
-        click.echo(f"  {items[0].severity}: {RULE_TITLES.get(rule, rule)} ({named})")
-    click.echo(f"tables in {result.out_dir}/")
-    click.echo(f"report: {result.report}")
+    if as_json:
+        click.echo(json.dumps(result.answer.as_dict(), indent=2, default=str))
+        return
+    print_logs_answer(result.answer, console_for())

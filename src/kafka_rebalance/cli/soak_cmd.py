@@ -3,6 +3,8 @@ checked, each failing schedule shrunk to a minimal one."""
 
 from __future__ import annotations
 
+import json
+
 import click
 
 from kafka_rebalance.cli import inputs
@@ -26,9 +28,11 @@ MAX_SCHEDULES = 100_000_000
               help="Spark tasks to split the schedules into (default: 4 per core, at least one per 1000).")
 @click.option("--shrink-budget", type=click.IntRange(min=0, max=100_000), default=300, show_default=True,
               help="Simulations a failing schedule may spend on shrinking.")
-@click.option("--verbose-spark", is_flag=True, help="Keep Spark's own logging.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON document.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--verbose-spark", is_flag=True, help="Show Spark's own logging on the terminal (else in a log file).")
 def soak_command(schedules: int, seed: int, first: int, out_dir: str, master: str | None, tasks: int | None,
-                 shrink_budget: int, verbose_spark: bool) -> None:
+                 shrink_budget: int, as_json: bool, quiet: bool, verbose_spark: bool) -> None:
     """Run random schedules (joins, leaves, crashes, GC pauses, slow processing, static bounces,
     new pattern topics, partition increases, coordinator failovers, network delays, lost requests
     and responses) and check that no two group members own a partition at once (each judged from
@@ -37,17 +41,17 @@ def soak_command(schedules: int, seed: int, first: int, out_dir: str, master: st
     with bad_input_exits():
         inputs.check_output_dir(out_dir)
         inputs.check_master(master)
+    from kafka_rebalance.pipeline.report.terminal import console_for, print_soak_answer
     from kafka_rebalance.pipeline.soak import run_soak
     from kafka_rebalance.pipeline.spark import build_session
 
     spark = build_session(master, "kafka-rebalance soak", quiet=not verbose_spark)
     with bad_input_exits():
         result = run_soak(spark, schedules, out_dir, seed=seed, first=first, tasks=tasks,
-                          shrink_budget=shrink_budget)
-    broken = ", ".join(f"{name} {count}" for name, count in sorted(result.by_invariant.items()))
-    numbers = f"seed {seed}" + (f", schedules {first:,}-{first + schedules - 1:,}" if first else "")
-    click.echo(f"soak: {result.schedules:,} schedules ({numbers}), {result.failing:,} failing"
-               f"{f' ({broken})' if broken else ''}, {result.wall_s:,.0f} s on {result.summary['master']}; "
-               f"tables in {result.out_dir}/")
+                          shrink_budget=shrink_budget, progress=False if quiet else None)
+    if as_json:
+        click.echo(json.dumps(result.answer.as_dict(), indent=2))
+    else:
+        print_soak_answer(result.answer, console_for())
     if result.failing:
         raise click.exceptions.Exit(1)

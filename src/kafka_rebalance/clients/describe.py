@@ -211,11 +211,27 @@ def figures(members: Sequence[Mapping[str, Any]], counts: Mapping[str, int]) -> 
     }
 
 
+def leaving_member(members: Sequence[Mapping[str, Any]], name: str) -> str:
+    """The member id ``leave=NAME`` means: a member id, a client id or group.instance.id that names
+    one member, or a prefix of exactly one member id (member ids are long; their start is enough)."""
+    for field_name in ("member_id", "client_id", "group_instance_id"):
+        named = [m["member_id"] for m in members if m.get(field_name) == name]
+        if len(named) == 1:
+            return str(named[0])
+        if len(named) > 1:
+            raise InvalidInput("--what-if", f"leave={name!r}: {len(named)} members have this {field_name.replace('_', ' ')}; "
+                               "give (the start of) a member id")
+    starting = [str(m["member_id"]) for m in members if str(m["member_id"]).startswith(name)]
+    if len(starting) == 1:
+        return starting[0]
+    if starting:
+        raise InvalidInput("--what-if", f"leave={name!r}: the start of {len(starting)} member ids; give more of one")
+    raise InvalidInput("--what-if", f"leave={name!r}: no such member (no member id, client id or instance id is this, no member id starts with it)")
+
+
 def next_assignment(members: Sequence[Mapping[str, Any]], counts: Mapping[str, int], protocol: str | None, what_if: WhatIf) -> dict[str, Any]:
     """The assignment our assignors give after the changes, what moves, and its pause cost."""
-    unknown = [m for m in what_if.leave if m not in {x["member_id"] for x in members}]
-    if unknown:
-        raise InvalidInput("--what-if", f"leave={unknown[0]!r}: no such member")
+    leaving = {leaving_member(members, name) for name in what_if.leave}
     strategy = what_if.strategy or protocol or "cooperative-sticky"
     topics = {**counts, **what_if.partitions}
     all_topics = sorted({t for m in members for t in m["topics"]})
@@ -223,7 +239,7 @@ def next_assignment(members: Sequence[Mapping[str, Any]], counts: Mapping[str, i
         {"member_id": m["member_id"], "topics": m["topics"], "owned": [p for p in m["assigned"] if p.rpartition("-")[0] in topics], "generation": max(m["generation"] or 0, 0) + 1}
         | ({"group_instance_id": m["group_instance_id"]} if m["group_instance_id"] else {})
         for m in members
-        if m["member_id"] not in what_if.leave
+        if m["member_id"] not in leaving
     ]
     snapshot_members += [{"member_id": f"new-member-{i + 1}", "topics": all_topics} for i in range(what_if.join)]
     result = assign({"topics": topics, "members": snapshot_members}, strategy)

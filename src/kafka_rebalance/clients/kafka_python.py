@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 from collections.abc import Iterable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from kafka_rebalance.assignors.userdata import (
     UserDataFormat,
@@ -107,6 +107,28 @@ def _subscription(metadata: bytes | bytearray | memoryview | _DecodedSubscriptio
     )
 
 
+def _sticky_info_from_object(strategy: str, member: _GroupMember) -> MemberInfo | None:
+    """The eager sticky assignor's view of a member whose metadata is kafka-python's decoded
+    subscription carrying its ``StickyAssignorUserData`` object: read the object's fields
+    instead of encoding it to bytes and decoding those (what ``member_info`` would read)."""
+    if strategy != "sticky":
+        return None
+    metadata = member.metadata
+    user_data = getattr(metadata, "user_data", None)
+    previous = getattr(user_data, "previous_assignment", None)
+    if previous is None or isinstance(metadata, bytes | bytearray | memoryview):
+        return None
+    owned: dict[str, list[int]] = {}
+    entry: Any
+    for entry in previous:
+        topic, parts = (entry[0], entry[1]) if isinstance(entry, tuple) else (entry.topic, entry.partitions)
+        owned.setdefault(topic, []).extend(parts)
+    version = int(getattr(user_data, "version", 1) or 0)
+    generation = int(getattr(user_data, "generation", DEFAULT_GENERATION)) if version >= 1 else DEFAULT_GENERATION
+    return MemberInfo(member.member_id, tuple(metadata.topics), tuple((t, tuple(ps)) for t, ps in owned.items()),
+                      generation, getattr(member, "group_instance_id", None), getattr(metadata, "rack_id", None))
+
+
 def _to_kafka_python(sub: Subscription) -> ConsumerProtocolSubscription:
     """Our bytes, read back by kafka-python: what goes on the wire is exactly our encoding."""
     return ConsumerProtocolSubscription.decode(encode_subscription(sub))
@@ -136,9 +158,12 @@ class _LeaderAssignor(AbstractPartitionAssignor):  # type: ignore[misc]  # kafka
         infos: list[MemberInfo] = []
         topics: set[str] = set()
         for member in members:
-            sub = _subscription(member.metadata)
-            infos.append(member_info(cls.name, member.member_id, sub, getattr(member, "group_instance_id", None)))
-            topics.update(sub.topics)
+            info = _sticky_info_from_object(cls.name, member)
+            if info is None:
+                sub = _subscription(member.metadata)
+                info = member_info(cls.name, member.member_id, sub, getattr(member, "group_instance_id", None))
+            infos.append(info)
+            topics.update(info.topics)
         partitions = {t: cluster.partitions_for_topic(t) for t in topics}
         result = assign_members(cls.name, partitions, infos)
         out = {member_id: ConsumerProtocolAssignment(cls.version, pairs, b"") for member_id, pairs in result.assignments.items()}

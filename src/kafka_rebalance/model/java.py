@@ -56,3 +56,95 @@ def topic_offsets_of(partition_counts: np.ndarray) -> np.ndarray:
 def partition_topic_of(partition_counts: np.ndarray, dtype: type = np.int64) -> np.ndarray:
     """Topic index of every global partition."""
     return np.repeat(np.arange(len(partition_counts), dtype=dtype), partition_counts)
+
+
+# --- java.util.HashMap / HashSet iteration order -------------------------------------------
+#
+# A HashMap iterates bucket by bucket (bucket = spread(hashCode) & (capacity - 1)); within a
+# bucket, in insertion order (a resize splits each bucket's chain keeping relative order).
+# A bucket of 8 or more entries in a table of 64 or more becomes a red-black tree whose
+# iteration order differs; that needs eight keys sharing a bucket at load factor 0.75, which
+# these helpers do not model.
+
+
+def java_string_hashes(strings: Sequence[str]) -> np.ndarray:
+    """``String.hashCode`` of every string, as int64 holding the signed int32 (vectorised
+    Horner over UTF-16 code units, with wrap-around)."""
+    n = len(strings)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    units = [s.encode("utf-16-be", "surrogatepass") for s in strings]
+    width = max(len(u) for u in units) // 2
+    table = np.zeros((n, width), dtype=np.uint32)
+    lengths = np.fromiter((len(u) // 2 for u in units), dtype=np.int64, count=n)
+    if width:
+        flat = np.frombuffer(b"".join(units), dtype=">u2").astype(np.uint32)
+        rows = np.repeat(np.arange(n), lengths)
+        cols = np.arange(len(flat)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        # Right-align: leading zero code units leave Horner's sum unchanged.
+        table[rows, cols + (width - lengths)[rows]] = flat
+    h = np.zeros(n, dtype=np.uint32)
+    with np.errstate(over="ignore"):
+        for col in range(width):
+            h = h * np.uint32(31) + table[:, col]
+    return h.view(np.int32).astype(np.int64)
+
+
+def java_uuid_hashes(msb: np.ndarray, lsb: np.ndarray) -> np.ndarray:
+    """``Uuid.hashCode`` (org.apache.kafka.common.Uuid): the two halves of msb ^ lsb, XORed."""
+    h = (np.asarray(msb, dtype=np.int64) ^ np.asarray(lsb, dtype=np.int64)).view(np.uint64)
+    folded = ((h >> np.uint64(32)) ^ (h & np.uint64(0xFFFFFFFF))).astype(np.uint32)
+    return folded.view(np.int32).astype(np.int64)
+
+
+def java_spread(hashes: np.ndarray) -> np.ndarray:
+    """``HashMap.hash``: the hash code XOR its upper 16 bits (unsigned shift), as uint32."""
+    h = np.asarray(hashes, dtype=np.int64).astype(np.uint32)
+    spread: np.ndarray = h ^ (h >> np.uint32(16))
+    return spread
+
+
+def _table_size_for(capacity: int) -> int:
+    """``HashMap.tableSizeFor``: the power of two at or above ``capacity`` (at least 1)."""
+    return 1 if capacity <= 1 else 1 << (capacity - 1).bit_length()
+
+
+def capacity_after_puts(count: int) -> int:
+    """Table size of a ``new HashMap<>()`` (or ``HashSet``) after ``count`` insertions: 16,
+    doubled whenever the size passes three quarters of it."""
+    capacity = 16
+    while count > capacity * 3 // 4:
+        capacity *= 2
+    return capacity
+
+
+def capacity_of_copy(count: int) -> int:
+    """Table size of ``new HashSet<>(collection)`` of ``count`` elements:
+    ``tableSizeFor(max((int) (count / .75f) + 1, 16))`` (float arithmetic, as Java's)."""
+    return _table_size_for(max(int(np.float32(count) / np.float32(0.75)) + 1, 16))
+
+
+def capacities_of_copies(counts: np.ndarray) -> np.ndarray:
+    """``capacity_of_copy`` of every count."""
+    initial = np.maximum((np.asarray(counts, dtype=np.int64).astype(np.float32) / np.float32(0.75)).astype(np.int64) + 1, 16)
+    return np.left_shift(1, np.ceil(np.log2(initial)).astype(np.int64))
+
+
+def capacities_after_puts(counts: np.ndarray) -> np.ndarray:
+    """``capacity_after_puts`` of every count."""
+    counts = np.asarray(counts, dtype=np.int64)
+    # Smallest power of two c >= 16 with count <= c * 3 // 4, i.e. c >= ceil(4 * count / 3).
+    need = np.maximum((4 * counts + 2) // 3, 16)
+    capacities: np.ndarray = np.left_shift(1, np.ceil(np.log2(need)).astype(np.int64))
+    return capacities
+
+
+def java_hash_order(hashes: np.ndarray, capacity: int | np.ndarray, groups: np.ndarray | None = None) -> np.ndarray:
+    """The iteration order of a HashMap whose keys have ``hashes`` (``hashCode`` values),
+    inserted in the given order into a table of ``capacity`` buckets: a stable argsort by
+    bucket. With ``groups`` (ascending group of every key), each group is its own table
+    (``capacity`` one per key) and groups keep their order."""
+    bucket = (java_spread(hashes) & (np.asarray(capacity, dtype=np.int64) - 1).astype(np.uint32)).astype(np.int64)
+    if groups is None:
+        return np.argsort(bucket, kind="stable")
+    return np.lexsort((bucket, groups))

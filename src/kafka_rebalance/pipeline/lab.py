@@ -13,7 +13,7 @@ import json
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession, Window
@@ -21,6 +21,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from kafka_rebalance.pipeline.sweep import Run, Sweep
+
+if TYPE_CHECKING:
+    from kafka_rebalance.pipeline.report.lab import LabAnswer
 
 SIMULATIONS = "simulations"
 REBALANCES = "rebalances"
@@ -343,6 +346,7 @@ class LabRun:
     runs: int
     failed: int
     summary: Any  # pandas DataFrame of strategy_summary
+    answer: LabAnswer
 
 
 def default_tasks(spark: SparkSession, runs: int) -> int:
@@ -353,8 +357,9 @@ def default_tasks(spark: SparkSession, runs: int) -> int:
 
 def run_lab(spark: SparkSession, sweep: Sweep, out_dir: str, *, tasks: int | None = None,
             progress: bool | None = None) -> LabRun:
-    from kafka_rebalance.pipeline import report
     from kafka_rebalance.pipeline.io import StagedOutput
+    from kafka_rebalance.pipeline.report import lab as report
+    from kafka_rebalance.pipeline.report.page import write_report
     from kafka_rebalance.pipeline.spark import spark_progress
     from kafka_rebalance.sim import load_scenario
 
@@ -391,11 +396,12 @@ def run_lab(spark: SparkSession, sweep: Sweep, out_dir: str, *, tasks: int | Non
         showcase_ownership = ownership.where(F.col("run_id").isin(showcase)).toPandas() if showcase else None
         showcase_rebalances = rebalances.where(F.col("run_id").isin(showcase)).toPandas() if showcase else None
         figures = report.lab_figures(sims, summary, showcase_ownership, showcase_rebalances)
-        page = report.render_lab_report(sweep, sims, summary, figures)
-        report.write_report(out, page, figures)
+        answer = report.lab_answer(sweep.name, sims, tables=str(out.final), report=str(out.final / "report.html"))
+        page = report.render_lab_report(answer, sims, summary, figures)
+        write_report(out, page, figures)
         out.write_text("lab.json", json.dumps({
             "sweep": sweep.name, "runs": len(sweep.runs), "tasks": len(chunks),
             "parameters": sweep.parameters, "failed": int(sims["error"].notna().sum()),
         }, indent=2) + "\n")
     return LabRun(out_dir=str(out.final), report=str(out.final / "report.html"), runs=len(sweep.runs),
-                  failed=int(sims["error"].notna().sum()), summary=summary)
+                  failed=int(sims["error"].notna().sum()), summary=summary, answer=answer)

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
     from kafka_rebalance.pipeline.advice import Advice
     from kafka_rebalance.pipeline.logparse.exchange import SplitFacts
+    from kafka_rebalance.pipeline.report.logs import LogsAnswer
 
 __all__ = ["StormRule", "LogsRun", "run_logs", "choose_engine", "LOCAL_ENGINE_LIMIT_BYTES",
            "LOGS_DRIVER_JVM_OPTIONS"]
@@ -57,6 +58,7 @@ class LogsRun:
     out_dir: str
     summary: Row
     report: str
+    answer: LogsAnswer
 
 
 class LogFacts(TypedDict):
@@ -80,6 +82,26 @@ def input_bytes(files: list[str]) -> int:
             total += os.path.getsize(name) * (8 if name.endswith(".gz") else 1)
         except OSError:
             total += LOCAL_ENGINE_LIMIT_BYTES
+    return total
+
+
+def text_bytes(files: list[str], stdin_text: str | None = None) -> int:
+    """The text the local engine will read: file sizes, a .gz file's uncompressed size (its last
+    four bytes, modulo 4 GiB), the paste's length."""
+    total = 0
+    for name in files:
+        if name == STDIN:
+            total += len(stdin_text or "")
+            continue
+        try:
+            if name.endswith(".gz"):
+                with open(name, "rb") as fh:
+                    fh.seek(-4, os.SEEK_END)
+                    total += int.from_bytes(fh.read(4), "little")
+            else:
+                total += os.path.getsize(name)
+        except OSError:
+            continue
     return total
 
 
@@ -215,7 +237,7 @@ def _run_spark(spark: Any, files: list[str], clusters: dict[str, str], rule: Sto
                 # pandas and matplotlib (for the report) load while the driver only waits for the
                 # jobs; started once the job is planned, so they do not hold the GIL while it is.
                 report_loading = threading.Thread(target=importlib.import_module,
-                                                  args=("kafka_rebalance.pipeline.report",), daemon=True)
+                                                  args=("kafka_rebalance.pipeline.report.logs",), daemon=True)
                 report_loading.start()
             facts = [SplitFacts.from_json(row[0]) for row in scanned.collect()]
             wanted = fill_chains(facts)
@@ -330,8 +352,11 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
     watch = Stopwatch()
     with StagedOutput(out_dir) as out:
         if chosen == "local":
-            with syslog_reference(syslog_until_ms):
-                result = analyse_local([(name, labels[name]) for name in files], storm_rule, stdin_text=stdin_text)
+            from kafka_rebalance.pipeline.progress import bytes_progress
+
+            with syslog_reference(syslog_until_ms), bytes_progress(
+                    "reading logs", text_bytes(files, stdin_text), enabled=progress) as advance:
+                result = analyse_local([(name, labels[name]) for name in files], storm_rule, stdin_text=stdin_text, on_read=advance)
             watch.lap("read, parse and stories (local)")
             for table, df in result.frames.items():
                 write_frame(df, out.path(table), table)
@@ -364,22 +389,26 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
             finally:
                 if temporary is not None:
                     os.unlink(temporary)
-            from kafka_rebalance.pipeline import report
+            from kafka_rebalance.pipeline.report import logs as logs_report
 
-            frames = report.read_tables(out.staging)
+            frames = logs_report.read_tables(out.staging)
             skipped.extend(facts["unreadable"])
-        from kafka_rebalance.pipeline import advice, report
+        from kafka_rebalance.pipeline import advice
+        from kafka_rebalance.pipeline.report import logs as logs_report
+        from kafka_rebalance.pipeline.report.page import write_report
 
         advice_items = advice.advise(facts["findings"], storm_rule)
         summary = _summary(facts, frames, files, chosen, advice_items, skipped)
         summary["syslog_until"] = datetime.fromtimestamp(syslog_until_ms / 1000, UTC).isoformat(timespec="seconds")
-        figures = report.logs_figures(frames, facts["findings"])
-        html = report.render_logs_report(summary, figures, advice_items, frames, facts["findings"])
-        report.write_report(out, html, figures)
+        answer = logs_report.logs_answer(summary, frames, facts["findings"], advice_items, tables=str(out.final),
+                                         report=str(out.final / "report.html"))
+        figures = logs_report.logs_figures(frames, facts["findings"])
+        html = logs_report.render_logs_report(answer, figures, advice_items, frames, facts["findings"])
+        write_report(out, html, figures)
         watch.lap("advice and report")
         summary["seconds"] = watch.seconds
         out.write_text("summary.json", json.dumps(summary, indent=2, default=str) + "\n")
-    return LogsRun(out_dir=str(out.final), summary=summary, report=str(out.final / "report.html"))
+    return LogsRun(out_dir=str(out.final), summary=summary, report=str(out.final / "report.html"), answer=answer)
 
 
 def _summary(facts: LogFacts, frames: dict[str, Any], files: list[str], engine: str, advice_items: list[Advice],

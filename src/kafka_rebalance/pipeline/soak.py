@@ -15,12 +15,15 @@ import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+
+if TYPE_CHECKING:
+    from kafka_rebalance.pipeline.report.soak import SoakAnswer
 
 SCHEDULES = "schedules"
 VIOLATIONS = "violations"
@@ -158,6 +161,7 @@ class SoakRun:
     by_invariant: dict[str, int]
     wall_s: float
     summary: dict[str, Any]
+    answer: SoakAnswer
 
 
 def default_tasks(spark: SparkSession, schedules: int) -> int:
@@ -170,6 +174,7 @@ def run_soak(spark: SparkSession, schedules: int, out_dir: str, *, seed: int = 0
              tasks: int | None = None,
              shrink_budget: int = DEFAULT_SHRINK_BUDGET, progress: bool | None = None) -> SoakRun:
     from kafka_rebalance.pipeline.io import StagedOutput
+    from kafka_rebalance.pipeline.report.soak import FAILURES_TOLD, soak_answer
     from kafka_rebalance.pipeline.spark import spark_progress
 
     started = time.monotonic()
@@ -193,6 +198,10 @@ def run_soak(spark: SparkSession, schedules: int, out_dir: str, *, seed: int = 0
             "violations_by_invariant": by_invariant, "wall_s": round(wall_s, 1),
         }
         out.write_text(SUMMARY, json.dumps(summary, indent=2) + "\n")
+        first_failures = [row.asDict() for row in spark.read.parquet(str(out.path(VIOLATIONS)))
+                          .select("schedule_index", "invariant", "detail", "shrunk_events")
+                          .orderBy("schedule_index", "invariant").limit(FAILURES_TOLD).collect()]
+        answer = soak_answer(summary, first_failures, tables=str(out.final))
     return SoakRun(out_dir=str(out.final), schedules=int(summary["schedules"]),
                    failing=int(summary["failing_schedules"]), violations=int(summary["violations"]),
-                   by_invariant=by_invariant, wall_s=wall_s, summary=summary)
+                   by_invariant=by_invariant, wall_s=wall_s, summary=summary, answer=answer)

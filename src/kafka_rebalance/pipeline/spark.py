@@ -54,7 +54,7 @@ def class_archive_options(cache_dir: Path | None = None) -> str:
     except OSError:
         return ""
     key = hashlib.sha1(f"{java_stamp}:{pyspark.__version__}".encode()).hexdigest()[:12]
-    cache = cache_dir or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kafka-rebalance"
+    cache = cache_dir or user_cache_dir()
     archive = cache / f"spark-classes-{key}.jsa"
     quiet = "-Xlog:cds=off -Xlog:cds+dynamic=off"
     try:
@@ -99,6 +99,60 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def user_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/kafka-rebalance`` (default ``~/.cache/kafka-rebalance``)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kafka-rebalance"
+
+
+# Spark's own output (the JVM's start-up warnings, log4j, Python workers' stderr) of the last few
+# sessions, one file each, under the cache folder; older files are removed.
+SPARK_LOGS_KEPT = 20
+_session_log: Path | None = None
+
+
+def session_log() -> Path | None:
+    """The file the running session's JVM writes its output to (None: it writes to the terminal)."""
+    return _session_log
+
+
+def new_session_log(folder: Path | None = None) -> Path | None:
+    """A fresh log file for a session's JVM under ``folder`` (default: the cache folder's
+    ``spark-logs``), or None when no such file can be made."""
+    folder = folder or user_cache_dir() / "spark-logs"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for old in sorted(folder.glob("spark-*.log"), key=lambda p: p.stat().st_mtime)[:-SPARK_LOGS_KEPT + 1]:
+            old.unlink(missing_ok=True)
+        path = folder / f"spark-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{os.getpid()}.log"
+        path.touch()
+    except OSError:
+        return None
+    return path
+
+
+@contextmanager
+def output_of_new_processes_to(path: Path) -> Iterator[None]:
+    """Processes started inside the block (the JVM, and the Python workers it starts) write their
+    stdout and stderr into ``path``; this process's own output is back on the terminal after.
+    The JVM prints its start-up warnings (``Using incubator modules``) before any logging
+    configuration applies, so only its file descriptors can keep them off the terminal."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(target, 1)
+        os.dup2(target, 2)
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, target):
+            os.close(fd)
+
+
 def quiet_log4j_config() -> str:
     """Path of the log4j2 configuration that keeps Spark's console output to errors."""
     return str(resources.files("kafka_rebalance") / "data" / "log4j2-quiet.properties")
@@ -107,7 +161,9 @@ def quiet_log4j_config() -> str:
 def build_session(master: str | None = None, app_name: str = "kafka-rebalance", *, quiet: bool = True,
                   extra_conf: dict[str, str] | None = None, driver_jvm_options: str = "") -> SparkSession:
     """Create (or return the running) SparkSession for ``master`` (any URL Spark accepts).
-    ``driver_jvm_options`` go to the driver JVM (the only one on a local master)."""
+    ``driver_jvm_options`` go to the driver JVM (the only one on a local master). ``quiet``:
+    Spark's logging is cut to errors and the JVM's output goes to a file (``session_log``),
+    not to the terminal."""
     master = master or DEFAULT_MASTER
     # The driver JVM and Python workers must use this interpreter (the one with our package).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -135,7 +191,14 @@ def build_session(master: str | None = None, app_name: str = "kafka-rebalance", 
         builder = builder.config("spark.driver.extraJavaOptions", driver_jvm_options)
     for key, value in (extra_conf or {}).items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    global _session_log
+    log = new_session_log() if quiet and SparkSession.getActiveSession() is None else None
+    if log is None:
+        spark = builder.getOrCreate()
+    else:
+        _session_log = log  # named in the error if the JVM does not start
+        with output_of_new_processes_to(log):
+            spark = builder.getOrCreate()
     if quiet:
         spark.sparkContext.setLogLevel("ERROR")
     if not is_local_master(master):
@@ -164,24 +227,20 @@ def ship_package(spark: SparkSession) -> None:
 
 @contextmanager
 def spark_progress(spark: SparkSession, description: str, *, enabled: bool | None = None) -> Iterator[None]:
-    """Show a progress bar of finished/total tasks of the Spark jobs run inside the block.
-
-    Spark reports progress per task, so the bar moves once per finished task (a batch of
-    simulations, or a split of a log file).
+    """A progress bar on stderr (``pipeline.progress``) of the Spark jobs run inside the block:
+    finished/total tasks of their stages, read from Spark's status tracker (job and stage
+    progress) a few times a second. The total grows as jobs plan their stages.
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from kafka_rebalance.pipeline.progress import REFRESH_PER_SECOND, progress_bar, wanted
 
-    if enabled is None:
-        enabled = sys.stderr.isatty()
-    if not enabled:
+    if not wanted(enabled):
         yield
         return
     context = spark.sparkContext
     group = f"kafka-rebalance-{id(description)}-{time.monotonic_ns()}"
     context.setJobGroup(group, description)
     stop = threading.Event()
-    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TextColumn("tasks"), TimeElapsedColumn(), transient=True)
+    progress = progress_bar("tasks")
     task = progress.add_task(description, total=None)
 
     def poll() -> None:
@@ -200,7 +259,7 @@ def spark_progress(spark: SparkSession, description: str, *, enabled: bool | Non
                 done = sum(d for d, _ in seen.values())
                 total = sum(t for _, t in seen.values())
                 progress.update(task, completed=done, total=max(total, 1))
-            stop.wait(0.2)
+            stop.wait(1 / REFRESH_PER_SECOND)
 
     thread = threading.Thread(target=poll, daemon=True)
     with progress:

@@ -1,8 +1,8 @@
 """The small-group fast paths of the server-side assignors give the general paths' answers.
 
-``assign_homogeneous`` (one class subscribed to every topic, reading holdings member-major) must
-equal ``assign_disjoint_classes`` on the same group; range's equal-size-topics path must equal its
-per-topic path; the member-major holdings must match the owner array.
+The array form of Kafka's homogeneous builder must equal the builder's own loops; range's
+equal-size-topics path must equal its per-topic path; the member-major holdings must match the
+owner array.
 """
 
 from __future__ import annotations
@@ -14,14 +14,7 @@ from hypothesis import strategies as st
 from kafka_rebalance.assignors.server import ServerGroup
 from kafka_rebalance.assignors.server.build import resolve_topic_keys
 from kafka_rebalance.assignors.server.range import range_ranges
-from kafka_rebalance.assignors.server.uniform import (
-    assign_disjoint_classes,
-    assign_homogeneous,
-    first_assignment_disjoint,
-    reassign_disjoint_all_held,
-    tails,
-    uniform_assign,
-)
+from kafka_rebalance.assignors.server.uniform import homogeneous_assign, uniform_assign
 from kafka_rebalance.model import InvalidInput, java_sort_key
 
 
@@ -52,13 +45,67 @@ def arrays_groups(draw, homogeneous: bool):
     return ServerGroup.build(names, counts, resolve_topic_keys(names, None), ids, member_class, lists, current_owner=owner)
 
 
+def literal_homogeneous(group: ServerGroup) -> np.ndarray:
+    """UniformHomogeneousAssignmentBuilder (Kafka 4.1) as written: member by member, topic by
+    topic of each member's assignment in iteration order, then the unfilled members in turn."""
+    result = np.full(group.num_partitions, -1, dtype=np.int64)
+    topics = group.kafka_subscription_sequence.tolist()
+    m = group.num_members
+    if not m or not topics:
+        return result
+    offsets, counts = group.topic_offsets, group.partition_counts
+    unassigned = [int(offsets[t]) + p for t in topics for p in range(int(counts[t])) if group.current_owner[offsets[t] + p] < 0]
+    quota_min, remaining = divmod(sum(int(counts[t]) for t in topics), m)
+    unfilled = []
+    sequence, holder = group.held_in_iteration_order(np.arange(m, dtype=np.int64))
+    indptr = np.searchsorted(holder, np.arange(m + 1))
+    for index in range(m):
+        quota, extra = quota_min, False
+        if remaining > 0:
+            quota, extra = quota + 1, True
+        held = sequence[indptr[index] : indptr[index + 1]].tolist()
+        runs: list[list[int]] = []
+        for partition in held:  # a member's partitions of one topic are consecutive
+            topic = int(group.partition_topic[partition])
+            if runs and int(group.partition_topic[runs[-1][0]]) == topic:
+                runs[-1].append(partition)
+            else:
+                runs.append([partition])
+        for run in runs:
+            if int(group.partition_topic[run[0]]) not in topics:
+                continue
+            if len(run) <= quota:
+                quota -= len(run)
+                result[run] = index
+            else:
+                for partition in run:
+                    if quota > 0:
+                        quota -= 1
+                        result[partition] = index
+                    else:
+                        unassigned.append(partition)
+        if quota > 0 and extra and m - index > remaining:
+            quota, extra = quota - 1, False
+        if quota > 0:
+            unfilled.append((index, quota))
+        if extra:
+            remaining -= 1
+    position = 0
+    for index, quota in unfilled:
+        for _ in range(quota):
+            if position < len(unassigned):
+                result[unassigned[position]] = index
+                position += 1
+    assert position == len(unassigned)
+    return result
+
+
 @given(arrays_groups(homogeneous=True))
-def test_homogeneous_fast_path_equals_class_balancing(group: ServerGroup) -> None:
-    assert group.is_homogeneous
-    fast = assign_homogeneous(group)
-    general = assign_disjoint_classes(group, group.topic_class)
-    assert np.array_equal(fast, general)
-    assert np.array_equal(uniform_assign(group), general)
+def test_homogeneous_builder_equals_kafkas_loops(group: ServerGroup) -> None:
+    """The array form of Kafka's homogeneous builder gives the answer of its loops."""
+    assert group.kafka_homogeneous
+    assert np.array_equal(homogeneous_assign(group), literal_homogeneous(group))
+    assert np.array_equal(uniform_assign(group), literal_homogeneous(group))
 
 
 @given(arrays_groups(homogeneous=False))
@@ -79,11 +126,6 @@ def test_range_equal_size_path_equals_per_topic_path(pick_homogeneous, mixed, ho
     assert np.array_equal(default, per_topic)
 
 
-def test_tails_one_each_and_longer() -> None:
-    assert tails(np.array([3, 7]), np.array([1, 1])).tolist() == [2, 6]
-    assert tails(np.array([3, 7, 9]), np.array([2, 1, 3])).tolist() == [1, 2, 6, 6, 7, 8]
-
-
 def test_owner_outside_the_members_is_refused() -> None:
     names = ["a"]
     try:
@@ -92,36 +134,3 @@ def test_owner_outside_the_members_is_refused() -> None:
         assert "out of range" in str(error)
     else:
         raise AssertionError("an owner index beyond the members must be refused")
-
-
-@given(arrays_groups(homogeneous=False))
-def test_first_assignment_fast_path_equals_class_balancing(group: ServerGroup) -> None:
-    if group.topic_class is None or group.held_indptr[-1] != 0:
-        return
-    general = assign_disjoint_classes(group, group.topic_class)
-    assert np.array_equal(first_assignment_disjoint(group), general)
-    assert np.array_equal(uniform_assign(group), general)
-
-
-@given(arrays_groups(homogeneous=False), st.data())
-def test_reassignment_fast_path_equals_class_balancing(group: ServerGroup, data) -> None:
-    """Start from the group's own target (every subscribed partition held by a subscriber), then
-    a member joins one of the classes: both paths agree."""
-    if group.topic_class is None:
-        return
-    target = assign_disjoint_classes(group, group.topic_class)
-    joined = ServerGroup.build(
-        group.topic_names, group.partition_counts, group.topic_keys, [*group.member_ids, "joiner"],
-        np.append(group.member_class, data.draw(st.sampled_from(sorted(set(group.member_class.tolist()))))),
-        [group.class_topics[group.class_indptr[c] : group.class_indptr[c + 1]] for c in range(group.num_classes)],
-        current_owner=target,
-    )
-    assert joined.topic_class is not None
-    fast = reassign_disjoint_all_held(joined, joined.topic_class)
-    general = assign_disjoint_classes(joined, joined.topic_class)
-    assert fast is not None
-    assert np.array_equal(fast, general)
-    assert np.array_equal(uniform_assign(joined), general)
-    # A partly held group (the one drawn) either takes the fast path with the same answer or none.
-    partial = reassign_disjoint_all_held(group, group.topic_class)
-    assert partial is None or np.array_equal(partial, assign_disjoint_classes(group, group.topic_class))

@@ -1,5 +1,6 @@
-"""Kafka's RangeAssignorTest (group-coordinator, ``assignor/RangeAssignorTest.java``, trunk of
-Sept 2024) as facts: same inputs, same expected target assignment. Topic names stand for the
+"""Kafka's RangeAssignorTest (group-coordinator, ``assignor/RangeAssignorTest.java``, Kafka 4.1;
+its cases and expectations are those of Sept 2024 and of trunk) as facts: same inputs, same
+expected target assignment; every case of the class, plus trunk's testReassignmentStickiness. Topic names stand for the
 test's topic ids (its ``Uuid.randomUuid()`` ids do not affect the range assignor)."""
 
 from __future__ import annotations
@@ -155,3 +156,22 @@ def test_reassignment_when_multiple_subscriptions_removed_after_initial_assignme
         "B": {"topic1": (2,), "topic2": (0, 1), "topic3": (0, 1)},
         "C": {"topic2": (2,)},
     }
+
+
+def test_reassignment_stickiness():
+    """RangeAssignorTest.testReassignmentStickiness (trunk, via CommonAssignorTests): topics of 2,
+    5 and 7 partitions, members A, B, C subscribed to all; running again with the first answer as
+    the current assignment, the members listed in any order, gives the same answer."""
+    import itertools
+
+    topics = {"topic1": 2, "topic2": 5, "topic3": 7}
+    members = [m(x, "topic1 topic2 topic3") for x in "ABC"]
+    first = rng(topics, members)
+    assert first == {
+        "A": {"topic1": (0,), "topic2": (0, 1), "topic3": (0, 1, 2)},
+        "B": {"topic1": (1,), "topic2": (2, 3), "topic3": (3, 4)},
+        "C": {"topic2": (4,), "topic3": (5, 6)},
+    }
+    for order in itertools.permutations("ABC"):
+        again = [m(x, "topic1 topic2 topic3", first[x]) for x in order]
+        assert rng(topics, again) == first

@@ -12,8 +12,10 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from kafka_rebalance.assignors.server.build import (
+    ITERATION_ORDERS,
     ServerMember,
     build_server_group,
+    coordinator_member_order,
     server_group_from_snapshot,
     target_assignment,
 )
@@ -87,6 +89,7 @@ def server_assign(
     members: Sequence[ServerMember],
     topic_ids: Mapping[str, str] | None = None,
     partition_racks: Mapping[str, Sequence[Sequence[str]]] | None = None,
+    iteration_order: str = "coordinator",
 ) -> dict[str, dict[str, tuple[int, ...]]]:
     """The target assignment: member id -> topic -> partitions (ascending), every member present.
 
@@ -96,15 +99,23 @@ def server_assign(
     against the metadata image; so are assigned partitions that no longer exist.
     ``partition_racks`` is accepted for the coordinator's sake but Kafka's server-side
     assignors do not use racks, so neither do these. Raises ``InvalidInput`` on bad input.
+
+    ``uniform`` depends on the order Kafka iterates members and each member's assignment in:
+    ``iteration_order="coordinator"`` (the default) iterates them as a broker's coordinator does:
+    hash tables filled with ``members`` in the order they joined and each ``assigned`` in the
+    order of its record; ``"given"`` iterates everything as listed (as Kafka's unit tests do with
+    a ``TreeMap`` and ``LinkedHashMap``). docs/assignment-json.md, "Kafka's iteration orders".
     """
     check_server_assignor(assignor)
     del partition_racks  # see docstring: Kafka's uniform and range builders ignore racks
-    group = build_server_group(topics, members, topic_ids)
+    group = build_server_group(topics, members, topic_ids, iteration_order)
     owner = server_assign_columnar(assignor, group)
     return target_assignment(group, owner)
 
 
 __all__ = [
+    "ITERATION_ORDERS",
+    "coordinator_member_order",
     "DEFAULT_SERVER_ASSIGNOR",
     "assign_consumer_group",
     "choose_server_assignor",

@@ -18,8 +18,14 @@ import numpy as np
 from kafka_rebalance.model import (
     UNASSIGNED,
     InvalidInput,
+    capacities_after_puts,
+    capacities_of_copies,
+    capacity_of_copy,
+    java_hash_order,
     java_order,
     java_sort_key,
+    java_spread,
+    java_uuid_hashes,
     partition_topic_of,
     static_first_member_order,
     topic_offsets_of,
@@ -70,6 +76,21 @@ class ServerGroup:
     held_indptr: np.ndarray  # int64 (M+1,)
     held_partitions: np.ndarray  # int64 (number of held partitions,)
     instance_ids: tuple[str | None, ...] = ()
+    # What Kafka's uniform builders iterate over in hash-table order (docs/assignment-json.md,
+    # "Kafka's iteration orders"); None: derived from the ids, with insertions ascending.
+    # Every member subscribes to the same topic names (Kafka's SubscriptionType.HOMOGENEOUS,
+    # which counts names that do not resolve too); None: one subscription class.
+    same_subscriptions: bool | None = None
+    # The first member's subscribed topic ids as a HashSet<Uuid> iterates (topic indices).
+    subscription_sequence: np.ndarray | None = None
+    # Each partition's position in the input that listed the current assignment (the insertion
+    # order of each member's HashMap<Uuid, HashSet<Integer>>, which breaks ties within a hash
+    # bucket); None: partitions listed ascending. ``hashed_assignments`` False: the input's
+    # order is the iteration order itself (Kafka's tests' LinkedHashMaps).
+    claim_position: np.ndarray | None = None
+    hashed_assignments: bool = True
+    # The members in Kafka's iteration order (GroupSpec.memberIds()), when not index order.
+    iteration_order: np.ndarray | None = None
 
     @property
     def num_members(self) -> int:
@@ -121,6 +142,79 @@ class ServerGroup:
     def is_homogeneous(self) -> bool:
         """At least one member, and every member subscribes to every topic."""
         return self.num_classes == 1 and len(self.class_topics) == self.num_topics and self.num_members > 0
+
+    @property
+    def kafka_homogeneous(self) -> bool:
+        """Kafka's subscription type is HOMOGENEOUS: every member subscribes to the same topic
+        names (a group without members counts as such)."""
+        if self.same_subscriptions is not None:
+            return self.same_subscriptions
+        return self.num_classes <= 1 or bool((self.member_class == self.member_class[0]).all())
+
+    @cached_property
+    def kafka_subscription_sequence(self) -> np.ndarray:
+        """The topics of the first member's subscription in HashSet<Uuid> iteration order."""
+        if self.subscription_sequence is not None:
+            return self.subscription_sequence
+        if not self.num_members:
+            return np.zeros(0, dtype=np.int64)
+        c = int(self.member_class[0])
+        topics = self.class_topics[self.class_indptr[c] : self.class_indptr[c + 1]]
+        return subscription_iteration_order(topics, self.topic_keys)
+
+    def held_in_iteration_order(self, members: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The partitions ``members`` (ascending) hold, each member's in the order its
+        assignment map iterates them, and the member of each; only those members' holdings are
+        read (Kafka's homogeneous builder reads the order of members it trims only)."""
+        indptr = self.held_indptr
+        counts = indptr[members + 1] - indptr[members]
+        starts = np.repeat(indptr[members] - (np.cumsum(counts) - counts), counts)
+        held = self.held_partitions[starts + np.arange(int(counts.sum()), dtype=np.int64)]
+        member = np.repeat(members, counts)
+        position = held if self.claim_position is None else self.claim_position[held]
+        inserted = np.lexsort((position, member))  # each member's claims in input order
+        held, member = held[inserted], member[inserted]
+        topic = self.partition_topic[held]
+        order = held_iteration_order(member, topic, held - self.topic_offsets[topic], self.topic_keys,
+                                     hashed=self.hashed_assignments)
+        return held[order], member[order]
+
+    def in_iteration_order(self) -> tuple[ServerGroup, np.ndarray | None]:
+        """The group renumbered so that member index order is Kafka's iteration order, and the
+        old index of each new member (None when nothing moved)."""
+        order = self.iteration_order
+        if order is None or bool((order == np.arange(len(order))).all()):
+            return self, None
+        return self.permuted(order), order
+
+    def permuted(self, order: np.ndarray) -> ServerGroup:
+        """The same group with its members renumbered: new member ``i`` is old ``order[i]``
+        (``subscription_sequence`` is kept: it must already be the new first member's)."""
+        inverse = np.empty_like(order)
+        inverse[order] = np.arange(len(order), dtype=np.int64)
+        owner = np.where(self.current_owner >= 0, np.append(inverse, -1)[self.current_owner], UNASSIGNED)
+        counts = np.diff(self.held_indptr)[order]
+        indptr = np.zeros(len(order) + 1, dtype=np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        starts = self.held_indptr[order]
+        take = np.repeat(starts - indptr[:-1], counts) + np.arange(int(indptr[-1]), dtype=np.int64)
+        return ServerGroup(
+            topic_names=self.topic_names,
+            partition_counts=self.partition_counts,
+            topic_keys=self.topic_keys,
+            member_ids=tuple(self.member_ids[i] for i in order.tolist()),
+            member_class=self.member_class[order],
+            class_indptr=self.class_indptr,
+            class_topics=self.class_topics,
+            current_owner=owner,
+            held_indptr=indptr,
+            held_partitions=self.held_partitions[take],
+            instance_ids=tuple(self.instance_ids[i] for i in order.tolist()) if self.instance_ids else (),
+            same_subscriptions=self.same_subscriptions,
+            subscription_sequence=self.subscription_sequence,
+            claim_position=self.claim_position,
+            hashed_assignments=self.hashed_assignments,
+        )
 
     @cached_property
     def topic_class(self) -> np.ndarray | None:
@@ -215,6 +309,11 @@ class ServerGroup:
         current_owner: np.ndarray | None = None,
         instance_ids: Sequence[str | None] | None = None,
         held: tuple[np.ndarray, np.ndarray] | None = None,
+        same_subscriptions: bool | None = None,
+        subscription_sequence: np.ndarray | None = None,
+        claim_position: np.ndarray | None = None,
+        hashed_assignments: bool = True,
+        iteration_order: np.ndarray | None = None,
     ) -> ServerGroup:
         """A group from arrays. ``topic_names`` in Java string order; ``class_topic_lists`` one
         list of topic indices per subscription class; ``current_owner`` one member index (or -1)
@@ -246,6 +345,11 @@ class ServerGroup:
             held_indptr=held[0],
             held_partitions=held[1],
             instance_ids=tuple(instance_ids) if instance_ids is not None else (None,) * m,
+            same_subscriptions=same_subscriptions,
+            subscription_sequence=subscription_sequence,
+            claim_position=claim_position,
+            hashed_assignments=hashed_assignments,
+            iteration_order=iteration_order,
         )
 
 
@@ -258,3 +362,100 @@ def member_major(owner: np.ndarray, num_members: int) -> tuple[np.ndarray, np.nd
     indptr = np.zeros(num_members + 1, dtype=np.int64)
     np.cumsum(np.bincount(holders, minlength=num_members), out=indptr[1:])
     return indptr, held[np.argsort(holders, kind="stable")]
+
+
+def subscription_iteration_order(topics: np.ndarray, topic_keys: np.ndarray, names_order: np.ndarray | None = None) -> np.ndarray:
+    """``topics`` (indices) as ``new HashSet<>(subscribedTopicIds)`` iterates them: by bucket of
+    ``Uuid.hashCode`` in a table sized for them, ties in insertion order (``names_order``: the
+    topics as the member's HashSet of names yields them; default: topic index order)."""
+    inserted = topics if names_order is None else names_order
+    if len(inserted) <= _SMALL:
+        capacity = _capacity_of_copy(len(inserted))
+        listed = inserted.tolist()
+        keys_list = topic_keys[inserted].tolist()
+        buckets = [_spread_bucket(_uuid_hash(msb, lsb), capacity) for msb, lsb in keys_list]
+        return np.array([listed[i] for i in sorted(range(len(listed)), key=buckets.__getitem__)], dtype=np.int64)
+    hashes = java_uuid_hashes(topic_keys[inserted, 0], topic_keys[inserted, 1])
+    ordered: np.ndarray = inserted[java_hash_order(hashes, capacity_of_copy(len(inserted)))]
+    return ordered
+
+
+def held_iteration_order(member: np.ndarray, topic: np.ndarray, partition: np.ndarray, topic_keys: np.ndarray,
+                         hashed: bool = True) -> np.ndarray:
+    """Entries (member, topic, partition number), given in insertion order, as each member's
+    assignment iterates them: the member's ``HashMap<Uuid, Set<Integer>>`` (built by puts, as
+    ``Assignment.fromRecord`` does) bucket by bucket, each topic's ``new HashSet<>(list)`` bucket
+    by bucket; ties in insertion order. Not ``hashed``: linked maps and sets, so topics in the
+    order first inserted, partitions as inserted. Returns a permutation of the entries, member
+    by member in ascending member index."""
+    n = len(member)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    if n <= _SMALL:
+        return _held_iteration_order_small(member.tolist(), topic.tolist(), partition.tolist(), topic_keys, hashed)
+    position = np.arange(n, dtype=np.int64)
+    # Runs: one per (member, topic), first seen at the position of its first entry.
+    run_key = member * (int(topic.max()) + 1) + topic
+    _, first, run_of = np.unique(run_key, return_index=True, return_inverse=True)
+    run_first = first[run_of]
+    run_size = np.bincount(run_of)
+    if not hashed:
+        return np.lexsort((position, run_first, member))
+    run_member = member[first]
+    topics_per_member = np.bincount(run_member)
+    topic_capacity = capacities_after_puts(topics_per_member)[member]
+    topic_hash = java_uuid_hashes(topic_keys[topic, 0], topic_keys[topic, 1])
+    topic_bucket = (java_spread(topic_hash) & (topic_capacity - 1).astype(np.uint32)).astype(np.int64)
+    partition_capacity = capacities_of_copies(run_size)[run_of]
+    partition_bucket = (java_spread(partition) & (partition_capacity - 1).astype(np.uint32)).astype(np.int64)
+    return np.lexsort((position, partition_bucket, run_first, topic_bucket, member))
+
+
+# Below this many entries, orders are computed on Python ints: a dozen numpy calls cost more.
+_SMALL = 256
+
+
+def _spread_bucket(hash_code: int, capacity: int) -> int:
+    h = hash_code & 0xFFFFFFFF
+    return (h ^ (h >> 16)) & (capacity - 1)
+
+
+def _uuid_hash(msb: int, lsb: int) -> int:
+    h = (msb ^ lsb) & 0xFFFFFFFFFFFFFFFF
+    return ((h >> 32) ^ h) & 0xFFFFFFFF
+
+
+def _capacity_of_copy(count: int) -> int:
+    initial = max(int(np.float32(count) / np.float32(0.75)) + 1, 16)
+    return 1 << (initial - 1).bit_length()
+
+
+def _capacity_after_puts(count: int) -> int:
+    capacity = 16
+    while count > capacity * 3 // 4:
+        capacity *= 2
+    return capacity
+
+
+def _held_iteration_order_small(member: list[int], topic: list[int], partition: list[int], topic_keys: np.ndarray,
+                                hashed: bool) -> np.ndarray:
+    """``held_iteration_order`` on Python ints (same keys, same order)."""
+    first: dict[tuple[int, int], int] = {}
+    size: dict[tuple[int, int], int] = {}
+    for i, run in enumerate(zip(member, topic, strict=True)):
+        first.setdefault(run, i)
+        size[run] = size.get(run, 0) + 1
+    if not hashed:
+        keys = [(m, first[(m, t)], i) for i, (m, t) in enumerate(zip(member, topic, strict=True))]
+        return np.array(sorted(range(len(member)), key=keys.__getitem__), dtype=np.int64)
+    topics_of: dict[int, int] = {}
+    for m, _ in first:
+        topics_of[m] = topics_of.get(m, 0) + 1
+    keys_list = topic_keys.tolist()
+    topic_hash = {t: _uuid_hash(*keys_list[t]) for t in set(topic)}
+    hashed_keys: list[tuple[int, int, int, int, int]] = []
+    for i, (m, t, p) in enumerate(zip(member, topic, partition, strict=True)):
+        run = (m, t)
+        hashed_keys.append((m, _spread_bucket(topic_hash[t], _capacity_after_puts(topics_of[m])), first[run],
+                     _spread_bucket(p, _capacity_of_copy(size[run])), i))
+    return np.array(sorted(range(len(member)), key=hashed_keys.__getitem__), dtype=np.int64)

@@ -1,25 +1,21 @@
-"""Kafka's server-side ``uniform`` assignor (group-coordinator ``assignor/UniformAssignor``).
+"""Kafka's server-side ``uniform`` assignor (group-coordinator ``assignor/UniformAssignor``),
+as of Kafka 4.1: the same answers, partition for partition.
 
-Kafka picks one of two builders by subscription type; we pick by a wider test:
+Kafka picks one of two builders by subscription type, and so does this module:
 
-- Every topic subscribed by a single subscription class (all members subscribe to the same
-  topics, or the group splits into classes with disjoint topics, as in Kafka's bucketed
-  benchmark): each class is balanced on its own, and kept as sticky as balance allows. A class
-  of ``m`` members and ``p`` partitions ends with ``p // m`` or one more per member (Kafka's
-  ``UniformHomogeneousAssignmentBuilder`` target); every member keeps ``min(owned, target)``
-  partitions, and the ``p % m`` larger targets go first to members that own more than
-  ``p // m``, so no other balanced assignment keeps more partitions in place. (Kafka hands the
-  larger targets out in hash-map order and may revoke a partition it could have kept.)
-- Otherwise (overlapping, different subscriptions): a faithful port of Kafka's
-  ``UniformHeterogeneousAssignmentBuilder``: drop partitions a member no longer subscribes to,
-  deal unassigned partitions topic by topic to the least loaded subscribers, then move
-  partitions from the most to the least loaded subscribers of each topic, at most 16 passes.
-  Topic ties are broken by topic id (``Uuid.compareTo``).
+- Every member subscribes to the same topic names (``SubscriptionType.HOMOGENEOUS``):
+  ``UniformHomogeneousAssignmentBuilder``, with KAFKA-18688's stability fix. Its answer
+  depends on three iteration orders, all reproduced: the members' (``GroupSpec.memberIds()``,
+  here member index order), the subscribed topic ids' (a ``HashSet<Uuid>``), and each member's
+  current assignment's (a ``HashMap<Uuid, Set<Integer>>`` of ``HashSet<Integer>``); see
+  ``ServerGroup.kafka_subscription_sequence`` and ``held_in_iteration_order``.
+- Otherwise: ``UniformHeterogeneousAssignmentBuilder``, ported step for step: drop partitions
+  a member no longer subscribes to, deal unassigned partitions topic by topic to the least
+  loaded subscribers, then move partitions from the most to the least loaded subscribers of
+  each topic, at most 16 passes. Topic ties are broken by topic id (``Uuid.compareTo``), member
+  ties by member index; no hash order reaches the answer.
 
-Members are numbered in the order given. (Kafka numbers them in its member map's iteration
-order; its own tests fix that order to sorted member ids, and list members so.)
-
-Neither Kafka builder looks at racks (Kafka trunk of Sept 2024), so neither does this one.
+Neither Kafka builder looks at racks (Kafka 4.1), so neither does this one.
 """
 
 from __future__ import annotations
@@ -34,142 +30,83 @@ MAX_BALANCE_PASSES = 16
 
 
 def uniform_assign(group: ServerGroup) -> np.ndarray:
-    """The target owner (member index or -1) of every global partition."""
-    if group.is_homogeneous:
-        return assign_homogeneous(group)
-    if group.topic_class is not None:
-        if group.held_indptr[-1] == 0:
-            return first_assignment_disjoint(group)
-        reassigned = reassign_disjoint_all_held(group, group.topic_class)
-        return assign_disjoint_classes(group, group.topic_class) if reassigned is None else reassigned
-    return heterogeneous_assign(group)
+    """The target owner (member index or -1) of every global partition. Members are iterated
+    in ``group.iteration_order`` (Kafka's ``GroupSpec.memberIds()`` order), else index order."""
+    ordered, order = group.in_iteration_order()
+    owner = homogeneous_assign(ordered) if ordered.kafka_homogeneous else heterogeneous_assign(ordered)
+    if order is None:
+        return owner
+    return np.where(owner >= 0, order[owner], UNASSIGNED)
 
 
-def assign_homogeneous(group: ServerGroup) -> np.ndarray:
-    """``assign_disjoint_classes`` for one class subscribed to every topic, in as few array
-    passes as possible: for small groups the fixed cost of each numpy call is the whole cost.
-    Reads each member's holdings member-major, so only the dropped partitions are visited."""
+def homogeneous_assign(group: ServerGroup) -> np.ndarray:
+    """UniformHomogeneousAssignmentBuilder (Kafka 4.1, with KAFKA-18688's stability fix).
+
+    Kafka walks the members once, in order: each keeps the first ``quota`` partitions of its
+    current assignment in its map's iteration order and gives up the rest; the ``p % m``
+    larger quotas go to members that already fill them, except that the last members take
+    them when as many remain as members are left. Then the members below quota, in order,
+    take the unassigned partitions in list order: first those nobody held (topics in the
+    subscription's HashSet order, partitions ascending), then those given up (in the order
+    given up). Here every step is one pass over arrays.
+    """
     m = group.num_members
-    total = len(group.current_owner)
-    quota, extras = divmod(total, m)
-    members = np.arange(m, dtype=np.int64)
-    indptr = group.held_indptr
-    held = int(indptr[-1])
-    if held == 0:  # first assignment: member i takes the next quota (+1 for the first extras)
-        if extras == 0:
-            return members.repeat(quota)
-        target = np.full(m, quota, dtype=np.int64)
-        target[:extras] += 1
-        return members.repeat(target)
-    owned = indptr[1:] - indptr[:-1]
+    topics = group.kafka_subscription_sequence
+    if m == 0 or not len(topics):
+        return np.full(group.num_partitions, UNASSIGNED, dtype=np.int64)
+    counts = group.partition_counts
+    quota, extras = divmod(int(counts[topics].sum()), m)
+    subscribed = np.zeros(group.num_topics, dtype=bool)
+    subscribed[topics] = True
+
+    owner = group.current_owner
+    if len(topics) == group.num_topics:  # every topic subscribed: every holding counts
+        held = np.diff(group.held_indptr)
+        result = owner.copy()
+    else:  # holdings of topics nobody subscribes to any more are dropped
+        valid = (owner >= 0) & subscribed[group.partition_topic]
+        held = np.bincount(owner[valid], minlength=m)
+        result = np.where(valid, owner, UNASSIGNED)
+
+    position = np.arange(m, dtype=np.int64)
     if extras:
-        # The larger targets go first to members holding more than the quota, in member order.
+        over = held > quota
+        over_before: np.ndarray = np.cumsum(over) - over
+        taken_before = np.minimum(over_before, extras)
+        forced = (m - position) <= extras - taken_before
+        first_forced = int(np.argmax(forced)) if forced.any() else m
+        extra = np.where(position < first_forced, over & (over_before < extras), True)
+        target = quota + extra
+    else:
         target = np.full(m, quota, dtype=np.int64)
-        over = owned > quota
-        to_owner = over.nonzero()[0][:extras]
-        target[to_owner] += 1
-        if len(to_owner) < extras:
-            target[(~over).nonzero()[0][: extras - len(to_owner)]] += 1
-        keep = np.minimum(owned, target)
-        deficit = target - keep
-        trimmed = (owned > keep).nonzero()[0]
-        kept_of_trimmed = keep[trimmed]
-    else:
-        keep = np.minimum(owned, quota)
-        deficit = quota - keep
-        trimmed = (owned > quota).nonzero()[0]
-        kept_of_trimmed = quota
-    result = group.current_owner.copy()
+    keep = np.minimum(held, target)
+
+    # Members above target give up what follows their first ``keep`` partitions in their
+    # assignment's iteration order: only their holdings are put in that order.
+    trimmed = np.flatnonzero(held > keep)
+    given_up = np.zeros(0, dtype=np.int64)
     if len(trimmed):
-        # Members above target keep their lowest partitions; the rest go back to the pool.
-        dropped = group.held_partitions[tails(indptr[trimmed + 1], owned[trimmed] - kept_of_trimmed)]
-        result[dropped] = UNASSIGNED
-        if held == total:
-            dropped.sort()
-            free = dropped
-        else:
-            free = (result < 0).nonzero()[0]
-    else:
-        free = (result < 0).nonzero()[0] if held < total else np.zeros(0, dtype=np.int64)
-    result[free] = members.repeat(deficit)
+        sequence, member = group.held_in_iteration_order(trimmed)
+        if len(topics) != group.num_topics:
+            mine = subscribed[group.partition_topic[sequence]]
+            sequence, member = sequence[mine], member[mine]
+        counts_trimmed = held[trimmed]
+        rank = np.arange(len(sequence), dtype=np.int64) - np.repeat(np.cumsum(counts_trimmed) - counts_trimmed, counts_trimmed)
+        given_up = sequence[rank >= keep[member]]
+        result[given_up] = UNASSIGNED
+
+    lengths = counts[topics]
+    if int(held.sum()) == int(lengths.sum()):  # every subscribed partition is held: none to deal first
+        nobody = np.zeros(0, dtype=np.int64)
+    else:  # the partitions nobody holds, topic by topic in the subscription's order
+        run_start = np.cumsum(lengths) - lengths
+        pool = np.repeat(group.topic_offsets[topics] - run_start, lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
+        nobody = pool[owner[pool] < 0]
+    free = np.concatenate((nobody, given_up)) if len(given_up) else nobody
+    takers = np.repeat(position, target - keep)
+    assert len(takers) == len(free), "quotas must cover the unassigned partitions exactly"
+    result[free] = takers
     return result
-
-
-def _class_shares(group: ServerGroup) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """For a group whose topics are each subscribed by one class: members per class, the topics
-    of classes with members (class by class, ascending) and their sizes, partitions per class,
-    and each class's quota and extras."""
-    class_members = np.bincount(group.member_class, minlength=group.num_classes)
-    entries = class_members[group.class_of_entry] > 0
-    topics = group.class_topics[entries]
-    lengths = group.partition_counts[topics]
-    class_partitions = np.bincount(group.class_of_entry[entries], weights=lengths, minlength=group.num_classes).astype(np.int64)
-    quota, extras = np.divmod(class_partitions, np.maximum(class_members, 1))
-    return class_members, topics, lengths, class_partitions, quota, extras
-
-
-def first_assignment_disjoint(group: ServerGroup) -> np.ndarray:
-    """``assign_disjoint_classes`` when nobody holds anything, in fewer array calls: each class's
-    members, in member order, take consecutive runs of the class's topics' partitions (the
-    first ``extras`` of them one more than the quota)."""
-    member_class = group.member_class
-    class_members, topics, lengths, _, quota, extras = _class_shares(group)
-    by_class = _stable_order(member_class, group.num_classes)
-    sorted_class = member_class[by_class]
-    rank = np.arange(len(by_class), dtype=np.int64) - (class_members.cumsum() - class_members)[sorted_class]
-    takers = by_class.repeat(quota[sorted_class] + (rank < extras[sorted_class]))
-    result = np.full(len(group.current_owner), UNASSIGNED, dtype=np.int64)
-    ends = lengths.cumsum()
-    result[(group.topic_offsets[topics] + lengths - ends).repeat(lengths) + np.arange(len(takers), dtype=np.int64)] = takers
-    return result
-
-
-def reassign_disjoint_all_held(group: ServerGroup, topic_class: np.ndarray) -> np.ndarray | None:
-    """``assign_disjoint_classes`` when every subscribed partition is held by a subscriber of
-    its topic (a group at its previous target, plus joiners holding nothing): reads holdings
-    member-major and visits only the dropped partitions. None when that is not the case."""
-    m, c = group.num_members, group.num_classes
-    member_class = group.member_class
-    _, _, _, class_partitions, quota, extras = _class_shares(group)
-    indptr, held = group.held_indptr, group.held_partitions
-    if int(indptr[-1]) != int(class_partitions.sum()):
-        return None
-    owned = indptr[1:] - indptr[:-1]
-    if not (topic_class[group.partition_topic[held]] == member_class.repeat(owned)).all():
-        return None
-    member_quota = quota[member_class]
-    by_class = np.arange(m, dtype=np.int64) if c == 1 else _stable_order(member_class, c)
-    if extras.any():
-        over = owned > member_quota
-        extra_to_owner = _first_per_class(over, member_class, extras, by_class)
-        left = extras - np.bincount(member_class[extra_to_owner], minlength=c)
-        extra_to_other = _first_per_class(~over, member_class, left, by_class)
-        target = member_quota + (extra_to_owner | extra_to_other)
-    else:
-        target = member_quota
-    keep = np.minimum(owned, target)
-    result = group.current_owner.copy()
-    trimmed = (owned > keep).nonzero()[0]
-    if not len(trimmed):
-        return result
-    # Members above target keep their lowest partitions; the rest are dealt again, class by
-    # class in partition order, to members in (class, member) order.
-    excess = owned[trimmed] - keep[trimmed]
-    dropped = held[tails(indptr[trimmed + 1], excess)]
-    total = len(result)
-    free = np.sort(member_class[trimmed.repeat(excess)] * total + dropped) % total if c > 1 else np.sort(dropped)
-    result[free] = by_class.repeat((target - keep)[by_class])
-    return result
-
-
-def tails(ends: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """``ends[i] - lengths[i] .. ends[i] - 1`` for every i (all lengths positive), one after
-    the other."""
-    count = int(lengths.sum())
-    if count == len(lengths):  # one each: the usual incremental case, members one above target
-        return ends - 1
-    indices: np.ndarray = (ends - lengths.cumsum()).repeat(lengths) + np.arange(count, dtype=np.int64)
-    return indices
 
 
 def heterogeneous_assign(group: ServerGroup, owner: np.ndarray | None = None) -> np.ndarray:
@@ -187,108 +124,6 @@ def kept_current_owner(group: ServerGroup) -> np.ndarray:
         gone = ~group.is_subscribed(owner[held], group.partition_topic[held])
         owner[held[gone]] = UNASSIGNED
     return owner
-
-
-def _first_per_class(eligible: np.ndarray, member_class: np.ndarray, allowance: np.ndarray, by_class: np.ndarray) -> np.ndarray:
-    """Among members in ``by_class`` order (grouped by class), mark the first ``allowance[c]``
-    eligible members of each class."""
-    if len(allowance) == 1:
-        first: np.ndarray = eligible & (np.cumsum(eligible) <= allowance[0])
-        return first
-    eligible_sorted = eligible[by_class]
-    cls_sorted = member_class[by_class]
-    running = np.cumsum(eligible_sorted)
-    class_start = np.searchsorted(cls_sorted, cls_sorted)  # first position of each member's class
-    before = np.where(class_start > 0, running[class_start - 1], 0)
-    nth = running - before  # 1-based count of eligible members so far within the class
-    chosen_sorted = eligible_sorted & (nth <= allowance[cls_sorted])
-    chosen = np.zeros(len(eligible), dtype=bool)
-    chosen[by_class] = chosen_sorted
-    return chosen
-
-
-def _stable_order(keys: np.ndarray, bound: int) -> np.ndarray:
-    """Stable argsort of small non-negative integers (< ``bound``): numpy's radix sort when the
-    keys fit in 16 bits, linear in their number."""
-    if bound <= 32767:  # int16
-        keys = keys.astype(np.int16)
-    return np.argsort(keys, kind="stable")
-
-
-def assign_disjoint_classes(group: ServerGroup, topic_class: np.ndarray) -> np.ndarray:
-    """Each class balanced on its own, keeping as many partitions in place as balance allows.
-
-    Every step is a pass over arrays; only partitions of members above their target are sorted.
-    """
-    m, c = group.num_members, group.num_classes
-    counts = group.partition_counts
-    subscribed = topic_class >= 0
-    class_partitions = np.bincount(topic_class[subscribed], weights=counts[subscribed], minlength=c).astype(np.int64)
-    class_members = np.bincount(group.member_class, minlength=c)
-    quota = class_partitions // np.maximum(class_members, 1)
-    extras = class_partitions % np.maximum(class_members, 1)
-
-    owner = group.current_owner
-    first_assignment = group.held_indptr[-1] == 0
-    if first_assignment:
-        partition_class, valid, owned = None, None, np.zeros(m, dtype=np.int64)
-    elif c == 1 and subscribed.all():
-        # One class subscribed to every topic (the usual homogeneous group): any holder is valid.
-        partition_class = None
-        valid = owner >= 0
-        owned = group.held_indptr[1:] - group.held_indptr[:-1]
-    else:
-        # A holder keeps a partition only if its class subscribes to the partition's topic.
-        # Index -1 (no holder) reads the sentinel class -2, which no partition has.
-        partition_class = np.repeat(topic_class, counts)
-        valid = np.append(group.member_class, -2)[owner] == partition_class
-        owned = np.bincount(owner[valid], minlength=m)
-
-    member_quota = quota[group.member_class]
-    by_class = np.arange(m, dtype=np.int64) if c == 1 else _stable_order(group.member_class, c)
-    over = owned > member_quota
-    extra_to_owner = _first_per_class(over, group.member_class, extras, by_class)
-    left = extras - np.bincount(group.member_class[extra_to_owner], minlength=c)
-    extra_to_other = _first_per_class(~over, group.member_class, left, by_class)
-    target = member_quota + (extra_to_owner | extra_to_other)
-    keep = np.minimum(owned, target)
-
-    deficit = (target - keep)[by_class]
-    takers = np.repeat(by_class, deficit)
-    if first_assignment:
-        # The pool is every partition of a subscribed topic, topics grouped by class.
-        topics = np.flatnonzero(subscribed)
-        if c > 1:
-            topics = topics[_stable_order(topic_class[topics], c)]
-        elif len(topics) == group.num_topics:
-            return takers
-        lengths = counts[topics]
-        run_start = np.cumsum(lengths) - lengths
-        free = np.repeat(group.topic_offsets[topics] - run_start, lengths) + np.arange(int(lengths.sum()))
-        result = np.full(group.num_partitions, UNASSIGNED, dtype=np.int64)
-        result[free] = takers
-        return result
-    assert valid is not None  # set on every path but the first assignment's
-
-    trimmed = owned > keep
-    if trimmed.any():
-        # Members above target keep their lowest partitions; the rest go back to the pool.
-        candidates = np.flatnonzero(valid & np.append(trimmed, False)[owner])
-        holders = owner[candidates]
-        order = np.argsort(holders, kind="stable")
-        first = np.searchsorted(holders[order], holders[order])
-        dropped = candidates[order][np.arange(len(order)) - first >= keep[holders[order]]]
-        valid[dropped] = False
-    result = np.where(valid, owner, UNASSIGNED)
-
-    # Deal the pool, class by class in partition order, to members in (class, member id) order.
-    free = np.flatnonzero(~valid if partition_class is None else ~valid & (partition_class >= 0))
-    if c > 1:
-        assert partition_class is not None  # several classes: the last branch above
-        free = free[_stable_order(partition_class[free], c)]
-    assert len(takers) == len(free), "deficits must cover the free partitions exactly"
-    result[free] = takers
-    return result
 
 
 class _HeterogeneousBuilder:
@@ -331,11 +166,11 @@ class _HeterogeneousBuilder:
             free = lo + np.flatnonzero(self.owner[lo:hi] < 0)
             takers = least_loaded_sequence(self.subscribers(topic), self.sizes, len(free))
             self.owner[free] = takers
-            self.sizes += np.bincount(takers, minlength=len(self.sizes))
+            np.add.at(self.sizes, takers, 1)
 
     def balance(self, topics: np.ndarray) -> None:
-        if not len(topics):
-            return
+        if not len(topics) or self.all_within_one(topics):
+            return  # no topic would move a partition: Kafka's passes end without a change
         ordered = self.sort_topics(topics).tolist()
         last_rebalanced = -1
         for _ in range(MAX_BALANCE_PASSES):
@@ -344,6 +179,24 @@ class _HeterogeneousBuilder:
                     return
                 if self.balance_topic(topic) > 0 or last_rebalanced == -1:
                     last_rebalanced = index
+
+    def all_within_one(self, topics: np.ndarray) -> bool:
+        """Are the subscribers of each of ``topics`` within one partition of each other?"""
+        lists = np.unique(self.subscriber_list[topics])
+        starts, ends = self.subscriber_indptr[lists], self.subscriber_indptr[lists + 1]
+        lists, starts = lists[ends > starts], starts[ends > starts]
+        if not len(lists):
+            return True
+        sizes = self.sizes[self.subscriber_members]
+        # Each list is a run of subscriber_members; reduceat over the runs' starts (in order).
+        order = np.argsort(starts)
+        bounds = starts[order]
+        ends_sorted = self.subscriber_indptr[lists[order] + 1]
+        spans = np.maximum.reduceat(sizes, bounds) - np.minimum.reduceat(sizes, bounds)
+        contiguous = (np.append(bounds[1:], len(sizes)) == ends_sorted).all()
+        if not contiguous:  # runs with gaps between them: reduce each run on its own
+            spans = np.array([int(sizes[a:b].max() - sizes[a:b].min()) for a, b in zip(bounds, ends_sorted, strict=True)])
+        return bool((spans <= 1).all())
 
     def balance_topic(self, topic: int) -> int:
         members = self.subscribers(topic)
@@ -400,6 +253,16 @@ def least_loaded_sequence(members: np.ndarray, sizes: np.ndarray, count: int) ->
     if count == 0:
         return np.zeros(0, dtype=np.int64)
     member_sizes = sizes[members]
+    low, high = int(member_sizes.min()), int(member_sizes.max())
+    if high - low <= 1:
+        # The usual case once partitions are dealt: two levels. The lower members (index order)
+        # take one each, then everyone in (size, index) order, again and again.
+        at_low = member_sizes == low
+        ranked = np.concatenate((members[at_low], members[~at_low])) if high > low else members
+        lower = int(at_low.sum())
+        if count <= lower:
+            return ranked[:count]
+        return np.concatenate((ranked[:lower], np.resize(ranked, count - lower)))
     order = np.argsort(member_sizes, kind="stable")  # members are ascending, so ties keep index order
     ranked, level0 = members[order], member_sizes[order]
 

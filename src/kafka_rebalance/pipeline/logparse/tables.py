@@ -307,9 +307,10 @@ class LocalResult:
     unreadable: list[tuple[str, str]] = field(default_factory=list)
 
 
-def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM_RULE, stdin_text: str | None = None
-                  ) -> LocalResult:
-    """``inputs``: (source, cluster) pairs in order -> all tables, in this process."""
+def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM_RULE, stdin_text: str | None = None,
+                  on_read: Callable[[int], None] | None = None) -> LocalResult:
+    """``inputs``: (source, cluster) pairs in order -> all tables, in this process. ``on_read``
+    is told the characters read, every few thousand lines (for a progress bar)."""
     events_by_group: dict[tuple[str, str], list[Event]] = defaultdict(list)
     moves: dict[str, list[Event]] = defaultdict(list)
     unrecognised: dict[tuple[str, str, str], Row] = {}
@@ -320,7 +321,7 @@ def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM
     lines_read = 0
     event_count = 0
     for source, cluster in inputs:
-        counter = _Counting(read_text_lines(source, stdin_text))
+        counter = _Counting(read_text_lines(source, stdin_text), on_read)
         kinds: Counter[str] = Counter()
         times = []
         try:
@@ -367,14 +368,33 @@ def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM
 class _Counting:
     """Counts the lines it passes on and keeps the first few."""
 
-    def __init__(self, lines: Iterator[str]):
+    REPORT_EVERY = 4096
+
+    def __init__(self, lines: Iterator[str], on_read: Callable[[int], None] | None = None):
         self._lines = lines
+        self._on_read = on_read
         self.count = 0
         self.head: list[str] = []
 
     def __iter__(self) -> Iterator[str]:
+        if self._on_read is not None:
+            yield from self._reporting(self._on_read)
+            return
         for line in self._lines:
             self.count += 1
             if len(self.head) < 5:
                 self.head.append(line)
             yield line
+
+    def _reporting(self, on_read: Callable[[int], None]) -> Iterator[str]:
+        unreported = 0
+        for line in self._lines:
+            self.count += 1
+            unreported += len(line)
+            if len(self.head) < 5:
+                self.head.append(line)
+            if not self.count % self.REPORT_EVERY:
+                on_read(unreported)
+                unreported = 0
+            yield line
+        on_read(unreported)

@@ -886,7 +886,10 @@ class ConsumerGroupCoordinator:
                     and seen.subscribed_topic_regex == member.subscribed_topic_regex
                     and seen.instance_id == member.instance_id and seen.rack_id == member.rack_id):
                 return built
-        built = ServerMember(member.member_id, member.subscribed_topics(self.topics),
+        # The names as subscribed, those not (yet) in the metadata too: Kafka decides between its
+        # homogeneous and heterogeneous builders on names (ModernGroup.subscriptionType).
+        names = frozenset(member.subscribed_topic_names) | member.subscribed_topics(self.topics)
+        built = ServerMember(member.member_id, names,
                              {t: sorted_numbers(ps) for t, ps in target.items()}, member.instance_id, member.rack_id)
         self._assignor_input[member.member_id] = (member, self.topics, target, built)
         return built

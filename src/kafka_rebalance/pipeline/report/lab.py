@@ -1,0 +1,458 @@
+"""The lab report: what a sweep shows (its counts, the statements checked against the data, the
+answer to "should we migrate to KIP-848?"), built once (``lab_answer``) and rendered as HTML here
+and for the terminal in ``report.terminal``; plus the figures."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import matplotlib
+import matplotlib.patches
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.figure import Figure as MplFigure
+
+from kafka_rebalance.pipeline.report.page import (
+    Figure,
+    cards,
+    empty_figure,
+    figure_section,
+    format_value,
+    generated_note,
+    page,
+    render,
+    section,
+    strategy_colour,
+    table,
+)
+
+STRATEGY_ORDER = ["range", "roundrobin", "sticky", "cooperative-sticky"]
+EAGER_STRATEGIES = ("range", "roundrobin", "sticky")
+# Columns that identify a configuration apart from the strategy (for picking comparable runs).
+_CONFIG_COLUMNS = ["scenario", "seed", "group_size", "total_partitions", "session_timeout_ms",
+                   "heartbeat_interval_ms", "max_poll_interval_ms", "max_poll_records", "produce_records_per_s"]
+
+
+def _strategy_rank(strategy: str) -> tuple[int, str]:
+    return (STRATEGY_ORDER.index(strategy) if strategy in STRATEGY_ORDER else len(STRATEGY_ORDER), strategy)
+
+
+def pick_showcase(sims: pd.DataFrame) -> list[str]:
+    """Run ids of one configuration under every strategy: the sweep's showcase run if it marks
+    one, else the first scenario swept over more than one strategy."""
+    ok = sims[sims["error"].isna()]
+    if ok.empty:
+        return []
+    candidates = ok[ok["showcase"].fillna(False)]
+    if candidates.empty:
+        per_scenario = ok.groupby("scenario")["strategy"].nunique()
+        multi = [s for s in ok["scenario"].unique() if per_scenario.get(s, 0) > 1]
+        if not multi:
+            return []
+        candidates = ok[ok["scenario"] == multi[0]]
+    swept_extra = [c for c in candidates.columns if c not in _CONFIG_COLUMNS and c not in _RESULT_COLUMNS]
+    keys = [c for c in _CONFIG_COLUMNS + swept_extra if c in candidates.columns]
+    reference = candidates.sort_values(["seed", "run_id"]).iloc[0]
+    same = candidates
+    for key in keys:
+        value = reference[key]
+        same = same[same[key].isna()] if pd.isna(value) else same[same[key] == value]
+    same = same.drop_duplicates("strategy")
+    by_strategy = sorted(zip(same["strategy"], same["run_id"], strict=True), key=lambda pair: _strategy_rank(pair[0]))
+    return [run_id for _, run_id in by_strategy]
+
+
+_RESULT_COLUMNS = {"run_id", "sweep", "label", "strategy", "rebalances", "partitions_moved",
+                   "stop_the_world_partition_ms", "max_partition_unowned_ms", "records_processed_twice",
+                   "records_lost", "min_partitions_moved", "final_balance", "final_members", "protocol",
+                   "chosen_strategy", "coordinator_partition", "extra_metrics", "showcase", "error"}
+
+
+def _member_colours(members: Sequence[str]) -> dict[str, str]:
+    palette = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
+               "#9c755f", "#bab0ac"]
+    return {m: palette[i % len(palette)] for i, m in enumerate(sorted(members, key=_natural_key))}
+
+
+def _natural_key(text: str) -> tuple[int | str, ...]:
+    import re
+
+    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", str(text)))
+
+
+def ownership_figure(sims: pd.DataFrame, ownership: pd.DataFrame | None, rebalances: pd.DataFrame | None,
+                     run_ids: list[str]) -> Figure:
+    title = "Partition ownership over time, per strategy"
+    caption = ("The same scenario and seed under each strategy. Each row is a partition, coloured by the member "
+               "consuming it; grey bands are rebalances. Red marks a stop-the-world pause: the partition was "
+               "revoked and given back to the same member (often milliseconds, so drawn wider than it lasted); "
+               "hatching marks a hand-off to another member, during which nobody consumes the partition. EAGER "
+               "strategies revoke everything at every rebalance, so every row stops; cooperative-sticky only "
+               "stops the partitions that move.")
+    if not run_ids or ownership is None or ownership.empty:
+        return Figure("ownership_timeline", title, caption, empty_figure("no scenario swept over strategies"),
+                      pd.DataFrame())
+    runs = sims.set_index("run_id").loc[run_ids]
+    partitions = sorted(ownership["partition"].unique(), key=_natural_key)
+    members = sorted(ownership["member"].unique(), key=_natural_key)
+    colours = _member_colours(members)
+    # Zoom on the rebalances after the group first settled, where strategies differ.
+    later = rebalances[rebalances["generation"] > 1] if rebalances is not None and not rebalances.empty else None
+    end_all = float(ownership["end_ms"].max())
+    if later is not None and not later.empty:
+        lo = float(later["start_ms"].min())
+        hi = float(later["end_ms"].fillna(end_all).max())
+        pad = max(1500.0, 0.25 * (hi - lo))
+        x_lo, x_hi = max(0.0, lo - pad), min(end_all, hi + pad)
+    else:
+        x_lo, x_hi = 0.0, end_all
+    min_gap_s = (x_hi - x_lo) / 1000 * 0.006
+    rows = len(partitions)
+    panel_height = max(1.1, 0.2 * rows + 0.7)
+    fig, axes = plt.subplots(len(run_ids), 1, figsize=(11, panel_height * len(run_ids) + 0.8), sharex=True,
+                             squeeze=False)
+    elements = 0
+    for ax, run_id in zip(axes[:, 0], run_ids, strict=True):
+        run = runs.loc[run_id]
+        mine = ownership[ownership["run_id"] == run_id]
+        for y, partition in enumerate(partitions):
+            intervals = mine[mine["partition"] == partition].sort_values("start_ms")
+            for member, part in intervals.groupby("member"):
+                bars = [(s / 1000, (e - s) / 1000) for s, e in zip(part["start_ms"], part["end_ms"], strict=True)]
+                ax.broken_barh(bars, (y - 0.38, 0.76), facecolors=colours[member], linewidth=0)
+                elements += len(bars)
+            # A gap between two intervals of the same member is a stop-the-world pause (the
+            # partition was revoked and given back); often milliseconds, so drawn widened.
+            previous = None
+            for interval in intervals.itertuples():
+                if previous is not None and interval.start_ms > previous.end_ms:
+                    gap_mid = (previous.end_ms + interval.start_ms) / 2000
+                    gap = max((interval.start_ms - previous.end_ms) / 1000, min_gap_s)
+                    if interval.member == previous.member:
+                        ax.broken_barh([(gap_mid - gap / 2, gap)], (y - 0.45, 0.9), facecolors="#d62728", linewidth=0)
+                    else:
+                        ax.broken_barh([(previous.end_ms / 1000, (interval.start_ms - previous.end_ms) / 1000)],
+                                       (y - 0.38, 0.76), facecolors="none", edgecolor="#1d2733", hatch="///",
+                                       linewidth=0.4)
+                    elements += 1
+                previous = interval
+        if rebalances is not None:
+            of_run = rebalances[rebalances["run_id"] == run_id]
+            for start_ms, end_ms in zip(of_run["start_ms"], of_run["end_ms"], strict=True):
+                end = end_ms if pd.notna(end_ms) else end_all
+                ax.axvspan(start_ms / 1000, end / 1000, color="#9aa5b1", alpha=0.25, lw=0)
+        stw = run["stop_the_world_partition_ms"]
+        ax.set_title(f"{run['strategy']} ({run['protocol']}): stop-the-world {format_value(int(stw))} partition-ms, "
+                     f"{format_value(int(run['partitions_moved']))} partition(s) moved, {format_value(int(run['rebalances']))} "
+                     "rebalances", loc="left", fontsize=10)
+        ax.set_yticks(range(rows), partitions if rows <= 24 else [""] * rows)
+        ax.set_ylim(-0.6, rows - 0.4)
+        ax.invert_yaxis()
+        ax.set_xlim(x_lo / 1000, x_hi / 1000)
+    axes[-1, 0].set_xlabel("simulated time (s)")
+    handles = [matplotlib.patches.Patch(color=colours[m], label=m) for m in members[:12]]
+    handles.append(matplotlib.patches.Patch(color="#9aa5b1", alpha=0.4, label="rebalance"))
+    handles.append(matplotlib.patches.Patch(color="#d62728", label="stop-the-world (revoked, same owner; widened)"))
+    handles.append(matplotlib.patches.Patch(facecolor="none", edgecolor="#1d2733", hatch="///",
+                                            label="hand-off to a new owner"))
+    fig.legend(handles=handles, loc="upper center", ncol=min(len(handles), 4), frameon=False,
+               bbox_to_anchor=(0.5, 1.0 + 0.25 / max(len(run_ids), 1)))
+    fig.tight_layout()
+    scenario = runs.iloc[0]["scenario"]
+    caption = f"Scenario <b>{html.escape(str(scenario))}</b>, seed {int(runs.iloc[0]['seed'])}. " + caption
+    data = ownership.merge(runs[["strategy"]].reset_index(), on="run_id", suffixes=("_table", ""))
+    data = data[["strategy", "partition", "member", "start_ms", "end_ms"]]
+    return Figure("ownership_timeline", title, caption, render(fig, elements), data)
+
+
+def _grouped_bars(summary: pd.DataFrame, value: str, ylabel: str, *, marker: str | None = None,
+                  marker_label: str = "", log: bool = False) -> tuple[MplFigure, int]:
+    scenarios = list(dict.fromkeys(summary["scenario"]))
+    strategies = sorted(summary["strategy"].unique(), key=_strategy_rank)
+    width = 0.8 / max(len(strategies), 1)
+    fig, ax = plt.subplots(figsize=(11, 3.8))
+    top = float(summary[value].max() or 0) if not summary.empty else 0
+    for i, strategy in enumerate(strategies):
+        part = summary[summary["strategy"] == strategy].set_index("scenario")
+        xs = [k + (i - (len(strategies) - 1) / 2) * width for k in range(len(scenarios))]
+        heights = [float(part[value].get(s, float("nan"))) if s in part.index else float("nan") for s in scenarios]
+        ax.bar(xs, heights, width=width * 0.92, color=strategy_colour(strategy, i), label=strategy)
+        for x, h in zip(xs, heights, strict=True):
+            if h == 0:
+                ax.text(x, 0, "0", ha="center", va="bottom", fontsize=8, color="#1d2733")
+        if marker:
+            marks = [float(part[marker].get(s, float("nan"))) if s in part.index else float("nan") for s in scenarios]
+            ax.scatter(xs, marks, marker="_", s=160, color="#1d2733", zorder=3,
+                       label=marker_label if i == 0 else None)
+    ax.set_xticks(range(len(scenarios)), scenarios, rotation=20, ha="right")
+    ax.set_ylabel(ylabel)
+    if log and top > 0:
+        ax.set_yscale("symlog", linthresh=max(1.0, top / 1000))
+    ax.grid(axis="y", color="#e9ecef")
+    ax.legend(frameon=False, ncol=5, loc="upper left", bbox_to_anchor=(0, 1.15))
+    return fig, len(scenarios) * len(strategies)
+
+
+def lab_figures(sims: pd.DataFrame, summary: pd.DataFrame, ownership: pd.DataFrame | None,
+                rebalances: pd.DataFrame | None) -> list[Figure]:
+    figures = [ownership_figure(sims, ownership, rebalances, pick_showcase(sims))]
+    if summary.empty:
+        return figures
+    fig, n = _grouped_bars(summary, "stop_the_world_partition_ms", "partition-ms (mean over runs, symlog)",
+                           log=True)
+    figures.append(Figure(
+        "stop_the_world", "Stop-the-world by strategy",
+        "Partition-milliseconds during which a partition that kept its owner was nonetheless not consumed "
+        "because of a rebalance (EAGER revokes everything first). Mean over the runs of each scenario.",
+        render(fig, n), summary[["scenario", "strategy", "runs", "stop_the_world_partition_ms",
+                                 "max_stop_the_world_partition_ms"]]))
+    fig, n = _grouped_bars(summary, "partitions_moved", "partitions moved (mean over runs)",
+                           marker="min_partitions_moved", marker_label="minimum needed for balance")
+    figures.append(Figure(
+        "partitions_moved", "Partitions moved by strategy",
+        "Partitions that changed owner over the run; the black tick is the minimum any assignor must move to "
+        "stay balanced after each membership change (shown where all members subscribe to the same topics).",
+        render(fig, n), summary[["scenario", "strategy", "runs", "partitions_moved", "min_partitions_moved"]]))
+    fig, n = _grouped_bars(summary, "final_balance", "max - min partitions per member (mean)")
+    figures.append(Figure(
+        "balance", "Balance by strategy",
+        "Spread of the final assignment: the most partitions any member has minus the fewest (0 or 1 is "
+        "balanced). Range balances each topic on its own and RoundRobin ignores who may take what, so both "
+        "go uneven when topics or subscriptions differ.",
+        render(fig, n), summary[["scenario", "strategy", "runs", "final_balance", "max_final_balance"]]))
+    fig, n = _grouped_bars(summary, "max_partition_unowned_ms", "ms (mean over runs)")
+    figures.append(Figure(
+        "unowned", "Longest time a partition had no owner",
+        "Includes the initial join (the group's first rebalance waits group.initial.rebalance.delay.ms).",
+        render(fig, n), summary[["scenario", "strategy", "runs", "max_partition_unowned_ms"]]))
+    return figures
+
+
+def lab_checks(sims: pd.DataFrame) -> list[tuple[bool, str]]:
+    """The statements the report makes about the sweep, each checked against the data."""
+    ok = sims[sims["error"].isna()]
+    checks: list[tuple[bool, str]] = []
+    coop = ok[ok["strategy"] == "cooperative-sticky"]
+    eager = ok[ok["strategy"].isin(EAGER_STRATEGIES)]
+    if not coop.empty:
+        worst = int(coop["stop_the_world_partition_ms"].max())
+        checks.append((worst == 0, f"cooperative-sticky: stop-the-world is {worst} partition-ms at most over "
+                                   f"{len(coop)} run(s)"))
+    if not eager.empty:
+        later = eager[eager["rebalances"] > 1]
+        positive = int((later["stop_the_world_partition_ms"] > 0).sum())
+        checks.append((positive > 0, f"eager strategies: stop-the-world above 0 in {positive} of {len(later)} "
+                                     "run(s) with more than one rebalance (mean "
+                                     f"{format_value(float(later['stop_the_world_partition_ms'].mean() or 0))} partition-ms)"))
+    sticky = ok[(ok["strategy"] == "sticky") & ok["min_partitions_moved"].notna()]
+    if not sticky.empty:
+        over = sticky[sticky["partitions_moved"] > sticky["min_partitions_moved"]]
+        checks.append((over.empty, f"sticky moves no more partitions than the minimum needed for balance in "
+                                   f"{len(sticky) - len(over)} of {len(sticky)} comparable run(s)"))
+    for strategy in ("range", "roundrobin"):
+        mine = ok[ok["strategy"] == strategy]
+        uneven = mine[mine["final_balance"] > 1]
+        if not mine.empty:
+            names = ", ".join(sorted(uneven["scenario"].unique())) or "none"
+            checks.append((True, f"{strategy}: uneven (max - min > 1) in {uneven['scenario'].nunique()} "
+                                 f"scenario(s): {names}"))
+    lost = int(ok["records_lost"].fillna(0).sum()) if "records_lost" in ok else 0
+    checks.append((lost == 0, f"records lost over all runs: {lost}"))
+    return checks
+
+
+@dataclass(frozen=True)
+class LabAnswer:
+    """What a sweep shows, the same in the terminal and in the report's first sections."""
+
+    sweep: str
+    totals: list[tuple[str, int]]
+    checks: list[tuple[bool, str]]
+    migration: list[str]  # "should we migrate?" in sentences with numbers (empty: not swept over protocols)
+    failed_runs: list[str]  # "scenario / strategy / seed: error" of the first few failed runs
+    tables: str
+    report: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"sweep": self.sweep, "totals": dict(self.totals),
+                "checks": [{"passed": passed, "statement": text} for passed, text in self.checks],
+                "migration": self.migration, "failed_runs": self.failed_runs, "tables": self.tables,
+                "report": self.report}
+
+
+FAILED_RUNS_TOLD = 5
+
+
+def lab_answer(sweep_name: str, sims: pd.DataFrame, tables: str = "", report: str = "") -> LabAnswer:
+    failed = sims[sims["error"].notna()]
+    comparison, cost = protocol_comparison(sims), migration_cost(sims)
+    migration = migration_verdict(comparison) + (migration_cost_verdict(cost) if not cost.empty else [])
+    return LabAnswer(
+        sweep=sweep_name,
+        totals=[("simulations", len(sims)), ("scenarios", int(sims["scenario"].nunique())),
+                ("strategies", int(sims["strategy"].nunique())), ("failed runs", len(failed)),
+                ("rebalances simulated", int(sims["rebalances"].fillna(0).sum()))],
+        checks=lab_checks(sims), migration=migration,
+        failed_runs=[f"{r.scenario} / {r.strategy} / seed {r.seed}: {r.error}"
+                     for r in failed.head(FAILED_RUNS_TOLD).itertuples()],
+        tables=tables, report=report)
+
+
+def render_lab_report(answer: LabAnswer, sims: pd.DataFrame, summary: pd.DataFrame, figures: list[Figure]) -> str:
+    failed = sims[sims["error"].notna()]
+    sections = [cards(answer.totals)]
+    items = "".join(
+        f'<li><span class="{"ok" if passed else "bad"}">{"&#10003;" if passed else "&#10007;"}</span> '
+        f"{html.escape(text)}</li>" for passed, text in answer.checks)
+    sections.append(section("What the sweep shows", f'<ul class="verdict">{items}</ul>'))
+    migrate = migration_section(sims, answer.migration)
+    if migrate:
+        sections.append(migrate)
+    sections.extend(figure_section(f) for f in figures)
+    if not summary.empty:
+        sections.append(section("Per scenario and strategy", table(summary, limit=200),
+                                "Means over the runs (seeds and swept parameters) of each scenario."))
+    if not failed.empty:
+        sections.append(section("Failed runs", table(failed[["scenario", "strategy", "seed", "error"]])))
+    subtitle = f"sweep {answer.sweep}: {len(sims)} simulations; {generated_note()}"
+    return page("Kafka rebalance lab", subtitle, sections)
+
+
+# --------------------------------------------------------------------------- should we migrate?
+
+PROTOCOL_ORDER = ("eager", "cooperative-sticky", "consumer-uniform", "consumer-range")
+PROTOCOL_NAMES = {"eager": "eager (range)", "cooperative-sticky": "cooperative-sticky",
+                  "consumer-uniform": "KIP-848 uniform", "consumer-range": "KIP-848 range"}
+
+
+def _extra(sims: pd.DataFrame, key: str) -> pd.Series:
+    return sims["extra_metrics"].map(lambda m: (m or {}).get(key) if isinstance(m, dict) else None)
+
+
+def protocol_comparison(sims: pd.DataFrame) -> pd.DataFrame:
+    """Per churn and protocol (runs swept over ``protocol``), the figures that answer "should we
+    migrate?", in seconds (means over seeds)."""
+    ok = sims[sims["error"].isna() & sims["strategy"].isin(PROTOCOL_ORDER) & (sims["scenario"] != "migration")].copy()
+    if ok.empty:
+        return pd.DataFrame()
+    for key in ("unowned_partition_ms", "member_pause_p50_ms", "member_pause_max_ms", "longest_unstable_ms"):
+        ok[key] = pd.to_numeric(_extra(ok, key), errors="coerce")
+    grouped = ok.groupby(["scenario", "strategy"], sort=False).agg(
+        unowned=("unowned_partition_ms", "mean"), pause_p50=("member_pause_p50_ms", "mean"),
+        pause_max=("member_pause_max_ms", "mean"), duplicates=("records_processed_twice", "mean"),
+        rebalances=("rebalances", "mean"), unstable=("longest_unstable_ms", "mean"),
+        stw=("stop_the_world_partition_ms", "mean")).reset_index()
+    grouped["order"] = grouped["strategy"].map(PROTOCOL_ORDER.index)
+    grouped = grouped.sort_values(["scenario", "order"])
+    return pd.DataFrame({
+        "churn": grouped["scenario"],
+        "protocol": grouped["strategy"].map(PROTOCOL_NAMES),
+        "unowned partition-s": (grouped["unowned"] / 1000).round(1),
+        "pause per member p50 / max s": [f"{a / 1000:.1f} / {b / 1000:.1f}" for a, b in
+                                         zip(grouped["pause_p50"], grouped["pause_max"], strict=True)],
+        "records twice": grouped["duplicates"].round(0),
+        "rebalances": grouped["rebalances"].round(0),
+        "longest unstable s": (grouped["unstable"] / 1000).round(1),
+        "stop-the-world partition-s": (grouped["stw"] / 1000).round(1),
+    })
+
+
+def _migration_label(protocol: str) -> str:
+    """The ``migration`` churn under ``protocol``: from which classic group to which assignor (sim/churn.py)."""
+    if protocol.startswith("consumer-"):
+        return f"cooperative-sticky -> {PROTOCOL_NAMES[protocol]}"
+    return f"{PROTOCOL_NAMES[protocol]} -> KIP-848 uniform"
+
+
+def migration_cost(sims: pd.DataFrame) -> pd.DataFrame:
+    """What the rolling upgrade itself costs (the ``migration`` churn), next to a plain rolling
+    restart of the group it starts from (the same events, consumers coming back on the same protocol)."""
+    ok = sims[sims["error"].isna() & sims["strategy"].isin(PROTOCOL_ORDER)
+              & sims["scenario"].isin(["migration", "rolling-restart"])].copy()
+    if ok.empty or not (ok["scenario"] == "migration").any():
+        return pd.DataFrame()
+    for key in ("unowned_partition_ms", "unstable_ms", "longest_unstable_ms"):
+        ok[key] = pd.to_numeric(_extra(ok, key), errors="coerce")
+    grouped = ok.groupby(["scenario", "strategy"], sort=False).agg(
+        unowned=("unowned_partition_ms", "mean"), duplicates=("records_processed_twice", "mean"),
+        rebalances=("rebalances", "mean"), unstable=("unstable_ms", "mean"), longest=("longest_unstable_ms", "mean"),
+        stw=("stop_the_world_partition_ms", "mean")).reset_index()
+    restart = {r["strategy"]: r for _, r in grouped[grouped["scenario"] == "rolling-restart"].iterrows()}
+    rows = []
+    for _, r in grouped[grouped["scenario"] == "migration"].iterrows():
+        source = "cooperative-sticky" if str(r["strategy"]).startswith("consumer-") else r["strategy"]
+        plain = restart.get(source)
+        rows.append({
+            "rolling upgrade": _migration_label(str(r["strategy"])),
+            "unowned partition-s (plain restart)": f"{r['unowned'] / 1000:,.1f}" + (
+                f" ({plain['unowned'] / 1000:,.1f})" if plain is not None else ""),
+            "records twice": round(float(r["duplicates"])),
+            "rebalances": round(float(r["rebalances"])),
+            "unstable s total / longest": f"{r['unstable'] / 1000:,.1f} / {r['longest'] / 1000:,.1f}",
+            "stop-the-world partition-s": round(float(r["stw"]) / 1000, 1),
+            "order": PROTOCOL_ORDER.index(str(r["strategy"])),
+        })
+    return pd.DataFrame(rows).sort_values("order").drop(columns="order").reset_index(drop=True)
+
+
+def migration_cost_verdict(cost: pd.DataFrame) -> list[str]:
+    lines = []
+    for _, r in cost.iterrows():
+        lines.append(f"Rolling upgrade {r['rolling upgrade']}: {r['unowned partition-s (plain restart)']} "
+                     f"partition-seconds unowned (in brackets: a plain rolling restart of the same group), "
+                     f"{r['rebalances']} rebalances, {r['records twice']} records processed twice, unstable for "
+                     f"{r['unstable s total / longest']} s (total / longest stretch), "
+                     f"{r['stop-the-world partition-s']:,.1f} stop-the-world partition-seconds.")
+    return lines
+
+
+def migration_verdict(comparison: pd.DataFrame) -> list[str]:
+    """Sentences with numbers: what KIP-848 buys over cooperative-sticky (and eager), per churn."""
+    lines: list[str] = []
+    if comparison.empty:
+        return lines
+    for churn, rows in comparison.groupby("churn", sort=False):
+        by = {r["protocol"]: r for _, r in rows.iterrows()}
+        new, old = by.get("KIP-848 uniform"), by.get("cooperative-sticky")
+        if new is None or old is None:
+            continue
+        a, b = float(new["unowned partition-s"]), float(old["unowned partition-s"])
+        change = f"{(a - b) / b * 100:+.0f}%" if b else "n/a"
+        lines.append(
+            f"{churn}: KIP-848 (uniform) leaves {a:,.1f} partition-seconds unowned against {b:,.1f} for "
+            f"cooperative-sticky ({change}); {int(new['rebalances'])} rebalances against {int(old['rebalances'])}; "
+            f"{int(new['records twice'])} records processed twice against {int(old['records twice'])}; "
+            f"longest unstable stretch {float(new['longest unstable s']):.1f} s against "
+            f"{float(old['longest unstable s']):.1f} s.")
+        eager = by.get("eager (range)")
+        if eager is not None:
+            lines[-1] += (f" Eager stops the world for {float(eager['stop-the-world partition-s']):,.1f} "
+                          "partition-seconds; neither cooperative-sticky nor KIP-848 does.")
+    return lines
+
+
+def migration_section(sims: pd.DataFrame, verdict: list[str]) -> str:
+    """The comparison per churn and protocol, and what the migration costs, under ``verdict`` (``lab_answer``)."""
+    comparison = protocol_comparison(sims)
+    if comparison.empty:
+        return ""
+    items = "".join(f"<li>{html.escape(line)}</li>" for line in verdict)
+    caption = ("The same churn under each protocol (sim/churn.py: a typical service's costs, see "
+               "docs/scenarios.md). Unowned partition-seconds: time partitions had no consumer. Pause: per "
+               "member, the longest time it owned nothing between two periods of owning something (includes "
+               "a restarted member's own downtime). Longest unstable: the longest stretch of back-to-back "
+               "rebalances (a cooperative follow-up belongs to the rebalance before it). Both simulators "
+               "charge the listener work (revocation_ms, assignment_ms) to the application thread.")
+    cost = migration_cost(sims)
+    if not cost.empty:
+        caption += (" What the migration costs: the 'migration' churn restarts every member once, one at a time, "
+                    "with group.protocol=consumer (the first ConsumerGroupHeartbeat converts the group; members not "
+                    "yet upgraded stay in it as classic members); in brackets the same restarts without upgrading. "
+                    "Unstable: time with a rebalance open, in total and the longest stretch.")
+    body = f'<ul class="verdict">{items}</ul>' + table(comparison, limit=200)
+    if not cost.empty:
+        body += "<h3>What the migration costs</h3>" + table(cost, limit=50)
+    return section("Should we migrate to KIP-848?", body, caption)

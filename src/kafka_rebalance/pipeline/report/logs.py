@@ -1,0 +1,687 @@
+"""The logs report: the answer of ``kafka-rebalance logs`` (per group, most rebalances first: its
+rebalances with their causes, then its findings with their advice and numbers), built once from
+the tables and findings (``logs_answer``) and rendered twice: as HTML here, for the terminal and
+as JSON in ``report.terminal``; plus the figures and the report's other sections."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import matplotlib.dates as mdates
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from kafka_rebalance.pipeline.logparse.rows import Row
+from kafka_rebalance.pipeline.report.page import (
+    Figure,
+    cards,
+    empty_figure,
+    figure_section,
+    generated_note,
+    page,
+    render,
+    section,
+    table,
+)
+
+LOG_TABLES = ("rebalances", "member_events", "storms", "empty_periods", "client_rebalances", "causes",
+              "unrecognised")
+# Groups in the figures; groups told one by one in the answer (the report and --json; the
+# terminal tells the first ``TERMINAL_GROUPS`` of them).
+TOP_GROUPS = 12
+GROUP_SECTIONS = 20
+# The latest rebalances of each group told one by one.
+GROUP_SECTION_ROWS = 20
+EVIDENCE_LINES = 5
+
+
+# The columns the report and its summary use, where a table has more (all columns otherwise):
+# the rest (list columns above all) cost more to convert to pandas than anything else here.
+REPORT_COLUMNS = {
+    "rebalances": ("group", "cluster", "old_generation", "generation", "start", "end", "duration_ms", "members", "outcome", "reason",
+                   "cause", "cause_member", "failed_members", "left_members", "drawn_until"),
+    "member_events": ("group", "cluster", "member", "time", "kind", "client"),
+    "causes": ("cluster", "group", "generation", "start", "cause", "detail", "evidence"),
+    "client_rebalances": ("start", "group", "cluster", "client", "client_library", "generation", "protocol",
+                          "assigned", "revoked", "lost", "outcome"),
+}
+
+
+def read_tables(directory: Any) -> dict[str, pd.DataFrame]:
+    """The logs tables written under ``directory`` (one Parquet directory each) as pandas, with
+    the columns the report shows (``REPORT_COLUMNS``). List columns stay Arrow arrays
+    (``pd.ArrowDtype``): the report reads them for a few groups' rows, and making a Python
+    list of every row costs more than the rest of the table."""
+    from pathlib import Path
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def arrow_lists(kind: pa.DataType) -> Any:
+        return pd.ArrowDtype(kind) if pa.types.is_list(kind) else None
+
+    frames = {}
+    for name in LOG_TABLES:
+        columns = REPORT_COLUMNS.get(name)
+        table = pq.read_table(Path(directory) / name, columns=list(columns) if columns else None)
+        frames[name] = table.to_pandas(types_mapper=arrow_lists)
+    return frames
+
+
+def _naive(series: pd.Series) -> pd.Series:
+    if not pd.api.types.is_datetime64_any_dtype(series):
+        # (to_datetime samples a datetime column element by element before returning it as is)
+        series = pd.to_datetime(series)
+    return series.dt.tz_convert(None) if getattr(series.dt, "tz", None) is not None else series
+
+
+def _labelled(frame: pd.DataFrame, cluster_names: dict[str, str] | None) -> pd.DataFrame:
+    """``group`` as shown: ``cluster/group`` when the inputs span several clusters (see
+    ``_cluster_names``)."""
+    frame = frame.copy()
+    if cluster_names and "cluster" in frame.columns and len(frame):
+        shown = frame["cluster"].astype(str).map(lambda c: cluster_names.get(c, c))
+        frame["group"] = shown + "/" + frame["group"].astype(str)
+    for column in ("start", "end", "time", "drawn_until"):
+        if column in frame.columns:
+            frame[column] = _naive(frame[column])
+    return frame
+
+
+def findings_frame(findings: list[Row]) -> pd.DataFrame:
+    columns = ["cluster", "group", "rebalances", "open_rebalances", "median_duration_ms", "max_duration_ms",
+               "max_generation", "failures", "poll_timeout_leaves", "leaves", "storms", "empty_periods"]
+    frame = pd.DataFrame(findings, columns=columns) if findings else pd.DataFrame(columns=columns)
+    return frame
+
+
+def _cluster_names(findings: list[Row]) -> dict[str, str] | None:
+    """None for one cluster; else each cluster's name as shown: an input read on its own is a
+    cluster named by its path, shown by its file name unless two inputs share one."""
+    clusters = sorted({str(f["cluster"]) for f in findings})
+    if len(clusters) <= 1:
+        return None
+    short = {c: c.rstrip("/").rsplit("/", 1)[-1] or c for c in clusters}
+    return short if len(set(short.values())) == len(short) else {c: c for c in clusters}
+
+
+def _label(cluster: str, group: str, cluster_names: dict[str, str] | None) -> str:
+    return f"{cluster_names.get(cluster, cluster)}/{group}" if cluster_names else group
+
+
+def _ranked_groups(findings: pd.DataFrame, limit: int) -> list[str]:
+    """The ``limit`` groups with the most rebalances, then failures, then by name."""
+    if findings.empty:
+        return []
+    ranked = findings.sort_values(["rebalances", "failures", "group"], ascending=[False, False, True])
+    return [str(g) for g in ranked["group"].head(limit)]
+
+
+def _top_groups(findings: pd.DataFrame) -> list[str]:
+    return _ranked_groups(findings, TOP_GROUPS)
+
+
+def logs_figures(frames: dict[str, pd.DataFrame], findings: list[Row]) -> list[Figure]:
+    """The figures of the logs report, from the (already small) tables."""
+    several = _cluster_names(findings)
+    groups = _labelled(findings_frame(findings), several)
+    top = _top_groups(groups)
+    rebalances = _labelled(frames["rebalances"], several)
+    timeline = rebalances[rebalances["group"].isin(top)].copy()
+    timeline["failed"] = timeline["failed_members"].map(len)
+    timeline["left"] = timeline["left_members"].map(len)
+    timeline = timeline.sort_values("start").groupby("group").tail(3000)
+    timeline = timeline[["group", "generation", "start", "end", "duration_ms", "members", "outcome", "reason", "cause",
+                         "failed", "left", "drawn_until"]]
+    events = _labelled(frames["member_events"], several)
+    marks = events[events["group"].isin(top) & events["kind"].isin(["failed", "left", "joined", "fenced",
+                                                                     "poll_timeout"])]
+    marks = marks[["group", "member", "time", "kind", "client"]].head(20000)
+    storms = _labelled(frames["storms"], several)
+    storms = storms[storms["group"].isin(top)]
+    durations = rebalances[rebalances["group"].isin(top) & rebalances["duration_ms"].notna()]
+    quantiles = durations.groupby("group")["duration_ms"].agg(
+        rebalances="count", p5=lambda s: s.quantile(0.05), p25=lambda s: s.quantile(0.25),
+        p50=lambda s: s.quantile(0.5), p75=lambda s: s.quantile(0.75), p95=lambda s: s.quantile(0.95),
+        max="max", min="min").reset_index() if len(durations) else pd.DataFrame()
+    return [
+        rebalance_timeline_figure(timeline, marks, storms, top),
+        duration_figure(quantiles.astype({c: float for c in quantiles.columns if c != "group"}), top),
+        storms_figure(groups.fillna({"failures": 0, "storms": 0}), storms),
+    ]
+
+
+def rebalance_timeline_figure(timeline: pd.DataFrame, departures: pd.DataFrame, storms: pd.DataFrame,
+                              groups: list[str]) -> Figure:
+    caption = ("Each bar is one rebalance, from \"Preparing to rebalance\" until the group was stable again "
+               "(grey: ended empty, hatched: never completed, drawn to the next rebalance or the end of the "
+               "log); red crosses are members removed by session timeout or fenced, orange ticks members that left "
+               "(or whose poll timeout expired), green pluses members that joined; shaded spans are storms. "
+               f"Top {TOP_GROUPS} groups by rebalances.")
+    if timeline.empty:
+        return Figure("rebalance_timeline", "Rebalances over time", caption, empty_figure("no rebalances found"),
+                      timeline)
+    # A line without a timestamp (a paste of bare messages) gives a rebalance with no place on a
+    # time axis: it is in the tables, and the figure draws the others.
+    untimed = int(timeline["start"].isna().sum())
+    timeline = timeline[timeline["start"].notna()]
+    departures = departures[departures["time"].notna()] if not departures.empty else departures
+    if untimed:
+        caption += f" {untimed} rebalance(s) whose lines carry no time are in the tables only."
+    if timeline.empty:
+        return Figure("rebalance_timeline", "Rebalances over time", caption,
+                      empty_figure("the log lines carry no time: the rebalances are in the tables below"), timeline)
+    order = [g for g in groups if g in set(timeline["group"])][::-1]
+    start_all = min(timeline["start"].min(), departures["time"].min() if not departures.empty else timeline["start"].min())
+    end_candidates = [timeline["start"].max(), timeline["end"].max()]
+    if not departures.empty:
+        end_candidates.append(departures["time"].max())
+    end_all = max(t for t in end_candidates if pd.notna(t))
+    spans = _group_spans(timeline, departures, end_all)
+    widest = max(max((end - start).total_seconds() for start, end in spans.values()), 60.0)
+    # Groups whose activity lies far apart (excerpts from different months, say) would shrink to
+    # slivers on one shared axis: then each group gets its own row with its own time axis.
+    separate = len(order) > 1 and (end_all - start_all).total_seconds() > 50 * widest
+    if separate:
+        fig, axes = plt.subplots(len(order), 1, figsize=(11, 1.15 * len(order) + 0.5), squeeze=False)
+        panels = [(ax, [group]) for ax, group in zip(axes[::-1, 0], order, strict=True)]
+    else:
+        fig, ax = plt.subplots(figsize=(11, max(1.8, 0.55 * len(order) + 1.0)))
+        panels = [(ax, order)]
+    elements = 0
+    for ax, panel_groups in panels:
+        if separate:
+            low, high = spans[panel_groups[0]]
+            pad = max((high - low) * 0.05, pd.Timedelta(seconds=1))
+            low, high = low - pad, high + pad
+        else:
+            low, high = start_all, end_all
+        min_width = max((high - low).total_seconds(), 1.0) / 400 / 86400  # days: a short rebalance stays visible
+        elements += _draw_panel(ax, panel_groups, timeline, departures, storms, end_all, min_width)
+        ax.set_yticks(range(len(panel_groups)), panel_groups)
+        ax.set_ylim(-0.6, len(panel_groups) - 0.3)
+        if separate:
+            ax.set_xlim(mdates.date2num(low.tz_localize(None)), mdates.date2num(high.tz_localize(None)))
+        locator = mdates.AutoDateLocator()
+        ax.xaxis.set_major_locator(locator)
+        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+        ax.grid(axis="x", color="#e9ecef")
+    bottom = axes[-1, 0] if separate else ax
+    bottom.set_xlabel("log time (as written by the broker)" + ("; each group on its own time axis" if separate else ""))
+    if separate:
+        fig.tight_layout()
+    data = timeline.sort_values(["group", "start"])
+    return Figure("rebalance_timeline", "Rebalances over time", caption, render(fig, elements), data)
+
+
+def _group_spans(timeline: pd.DataFrame, departures: pd.DataFrame, end_all: pd.Timestamp
+                 ) -> dict[str, tuple[pd.Timestamp, pd.Timestamp]]:
+    """First and last moment each group shows in the log (rebalances and member events)."""
+    ends = timeline["end"].fillna(end_all)
+    frame = pd.concat([
+        pd.DataFrame({"group": timeline["group"], "t": timeline["start"]}),
+        pd.DataFrame({"group": timeline["group"], "t": ends}),
+        pd.DataFrame({"group": departures["group"], "t": departures["time"]}) if not departures.empty else None,
+    ])
+    grouped = frame.groupby("group")["t"]
+    return {group: (low, high) for group, low, high in zip(grouped.min().index, grouped.min(), grouped.max(), strict=True)}
+
+
+def _draw_panel(ax: Any, panel_groups: list[str], timeline: pd.DataFrame, departures: pd.DataFrame,
+                storms: pd.DataFrame, end_all: Any, min_width: float) -> int:
+    """The groups of one panel, one row each (``panel_groups[y]`` on row ``y``): their rebalances,
+    storms and departures, one collection per kind of mark for the whole panel (an artist per
+    group and kind costs more to build and to render than the marks in it); returns elements drawn."""
+    from matplotlib.collections import PolyCollection
+
+    row_of = {group: y for y, group in enumerate(panel_groups)}
+    elements = 0
+    mine = timeline[timeline["group"].isin(row_of)]
+    for outcome, colour, hatch in (("stable", "#2f6fde", None), ("empty", "#9aa5b1", None),
+                                   ("open", "#2f6fde", "////")):
+        part = mine[mine["outcome"] == outcome]
+        if part.empty:
+            continue
+        starts = mdates.date2num(part["start"].dt.tz_localize(None))
+        ends = part["end"].fillna(part.get("drawn_until", end_all)).fillna(end_all)
+        widths = np.maximum(mdates.date2num(ends.dt.tz_localize(None)) - starts, min_width)
+        bottoms = part["group"].map(row_of).to_numpy(dtype=float) - 0.3
+        tops = bottoms + 0.6
+        vertices = np.stack([np.column_stack(corner) for corner in (
+            (starts, bottoms), (starts, tops), (starts + widths, tops), (starts + widths, bottoms))], axis=1)
+        # A 3-D array is PolyCollection's fast path; its annotation lists only sequences of arrays.
+        polygons = PolyCollection(vertices,  # type: ignore[arg-type]
+                                  facecolors=colour, hatch=hatch, edgecolor="#1d2733" if hatch else "none", linewidth=0.3)
+        ax.add_collection(polygons)
+        elements += len(part)
+    if not storms.empty:
+        rows_in_panel = len(panel_groups)
+        in_panel = storms[storms["group"].isin(row_of)]
+        for group, start, end in zip(in_panel["group"], in_panel["start"], in_panel["end"], strict=True):
+            y = row_of[group]
+            ax.axvspan(mdates.date2num(start.tz_localize(None)), mdates.date2num(end.tz_localize(None)),
+                       ymin=(y + 0.05) / rows_in_panel, ymax=(y + 0.95) / rows_in_panel, color="#f4c542", alpha=0.35,
+                       lw=0)
+    if not departures.empty:
+        marked = departures[departures["group"].isin(row_of)]
+        rows = marked["group"].map(row_of)
+        for kinds, offset, marker, colour, size, width in (
+                (["failed", "fenced"], 0.38, "x", "#d62728", 6, 1.6), (["left", "poll_timeout"], 0.38, "|", "#ff7f0e", 8, 1.6),
+                (["joined"], -0.42, "+", "#2ca02c", 7, 1.4)):
+            chosen = marked["kind"].isin(kinds)
+            # Times as Matplotlib date numbers, like the bars: datetimes would give the axis date
+            # units, and a collection on an axis with units converts its paths one by one at draw.
+            ax.plot(mdates.date2num(marked.loc[chosen, "time"].dt.tz_localize(None)),
+                    (rows[chosen] + offset).to_list(), marker, color=colour, ms=size, mew=width)
+            elements += int(chosen.sum())
+    return elements
+
+
+def duration_figure(quantiles: pd.DataFrame, groups: list[str]) -> Figure:
+    caption = ("How long each group's rebalances took (box: quartiles, whiskers: 5th-95th percentile, dot: the "
+               "longest). Long rebalances mean members slow to rejoin, up to the rebalance timeout "
+               "(max.poll.interval.ms).")
+    if quantiles.empty:
+        return Figure("rebalance_durations", "Rebalance durations", caption,
+                      empty_figure("no completed rebalances"), quantiles)
+    order = [g for g in groups if g in set(quantiles["group"])][::-1]
+    stats = []
+    by_group = quantiles.drop_duplicates("group").set_index("group", drop=False)
+    for group in order:
+        row = by_group.loc[group]
+        stats.append({"label": f"{group} ({int(row['rebalances'])})", "whislo": row["p5"], "q1": row["p25"],
+                      "med": row["p50"], "q3": row["p75"], "whishi": row["p95"], "fliers": [row["max"]]})
+    fig, ax = plt.subplots(figsize=(11, max(1.8, 0.5 * len(order) + 1.0)))
+    ax.bxp(stats, orientation="horizontal", showfliers=True, patch_artist=True,
+           boxprops={"facecolor": "#cfe0fb", "edgecolor": "#2f6fde"}, medianprops={"color": "#1d2733"},
+           flierprops={"marker": "o", "markerfacecolor": "#d62728", "markeredgecolor": "none"})
+    ax.set_xlabel("rebalance duration (ms)")
+    top = quantiles["max"].max()
+    if top and quantiles["p50"].min() > 0 and top / max(quantiles["p50"].min(), 1) > 100:
+        ax.set_xscale("log")
+    ax.grid(axis="x", color="#e9ecef")
+    data = quantiles.set_index("group").loc[order[::-1]].reset_index()
+    return Figure("rebalance_durations", "Rebalance durations", caption, render(fig), data)
+
+
+def storms_figure(findings: pd.DataFrame, storms: pd.DataFrame) -> Figure:
+    caption = ("Per group: rebalances, member failures, and rebalances that were part of a storm (many rebalances "
+               "close together, or one client failing and rejoining in a loop).")
+    if findings.empty:
+        return Figure("storms", "Rebalances, failures and storms per group", caption,
+                      empty_figure("no groups"), findings)
+    top = _top_groups(findings)
+    in_storms = storms.groupby("group")["rebalances"].sum() if not storms.empty else pd.Series(dtype="int64")
+    shown = findings.drop_duplicates("group").set_index("group").loc[top]
+    data = pd.DataFrame({
+        "group": top,
+        "rebalances": [int(v) for v in shown["rebalances"]],
+        "member_failures": [int(v) for v in shown["failures"]],
+        "rebalances_in_storms": [int(in_storms.get(g, 0)) for g in top],
+        "storms": [int(v) for v in shown["storms"]],
+    })
+    fig, ax = plt.subplots(figsize=(11, max(1.8, 0.5 * len(top) + 1.0)))
+    ys = list(range(len(top)))[::-1]
+    h = 0.26
+    ax.barh([y + h for y in ys], data["rebalances"], height=h, color="#2f6fde", label="rebalances")
+    ax.barh(ys, data["rebalances_in_storms"], height=h, color="#f4c542", label="rebalances in storms")
+    ax.barh([y - h for y in ys], data["member_failures"], height=h, color="#d62728", label="member failures")
+    ax.set_yticks(ys, top)
+    ax.legend(loc="lower right", frameon=False)
+    ax.grid(axis="x", color="#e9ecef")
+    ax.set_xlabel("count")
+    return Figure("storms", "Rebalances, failures and storms per group", caption, render(fig), data)
+
+
+def advice_html(advice_items: Sequence[Any], groups_shown: int = 8) -> str:
+    """One entry per finding, with the advice once and the groups it applies to (the details of
+    each group folded away)."""
+    from kafka_rebalance.pipeline.advice import RULE_TITLES, by_rule
+
+    ordered = by_rule(list(advice_items))
+    entries = []
+    for rule, items in ordered:
+        groups = [i.group for i in items]
+        named = ", ".join(html.escape(g) for g in groups[:groups_shown])
+        more = f" and {len(groups) - groups_shown} more" if len(groups) > groups_shown else ""
+        title = RULE_TITLES.get(rule, rule)
+        details = "".join(f"<li>{html.escape(i.group)}: {html.escape(i.finding)}</li>" for i in items[:200])
+        entries.append(
+            f'<li><span class="{items[0].severity}">{html.escape(title)}</span> '
+            f"({len(groups)} group{'s' if len(groups) != 1 else ''}: {named}{more}). "
+            f"{html.escape(items[0].advice)}"
+            f"<details><summary>details</summary><ul>{details}</ul></details></li>")
+    return f'<ul class="advice">{"".join(entries)}</ul>'
+
+
+def coverage_html(summary: Row) -> str:
+    rows = []
+    for item in summary.get("coverage", []):
+        first, last = item.get("first_ms"), item.get("last_ms")
+        span = ""
+        if first is not None and last is not None:
+            span = (f"{datetime.fromtimestamp(first / 1000, UTC):%Y-%m-%d %H:%M:%S} to "
+                    f"{datetime.fromtimestamp(last / 1000, UTC):%Y-%m-%d %H:%M:%S}")
+        rows.append({"input": item["source"], "cluster": item.get("cluster"), "lines": item.get("lines"),
+                     "broker lines read": item.get("broker_lines"), "client lines read": item.get("client_lines"),
+                     "group-related lines not understood": item.get("unrecognised_lines"), "time span": span})
+    for item in summary.get("skipped_inputs", []):
+        rows.append({"input": item["path"], "cluster": "", "lines": None, "broker lines read": None,
+                     "client lines read": None, "group-related lines not understood": None,
+                     "time span": f"skipped: {item['why']}"})
+    return table(pd.DataFrame(rows), limit=200) if rows else ""
+
+
+
+
+def _ms_text(value: Any) -> str:
+    if value is None or value is pd.NA or (isinstance(value, float) and pd.isna(value)):
+        return ""
+    seconds = float(value) / 1000
+    return f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None or value is pd.NA or pd.isna(value) else int(value)
+
+
+# --------------------------------------------------------------------------- the answer
+
+@dataclass(frozen=True)
+class Evidence:
+    """One cause the story found for a rebalance, with the log lines that show it."""
+
+    cause: str
+    detail: str
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RebalanceLine:
+    """One rebalance of a group as told: times as text (UTC), the cause in words."""
+
+    start: str
+    old_generation: int | None
+    generation: int | None
+    duration_ms: int | None
+    length: str
+    outcome: str
+    members: int | None
+    cause: str
+    cause_title: str
+    cause_member: str
+    evidence: tuple[Evidence, ...]
+
+    def generations(self) -> str:
+        """``old -> new`` (or what of it the log gave)."""
+        old, new = self.old_generation, self.generation
+        if old is None and new is None:
+            return "-"
+        return f"{'?' if old is None else old} -> {'?' if new is None else new}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"start": self.start, "old_generation": self.old_generation, "generation": self.generation,
+                "duration_ms": self.duration_ms, "length": self.length, "outcome": self.outcome,
+                "members": self.members, "cause": self.cause, "cause_title": self.cause_title,
+                "cause_member": self.cause_member or None,
+                "evidence": [{"cause": e.cause, "detail": e.detail or None, "lines": list(e.lines)}
+                             for e in self.evidence]}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One finding about a group: what the logs show (with its numbers) and what to do."""
+
+    severity: str
+    finding: str
+    advice: str
+    rule: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"severity": self.severity, "finding": self.finding, "advice": self.advice, "rule": self.rule}
+
+
+# (findings field, words, how to show it) for the numbers told with each group.
+_GROUP_NUMBERS: tuple[tuple[str, str, str], ...] = (
+    ("rebalances", "rebalances", "count"),
+    ("open_rebalances", "never completed", "count"),
+    ("median_duration_ms", "median length", "ms"),
+    ("max_duration_ms", "longest", "ms"),
+    ("max_generation", "highest generation", "count"),
+    ("failures", "member failures", "count"),
+    ("leaves", "members left", "count"),
+    ("poll_timeout_leaves", "poll-timeout leaves", "count"),
+    ("storms", "storms", "count"),
+    ("empty_periods", "times empty", "count"),
+)
+
+
+@dataclass(frozen=True)
+class GroupAnswer:
+    """One group: its latest rebalances (oldest of them first), its numbers and findings."""
+
+    group: str  # as shown: cluster/group when the inputs span several clusters
+    cluster: str
+    rebalance_count: int
+    rebalances: tuple[RebalanceLine, ...]
+    numbers: dict[str, int]
+    findings: tuple[Finding, ...]
+
+    def number_text(self) -> str:
+        """The group's numbers in words (but the count of rebalances, told with the group's
+        name), those that are not zero."""
+        parts = []
+        for key, words, kind in _GROUP_NUMBERS:
+            value = self.numbers.get(key)
+            if not value or key == "rebalances":
+                continue
+            parts.append(f"{words} {_ms_text(value) if kind == 'ms' else f'{value:,}'}")
+        return ", ".join(parts)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"group": self.group, "cluster": self.cluster, "rebalance_count": self.rebalance_count,
+                "rebalances": [r.as_dict() for r in self.rebalances], "numbers": dict(self.numbers),
+                "findings": [f.as_dict() for f in self.findings]}
+
+
+# The run's counts as told (report cards, the terminal's first lines): (summary field, words).
+TOTALS = (("lines_read", "lines read"), ("lines_matched", "lines understood"),
+          ("lines_unrecognised", "group lines not understood"), ("groups", "groups"), ("rebalances", "rebalances"),
+          ("open_rebalances", "never completed"), ("client_rebalances", "client-side rebalances"),
+          ("member_failures", "member failures"), ("storms", "storms"))
+NOTHING_RECOGNISED = ("No line of the input is a Kafka group-membership message this tool knows (broker "
+                      "GroupCoordinator, Java consumer, Spring Kafka, kafka-python, librdkafka debug, Kafka Streams).")
+
+
+@dataclass(frozen=True)
+class LogsAnswer:
+    """What ``kafka-rebalance logs`` answers, the same in the terminal, in JSON and in the report."""
+
+    summary: dict[str, Any]
+    groups: tuple[GroupAnswer, ...]
+    more_groups: int
+    tables: str
+    report: str
+
+    def totals(self) -> list[tuple[str, int]]:
+        return [(words, int(self.summary.get(key) or 0)) for key, words in TOTALS]
+
+    def as_dict(self) -> dict[str, Any]:
+        """One JSON document: summary.json's fields, then the groups told, then where the rest is."""
+        return {**self.summary, "top_groups": [g.as_dict() for g in self.groups], "more_groups": self.more_groups,
+                "tables": self.tables, "report": self.report}
+
+
+def logs_answer(summary: dict[str, Any], frames: dict[str, pd.DataFrame], findings: list[dict[str, Any]],
+                advice_items: Sequence[Any], tables: str = "", report: str = "") -> LogsAnswer:
+    """The answer from the tables and each group's findings and advice: the ``GROUP_SECTIONS``
+    groups with the most rebalances (then failures, then name), each with its latest
+    ``GROUP_SECTION_ROWS`` rebalances."""
+    several = _cluster_names(findings)
+    groups = _labelled(findings_frame(findings), several)
+    shown = _ranked_groups(groups, GROUP_SECTIONS)
+    rebalances = _labelled(frames["rebalances"], several)
+    causes = _labelled(frames["causes"], several)
+    rebalances_of, causes_of = _rows_by_group(rebalances, shown), _rows_by_group(causes, shown)
+    by_label = {_label(str(f["cluster"]), str(f["group"]), several): f for f in findings}
+    told = []
+    for label in shown:
+        mine = [a for a in advice_items if _label(a.cluster, a.group, several) == label]
+        told.append(group_answer(label, rebalances_of[label], causes_of[label], mine, by_label.get(label, {})))
+    return LogsAnswer(summary=summary, groups=tuple(told), more_groups=max(len(groups) - len(shown), 0),
+                      tables=tables, report=report)
+
+
+# The rebalances table's fields a rebalance is told with.
+_REBALANCE_FIELDS = ("start", "old_generation", "generation", "duration_ms", "outcome", "members", "cause",
+                     "cause_member")
+
+
+def group_answer(group: str, rebalances: pd.DataFrame, causes: pd.DataFrame, advice_items: Sequence[Any],
+                 finding: dict[str, Any] | None = None) -> GroupAnswer:
+    """One group's part of the answer from its rows of the rebalances and causes tables."""
+    from kafka_rebalance.pipeline.logparse.story import CAUSE_TITLES
+
+    columns = [c for c in _REBALANCE_FIELDS if c in rebalances.columns]
+    rows = rebalances[columns].sort_values("start", ascending=False, kind="stable").head(GROUP_SECTION_ROWS)
+    evidence = _CauseEvidence(causes, CAUSE_TITLES)
+    lines = []
+    for r in rows.iloc[::-1].to_dict("records"):
+        start = r.get("start")
+        generation = _optional_int(r.get("generation"))
+        outcome = str(r.get("outcome") or "")
+        told = r.get("cause")
+        cause = told if isinstance(told, str) else ""
+        member = r.get("cause_member")
+        lines.append(RebalanceLine(
+            start="" if start is None or pd.isna(start) else f"{start:%Y-%m-%d %H:%M:%S.%f}"[:-3],
+            old_generation=_optional_int(r.get("old_generation")), generation=generation,
+            duration_ms=_optional_int(r.get("duration_ms")),
+            length="never completed" if outcome == "open" else _ms_text(r.get("duration_ms")),
+            outcome=outcome, members=_optional_int(r.get("members")), cause=cause,
+            cause_title=CAUSE_TITLES.get(cause, cause), cause_member=member if isinstance(member, str) else "",
+            evidence=evidence.of(float(generation) if generation is not None else -1.0, start)))
+    numbers = {key: int(value) for key, _, _ in _GROUP_NUMBERS
+               if (value := (finding or {}).get(key)) is not None and not pd.isna(value)}
+    cluster = str((finding or {}).get("cluster") or (advice_items[0].cluster if advice_items else "default"))
+    return GroupAnswer(group=group, cluster=cluster, rebalance_count=len(rebalances), rebalances=tuple(lines),
+                       numbers=numbers,
+                       findings=tuple(Finding(a.severity, a.finding, a.advice, a.rule) for a in advice_items))
+
+
+class _CauseEvidence:
+    """A group's causes, looked up per rebalance: the causes of its generation, and those that
+    know no generation but started when it did (in table order). Indexed once per group, not
+    filtered per rebalance."""
+
+    def __init__(self, causes: pd.DataFrame, titles: dict[str, str]):
+        self._titles = titles
+        self._by_generation: dict[float, list[int]] = {}
+        self._by_start: dict[Any, list[int]] = {}
+        self._rows: list[Evidence] = []
+        if not len(causes):
+            return
+        # Missing generations as None: pandas takes na_value=None, pandas-stubs' overloads do not list it.
+        generations = causes["generation"].astype("Float64").to_numpy(dtype=object, na_value=None)  # type: ignore[call-overload]
+        for position, (generation, start, cause, detail, lines) in enumerate(zip(
+                generations, causes["start"], causes["cause"], causes["detail"], causes["evidence"], strict=True)):
+            self._rows.append(Evidence(self._titles.get(cause, cause), detail if isinstance(detail, str) else "",
+                                       tuple(str(line) for line in list(lines)[:EVIDENCE_LINES])))
+            if generation is not None:
+                self._by_generation.setdefault(float(generation), []).append(position)
+            elif not pd.isna(start):
+                self._by_start.setdefault(start, []).append(position)
+
+    def of(self, generation: float, start: Any) -> tuple[Evidence, ...]:
+        positions = self._by_generation.get(generation, [])
+        if start is not None and not pd.isna(start):
+            positions = sorted(positions + self._by_start.get(start, []))
+        return tuple(self._rows[p] for p in positions)
+
+
+def _rows_by_group(frame: pd.DataFrame, groups: list[str]) -> dict[str, pd.DataFrame]:
+    """Each of ``groups``' rows of ``frame`` (in table order), from one pass over the table."""
+    chosen = frame[frame["group"].isin(groups)]
+    parts = dict(tuple(chosen.groupby("group", sort=False))) if len(chosen) else {}
+    return {group: parts.get(group, frame.iloc[0:0]) for group in groups}
+
+
+# --------------------------------------------------------------------------- the answer as HTML
+
+def group_section(group: GroupAnswer) -> str:
+    """One group: its findings with their advice, its numbers, then its rebalances with cause and evidence."""
+    parts = []
+    if group.findings:
+        parts.append("<ul class=\"advice\">" + "".join(
+            f'<li><span class="{f.severity}">{html.escape(f.finding)}</span>. {html.escape(f.advice)}</li>'
+            for f in group.findings) + "</ul>")
+    numbers = f"{group.rebalance_count:,} rebalance{'s' if group.rebalance_count != 1 else ''}"
+    if group.number_text():
+        numbers += f"; {group.number_text()}"
+    parts.append(f'<p class="caption">{html.escape(numbers)}</p>')
+    lines = []
+    for r in group.rebalances:
+        member = f" ({html.escape(r.cause_member)})" if r.cause_member else ""
+        details = "".join(
+            f"<li>{html.escape(e.cause)}{': ' + html.escape(e.detail) if e.detail else ''}"
+            f"<pre>{html.escape(chr(10).join(e.lines))}</pre></li>" for e in r.evidence)
+        lines.append(
+            f"<tr><td>{html.escape(r.start)}</td><td>{html.escape(r.generations())}</td>"
+            f"<td>{html.escape(r.outcome)}</td><td>{html.escape(r.length)}</td>"
+            f"<td>{'' if r.members is None else r.members}</td><td>{html.escape(r.cause_title)}{member}"
+            + (f"<details><summary>evidence</summary><ul>{details}</ul></details>" if details else "")
+            + "</td></tr>")
+    note = (f'<p class="caption">the latest {len(group.rebalances)} of {group.rebalance_count} rebalances</p>'
+            if group.rebalance_count > len(group.rebalances) else "")
+    parts.append("<table><thead><tr><th>start</th><th>generation</th><th>outcome</th><th>length</th><th>members</th>"
+                 f"<th>cause</th></tr></thead><tbody>{''.join(lines)}</tbody></table>{note}")
+    return "".join(parts)
+
+
+def render_logs_report(answer: LogsAnswer, figures: list[Figure], advice_items: list[Any],
+                       frames: dict[str, pd.DataFrame], findings: list[dict[str, Any]]) -> str:
+    summary = answer.summary
+    several = _cluster_names(findings)
+    sections = [cards(answer.totals())]
+    if summary["lines_matched"] == 0:
+        samples = "".join(f"<li><code>{html.escape(s[:200])}</code></li>" for s in summary.get("sample_lines", []))
+        sections.append(section("Nothing recognised", f"<p>{html.escape(NOTHING_RECOGNISED)} The input starts "
+                                f"with:</p><ul>{samples}</ul>"))
+    if advice_items:
+        sections.append(section("What the logs show, and what to do", advice_html(advice_items)))
+    elif summary["lines_matched"]:
+        sections.append(section("What the logs show, and what to do",
+                                '<p class="caption">No failures, storms or slow rebalances found.</p>'))
+    sections.append(section("Inputs", coverage_html(summary),
+                            "What was read from each input. Lines about groups that match no known message are "
+                            "listed under \"Not understood\"."))
+    sections.extend(figure_section(f) for f in figures)
+    for group in answer.groups:
+        sections.append(section(f"Group {group.group}", group_section(group)))
+    groups = _labelled(findings_frame(findings), several)
+    storms = frames["storms"]
+    if len(storms):
+        sections.append(section("Storms", table(_labelled(storms, several))))
+    if len(groups):
+        ranked = groups.sort_values(["rebalances", "group"], ascending=[False, True])
+        sections.append(section("Groups", table(ranked, limit=200)))
+    client = frames["client_rebalances"]
+    if len(client):
+        latest = _labelled(client, several).sort_values("start", ascending=False).head(200).copy()
+        for column in ("assigned", "revoked", "lost"):
+            latest[column] = latest[column].map(lambda v: ", ".join(list(v)[:6]) + (" ..." if len(v) > 6 else ""))
+        sections.append(section("Client-side rebalances",
+                                table(latest[["start", "group", "client", "client_library", "generation", "protocol",
+                                             "assigned", "revoked", "lost", "outcome"]], limit=200)))
+    unrecognised = frames["unrecognised"]
+    if len(unrecognised):
+        sections.append(section("Not understood", table(unrecognised.head(30), limit=30),
+                                "Lines that mention groups, members, generations or rebalances but match no known "
+                                "message, counted by wording."))
+    subtitle = f"{summary.get('files', 0)} input(s), {summary.get('engine', 'spark')} engine; {generated_note()}"
+    return page("Kafka rebalances in logs", subtitle, sections)

@@ -1,0 +1,203 @@
+"""One group coordinator serving many groups, classic and consumer side by side.
+
+In Kafka 4.x the coordinator of a ``__consumer_offsets`` partition (``GroupMetadataManager``)
+holds every group of that partition in one map, whatever its protocol, and routes each request
+by group id: a ConsumerGroupHeartbeat finds (or, at member epoch 0, creates) a consumer group,
+converting a classic group that may be upgraded; a JoinGroup (and the other classic requests)
+goes to the group of that id, which may be a consumer group with classic members; a group the
+coordinator does not have gets GROUP_ID_NOT_FOUND ("Consumer group G not found.") from a
+heartbeat that does not join (``getOrMaybeCreateConsumerGroup``; its
+``GroupMetadataManagerTest#testUnknownGroupId``).
+
+``GroupCoordinatorShard`` is that map over the two state machines this package already has:
+the classic ``GroupCoordinator`` (every classic group of the broker) and one
+``ConsumerGroupCoordinator`` per consumer group. A consumer group's timers carry no group id,
+so the shard names them: ``ConsumerGroupTimer(group_id, timer)``. When a consumer group's last
+consumer-protocol member leaves and it converts back (``ConvertedToClassic``), the shard loads
+the classic group into the classic coordinator, as ``convertToClassicGroup`` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TypeAlias, assert_never
+
+from kafka_rebalance.protocol.classic import coordinator_events as cl
+from kafka_rebalance.protocol.classic.coordinator import ClassicGroup, CoordinatorConfig, GroupCoordinator
+from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer, Log
+from kafka_rebalance.protocol.errors import ErrorCode
+from kafka_rebalance.protocol.modern.consumer import coordinator_events as ce
+from kafka_rebalance.protocol.modern.consumer.coordinator import (
+    ConsumerGroupConfig,
+    ConsumerGroupCoordinator,
+    ProtocolError,
+    ServerAssign,
+    default_server_assign,
+)
+from kafka_rebalance.protocol.modern.consumer.migration import consumer_group_for_heartbeat, downgraded
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupTimer:
+    """A consumer group's timer, named by its group."""
+
+    group_id: str
+    timer: ce.Timer
+
+
+ShardTimer: TypeAlias = ConsumerGroupTimer | cl.CoordinatorTimer
+ShardInput: TypeAlias = (ce.Received | cl.Received | ConsumerGroupTimer | cl.SessionExpired | cl.PendingMemberExpired
+                         | cl.NewMemberJoinTimeout | cl.InitialDelayExpired | cl.RebalanceTimeout | cl.SyncTimeout
+                         | ce.TopicsChanged)
+ShardOutput: TypeAlias = (ce.Respond | cl.Respond | ArmTimer[ShardTimer] | CancelTimer[ShardTimer] | Log | cl.Persist)
+
+# Classic requests a consumer group answers itself (its members still on the classic protocol).
+_CLASSIC_IN_CONSUMER_GROUP = (cl.JoinGroupRequest, cl.SyncGroupRequest, cl.HeartbeatRequest, cl.LeaveGroupRequest,
+                              cl.OffsetCommitRequest, cl.OffsetFetchRequest)
+
+
+class GroupCoordinatorShard:
+    """The groups of one coordinator, by id. One entry point: ``handle(event, now_ms)``."""
+
+    def __init__(self, topics: Mapping[str, int], classic_config: CoordinatorConfig | None = None,
+                 consumer_config: ConsumerGroupConfig | None = None, assign: ServerAssign = default_server_assign,
+                 seed: int = 0):
+        self.topics = dict(topics)
+        self.classic = GroupCoordinator(classic_config, seed)
+        self.consumer_config = consumer_config or ConsumerGroupConfig()
+        self.consumer_groups: dict[str, ConsumerGroupCoordinator] = {}
+        self._assign = assign
+        self._seed = seed
+
+    def group_type(self, group_id: str) -> str | None:
+        """``"consumer"``, ``"classic"`` or None (no such group)."""
+        if group_id in self.consumer_groups:
+            return "consumer"
+        group = self.classic.group(group_id)
+        return "classic" if group is not None else None
+
+    def handle(self, event: ShardInput, now_ms: int) -> list[ShardOutput]:
+        out: list[ShardOutput] = []
+        match event:
+            case ce.Received(connection=connection, request=request):
+                self._received(connection, request, now_ms, out)
+            case cl.Received(connection=connection, request=request):
+                group = self.consumer_groups.get(getattr(request, "group_id", ""))
+                if group is not None and isinstance(request, _CLASSIC_IN_CONSUMER_GROUP):
+                    self._consumer_output(group, group.handle(ce.Received(connection, request), now_ms), now_ms, out)
+                else:
+                    self._classic_output(self.classic.handle(event, now_ms), out)
+            case ConsumerGroupTimer(group_id=group_id, timer=timer):
+                group = self.consumer_groups.get(group_id)
+                if group is not None:
+                    self._consumer_output(group, group.handle(timer, now_ms), now_ms, out)
+            case (cl.SessionExpired() | cl.PendingMemberExpired() | cl.NewMemberJoinTimeout() | cl.InitialDelayExpired()
+                  | cl.RebalanceTimeout() | cl.SyncTimeout()):
+                self._classic_output(self.classic.handle(event, now_ms), out)
+            case ce.TopicsChanged(topics=topics):
+                self.topics = dict(topics)
+                for group in list(self.consumer_groups.values()):
+                    self._consumer_output(group, group.handle(event, now_ms), now_ms, out)
+            case _:
+                assert_never(event)
+        return out
+
+    def _received(self, connection: str, request: ce.Request, now_ms: int, out: list[ShardOutput]) -> None:
+        group = self.consumer_groups.get(request.group_id)
+        if group is None and isinstance(request, ce.ConsumerGroupHeartbeatRequest):
+            group = self._group_for_heartbeat(connection, request, now_ms, out)
+            if group is None:
+                return
+        if group is None:
+            # OffsetCommit/OffsetFetch with a member epoch: only a consumer group has members with epochs.
+            self._not_found(connection, request, f"Group {request.group_id} not found.", out)
+            return
+        self._consumer_output(group, group.handle(ce.Received(connection, request), now_ms), now_ms, out)
+
+    def _group_for_heartbeat(self, connection: str, request: ce.ConsumerGroupHeartbeatRequest, now_ms: int,
+                             out: list[ShardOutput]) -> ConsumerGroupCoordinator | None:
+        """``getOrMaybeCreateConsumerGroup(groupId, memberEpoch == 0)`` for a group id that is not
+        a consumer group here: absent, or classic."""
+        classic = self.classic.group(request.group_id)
+        if classic is None and request.member_epoch != ce.JOIN_GROUP_MEMBER_EPOCH:
+            self._not_found(connection, request, f"Consumer group {request.group_id} not found.", out)
+            return None
+        snapshot = classic_snapshot(classic) if classic is not None else None
+        try:
+            group = consumer_group_for_heartbeat(snapshot, request.member_epoch, self.topics, self.consumer_config,
+                                                 self._assign, self._seed)
+        except ProtocolError as error:
+            out.append(ce.Respond(connection, ce.ConsumerGroupHeartbeatResponse(error.code, error_message=error.message)))
+            return None
+        group.group_id = request.group_id
+        if classic is not None:
+            # The classic group is replaced: its pending requests are answered, its offsets move.
+            group.offsets.update(classic.offsets)
+            del self.classic.groups[request.group_id]
+            for member in classic.members.values():
+                if member.join_connection is not None:
+                    out.append(cl.Respond(member.join_connection, cl.JoinGroupResponse(
+                        ErrorCode.REBALANCE_IN_PROGRESS, member_id=member.member_id)))
+                if member.sync_connection is not None:
+                    out.append(cl.Respond(member.sync_connection, cl.SyncGroupResponse(ErrorCode.REBALANCE_IN_PROGRESS)))
+                out.append(ArmTimer(ConsumerGroupTimer(request.group_id, ce.SessionTimeout(member.member_id)),
+                                    now_ms + member.session_timeout_ms))
+        self.consumer_groups[request.group_id] = group
+        return group
+
+    @staticmethod
+    def _not_found(connection: str, request: ce.Request, message: str, out: list[ShardOutput]) -> None:
+        code = ErrorCode.GROUP_ID_NOT_FOUND
+        match request:
+            case ce.ConsumerGroupHeartbeatRequest():
+                out.append(ce.Respond(connection, ce.ConsumerGroupHeartbeatResponse(code, error_message=message)))
+            case ce.OffsetCommitRequest():
+                out.append(ce.Respond(connection, ce.OffsetCommitResponse(code)))
+            case ce.OffsetFetchRequest():
+                out.append(ce.Respond(connection, ce.OffsetFetchResponse(code)))
+            case _:
+                raise AssertionError(f"classic request {request!r} goes to the classic coordinator")
+
+    @staticmethod
+    def _classic_output(items: list[cl.CoordinatorOutput], out: list[ShardOutput]) -> None:
+        for item in items:
+            match item:
+                case ArmTimer(timer=timer, deadline_ms=deadline):
+                    out.append(ArmTimer(timer, deadline))
+                case CancelTimer(timer=timer):
+                    out.append(CancelTimer(timer))
+                case cl.Respond() | Log() | cl.Persist():
+                    out.append(item)
+                case _:
+                    assert_never(item)
+
+    def _consumer_output(self, group: ConsumerGroupCoordinator, items: list[ce.Output], now_ms: int,
+                         out: list[ShardOutput]) -> None:
+        for item in items:
+            match item:
+                case ce.Respond() | Log():
+                    out.append(item)
+                case ArmTimer(timer=timer, deadline_ms=deadline):
+                    out.append(ArmTimer(ConsumerGroupTimer(group.group_id, timer), deadline))
+                case CancelTimer(timer=timer):
+                    out.append(CancelTimer(ConsumerGroupTimer(group.group_id, timer)))
+                case ce.ConvertedToClassic(classic=classic):
+                    # convertToClassicGroup: the consumer group's timers go with it; the classic
+                    # group loads from the records the conversion writes and rebalances.
+                    del self.consumer_groups[group.group_id]
+                    partition = self.classic.partition_for(group.group_id)
+                    self._classic_output(self.classic.handle(downgraded(classic, dict(group.offsets), partition), now_ms),
+                                         out)
+                case _:
+                    assert_never(item)
+
+
+def classic_snapshot(group: ClassicGroup) -> ce.ClassicGroupSnapshot:
+    """A classic group as its GroupMetadata record describes it (the online upgrade's input)."""
+    return ce.ClassicGroupSnapshot(group.group_id, group.generation, group.protocol_type, group.protocol_name,
+                                   group.state.value, tuple(
+        ce.ClassicGroupMember(m.member_id, m.group_instance_id, m.client_id, m.rebalance_timeout_ms,
+                              m.session_timeout_ms, m.protocol_names, tuple(m.metadata(group.protocol_name).topics),
+                              tuple(m.assignment))
+        for m in group.members.values()))

@@ -1,0 +1,106 @@
+"""One coordinator, many groups, classic and consumer side by side (``GroupCoordinatorShard``):
+facts from Kafka's GroupMetadataManagerTest (group-coordinator, Kafka 4.1)."""
+
+from __future__ import annotations
+
+from kafka_rebalance.protocol.classic import coordinator_events as cl
+from kafka_rebalance.protocol.effects import ArmTimer
+from kafka_rebalance.protocol.errors import ErrorCode
+from kafka_rebalance.protocol.modern.consumer import coordinator_events as ce
+from kafka_rebalance.protocol.modern.consumer.coordinator import ConsumerGroupConfig
+from kafka_rebalance.protocol.modern.shard import ConsumerGroupTimer, GroupCoordinatorShard, ShardOutput
+
+TOPICS = {"foo": 6, "bar": 3}
+
+
+def heartbeat(group: str, member: str, epoch: int, topics: tuple[str, ...] | None = ("foo", "bar")) -> ce.Received:
+    return ce.Received(f"conn-{member}", ce.ConsumerGroupHeartbeatRequest(
+        group, member, epoch, rebalance_timeout_ms=5000, subscribed_topic_names=topics,
+        server_assignor="range" if epoch == 0 else None, topic_partitions=() if epoch == 0 else None))
+
+
+def join_classic(group: str, connection: str = "conn-classic") -> cl.Received:
+    subscription = cl.ConsumerProtocolSubscription(("foo",))
+    return cl.Received(connection, cl.JoinGroupRequest(group, 10000, 10000, "", None, "consumer",
+                                                       (cl.JoinGroupRequestProtocol("range", subscription),)))
+
+
+def responses(out: list[ShardOutput]) -> list[object]:
+    return [o.response for o in out if isinstance(o, ce.Respond | cl.Respond)]
+
+
+def test_unknown_group_id() -> None:
+    """GroupMetadataManagerTest.testUnknownGroupId: a ConsumerGroupHeartbeat with member epoch 100
+    for a group the coordinator never had: GROUP_ID_NOT_FOUND, and no group is created. So is a
+    leave (epoch -1)."""
+    shard = GroupCoordinatorShard(TOPICS)
+    for epoch in (100, -1):
+        [response] = responses(shard.handle(heartbeat("fooup", "member", epoch), 0))
+        assert isinstance(response, ce.ConsumerGroupHeartbeatResponse)
+        assert response.error_code is ErrorCode.GROUP_ID_NOT_FOUND
+        assert response.error_message == "Consumer group fooup not found."
+        assert shard.group_type("fooup") is None
+
+
+def test_consumer_and_classic_groups_side_by_side() -> None:
+    """A join (epoch 0) creates a consumer group; a JoinGroup creates a classic group; each keeps
+    its own members, and a consumer group's timers are named by its group."""
+    shard = GroupCoordinatorShard(TOPICS)
+    out = shard.handle(heartbeat("orders", "m1", 0), 0)
+    [response] = responses(out)
+    assert isinstance(response, ce.ConsumerGroupHeartbeatResponse) and response.error_code is ErrorCode.NONE
+    assert response.member_epoch == 1
+    timers = [o.timer for o in out if isinstance(o, ArmTimer)]
+    assert ConsumerGroupTimer("orders", ce.SessionTimeout("m1")) in timers
+
+    [joined] = responses(shard.handle(join_classic("billing"), 0))
+    assert isinstance(joined, cl.JoinGroupResponse)
+    assert joined.error_code is ErrorCode.MEMBER_ID_REQUIRED  # JoinGroup v4+: first, get a member id
+    assert (shard.group_type("orders"), shard.group_type("billing")) == ("consumer", "classic")
+
+    # A second consumer group on the same coordinator is independent of the first.
+    [other] = responses(shard.handle(heartbeat("payments", "m1", 0, ("bar",)), 0))
+    assert isinstance(other, ce.ConsumerGroupHeartbeatResponse) and other.member_epoch == 1
+    assert set(shard.consumer_groups) == {"orders", "payments"}
+
+    # The session of m1 in "orders" expires; "payments" keeps its own m1.
+    shard.handle(ConsumerGroupTimer("orders", ce.SessionTimeout("m1")), 45_000)
+    assert "m1" not in shard.consumer_groups["orders"].members
+    assert "m1" in shard.consumer_groups["payments"].members
+
+
+def test_consumer_heartbeat_to_a_classic_group_that_cannot_upgrade() -> None:
+    """getOrMaybeCreateConsumerGroup: a classic group with members, the migration policy
+    disabled: "Group billing is not a consumer group." (GROUP_ID_NOT_FOUND); a heartbeat that
+    does not join a classic group gets the same error."""
+    shard = GroupCoordinatorShard(TOPICS, consumer_config=ConsumerGroupConfig(migration_policy="disabled"))
+    [first] = responses(shard.handle(join_classic("billing"), 0))
+    assert isinstance(first, cl.JoinGroupResponse)
+    shard.handle(cl.Received("conn-classic", cl.JoinGroupRequest(
+        "billing", 10000, 10000, first.member_id, None, "consumer",
+        (cl.JoinGroupRequestProtocol("range", cl.ConsumerProtocolSubscription(("foo",))),))), 0)
+    for epoch in (0, 5):
+        [response] = responses(shard.handle(heartbeat("billing", "m9", epoch), 0))
+        assert isinstance(response, ce.ConsumerGroupHeartbeatResponse)
+        assert response.error_code is ErrorCode.GROUP_ID_NOT_FOUND
+        assert shard.group_type("billing") == "classic"
+
+
+def test_classic_join_to_a_consumer_group_is_answered_by_that_group() -> None:
+    """A JoinGroup for a consumer group's id goes to the consumer group (its classic members,
+    KIP-848's upgrade path), not to the classic coordinator."""
+    shard = GroupCoordinatorShard(TOPICS)
+    shard.handle(heartbeat("orders", "m1", 0), 0)
+    shard.handle(join_classic("orders"), 0)
+    assert shard.group_type("orders") == "consumer"
+    assert shard.classic.group("orders") is None
+
+
+def test_an_empty_classic_group_is_replaced_by_a_consumer_group() -> None:
+    """A join (epoch 0) to an empty classic group replaces it (maybeDeleteEmptyClassicGroup)."""
+    shard = GroupCoordinatorShard(TOPICS)
+    shard.handle(join_classic("billing"), 0)  # MEMBER_ID_REQUIRED: a pending member, group Empty
+    assert shard.group_type("billing") == "classic"
+    [response] = responses(shard.handle(heartbeat("billing", "m1", 0), 0))
+    assert isinstance(response, ce.ConsumerGroupHeartbeatResponse) and response.error_code is ErrorCode.NONE
+    assert shard.group_type("billing") == "consumer"
