@@ -29,6 +29,11 @@ the first topic only. Topic names are ``t000``..``t499`` ("seq") or hashed, well
 scaled up: random partition counts and random subscriptions, then a quarter of the consumers
 leave. ``kafka-python`` runs kafka-python's StickyPartitionAssignor side by side with ours at
 100 consumers x 10,000 partitions. ``growth`` cases scale sticky R2 over partitions and members.
+``loads`` cases give every partition a load (lognormal, sigma 1.5, seeded) and run load-aware
+(EAGER and COOPERATIVE) beside sticky and cooperative-sticky on the same uniform group (R1; R2:
+every member but one claims its own R1 result): time, heaviest member's load against the lower
+bound max(total / members, heaviest partition + the lightest ones its owner must also take),
+partitions moved in R2.
 """
 
 from __future__ import annotations
@@ -107,6 +112,10 @@ def build_cases(scale: int) -> list[Case]:
             cases.append(Case(f"{strategy}/random/R{rnd}/spread", strategy, "random", rnd, 500, p, 2000, "spread"))
     cases.append(Case("kafka-python/sticky/R1", "kafka-python", "uniform", 1, 10, 1000, 100, "seq", reps=1))
     cases.append(Case("kafka-python/sticky/R2", "kafka-python", "uniform", 2, 10, 1000, 100, "seq", reps=1))
+    # load-aware beside the count-balancing sticky assignors (issue 22): same group, same loads.
+    for strategy in ("sticky", "load-aware-eager", "cooperative-sticky", "load-aware"):
+        for rnd in (1, 2):
+            cases.append(Case(f"loads/{strategy}/R{rnd}", strategy, "uniform", rnd, 500, p, 2000, "seq"))
     for members in (200, 2000):
         for total in (10_000, 100_000, 1_000_000):
             per_topic = max(1, total // 500 // scale)
@@ -312,12 +321,68 @@ def check(case: Case, group, owner: np.ndarray) -> dict:
     return result
 
 
+def _loads_assignor(name: str):
+    from kafka_rebalance.assignors import get_assignor
+
+    if name == "load-aware-eager":
+        return get_assignor("load-aware").configured({"rebalance_protocol": "EAGER"})
+    return get_assignor(name)
+
+
+def run_loads_case(case: Case) -> dict:
+    """One ``loads/`` case: the assignor's time on a group carrying partition loads."""
+    from dataclasses import replace
+
+    from kafka_rebalance.assignors import assign_columnar
+    from kafka_rebalance.assignors.sticky import previous_owners, with_ownership
+
+    inputs = make_inputs(case)
+    rng = np.random.default_rng(22)
+    loads = rng.lognormal(0.0, 1.5, int(sum(inputs.counts)))
+    assignor = _loads_assignor(case.strategy)
+
+    def make_group():
+        group = replace(columnar_group(inputs), partition_loads=loads)
+        if case.round == 1:
+            return group
+        r1 = assign_columnar(group, assignor)
+        if (r1 < 0).any():  # cooperative: the follow-up completes R1 first
+            r1 = assign_columnar(with_ownership(group, r1), assignor)
+        r1[r1 == 0] = -1  # consumer 0 claims nothing
+        return with_ownership(group, r1)
+
+    algo, owner, group = [], None, None
+    for _ in range(case.reps + 1):
+        group = make_group()
+        ms, owner = _timed(lambda g=group: assign_columnar(g, assignor))
+        algo.append(ms)
+    final = owner
+    if (owner < 0).any():
+        final = assign_columnar(with_ownership(group, owner), assignor)
+    member_load = np.bincount(final, weights=loads, minlength=group.num_members)
+    least = len(loads) // group.num_members
+    bound = max(loads.sum() / group.num_members, loads.max() + np.sort(loads)[: least - 1].sum())
+    prev = previous_owners(group)
+    claimed = prev >= 0
+    return {
+        "case": case.name,
+        "partitions": len(loads),
+        "algo": algo,
+        "heaviest_over_bound": float(member_load.max() / bound),
+        "moved": int((claimed & (final != prev)).sum()),
+        "claimed": int(claimed.sum()),
+        "count_spread": int(np.ptp(np.bincount(final, minlength=group.num_members))),
+    }
+
+
 def run_case(case: Case) -> dict:
     from kafka_rebalance import assign
     from kafka_rebalance.assignors import assign_columnar
 
     if case.strategy == "kafka-python":
         return run_kafka_python(case)
+    if case.name.startswith("loads/"):
+        return run_loads_case(case)
     make_group, snap, _ = prepare(case)
     out: dict = {"case": case.name, "partitions": int(sum(make_inputs(case).counts))}
 
@@ -416,7 +481,7 @@ def _warm(ms: list[float]) -> float:
 
 def report(results: list[dict], cases: dict[str, Case], quick: bool) -> str:
     lines = []
-    main = [r for r in results if not r["case"].startswith(("growth/", "kafka-python/"))]
+    main = [r for r in results if not r["case"].startswith(("growth/", "kafka-python/", "loads/"))]
     if main:
         lines += [
             "| case | partitions | Java `t000` / spread, first/warm (ms) | algo first/warm (ms) | e2e first/warm (ms) | input / peak RSS (MiB) | checks | targets |",
@@ -470,6 +535,16 @@ def report(results: list[dict], cases: dict[str, Case], quick: bool) -> str:
             lines.append(
                 f"| {r['case']} | {r['kafka_python_ms']:,.0f} | {e:,.1f} | {a:,.1f} | {r['kafka_python_ms'] / e:,.0f}x | {r['kafka_python_ms'] / a:,.0f}x |"
             )
+    loads = [r for r in results if r["case"].startswith("loads/")]
+    if loads:
+        lines += [
+            "",
+            "| loads case (lognormal loads) | partitions | algo first/warm (ms) | heaviest / lower bound | count spread | moved (R2) |",
+            "| --- | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for r in loads:
+            moved = f"{r['moved']:,}/{r['claimed']:,}" if r["claimed"] else "-"
+            lines.append(f"| {r['case']} | {r['partitions']:,} | {_fmt_times(r['algo'])} | {r['heaviest_over_bound']:.3f} | {r['count_spread']} | {moved} |")
     growth = [r for r in results if r["case"].startswith("growth/")]
     if growth:
         lines += [

@@ -4,6 +4,12 @@ engine that ``auto`` picks for it, and the Spark engine, with where its seconds 
 
     .venv/bin/python benchmarks/logs.py [--size 1GB] [--log /tmp/server-1g.log] [--master 'local[2]']
                                         [--coordinator-share 0.03] [--local-too] [--repeat 2] [--no-paste]
+                                        [--s3] [--object-size 128MB]
+
+``--s3`` also reads the log from an S3 server (moto's, started here on 127.0.0.1, stopped at the
+end) with ``--out`` on it, side by side with the same files on the local disk: the log cut into
+objects of ``--object-size`` (as a broker's rotated files; moto reads a whole object to answer
+any ranged GET, so one object of the whole log would measure moto, not the reader).
 
 The generated log is kept (and reused when it already has the requested size and share), so a
 second run measures the analysis alone. Coordinator lines are ``--coordinator-share`` of the
@@ -115,6 +121,29 @@ def paste_run(paste: str, engine: str, master: str) -> tuple[float, dict]:
     return seconds, json.loads(done.stdout)
 
 
+S3_BUCKET = "bench"
+
+
+def start_s3(log: Path, object_bytes: int, scratch: Path):
+    """The S3 server with the log cut (at line ends) into objects of about ``object_bytes``,
+    and the same parts in a local folder."""
+    from s3server import start_s3_server
+
+    parts = scratch / "parts"
+    parts.mkdir()
+    number = 0
+    with log.open("rb") as fh:
+        while chunk := fh.read(object_bytes):
+            chunk += fh.readline()
+            (parts / f"server.log.{number:03d}").write_bytes(chunk)
+            number += 1
+    server = start_s3_server(scratch / "moto.log")
+    started = time.perf_counter()
+    server.upload(S3_BUCKET, {f"logs/{part.name}": part for part in sorted(parts.iterdir())})
+    print(f"uploaded {number} objects to the S3 server in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    return server, parts
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", default="1GB", help="log size to generate, e.g. 1GB, 200MB (default 1GB)")
@@ -124,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="share of the log's lines that are GroupCoordinator lines (default 0.03)")
     parser.add_argument("--local-too", action="store_true", help="also time the in-process engine on the big log")
     parser.add_argument("--no-paste", action="store_true", help="skip the paste-latency runs")
+    parser.add_argument("--s3", action="store_true", help="also read the log from an S3 server (moto's) and compare")
+    parser.add_argument("--object-size", default="128MB", help="size of the log's objects in the S3 mode (default 128MB)")
     parser.add_argument("--repeat", type=int, default=2,
                         help="runs of the whole log in one session: the first starts Spark's Python workers, the "
                              "best of the others shows the steady rate (default 2)")
@@ -153,19 +184,51 @@ def main(argv: list[str] | None = None) -> int:
     from kafka_rebalance.pipeline.spark import build_session
 
     out = Path(tempfile.mkdtemp(prefix="kafka-rebalance-logs-bench-"))
+    server = None
+    if args.s3:
+        # Before the session: its JVM and Python workers take the variables from this process.
+        server, parts = start_s3(log, parse_size(args.object_size), out)
+        objects = len(list(parts.iterdir()))
+        os.environ.update(server.env())
     started = time.perf_counter()
     spark = build_session(args.master, "kafka-rebalance-logs-bench", driver_jvm_options=LOGS_DRIVER_JVM_OPTIONS)
     session_s = time.perf_counter() - started
     runs = []
+    stores: dict[str, list[tuple[float, float, dict]]] = {"local disk": [], "S3 server": []}
+
+    def timed(inputs: list[str], out_dir: str) -> tuple[float, float, dict]:
+        """Wall and CPU seconds of a run; the S3 server's own CPU (a child of this process) is
+        left out of the CPU and kept in ``server_cpu``."""
+        cpu_before, server_before = tree_cpu_seconds(), server_cpu_seconds()
+        started = time.perf_counter()
+        run = run_logs(spark, inputs, out_dir, engine="spark", progress=False)
+        seconds = time.perf_counter() - started
+        server = server_cpu_seconds() - server_before
+        cpu = tree_cpu_seconds() - cpu_before - server
+        server_cpu.append(server)
+        print(f"{inputs[0]}: {seconds:.1f} s, CPU {cpu:.1f} s (+ S3 server {server:.1f} s), "
+              f"load {os.getloadavg()[0]:.1f}", file=sys.stderr)
+        return seconds, cpu, run.summary
+
+    server_cpu: list[float] = []
+
+    def server_cpu_seconds() -> float:
+        if server is None:
+            return 0.0
+        fields = Path(f"/proc/{server.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     try:
         for attempt in range(max(1, args.repeat)):
-            cpu_before = tree_cpu_seconds()
-            started = time.perf_counter()
-            run = run_logs(spark, [str(log)], str(out / f"spark-{attempt}"), engine="spark", progress=False)
-            runs.append((time.perf_counter() - started, tree_cpu_seconds() - cpu_before, run.summary))
+            runs.append(timed([str(log)], str(out / f"spark-{attempt}")))
+            if server is not None:
+                stores["local disk"].append(timed([str(parts)], str(out / f"parts-{attempt}")))
+                stores["S3 server"].append(timed([f"s3://{S3_BUCKET}/logs/"], f"s3://{S3_BUCKET}/out-{attempt}"))
         peaks = tree_peak_memory()
     finally:
         spark.stop()
+        if server is not None:
+            server.stop()
     analysis_s, cpu_s, summary = runs[0]
     local_big = None
     if args.local_too:
@@ -192,6 +255,16 @@ def main(argv: list[str] | None = None) -> int:
              f"{again_s:.1f} s = {megabytes / again_s:,.1f} MB/s, CPU {again_cpu:.1f} s"),
             *((f"  {stage}", f"{seconds:.1f} s") for stage, seconds in again["seconds"].items()),
         ]
+    if server is not None:
+        local_best = min(stores["local disk"], key=lambda r: r[0])
+        for store, timings in stores.items():
+            best = min(timings, key=lambda r: r[0])
+            server_note = f" (+ S3 server {max(server_cpu):.1f} s at most)" if store == "S3 server" else ""
+            rows.append((f"{store}, {objects} objects of {args.object_size} (best of {len(timings)})",
+                         f"{best[0]:.1f} s = {megabytes / best[0]:,.1f} MB/s, CPU {best[1]:.1f} s{server_note} "
+                         f"({local_best[0] / best[0]:.0%} of the local rate; runs: "
+                         f"{', '.join(f'{t[0]:.1f}' for t in timings)} s)"))
+            assert best[2]["rebalances"] == summary["rebalances"], store
     rows += [
         ("peak memory", ", ".join(f"{kind} {size / 2**20:,.0f} MiB" for kind, size in sorted(peaks.items()))),
         ("found", f"{summary['groups']:,} groups, {summary['rebalances']:,} rebalances "

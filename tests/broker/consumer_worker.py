@@ -24,6 +24,7 @@ def main() -> None:
         "sticky": ours.StickyPartitionAssignor,
         "kafka-python-sticky": KPSticky,
         "kafka-python-cooperative": KPCooperative,
+        "load-aware": ours.LoadAwarePartitionAssignor,
     }[kind]()
     consumer = KafkaConsumer(
         topic,
@@ -38,6 +39,9 @@ def main() -> None:
         metadata_max_age_ms=1000,
         max_poll_interval_ms=30000,
     )
+    if kind == "load-aware":
+        assignor.bind(consumer)  # the default load source measures through this consumer
+
     def emit(obj) -> None:
         sys.stdout.write(json.dumps(obj) + "\n")
         sys.stdout.flush()

@@ -71,3 +71,40 @@ def test_missing_file_and_unknown_option(capsys, monkeypatch):
     assert (code, out) == (2, "") and err == "kafka-rebalance: /nonexistent/snapshot.json: no such file\n"
     code, out, err = run_cli(capsys, monkeypatch, ["assign", EXAMPLE, "--bogus"])
     assert code == 2 and out == "" and err.count("\n") == 1
+
+
+# load-aware (issue 22): partition_loads and strategy_options
+
+
+@pytest.mark.parametrize(
+    ("loads", "expected"),
+    [
+        ("[1, -2, 3]", "partition_loads.orders: load of partition 1 is negative"),
+        ("[1, NaN, 3]", "partition_loads.orders: load of partition 1 is not a finite number"),
+        ("[1, 2]", "partition_loads.orders: has 2 loads for 3 partitions"),
+    ],
+)
+def test_assign_rejects_bad_loads_in_one_line_naming_the_topic(capsys, monkeypatch, tmp_path, loads, expected):
+    path = tmp_path / "snapshot.json"
+    path.write_text('{"topics": {"orders": 3}, "members": [{"member_id": "c0", "topics": ["orders"]}], '
+                    f'"partition_loads": {{"orders": {loads}}}}}')
+    code, out, err = run_cli(capsys, monkeypatch, ["assign", str(path), "--strategy", "load-aware"])
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and expected in err
+
+
+def test_assign_load_aware_puts_hot_partitions_apart(capsys, monkeypatch):
+    # Sticky's round-robin puts partitions 0 and 2 (the hot ones) on c0.
+    snapshot = {"topics": {"orders": 4}, "members": [{"member_id": "c0", "topics": ["orders"]}, {"member_id": "c1", "topics": ["orders"]}],
+                "partition_loads": {"orders": [100, 1, 100, 1]}}
+    code, out, _ = run_cli(capsys, monkeypatch, ["assign", "-", "--strategy", "sticky"], stdin=json.dumps(snapshot))
+    assert json.loads(out)["assignment"]["c0"] == ["orders-0", "orders-2"]
+    code, out, _ = run_cli(capsys, monkeypatch, ["assign", "-", "--strategy", "load-aware"], stdin=json.dumps(snapshot))
+    assert code == 0
+    result = json.loads(out)
+    assert result["protocol"] == "COOPERATIVE"
+    hot = [sum(p in ("orders-0", "orders-2") for p in parts) for parts in result["assignment"].values()]
+    assert hot == [1, 1]
+    snapshot["strategy_options"] = {"rebalance_protocol": "EAGER", "max_count_skew": 2}
+    code, out, _ = run_cli(capsys, monkeypatch, ["assign", "-", "--strategy", "load-aware"], stdin=json.dumps(snapshot))
+    assert json.loads(out)["protocol"] == "EAGER"

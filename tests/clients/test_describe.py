@@ -51,3 +51,23 @@ def test_kafka_python_connection_options_pass_through():
     assert sasl == {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN", "sasl_plain_username": "u", "sasl_plain_password": "p"}
     ssl = connection_options({"security_protocol": "SSL"})
     assert ssl["security_protocol"] == "SSL" and ssl["ssl_context"] is not None
+
+
+def test_what_if_load_aware_balances_the_live_lag():
+    """a holds t-0 and t-1, both lagging far behind; load-aware (given the lag describe reads)
+    moves one of them to b, in exchange for a quiet one; cooperative-sticky moves nothing."""
+    from kafka_rebalance.clients.describe import lag_loads
+
+    rows = [{"partition": f"t-{p}", "lag": lag} for p, lag in enumerate([5000, 4000, 3, 2])]
+    loads = lag_loads(rows, {"t": 4})
+    assert loads == {"t": [5000.0, 4000.0, 3.0, 2.0]}
+    assert lag_loads([*rows[:3], {"partition": "t-3", "lag": None}], {"t": 4}) == {}
+    plain = next_assignment(MEMBERS, {"t": 4}, "cooperative-sticky", WhatIf(strategy="cooperative-sticky"), loads)
+    assert plain["moves"] == []
+    out = next_assignment(MEMBERS, {"t": 4}, "cooperative-sticky", WhatIf(strategy="load-aware"), loads)
+    assert out["strategy"] == "load-aware" and out["protocol"] == "COOPERATIVE"
+    hot = {p for p in ("t-0", "t-1")}
+    assert [len(hot & set(parts)) for parts in out["assignment"].values()] == [1, 1]
+    assert len(out["moves"]) == 2 and out["stop_the_world"]["cooperative_rebalances"] == 2
+    grown = next_assignment(MEMBERS, {"t": 4}, None, WhatIf(strategy="load-aware", partitions={"t": 6}), loads)
+    assert sorted(len(p) for p in grown["assignment"].values()) == [3, 3]

@@ -26,3 +26,13 @@ def spark():
 @pytest.fixture(scope="session")
 def seed_document() -> Path:
     return SEED_002
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):
+    """moto's S3 server on 127.0.0.1 (``s3server.S3Server``), for the whole session."""
+    from s3server import start_s3_server
+
+    server = start_s3_server(tmp_path_factory.mktemp("s3-server") / "moto.log")
+    yield server
+    server.stop()

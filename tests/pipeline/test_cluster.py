@@ -1,10 +1,11 @@
-"""The same sweep gives the same tables on local Spark and on a standalone master + worker
-started here on 127.0.0.1 (and stopped by their own pids)."""
+"""The same sweep gives the same tables on local Spark and on a standalone master + workers
+started here on 127.0.0.1 (and stopped by their own pids); so does ``logs`` reading from and
+writing to the S3 server, on workers that share no folder (each its own work and local
+directories: the events reach the story tasks through Spark's shuffle, the tables the bucket)."""
 
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from s3server import free_port, port_open
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark]
 
@@ -60,12 +62,6 @@ TABLES = {
 }
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def wait_for(predicate, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -75,41 +71,48 @@ def wait_for(predicate, timeout: float, what: str) -> None:
     raise TimeoutError(f"timed out waiting for {what}")
 
 
-def port_open(port: int) -> bool:
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) == 0
+WORKERS = 2
 
 
-@pytest.fixture
-def standalone(tmp_path):
+@pytest.fixture(scope="module")
+def standalone(s3_server, tmp_path_factory):
+    """A master and ``WORKERS`` workers of one core each; every worker has its own work and
+    local directories and the S3 server's variables, as machines of a cluster would."""
     import pyspark
 
+    root = tmp_path_factory.mktemp("standalone")
     spark_home = Path(pyspark.__file__).parent
     env = dict(os.environ, SPARK_HOME=str(spark_home), SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
-               SPARK_WORKER_DIR=str(tmp_path / "work"), SPARK_NO_DAEMONIZE="1")
+               SPARK_NO_DAEMONIZE="1", **s3_server.env())
     spark_class = str(spark_home / "bin" / "spark-class")
-    master_port, master_ui, worker_ui = free_port(), free_port(), free_port()
+    master_port, master_ui = free_port(), free_port()
     processes: list[subprocess.Popen] = []
     logs = []
     try:
-        master_log = (tmp_path / "master.log").open("w")
+        master_log = (root / "master.log").open("w")
         logs.append(master_log)
         processes.append(subprocess.Popen(
             [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(master_port),
              "--webui-port", str(master_ui)], env=env, stdout=master_log, stderr=subprocess.STDOUT))
         wait_for(lambda: port_open(master_port), 90, "the Spark master")
         url = f"spark://127.0.0.1:{master_port}"
-        worker_log = (tmp_path / "worker.log").open("w")
-        logs.append(worker_log)
-        processes.append(subprocess.Popen(
-            [spark_class, "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1", "--cores", "1",
-             "--memory", "1g", "--webui-port", str(worker_ui), "--work-dir", str(tmp_path / "work")],
-            env=env, stdout=worker_log, stderr=subprocess.STDOUT))
-        wait_for(lambda: "Registering worker" in (tmp_path / "master.log").read_text(errors="replace"), 90,
-                 "the worker to register")
-        yield url, tmp_path / "worker.log"
+        worker_logs = []
+        for number in range(WORKERS):
+            home = root / f"worker-{number}"
+            (home / "local").mkdir(parents=True)
+            worker_log = (root / f"worker-{number}.log").open("w")
+            logs.append(worker_log)
+            worker_logs.append(root / f"worker-{number}.log")
+            processes.append(subprocess.Popen(
+                [spark_class, "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1", "--cores", "1",
+                 "--memory", "1g", "--webui-port", str(free_port()), "--work-dir", str(home / "work")],
+                env=dict(env, SPARK_WORKER_DIR=str(home / "work"), SPARK_LOCAL_DIRS=str(home / "local")),
+                cwd=home, stdout=worker_log, stderr=subprocess.STDOUT))
+        wait_for(lambda: (root / "master.log").read_text(errors="replace").count("Registering worker") >= WORKERS,
+                 90, "the workers to register")
+        yield url, worker_logs
     finally:
-        for process in reversed(processes):  # worker first, then master: only the pids started here
+        for process in reversed(processes):  # workers first, then master: only the pids started here
             process.terminate()
             try:
                 process.wait(timeout=30)
@@ -135,16 +138,53 @@ def test_same_tables_on_local_and_standalone(spark, standalone, tmp_path):
     run_lab(spark, load_sweep(sweep_file), str(local_out), progress=False)
 
     cluster_out = tmp_path / "cluster"
-    url, worker_log = standalone
+    url, worker_logs = standalone
     command = [sys.executable, "-c", "from kafka_rebalance.cli import main; main()", "lab", str(sweep_file),
                "--master", url, "--out", str(cluster_out), "--tasks", "3"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300,
                           env=dict(os.environ, PYSPARK_PYTHON=sys.executable))
     assert done.returncode == 0, done.stderr[-3000:]
     assert "report:" in done.stdout
-    assert "Asked to launch executor" in worker_log.read_text(errors="replace")  # it really ran there
+    assert all("Asked to launch executor" in log.read_text(errors="replace") for log in worker_logs)
 
     for name in TABLES:
         local, cluster = read_table(local_out, name), read_table(cluster_out, name)
         assert len(local) > 0
         pd.testing.assert_frame_equal(local, cluster, check_like=False)
+
+
+def test_logs_from_s3_on_workers_sharing_no_folder(s3_server, standalone, tmp_path):
+    """``logs s3://... --out s3://...`` on the cluster: the tables the local engine makes of
+    the same files, every one of them."""
+    from kafka_rebalance.pipeline.logs import run_logs
+    from tests.pipeline.test_logs import COMPARED, EVERY_COLUMN, _rows
+    from tests.pipeline.test_logs_s3 import BUCKET, _by_name, read_stored_table
+
+    objects = {f"cluster-logs/{path.name}": path.read_bytes() for path in COMPARED}
+    s3_server.upload(BUCKET, objects)
+    local_in = tmp_path / "in"
+    local_in.mkdir()
+    for path in COMPARED:
+        (local_in / path.name).write_bytes(path.read_bytes())
+    run_logs(None, [str(local_in)], str(tmp_path / "local"), engine="local")
+
+    url, worker_logs = standalone
+    driver = tmp_path / "driver"
+    (driver / "local").mkdir(parents=True)
+    command = [sys.executable, "-c", "from kafka_rebalance.cli import main; main()", "logs",
+               f"s3://{BUCKET}/cluster-logs/", "--master", url, "--out", f"s3://{BUCKET}/cluster-out", "--json"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=driver,
+                          env=dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_DIRS=str(driver / "local"),
+                                   **s3_server.env()))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert '"engine": "spark"' in done.stdout
+    launched = [log.read_text(errors="replace").count("Asked to launch executor") for log in worker_logs]
+    assert all(launched), launched  # an executor on every worker
+
+    for table, skipped in EVERY_COLUMN.items():
+        stored = _by_name(read_stored_table(s3_server, "cluster-out", table))
+        local = _by_name(pd.read_parquet(tmp_path / "local" / table))
+        columns = [c for c in local.columns if c not in skipped]
+        assert list(stored.columns) == list(local.columns)
+        assert _rows(stored, columns) == _rows(local, columns), table
+    assert not [key for key in s3_server.keys(BUCKET, "cluster-out/") if "/.staging-" in key]

@@ -1,5 +1,5 @@
 """Partition assignors: pure functions of a group snapshot (Range, RoundRobin, Sticky,
-CooperativeSticky, plug-ins) and the strategy vote; the broker's server-side assignors of
+CooperativeSticky, load-aware, plug-ins) and the strategy vote; the broker's server-side assignors of
 consumer groups (KIP-848 ``uniform`` and ``range``) in ``assignors.server``."""
 
 from kafka_rebalance.assignors.api import assign, assign_columnar, choose_strategy
@@ -8,6 +8,7 @@ from kafka_rebalance.assignors.base import (
     PartitionAssignor,
     SimplePartitionAssignor,
 )
+from kafka_rebalance.assignors.load_aware import LoadAwareAssignor, LoadAwareOptions
 from kafka_rebalance.assignors.range import RangeAssignor
 from kafka_rebalance.assignors.registry import available, get_assignor, register
 from kafka_rebalance.assignors.roundrobin import RoundRobinAssignor
@@ -19,6 +20,8 @@ __all__ = [
     "SERVER_ASSIGNORS",
     "ColumnarAssignor",
     "CooperativeStickyAssignor",
+    "LoadAwareAssignor",
+    "LoadAwareOptions",
     "PartitionAssignor",
     "RangeAssignor",
     "RoundRobinAssignor",

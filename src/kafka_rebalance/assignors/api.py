@@ -36,7 +36,7 @@ def assign(snapshot: Mapping[str, Any], strategy: str | None = None) -> dict[str
     if parsed.group_protocol == "consumer":
         return assign_consumer_group(parsed, strategy)
     name = choose_strategy(parsed, strategy)
-    assignor = get_assignor(name)
+    assignor = get_assignor(name).configured(parsed.strategy_options)
     group = ColumnarGroup.from_snapshot(parsed)
     owner = assignor.assign_columnar(group)
     return {

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -47,6 +48,11 @@ class PartitionAssignor(ABC):
     @abstractmethod
     def assign_columnar(self, group: ColumnarGroup) -> np.ndarray:
         """Return the owner of every global partition (member index, or -1 for none)."""
+
+    def configured(self, options: Mapping[str, Any]) -> PartitionAssignor:
+        """This assignor with a snapshot's ``strategy_options`` applied. Assignors without options
+        ignore them: the vote may pick another strategy than the one they were written for."""
+        return self
 
     @property
     def protocol(self) -> RebalanceProtocol:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from importlib.metadata import entry_points
 
 from kafka_rebalance.assignors.base import PartitionAssignor
+from kafka_rebalance.assignors.load_aware import LoadAwareAssignor
 from kafka_rebalance.assignors.range import RangeAssignor
 from kafka_rebalance.assignors.roundrobin import RoundRobinAssignor
 from kafka_rebalance.assignors.sticky import CooperativeStickyAssignor, StickyAssignor
@@ -27,6 +28,7 @@ _BUILTINS: dict[str, Callable[[], PartitionAssignor]] = {
     "roundrobin": RoundRobinAssignor,
     "sticky": StickyAssignor,
     "cooperative-sticky": CooperativeStickyAssignor,
+    "load-aware": LoadAwareAssignor,
 }
 _registered: dict[str, Callable[[], PartitionAssignor]] = {}
 

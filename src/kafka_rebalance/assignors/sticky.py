@@ -55,6 +55,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kafka_rebalance.assignors.base import ColumnarAssignor, empty_owner
+from kafka_rebalance.assignors.sticky_small import is_small, sticky_owner_small, water_fill_list
 from kafka_rebalance.assignors.userdata import decode_sticky_user_data, encode_sticky_user_data
 from kafka_rebalance.model import UNASSIGNED, ColumnarGroup, RebalanceProtocol
 
@@ -109,7 +110,7 @@ class CooperativeStickyAssignor(ColumnarAssignor):
         # sees this round's answer as ownership) could aim elsewhere and revoke again. Ask it
         # now, and if it would, adopt its target, still withholding what others claim.
         for _ in range(self.MAX_REAIMS):
-            follow_up_target = sticky_owner(_with_ownership(group, owner))
+            follow_up_target = sticky_owner(with_ownership(group, owner))
             given = owner >= 0
             if (follow_up_target[given] == owner[given]).all():
                 break
@@ -126,7 +127,7 @@ def _uniform_subscriptions(group: ColumnarGroup) -> bool:
     return bool((per_member == per_member[0]).all())
 
 
-def _with_ownership(group: ColumnarGroup, owner: np.ndarray) -> ColumnarGroup:
+def with_ownership(group: ColumnarGroup, owner: np.ndarray) -> ColumnarGroup:
     """The group as its next rebalance sees it: every member owns what ``owner`` gives it, all
     in one generation newer than any claim now."""
     assigned = np.flatnonzero(owner >= 0)
@@ -301,6 +302,15 @@ def _one_to(k: int) -> np.ndarray:
 
 
 def sticky_owner(group: ColumnarGroup) -> np.ndarray:
+    """The owner (member index, or -1) of every partition. Small groups take the same steps on
+    Python lists (assignors/sticky_small.py), where numpy's per-call cost would dominate."""
+    if is_small(group):
+        return sticky_owner_small(group)
+    return sticky_owner_columnar(group)
+
+
+def sticky_owner_columnar(group: ColumnarGroup) -> np.ndarray:
+    """``sticky_owner`` on arrays, at any size."""
     owner = empty_owner(group)
     if group.num_members == 0 or group.num_partitions == 0:
         return owner
@@ -376,9 +386,9 @@ def _relevel(c: int, members: npt.NDArray[np.int64], class_size: npt.NDArray[np.
     # that already held it in this computation (fewer changes), then Kafka order.
     if len(members) <= _SMALL_CLASS:  # the same on lists, cheaper for small classes
         base_list, held_list, owned_list = base.tolist(), held.tolist(), x[members, c].tolist()
-        plain_list = _water_fill_list(base_list, n)
+        plain_list = water_fill_list(base_list, n)
         priority_list = [2 * (o > p) + (h > p) for o, h, p in zip(owned_list, held_list, plain_list, strict=True)]
-        new = np.asarray(_water_fill_list(base_list, n, priority_list), dtype=np.int64)
+        new = np.asarray(water_fill_list(base_list, n, priority_list), dtype=np.int64)
     else:
         plain = water_fill(base, n)
         priority = 2 * (x[members, c] > plain) + (held > plain)
@@ -804,7 +814,7 @@ def _spread_free_units(
             old = free_of[c]
             base = [loads[m] - o for m, o in zip(members, old, strict=True)]
             if len(base) <= _SMALL_CLASS:
-                new = _water_fill_list(base, total_of[c])
+                new = water_fill_list(base, total_of[c])
             else:
                 new = water_fill(np.asarray(base, dtype=np.int64), total_of[c]).tolist()
             if new != old:
@@ -825,37 +835,8 @@ def _spread_free_units(
     load[:] = loads
 
 
-# Up to this many members, ``_water_fill_list`` beats ``water_fill``'s numpy calls.
+# Up to this many members, ``water_fill_list`` beats ``water_fill``'s numpy calls.
 _SMALL_CLASS = 64
-
-
-def _water_fill_list(base: list[int], n: int, priority: list[int] | None = None) -> list[int]:
-    """``water_fill(base, n, priority)`` on Python lists, for small lists."""
-    if n <= 0:
-        return [0] * len(base)
-    # count = how many of the lowest loads can be lifted to the next one within n units.
-    total = count = 0
-    for j, v in enumerate(sorted(base), 1):
-        if j * v - (total + v) > n:
-            break
-        total += v
-        count = j
-    level = (n + total) // count
-    add = [level - b if b < level else 0 for b in base]
-    remainder = n - sum(add)
-    if remainder and priority is not None:
-        at_level = [i for i, b in enumerate(base) if b <= level]
-        at_level.sort(key=lambda i: -priority[i])  # stable: ties keep position order
-        for i in at_level[:remainder]:
-            add[i] += 1
-    elif remainder:
-        for i, b in enumerate(base):
-            if b <= level:
-                add[i] += 1
-                remainder -= 1
-                if not remainder:
-                    break
-    return add
 
 
 def _materialise(

@@ -2,32 +2,44 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
 import click
 
+# Each command's module, which adds it to ``cli`` when imported.
+COMMAND_MODULES = {name: f"kafka_rebalance.cli.{name}_cmd"
+                   for name in ("assign", "describe", "lab", "logs", "simulate", "soak")}
 
-@click.group(name="kafka-rebalance", context_settings={"help_option_names": ["-h", "--help"]})
+
+class _CommandsOnDemand(click.Group):
+    """Imports a command's module only when that command runs (or help lists them all): a paste
+    to ``logs`` does not load the simulator and the assignors that ``assign``'s module needs
+    (measured: 1.1 -> 0.4 CPU-s of imports)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        _register_commands()
+        return super().list_commands(ctx)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMAND_MODULES:
+            importlib.import_module(COMMAND_MODULES[cmd_name])
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(name="kafka-rebalance", cls=_CommandsOnDemand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="kafka-rebalance")
 def cli() -> None:
     """Kafka consumer-group rebalancing: assignors, protocol simulator and Spark pipeline."""
 
 
 def _register_commands() -> None:
-    # Imported for their side effect of adding a command to ``cli``.
-    from kafka_rebalance.cli import (
-        assign_cmd,  # noqa: F401
-        describe_cmd,  # noqa: F401
-        lab_cmd,  # noqa: F401
-        logs_cmd,  # noqa: F401
-        simulate_cmd,  # noqa: F401
-        soak_cmd,  # noqa: F401
-    )
+    for module in COMMAND_MODULES.values():
+        importlib.import_module(module)
 
 
 def main(argv: list[str] | None = None) -> None:
-    _register_commands()
     args = sys.argv[1:] if argv is None else argv
     if not args:
         args = ["--help"]

@@ -42,7 +42,8 @@ def _syslog_until(year: str | None) -> int | None:
 @cli.command("logs")
 @click.argument("files", nargs=-1, required=True)
 @click.option("--out", "out_dir", default="rebalance-logs", show_default=True,
-              help="Directory for the Parquet tables, summary.json and report.html.")
+              help="Directory (or a store's URL, e.g. s3://bucket/prefix) for the Parquet tables, summary.json "
+                   "and report.html.")
 @click.option("--cluster", "clusters", multiple=True, metavar="NAME[=PATH]",
               help="Label inputs with the cluster they come from: inputs of one cluster complete each other's "
                    "story (a broker's log and its consumers' logs). Unlabelled, each input is read on its own (with "
@@ -69,7 +70,8 @@ def logs_command(files: tuple[str, ...], out_dir: str, clusters: tuple[str, ...]
                  storm_gap_s: float, storm_min: int, year: str | None, as_json: bool, quiet: bool,
                  verbose_spark: bool) -> None:
     """Analyse Kafka logs FILE... (broker server.log, consumer application logs, rotated, .gz,
-    directories of them, or - to read a paste from stdin)."""
+    directories of them, URLs of a store such as s3://bucket/prefix/ (credentials from the
+    store's usual environment variables), or - to read a paste from stdin)."""
     from kafka_rebalance.pipeline.logparse.tables import STDIN, expand_inputs
 
     with bad_input_exits():
@@ -80,17 +82,12 @@ def logs_command(files: tuple[str, ...], out_dir: str, clusters: tuple[str, ...]
         if STDIN in files:
             raw = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
             stdin_text = raw.decode("utf-8", errors="replace")
-        from kafka_rebalance.pipeline.logs import LOGS_DRIVER_JVM_OPTIONS, StormRule, choose_engine, run_logs
+        from kafka_rebalance.pipeline.logs import StormRule, run_logs
 
-        spark = None
-        if choose_engine(engine, [f for f in files if f != STDIN], master) == "spark":
-            from kafka_rebalance.pipeline.spark import build_session
-
-            spark = build_session(master, "kafka-rebalance logs", quiet=not verbose_spark,
-                                  driver_jvm_options=LOGS_DRIVER_JVM_OPTIONS)
-        result = run_logs(spark, list(files), out_dir, engine=engine, master=master, clusters=labels,
+        # Spark starts inside, once --out is known to be writable.
+        result = run_logs(None, list(files), out_dir, engine=engine, master=master, clusters=labels,
+                          stdin_text=stdin_text, syslog_until_ms=syslog_until_ms, quiet_spark=not verbose_spark,
                           progress=False if quiet else None,
-                          stdin_text=stdin_text, syslog_until_ms=syslog_until_ms,
                           storm_rule=StormRule(gap_ms=int(storm_gap_s * 1000), min_rebalances=storm_min))
     from kafka_rebalance.pipeline.report.terminal import console_for, print_logs_answer
 

@@ -194,7 +194,7 @@ async def _group(admin: AIOKafkaAdminClient, consumer: AIOKafkaConsumer, group: 
         **figures(members, counts),
     }
     if what_if is not None:
-        out["what_if"] = next_assignment(members, counts, protocol, what_if)
+        out["what_if"] = next_assignment(members, counts, protocol, what_if, lag_loads(lag, counts))
     return out
 
 
@@ -209,6 +209,18 @@ def figures(members: Sequence[Mapping[str, Any]], counts: Mapping[str, int]) -> 
         "stickiness": {"owned": owned, "kept": kept, "ratio": (kept / owned) if owned else None},
         "unassigned": sum(counts.values()) - assigned,
     }
+
+
+def lag_loads(rows: Sequence[Mapping[str, Any]], counts: Mapping[str, int]) -> dict[str, list[float]]:
+    """The live lag per partition (end offset where the group committed nothing) as the
+    ``partition_loads`` of a snapshot: what load-aware assignment balances. A topic with a
+    partition whose end offset could not be read is left out (it counts at the mean)."""
+    by_topic: dict[str, dict[int, float]] = {}
+    for row in rows:
+        topic, _, number = row["partition"].rpartition("-")
+        if row["lag"] is not None:
+            by_topic.setdefault(topic, {})[int(number)] = float(max(row["lag"], 0))
+    return {t: [lags[p] for p in range(counts[t])] for t, lags in by_topic.items() if t in counts and len(lags) == counts[t] and set(lags) == set(range(counts[t]))}
 
 
 def leaving_member(members: Sequence[Mapping[str, Any]], name: str) -> str:
@@ -229,8 +241,10 @@ def leaving_member(members: Sequence[Mapping[str, Any]], name: str) -> str:
     raise InvalidInput("--what-if", f"leave={name!r}: no such member (no member id, client id or instance id is this, no member id starts with it)")
 
 
-def next_assignment(members: Sequence[Mapping[str, Any]], counts: Mapping[str, int], protocol: str | None, what_if: WhatIf) -> dict[str, Any]:
-    """The assignment our assignors give after the changes, what moves, and its pause cost."""
+def next_assignment(members: Sequence[Mapping[str, Any]], counts: Mapping[str, int], protocol: str | None, what_if: WhatIf,
+                    loads: Mapping[str, list[float]] | None = None) -> dict[str, Any]:
+    """The assignment our assignors give after the changes, what moves, and its pause cost.
+    ``loads`` (per topic, per partition; the live lag) are what load-aware balances."""
     leaving = {leaving_member(members, name) for name in what_if.leave}
     strategy = what_if.strategy or protocol or "cooperative-sticky"
     topics = {**counts, **what_if.partitions}
@@ -242,14 +256,17 @@ def next_assignment(members: Sequence[Mapping[str, Any]], counts: Mapping[str, i
         if m["member_id"] not in leaving
     ]
     snapshot_members += [{"member_id": f"new-member-{i + 1}", "topics": all_topics} for i in range(what_if.join)]
-    result = assign({"topics": topics, "members": snapshot_members}, strategy)
+    # A topic grown by the what-if has no load for its new partitions: leave its loads out.
+    partition_loads = {t: v for t, v in (loads or {}).items() if len(v) == topics.get(t)}
+    extra = {"partition_loads": partition_loads} if partition_loads else {}
+    result = assign({"topics": topics, "members": snapshot_members, **extra}, strategy)
     first_round = result["assignment"]
     cooperative = result["protocol"] == "COOPERATIVE"
     if cooperative:
         # The follow-up rebalance, which sees the first round's answer as ownership, places
         # what the first round withheld; that is where the group ends up.
         follow_up = [{**m, "owned": first_round[m["member_id"]], "generation": m.get("generation", 0) + 1} for m in snapshot_members]
-        result = assign({"topics": topics, "members": follow_up}, strategy)
+        result = assign({"topics": topics, "members": follow_up, **extra}, strategy)
     before = {p: m["member_id"] for m in members for p in m["assigned"]}
     after = {p: mid for mid, parts in result["assignment"].items() for p in parts}
     moved = sorted(p for p, mid in after.items() if p in before and before[p] != mid)

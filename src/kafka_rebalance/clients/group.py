@@ -15,7 +15,8 @@ from typing import Protocol
 
 import numpy as np
 
-from kafka_rebalance.assignors import get_assignor, previous_owners
+from kafka_rebalance.assignors import PartitionAssignor, get_assignor, previous_owners
+from kafka_rebalance.assignors.load_aware import load_aware_member_data
 from kafka_rebalance.assignors.userdata import decode_cooperative_user_data, decode_sticky_user_data
 from kafka_rebalance.model import ColumnarGroup, InvalidInput, java_sort_key
 from kafka_rebalance.protocol.wire import DEFAULT_GENERATION, Subscription
@@ -46,7 +47,8 @@ def member_info(strategy: str, member_id: str, sub: Subscription, group_instance
     """Previous ownership by Kafka's ``memberData`` for the strategy: eager sticky reads its user
     data (Java's or kafka-python's form; unreadable counts as nothing owned, as in Kafka);
     cooperative-sticky takes the subscription's owned partitions and generation (v2+), else the
-    generation from its user data; the others take the subscription as sent."""
+    generation from its user data; load-aware takes owned partitions when there are any
+    (COOPERATIVE), else its sticky user data (EAGER); the others take the subscription as sent."""
     owned = sub.owned_partitions
     generation = sub.generation_id
     if strategy == "sticky":
@@ -57,7 +59,11 @@ def member_info(strategy: str, member_id: str, sub: Subscription, group_instance
             except InvalidInput:
                 names, generation = [], DEFAULT_GENERATION
             owned = _pairs(names)
-    elif strategy == "cooperative-sticky" and sub.version < 2:
+    elif strategy == "load-aware" and not owned:
+        # An EAGER load-aware member revoked everything: its last assignment is in its user data.
+        names, generation = load_aware_member_data(sub.user_data)
+        owned = _pairs(names)
+    elif strategy in ("cooperative-sticky", "load-aware") and sub.version < 2:
         from_user_data = decode_cooperative_user_data(sub.user_data)
         generation = DEFAULT_GENERATION if from_user_data is None else from_user_data
     return MemberInfo(member_id, tuple(sub.topics), tuple(owned), generation, group_instance_id, sub.rack_id)
@@ -83,10 +89,30 @@ class LeaderGroup:
         """Partition number of every global partition."""
         return np.concatenate(self.numbers) if self.numbers else np.zeros(0, dtype=np.int64)
 
+    def loads_array(self, loads: Mapping[tuple[str, int], float]) -> np.ndarray:
+        """(topic, partition number) -> load, as one float per global partition; partitions
+        without one count at the mean of the given ones (as a snapshot's missing topics do)."""
+        g = self.group
+        out = np.full(g.num_partitions, np.nan)
+        index = {name: t for t, name in enumerate(g.topic_names)}
+        for (topic, number), value in loads.items():
+            t = index.get(topic)
+            if t is None:
+                continue
+            numbers = self.numbers[t]
+            i = int(np.searchsorted(numbers, number))
+            if i < len(numbers) and numbers[i] == number:
+                out[int(g.topic_offsets[t]) + i] = value
+        known = ~np.isnan(out)
+        out[~known] = float(out[known].mean()) if known.any() else 1.0
+        return out
+
     def per_member(self, owner: np.ndarray) -> list[TopicNumbers]:
         """Owner array -> for every member, [(topic, [numbers])]: topics in Java order (the
         group's), numbers ascending. One sort and one ``tolist`` for the whole group."""
         g = self.group
+        if len(owner) <= SMALL_GROUP_PARTITIONS:
+            return self._per_member_small(owner.tolist())
         out: list[TopicNumbers] = [[] for _ in range(g.num_members)]
         assigned = np.flatnonzero(owner >= 0)
         if len(assigned) == 0:
@@ -106,6 +132,23 @@ class LeaderGroup:
             out[m].append((names[t], numbers[a:b]))
         return out
 
+    def _per_member_small(self, owner: list[int]) -> list[TopicNumbers]:
+        """``per_member`` on Python lists (the same lists, in the same order)."""
+        out: list[TopicNumbers] = [[] for _ in range(self.group.num_members)]
+        start = 0
+        for name, numbers in zip(self.group.topic_names, self.numbers, strict=True):
+            end = start + len(numbers)
+            current: dict[int, list[int]] = {}
+            for m, number in zip(owner[start:end], numbers.tolist(), strict=True):
+                if m >= 0:
+                    held = current.get(m)
+                    if held is None:
+                        held = current[m] = []
+                        out[m].append((name, held))
+                    held.append(number)
+            start = end
+        return out
+
 
 def _sorted_unique(values: np.ndarray) -> np.ndarray:
     """``np.unique`` by a sort (numpy 2's hash-based unique is several times slower here)."""
@@ -115,10 +158,17 @@ def _sorted_unique(values: np.ndarray) -> np.ndarray:
     return values
 
 
+# Up to this many partitions, the leader's conversions run on Python lists: numpy's per-call
+# cost would be most of a small group's rebalance.
+SMALL_GROUP_PARTITIONS = 512
+
+
 def leader_group(partitions_for_topic: Mapping[str, Collection[int] | None], members: Sequence[MemberInfo]) -> LeaderGroup:
     """Build the group from cluster metadata (topic -> partition numbers, None when unknown) and
     the members. Topics without metadata and partitions that no longer exist are left out, as
     Kafka's assignors leave them out."""
+    if sum(len(ids) for ids in partitions_for_topic.values() if ids is not None) <= SMALL_GROUP_PARTITIONS:
+        return _leader_group_small({t: sorted(set(ids)) for t, ids in partitions_for_topic.items() if ids is not None}, members)
     known = {t: _sorted_unique(np.fromiter(ids, dtype=np.int64)) for t, ids in partitions_for_topic.items() if ids is not None}
     topic_names = tuple(sorted(known, key=java_sort_key))
     index = {t: i for i, t in enumerate(topic_names)}
@@ -186,6 +236,60 @@ def leader_group(partitions_for_topic: Mapping[str, Collection[int] | None], mem
     return LeaderGroup(group, numbers)
 
 
+def _leader_group_small(known: dict[str, list[int]], members: Sequence[MemberInfo]) -> LeaderGroup:
+    """``leader_group`` on Python lists, for few partitions: the same group."""
+    topic_names = tuple(sorted(known, key=java_sort_key))
+    index = {t: i for i, t in enumerate(topic_names)}
+    counts = [len(known[t]) for t in topic_names]
+    offsets = [0]
+    for n in counts:
+        offsets.append(offsets[-1] + n)
+    total = max(offsets[-1], 1)
+    # Local index of each partition number; None where the numbers are already 0..n-1.
+    local_of = [None if not ns or ns[-1] == len(ns) - 1 else {n: i for i, n in enumerate(ns)} for ns in (known[t] for t in topic_names)]
+    resolved: dict[tuple[str, ...], list[int]] = {}
+    sub_flat: list[int] = []
+    sub_indptr = [0]
+    keys: set[int] = set()
+    for i, m in enumerate(members):
+        topics = resolved.get(m.topics)
+        if topics is None:
+            topics = resolved[m.topics] = sorted({index[t] for t in m.topics if t in index})
+        sub_flat.extend(topics)
+        sub_indptr.append(len(sub_flat))
+        for topic, ids in m.owned:
+            t = index.get(topic)
+            if t is None:
+                continue
+            base, lookup, n = i * total + offsets[t], local_of[t], counts[t]
+            if lookup is None:
+                keys.update(base + p for p in ids if 0 <= p < n)
+            else:
+                keys.update(base + lookup[p] for p in ids if p in lookup)
+    owned = sorted(keys)
+    owned_indptr = [0] * (len(members) + 1)
+    for key in owned:
+        owned_indptr[key // total + 1] += 1
+    for i in range(len(members)):
+        owned_indptr[i + 1] += owned_indptr[i]
+    # Built directly, not through ``from_arrays``: its checks (Java order, counts >= 0) hold by
+    # construction here, and they cost a fifth of a small group's rebalance.
+    group = ColumnarGroup(
+        topic_names=topic_names,
+        partition_counts=np.array(counts, dtype=np.int64),
+        member_ids=tuple(m.member_id for m in members),
+        subscription_indptr=np.array(sub_indptr, dtype=np.int64),
+        subscription_topics=np.array(sub_flat, dtype=np.int32),
+        owned_indptr=np.array(owned_indptr, dtype=np.int64),
+        owned_partitions=np.array([key % total for key in owned], dtype=np.int64),
+        generations=np.array([m.generation for m in members], dtype=np.int64),
+        group_instance_ids=tuple(m.group_instance_id for m in members),
+        member_racks=tuple(m.rack for m in members),
+        partition_racks=(None,) * len(topic_names),
+    )
+    return LeaderGroup(group, tuple(np.array(known[t], dtype=np.int64) for t in topic_names))
+
+
 @dataclass(frozen=True)
 class PartitionMovements:
     """Partitions that changed owner in one assignment: (topic, partition, from, to)."""
@@ -235,10 +339,20 @@ class LeaderResult:
         return _movements(self.leader, self.owner)
 
 
-def assign_members(strategy: str, partitions_for_topic: Mapping[str, Collection[int] | None], members: Sequence[MemberInfo]) -> LeaderResult:
-    """Run our assignor for ``strategy`` over the members; every member gets an entry."""
+def assign_members(
+    strategy: str | PartitionAssignor,
+    partitions_for_topic: Mapping[str, Collection[int] | None],
+    members: Sequence[MemberInfo],
+    loads: Mapping[tuple[str, int], float] | None = None,
+) -> LeaderResult:
+    """Run our assignor for ``strategy`` (a name, or an assignor already configured) over the
+    members; every member gets an entry. ``loads`` (topic, partition number) -> load, for
+    load-aware assignment; partitions it leaves out count at the mean of those it gives."""
     leader = leader_group(partitions_for_topic, members)
-    owner = get_assignor(strategy).assign_columnar(leader.group)
+    if loads:
+        leader = replace(leader, group=replace(leader.group, partition_loads=leader.loads_array(loads)))
+    assignor = strategy if isinstance(strategy, PartitionAssignor) else get_assignor(strategy)
+    owner = assignor.assign_columnar(leader.group)
     per_member = leader.per_member(owner)
     assignments = {m.member_id: per_member[i] for i, m in enumerate(members)}
     return LeaderResult(assignments, leader, owner)

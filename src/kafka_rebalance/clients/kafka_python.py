@@ -25,10 +25,14 @@ librdkafka sticky consumers. Both forms are read.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections import namedtuple
-from collections.abc import Iterable, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from concurrent.futures import Future
+from typing import Any, Protocol, TypeVar
 
+from kafka_rebalance.assignors import LoadAwareAssignor, LoadAwareOptions, PartitionAssignor
 from kafka_rebalance.assignors.userdata import (
     UserDataFormat,
     encode_cooperative_user_data,
@@ -50,6 +54,18 @@ from kafka_rebalance.clients.group import (  # noqa: E402
     assign_members,
     member_info,
 )
+from kafka_rebalance.clients.load import (  # noqa: E402
+    DEFAULT_MEASURE_TIMEOUT_S,
+    LeaderLoads,
+    LoadsFor,
+    LoadSource,
+    Offsets,
+    Partition,
+    cannot_measure,
+    from_user_source,
+    one_line,
+)
+from kafka_rebalance.model import RebalanceProtocol as OurProtocol  # noqa: E402
 from kafka_rebalance.protocol.wire import (  # noqa: E402
     DEFAULT_GENERATION,
     Subscription,
@@ -154,7 +170,8 @@ class _LeaderAssignor(AbstractPartitionAssignor):  # type: ignore[misc]  # kafka
         return self.latest_result.movements if self.latest_result is not None else None
 
     @classmethod
-    def _assign(cls, cluster: ClusterMetadata, members: Iterable[_GroupMember]) -> tuple[dict[str, ConsumerProtocolAssignment], LeaderResult]:
+    def _assign(cls, cluster: ClusterMetadata, members: Iterable[_GroupMember], assignor: PartitionAssignor | None = None,
+                loads_for: LoadsFor | None = None) -> tuple[dict[str, ConsumerProtocolAssignment], LeaderResult]:
         infos: list[MemberInfo] = []
         topics: set[str] = set()
         for member in members:
@@ -165,7 +182,8 @@ class _LeaderAssignor(AbstractPartitionAssignor):  # type: ignore[misc]  # kafka
             infos.append(info)
             topics.update(info.topics)
         partitions = {t: cluster.partitions_for_topic(t) for t in topics}
-        result = assign_members(cls.name, partitions, infos)
+        loads = loads_for(partitions) if loads_for is not None else None
+        result = assign_members(assignor or cls.name, partitions, infos, loads)
         out = {member_id: ConsumerProtocolAssignment(cls.version, pairs, b"") for member_id, pairs in result.assignments.items()}
         return out, result
 
@@ -261,9 +279,188 @@ class CooperativeStickyPartitionAssignor(StickyPartitionAssignor):
 #: kafka-python's name for it, so either spelling drops in.
 CooperativeStickyAssignor = CooperativeStickyPartitionAssignor
 
+
+class LoadAwarePartitionAssignor(_LeaderAssignor):
+    """``load-aware``: sticky's counts, then the heaviest member's load lowered (docs/clients.md).
+
+    ``load_source``: a callable, the partitions (kafka-python TopicPartitions) -> their loads
+    (a mapping or a list in the same order), called at the leader; or None for the default,
+    which measures at the leader through this consumer (``bind(consumer)`` after building it):
+    end-offset growth since this leader's previous assignment plus the group's lag, read within
+    ``measure_timeout_s``. ``rebalance_protocol``: "cooperative" (owned partitions travel in the
+    subscription, as cooperative-sticky) or "eager" (the last assignment travels in the user
+    data, as sticky). ``max_count_skew`` and ``min_gain``: the assignor's options."""
+
+    name = "load-aware"
+    DEFAULT_GENERATION_ID = DEFAULT_GENERATION
+
+    def __init__(self, load_source: LoadSource | None = None, *, rebalance_protocol: str = "cooperative", max_count_skew: int = 1,
+                 min_gain: float = 0.1, measure_timeout_s: float = DEFAULT_MEASURE_TIMEOUT_S, rack: str | None = None):
+        self.options = LoadAwareOptions.parse({"rebalance_protocol": rebalance_protocol, "max_count_skew": max_count_skew, "min_gain": min_gain})
+        self.version = 1 if self.options.rebalance_protocol is OurProtocol.COOPERATIVE else 0
+        self.load_source = load_source
+        self.measure_timeout_s = measure_timeout_s
+        self.rack = rack
+        self.member_assignment: list[TopicPartition] | None = None
+        self.generation = DEFAULT_GENERATION
+        self.latest_loads: dict[tuple[str, int], float] | None = None  # what the last assignment used
+        self._leader_loads = LeaderLoads()
+        self._consumer: OffsetReader | None = None
+        self._topics: tuple[str, ...] = ()
+        # (when read, end offsets, log start offsets): read at bind and at each JoinGroup
+        self._end_offsets: tuple[float, dict[tuple[str, int], int], dict[tuple[str, int], int]] | None = None
+        self._end_error: str | None = None
+        self._committed: dict[tuple[str, int], int | None] | None = None  # read when the group was stable
+
+    def bind(self, consumer: OffsetReader) -> LoadAwarePartitionAssignor:
+        """Measure loads through this consumer's connection (the default ``load_source``). Call
+        it before the first ``poll``: it reads the group's committed offsets and the end offsets
+        now (bounded by ``measure_timeout_s``), so the first assignment has them."""
+        self._consumer = consumer
+        topics = tuple(sorted(consumer.subscription() or ()))
+        if self.load_source is None and topics:
+            timeout_ms = int(self.measure_timeout_s * 1000)
+            for read, keep in ((_read_committed, self._keep_committed), (_read_end_offsets, self._keep_end_offsets)):
+                done: Future[Any] = Future()
+                try:
+                    done.set_result(read(consumer, topics, timeout_ms))
+                except Exception as exc:  # the first assignment logs what is missing
+                    done.set_exception(exc)
+                keep(done)
+        return self
+
+    def _keep_committed(self, done: Future[dict[Partition, int | None]]) -> None:
+        if done.exception() is None:
+            self._committed = done.result()
+
+    def _keep_end_offsets(self, done: Future[tuple[dict[Partition, int], dict[Partition, int]]]) -> None:
+        error = done.exception()
+        if error is None:
+            self._end_offsets = (time.monotonic(), *done.result())
+        else:
+            self._end_error = one_line(error)
+
+    def supported_protocols(self) -> list[RebalanceProtocol]:
+        if self.options.rebalance_protocol is OurProtocol.COOPERATIVE:
+            return [RebalanceProtocol.COOPERATIVE]
+        return [RebalanceProtocol.EAGER]
+
+    def metadata(self, topics: Iterable[str]) -> ConsumerProtocolSubscription:
+        topics = tuple(sorted(topics))
+        self._start_measuring(topics)
+        if self.options.rebalance_protocol is OurProtocol.COOPERATIVE:
+            owned = _by_topic(self.member_assignment or ())
+            user_data = encode_cooperative_user_data(self.generation)
+            return _to_kafka_python(Subscription(tuple(sorted(topics)), user_data, owned, self.generation, self.rack))
+        names = [f"{tp.topic}-{tp.partition}" for tp in self.member_assignment or ()]
+        sticky_data = encode_sticky_user_data(names, self.generation) if self.member_assignment is not None else None
+        return _to_kafka_python(Subscription(tuple(sorted(topics)), sticky_data, generation_id=self.generation, rack_id=self.rack))
+
+    def on_assignment(self, assignment: ConsumerProtocolAssignment, generation: int) -> None:
+        self.member_assignment = assignment.partitions()
+        self.generation = generation
+        self._refresh_committed(self._topics)
+
+    def assign(self, cluster: ClusterMetadata, members: Iterable[_GroupMember]) -> dict[str, ConsumerProtocolAssignment]:
+        assignments, self.latest_result = self._assign(cluster, members, LoadAwareAssignor(self.options), self._loads)
+        return assignments
+
+    def _loads(self, partitions_for_topic: Mapping[str, Collection[int] | None]) -> dict[Partition, float] | None:
+        tps = [TopicPartition(t, p) for t, ps in sorted(partitions_for_topic.items()) for p in sorted(ps or ())]
+        if self.load_source is not None:
+            self.latest_loads = from_user_source(self.load_source, tps, lambda tp: (tp.topic, tp.partition))
+            return self.latest_loads
+        self.latest_loads = None
+        measured = self._end_offsets
+        if self._consumer is None:
+            cannot_measure("no consumer bound: call assignor.bind(consumer)")
+        elif measured is None or time.monotonic() - measured[0] > OFFSETS_MAX_AGE_S:
+            cannot_measure(self._end_error or f"end offsets not read within {self.measure_timeout_s:g} s")
+        else:
+            _, end, start = measured
+            self.latest_loads = self._leader_loads.loads(Offsets(end, self._committed, start))
+        return self.latest_loads
+
+    def _start_measuring(self, topics: tuple[str, ...]) -> None:
+        """Read end offsets in a worker thread (this runs on kafka-python's network thread, and
+        the assignment later runs there too, where nothing can wait for a reply)."""
+        self._topics = topics
+        if self.load_source is not None or self._consumer is None:
+            return
+        self._end_error = None
+        _in_thread(_read_end_offsets, self._consumer, topics, int(self.measure_timeout_s * 1000)).add_done_callback(self._keep_end_offsets)
+
+    def _refresh_committed(self, topics: tuple[str, ...]) -> None:
+        """Read the group's committed offsets in a worker thread, when the group is stable (at
+        bind, after each assignment): kafka-python cannot fetch them while a rebalance is on."""
+        if self.load_source is not None or self._consumer is None or not topics:
+            return
+        _in_thread(_read_committed, self._consumer, topics, int(self.measure_timeout_s * 1000)).add_done_callback(self._keep_committed)
+
+
+class OffsetReader(Protocol):
+    """What the default load source calls on the bound KafkaConsumer (public, thread-safe)."""
+
+    def subscription(self) -> set[str] | None: ...
+
+    def partitions_for_topic(self, topic: str) -> set[int] | None: ...
+
+    def end_offsets(self, partitions: list[TopicPartition], timeout_ms: int | None = None) -> dict[TopicPartition, int]: ...
+
+    def beginning_offsets(self, partitions: list[TopicPartition], timeout_ms: int | None = None) -> dict[TopicPartition, int]: ...
+
+    def committed(self, partition: TopicPartition, timeout_ms: int | None = None) -> int | None: ...
+
+
+_T = TypeVar("_T")
+
+# The newest end offsets read are used when the JoinGroup's own read has not come back yet (the
+# assignment cannot wait for it), if they are at most this old.
+OFFSETS_MAX_AGE_S = 30.0
+
+
+def _in_thread(read: Callable[..., _T], *args: Any) -> Future[_T]:
+    future: Future[_T] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(read(*args))
+        except Exception as exc:  # any failure: the leader logs it and uses equal loads
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="load-aware-offsets", daemon=True).start()
+    return future
+
+
+def _partitions(consumer: OffsetReader, topics: tuple[str, ...]) -> list[TopicPartition]:
+    tps = [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or ())]
+    if not tps:
+        raise ValueError("no partition metadata for the subscribed topics")
+    return tps
+
+
+def _read_end_offsets(consumer: OffsetReader, topics: tuple[str, ...], timeout_ms: int) -> tuple[dict[Partition, int], dict[Partition, int]]:
+    """End and log start offsets, through the consumer's public (thread-safe) calls."""
+    deadline = time.monotonic() + timeout_ms / 1000
+    tps = _partitions(consumer, topics)
+    end = consumer.end_offsets(tps, timeout_ms=timeout_ms)
+    start = consumer.beginning_offsets(tps, timeout_ms=max(1, int((deadline - time.monotonic()) * 1000)))
+    return {(tp.topic, tp.partition): int(v) for tp, v in end.items()}, {(tp.topic, tp.partition): int(v) for tp, v in start.items()}
+
+
+def _read_committed(consumer: OffsetReader, topics: tuple[str, ...], timeout_ms: int) -> dict[Partition, int | None]:
+    deadline = time.monotonic() + timeout_ms / 1000
+    out: dict[tuple[str, int], int | None] = {}
+    for tp in _partitions(consumer, topics):
+        value = consumer.committed(tp, timeout_ms=max(1, int((deadline - time.monotonic()) * 1000)))
+        out[(tp.topic, tp.partition)] = None if value is None else int(value)
+    return out
+
+
 __all__ = [
     "CooperativeStickyAssignor",
     "CooperativeStickyPartitionAssignor",
+    "LoadAwarePartitionAssignor",
     "RangePartitionAssignor",
     "RoundRobinPartitionAssignor",
     "StickyPartitionAssignor",

@@ -49,6 +49,8 @@ class ColumnarGroup:
     member_racks: tuple[str | None, ...] = ()
     # Per topic: one tuple of replica racks per partition, or None.
     partition_racks: tuple[tuple[tuple[str, ...], ...] | None, ...] = ()
+    # float64 (P,): each partition's load (records/s, bytes/s, ...), or None when unknown.
+    partition_loads: np.ndarray | None = None
 
     @property
     def num_topics(self) -> int:
@@ -211,6 +213,7 @@ class ColumnarGroup:
             group_instance_ids=tuple(m.group_instance_id for m in members),
             member_racks=tuple(m.rack for m in members),
             partition_racks=tuple(snapshot.topics[t].racks for t in topic_names),
+            partition_loads=global_partition_loads(topic_names, counts, snapshot.partition_loads),
         )
 
     @classmethod
@@ -225,12 +228,14 @@ class ColumnarGroup:
         owned_partitions: Sequence[int] | np.ndarray | None = None,
         generations: Sequence[int] | np.ndarray | None = None,
         group_instance_ids: Sequence[str | None] | None = None,
+        partition_loads: Sequence[float] | np.ndarray | None = None,
     ) -> ColumnarGroup:
         """Build a group from arrays a caller already holds (the public columnar entry point).
 
         ``topic_names`` must be in Java string order (``sorted(names, key=java_sort_key)``);
         subscriptions and owned partitions are CSR arrays over members; owned partitions are
-        global indices (``topic_offsets[t] + p``).
+        global indices (``topic_offsets[t] + p``); ``partition_loads``, when given, is one
+        finite load >= 0 per global partition.
         """
         names = tuple(topic_names)
         if list(names) != sorted(names, key=java_sort_key):
@@ -247,6 +252,11 @@ class ColumnarGroup:
             owned_indptr = np.zeros(m + 1, dtype=np.int64)
             owned_partitions = np.zeros(0, dtype=np.int64)
         gens = np.full(m, -1, dtype=np.int64) if generations is None else np.asarray(generations, dtype=np.int64)
+        loads = None
+        if partition_loads is not None:
+            loads = np.asarray(partition_loads, dtype=np.float64)
+            if len(loads) != int(counts.sum()) or not np.isfinite(loads).all() or (loads < 0).any():
+                raise InvalidInput("partition_loads", "expected one finite load >= 0 per partition")
         return cls(
             topic_names=names,
             partition_counts=counts,
@@ -259,7 +269,21 @@ class ColumnarGroup:
             group_instance_ids=tuple(group_instance_ids) if group_instance_ids is not None else (None,) * m,
             member_racks=(None,) * m,
             partition_racks=(None,) * len(names),
+            partition_loads=loads,
         )
+
+
+def global_partition_loads(topic_names: Sequence[str], counts: np.ndarray, loads: Mapping[str, np.ndarray]) -> np.ndarray | None:
+    """Per-topic load lists -> one float64 array over global partitions (None when no topic has
+    loads). A topic without a list counts each of its partitions at the mean load of the listed
+    ones: unknown is taken as typical, neither idle nor hot."""
+    if not loads:
+        return None
+    listed = [loads[t] for t in topic_names if t in loads]
+    total = sum(len(v) for v in listed)
+    typical = float(sum(float(v.sum()) for v in listed) / total) if total else 1.0
+    parts = [np.asarray(loads[t], dtype=np.float64) if t in loads else np.full(int(n), typical) for t, n in zip(topic_names, counts.tolist(), strict=True)]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float64)
 
 
 def parse_partition_strings(

@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
+import numpy as np
+
 from kafka_rebalance.model.errors import InvalidInput
 
 DEFAULT_GENERATION = -1
@@ -56,6 +58,11 @@ class GroupSnapshot:
     strategy: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     group_protocol: str = "classic"
+    # Optional per-partition loads (any non-negative unit) per topic, as float64 arrays whose
+    # length is the topic's partition count; only load-aware assignment reads them.
+    partition_loads: Mapping[str, np.ndarray] = field(default_factory=dict)
+    # Options of the chosen strategy (load-aware: max_count_skew, min_gain, rebalance_protocol).
+    strategy_options: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, data: Any) -> GroupSnapshot:
@@ -71,7 +78,14 @@ class GroupSnapshot:
             raise InvalidInput("group_protocol", f"expected one of {', '.join(GROUP_PROTOCOLS)}, got {group_protocol!r}")
         topics = _parse_topics(data.get("topics"))
         members = _parse_members(data.get("members"))
-        return cls(topics=topics, members=members, strategy=strategy, group_protocol=group_protocol)
+        loads = _parse_partition_loads(data.get("partition_loads"), topics)
+        options = data.get("strategy_options")
+        if options is None:
+            options = {}
+        if not isinstance(options, Mapping) or not all(isinstance(k, str) for k in options):
+            raise InvalidInput("strategy_options", "expected an object of option names to values")
+        return cls(topics=topics, members=members, strategy=strategy, group_protocol=group_protocol,
+                   partition_loads=loads, strategy_options=dict(options))
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -81,6 +95,10 @@ class GroupSnapshot:
             out["strategy"] = self.strategy
         out["topics"] = {t.name: _topic_to_dict(t) for t in self.topics.values()}
         out["members"] = [_member_to_dict(m) for m in self.members]
+        if self.partition_loads:
+            out["partition_loads"] = {t: loads.tolist() for t, loads in self.partition_loads.items()}
+        if self.strategy_options:
+            out["strategy_options"] = dict(self.strategy_options)
         return out
 
 
@@ -206,3 +224,37 @@ def _parse_members(raw: Any) -> tuple[MemberSubscription, ...]:
             )
         )
     return tuple(members)
+
+
+def _parse_partition_loads(raw: Any, topics: Mapping[str, TopicMetadata]) -> dict[str, np.ndarray]:
+    """``{"topic": [load of partition 0, ...]}``: each list as long as the topic has partitions,
+    every load a finite number >= 0. Checked as arrays (a topic may have a million partitions)."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise InvalidInput("partition_loads", "expected an object mapping topic name to a list of loads")
+    out: dict[str, np.ndarray] = {}
+    for topic, values in raw.items():
+        where = f"partition_loads.{topic}"
+        if topic not in topics:
+            raise InvalidInput(where, "no such topic in topics")
+        if not isinstance(values, Sequence) or isinstance(values, str | bytes):
+            raise InvalidInput(where, "expected a list of numbers, one per partition")
+        # Only numbers: a bool or a numeric string would pass np.asarray's float conversion.
+        if not set(map(type, values)) <= {int, float} and not all(
+            isinstance(v, int | float) and not isinstance(v, bool) for v in values
+        ):
+            raise InvalidInput(where, "expected a list of numbers, one per partition")
+        try:
+            loads = np.asarray(values, dtype=np.float64)
+        except (OverflowError, ValueError, TypeError):
+            raise InvalidInput(where, "expected a list of numbers, one per partition") from None
+        expected = topics[topic].partitions
+        if len(loads) != expected:
+            raise InvalidInput(where, f"has {len(loads)} loads for {expected} partitions")
+        if not np.isfinite(loads).all():
+            raise InvalidInput(where, f"load of partition {int(np.flatnonzero(~np.isfinite(loads))[0])} is not a finite number")
+        if (loads < 0).any():
+            raise InvalidInput(where, f"load of partition {int(np.flatnonzero(loads < 0)[0])} is negative")
+        out[topic] = loads
+    return out

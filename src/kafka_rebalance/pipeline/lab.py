@@ -357,7 +357,7 @@ def default_tasks(spark: SparkSession, runs: int) -> int:
 
 def run_lab(spark: SparkSession, sweep: Sweep, out_dir: str, *, tasks: int | None = None,
             progress: bool | None = None) -> LabRun:
-    from kafka_rebalance.pipeline.io import StagedOutput
+    from kafka_rebalance.pipeline.io import StagedOutput, join
     from kafka_rebalance.pipeline.report import lab as report
     from kafka_rebalance.pipeline.report.page import write_report
     from kafka_rebalance.pipeline.spark import spark_progress
@@ -396,12 +396,12 @@ def run_lab(spark: SparkSession, sweep: Sweep, out_dir: str, *, tasks: int | Non
         showcase_ownership = ownership.where(F.col("run_id").isin(showcase)).toPandas() if showcase else None
         showcase_rebalances = rebalances.where(F.col("run_id").isin(showcase)).toPandas() if showcase else None
         figures = report.lab_figures(sims, summary, showcase_ownership, showcase_rebalances)
-        answer = report.lab_answer(sweep.name, sims, tables=str(out.final), report=str(out.final / "report.html"))
+        answer = report.lab_answer(sweep.name, sims, tables=out.final, report=join(out.final, "report.html"))
         page = report.render_lab_report(answer, sims, summary, figures)
         write_report(out, page, figures)
         out.write_text("lab.json", json.dumps({
             "sweep": sweep.name, "runs": len(sweep.runs), "tasks": len(chunks),
             "parameters": sweep.parameters, "failed": int(sims["error"].notna().sum()),
         }, indent=2) + "\n")
-    return LabRun(out_dir=str(out.final), report=str(out.final / "report.html"), runs=len(sweep.runs),
+    return LabRun(out_dir=out.final, report=join(out.final, "report.html"), runs=len(sweep.runs),
                   failed=int(sims["error"].notna().sum()), summary=summary, answer=answer)

@@ -22,8 +22,6 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -32,7 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from kafka_rebalance.pipeline.logparse.rows import Event, Row
+from kafka_rebalance.pipeline.logparse.rows import Row
 from kafka_rebalance.pipeline.logparse.story import DEFAULT_STORM_RULE, StormRule
 from kafka_rebalance.pipeline.logparse.tables import STDIN
 
@@ -74,15 +72,17 @@ class LogFacts(TypedDict):
 
 
 def input_bytes(files: list[str]) -> int:
-    total = 0
-    for name in files:
-        if name == STDIN:
-            continue
-        try:
-            total += os.path.getsize(name) * (8 if name.endswith(".gz") else 1)
-        except OSError:
-            total += LOCAL_ENGINE_LIMIT_BYTES
-    return total
+    """About the bytes of text to read (a .gz counted 8 times); a file whose size cannot be
+    had counts as big."""
+    from kafka_rebalance.model import InvalidInput
+    from kafka_rebalance.pipeline.io import sizes_of
+
+    named = [name for name in files if name != STDIN]
+    try:
+        sizes = sizes_of(named)
+    except (OSError, InvalidInput):
+        return LOCAL_ENGINE_LIMIT_BYTES * max(len(named), 1)
+    return sum(size * (8 if name.endswith(".gz") else 1) for name, size in sizes.items())
 
 
 def text_bytes(files: list[str], stdin_text: str | None = None) -> int:
@@ -133,38 +133,53 @@ def choose_engine(engine: str, files: list[str], master: str | None) -> str:
 
 # --------------------------------------------------------------------------- Spark
 
-def scan_splits(spark: Any, files: list[str], clusters: dict[str, str], syslog_reference_ms: int | None,
-                events_dir: Path, exchange_dir: Path, buckets: int,
-                inherited: dict[int, dict[str, str]] | None = None) -> Any:
-    """Files -> one row per split: ``facts``, the JSON of its ``exchange.SplitFacts``. Each task
-    reads its byte ranges and writes their part of the ``events`` table into ``events_dir``
-    and the stories' events into ``exchange_dir`` (``logparse.exchange.read_split``)."""
-    from kafka_rebalance.pipeline.logparse.exchange import read_split
+def scan_and_tell(spark: Any, files: list[str], sizes: dict[str, int], sources: dict[str, str],
+                  clusters: dict[str, str], syslog_reference_ms: int | None, events_dir: str, buckets: int,
+                  story_dirs: dict[str, str], rule: StormRule, inherited: dict[int, dict[str, str]] | None = None
+                  ) -> Any:
+    """Files -> ``exchange.TOLD_DDL`` rows: a finding per group and the ``SplitFacts`` of every
+    split. One job: scan tasks read their byte ranges (from any store, themselves) and write
+    their part of ``events`` into ``events_dir``; their events cross Spark's shuffle to one
+    story task per bucket of groups, which writes its part of every story table into
+    ``story_dirs`` (``logparse.exchange``). ``sources``: the name a file is shown as (the
+    paste from stdin is read from a file but is ``-``)."""
+    from kafka_rebalance.pipeline.logparse.exchange import (
+        EXCHANGE_DDL,
+        TOLD_DDL,
+        read_split,
+        routes,
+        tell_received,
+    )
     from kafka_rebalance.pipeline.logparse.layout import syslog_reference
     from kafka_rebalance.pipeline.logparse.scan import pack_splits, plan_splits
 
-    sizes = {name: os.path.getsize(name) for name in files}
     total = sum(sizes.values())
     parallelism = spark.sparkContext.defaultParallelism
     size_per_split = split_bytes(total, parallelism)
-    splits = plan_splits(list(sizes.items()), size_per_split)
+    splits = plan_splits([(name, sizes[name]) for name in files], size_per_split)
     index_of = {(s.path, s.start): i for i, s in enumerate(splits)}
     tasks = pack_splits(splits, sizes, max(parallelism, -(-total // size_per_split)))
     chains = dict(inherited or {})
-    events_at, exchange_at = str(events_dir), str(exchange_dir)
+    keys = routes(buckets)
 
-    def run_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import pyarrow as pa
-
+    def scan_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         with syslog_reference(syslog_reference_ms):
             for task in _task_numbers(batches):
                 for split in tasks[task]:
                     index = index_of[(split.path, split.start)]
-                    facts = read_split(split, index, _cluster_for(split.path, clusters), buckets, Path(events_at),
-                                       Path(exchange_at), chains.get(index))
-                    yield pa.RecordBatch.from_pydict({"facts": [facts.to_json()]})
+                    source = sources.get(split.path, split.path)
+                    yield from read_split(split, index, _cluster_for(source, clusters), source, keys, events_dir,
+                                          chains.get(index))
 
-    return _one_row_each(spark, len(tasks)).mapInArrow(run_task, "`facts` string")
+    def story_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        name = f"{context.partitionId() if context is not None else 0:05d}"
+        yield from tell_received(batches, rule, story_dirs, name)
+
+    scanned = _one_row_each(spark, len(tasks)).mapInArrow(scan_task, EXCHANGE_DDL)
+    return scanned.repartition(buckets, "route").mapInArrow(story_task, TOLD_DDL)
 
 
 def _one_row_each(spark: Any, count: int) -> Any:
@@ -176,31 +191,6 @@ def _one_row_each(spark: Any, count: int) -> Any:
 def _task_numbers(batches: Iterable[pa.RecordBatch]) -> Iterator[int]:
     for batch in batches:
         yield from batch.column("id").to_pylist()
-
-
-def tell_buckets(spark: Any, buckets: int, exchange_dir: Path, moves: dict[str, list[Event]], rule: StormRule,
-                 story_dirs: dict[str, Path]) -> Any:
-    """One task per bucket of groups -> one ``finding`` row (JSON) per group. A task reads its
-    bucket's files, sorts the events with Arrow, tells each group's story and writes the
-    bucket's part of every story table into ``story_dirs`` (``logparse.exchange.tell_into``)."""
-    from kafka_rebalance.pipeline.logparse.exchange import StoryParts, read_bucket, tell_into
-
-    directories = {table: str(path) for table, path in story_dirs.items()}
-    exchange_at = str(exchange_dir)
-
-    def run_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import pyarrow as pa
-
-        for bucket in _task_numbers(batches):
-            table = read_bucket(Path(exchange_at), bucket)
-            if table is None:
-                continue
-            parts = StoryParts({t: Path(d) for t, d in directories.items()}, f"{bucket:05d}")
-            tell_into(table, moves, rule, parts)
-            if parts.findings:
-                yield pa.RecordBatch.from_pydict({"finding": [json.dumps(f, default=str) for f in parts.findings]})
-
-    return _one_row_each(spark, buckets).mapInArrow(run_task, "`finding` string")
 
 
 class Stopwatch:
@@ -216,55 +206,49 @@ class Stopwatch:
         self._last = now
 
 
-def _run_spark(spark: Any, files: list[str], clusters: dict[str, str], rule: StormRule, out: Any,
-               progress: bool | None, watch: Stopwatch, syslog_reference_ms: int) -> LogFacts:
+def _run_spark(spark: Any, files: list[str], sources: dict[str, str], clusters: dict[str, str], rule: StormRule,
+               out: Any, progress: bool | None, watch: Stopwatch, syslog_reference_ms: int) -> LogFacts:
+    from kafka_rebalance.pipeline.io import delete_tree, list_files, sizes_of
     from kafka_rebalance.pipeline.logparse.exchange import SplitFacts, bucket_count, fill_chains
     from kafka_rebalance.pipeline.logparse.tables import STORY_TABLES, frame, write_frame
     from kafka_rebalance.pipeline.spark import spark_progress
 
-    events_dir = out.path("events")
-    exchange_dir = out.staging / "exchange.tmp"
-    total = sum(os.path.getsize(name) for name in files)
-    buckets = bucket_count(total, spark.sparkContext.defaultParallelism)
+    events_dir = out.location("events")
+    story_dirs = {table: out.location(table) for table in STORY_TABLES}
+    sizes = sizes_of(files)
+    buckets = bucket_count(sum(sizes.values()), spark.sparkContext.defaultParallelism)
     inherited: dict[int, dict[str, str]] = {}
     report_loading: threading.Thread | None = None
     with spark_progress(spark, "reading logs", enabled=progress):
         while True:
-            shutil.rmtree(exchange_dir, ignore_errors=True)
-            scanned = scan_splits(spark, files, clusters, syslog_reference_ms, events_dir, exchange_dir, buckets,
-                                  inherited)
+            told = scan_and_tell(spark, files, sizes, sources, clusters, syslog_reference_ms, events_dir, buckets,
+                                 story_dirs, rule, inherited)
             if report_loading is None:
                 # pandas and matplotlib (for the report) load while the driver only waits for the
-                # jobs; started once the job is planned, so they do not hold the GIL while it is.
+                # job; started once the job is planned, so they do not hold the GIL while it is.
                 report_loading = threading.Thread(target=importlib.import_module,
                                                   args=("kafka_rebalance.pipeline.report.logs",), daemon=True)
                 report_loading.start()
-            facts = [SplitFacts.from_json(row[0]) for row in scanned.collect()]
+            rows = told.collect()
+            facts = [SplitFacts.from_json(row[1]) for row in rows if row[1] is not None]
             wanted = fill_chains(facts)
             # Client lines naming no group take the one their client named last, maybe in the
-            # split before: known only now, so those splits are read again, told what it was.
+            # split before: known only now, so the run is done again, told what it was.
             if not wanted or inherited:
                 break
             inherited = wanted
-    watch.lap("read and parse (Spark)")
+            for directory in (events_dir, *story_dirs.values()):
+                delete_tree(directory)
+    watch.lap("read, parse and stories (Spark)")
     facts.sort(key=lambda f: f.index)  # splits are numbered in file order (``scan.plan_splits``)
-    moves: dict[str, list[Event]] = {}
-    for split in facts:
-        for move in split.moves:
-            moves.setdefault(move["cluster"], []).append(move)
-    with spark_progress(spark, "rebuilding rebalances", enabled=progress):
-        # Each story task writes its bucket's part of every story table; only the findings (one
-        # per group, for the advice) come back to the driver.
-        story_dirs = {table: out.path(table) for table in STORY_TABLES}
-        told = tell_buckets(spark, buckets, exchange_dir, moves, rule, story_dirs).collect()
-        findings = sorted((json.loads(row[0]) for row in told), key=lambda f: (f["cluster"], f["group"]))
-        for table, directory in story_dirs.items():
-            if not any(directory.glob("*.parquet")):
-                write_frame(frame(table, []), directory, table)
-        shutil.rmtree(exchange_dir, ignore_errors=True)
-    watch.lap("stories and tables (Spark)")
-    _write_unrecognised(out, facts, files)
-    coverage = _coverage(facts, files, clusters)
+    findings = sorted((json.loads(row[0]) for row in rows if row[0] is not None),
+                      key=lambda f: (f["cluster"], f["group"]))
+    for table, directory in story_dirs.items():
+        if not list_files(directory):
+            write_frame(frame(table, []), directory, table)
+    display = [sources.get(name, name) for name in files]
+    _write_unrecognised(out, facts, display)
+    coverage = _coverage(facts, display, clusters)
     watch.lap("counts and coverage")
     unreadable = [(f.source, f.unreadable) for f in facts if f.unreadable]
     return {"findings": findings, "coverage": coverage, "lines_read": sum(f.lines for f in facts),
@@ -292,7 +276,7 @@ def _write_unrecognised(out: Any, facts: list[SplitFacts], files: list[str]) -> 
     for key in sorted(counts, key=lambda k: (-counts[k], first[k][0])):
         cluster, source, shape = key
         rows.append({"cluster": cluster, "source": source, "shape": shape, "count": counts[key], "sample": first[key][1]})
-    write_frame(frame("unrecognised", rows), out.path("unrecognised"), "unrecognised")
+    write_frame(frame("unrecognised", rows), out.location("unrecognised"), "unrecognised")
 
 
 def _coverage(facts: list[SplitFacts], files: list[str], clusters: dict[str, str]) -> list[Row]:
@@ -324,16 +308,24 @@ def _cluster_for(source: str, clusters: dict[str, str]) -> str:
 
 # --------------------------------------------------------------------------- the run
 
+def _absolute(location: str) -> str:
+    """A local path made absolute (what Spark's tasks open); ``-`` and URLs as given."""
+    from kafka_rebalance.pipeline.io import has_scheme
+
+    return location if location == STDIN or has_scheme(location) else str(Path(location).resolve())
+
+
 def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRule = DEFAULT_STORM_RULE,
              progress: bool | None = None, engine: str = "auto", clusters: dict[str, str] | None = None,
              stdin_text: str | None = None, master: str | None = None, skipped: list[tuple[str, str]] | None = None,
-             syslog_until_ms: int | None = None) -> LogsRun:
+             syslog_until_ms: int | None = None, quiet_spark: bool = True) -> LogsRun:
     """Read logs (files, directories, .gz, ``-`` for stdin), write every table, summary.json and
     report.html into ``out_dir``. ``spark`` may be None: it is built (from ``master``) only if
-    the Spark engine is chosen. ``clusters`` maps a path prefix to a cluster name.
+    the Spark engine is chosen, once ``out_dir`` is open. ``clusters`` maps a path prefix (or
+    URL) to a cluster name.
     ``syslog_until_ms``: year-less syslog times fall no later than this (default: now; see
     ``logparse.layout``)."""
-    from kafka_rebalance.pipeline.io import StagedOutput
+    from kafka_rebalance.pipeline.io import StagedOutput, join
     from kafka_rebalance.pipeline.logparse.layout import syslog_reference
     from kafka_rebalance.pipeline.logparse.tables import (
         analyse_local,
@@ -344,9 +336,8 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
 
     files, found_skipped = expand_inputs(paths)
     skipped = list(skipped or []) + found_skipped
-    resolved = {str(Path(prefix).resolve()) if prefix != STDIN else prefix: name
-                for prefix, name in (clusters or {}).items()}
-    labels = input_clusters(files, resolved, resolve=lambda name: str(Path(name).resolve()))
+    resolved = {_absolute(prefix): name for prefix, name in (clusters or {}).items()}
+    labels = input_clusters(files, resolved, resolve=_absolute)
     chosen = choose_engine(engine, files, master)
     syslog_until_ms = syslog_until_ms if syslog_until_ms is not None else int(time.time() * 1000)
     watch = Stopwatch()
@@ -356,10 +347,11 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
 
             with syslog_reference(syslog_until_ms), bytes_progress(
                     "reading logs", text_bytes(files, stdin_text), enabled=progress) as advance:
-                result = analyse_local([(name, labels[name]) for name in files], storm_rule, stdin_text=stdin_text, on_read=advance)
+                result = analyse_local([(name, labels[name]) for name in files], storm_rule, stdin_text=stdin_text,
+                                       on_read=advance)
             watch.lap("read, parse and stories (local)")
             for table, df in result.frames.items():
-                write_frame(df, out.path(table), table)
+                write_frame(df, out.location(table), table)
             watch.lap("tables (local)")
             facts: LogFacts = {"findings": result.findings, "coverage": result.coverage,
                                "lines_read": result.lines_read, "events": result.events, "groups": result.groups,
@@ -367,28 +359,25 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
             frames = result.frames
             skipped.extend(result.unreadable)
         else:
-            spark_files = list(files)
-            temporary = None
+            spark_files = [_absolute(name) for name in files]
+            sources: dict[str, str] = {}
             if STDIN in spark_files:
                 import sys
 
-                # Spark reads files: the paste goes to one first (removed when the run ends).
-                descriptor, temporary = tempfile.mkstemp(suffix=".log", prefix="kafka-rebalance-stdin-")
-                with os.fdopen(descriptor, "w", encoding="utf-8") as fh:
-                    fh.write(stdin_text if stdin_text is not None else sys.stdin.read())
-                spark_files[spark_files.index(STDIN)] = temporary
-                labels[temporary] = labels[STDIN]
+                # Spark's tasks read files: the paste goes into --out's staging area first, where
+                # every task can read it (and which goes away with the run).
+                pasted = out.scratch_location("stdin.log")
+                out.write_at(pasted, stdin_text if stdin_text is not None else sys.stdin.read())
+                spark_files[spark_files.index(STDIN)] = pasted
+                sources[pasted] = STDIN
             if spark is None:
                 from kafka_rebalance.pipeline.spark import build_session
 
-                spark = build_session(master, "kafka-rebalance logs", driver_jvm_options=LOGS_DRIVER_JVM_OPTIONS)
-            try:
-                facts = _run_spark(spark, [str(Path(f).resolve()) for f in spark_files],
-                                   {str(Path(f).resolve()): labels[f] for f in spark_files}, storm_rule, out,
-                                   progress, watch, syslog_until_ms)
-            finally:
-                if temporary is not None:
-                    os.unlink(temporary)
+                spark = build_session(master, "kafka-rebalance logs", quiet=quiet_spark,
+                                      driver_jvm_options=LOGS_DRIVER_JVM_OPTIONS)
+            # each input's cluster by the name its rows carry (its absolute path, or '-')
+            facts = _run_spark(spark, spark_files, sources, {_absolute(name): labels[name] for name in files},
+                               storm_rule, out, progress, watch, syslog_until_ms)
             from kafka_rebalance.pipeline.report import logs as logs_report
 
             frames = logs_report.read_tables(out.staging)
@@ -400,15 +389,15 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
         advice_items = advice.advise(facts["findings"], storm_rule)
         summary = _summary(facts, frames, files, chosen, advice_items, skipped)
         summary["syslog_until"] = datetime.fromtimestamp(syslog_until_ms / 1000, UTC).isoformat(timespec="seconds")
-        answer = logs_report.logs_answer(summary, frames, facts["findings"], advice_items, tables=str(out.final),
-                                         report=str(out.final / "report.html"))
+        answer = logs_report.logs_answer(summary, frames, facts["findings"], advice_items, tables=out.final,
+                                         report=join(out.final, "report.html"))
         figures = logs_report.logs_figures(frames, facts["findings"])
         html = logs_report.render_logs_report(answer, figures, advice_items, frames, facts["findings"])
         write_report(out, html, figures)
         watch.lap("advice and report")
         summary["seconds"] = watch.seconds
         out.write_text("summary.json", json.dumps(summary, indent=2, default=str) + "\n")
-    return LogsRun(out_dir=str(out.final), summary=summary, report=str(out.final / "report.html"), answer=answer)
+    return LogsRun(out_dir=out.final, summary=summary, report=join(out.final, "report.html"), answer=answer)
 
 
 def _summary(facts: LogFacts, frames: dict[str, Any], files: list[str], engine: str, advice_items: list[Advice],

@@ -10,6 +10,7 @@ import numpy as np
 
 from kafka_rebalance.assignors.server.group import (
     ServerGroup,
+    stable_member_order,
     subscription_iteration_order,
 )
 from kafka_rebalance.assignors.server.topic_ids import derived_topic_id, parse_topic_id, topic_id_keys
@@ -224,7 +225,7 @@ def server_group_from_snapshot(snapshot: GroupSnapshot, iteration_order: str = "
 def target_assignment(group: ServerGroup, owner: np.ndarray) -> dict[str, dict[str, tuple[int, ...]]]:
     """Owner array -> member id -> topic -> ascending partitions (topics in Java order)."""
     assigned = np.flatnonzero(owner >= 0)
-    assigned = assigned[np.argsort(owner[assigned], kind="stable")]
+    assigned = assigned[stable_member_order(owner[assigned], group.num_members)]
     member = owner[assigned]
     topic = group.partition_topic[assigned]
     number = (assigned - group.topic_offsets[topic]).tolist()

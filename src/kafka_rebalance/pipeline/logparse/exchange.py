@@ -4,27 +4,28 @@ per-split facts; a story task tells the stories of one bucket and writes its par
 story table. ``pipeline/logs.py`` only schedules them.
 
 Handing every event to the JVM as rows (to write them, shuffle them by group, sort them and
-hand them back) cost more than parsing them. So the events never enter the JVM: a scan task
-writes one Arrow IPC file (lz4) per bucket, a story task reads its bucket's files, sorts them
-with Arrow and tells each group's story. What the driver needs from a split (line counts,
-coverage, unrecognised shapes, coordinator moves, the last group each client named) comes back
-as a small JSON document (``SplitFacts``), and from a story task only the findings.
+hand them back) cost more than parsing them. So the events cross Spark's shuffle as a few
+opaque rows: a scan task yields, per bucket of groups, Arrow IPC streams (lz4) of a few MB
+(``EXCHANGE_DDL``), routed so that ``repartition`` gives each bucket its own story task
+(``routes``); a story task reads its bucket's streams, sorts them with Arrow and tells each
+group's story. The coordinator moves of every split go to every bucket, and what the driver
+needs from a split (line counts, coverage, unrecognised shapes, the last group each client
+named) comes back through one story task as a small JSON document (``SplitFacts``), with the
+findings. Nothing passes through a filesystem the tasks share: inputs are opened by each task
+from their store, the tables written into ``--out``'s (``pipeline.io``).
 
-Like the input files, the output and exchange directories must be one filesystem for every
-task: any local master, or a cluster whose executors share it (NFS, a shared volume).
-Memory: a scan task holds one batch of events; a story task one bucket's events
-(``bucket_count`` keeps a bucket to about ``BUCKET_INPUT_BYTES`` of log text).
+Memory: a scan task holds one batch of events and a few MB per bucket; a story task one
+bucket's events (``bucket_count`` keeps a bucket to about ``BUCKET_INPUT_BYTES`` of log text).
 """
 
 from __future__ import annotations
 
 import gc
 import json
-import os
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from kafka_rebalance.pipeline.logparse.parse import parse_numbered
@@ -90,99 +91,159 @@ class SplitFacts:
         return cls(**json.loads(text))
 
 
-class BucketFiles:
-    """One Arrow IPC file (lz4) per bucket of groups for one split:
-    ``<exchange>/bucket-<b>/split-<i>.arrow``, moved into place on ``close`` (a retried task
-    writes the same names again)."""
+# The rows a scan task hands the story tasks, through Spark's shuffle (``route``: see ``routes``).
+EXCHANGE_DDL = "`route` int, `split` int, `kind` string, `payload` binary, `text` string"
+# What a story task returns to the driver: one finding per group, and the facts of the splits
+# routed to it.
+TOLD_DDL = "`finding` string, `facts` string"
+EVENTS, MOVES, FACTS, UNREADABLE = "events", "moves", "facts", "unreadable"
+# A bucket's events leave a scan task once this much (Arrow IPC, lz4) has gathered for it.
+PAYLOAD_BYTES = 4 * 1024 * 1024
+# Spark's hash partitioning: Murmur3 (x86, 32 bit) of the key with this seed, modulo the partitions.
+SPARK_HASH_SEED = 42
 
-    def __init__(self, exchange_dir: Path, split_index: int, schema: Any):
+
+def _spark_hash_int(value: int, seed: int = SPARK_HASH_SEED) -> int:
+    """Spark's ``hash(int)`` (``Murmur3_x86_32.hashInt``), as a signed 32-bit int."""
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & 0xFFFFFFFF
+
+    k1 = (value & 0xFFFFFFFF) * 0xCC9E2D51 & 0xFFFFFFFF
+    k1 = rotl(k1, 15) * 0x1B873593 & 0xFFFFFFFF
+    h1 = seed ^ k1
+    h1 = (rotl(h1, 13) * 5 + 0xE6546B64) & 0xFFFFFFFF
+    h1 ^= 4
+    h1 ^= h1 >> 16
+    h1 = h1 * 0x85EBCA6B & 0xFFFFFFFF
+    h1 ^= h1 >> 13
+    h1 = h1 * 0xC2B2AE35 & 0xFFFFFFFF
+    h1 ^= h1 >> 16
+    return h1 - (1 << 32) if h1 >= 1 << 31 else h1
+
+
+def routes(buckets: int) -> list[int]:
+    """For each bucket, an int key that ``repartition(buckets, key)`` sends to partition
+    ``bucket``: one story task per bucket (the bucket numbers themselves may hash two buckets
+    to one task and leave a core idle). Were Spark's hash ever to differ, the stories would be
+    the same, only less evenly spread."""
+    found: dict[int, int] = {}
+    key = 0
+    while len(found) < buckets:
+        found.setdefault(_spark_hash_int(key) % buckets, key)
+        key += 1
+    return [found[bucket] for bucket in range(buckets)]
+
+
+class BucketPayloads:
+    """A scan task's events per bucket of groups, as Arrow IPC streams (lz4) that leave the
+    task (as ``EVENTS`` rows) when one holds ``PAYLOAD_BYTES``, and at the end of the split."""
+
+    def __init__(self, split_index: int, schema: Any, routes: list[int]):
         import pyarrow as pa
 
-        self._exchange_dir = exchange_dir
-        self._name = f"split-{split_index:05d}"
+        self._split = split_index
         self._schema = schema
+        self._routes = routes
         self._options = pa.ipc.IpcWriteOptions(compression="lz4")
-        self._writers: dict[int, Any] = {}
+        self._open: dict[int, tuple[Any, Any]] = {}
 
-    def _staged(self, bucket: int) -> Path:
-        return bucket_dir(self._exchange_dir, bucket) / f".{self._name}.{os.getpid()}.tmp"
-
-    def add(self, bucket: int, batch: Any) -> None:
+    def add(self, bucket: int, batch: Any) -> Iterator[Any]:
         import pyarrow as pa
 
-        if bucket not in self._writers:
-            bucket_dir(self._exchange_dir, bucket).mkdir(parents=True, exist_ok=True)
-            self._writers[bucket] = pa.ipc.new_file(self._staged(bucket), self._schema, options=self._options)
-        self._writers[bucket].write_batch(batch)
+        if bucket not in self._open:
+            sink = pa.BufferOutputStream()
+            self._open[bucket] = (sink, pa.ipc.new_stream(sink, self._schema, options=self._options))
+        sink, writer = self._open[bucket]
+        writer.write_batch(batch)
+        if sink.tell() >= PAYLOAD_BYTES:
+            yield self._close(bucket)
 
-    def close(self) -> None:
-        for bucket, writer in self._writers.items():
-            writer.close()
-            os.replace(self._staged(bucket), bucket_dir(self._exchange_dir, bucket) / f"{self._name}.arrow")
+    def _close(self, bucket: int) -> Any:
+        sink, writer = self._open.pop(bucket)
+        writer.close()
+        return exchange_batch([self._routes[bucket]], self._split, EVENTS, payload=sink.getvalue())
 
-    def discard(self) -> None:
-        for bucket, writer in self._writers.items():
-            writer.close()
-            self._staged(bucket).unlink()
-        self._writers.clear()
-
-
-def bucket_dir(exchange_dir: Path, bucket: int) -> Path:
-    return exchange_dir / f"bucket-{bucket:05d}"
+    def flush(self) -> Iterator[Any]:
+        for bucket in list(self._open):
+            yield self._close(bucket)
 
 
-def read_split(split: Split, index: int, cluster: str, buckets: int, events_dir: Path, exchange_dir: Path,
-               inherited: dict[str, str] | None = None) -> SplitFacts:
-    """Parse one split: write its part of the ``events`` table into ``events_dir`` and the
-    events the stories read into ``exchange_dir`` (``BucketFiles``); return the split's facts.
+def exchange_batch(routes: list[int], split: int, kind: str, *, payload: Any = None,
+                   texts: list[str] | None = None) -> Any:
+    """Rows of the exchange (``EXCHANGE_DDL``), one per route; ``payload`` (an Arrow buffer, not
+    copied) only with a single route."""
+    import pyarrow as pa
+
+    count = len(routes)
+    if payload is None:
+        payloads = pa.nulls(count, pa.binary())
+    else:
+        offsets = pa.array([0, payload.size], pa.int32()).buffers()[1]
+        payloads = pa.Array.from_buffers(pa.binary(), 1, [None, offsets, payload])
+    return pa.RecordBatch.from_arrays(
+        [pa.array(routes, pa.int32()), pa.array([split] * count, pa.int32()), pa.array([kind] * count, pa.string()),
+         payloads, pa.array(texts if texts is not None else [None] * count, pa.string())],
+        names=["route", "split", "kind", "payload", "text"])
+
+
+def read_split(split: Split, index: int, cluster: str, source: str, routes: list[int], events_dir: str,
+               inherited: dict[str, str] | None = None) -> Iterator[Any]:
+    """Parse one split: write its part of the ``events`` table into ``events_dir`` (a path or
+    URL) and yield the exchange's rows (``EXCHANGE_DDL``): its events per bucket of groups,
+    its coordinator moves to every bucket, and its ``SplitFacts`` (to the bucket
+    ``index % buckets``, which hands them to the driver). A split that turns out unreadable
+    (a corrupt .gz) sends every bucket an ``UNREADABLE`` row: what it sent before is dropped.
     ``inherited``: the group each client named last before this split (see ``fill_chains``)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from kafka_rebalance.pipeline.io import join, write_file
+
+    buckets = len(routes)
     schema = arrow_schema("events")
-    facts = SplitFacts(index, split.path, cluster, split.start)
+    facts = SplitFacts(index, source, cluster, split.start)
     counts = ScanCounts()
     last_group = dict(inherited or {})
     pending: list[Event] = []
     routed: dict[int, list[int]] = {}
     bucket_cache: dict[str, int] = {}
-    files = BucketFiles(exchange_dir, index, schema)
-    events_dir.mkdir(parents=True, exist_ok=True)
-    staged = events_dir / f".part-{index:05d}.{os.getpid()}.tmp"
+    payloads = BucketPayloads(index, schema, routes)
 
-    def flush(writer: Any) -> None:
+    def flush(writer: Any) -> Iterator[Any]:
         batch = pa.RecordBatch.from_pylist(pending, schema=schema)
         writer.write_batch(batch)
         for bucket, rows in routed.items():
-            files.add(bucket, batch.take(pa.array(rows, pa.int32())))
+            yield from payloads.add(bucket, batch.take(pa.array(rows, pa.int32())))
         pending.clear()
         routed.clear()
 
-    with pq.ParquetWriter(staged, schema) as writer:
-        try:
-            for record in parse_numbered(scan(split, counts), split.path, cluster):
-                _count(record, facts, last_group)
-                group = record.get("group")
-                if record["kind"] is not None and group:
-                    bucket = bucket_cache.get(group)
-                    if bucket is None:
-                        bucket = bucket_cache[group] = bucket_of(cluster, group, buckets)
-                    routed.setdefault(bucket, []).append(len(pending))
-                pending.append(record)
-                if len(pending) >= ARROW_BATCH_ROWS:
-                    flush(writer)
-            if pending:
-                flush(writer)
-        except (OSError, EOFError, ValueError) as exc:  # a truncated or corrupt .gz
-            # As the local engine does: nothing of an unreadable file is kept but its line count.
-            facts = SplitFacts(index, split.path, cluster, split.start, unreadable=f"unreadable: {exc}")
-            files.discard()
-    if facts.unreadable:
-        pq.write_table(schema.empty_table(), staged)
-    os.replace(staged, events_dir / f"part-{index:05d}.parquet")
-    files.close()
+    with write_file(join(events_dir, f"part-{index:05d}.parquet")) as (filesystem, path):
+        with pq.ParquetWriter(path, schema, filesystem=filesystem) as writer:
+            try:
+                for record in parse_numbered(scan(split, counts), source, cluster):
+                    _count(record, facts, last_group)
+                    group = record.get("group")
+                    if record["kind"] is not None and group:
+                        bucket = bucket_cache.get(group)
+                        if bucket is None:
+                            bucket = bucket_cache[group] = bucket_of(cluster, group, buckets)
+                        routed.setdefault(bucket, []).append(len(pending))
+                    pending.append(record)
+                    if len(pending) >= ARROW_BATCH_ROWS:
+                        yield from flush(writer)
+                if pending:
+                    yield from flush(writer)
+                yield from payloads.flush()
+            except (OSError, EOFError, ValueError) as exc:  # a truncated or corrupt .gz
+                # As the local engine does: nothing of an unreadable file is kept but its line count.
+                facts = SplitFacts(index, source, cluster, split.start, unreadable=f"unreadable: {exc}")
+                yield exchange_batch(routes, index, UNREADABLE)
+        if facts.unreadable:
+            pq.write_table(schema.empty_table(), path, filesystem=filesystem)
     facts.lines = counts.lines
-    return facts
+    if facts.moves:
+        yield exchange_batch(routes, index, MOVES, texts=[json.dumps(facts.moves, default=str)] * buckets)
+    yield exchange_batch([routes[index % buckets]], index, FACTS, texts=[facts.to_json()])
 
 
 def _count(record: Event, facts: SplitFacts, last_group: dict[str, str]) -> None:
@@ -235,12 +296,67 @@ def fill_chains(facts: list[SplitFacts]) -> dict[int, dict[str, str]]:
     return needed
 
 
-def read_bucket(exchange_dir: Path, bucket: int) -> Any:
-    """A bucket's files (one per split) -> one table sorted by (cluster, group, source, seq)."""
+class Received:
+    """What a story task got from the exchange: its bucket's events, every split's coordinator
+    moves, and the facts routed to it."""
+
+    def __init__(self) -> None:
+        self.payloads: list[tuple[int, Any]] = []  # (split, Arrow buffer)
+        self.moves: dict[int, list[Event]] = {}
+        self.unreadable: set[int] = set()
+        self.facts: list[str] = []
+
+    def add(self, batch: Any) -> None:
+        payloads = batch.column("payload")
+        rows = zip(batch.column("split").to_pylist(), batch.column("kind").to_pylist(),
+                   batch.column("text").to_pylist(), strict=True)
+        for row, (split, kind, text) in enumerate(rows):
+            if kind == EVENTS:
+                self.payloads.append((split, payloads[row].as_buffer()))  # not copied
+            elif kind == MOVES:
+                self.moves[split] = json.loads(text)
+            elif kind == FACTS:
+                self.facts.append(text)
+            elif kind == UNREADABLE:
+                self.unreadable.add(split)
+
+    def events(self) -> Any:
+        """The bucket's events as one table sorted by (cluster, group, source, seq), or None."""
+        import pyarrow as pa
+
+        tables = [pa.ipc.open_stream(payload).read_all() for split, payload in self.payloads
+                  if split not in self.unreadable]
+        return pa.concat_tables(tables).sort_by(SORT_KEYS) if tables else None
+
+    def moves_by_cluster(self) -> dict[str, list[Event]]:
+        """Every split's coordinator moves, per cluster in file order (splits are numbered so)."""
+        moves: dict[str, list[Event]] = {}
+        for split in sorted(self.moves):
+            if split not in self.unreadable:
+                for move in self.moves[split]:
+                    moves.setdefault(move["cluster"], []).append(move)
+        return moves
+
+
+def tell_received(batches: Iterable[Any], rule: StormRule, story_dirs: dict[str, str], name: str) -> Iterator[Any]:
+    """A story task: the exchange's rows for one bucket -> its part of every story table (in
+    ``story_dirs``, paths or URLs) and ``TOLD_DDL`` rows: the findings, then the facts."""
     import pyarrow as pa
 
-    tables = [pa.ipc.open_file(path).read_all() for path in sorted(bucket_dir(exchange_dir, bucket).glob("*.arrow"))]
-    return pa.concat_tables(tables).sort_by(SORT_KEYS) if tables else None
+    received = Received()
+    for batch in batches:
+        received.add(batch)
+    table = received.events()
+    if table is not None:
+        parts = StoryParts(story_dirs, name)
+        tell_into(table, received.moves_by_cluster(), rule, parts)
+        if parts.findings:
+            findings = [json.dumps(f, default=str) for f in parts.findings]
+            yield pa.RecordBatch.from_pydict({"finding": findings, "facts": [None] * len(findings)},
+                                             schema=pa.schema([("finding", pa.string()), ("facts", pa.string())]))
+    if received.facts:
+        yield pa.RecordBatch.from_pydict({"finding": [None] * len(received.facts), "facts": received.facts},
+                                         schema=pa.schema([("finding", pa.string()), ("facts", pa.string())]))
 
 
 def tell_bucket(table: Any, moves: dict[str, list[Event]], rule: StormRule
@@ -308,14 +424,16 @@ def _story_events(part: Any) -> list[Event]:
 
 
 class StoryParts:
-    """One part file per story table (``<table>/part-<name>.parquet``), written batch by batch
-    and moved into place on ``close`` (a retried task writes the same names again)."""
+    """One part file per story table (``<table>/part-<name>.parquet``, a path or URL), written
+    batch by batch (``pipeline.io.write_file``: a retried task writes the same names again)."""
 
-    def __init__(self, directories: dict[str, Path], name: str):
+    def __init__(self, directories: dict[str, str], name: str):
         self._directories = directories
         self._name = name
         self._pending: dict[str, list[Row]] = {table: [] for table in STORY_TABLES}
         self._writers: dict[str, Any] = {}
+        # Each writer closes before its file is moved into place (last in, first out).
+        self._files = ExitStack()
         self.findings: list[Row] = []
 
     def add(self, table: str, rows: list[Row]) -> None:
@@ -327,27 +445,26 @@ class StoryParts:
         if len(pending) >= STORY_BATCH_ROWS:
             self._flush(table)
 
-    def _staged(self, table: str) -> Path:
-        return self._directories[table] / f".part-{self._name}.{os.getpid()}.tmp"
-
     def _flush(self, table: str) -> None:
         import pyarrow.parquet as pq
+
+        from kafka_rebalance.pipeline.io import join, write_file
 
         rows = self._pending[table]
         if not rows:
             return
         if table not in self._writers:
-            self._directories[table].mkdir(parents=True, exist_ok=True)
-            self._writers[table] = pq.ParquetWriter(self._staged(table), arrow_schema(table))
+            filesystem, path = self._files.enter_context(
+                write_file(join(self._directories[table], f"part-{self._name}.parquet")))
+            self._writers[table] = self._files.enter_context(
+                pq.ParquetWriter(path, arrow_schema(table), filesystem=filesystem))
         self._writers[table].write_batch(story_table_batch(table, rows))
         rows.clear()
 
     def close(self) -> None:
         for table in STORY_TABLES:
             self._flush(table)
-        for table, writer in self._writers.items():
-            writer.close()
-            os.replace(self._staged(table), self._directories[table] / f"part-{self._name}.parquet")
+        self._files.close()
 
 
 def tell_into(table: Any, moves: dict[str, list[Event]], rule: StormRule, parts: StoryParts) -> None:

@@ -22,7 +22,6 @@ passes the gate is read as gated, and the line after it is read once, as its fol
 
 from __future__ import annotations
 
-import gzip
 from bisect import bisect_left
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from kafka_rebalance.pipeline.io import open_input
 from kafka_rebalance.pipeline.logparse.catalogue import GATE_SUBSTRINGS, NOISE_SUBSTRINGS
 from kafka_rebalance.pipeline.logparse.layout import is_fence
 
@@ -42,6 +42,7 @@ except ImportError:  # an optional speed-up (the ``spark`` extra): bytes.find fi
 GATE_BYTES = tuple(phrase.encode() for phrase in GATE_SUBSTRINGS)
 NOISE_BYTES = tuple(phrase.encode() for phrase in NOISE_SUBSTRINGS)
 BLOCK_BYTES = 16 * 1024 * 1024
+HEAD_READ_BYTES = 64 * 1024
 NEWLINE = b"\n"
 
 
@@ -91,10 +92,27 @@ class ScanCounts:
         self.lines = 0
 
 
-def _open(path: str) -> BufferedIOBase:
-    if path.endswith(".gz"):
-        return gzip.open(path, "rb")
-    return open(path, "rb")
+def _open(location: str) -> BufferedIOBase:
+    """A local path, or a URL read from its store by this process (``pipeline.io``)."""
+    return open_input(location, read_ahead=True)  # type: ignore[return-value]
+
+
+def _start_of_next_line(fh: BufferedIOBase, start: int) -> int:
+    """Position ``fh`` at the first line starting at or after ``start`` (the line holding byte
+    ``start - 1`` belongs to the split before); return that offset. (A store's file has no
+    ``readline``.)"""
+    fh.seek(start - 1)
+    position = start - 1
+    while True:
+        chunk = fh.read(HEAD_READ_BYTES)
+        if not chunk:
+            return position
+        newline = chunk.find(NEWLINE)
+        if newline != -1:
+            position += newline + 1
+            fh.seek(position)
+            return position
+        position += len(chunk)
 
 
 def _read_block(fh: BufferedIOBase, buffer: bytearray, filled: int, block_bytes: int) -> int:
@@ -256,10 +274,7 @@ def scan(split: Split, counts: ScanCounts | None = None, *, search: Search | Non
     with _open(split.path) as fh:
         base = 0
         if split.start > 0:
-            fh.seek(split.start - 1)
-            # The line that holds byte start-1 belongs to the split before.
-            head = fh.readline()
-            base = split.start - 1 + len(head)
+            base = _start_of_next_line(fh, split.start)
         want_follower = False
         for offset, block, size in _blocks(fh, base, block_bytes):
             owned_end = size

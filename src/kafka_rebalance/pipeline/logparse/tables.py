@@ -11,7 +11,6 @@ story and written as timestamps (``start``, ``end``, ``time``).
 
 from __future__ import annotations
 
-import gzip
 import io
 import re
 import sys
@@ -178,14 +177,16 @@ def story_table_batch(table: str, rows: list[Row]) -> Any:
     return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(table))
 
 
-def write_frame(df: Any, directory: Path, table: str) -> None:
-    """One table as a directory with one Parquet file (the layout Spark writes)."""
+def write_frame(df: Any, directory: str | Path, table: str) -> None:
+    """One table as a directory (a path or URL) with one Parquet file (the layout Spark writes)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    directory.mkdir(parents=True, exist_ok=True)
+    from kafka_rebalance.pipeline.io import join, write_file
+
     arrow = pa.Table.from_pandas(df, schema=arrow_schema(table), preserve_index=False)
-    pq.write_table(arrow, directory / "part-00000.parquet")
+    with write_file(join(str(directory), "part-00000.parquet")) as (filesystem, path):
+        pq.write_table(arrow, path, filesystem=filesystem)
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -194,18 +195,11 @@ STDIN = "-"
 TEXT_SNIFF_BYTES = 8192
 
 
-def looks_like_text(path: Path) -> bool:
+def looks_like_text(path: str | Path) -> bool:
     """Not a binary file: no NUL bytes in the first few KB (after gunzip for .gz)."""
-    try:
-        if path.suffix == ".gz":
-            with gzip.open(path, "rb") as fh:
-                head = fh.read(TEXT_SNIFF_BYTES)
-        else:
-            with path.open("rb") as fh:
-                head = fh.read(TEXT_SNIFF_BYTES)
-    except (OSError, EOFError):
-        return False
-    return b"\x00" not in head
+    from kafka_rebalance.pipeline.io import looks_like_text as sniff
+
+    return sniff([str(path)], TEXT_SNIFF_BYTES)[0]
 
 
 def read_text_lines(source: str, stdin_text: str | None = None) -> Iterator[str]:
@@ -213,9 +207,9 @@ def read_text_lines(source: str, stdin_text: str | None = None) -> Iterator[str]
         text = stdin_text if stdin_text is not None else sys.stdin.read()
         yield from io.StringIO(text)
         return
-    path = Path(source)
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8", errors="replace", newline="") as fh:
+    from kafka_rebalance.pipeline.io import open_input
+
+    with open_input(source) as raw, io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="") as fh:
         yield from fh
 
 
@@ -224,18 +218,19 @@ def expand_inputs(paths: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
     files to read, and (path, why) for each file of a directory that was skipped. A path that
     does not exist, or nothing to read at all, is bad input (``InvalidInput``/``OSError``)."""
     from kafka_rebalance.model import InvalidInput
-    from kafka_rebalance.pipeline.io import expand_log_paths, has_scheme
+    from kafka_rebalance.pipeline.io import expand_log_paths, has_scheme, looks_like_text
 
     named = [p for p in paths if p != STDIN]
     files = expand_log_paths(named) if named else []
-    given = {str(Path(p)) for p in named}
+    given = {p if has_scheme(p) else str(Path(p)) for p in named}
+    text = dict(zip(files, looks_like_text(files, TEXT_SNIFF_BYTES), strict=True))
     kept, skipped = [], []
     for name in files:
-        if has_scheme(name) or name in given:
-            if not has_scheme(name) and Path(name).is_file() and not looks_like_text(Path(name)):
+        if name in given:
+            if not text[name] and (has_scheme(name) or Path(name).is_file()):
                 raise InvalidInput(name, "not a text log (binary content)")
             kept.append(name)
-        elif looks_like_text(Path(name)):
+        elif text[name]:
             kept.append(name)
         else:
             skipped.append((name, "not a text log (binary content)"))

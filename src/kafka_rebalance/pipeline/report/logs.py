@@ -53,14 +53,14 @@ REPORT_COLUMNS = {
 
 
 def read_tables(directory: Any) -> dict[str, pd.DataFrame]:
-    """The logs tables written under ``directory`` (one Parquet directory each) as pandas, with
-    the columns the report shows (``REPORT_COLUMNS``). List columns stay Arrow arrays
-    (``pd.ArrowDtype``): the report reads them for a few groups' rows, and making a Python
+    """The logs tables written under ``directory`` (a path or URL; one Parquet directory each) as
+    pandas, with the columns the report shows (``REPORT_COLUMNS``). List columns stay Arrow
+    arrays (``pd.ArrowDtype``): the report reads them for a few groups' rows, and making a Python
     list of every row costs more than the rest of the table."""
-    from pathlib import Path
-
     import pyarrow as pa
     import pyarrow.parquet as pq
+
+    from kafka_rebalance.pipeline.io import join, resolve
 
     def arrow_lists(kind: pa.DataType) -> Any:
         return pd.ArrowDtype(kind) if pa.types.is_list(kind) else None
@@ -68,7 +68,8 @@ def read_tables(directory: Any) -> dict[str, pd.DataFrame]:
     frames = {}
     for name in LOG_TABLES:
         columns = REPORT_COLUMNS.get(name)
-        table = pq.read_table(Path(directory) / name, columns=list(columns) if columns else None)
+        filesystem, path = resolve(join(str(directory), name))
+        table = pq.read_table(path, columns=list(columns) if columns else None, filesystem=filesystem)
         frames[name] = table.to_pandas(types_mapper=arrow_lists)
     return frames
 
