@@ -16,7 +16,7 @@ def test_logs_in_process_shows_bytes_read_on_a_terminal(tmp_path):
     assert "reading logs" in run.stderr and "ETA" in run.stderr
     size = sum(p.stat().st_size for p in DATA.iterdir()) / 1000
     assert f"{size:.1f}/{size:.1f} kB" in run.stderr  # the bar ends full: every byte counted
-    assert "Group billing: 2 rebalances" in run.stdout and "\x1b[" not in run.stdout
+    assert "Group broker-3.9.log/billing: 2 rebalances" in run.stdout and "\x1b[" not in run.stdout
 
 
 def test_quiet_and_a_pipe_show_no_bar(tmp_path):
@@ -27,4 +27,4 @@ def test_quiet_and_a_pipe_show_no_bar(tmp_path):
 
     piped = subprocess.run([sys.executable, "-m", "kafka_rebalance.cli", "logs", str(DATA), "--out",
                             str(tmp_path / "out")], capture_output=True, text=True, check=True)
-    assert piped.stderr == "" and "Group billing" in piped.stdout
+    assert piped.stderr == "" and "Group broker-3.9.log/billing" in piped.stdout

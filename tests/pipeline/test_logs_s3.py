@@ -66,9 +66,10 @@ def read_stored_table(s3_server, prefix: str, table: str) -> pd.DataFrame:
 
 
 def _by_name(frame: pd.DataFrame) -> pd.DataFrame:
-    """``source`` as the file's name (an s3:// URL in one run, a local path in the other)."""
+    """``source`` as the file's name (an s3:// URL in one run, a local path in the other); so too
+    ``cluster`` (an input read on its own is a cluster named after it) and ``input``."""
     frame = frame.copy()
-    for column in ("source", "sources"):
+    for column in ("source", "sources", "cluster", "input"):
         if column in frame.columns:
             frame[column] = frame[column].map(
                 lambda v: None if v is None else [Path(s).name for s in v] if not isinstance(v, str) else Path(v).name)

@@ -81,6 +81,10 @@ def _internal_error(exc: Exception) -> int:
     from kafka_rebalance.cli.errors import one_line
 
     first = one_line(str(exc))
+    if getattr(exc, "where", None):  # the logs reader's last guard names the input and the line
+        sys.stderr.write(f"kafka-rebalance: internal error reading {first} "
+                         "(set KAFKA_REBALANCE_DEBUG=1 for the traceback)\n")
+        return 1
     if type(exc).__module__.split(".")[0] in ("pyspark", "py4j"):
         spark = sys.modules.get("kafka_rebalance.pipeline.spark")
         log = spark.session_log() if spark is not None else None

@@ -45,8 +45,10 @@ def _syslog_until(year: str | None) -> int | None:
               help="Directory (or a store's URL, e.g. s3://bucket/prefix) for the Parquet tables, summary.json "
                    "and report.html.")
 @click.option("--cluster", "clusters", multiple=True, metavar="NAME[=PATH]",
-              help="Label inputs with the cluster they come from (the same group in two clusters is two groups). "
-                   "Repeat for several clusters.")
+              help="Label inputs with the cluster they come from: inputs of one cluster complete each other's "
+                   "story (a broker's log and its consumers' logs). Unlabelled, each input is read on its own (with "
+                   "the files rotated from it), so its answer does not depend on what else is given. Repeat for "
+                   "several clusters.")
 @click.option("--engine", type=click.Choice(["auto", "local", "spark"]), default="auto", show_default=True,
               help="local: in this process (fast start, for pastes and small logs); spark: PySpark; auto: local "
                    "below 64 MB of input unless --master is given.")

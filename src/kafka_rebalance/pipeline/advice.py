@@ -134,13 +134,21 @@ def _advise(row: Any, group: str) -> list[Advice]:
             items.append(Advice(group, "problem",
                                 f"client {most['client']} failed {int(most['failures'])} times, every "
                                 f"~{_seconds(mean)} (steady period)", advice, rule="steady-failures"))
+    during = int(_value(row, "failures_during_rebalances") or 0)
     if failures and not any(i.finding.startswith("client ") for i in items):
+        # A member that timed out while a rebalance was under way did not cause it: said so.
+        finding = f"{failures} member(s) removed by session timeout"
+        if during:
+            finding += (f", {during} of them while a rebalance was under way (not its cause)" if during < failures
+                        else " while a rebalance was under way (not its cause)")
         items.append(Advice(
-            group, "problem" if failures >= STEADY_MIN_FAILURES else "note",
-            f"{failures} member(s) removed by session timeout",
+            group, "problem" if failures >= STEADY_MIN_FAILURES else "note", finding,
             "The coordinator stopped hearing heartbeats. Check heartbeat.interval.ms is at most a third of "
             "session.timeout.ms (three chances to heartbeat before expiry), then GC pauses and network between "
-            "consumers and the coordinator.", rule="session-timeouts"))
+            "consumers and the coordinator." + (
+                " Members that stop heartbeating during a rebalance are often busy in their revocation callback "
+                "or still processing a batch: keep onPartitionsRevoked short." if during else ""),
+            rule="session-timeouts"))
     if old_python and not any("kafka-python" in i.advice for i in items):
         items.append(Advice(
             group, "note", f"kafka-python {_value(row, 'kafka_python_version')} clients",

@@ -298,6 +298,8 @@ def _coverage(facts: list[SplitFacts], files: list[str], clusters: dict[str, str
 
 
 def _cluster_for(source: str, clusters: dict[str, str]) -> str:
+    if source in clusters:
+        return clusters[source]
     for prefix, name in clusters.items():
         if source.startswith(prefix):
             return name
@@ -313,10 +315,6 @@ def _absolute(location: str) -> str:
     return location if location == STDIN or has_scheme(location) else str(Path(location).resolve())
 
 
-def _inputs(paths: list[str], clusters: dict[str, str]) -> list[tuple[str, str]]:
-    return [(p, _cluster_for(_absolute(p), clusters)) for p in paths]
-
-
 def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRule = DEFAULT_STORM_RULE,
              progress: bool | None = None, engine: str = "auto", clusters: dict[str, str] | None = None,
              stdin_text: str | None = None, master: str | None = None, skipped: list[tuple[str, str]] | None = None,
@@ -329,11 +327,17 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
     ``logparse.layout``)."""
     from kafka_rebalance.pipeline.io import StagedOutput, join
     from kafka_rebalance.pipeline.logparse.layout import syslog_reference
-    from kafka_rebalance.pipeline.logparse.tables import analyse_local, expand_inputs, write_frame
+    from kafka_rebalance.pipeline.logparse.tables import (
+        analyse_local,
+        expand_inputs,
+        input_clusters,
+        write_frame,
+    )
 
     files, found_skipped = expand_inputs(paths)
     skipped = list(skipped or []) + found_skipped
     resolved = {_absolute(prefix): name for prefix, name in (clusters or {}).items()}
+    labels = input_clusters(files, resolved, resolve=_absolute)
     chosen = choose_engine(engine, files, master)
     syslog_until_ms = syslog_until_ms if syslog_until_ms is not None else int(time.time() * 1000)
     watch = Stopwatch()
@@ -343,7 +347,8 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
 
             with syslog_reference(syslog_until_ms), bytes_progress(
                     "reading logs", text_bytes(files, stdin_text), enabled=progress) as advance:
-                result = analyse_local(_inputs(files, resolved), storm_rule, stdin_text=stdin_text, on_read=advance)
+                result = analyse_local([(name, labels[name]) for name in files], storm_rule, stdin_text=stdin_text,
+                                       on_read=advance)
             watch.lap("read, parse and stories (local)")
             for table, df in result.frames.items():
                 write_frame(df, out.location(table), table)
@@ -370,8 +375,9 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
 
                 spark = build_session(master, "kafka-rebalance logs", quiet=quiet_spark,
                                       driver_jvm_options=LOGS_DRIVER_JVM_OPTIONS)
-            facts = _run_spark(spark, spark_files, sources, resolved, storm_rule, out, progress, watch,
-                               syslog_until_ms)
+            # each input's cluster by the name its rows carry (its absolute path, or '-')
+            facts = _run_spark(spark, spark_files, sources, {_absolute(name): labels[name] for name in files},
+                               storm_rule, out, progress, watch, syslog_until_ms)
             from kafka_rebalance.pipeline.report import logs as logs_report
 
             frames = logs_report.read_tables(out.staging)

@@ -46,8 +46,9 @@ def told_in_text(rebalance: dict, text: str) -> bool:
 def every_fixture(tmp_path_factory) -> tuple[dict, dict[int, str]]:
     """The answer as JSON and as plain text at 80 and 160 columns."""
     out = tmp_path_factory.mktemp("logs") / "out"
-    document = json.loads(run([str(DATA), "--out", str(out), "--json"], 80))
-    texts = {width: run([str(DATA), "--out", str(out)], width) for width in (80, 160)}
+    # one cluster's broker and client logs: labelled so, they complete each other's story
+    document = json.loads(run([str(DATA), "--cluster", "shop", "--out", str(out), "--json"], 80))
+    texts = {width: run([str(DATA), "--cluster", "shop", "--out", str(out)], width) for width in (80, 160)}
     return document, texts
 
 
@@ -120,7 +121,8 @@ def test_ten_groups_then_how_many_more(tmp_path):
 def test_on_a_terminal_the_answer_is_rich_and_fits(every_fixture, tmp_path):
     from kafka_rebalance.pipeline.logs import run_logs
 
-    answer = run_logs(None, [str(DATA)], str(tmp_path / "out"), engine="local", progress=False).answer
+    answer = run_logs(None, [str(DATA)], str(tmp_path / "out"), engine="local", progress=False,
+                      clusters={str(DATA): "shop"}).answer
     for width in (80, 120):
         stream = io.StringIO()
         print_logs_answer(answer, console_for(stream, width=width, terminal=True))

@@ -68,10 +68,10 @@ MESSAGES: tuple[Message, ...] = (
     Message("preparing_rebalance", "broker", "broker",
             rf"Preparing to rebalance group {G}(?: in state (?P<state>\w+))? with old generation "
             r"(?P<old_generation>\d+)(?: \(__consumer_offsets-(?P<partition>\d+)\))?(?: \(reason: (?P<reason>.*)\))?\.?\s*$",
-            f"{_GC} 0.10.1-3.9 (state from 2.0, reason from 2.2); {_NEW}", "Preparing to rebalance group "),
+            f"{_GC} 0.11-3.9 (state and reason from 2.1); {_NEW}", "Preparing to rebalance group "),
     Message("preparing_rebalance", "broker", "broker",
             rf"Preparing to restabilize group {G} with old generation (?P<old_generation>\d+)",
-            "core/src/main/scala/kafka/coordinator/GroupCoordinator.scala 0.10.0", "Preparing to restabilize group "),
+            "core/src/main/scala/kafka/coordinator/GroupCoordinator.scala 0.10.0-0.10.2", "Preparing to restabilize group "),
     Message("stabilized", "broker", "broker",
             rf"Stabilized group {G} generation (?P<generation>\d+)(?: \(__consumer_offsets-(?P<partition>\d+)\))?"
             r"(?: with (?P<members>\d+) members)?",
@@ -94,6 +94,10 @@ MESSAGES: tuple[Message, ...] = (
             r"Member (?:MemberMetadata\(memberId=(?P<member>[^,]+), groupInstanceId=(?P<instance_id>[^,]+),.*?\)|(?P<member2>\S+)) "
             rf"has left group {G} through explicit `LeaveGroup`; client reason: (?P<reason>.*)$",
             f"{_GC} 3.2-3.9", "through explicit `LeaveGroup`; client reason: "),
+    Message("member_left", "broker", "broker",
+            r"Member (?:MemberMetadata\(memberId=(?P<member>[^,]+), groupInstanceId=(?P<instance_id>[^,]+),.*?\)|(?P<member2>\S+)) "
+            rf"has left group {G} through explicit `LeaveGroup` request\s*$",
+            f"{_GC} 3.0-3.1 (handleLeaveGroup, after the rebalance it causes)", "through explicit `LeaveGroup` request"),
     Message("member_left", "broker", "broker",
             r"Member\[group\.instance\.id (?P<instance_id>[^,]+), member\.id (?P<member>[^\]]+)\] in group "
             rf"{G} has left, removing it from the group",

@@ -7,6 +7,7 @@ and directly on a paste, so both engines see exactly the same events.
 from __future__ import annotations
 
 import re
+import zlib
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -159,6 +160,59 @@ def _parse_gated(raw: str) -> dict[str, Any] | None:
     return event
 
 
+# Several broker records on one line (a paste that lost its newlines): where one may start.
+_RECORD_START = re.compile(
+    r"\s(?=\[\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}"
+    r"|\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}[.,]\d{3}\S*\s+(?:TRACE|DEBUG|INFO|WARN|ERROR)\b"
+    r"|(?:(?:TRACE|DEBUG|INFO|WARN|ERROR) )?\[GroupCoordinator[ \]]"
+    r"|(?:Preparing to re(?:balance|stabilize) group|Stabilized group|Assignment received from leader) "
+    r"|Member \S+ in group \S+ has (?:failed|left), removing it from the group)")
+# The messages that begin a broker record: a line holding two of them (or two broker prefixes)
+# may hold two records.
+_RECORD_OPENINGS = ("Preparing to re", "Stabilized group ", "Assignment received from leader ",
+                    " has failed, removing it from the group", " has left, removing it from the group", " is now empty")
+
+
+def records_of(raw: str) -> list[str]:
+    """A line -> the records on it: itself, unless it holds several broker records. Cut where a
+    record may start, then joined again until each piece holds a message (a prefix alone, or a
+    reason, is no record)."""
+    if raw.count("[GroupCoordinator") < 2 and sum(1 for opening in _RECORD_OPENINGS if opening in raw) < 2:
+        return [raw]
+    cuts = [0, *(m.start() for m in _RECORD_START.finditer(raw)), len(raw)]
+    records: list[str] = []
+    current = ""
+    for begin, end in zip(cuts, cuts[1:], strict=False):
+        current += raw[begin:end]
+        if _match(layout_strip_logger(current.strip())) is not None:
+            records.append(current.strip())
+            current = ""
+    if current.strip():
+        if records:
+            records[-1] += current
+        else:
+            records.append(current)
+    return records
+
+
+def _parse_records(raw: str) -> list[dict[str, Any]]:
+    """``_parse_gated`` for every record on a line; a record without a time of its own has
+    the time of the one before it on the line."""
+    pieces = records_of(raw)
+    if len(pieces) == 1:
+        event = _parse_gated(raw)
+        return [] if event is None else [event]
+    events: list[dict[str, Any]] = []
+    for piece in pieces:
+        event = _parse_gated(piece) if passes_gate(piece) else None
+        if event is None:
+            continue
+        if event.get("time_ms") is None and events:
+            event["time_ms"] = events[-1].get("time_ms")
+        events.append(event)
+    return events
+
+
 def _context(event: dict[str, Any], text: str, prefix: str) -> None:
     """Fields that the line's prefix (not the message) carries: broker id and coordinator
     partition, the Java client's clientId and groupId, librdkafka's client name, the Kafka
@@ -240,8 +294,43 @@ def parse_lines(lines: Iterable[str], source: str = "-", cluster: str = "default
     return parse_numbered(((seq, raw, True) for seq, raw in enumerate(lines)), source, cluster, line_numbers=True)
 
 
+class LineError(Exception):
+    """The last guard: a defect met while reading one line, naming the input and the line
+    (every input the reader knows of gives an answer or a one-line bad-input error)."""
+
+    def __init__(self, source: str | None, line_no: int | None, error: BaseException, *, offset: bool = False):
+        where = f"{source}, " + (f"line {line_no}" if not offset else f"the line at byte {line_no}") \
+            if line_no is not None else f"{source}"
+        super().__init__(f"{where}: {type(error).__name__}: {error}")
+        self.where = where
+
+
+# What reading a file (not a line) raises: an unreadable input, not a defect.
+READ_ERRORS: tuple[type[BaseException], ...] = (OSError, EOFError, zlib.error)
+
+
 def parse_numbered(lines: Iterable[tuple[int, str, bool]], source: str = "-", cluster: str = "default", *,
                    line_numbers: bool = False) -> Iterator[dict[str, Any]]:
+    """``_parse_numbered`` with the last guard: a defect names the input and the line."""
+    position: list[int | None] = [None]
+
+    def tracked() -> Iterator[tuple[int, str, bool]]:
+        for item in lines:
+            position[0] = item[0]
+            yield item
+
+    try:
+        yield from _parse_numbered(tracked(), source, cluster, line_numbers=line_numbers)
+    except READ_ERRORS:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the last guard, see LineError
+        seq = position[0]
+        raise LineError(source, None if seq is None else seq + 1 if line_numbers else seq, exc,
+                        offset=not line_numbers) from exc
+
+
+def _parse_numbered(lines: Iterable[tuple[int, str, bool]], source: str = "-", cluster: str = "default", *,
+                    line_numbers: bool = False) -> Iterator[dict[str, Any]]:
     """Parse ``(seq, raw, owned)`` in file order, yielding one record per line that is an event,
     or an ``unrecognised`` record (kind None, ``shape``) for relevant lines matching nothing.
 
@@ -276,9 +365,10 @@ def parse_numbered(lines: Iterable[tuple[int, str, bool]], source: str = "-", cl
         # to be joined, one that fails the gate can neither be read nor matter.
         if not owned or not passes_gate(raw) or layout.is_fence(raw):
             continue
-        event = _parse_gated(raw)
-        if event is not None:
-            yield _finish(event, source, seq, cluster, line_numbers)
+        events = _parse_records(raw)
+        if events:
+            for event in events:
+                yield _finish(event, source, seq, cluster, line_numbers)
         elif _relevant_gated(raw):
             pending = (seq, raw)
     if pending is not None:

@@ -27,11 +27,18 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from kafka_rebalance.pipeline.logparse.catalogue import client_of
+from kafka_rebalance.pipeline.logparse.parse import LineError
 from kafka_rebalance.pipeline.logparse.rows import Event, Row
 
 EVIDENCE_WINDOW_MS = 60_000
 EVIDENCE_CAP = 5
 CLIENT_MERGE_MS = 5_000
+# A cause is at or before the rebalance's start. The coordinator logs a change and the
+# "Preparing to rebalance" it causes in one call (one clock: at the same time or before); a
+# client's line is written on another host, whose clock may run this much ahead.
+CLIENT_CLOCK_SLACK_MS = 1_000
+# Brokers print why they rebalance from this version on (``prepareRebalance``'s reason).
+REASONS_FROM_VERSION = "2.1"
 
 
 @dataclass(frozen=True)
@@ -74,6 +81,7 @@ class Rebalance:
     source: str = "broker"
     causes: list[Row] = field(default_factory=list)
     clip_ms: int | None = None  # where an open rebalance is drawn to (the next one, or the log's end)
+    during: list[str] = field(default_factory=list)  # what happened while it was open (never its cause)
 
 
 # The event fields a story reads (``events`` columns; ``line_no``, ``members_text`` and
@@ -163,6 +171,7 @@ _REASON_RULES: tuple[tuple[re.Pattern[str], str, str], ...] = (
     (re.compile(r"[Rr]emoving member (?P<member>\S+) on heartbeat expiration"), "session_timeout",
      " on heartbeat expiration"),
     (re.compile(r"[Rr]emoving member (?P<member>\S+) on LeaveGroup"), "left", " on LeaveGroup"),
+    (re.compile(r"explicit `LeaveGroup` request for \((?P<member>[^,)\s]+)"), "left", "explicit `LeaveGroup` request for ("),
     (re.compile(r"Leader (?P<member>\S+) re-joining group"), "leader_rejoined", " re-joining group"),
     (re.compile(r"Updating metadata for (?:static )?member (?P<member>\S+)"), "metadata_changed",
      "Updating metadata for "),
@@ -187,7 +196,62 @@ CAUSE_TITLES = {
     "sync_timeout": "members did not sync in time",
     "storage_error": "the coordinator failed to store the assignment",
     "unknown": "not in the log",
+    "not_logged": f"not logged by this version (brokers print the reason from Kafka {REASONS_FROM_VERSION})",
 }
+
+
+# Every member a rebalance's reason names, in every wording of GroupCoordinator.scala (2.1-3.9)
+# and GroupMetadataManager.java (3.7+): (pattern, member event kind, cause, a text every match
+# contains). ``member`` names one member, ``members`` a list ("a, b" or Scala's "Set(a, b)").
+_REASON_MEMBERS: tuple[tuple[re.Pattern[str], str, str, str], ...] = (
+    (re.compile(r"[Aa]dding new member (?P<member>[^\s;]+?)(?: with group instance ?id (?P<instance>[^\s;]+?))?\s*(?:;|$)"),
+     "joined", "joined", "dding new member "),
+    (re.compile(r"Updating metadata for static member (?P<member>[^\s;]+) with instance id (?P<instance>[^\s;]+?)\s*(?:;|$)"),
+     "joined", "static_joined", "Updating metadata for static member "),
+    (re.compile(r"Updating metadata for member (?P<member>[^\s;]+?)(?: during \w+)?\s*(?:;|$)"), "rejoined",
+     "metadata_changed", "Updating metadata for member "),
+    (re.compile(r"Leader (?P<member>[^\s;]+) re-joining group"), "rejoined", "leader_rejoined", " re-joining group"),
+    (re.compile(r"Member (?P<member>[^\s;]+) is joining group during"), "rejoined", "joined", " is joining group during"),
+    (re.compile(r"static member (?P<member>[^\s;]+) with instance id (?P<instance>[^\s;]+) joined with change of protocol"),
+     "rejoined", "metadata_changed", " joined with change of protocol"),
+    (re.compile(r"[Rr]emoving member (?P<member>[^\s;]+) on LeaveGroup"), "left", "left", " on LeaveGroup"),
+    (re.compile(r"explicit `LeaveGroup` request for \((?P<members>[^)]*)\) members"), "left", "left",
+     "explicit `LeaveGroup` request for ("),
+    (re.compile(r"removing member (?P<member>[^\s;]+?) on heartbeat expiration"), "failed", "session_timeout",
+     " on heartbeat expiration"),
+    (re.compile(r"Removing (?:[A-Za-z]*Set)?[(\[](?P<members>[^)\]]*)[)\]] on pending sync request expiration"), "failed",
+     "sync_timeout", " on pending sync request expiration"),
+)
+_WHAT_HAPPENED = {"joined": "joined", "rejoined": "rejoined", "left": "left", "poll_timeout": "left (poll timeout)",
+                  "failed": "failed (session timeout)", "session_timeout": "failed (session timeout)", "fenced": "was fenced", "sync_timeout": "did not sync in time",
+                  "rebalance_timeout": "did not rejoin in time"}
+# member event kinds that are one happening, whichever line or reason tells it
+_SAME_HAPPENING = {"joined": "join", "rejoined": "join", "left": "leave", "failed": "failure", "fenced": "failure"}
+
+
+def members_in_reason(reason: str | None) -> list[tuple[str, str, str, str | None, bool]]:
+    """(member, member event kind, cause, the client's reason, static) for every member a
+    rebalance's reason names."""
+    if not reason:
+        return []
+    client_reason = _CLIENT_REASON.search(reason) if "client reason: " in reason else None
+    detail = client_reason.group("reason") if client_reason else None
+    found: list[tuple[str, str, str, str | None, bool]] = []
+    for pattern, kind, cause, text in _REASON_MEMBERS:
+        if text not in reason:
+            continue
+        for match in pattern.finditer(reason):
+            names = match.groupdict()
+            instance = names.get("instance")
+            static = bool(instance) and instance not in ("None", "null")
+            member_cause = cause
+            if cause == "joined" and static:
+                member_cause = "static_joined"
+            if kind == "left" and detail and "poll timeout" in detail.lower():
+                member_cause = "poll_timeout"
+            members = [names["member"]] if names.get("member") else re.findall(r"[^\s,]+", names.get("members") or "")
+            found.extend((member, kind, member_cause, detail, static) for member in members)
+    return found
 
 
 def _cause_from_reason(reason: str | None) -> tuple[str, str | None, str | None] | None:
@@ -230,6 +294,9 @@ class GroupStory:
         self.consumer_members: dict[str | None, tuple[int | None, str | None]] = {}
         self.last_epoch: int | None = None
         self.last_ms: int | None = None
+        # (member, happening) -> the member event a rebalance's reason told, until the member's
+        # own line (logged just before or after the reason) is read
+        self.from_reason: dict[tuple[str, str], dict[str, Any]] = {}
 
     # -- helpers
     def _new(self, event: Event, *, old_generation: int | None, start_known: bool = True,
@@ -246,12 +313,26 @@ class GroupStory:
             self.open.clip_ms = at_ms
             self.open = None
 
-    def _member_event(self, event: Event, kind: str, member: str | None = None, reason: str | None = None) -> Row:
+    def _member_event(self, event: Event, kind: str, member: str | None = None,
+                      reason: str | None = None, *, learnt: str = "line") -> Row:
+        """A member event; ``learnt``: from its own ``line``, or from a rebalance's ``reason``."""
         member = member or event.get("member") or event.get("client_id")
+        happening = _SAME_HAPPENING.get(kind)
+        if learnt == "line" and happening and member:
+            told = self.from_reason.get((member, happening))
+            if told is not None and _near(told["time_ms"], event.get("time_ms")):
+                # the member's own line, logged just after the reason that named it: one event
+                del self.from_reason[(member, happening)]
+                told.update(source="line", kind=kind, input=event.get("source"), side=event.get("side"),
+                            line=event.get("line"), generation=event.get("generation"))
+                if reason:
+                    told["reason"] = reason
+                return told
         row: Row = {"cluster": self.cluster, "group": self.group, "member": member, "time_ms": event.get("time_ms"),
-               "kind": kind, "client": client_of(member) if kind in ("failed", "left", "joined", "fenced") else
-               (event.get("client_id") or client_of(member)), "reason": reason, "source": event.get("source"),
-               "side": event.get("side"), "generation": event.get("generation"), "line": event.get("line")}
+               "kind": kind, "client": client_of(member) if kind in ("failed", "left", "joined", "rejoined", "fenced")
+               else (event.get("client_id") or client_of(member)), "reason": reason, "source": learnt,
+               "input": event.get("source"), "side": event.get("side"), "generation": event.get("generation"),
+               "line": event.get("line")}
         self.member_events.append(row)
         if kind in ("failed", "left", "fenced") and row["client"]:
             self.departed.setdefault(row["client"], []).append(row["time_ms"])
@@ -368,7 +449,11 @@ class GroupStory:
         target = self._open_for(event)
         if target is not None and event.get("side") == "broker":
             (target.failed if kind in ("failed", "fenced") else target.left).append(row["member"])
-            target.causes.append(self._cause(kind_cause, row["member"], reason, [event]))
+            if self._at_start(target, event, row["member"]):
+                target.causes.append(self._cause(kind_cause, row["member"], reason, [event]))
+            else:
+                target.during.append(f"{row['member']} {_WHAT_HAPPENED.get(kind_cause, kind)}")
+                row["during_rebalance"] = True
         else:
             self.recent.append({"cause": kind_cause, "member": row["member"], "detail": reason, "event": event,
                                 "departure": kind})
@@ -399,9 +484,22 @@ class GroupStory:
             self.consumer_members.setdefault(row["member"], replaced)
         target = self._open_for(event)
         if target is not None:
+            # it joins the rebalance under way: what happened during it, not the next one's cause
             target.joined.append(row["member"])
+            if not self._at_start(target, event, row["member"]):
+                target.during.append(f"{row['member']} joined")
+                return
         self.recent.append({"cause": cause, "member": row["member"], "detail": event.get("membership"), "event": event,
                             "departure": None})
+
+    def _at_start(self, rebalance: Rebalance, event: Event, member: str | None) -> bool:
+        """Was this event (read while ``rebalance`` is open) at its start, so a cause? The
+        coordinator logs the change and the rebalance it causes in one call: at the same time.
+        Without times, only the member the reason names is (its line follows the reason)."""
+        start, time_ms = rebalance.start_ms, event.get("time_ms")
+        if start is not None and time_ms is not None:
+            return bool(time_ms <= start)
+        return member is not None and any(member == named for named, *_ in members_in_reason(rebalance.reason))
 
     def _open_for(self, event: Event) -> Rebalance | None:
         """The open rebalance a member's arrival or departure belongs to. A KIP-848 coordinator
@@ -420,8 +518,13 @@ class GroupStory:
         return time_ms is None or any(at is None or at <= time_ms for at in times)
 
     def _on_members_not_rejoined(self, event: Event) -> None:
+        target = self.open
         for member in re.findall(r"[\w.\-]+", event.get("members_text") or event.get("line", "").split(":")[-1]):
-            self._member_event(event, "failed", member=member, reason="did not rejoin in time")
+            row = self._member_event(event, "failed", member=member, reason="did not rejoin in time")
+            row["cause"] = "rebalance_timeout"
+            if target is not None:
+                target.failed.append(member)
+                target.during.append(f"{member} {_WHAT_HAPPENED['rebalance_timeout']}")
 
     def _on_group_loaded(self, event: Event) -> None:
         self._member_event(event, "coordinator_loaded", member="")
@@ -499,15 +602,15 @@ class GroupStory:
     # -- client lines that explain a rebalance
     def _on_client_poll_timeout(self, event: Event) -> None:
         row = self._member_event(event, "poll_timeout", reason="consumer poll timeout has expired")
-        self.recent.append({"cause": "poll_timeout", "member": row["member"], "detail": row["reason"], "event": event,
-                            "departure": "client"})
+        self._client_signal({"cause": "poll_timeout", "member": row["member"], "detail": row["reason"], "event": event,
+                             "departure": "client"})
 
     def _on_client_leave(self, event: Event) -> None:
         reason = event.get("reason")
         row = self._member_event(event, "leave_request", reason=reason)
         cause = "poll_timeout" if reason and "poll timeout" in reason.lower() else "left"
-        self.recent.append({"cause": cause, "member": row["member"], "detail": reason, "event": event,
-                            "departure": "client"})
+        self._client_signal({"cause": cause, "member": row["member"], "detail": reason, "event": event,
+                             "departure": "client"})
 
     def _on_client_heartbeat_failed(self, event: Event) -> None:
         self._member_event(event, "heartbeat_failed", reason=event.get("reason"))
@@ -518,8 +621,18 @@ class GroupStory:
     def _on_client_rejoin_requested(self, event: Event) -> None:
         reason = event.get("reason") or ""
         if "metadata" in reason or "subscription" in reason:
-            self.recent.append({"cause": "metadata_changed", "member": event.get("client_id"), "detail": reason,
-                                "event": event, "departure": "client"})
+            self._client_signal({"cause": "metadata_changed", "member": event.get("client_id"), "detail": reason,
+                                 "event": event, "departure": "client"})
+
+    def _client_signal(self, item: dict[str, Any]) -> None:
+        """A client's line explains the next rebalance, or the one the coordinator opened just
+        before it: the client's clock may run up to ``CLIENT_CLOCK_SLACK_MS`` ahead."""
+        target, time_ms = self.open, item["event"].get("time_ms")
+        if target is not None and target.start_ms is not None and time_ms is not None \
+                and 0 <= time_ms - target.start_ms <= CLIENT_CLOCK_SLACK_MS:
+            target.causes.append(self._cause(item["cause"], item["member"], item["detail"], [item["event"]]))
+            return
+        self.recent.append(item)
 
     # -- causes
     def _cause(self, cause: str, member: str | None, detail: str | None, events: list[Event]) -> Row:
@@ -531,14 +644,15 @@ class GroupStory:
         kept = []
         for item in self.recent:
             time_ms = item["event"].get("time_ms")
-            close = start is None or time_ms is None or 0 <= start - time_ms <= EVIDENCE_WINDOW_MS
+            slack = CLIENT_CLOCK_SLACK_MS if item["event"].get("side") == "client" else 0
+            close = start is None or time_ms is None or -slack <= start - time_ms <= EVIDENCE_WINDOW_MS
             if close:
                 rebalance.causes.append(self._cause(item["cause"], item["member"], item["detail"], [item["event"]]))
                 if item["departure"] in ("failed", "fenced"):
                     rebalance.failed.append(item["member"])
                 elif item["departure"] == "left":
                     rebalance.left.append(item["member"])
-            elif time_ms is not None and start is not None and time_ms > start:
+            elif time_ms is not None and start is not None and time_ms > start + slack:
                 kept.append(item)
         self.recent = kept
         reason = _cause_from_reason(rebalance.reason)
@@ -546,9 +660,8 @@ class GroupStory:
             cause, member, detail = reason
             if cause in ("joined", "static_joined") and self._rejoins(client_of(member), start):
                 cause = "restarted"
-            if cause in ("left", "poll_timeout", "session_timeout") and member:
-                self._departure_from_reason(rebalance, cause, member, detail)
             rebalance.causes.insert(0, self._cause(cause, member, detail or rebalance.reason, rebalance.evidence[:1]))
+        self._members_from_reason(rebalance)
         if rebalance.partition is not None:
             for move in self._moves_of(rebalance.partition):
                 if move.get("time_ms") is not None and start is not None \
@@ -564,20 +677,34 @@ class GroupStory:
                 self.moves_by_partition[move.get("partition")].append(move)
         return self.moves_by_partition.get(partition, [])
 
-    def _departure_from_reason(self, rebalance: Rebalance, cause: str, member: str, detail: str | None) -> None:
-        """Brokers before 2.4 name a leaving or expired member only in the rebalance's reason:
-        record the departure unless its own line was already read."""
+    def _members_from_reason(self, rebalance: Rebalance) -> None:
+        """Every member the rebalance's reason names is a member event (``source`` reason),
+        unless that member's own line already told it (brokers before 2.4 log a leaving or
+        expired member only in the reason; a new member's id is often only there)."""
         start = rebalance.start_ms
-        for e in self.member_events:
-            if e["member"] == member and e["kind"] in ("failed", "left") and (
-                    start is None or e["time_ms"] is None or abs(start - e["time_ms"]) <= EVIDENCE_WINDOW_MS):
-                return
-        kind = "failed" if cause == "session_timeout" else "left"
-        event = rebalance.evidence[0] if rebalance.evidence else {}
-        row = self._member_event(event, kind, member=member, reason=detail)
-        row["cause"] = cause
-        row["generation"] = None
-        (rebalance.failed if kind == "failed" else rebalance.left).append(member)
+        opening = rebalance.evidence[0] if rebalance.evidence else {}
+        for member, kind, cause, detail, static in members_in_reason(rebalance.reason):
+            happening = _SAME_HAPPENING[kind]
+            if any(e["member"] == member and _SAME_HAPPENING.get(e["kind"]) == happening
+                   and _near(e["time_ms"], start) for e in self.member_events):
+                continue
+            unnamed = [e for e in self.member_events if e["member"] is None and e["kind"] == "joined"
+                       and static and e["reason"] == "Static" and _near(e["time_ms"], start)]
+            if len(unnamed) == 1:
+                # a static member's replacement, logged before the new member id is known: named now
+                unnamed[0].update(member=member, client=client_of(member))
+                continue
+            row = self._member_event(opening, kind, member=member, reason=detail or ("Static" if static else None),
+                                     learnt="reason")
+            row["cause"] = cause
+            row["generation"] = None
+            self.from_reason[(member, happening)] = row
+            if kind == "failed":
+                rebalance.failed.append(member)
+            elif kind == "left":
+                rebalance.left.append(member)
+            else:
+                rebalance.joined.append(member)
 
     def finish(self) -> None:
         if self.open is not None:
@@ -591,6 +718,11 @@ class GroupStory:
             later = [s for s in starts if period["start_ms"] is not None and s > period["start_ms"]]
             period["end_ms"] = later[0] if later else None
             period["duration_ms"] = period["end_ms"] - period["start_ms"] if later else None
+
+
+def _near(first_ms: int | None, second_ms: int | None) -> bool:
+    """Close enough in time to be one happening (a line without a time is near anything)."""
+    return first_ms is None or second_ms is None or abs(first_ms - second_ms) <= EVIDENCE_WINDOW_MS
 
 
 # kind -> its ``GroupStory._on_<kind>`` (looked up once, not per event)
@@ -796,7 +928,7 @@ def _rebalance_row(r: Rebalance) -> Row:
             "partition": r.partition, "protocol": r.protocol, "source": r.source, "start_known": r.start_known,
             "assignor": r.assignor, "assignor_ms": r.assignor_ms,
             "cause": primary["cause"] if primary else "unknown", "cause_member": primary["member"] if primary else None,
-            "clip_ms": r.clip_ms if r.outcome == "open" else None}
+            "clip_ms": r.clip_ms if r.outcome == "open" else None, "during": list(dict.fromkeys(r.during))}
 
 
 def tell(cluster: str, group: str, events: list[Event], coordinator_moves: list[Event] | None = None,
@@ -805,7 +937,10 @@ def tell(cluster: str, group: str, events: list[Event], coordinator_moves: list[
     ordered = distinct_events(order_events(events))
     story = GroupStory(cluster, group, coordinator_moves)
     for event in ordered:
-        story.feed(event)
+        try:
+            story.feed(event)
+        except Exception as exc:  # noqa: BLE001 - the last guard: name the input and the line
+            raise LineError(event.get("source"), event.get("line_no"), exc) from exc
     story.finish()
     clients = client_rebalances(cluster, group, ordered)
     rebalances = story.rebalances
@@ -814,6 +949,7 @@ def tell(cluster: str, group: str, events: list[Event], coordinator_moves: list[
         _client_causes(rebalances, story.member_events)
     rebalances.sort(key=lambda r: (r.start_ms if r.start_ms is not None else -1))
     _infer_joins(rebalances)
+    _not_logged(rebalances)
     rows = [_rebalance_row(r) for r in rebalances]
     causes = []
     for r, row in zip(rebalances, rows, strict=True):
@@ -856,11 +992,11 @@ def _client_causes(rebalances: list[Rebalance], member_events: list[Row]) -> Non
         if r.start_ms is None:
             continue
         for e in signals:
-            if e["time_ms"] is not None and 0 <= r.start_ms - e["time_ms"] <= EVIDENCE_WINDOW_MS:
+            if e["time_ms"] is not None and -CLIENT_CLOCK_SLACK_MS <= r.start_ms - e["time_ms"] <= EVIDENCE_WINDOW_MS:
                 cause = "poll_timeout" if e["kind"] == "poll_timeout" or "poll timeout" in (e["reason"] or "").lower() \
                     else ("left" if e["kind"] == "leave_request" else "session_timeout")
                 r.causes.append({"cause": cause, "member": e["member"], "detail": e["reason"],
-                                 "events": [{"line": e["line"], "source": e["source"], "seq": None}]})
+                                 "events": [{"line": e["line"], "source": e["input"], "seq": None}]})
 
 
 def _infer_joins(rebalances: list[Rebalance]) -> None:
@@ -877,6 +1013,18 @@ def _infer_joins(rebalances: list[Rebalance]) -> None:
                                  "detail": f"members {previous_members} -> {r.members} (inferred)", "events": r.evidence[:1]})
         if r.members is not None:
             previous_members = r.members
+
+
+def _not_logged(rebalances: list[Rebalance]) -> None:
+    """A broker before 2.1 prints no reason: a rebalance it opened that nothing before its start
+    explains was caused by something this version does not log."""
+    for r in rebalances:
+        opening = r.evidence[0] if r.evidence else {}
+        if not r.causes and r.source == "broker" and r.start_known and r.reason is None \
+                and opening.get("kind") == "preparing_rebalance":
+            r.causes.append({"cause": "not_logged", "member": None,
+                             "detail": f"brokers before Kafka {REASONS_FROM_VERSION} print no reason, and no line "
+                                       "before the rebalance explains it", "events": r.evidence[:1]})
 
 
 INCIDENT_MS = 10_000
@@ -910,6 +1058,7 @@ def findings(cluster: str, group: str, rebalances: list[Row], member_events: lis
     generations = [g for r in rebalances for g in (r["generation"], r["old_generation"]) if g is not None]
     # one pass over the member events for what is read from them below
     failures = []
+    failures_during = 0
     poll_by_client: dict[str, list[int]] = defaultdict(list)
     versions = []
     leaves = 0
@@ -919,6 +1068,7 @@ def findings(cluster: str, group: str, rebalances: list[Row], member_events: lis
         if kind in ("failed", "fenced"):
             if e.get("cause") != "rebalance_timeout":
                 failures.append(e)
+                failures_during += bool(e.get("during_rebalance"))
         elif kind == "left":
             leaves += 1
         if (kind == "poll_timeout" or (kind in ("left", "leave_request")
@@ -969,7 +1119,7 @@ def findings(cluster: str, group: str, rebalances: list[Row], member_events: lis
         "max_generation": max(generations) if generations else None,
         "first_ms": min((r["start_ms"] for r in rebalances if r["start_ms"] is not None), default=None),
         "last_ms": max((r["end_ms"] or r["start_ms"] for r in rebalances if r["start_ms"] is not None), default=None),
-        "failures": len(failures), "most_failing": most_failing,
+        "failures": len(failures), "failures_during_rebalances": failures_during, "most_failing": most_failing,
         "kafka_python_version": min(versions) if versions else None,
         "poll_timeout_leaves": sum(len(v) for v in poll_by_client.values()),
         "poll_timeout_client": poll_client, "poll_timeout_client_count": len(poll_times),

@@ -2,13 +2,17 @@
 Spark (a paste, a small file) from the same per-group story the Spark job runs.
 
 Every table has one schema here, used by both engines: Spark gets it as DDL, the local engine
-as a pyarrow schema. Time columns are carried as epoch milliseconds (``*_ms``) inside the
+as a pyarrow schema. ``member_events.source`` says how a member event was learnt: from its own
+``line``, or from the ``reason`` of a rebalance that names the member; ``input`` is the file.
+``rebalances.during`` lists what happened while a rebalance was open (members that failed,
+left, joined or did not rejoin in time): never its cause, which is at or before its start. Time columns are carried as epoch milliseconds (``*_ms``) inside the
 story and written as timestamps (``start``, ``end``, ``time``).
 """
 
 from __future__ import annotations
 
 import io
+import re
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
@@ -16,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kafka_rebalance.pipeline.logparse.parse import EVENT_COLUMNS, parse_lines
+from kafka_rebalance.pipeline.logparse.parse import EVENT_COLUMNS, READ_ERRORS, parse_lines
 from kafka_rebalance.pipeline.logparse.rows import Event, Row
 from kafka_rebalance.pipeline.logparse.story import DEFAULT_STORM_RULE, StormRule, tell
 
@@ -33,13 +37,13 @@ TABLES: dict[str, list[tuple[str, str, str]]] = {
         ("protocol", STRING, "protocol"), ("source", STRING, "source"), ("start_known", BOOL, "start_known"),
         ("joined_members", STRINGS, "joined_members"), ("assignor", STRING, "assignor"),
         ("assignor_ms", LONG, "assignor_ms"), ("cause", STRING, "cause"), ("cause_member", STRING, "cause_member"),
-        ("drawn_until", TIME, "clip_ms"),
+        ("drawn_until", TIME, "clip_ms"), ("during", STRINGS, "during"),
     ],
     "member_events": [
         ("group", STRING, "group"), ("member", STRING, "member"), ("time", TIME, "time_ms"), ("kind", STRING, "kind"),
         ("client", STRING, "client"), ("reason", STRING, "reason"), ("cluster", STRING, "cluster"),
         ("source", STRING, "source"), ("side", STRING, "side"), ("generation", LONG, "generation"),
-        ("cause", STRING, "cause"),
+        ("cause", STRING, "cause"), ("input", STRING, "input"),
     ],
     "storms": [
         ("group", STRING, "group"), ("start", TIME, "start_ms"), ("end", TIME, "end_ms"),
@@ -237,6 +241,41 @@ def expand_inputs(paths: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
     return kept, skipped
 
 
+_COMPRESSED = re.compile(r"\.(?:gz|bz2|xz|zst)$")
+# log4j's and logback's rolled names: server.log.1, server.log.2024-06-02, server.log.2024-06-02-14
+_ROLLED = re.compile(r"(?:[._-]\d{4}-?\d{2}-?\d{2}(?:[._T-]?\d{1,2}){0,3}|\.\d{1,4})$")
+_DATED_BEFORE_LOG = re.compile(r"[._-]\d{4}-?\d{2}-?\d{2}(?:[._T-]?\d{1,2}){0,3}(?=\.log$)")
+STDIN_CLUSTER = "stdin"
+
+
+def rotated_log(name: str) -> str:
+    """The log a file was rotated from (``server.log.1``, ``server.log.2024-06-02.gz`` and
+    ``app.2024-06-02.0.log`` -> ``server.log``, ``server.log``, ``app.log``); works on paths
+    and URLs alike."""
+    head, separator, base = name.rpartition("/")
+    base = _COMPRESSED.sub("", base)
+    while (stripped := _ROLLED.sub("", base)) not in (base, ""):
+        base = stripped
+    return head + separator + _DATED_BEFORE_LOG.sub("", base)
+
+
+def input_clusters(files: list[str], labelled: dict[str, str] | None = None,
+                   resolve: Callable[[str], str] | None = None) -> dict[str, str]:
+    """The cluster (story scope) of every input. ``labelled`` maps a path prefix to a name
+    (``--cluster NAME[=PATH]``): those inputs are one cluster and complete each other's story.
+    An input nobody labelled is a cluster of its own, named after it, with the files rotated
+    from the same log (its earlier days): so what is found in a file does not depend on what
+    else was read with it. ``resolve`` turns an input into the form the prefixes are in."""
+    clusters = {}
+    for name in files:
+        key = resolve(name) if resolve is not None and name != STDIN else name
+        label = next((cluster for prefix, cluster in (labelled or {}).items() if key.startswith(prefix)), None)
+        if label is None:
+            label = STDIN_CLUSTER if name == STDIN else rotated_log(name)
+        clusters[name] = label
+    return clusters
+
+
 def fill_client_group(record: Event, last_group: dict[str, str]) -> None:
     """Some client lines do not name their group (librdkafka's JoinGroup response): they belong
     to the group the same client named last in the same file."""
@@ -282,7 +321,7 @@ def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM
         times = []
         try:
             records = list(parse_lines(counter, source, cluster))
-        except (OSError, EOFError, ValueError) as exc:  # a truncated or corrupt .gz
+        except READ_ERRORS as exc:  # a truncated or corrupt .gz
             records = []
             unreadable.append((source, f"unreadable: {exc}"))
         last_group: dict[str, str] = {}

@@ -81,11 +81,13 @@ def _naive(series: pd.Series) -> pd.Series:
     return series.dt.tz_convert(None) if getattr(series.dt, "tz", None) is not None else series
 
 
-def _labelled(frame: pd.DataFrame, several_clusters: bool) -> pd.DataFrame:
-    """``group`` as shown: ``cluster/group`` when the inputs span several clusters."""
+def _labelled(frame: pd.DataFrame, cluster_names: dict[str, str] | None) -> pd.DataFrame:
+    """``group`` as shown: ``cluster/group`` when the inputs span several clusters (see
+    ``_cluster_names``)."""
     frame = frame.copy()
-    if several_clusters and "cluster" in frame.columns and len(frame):
-        frame["group"] = frame["cluster"].astype(str) + "/" + frame["group"].astype(str)
+    if cluster_names and "cluster" in frame.columns and len(frame):
+        shown = frame["cluster"].astype(str).map(lambda c: cluster_names.get(c, c))
+        frame["group"] = shown + "/" + frame["group"].astype(str)
     for column in ("start", "end", "time", "drawn_until"):
         if column in frame.columns:
             frame[column] = _naive(frame[column])
@@ -99,8 +101,18 @@ def findings_frame(findings: list[Row]) -> pd.DataFrame:
     return frame
 
 
-def _several_clusters(findings: list[Row]) -> bool:
-    return len({f["cluster"] for f in findings}) > 1
+def _cluster_names(findings: list[Row]) -> dict[str, str] | None:
+    """None for one cluster; else each cluster's name as shown: an input read on its own is a
+    cluster named by its path, shown by its file name unless two inputs share one."""
+    clusters = sorted({str(f["cluster"]) for f in findings})
+    if len(clusters) <= 1:
+        return None
+    short = {c: c.rstrip("/").rsplit("/", 1)[-1] or c for c in clusters}
+    return short if len(set(short.values())) == len(short) else {c: c for c in clusters}
+
+
+def _label(cluster: str, group: str, cluster_names: dict[str, str] | None) -> str:
+    return f"{cluster_names.get(cluster, cluster)}/{group}" if cluster_names else group
 
 
 def _ranked_groups(findings: pd.DataFrame, limit: int) -> list[str]:
@@ -117,7 +129,7 @@ def _top_groups(findings: pd.DataFrame) -> list[str]:
 
 def logs_figures(frames: dict[str, pd.DataFrame], findings: list[Row]) -> list[Figure]:
     """The figures of the logs report, from the (already small) tables."""
-    several = _several_clusters(findings)
+    several = _cluster_names(findings)
     groups = _labelled(findings_frame(findings), several)
     top = _top_groups(groups)
     rebalances = _labelled(frames["rebalances"], several)
@@ -155,6 +167,16 @@ def rebalance_timeline_figure(timeline: pd.DataFrame, departures: pd.DataFrame, 
     if timeline.empty:
         return Figure("rebalance_timeline", "Rebalances over time", caption, empty_figure("no rebalances found"),
                       timeline)
+    # A line without a timestamp (a paste of bare messages) gives a rebalance with no place on a
+    # time axis: it is in the tables, and the figure draws the others.
+    untimed = int(timeline["start"].isna().sum())
+    timeline = timeline[timeline["start"].notna()]
+    departures = departures[departures["time"].notna()] if not departures.empty else departures
+    if untimed:
+        caption += f" {untimed} rebalance(s) whose lines carry no time are in the tables only."
+    if timeline.empty:
+        return Figure("rebalance_timeline", "Rebalances over time", caption,
+                      empty_figure("the log lines carry no time: the rebalances are in the tables below"), timeline)
     order = [g for g in groups if g in set(timeline["group"])][::-1]
     start_all = min(timeline["start"].min(), departures["time"].min() if not departures.empty else timeline["start"].min())
     end_candidates = [timeline["start"].max(), timeline["end"].max()]
@@ -501,16 +523,16 @@ def logs_answer(summary: dict[str, Any], frames: dict[str, pd.DataFrame], findin
     """The answer from the tables and each group's findings and advice: the ``GROUP_SECTIONS``
     groups with the most rebalances (then failures, then name), each with its latest
     ``GROUP_SECTION_ROWS`` rebalances."""
-    several = _several_clusters(findings)
+    several = _cluster_names(findings)
     groups = _labelled(findings_frame(findings), several)
     shown = _ranked_groups(groups, GROUP_SECTIONS)
     rebalances = _labelled(frames["rebalances"], several)
     causes = _labelled(frames["causes"], several)
     rebalances_of, causes_of = _rows_by_group(rebalances, shown), _rows_by_group(causes, shown)
-    by_label = {(f"{f['cluster']}/{f['group']}" if several else str(f["group"])): f for f in findings}
+    by_label = {_label(str(f["cluster"]), str(f["group"]), several): f for f in findings}
     told = []
     for label in shown:
-        mine = [a for a in advice_items if (f"{a.cluster}/{a.group}" if several else a.group) == label]
+        mine = [a for a in advice_items if _label(a.cluster, a.group, several) == label]
         told.append(group_answer(label, rebalances_of[label], causes_of[label], mine, by_label.get(label, {})))
     return LogsAnswer(summary=summary, groups=tuple(told), more_groups=max(len(groups) - len(shown), 0),
                       tables=tables, report=report)
@@ -625,7 +647,7 @@ def group_section(group: GroupAnswer) -> str:
 def render_logs_report(answer: LogsAnswer, figures: list[Figure], advice_items: list[Any],
                        frames: dict[str, pd.DataFrame], findings: list[dict[str, Any]]) -> str:
     summary = answer.summary
-    several = _several_clusters(findings)
+    several = _cluster_names(findings)
     sections = [cards(answer.totals())]
     if summary["lines_matched"] == 0:
         samples = "".join(f"<li><code>{html.escape(s[:200])}</code></li>" for s in summary.get("sample_lines", []))

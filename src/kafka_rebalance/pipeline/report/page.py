@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -57,6 +58,9 @@ def render(fig: MplFigure, elements: int = 0) -> str:
     """Inline a matplotlib figure: SVG when light enough, else a PNG data URI."""
     buffer = io.BytesIO()
     if elements <= SVG_ELEMENT_LIMIT:
+        # A group or member named with a control character (a damaged line) has no glyph: drawn
+        # as a box, without a warning on the terminal.
+        warnings.filterwarnings("ignore", message="Glyph .* missing from font", category=UserWarning)
         fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
         plt.close(fig)
         text = buffer.getvalue().decode("utf-8")
@@ -131,7 +135,7 @@ def cards(items: Sequence[tuple[str, Any]]) -> str:
 
 
 def format_value(value: Any) -> str:
-    if value is None or (isinstance(value, float) and pd.isna(value)):
+    if value is None or value is pd.NaT or (isinstance(value, float) and pd.isna(value)):
         return "-"
     if isinstance(value, float):
         return f"{value:,.1f}" if abs(value) < 1e6 else f"{value:,.0f}"
