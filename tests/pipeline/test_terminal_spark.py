@@ -54,7 +54,7 @@ def test_logs_on_spark_and_lab_answer_without_jvm_output(tmp_path, cache):
     logs = run_on_terminal(["logs", str(DATA), "--engine", "spark", "--master", "local[2]", "--out",
                             str(tmp_path / "logs")], cache)
     assert logs.code == 0, logs.stderr
-    assert "Group billing: 2 rebalances" in logs.stdout and "reading logs" in logs.stderr
+    assert "Group broker-3.9.log/billing: 2 rebalances" in logs.stdout and "reading logs" in logs.stderr
     assert_no_jvm_noise(logs.stdout, logs.stderr)
     sweep = tmp_path / "tiny.json"
     sweep.write_text(json.dumps(TINY_SWEEP))
