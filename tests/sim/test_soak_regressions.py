@@ -260,3 +260,25 @@ def test_a_cooperative_member_consumes_what_it_last_learnt_until_its_next_sync(p
     while the subscription covers them) and consumed them until SyncGroup of g said to revoke."""
     with wall_clock_limit(20):
         assert check_schedule(yaml.safe_load(path.read_text())) == []
+
+
+def test_a_member_fenced_at_epoch_zero_retries_once_per_round_trip_until_its_session_expires():
+    """Zero latency, KIP-848: c4's poll timer expired while the new coordinator loaded the group,
+    so its leave heartbeat was answered COORDINATOR_LOAD_IN_PROGRESS and ignored (Kafka's
+    AbstractHeartbeatRequestManager.poll: "We can ignore the leave response"); the loaded group
+    still held c4 at epoch 6. Back from its stall, c4 rejoined with epoch 0 and the same member
+    id, was answered FENCED_MEMBER_EPOCH (GroupMetadataManager.throwIfConsumerGroupMemberEpochIsInvalid
+    checks epoch 0 against the member's epoch too) and rejoined at once (no backoff after a
+    fencing): the simulator repeated that exchange at one virtual instant forever. In Kafka the
+    retries come once per round trip and the session timeout armed at the load (27,976 ms +
+    15 s) removes the member, after which the same member id joins anew. Soak seed 0, schedule
+    165, consumer protocol."""
+    schedule = yaml.safe_load((Path(__file__).parent / "soak_fenced_rejoin" / "seed0-schedule165-consumer.yaml")
+                              .read_text())
+    with wall_clock_limit(30):
+        assert check_schedule(schedule) == []
+        records = [logged.record for logged in run_simulation(load_scenario(schedule)).log_records]
+    fenced = [r for r in records if type(r).__name__ == "ConsumerMemberFenced"]
+    assert [(r.time_ms, r.reason) for r in fenced] == [(42976, "the member session expired.")]
+    rejoined = [r for r in records if type(r).__name__ == "ConsumerMemberJoined" and r.member_id == fenced[0].member_id]
+    assert [r.time_ms for r in rejoined] == [0, 42976]

@@ -122,6 +122,7 @@ class ConsumerGroupProcess(AppProcess[ConsumerGroupDeferrable]):
     next_commit_ms: int = 0
     callbacks: list[list[ListenerCallback]] = field(default_factory=list)
     timer_events: dict[MemberTimer, MemberTimerFires] = field(default_factory=dict)  # one per timer
+    fenced_answer_ms: int = -1  # when the coordinator last answered it FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID
 
     @property
     def flowing(self) -> bool:
@@ -229,6 +230,8 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         if type(response) is cl.JoinGroupResponse and response.error_code is ErrorCode.NONE:
             self._unfence(proc)  # a classic member in the group's current generation
         if isinstance(response, ce.ConsumerGroupHeartbeatResponse):
+            if response.error_code in (ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID):
+                proc.fenced_answer_ms = self.now
             self._member_input(proc, me.Received(response))
         elif isinstance(response, ce.OffsetCommitResponse | ce.OffsetFetchResponse):
             raise AssertionError(f"{response!r}: OffsetCommit and OffsetFetch go straight to the coordinator")
@@ -464,8 +467,7 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         if len(out) == 2:  # the background thread's heartbeat and its next turn
             first, second = out
             if type(first) is me.Send and type(second) is ArmTimer and first.request.member_epoch >= 0:
-                self._push(self._in_order_arrival(self.request_arrival_ms, proc.connection),
-                           GroupRequestArrives(proc.connection, first.request, first.ignore_response))
+                self._send_heartbeat(proc, first.request, first.ignore_response)
                 self._arm_member_timer(proc, second.timer, second.deadline_ms)
                 return
         new_batch = proc.machine.pending_callbacks > pending_before
@@ -475,8 +477,7 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         for item in out:
             match item:
                 case me.Send(request=request, ignore_response=ignore):
-                    self._push(self._in_order_arrival(self.request_arrival_ms, proc.connection),
-                               GroupRequestArrives(proc.connection, request, ignore))
+                    self._send_heartbeat(proc, request, ignore)
                     if request.member_epoch < 0 and proc.positions:
                         # Out of the group: whatever the listener does later, it consumes no more.
                         self._checkpoint(proc)
@@ -520,6 +521,23 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
             found = (cl.FindCoordinatorResponse(ErrorCode.NONE, self.broker) if self.coordinator_available
                      else cl.FindCoordinatorResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE))
             self._member_input(proc, cc_events.Received(found))
+
+    def _send_heartbeat(self, proc: ConsumerGroupProcess, request: ce.ConsumerGroupHeartbeatRequest,
+                        ignore_response: bool) -> None:
+        """A ConsumerGroupHeartbeat on the member's connection. The join after a fencing goes out
+        at once (AbstractHeartbeatRequestManager.onErrorResponse: FENCED_MEMBER_EPOCH and
+        UNKNOWN_MEMBER_ID skip the backoff), so a member the group still holds under an older
+        epoch (its leave heartbeat answered COORDINATOR_LOAD_IN_PROGRESS and ignored) is fenced
+        again and again, once per round trip, until the coordinator's session timeout removes it
+        (GroupMetadataManager.throwIfConsumerGroupMemberEpochIsInvalid fences epoch 0 too; a
+        fenced heartbeat does not extend the session). A round trip takes time on any network:
+        below the clock's millisecond (zero latency) the retry leaves on the next one, so virtual
+        time reaches that session timeout as real time does."""
+        sent_ms = None
+        if request.member_epoch == 0 and proc.fenced_answer_ms == self.now and not self.latency_ms and not self.jitter_ms:
+            sent_ms = self.now + 1
+        self._push(self._in_order_arrival(self.request_arrival_ms, proc.connection, sent_ms),
+                   GroupRequestArrives(proc.connection, request, ignore_response))
 
     def _maybe_run_callbacks(self, proc: ConsumerGroupProcess) -> None:
         """Listener callbacks run on the application thread, inside poll()."""
