@@ -117,3 +117,32 @@ def test_consumer_group_schedules_keep_the_classic_draws() -> None:
         classic, consumer = random_schedule(seed), random_schedule(seed, GroupProtocol.CONSUMER)
         assert consumer["group_protocol"] == "consumer" and "network_loss" not in consumer["config"]
         assert consumer["events"] == classic["events"] and consumer["consumers"] == classic["consumers"]
+
+
+def test_a_migrating_groups_classic_phase_fences_a_static_member_left_out_of_a_generation() -> None:
+    """Static b is frozen by a GC pause (25 s) longer than the rebalance timeout (15 s) and
+    shorter than its session (30 s): c's join completes the join phase without b, and Kafka keeps
+    a static member that has not rejoined (GroupCoordinator.onCompleteJoin removes only dynamic
+    ones), so b still believes it holds t-2 and t-3 while the generation without it hands them
+    on. Its hold is fenced from then (36,006 ms), in the classic phase of a migrating group
+    exactly as in a classic group (before, the consumer-group side left it unfenced)."""
+    def run(upgrade: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+        result = run_simulation({
+            "group": "g", "group_protocol": "classic", "topics": {"t": 4},
+            "config": {"session_timeout_ms": 30000, "heartbeat_interval_ms": 3000, "max_poll_interval_ms": 15000,
+                       "network_latency_ms": 2},
+            "consumers": [{"id": n, "subscribe": ["t"], "strategies": ["range"], "group_instance_id": f"s-{n}"}
+                          for n in ("a", "b")] + [{"id": "c", "subscribe": ["t"], "strategies": ["range"]}],
+            "produce": [{"topic": "t", "records_per_s": 50, "keys": 8}],
+            "events": [{"at_ms": 0, "join": "a"}, {"at_ms": 0, "join": "b"},
+                       {"at_ms": 20000, "pause": "b", "for_ms": 25000}, {"at_ms": 21000, "join": "c"}, *upgrade],
+            "end_ms": 90000})
+        held = result.held
+        return [row for row in zip(held.partition.tolist(), held.member.tolist(), held.generation.tolist(),
+                                   held.start_ms.tolist(), held.end_ms.tolist(), held.fenced_ms.tolist(), strict=True)
+                if row[1] == "b"]
+
+    expected = [("t-2", "b", 1, 6008, 45004, 36006), ("t-3", "b", 1, 6008, 45004, 36006),
+                ("t-2", "b", 2, 45012, 90000, -1)]
+    assert run([]) == expected
+    assert run([{"at_ms": 80000, "upgrade": "a"}]) == expected

@@ -133,6 +133,11 @@ class ConsumerGroupProcess(AppProcess[ConsumerGroupDeferrable]):
     def generation(self) -> int:
         return self.machine.member_epoch
 
+    @property
+    def classic_member(self) -> tuple[str, int] | None:
+        machine = self.machine
+        return (machine.member_id, machine.member_epoch) if isinstance(machine, ClassicMembership) else None
+
 
 class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, ConsumerGroupDeferrable]):
     def __init__(self, scenario: Scenario, seed: int | None = None):
@@ -325,8 +330,10 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         self._on_log(ConsumerGroupConverted(self.now, self.scenario.group, "downgrade"))
 
     def _classic_output(self, out: list[cl.CoordinatorOutput]) -> None:
-        """The classic coordinator's outputs, before the group converts."""
+        """The classic coordinator's outputs (before the group converts, or after it converted back)."""
         for item in out:
+            if type(item) is Log and type(item.record) is Stabilized:
+                self._fence_absent(item.record.generation, out)
             match item:
                 case cl.Respond(connection=connection, response=response):
                     if isinstance(response, cl.JoinGroupResponse) and response.member_id:
@@ -827,6 +834,7 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         if self.classic_coordinator is not None:
             self._classic_output(self.classic_coordinator.handle(
                 cl.LoadCompleted(self.offsets_partition, tuple(self.offsets_records)), self.now))
+            self._unfence_stored(self.offsets_records)
         elif self.consumer_group_records is not None:
             self.coordinator = replay(self.consumer_group_records, self.topics, self.group_config,
                                       seed=self.rng.getrandbits(32))

@@ -29,6 +29,13 @@ from typing import Any, Generic, TypeVar
 
 from kafka_rebalance.model import GroupProtocol, RebalanceProtocol
 from kafka_rebalance.protocol.classic.consumer import partition_sort_key, sorted_partitions
+from kafka_rebalance.protocol.classic.coordinator_events import (
+    GroupMetadataRecord,
+    GroupTombstone,
+    JoinGroupResponse,
+    PersistedRecord,
+    Respond,
+)
 from kafka_rebalance.protocol.errors import ErrorCode
 from kafka_rebalance.sim.events import (
     AppActivity,
@@ -206,6 +213,11 @@ class AppProcess(Generic[D]):
     @property
     def generation(self) -> int:
         """The generation (classic) or member epoch (consumer group) its consumption counts under."""
+        raise NotImplementedError
+
+    @property
+    def classic_member(self) -> tuple[str, int] | None:
+        """Its member id and generation in a classic group (None: it speaks the consumer protocol)."""
         raise NotImplementedError
 
 
@@ -619,6 +631,45 @@ class Driver(Generic[P, E, D]):
     def _unfence(self, proc: P) -> None:
         """The group counts ``proc`` as a member again: what it holds from now is its own."""
         proc.fenced_ms = NOT_FENCED
+
+    def _fence_absent(self, generation: int, answers: Iterable[object]) -> None:
+        """A classic generation's join phase completed (``answers``: the coordinator's outputs
+        with it): every process of the classic group that did not join it (removed, or a static
+        member kept without rejoining: GroupCoordinator.onCompleteJoin keeps those) holds its
+        partitions outside the group from now."""
+        joined = {id(self.connections.get(answer.connection)) for answer in answers
+                  if type(answer) is Respond and type(answer.response) is JoinGroupResponse
+                  and answer.response.error_code is ErrorCode.NONE and answer.response.generation_id == generation}
+        for proc in self.processes.values():
+            member = proc.classic_member if proc.alive else None
+            if member is not None and member[0] and id(proc) not in joined:
+                self._fence(proc)
+
+    def _unfence_stored(self, log: Iterable[PersistedRecord]) -> None:
+        """A new coordinator serves the classic group as last stored in ``log``: a member the old
+        one had removed (or left out of a generation whose assignment was never stored) is a
+        member again, its generation valid, if the stored group holds its member id at its
+        generation (GroupMetadataManager.loadGroup; removals are stored only with the next
+        generation)."""
+        group = self.scenario.group
+        stored = None
+        for record in log:
+            if type(record) is GroupMetadataRecord and record.group_id == group:
+                stored = record
+            elif type(record) is GroupTombstone and record.group_id == group:
+                stored = None
+        if stored is None:
+            return
+        members = {member.member_id for member in stored.members}
+        for proc in self.processes.values():
+            member = proc.classic_member if proc.alive else None
+            if member is None or member[0] not in members or member[1] != stored.generation:
+                continue
+            proc.fenced_ms = NOT_FENCED
+            for partition, entry in proc.held.items():
+                if entry[2] != NOT_FENCED:
+                    self._held_row(proc, partition, entry)
+                    proc.held[partition] = [self.now, entry[1], NOT_FENCED]
 
     def _record_commit(self, member: str, generation: int, offsets: Iterable[tuple[str, int]],
                        error: ErrorCode) -> None:

@@ -92,9 +92,7 @@ from kafka_rebalance.protocol.classic.coordinator_events import (
     CoordinatorTimer,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
-    GroupMetadataRecord,
     GroupResponse,
-    GroupTombstone,
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,
@@ -169,6 +167,10 @@ class ClassicProcess(AppProcess[DeferrableEvent]):
     @property
     def generation(self) -> int:
         return self.cc.generation
+
+    @property
+    def classic_member(self) -> tuple[str, int] | None:
+        return self.cc.member_id, self.cc.generation
 
     def position_view(self) -> Mapping[str, int]:
         return MappingProxyType(self.positions)
@@ -281,7 +283,7 @@ class ClassicGroupSide(Driver[ClassicProcess, SimEvent, DeferrableEvent]):
                 # GroupMetadataManager.scheduleLoadGroupAndOffsets / maybeUpdateCoordinatorEpoch).
                 if broker_id == self.leader_broker and epoch == self.leader_epoch:
                     self._to_coordinator(broker_id, LoadCompleted(partition, tuple(self.offsets_log)))
-                    self._unfence_loaded()
+                    self._unfence_stored(self.offsets_log)
             case ProcessStarts(name=name):
                 self._start_process(name)
             case _:
@@ -588,42 +590,6 @@ class ClassicGroupSide(Driver[ClassicProcess, SimEvent, DeferrableEvent]):
                 # Owned as of the generation whose assignment gave it (a SyncGroup that failed
                 # since, its committed offset still being fetched, leaves the JoinGroup's newer).
                 self._own(partition, proc.name, proc.cc.assignment_generation)
-
-    def _fence_absent(self, generation: int, outputs: list[CoordinatorOutput]) -> None:
-        """A generation's join phase completed: every process holding partitions that did not
-        join it (removed, or a static member kept without rejoining: GroupCoordinator.
-        onCompleteJoin keeps those) holds them outside the group from now."""
-        joined = {id(self.connections.get(output.connection)) for output in outputs
-                  if type(output) is Respond and type(output.response) is JoinGroupResponse
-                  and output.response.error_code is ErrorCode.NONE and output.response.generation_id == generation}
-        for proc in self.processes.values():
-            if not proc.alive:
-                continue
-            if proc.cc.member_id and id(proc) not in joined:
-                self._fence(proc)
-
-    def _unfence_loaded(self) -> None:
-        """A new coordinator serves the group as last stored: a member the old one had removed
-        (or left out of a generation whose assignment was never stored) is a member again, its
-        generation valid, if the stored group holds its member id at its generation
-        (GroupMetadataManager.loadGroup; removals are stored only with the next generation)."""
-        stored = None
-        for record in self.offsets_log:
-            if type(record) is GroupMetadataRecord and record.group_id == self.scenario.group:
-                stored = record
-            elif type(record) is GroupTombstone and record.group_id == self.scenario.group:
-                stored = None
-        if stored is None:
-            return
-        members = {member.member_id for member in stored.members}
-        for proc in self.processes.values():
-            if not (proc.alive and proc.cc.member_id in members and proc.cc.generation == stored.generation):
-                continue
-            proc.fenced_ms = NOT_FENCED
-            for partition, entry in proc.held.items():
-                if entry[2] != NOT_FENCED:
-                    self._held_row(proc, partition, entry)
-                    proc.held[partition] = [self.now, entry[1], NOT_FENCED]
 
     def _drop_process_ownership(self, proc: ClassicProcess) -> None:
         for partition in list(proc.positions):
