@@ -18,6 +18,10 @@ Modelling choices (beyond those of ``sim.engine``, which this follows):
 - A rebalance is a window that opens at a group epoch bump and closes when the group is Stable
   (or Empty) again; bumps inside an open window extend it. Kafka counts every bump as a
   rebalance (its ``consumer-group-rebalance`` sensor); the log has one "Bumped group epoch" line each.
+- A member fenced at epoch 0 (the group still holds it under an older epoch: its leave
+  heartbeat was lost) rejoins at once, as Kafka's does, once per round trip until its session
+  expires at the coordinator; at zero latency the retry leaves on the next millisecond
+  (``_send_heartbeat``), so virtual time reaches that session timeout.
 - Coordinator timers that are re-armed on every heartbeat (session timeouts) keep one heap
   entry each, moved forward lazily, so a heartbeat costs no heap growth.
 """
@@ -32,7 +36,7 @@ from typing import Any, assert_never
 from kafka_rebalance.model import GroupProtocol, RebalanceProtocol
 from kafka_rebalance.protocol.classic import consumer_events as cc_events
 from kafka_rebalance.protocol.classic import coordinator_events as cl
-from kafka_rebalance.protocol.classic.consumer import ConsumerConfig, sorted_partitions
+from kafka_rebalance.protocol.classic.consumer import ConsumerConfig
 from kafka_rebalance.protocol.classic.coordinator import (
     ClassicGroup,
     CoordinatorConfig,
@@ -138,6 +142,11 @@ class ConsumerGroupProcess(AppProcess[ConsumerGroupDeferrable]):
         machine = self.machine
         return (machine.member_id, machine.member_epoch) if isinstance(machine, ClassicMembership) else None
 
+    @property
+    def rebalance_protocol(self) -> RebalanceProtocol | None:
+        machine = self.machine
+        return machine.cc.protocol if isinstance(machine, ClassicMembership) else None
+
 
 class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, ConsumerGroupDeferrable]):
     def __init__(self, scenario: Scenario, seed: int | None = None):
@@ -213,18 +222,8 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
                 self._member_timer(event, self.now)
             case GroupTimerFires(coordinator_epoch=epoch, timer=timer):
                 self._coordinator_timer(epoch, timer, self.now)
-            case ScenarioStep(index=index):
-                self._scenario_event(self.scenario.events[index])
-            case AppWakes(connection=connection, token=token, activity=activity):
-                proc = self._running(connection, event)
-                if proc is not None and token == proc.app_token:
-                    self._app_event(proc, activity)
-            case ProcessStarts(name=name):
-                self._start_process(name)
-            case ProcessResumes(connection=connection, interruption=interruption):
-                proc = self.connections.get(connection)
-                if proc is not None and proc.alive:
-                    self._resume(proc, interruption)
+            case ScenarioStep() | AppWakes() | ProcessStarts() | ProcessResumes():
+                self._core_event(event)
             case CoordinatorLoaded(leader_epoch=epoch):
                 if epoch == self.coordinator_epoch:
                     self._coordinator_loaded()
@@ -455,7 +454,9 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         if isinstance(machine, ClassicMembership):
             out: list[me.Output] | list[ClassicOutput] = machine.handle(event, self.now)
         else:
-            out = machine.handle(event, self.now)  # type: ignore[arg-type]
+            # The classic machine's timers and answers never reach a member of the new consumer.
+            assert isinstance(event, me.Input), f"{event!r} is not an input of the new consumer"
+            out = machine.handle(event, self.now)
         if out:
             self._member_output(proc, out, before)
 
@@ -738,16 +739,10 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         proc.alive = False
 
     def _deferred_event(self, proc: ConsumerGroupProcess, event: ConsumerGroupDeferrable) -> None:
-        match event:
-            case GroupResponseArrives(response=response):
-                self._deliver_response(proc, response)
-            case MemberTimerFires(timer=timer):
-                self._member_input(proc, timer)
-            case AppWakes(token=token, activity=activity):
-                if token == proc.app_token:
-                    self._app_event(proc, activity)
-            case _:
-                assert_never(event)
+        if isinstance(event, MemberTimerFires):  # (its deadline was taken when it fired)
+            self._member_input(proc, event.timer)
+        else:
+            self._deliver_response(proc, event.response)
 
     def _resumed_from_pause(self, proc: ConsumerGroupProcess) -> None:
         self._replay_deferred(proc)
@@ -895,20 +890,8 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
                                        for m, target in coordinator.target.items()})
             # The classic group before it converts (a rolling upgrade) or after it converted back,
             # recorded as a classic group is (sim/engine.py).
-            case PreparingRebalance(reason=reason):
-                recorder.begin(self.now, reason, self._assigned_now)
-            case Stabilized(generation=generation, protocol_name=protocol_name, member_ids=member_ids,
-                            leader=leader):
-                recorder.formed(generation, protocol_name, member_ids, leader)
-            case AssignmentReceived(generation=generation, assignment=assignment):
-                current = recorder.open
-                if current is not None:
-                    names = [self._name(m) for m in current.member_ids]
-                    recorder.complete(self.now, generation, GroupProtocol.CLASSIC, self._classic_rebalance_protocol(names),
-                                      names, None if current.leader_id is None else self._name(current.leader_id),
-                                      {self._name(a.member_id): sorted_partitions(a.partitions) for a in assignment})
-            case GroupEmpty(generation=generation):
-                recorder.emptied(self.now, generation, GroupProtocol.CLASSIC)
+            case PreparingRebalance() | Stabilized() | AssignmentReceived() | GroupEmpty():
+                self._record_classic(record, self._assigned_now)
             case MemberFailed(member_id=member_id) | MemberLeft(member_id=member_id):
                 self._drop_member_ownership(member_id)
             case ConsumerMemberAssignmentUpdated(member_id=member_id, epoch=epoch, assigned=assigned):
@@ -927,15 +910,6 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
     def _assigned_now(self) -> dict[str, frozenset[str]]:
         """What each running consumer is assigned when a rebalance begins."""
         return {name: frozenset(to_strings(p.machine.assignment)) for name, p in self.processes.items() if p.alive}
-
-    def _classic_rebalance_protocol(self, names: Sequence[str]) -> RebalanceProtocol:
-        """COOPERATIVE only when every classic member of the generation rebalances cooperatively
-        (each consumer uses the protocol all its configured assignors support)."""
-        protocols = [machine.cc.protocol for n in names if n in self.processes
-                     and isinstance(machine := self.processes[n].machine, ClassicMembership)]
-        if protocols and all(p is RebalanceProtocol.COOPERATIVE for p in protocols):
-            return RebalanceProtocol.COOPERATIVE
-        return RebalanceProtocol.EAGER
 
     def _drop_member_ownership(self, member_id: str) -> None:
         """The group no longer counts this member as an owner, whatever the process believes."""

@@ -25,7 +25,7 @@ import random
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, assert_never
 
 from kafka_rebalance.model import GroupProtocol, RebalanceProtocol
 from kafka_rebalance.protocol.classic.consumer import partition_sort_key, sorted_partitions
@@ -37,6 +37,7 @@ from kafka_rebalance.protocol.classic.coordinator_events import (
     Respond,
 )
 from kafka_rebalance.protocol.errors import ErrorCode
+from kafka_rebalance.protocol.logrecords import AssignmentReceived, GroupEmpty, PreparingRebalance, Stabilized
 from kafka_rebalance.sim.events import (
     AppActivity,
     AppWakes,
@@ -65,6 +66,7 @@ from kafka_rebalance.sim.scenario import ConsumerSpec, Event, Scenario, Subscrib
 from kafka_rebalance.sim.traffic import Traffic
 
 CoreEvent = ScenarioStep | AppWakes | ProcessStarts | ProcessResumes  # what the shared code queues
+ClassicRebalanceLog = PreparingRebalance | Stabilized | AssignmentReceived | GroupEmpty
 
 
 @contextmanager
@@ -199,7 +201,7 @@ class AppProcess(Generic[D]):
     held: dict[str, list[int]] = field(default_factory=dict)
     # since when the group has moved on without this process (NOT_FENCED: it has not)
     fenced_ms: int = NOT_FENCED
-    deferred: list[D] = field(default_factory=list)  # what reached it while it was paused, in order
+    deferred: list[D | AppWakes] = field(default_factory=list)  # what reached it while it was paused, in order
 
     @property
     def continuous(self) -> bool:
@@ -218,6 +220,12 @@ class AppProcess(Generic[D]):
     @property
     def classic_member(self) -> tuple[str, int] | None:
         """Its member id and generation in a classic group (None: it speaks the consumer protocol)."""
+        raise NotImplementedError
+
+    @property
+    def rebalance_protocol(self) -> RebalanceProtocol | None:
+        """How its classic consumer rebalances (the protocol every assignor it lists supports;
+        None: it speaks the consumer protocol)."""
         raise NotImplementedError
 
 
@@ -285,7 +293,7 @@ class Driver(Generic[P, E, D]):
                 if time > end:
                     break
                 pop(heap)
-                handle(time, seq, event)  # type: ignore[arg-type]  # CoreEvent is part of every E
+                handle(time, seq, event)
             self.now = end
             return self._finish()
 
@@ -307,7 +315,7 @@ class Driver(Generic[P, E, D]):
         """What the group speaks at the end of the run (a rebalance still open is recorded so)."""
         raise NotImplementedError
 
-    def _handle(self, time: int, seq: int, event: E) -> None:
+    def _handle(self, time: int, seq: int, event: E | CoreEvent) -> None:
         """One event of the queue is due (``seq``: its queue entry, which a timer table may check)."""
         raise NotImplementedError
 
@@ -318,7 +326,11 @@ class Driver(Generic[P, E, D]):
         raise NotImplementedError
 
     def _deferred_event(self, proc: P, event: D) -> None:
-        """An event held back while ``proc`` was paused, now that it runs again."""
+        """A network message or timer held back while ``proc`` was paused, now that it runs again."""
+        raise NotImplementedError
+
+    def _app_event(self, proc: P, activity: AppActivity) -> None:
+        """The application loop's wake-up (a batch or the listener's work done, an idle poll)."""
         raise NotImplementedError
 
     def _new_incarnation(self, name: str) -> tuple[int, str]:
@@ -377,7 +389,7 @@ class Driver(Generic[P, E, D]):
 
     # ------------------------------------------------------------------ shared
 
-    def _running(self, connection: str, event: D) -> P | None:
+    def _running(self, connection: str, event: D | AppWakes) -> P | None:
         """The live, running process of ``connection``; an event for a paused one waits for it."""
         proc = self.connections.get(connection)
         if proc is None or not proc.alive:
@@ -393,7 +405,32 @@ class Driver(Generic[P, E, D]):
         for event in deferred:
             if not proc.alive:
                 break
-            self._deferred_event(proc, event)
+            if isinstance(event, AppWakes):
+                # An earlier deferred event may have made the loop poll again since.
+                if event.token == proc.app_token:
+                    self._app_event(proc, event.activity)
+            else:
+                self._deferred_event(proc, event)
+
+    def _core_event(self, event: CoreEvent) -> None:
+        """The events the driver queues itself, whichever group side runs."""
+        match event:
+            case ScenarioStep(index=index):
+                self._scenario_event(self.scenario.events[index])
+            case AppWakes(connection=connection, token=token, activity=activity):
+                current = self.connections.get(connection)
+                if current is not None and token == current.app_token:  # else the loop moved on since
+                    proc = self._running(connection, event)
+                    if proc is not None:
+                        self._app_event(proc, activity)
+            case ProcessStarts(name=name):
+                self._start_process(name)
+            case ProcessResumes(connection=connection, interruption=interruption):
+                proc = self.connections.get(connection)
+                if proc is not None and proc.alive:
+                    self._resume(proc, interruption)
+            case _:
+                assert_never(event)
 
     def _latency(self) -> int:
         jitter = self.jitter_ms
@@ -631,6 +668,37 @@ class Driver(Generic[P, E, D]):
     def _unfence(self, proc: P) -> None:
         """The group counts ``proc`` as a member again: what it holds from now is its own."""
         proc.fenced_ms = NOT_FENCED
+
+    def _record_classic(self, record: ClassicRebalanceLog, holdings: Callable[[], dict[str, frozenset[str]]]) -> None:
+        """What a classic coordinator logs of the group's rebalances (a classic group, or a
+        migrating group's classic phase), for the recorder: ``holdings`` tells what each running
+        consumer holds when one begins."""
+        recorder = self.recorder
+        match record:
+            case PreparingRebalance(reason=reason):
+                recorder.begin(self.now, reason, holdings)
+            case Stabilized(generation=generation, protocol_name=protocol_name, member_ids=member_ids, leader=leader):
+                recorder.formed(generation, protocol_name, member_ids, leader)
+            case AssignmentReceived(generation=generation, assignment=assignment):
+                current = recorder.open
+                if current is not None:
+                    names = [self._name(m) for m in current.member_ids]
+                    recorder.complete(self.now, generation, GroupProtocol.CLASSIC, self._classic_rebalance_protocol(names),
+                                      names, None if current.leader_id is None else self._name(current.leader_id),
+                                      {self._name(a.member_id): sorted_partitions(a.partitions) for a in assignment})
+            case GroupEmpty(generation=generation):
+                recorder.emptied(self.now, generation, GroupProtocol.CLASSIC)
+            case _:
+                assert_never(record)
+
+    def _classic_rebalance_protocol(self, names: Sequence[str]) -> RebalanceProtocol:
+        """COOPERATIVE only when every classic member of the generation rebalances cooperatively."""
+        processes = self.processes
+        protocols = [protocol for name in names if name in processes
+                     and (protocol := processes[name].rebalance_protocol) is not None]
+        if protocols and all(p is RebalanceProtocol.COOPERATIVE for p in protocols):
+            return RebalanceProtocol.COOPERATIVE
+        return RebalanceProtocol.EAGER
 
     def _fence_absent(self, generation: int, answers: Iterable[object]) -> None:
         """A classic generation's join phase completed (``answers``: the coordinator's outputs

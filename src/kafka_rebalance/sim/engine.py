@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import heapq
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, assert_never
@@ -58,7 +58,6 @@ from kafka_rebalance.protocol.classic.consumer import (
     ClassicMemberState,
     ConsumerConfig,
     ConsumerCoordinator,
-    sorted_partitions,
 )
 from kafka_rebalance.protocol.classic.consumer_events import (
     AutoCommitDue,
@@ -172,6 +171,10 @@ class ClassicProcess(AppProcess[DeferrableEvent]):
     def classic_member(self) -> tuple[str, int] | None:
         return self.cc.member_id, self.cc.generation
 
+    @property
+    def rebalance_protocol(self) -> RebalanceProtocol | None:
+        return self.cc.protocol
+
     def position_view(self) -> Mapping[str, int]:
         return MappingProxyType(self.positions)
 
@@ -255,14 +258,8 @@ class ClassicGroupSide(Driver[ClassicProcess, SimEvent, DeferrableEvent]):
                     self._deliver_response(proc, response)
             case CoordinatorTimerFires(broker_id=broker_id, timer=timer):
                 self._to_coordinator(broker_id, timer)
-            case ScenarioStep(index=index):
-                self._scenario_event(self.scenario.events[index])
-            case AppWakes(connection=connection, token=token, activity=activity):
-                current = self.connections.get(connection)
-                if current is not None and token == current.app_token:
-                    proc = self._running(connection, event)
-                    if proc is not None:
-                        self._app_event(proc, activity)
+            case ScenarioStep() | AppWakes() | ProcessStarts() | ProcessResumes():
+                self._core_event(event)
             case MetadataRefresh(connection=connection):
                 proc = self.connections.get(connection)
                 if proc is not None and proc.alive:
@@ -270,10 +267,6 @@ class ClassicGroupSide(Driver[ClassicProcess, SimEvent, DeferrableEvent]):
                     if not proc.paused:
                         self._to_consumer(proc, MetadataUpdate(dict(self.topics)))
                         self._maybe_poll(proc)
-            case ProcessResumes(connection=connection, interruption=interruption):
-                proc = self.connections.get(connection)
-                if proc is not None and proc.alive:
-                    self._resume(proc, interruption)
             case CoordinatorLoaded(broker_id=broker_id, partition=partition, leader_epoch=epoch):
                 # Only the load of the current leadership completes. A broker that led the
                 # partition before (A -> B -> A) has an older load still running; finishing it
@@ -284,8 +277,6 @@ class ClassicGroupSide(Driver[ClassicProcess, SimEvent, DeferrableEvent]):
                 if broker_id == self.leader_broker and epoch == self.leader_epoch:
                     self._to_coordinator(broker_id, LoadCompleted(partition, tuple(self.offsets_log)))
                     self._unfence_stored(self.offsets_log)
-            case ProcessStarts(name=name):
-                self._start_process(name)
             case _:
                 assert_never(event)
 
@@ -308,11 +299,11 @@ class ClassicGroupSide(Driver[ClassicProcess, SimEvent, DeferrableEvent]):
                 self.topic_wanted.setdefault(topic, now)
         if self.lossy and self._lost():
             return
-        if type(request) is FindCoordinatorRequest:
+        if isinstance(request, FindCoordinatorRequest):
             self._push(arrival, FindCoordinatorArrives(proc.wire, request))
             return
         if send is not proc.last_send or arrives is None:  # else: the same immutable request again (heartbeats)
-            arrives = RequestArrives(send.node_id, Received(proc.wire, request))  # type: ignore[arg-type]
+            arrives = RequestArrives(send.node_id, Received(proc.wire, request))
             proc.last_send, proc.last_arrives = send, arrives
         if arrival <= now and sent_ms is not None and ahead_arrives_ms < now:
             # Sent in the past (a summarised auto-commit): it has arrived by now. (A request ahead
@@ -631,18 +622,10 @@ class ClassicGroupSide(Driver[ClassicProcess, SimEvent, DeferrableEvent]):
         self._app_poll(proc)
 
     def _deferred_event(self, proc: ClassicProcess, event: DeferrableEvent) -> None:
-        match event:
-            case ResponseArrives(connection=connection, response=response):
-                if connection == proc.wire:
-                    self._deliver_response(proc, response)
-            case ConsumerTimerFires(timer=timer):
-                self._to_consumer(proc, timer)
-            case AppWakes(token=token, activity=activity):
-                # An earlier deferred event may have made the loop poll again since.
-                if token == proc.app_token:
-                    self._app_event(proc, activity)
-            case _:
-                assert_never(event)
+        if isinstance(event, ConsumerTimerFires):
+            self._to_consumer(proc, event.timer)
+        elif event.connection == proc.wire:  # else its connection was closed meanwhile
+            self._deliver_response(proc, event.response)
 
     def _resumed_from_pause(self, proc: ClassicProcess) -> None:
         self._replay_deferred(proc)
@@ -707,12 +690,9 @@ class ClassicGroupSide(Driver[ClassicProcess, SimEvent, DeferrableEvent]):
 
     def _on_log(self, record: LogRecord, broker_id: int) -> None:
         self.log_records.append(LoggedRecord(record, broker_id, self.offsets_partition))
-        recorder = self.recorder
         match record:
-            case PreparingRebalance():
-                recorder.begin(self.now, record.reason, self._owned_now)
-            case Stabilized():
-                recorder.formed(record.generation, record.protocol_name, record.member_ids, record.leader)
+            case PreparingRebalance() | Stabilized() | AssignmentReceived() | GroupEmpty():
+                self._record_classic(record, self._owned_now)
             case MemberFailed() | MemberLeft():
                 name = self.member_names.get(record.member_id)
                 proc = self.processes.get(name) if name else None
@@ -721,16 +701,6 @@ class ClassicGroupSide(Driver[ClassicProcess, SimEvent, DeferrableEvent]):
                     self._checkpoint(proc)
                     self._drop_process_ownership(proc)
                     self._fence(proc)
-            case AssignmentReceived():
-                current = recorder.open
-                if current is not None:
-                    names = [self._name(m) for m in current.member_ids]
-                    recorder.complete(self.now, record.generation, GroupProtocol.CLASSIC, self._rebalance_protocol(names),
-                                      names, None if current.leader_id is None else self._name(current.leader_id),
-                                      {self._name(a.member_id): sorted_partitions(a.partitions)
-                                       for a in record.assignment})
-            case GroupEmpty():
-                recorder.emptied(self.now, record.generation, GroupProtocol.CLASSIC)
             case ConsumerGroupRecord():
                 pass  # written by consumer groups (sim/consumer_group.py), not by a classic coordinator
             case _:
@@ -738,13 +708,6 @@ class ClassicGroupSide(Driver[ClassicProcess, SimEvent, DeferrableEvent]):
 
     def _owned_now(self) -> dict[str, frozenset[str]]:
         return {name: p.cc.owned for name, p in self.processes.items() if p.alive}
-
-    def _rebalance_protocol(self, names: Sequence[str]) -> RebalanceProtocol:
-        """COOPERATIVE only when every member of the generation rebalances cooperatively."""
-        protocols = [self.processes[n].cc.protocol for n in names if n in self.processes]
-        if protocols and all(p is RebalanceProtocol.COOPERATIVE for p in protocols):
-            return RebalanceProtocol.COOPERATIVE
-        return RebalanceProtocol.EAGER
 
     # ------------------------------------------------------------------ results
 

@@ -161,9 +161,9 @@ class MemberTimerFires:
 
 
 TimerFires = CoordinatorTimerFires | ConsumerTimerFires
-DeferrableEvent = ResponseArrives | ConsumerTimerFires | AppWakes  # held while a process is paused
+DeferrableEvent = ResponseArrives | ConsumerTimerFires  # held while a process is paused (with AppWakes)
 SimEvent = (RequestArrives | FindCoordinatorArrives | ResponseArrives | CoordinatorTimerFires | ConsumerTimerFires | ScenarioStep | AppWakes
             | MetadataRefresh | ProcessResumes | CoordinatorLoaded | ProcessStarts)
-ConsumerGroupDeferrable = GroupResponseArrives | MemberTimerFires | AppWakes  # held while a process is paused
+ConsumerGroupDeferrable = GroupResponseArrives | MemberTimerFires  # held while a process is paused (with AppWakes)
 ConsumerGroupEvent = (GroupRequestArrives | GroupResponseArrives | GroupTimerFires | MemberTimerFires | ScenarioStep
                       | AppWakes | ProcessStarts | ProcessResumes | CoordinatorLoaded)
