@@ -47,7 +47,6 @@ from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer, Log
 from kafka_rebalance.protocol.errors import ErrorCode
 from kafka_rebalance.protocol.logrecords import (
     CONSUMER_GROUP_RECORD_TYPES,
-    AssignmentReceived,
     ConsumerGroupConverted,
     ConsumerGroupEpochBumped,
     ConsumerGroupLoaded,
@@ -58,11 +57,9 @@ from kafka_rebalance.protocol.logrecords import (
     ConsumerMemberLeft,
     ConsumerStaticMemberReplaced,
     ConsumerTargetAssignmentComputed,
-    GroupEmpty,
     LogRecord,
     MemberFailed,
     MemberLeft,
-    PreparingRebalance,
     Stabilized,
 )
 from kafka_rebalance.protocol.modern.consumer import coordinator_events as ce
@@ -87,7 +84,7 @@ from kafka_rebalance.sim.classic_member import (
     ClassicOutput,
     ClassicSend,
 )
-from kafka_rebalance.sim.driver import AppProcess, Driver
+from kafka_rebalance.sim.driver import AppProcess, ClassicRebalanceLog, Driver
 from kafka_rebalance.sim.events import (
     AppActivity,
     AppWakes,
@@ -857,6 +854,10 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
 
     def _on_log(self, record: LogRecord) -> None:
         self.log_records.append(LoggedRecord(record, self.broker, self.offsets_partition))
+        if isinstance(record, ClassicRebalanceLog):
+            # The classic group before it converts (a rolling upgrade) or after it converted back.
+            self._record_classic(record, self._assigned_now)
+            return
         recorder = self.recorder
         match record:
             case ConsumerMemberJoined(member_id=member_id) | ConsumerStaticMemberReplaced(member_id=member_id) if (
@@ -888,10 +889,6 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
                                       [self._name(m) for m in coordinator.members], None,
                                       {self._name(m): tuple(to_strings(target))
                                        for m, target in coordinator.target.items()})
-            # The classic group before it converts (a rolling upgrade) or after it converted back,
-            # recorded as a classic group is (sim/engine.py).
-            case PreparingRebalance() | Stabilized() | AssignmentReceived() | GroupEmpty():
-                self._record_classic(record, self._assigned_now)
             case MemberFailed(member_id=member_id) | MemberLeft(member_id=member_id):
                 self._drop_member_ownership(member_id)
             case ConsumerMemberAssignmentUpdated(member_id=member_id, epoch=epoch, assigned=assigned):

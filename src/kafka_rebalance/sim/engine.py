@@ -110,16 +110,13 @@ from kafka_rebalance.protocol.classic.coordinator_events import (
 from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer, Log
 from kafka_rebalance.protocol.errors import ErrorCode
 from kafka_rebalance.protocol.logrecords import (
-    AssignmentReceived,
     ConsumerGroupRecord,
-    GroupEmpty,
     LogRecord,
     MemberFailed,
     MemberLeft,
-    PreparingRebalance,
     Stabilized,
 )
-from kafka_rebalance.sim.driver import AppProcess, Driver
+from kafka_rebalance.sim.driver import AppProcess, ClassicRebalanceLog, Driver
 from kafka_rebalance.sim.events import (
     AppActivity,
     AppWakes,
@@ -690,9 +687,10 @@ class ClassicGroupSide(Driver[ClassicProcess, SimEvent, DeferrableEvent]):
 
     def _on_log(self, record: LogRecord, broker_id: int) -> None:
         self.log_records.append(LoggedRecord(record, broker_id, self.offsets_partition))
+        if isinstance(record, ClassicRebalanceLog):
+            self._record_classic(record, self._owned_now)
+            return
         match record:
-            case PreparingRebalance() | Stabilized() | AssignmentReceived() | GroupEmpty():
-                self._record_classic(record, self._owned_now)
             case MemberFailed() | MemberLeft():
                 name = self.member_names.get(record.member_id)
                 proc = self.processes.get(name) if name else None
