@@ -282,3 +282,41 @@ def test_a_member_fenced_at_epoch_zero_retries_once_per_round_trip_until_its_ses
     assert [(r.time_ms, r.reason) for r in fenced] == [(42976, "the member session expired.")]
     rejoined = [r for r in records if type(r).__name__ == "ConsumerMemberJoined" and r.member_id == fenced[0].member_id]
     assert [r.time_ms for r in rejoined] == [0, 42976]
+
+
+def _held(result, partition):
+    h = result.held
+    return [row for row in zip(h.partition.tolist(), h.member.tolist(), h.incarnation.tolist(), h.generation.tolist(),
+                               h.start_ms.tolist(), h.end_ms.tolist(), h.fenced_ms.tolist(), strict=True)
+            if row[0] == partition]
+
+
+def test_a_static_member_replaced_while_its_old_process_is_paused_is_fenced():
+    """A rolling upgrade (soak schedule 14 of seed 0 with each consumer upgraded in turn): c2
+    (static-2) is upgraded during a GC pause, so its old process is still closing when the new
+    one joins as static-2 and replaces the old member (ConsumerStaticMemberReplaced at 26,243 ms;
+    Kafka's replaceStaticMember: the old member id is out of the group and its next heartbeat is
+    fenced). The old process's hold is fenced from then, and each process of a consumer is its
+    own incarnation (before, both were c2#1 and the old hold was never fenced)."""
+    schedule = yaml.safe_load((Path(__file__).parent / "soak_migration" / "seed0-schedule14-rolling-upgrade.yaml")
+                              .read_text())
+    with wall_clock_limit(30):
+        assert check_schedule(schedule) == []
+        held = _held(run_simulation(load_scenario(schedule)), "t0-0")
+    assert [(member, incarnation, fenced) for _, member, incarnation, _, _, end, fenced in held if end == 28444] == [
+        ("c2", 1, 26243)]
+    assert {incarnation for _, member, incarnation, *_ in held if member == "c2"} == {1, 2}
+
+
+def test_an_old_process_still_closing_is_fenced_when_its_session_expires():
+    """Soak schedule 18 of seed 0 as a rolling upgrade: c5, stalled past max.poll.interval.ms, is
+    upgraded; its old process closes only when the stall ends (51,072 ms) while the new one
+    already runs. The coordinator expires the old member's session at 28,930 ms
+    (ConsumerMemberFenced): the old process's hold of t0-2 is fenced from then (the group's
+    member ids are looked up across every running process, not only a consumer's latest)."""
+    schedule = yaml.safe_load((Path(__file__).parent / "soak_migration" / "seed0-schedule18-rolling-upgrade.yaml")
+                              .read_text())
+    with wall_clock_limit(30):
+        held = _held(run_simulation(load_scenario(schedule)), "t0-2")
+    assert [(member, incarnation, start, end, fenced) for _, member, incarnation, _, start, end, fenced in held
+            if member == "c5"] == [("c5", 1, 1792, 51072, 28930), ("c5", 2, 31166, 162375, -1)]

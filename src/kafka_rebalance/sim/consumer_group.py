@@ -135,6 +135,10 @@ class ConsumerGroupProcess(AppProcess[ConsumerGroupDeferrable]):
         return self.machine.member_epoch
 
     @property
+    def member_id(self) -> str:
+        return self.machine.member_id
+
+    @property
     def classic_member(self) -> tuple[str, int] | None:
         machine = self.machine
         return (machine.member_id, machine.member_epoch) if isinstance(machine, ClassicMembership) else None
@@ -712,7 +716,8 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
                        ms_per_record=spec.processing_ms_per_record,
                        max_poll_records=spec.setting(self.cfg, "max_poll_records"),
                        auto_commit_interval_ms=spec.setting(self.cfg, "auto_commit_interval_ms"),
-                       mark_ms=self.now, next_commit_ms=self.now + spec.setting(self.cfg, "auto_commit_interval_ms"))
+                       mark_ms=self.now, next_commit_ms=self.now + spec.setting(self.cfg, "auto_commit_interval_ms"),
+                       incarnation=incarnation)
 
     def _subscription(self, spec: ConsumerSpec) -> me.Subscribe:
         if spec.pattern is not None:
@@ -858,6 +863,11 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
             # The classic group before it converts (a rolling upgrade) or after it converted back.
             self._record_classic(record, self._assigned_now)
             return
+        if type(record) is ConsumerStaticMemberReplaced:
+            # The instance's old member is out of the group from now: a process still running it
+            # (paused or stalled while its consumer restarted) holds its partitions outside the
+            # group (Kafka's replaceStaticMember; its next heartbeat is fenced).
+            self._drop_member_ownership(record.replaced_member_id)
         recorder = self.recorder
         match record:
             case ConsumerMemberJoined(member_id=member_id) | ConsumerStaticMemberReplaced(member_id=member_id) if (
@@ -894,10 +904,8 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
             case ConsumerMemberAssignmentUpdated(member_id=member_id, epoch=epoch, assigned=assigned):
                 # The group counts the member as the owner of ``assigned`` from now: a hold it kept
                 # through a fencing and a rejoin is its own again.
-                name = self.member_names.get(member_id)
-                proc = self.processes.get(name) if name else None
-                if (proc is not None and proc.alive and proc.machine.member_id == member_id and proc.held
-                        and proc.fenced_ms == NOT_FENCED):
+                proc = self._process_of_member(member_id)
+                if proc is not None and proc.held and proc.fenced_ms == NOT_FENCED:
                     self._hold_afresh(proc, frozenset(assigned), generation=epoch)
             case ConsumerGroupConverted() | ConsumerGroupLoaded():
                 pass
@@ -910,9 +918,8 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
 
     def _drop_member_ownership(self, member_id: str) -> None:
         """The group no longer counts this member as an owner, whatever the process believes."""
-        name = self.member_names.get(member_id)
-        proc = self.processes.get(name) if name else None
-        if proc is not None and proc.alive and proc.machine.member_id == member_id:
+        proc = self._process_of_member(member_id)
+        if proc is not None:
             self._checkpoint(proc)
             for partition in list(proc.positions):
                 self._stop_consuming(proc, partition)

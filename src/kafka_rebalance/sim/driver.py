@@ -218,6 +218,11 @@ class AppProcess(Generic[D]):
         raise NotImplementedError
 
     @property
+    def member_id(self) -> str:
+        """The member id the group knows it by ("" before the group gave or took one)."""
+        raise NotImplementedError
+
+    @property
     def classic_member(self) -> tuple[str, int] | None:
         """Its member id and generation in a classic group (None: it speaks the consumer protocol)."""
         raise NotImplementedError
@@ -754,6 +759,15 @@ class Driver(Generic[P, E, D]):
                 if offset < committed.get(partition, -1):
                     self.offset_regressions += 1
                 committed[partition] = offset
+
+    def _process_of_member(self, member_id: str) -> P | None:
+        """The running process the group knows as ``member_id``: the consumer's latest, or an
+        older one still closing beside it (a restart or an upgrade while it was paused or stalled)."""
+        name = self.member_names.get(member_id)
+        latest = self.processes.get(name) if name else None
+        if latest is not None and latest.alive and latest.member_id == member_id:
+            return latest
+        return next((proc for proc in self.connections.values() if proc.alive and proc.member_id == member_id), None)
 
     def _name(self, member_id: str) -> str:
         return self.member_names.get(member_id, member_id)

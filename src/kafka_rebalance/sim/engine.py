@@ -165,6 +165,10 @@ class ClassicProcess(AppProcess[DeferrableEvent]):
         return self.cc.generation
 
     @property
+    def member_id(self) -> str:
+        return self.cc.member_id
+
+    @property
     def classic_member(self) -> tuple[str, int] | None:
         return self.cc.member_id, self.cc.generation
 
