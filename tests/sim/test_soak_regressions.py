@@ -320,3 +320,18 @@ def test_an_old_process_still_closing_is_fenced_when_its_session_expires():
         held = _held(run_simulation(load_scenario(schedule)), "t0-2")
     assert [(member, incarnation, start, end, fenced) for _, member, incarnation, _, start, end, fenced in held
             if member == "c5"] == [("c5", 1, 1792, 51072, 28930), ("c5", 2, 31166, 162375, -1)]
+
+
+def test_a_classic_member_of_a_migrating_group_learns_of_new_partitions_from_its_metadata():
+    """Soak schedule 5 of seed 0 as a rolling upgrade: t2 grows to 2 partitions at 35,872 ms
+    while the group is classic. Classic consumers learn of it at their next metadata refresh and
+    the leader rejoins (ConsumerCoordinator.rejoinNeededOrPending: the assigned metadata
+    changed), so t2-1 is assigned before the upgrade. On the consumer-group side the classic
+    members never refreshed their metadata: nobody owned t2-1 to the end of the run."""
+    schedule = yaml.safe_load((Path(__file__).parent / "soak_migration" / "seed0-schedule5-rolling-upgrade.yaml")
+                              .read_text())
+    with wall_clock_limit(30):
+        assert check_schedule(schedule) == []
+        result = run_simulation(load_scenario(schedule))
+    grown = [r for r in result.rebalances if r.start_ms >= 35872 and r.group_protocol.value == "classic"]
+    assert grown and any("t2-1" in m.partitions for m in grown[0].assignment)

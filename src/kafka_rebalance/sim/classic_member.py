@@ -53,7 +53,7 @@ class ClassicFindCoordinator:
     """A classic member looks for its group's coordinator (FindCoordinator to any broker)."""
 
 
-ClassicInput = me.Input | cc_events.ConsumerTimer | cc_events.Received
+ClassicInput = me.Input | cc_events.ConsumerTimer | cc_events.Received | cc_events.MetadataUpdate
 ClassicOutput = (ClassicSend | ClassicFindCoordinator | ArmTimer[cc_events.ConsumerTimer]
                  | CancelTimer[cc_events.ConsumerTimer] | me.CommitOffsets | me.PartitionsRevoked
                  | me.PartitionsAssigned | me.PartitionsLost | me.Fatal)
@@ -127,7 +127,7 @@ class ClassicMembership:
                 raise AssertionError(f"{response!r}: a classic member gets no ConsumerGroupHeartbeat answer")
             case me.RequestFailed() | me.HeartbeatDue() | me.PollTimerExpired():
                 pass  # the new consumer's inputs; the classic machine has its own timers
-            case (cc_events.Received() | cc_events.HeartbeatDue() | cc_events.PollIntervalExpired()
+            case (cc_events.Received() | cc_events.MetadataUpdate() | cc_events.HeartbeatDue() | cc_events.PollIntervalExpired()
                   | cc_events.RetryJoin() | cc_events.RetryFetch() | cc_events.RetryFindCoordinator()
                   | cc_events.RequestTimedOut()):
                 self._run(event, now_ms, out)

@@ -97,6 +97,7 @@ from kafka_rebalance.sim.events import (
     GroupTimerFires,
     MemberTimer,
     MemberTimerFires,
+    MetadataRefresh,
     ProcessResumes,
     ProcessStarts,
     ScenarioStep,
@@ -223,7 +224,7 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
                 self._member_timer(event, self.now)
             case GroupTimerFires(coordinator_epoch=epoch, timer=timer):
                 self._coordinator_timer(epoch, timer, self.now)
-            case ScenarioStep() | AppWakes() | ProcessStarts() | ProcessResumes():
+            case ScenarioStep() | AppWakes() | MetadataRefresh() | ProcessStarts() | ProcessResumes():
                 self._core_event(event)
             case CoordinatorLoaded(leader_epoch=epoch):
                 if epoch == self.coordinator_epoch:
@@ -730,6 +731,14 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
             for topic in self.topics:
                 if re.fullmatch(proc.spec.pattern, topic):
                     self.topic_wanted.setdefault(topic, self.now)
+
+    def _refreshes_metadata(self, proc: ConsumerGroupProcess) -> bool:
+        return isinstance(proc.machine, ClassicMembership)
+
+    def _metadata_refreshed(self, proc: ConsumerGroupProcess) -> None:
+        # A classic member learns of new partitions and pattern topics from its own metadata (its
+        # leader then rejoins: a rebalance in the classic phase, as in a classic group).
+        self._member_input(proc, cc_events.MetadataUpdate(dict(self.topics)))
 
     def _end_process(self, proc: ConsumerGroupProcess) -> None:
         if not proc.alive:

@@ -42,6 +42,7 @@ from kafka_rebalance.sim.events import (
     AppActivity,
     AppWakes,
     Interruption,
+    MetadataRefresh,
     ProcessResumes,
     ProcessStarts,
     ScenarioStep,
@@ -65,7 +66,7 @@ from kafka_rebalance.sim.result import (
 from kafka_rebalance.sim.scenario import ConsumerSpec, Event, Scenario, SubscribeChange
 from kafka_rebalance.sim.traffic import Traffic
 
-CoreEvent = ScenarioStep | AppWakes | ProcessStarts | ProcessResumes  # what the shared code queues
+CoreEvent = ScenarioStep | AppWakes | MetadataRefresh | ProcessStarts | ProcessResumes  # what the shared code queues
 ClassicRebalanceLog = PreparingRebalance | Stabilized | AssignmentReceived | GroupEmpty
 
 
@@ -348,6 +349,15 @@ class Driver(Generic[P, E, D]):
         """A new process is registered; its application polls next."""
         raise NotImplementedError
 
+    def _refreshes_metadata(self, proc: P) -> bool:
+        """Whether the consumer learns of topic changes from its own metadata refreshes
+        (``metadata.max.age.ms``): a classic consumer; the new consumer's coordinator tells it."""
+        raise NotImplementedError
+
+    def _metadata_refreshed(self, proc: P) -> None:
+        """Its metadata refresh came back with the cluster's topics as they are now."""
+        raise NotImplementedError
+
     def _app_poll(self, proc: P) -> None:
         raise NotImplementedError
 
@@ -428,6 +438,12 @@ class Driver(Generic[P, E, D]):
                     proc = self._running(connection, event)
                     if proc is not None:
                         self._app_event(proc, activity)
+            case MetadataRefresh(connection=connection):
+                proc = self.connections.get(connection)
+                if proc is not None and proc.alive:
+                    self._push(self.now + self.cfg.metadata_max_age_ms, event)
+                    if not proc.paused:
+                        self._metadata_refreshed(proc)
             case ProcessStarts(name=name):
                 self._start_process(name)
             case ProcessResumes(connection=connection, interruption=interruption):
@@ -519,6 +535,8 @@ class Driver(Generic[P, E, D]):
         proc = self._new_process(name)
         self.processes[name] = proc
         self.connections[proc.connection] = proc
+        if self._refreshes_metadata(proc):
+            self._push(self.now + self.cfg.metadata_max_age_ms, MetadataRefresh(proc.connection))
         self._started(proc)
         self._app_poll(proc)
 

@@ -259,15 +259,8 @@ class ClassicGroupSide(Driver[ClassicProcess, SimEvent, DeferrableEvent]):
                     self._deliver_response(proc, response)
             case CoordinatorTimerFires(broker_id=broker_id, timer=timer):
                 self._to_coordinator(broker_id, timer)
-            case ScenarioStep() | AppWakes() | ProcessStarts() | ProcessResumes():
+            case ScenarioStep() | AppWakes() | MetadataRefresh() | ProcessStarts() | ProcessResumes():
                 self._core_event(event)
-            case MetadataRefresh(connection=connection):
-                proc = self.connections.get(connection)
-                if proc is not None and proc.alive:
-                    self._push(self.now + self.cfg.metadata_max_age_ms, event)
-                    if not proc.paused:
-                        self._to_consumer(proc, MetadataUpdate(dict(self.topics)))
-                        self._maybe_poll(proc)
             case CoordinatorLoaded(broker_id=broker_id, partition=partition, leader_epoch=epoch):
                 # Only the load of the current leadership completes. A broker that led the
                 # partition before (A -> B -> A) has an older load still running; finishing it
@@ -533,7 +526,14 @@ class ClassicGroupSide(Driver[ClassicProcess, SimEvent, DeferrableEvent]):
                        incarnation=incarnation)
 
     def _started(self, proc: ClassicProcess) -> None:
-        self._push(self.now + self.cfg.metadata_max_age_ms, MetadataRefresh(proc.connection))
+        pass
+
+    def _refreshes_metadata(self, proc: ClassicProcess) -> bool:
+        return True
+
+    def _metadata_refreshed(self, proc: ClassicProcess) -> None:
+        self._to_consumer(proc, MetadataUpdate(dict(self.topics)))
+        self._maybe_poll(proc)
 
     def _checkpoint(self, proc: ClassicProcess) -> None:
         """Before a process's consumption state changes: apply its due auto-commit tick, then sync."""

@@ -166,4 +166,4 @@ SimEvent = (RequestArrives | FindCoordinatorArrives | ResponseArrives | Coordina
             | MetadataRefresh | ProcessResumes | CoordinatorLoaded | ProcessStarts)
 ConsumerGroupDeferrable = GroupResponseArrives | MemberTimerFires  # held while a process is paused (with AppWakes)
 ConsumerGroupEvent = (GroupRequestArrives | GroupResponseArrives | GroupTimerFires | MemberTimerFires | ScenarioStep
-                      | AppWakes | ProcessStarts | ProcessResumes | CoordinatorLoaded)
+                      | AppWakes | MetadataRefresh | ProcessStarts | ProcessResumes | CoordinatorLoaded)
