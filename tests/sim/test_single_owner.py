@@ -104,7 +104,8 @@ def test_a_zombie_outside_the_group_overlaps_only_after_it_was_fenced():
     taken_over = {h.partition for h in seen.held if h.member == "b" and h.start_ms < 25000}
     assert {h.partition for h in zombie} <= taken_over  # the two views did overlap
     # Had the zombie's commit been accepted after the fence, the invariant would say so.
-    late = Commit(zombie[0].fenced_ms + 1, zombie[0].partition, 10**9, "a", zombie[0].generation, True)
+    late = Commit(zombie[0].fenced_ms + 1, zombie[0].partition, 10**9, "a", zombie[0].generation, True,
+                  zombie[0].incarnation)
     broken = dataclasses.replace(seen, commits=(*(seen.commits or ()), late))
     found = [v for v in check_observation(broken) if v.invariant == SINGLE_OWNER]
     assert len(found) == 1 and "after the group fenced its hold" in found[0].detail

@@ -313,10 +313,13 @@ def test_an_old_process_still_closing_is_fenced_when_its_session_expires():
     upgraded; its old process closes only when the stall ends (51,072 ms) while the new one
     already runs. The coordinator expires the old member's session at 28,930 ms
     (ConsumerMemberFenced): the old process's hold of t0-2 is fenced from then (the group's
-    member ids are looked up across every running process, not only a consumer's latest)."""
+    member ids are looked up across every running process, not only a consumer's latest). The
+    new process's commits of t0-2 from 31,166 ms are its own (each commit names the incarnation
+    that sent it), not late commits of the old process's fenced hold."""
     schedule = yaml.safe_load((Path(__file__).parent / "soak_migration" / "seed0-schedule18-rolling-upgrade.yaml")
                               .read_text())
     with wall_clock_limit(30):
+        assert check_schedule(schedule) == []
         held = _held(run_simulation(load_scenario(schedule)), "t0-2")
     assert [(member, incarnation, start, end, fenced) for _, member, incarnation, _, start, end, fenced in held
             if member == "c5"] == [("c5", 1, 1792, 51072, 28930), ("c5", 2, 31166, 162375, -1)]

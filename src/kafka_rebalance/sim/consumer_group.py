@@ -636,7 +636,7 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         for output in outputs:
             if isinstance(output, ce.Respond | cl.Respond):
                 code = getattr(output.response, "error_code", ErrorCode.NONE)
-        self._record_commit(proc.name, epoch, entries, code)
+        self._record_commit(proc.name, proc.incarnation, epoch, entries, code)
 
     # ------------------------------------------------------------------ consumption
 

@@ -274,7 +274,8 @@ class Driver(Generic[P, E, D]):
         # partition, member, incarnation, generation, start, end, fenced (result.Held)
         self.held_rows: list[tuple[str, str, int, int, int, int, int]] = []
         # time, partition, offset, member, generation, error code
-        self.commit_rows: list[tuple[int, str, int, str, int, int]] = []
+        # (time, partition, offset, member, generation, error code, incarnation)
+        self.commit_rows: list[tuple[int, str, int, str, int, int, int]] = []
         self.committed_high: dict[str, int] = {}
         self.offset_regressions = 0
         self.ownership_conflicts = 0
@@ -762,7 +763,7 @@ class Driver(Generic[P, E, D]):
                     self._held_row(proc, partition, entry)
                     proc.held[partition] = [self.now, entry[1], NOT_FENCED]
 
-    def _record_commit(self, member: str, generation: int, offsets: Iterable[tuple[str, int]],
+    def _record_commit(self, member: str, incarnation: int, generation: int, offsets: Iterable[tuple[str, int]],
                        error: ErrorCode) -> None:
         """An OffsetCommit the coordinator answered with ``error``; an accepted one lower than
         the partition's committed offset is an offset regression."""
@@ -772,7 +773,7 @@ class Driver(Generic[P, E, D]):
         accepted = error is ErrorCode.NONE
         committed = self.committed_high
         for partition, offset in offsets:
-            rows.append((now, partition, offset, member, generation, code))
+            rows.append((now, partition, offset, member, generation, code, incarnation))
             if accepted:
                 if offset < committed.get(partition, -1):
                     self.offset_regressions += 1
@@ -848,9 +849,10 @@ class Driver(Generic[P, E, D]):
 
     def _commit_table(self) -> Commits:
         rows = self.commit_rows
-        columns = list(zip(*rows, strict=True)) if rows else [()] * 6
+        columns = list(zip(*rows, strict=True)) if rows else [()] * 7
         return Commits(ints(list(columns[0])), strings(list(columns[1])), ints(list(columns[2])),
-                       strings(list(columns[3])), ints(list(columns[4])), ints(list(columns[5])))
+                       strings(list(columns[3])), ints(list(columns[4])), ints(list(columns[5])),
+                       ints(list(columns[6])))
 
     def _consumption_table(self) -> Consumption:
         rows = self.consumption_rows

@@ -338,7 +338,8 @@ class ClassicGroupSide(Driver[ClassicProcess, SimEvent, DeferrableEvent]):
                 error = output.response.error_code
                 break
         proc = self.connections.get(connection)
-        self._record_commit(proc.name if proc is not None else connection, request.generation_id,
+        self._record_commit(proc.name if proc is not None else connection, proc.incarnation if proc is not None else 0,
+                            request.generation_id,
                             ((entry.partition, entry.offset) for entry in request.offsets), error)
 
     def _to_coordinator(self, broker_id: int, event: CoordinatorInput) -> None:

@@ -151,6 +151,7 @@ class Commits:
     member: Strings
     generation: Ints
     error_code: Ints  # ErrorCode values; 0 = accepted
+    incarnation: Ints  # which process of the consumer sent it (see Held; 0: a connection no process owns)
 
     def __len__(self) -> int:
         return len(self.partition)

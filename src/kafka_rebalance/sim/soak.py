@@ -81,14 +81,16 @@ def _single_owner(seen: Observation) -> Violation | None:
                            for h in seen.held), "believes it owns it")
     if overlap is not None:
         return overlap
-    accepted: dict[tuple[str, str], list[int]] = {}
+    # (Two processes of one consumer can run at once: an old one still closing beside its restart.)
+    accepted: dict[tuple[str, int, str], list[int]] = {}
     for commit in seen.commits or ():
         if commit.accepted:
-            accepted.setdefault((commit.member, commit.partition), []).append(commit.time_ms)
+            accepted.setdefault((commit.member, commit.incarnation, commit.partition), []).append(commit.time_ms)
     for hold in seen.held:
         if hold.fenced_ms is None:
             continue
-        late = [t for t in accepted.get((hold.member, hold.partition), ()) if hold.fenced_ms <= t < hold.end_ms]
+        late = [t for t in accepted.get((hold.member, hold.incarnation, hold.partition), ())
+                if hold.fenced_ms <= t < hold.end_ms]
         if late:
             return Violation(SINGLE_OWNER, f"{hold.partition}: {hold.member} committed it at {late[0]} ms, after the "
                                            f"group fenced its hold (generation {hold.generation}) at "

@@ -68,6 +68,7 @@ class Commit:
     member: str
     generation: int | None
     accepted: bool
+    incarnation: int = 1  # which process of the consumer sent it (as ``Held.incarnation``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,9 +105,10 @@ def observation_of(result: SimulationResult) -> Observation:
     consumption = tuple(Consumption(*row) for row in zip(
         c.partition.tolist(), c.member.tolist(), c.generation.tolist(), c.from_offset.tolist(), c.to_offset.tolist(),
         c.start_ms.tolist(), c.end_ms.tolist(), strict=True))
-    commits = tuple(Commit(time, partition, offset, member, generation, error == 0) for time, partition, offset, member,
-                    generation, error in zip(k.time_ms.tolist(), k.partition.tolist(), k.offset.tolist(),
-                                             k.member.tolist(), k.generation.tolist(), k.error_code.tolist(), strict=True))
+    commits = tuple(Commit(time, partition, offset, member, generation, error == 0, incarnation)
+                    for time, partition, offset, member, generation, error, incarnation in zip(
+                        k.time_ms.tolist(), k.partition.tolist(), k.offset.tolist(), k.member.tolist(),
+                        k.generation.tolist(), k.error_code.tolist(), k.incarnation.tolist(), strict=True))
     held = None
     if result.held is not None:
         h = result.held
