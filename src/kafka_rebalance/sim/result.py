@@ -9,7 +9,7 @@ docs/scenario.md plus ``ownership``. The tables an invariant checker needs are c
 - ``consumption``: a member consumed ``[from_offset, to_offset)`` of a partition under
   ``generation`` between ``start_ms`` and ``end_ms``;
 - ``commits``: every OffsetCommit a coordinator answered, per partition, with its error
-  (``ErrorCode.NONE`` when accepted);
+  (``ErrorCode.NONE`` when accepted) and the process (incarnation) that sent it;
 - ``produced``: records produced per partition by the end of the run;
 - ``held``: each consumer's own view of what it owns (see ``Held``), which can overlap another
   consumer's when the group has moved on without it.
