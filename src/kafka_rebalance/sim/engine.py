@@ -71,6 +71,7 @@ from kafka_rebalance.protocol.classic.consumer_events import (
     Fatal,
     LeftGroup,
     MetadataUpdate,
+    PartitionLoadsMeasured,
     PartitionsAssigned,
     PartitionsLost,
     PartitionsRevoked,
@@ -420,6 +421,10 @@ class ClassicGroupSide(Driver[ClassicProcess, SimEvent, DeferrableEvent]):
     def _deliver_response(self, proc: ClassicProcess, response: GroupResponse | FindCoordinatorResponse) -> None:
         if type(response) is JoinGroupResponse and response.member_id:
             self.member_names[response.member_id] = proc.name
+            if response.leader == response.member_id and not response.skip_assignment:
+                loads = self._measured_loads(proc)  # the leader measures what it is about to assign
+                if loads is not None:
+                    self._to_consumer(proc, PartitionLoadsMeasured(loads))
         self._to_consumer(proc, ConsumerReceived(response))
         self._maybe_poll(proc)
 
