@@ -17,6 +17,8 @@ Optional fields beyond the spec (all documented in ``examples/scenarios/README.m
   ``start: false`` is not needed: a consumer runs from its ``join`` event.
 - per produce entry: ``start_ms`` / ``end_ms``.
 - ``end_ms`` defaults to the last event plus 60000.
+- ``load``: the load model's produce rates and consumer capacity (``LoadSpec``, docs/scenario.md;
+  per consumer ``capacity_records_per_s``).
 """
 
 from __future__ import annotations
