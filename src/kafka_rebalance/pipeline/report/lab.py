@@ -418,18 +418,41 @@ def migration_cost_verdict(cost: pd.DataFrame) -> list[str]:
     return lines
 
 
+@dataclass(frozen=True)
+class HeadToHead:
+    """One group of a comparison table: its rows by label, the ``new`` and ``old`` ones, their
+    ``value`` (``a`` and ``b``) and the change from ``b`` to ``a`` in percent."""
+
+    group: str
+    by: dict[str, pd.Series]
+    new: pd.Series
+    old: pd.Series
+    a: float
+    b: float
+    change: str
+
+
+def head_to_head(comparison: pd.DataFrame, group: str, label: str, new: str, old: str,
+                 value: str) -> list[HeadToHead]:
+    """Per ``group`` of ``comparison`` that has both a ``new`` and an ``old`` row (by ``label``)."""
+    out: list[HeadToHead] = []
+    if comparison.empty:
+        return out
+    for name, rows in comparison.groupby(group, sort=False):
+        by = {str(r[label]): r for _, r in rows.iterrows()}
+        if new in by and old in by:
+            a, b = float(by[new][value]), float(by[old][value])
+            out.append(HeadToHead(str(name), by, by[new], by[old], a, b,
+                                  f"{(a - b) / b * 100:+.0f}%" if b else "n/a"))
+    return out
+
+
 def migration_verdict(comparison: pd.DataFrame) -> list[str]:
     """Sentences with numbers: what KIP-848 buys over cooperative-sticky (and eager), per churn."""
     lines: list[str] = []
-    if comparison.empty:
-        return lines
-    for churn, rows in comparison.groupby("churn", sort=False):
-        by = {r["protocol"]: r for _, r in rows.iterrows()}
-        new, old = by.get("KIP-848 uniform"), by.get("cooperative-sticky")
-        if new is None or old is None:
-            continue
-        a, b = float(new["unowned partition-s"]), float(old["unowned partition-s"])
-        change = f"{(a - b) / b * 100:+.0f}%" if b else "n/a"
+    for pair in head_to_head(comparison, "churn", "protocol", "KIP-848 uniform", "cooperative-sticky",
+                             "unowned partition-s"):
+        churn, by, new, old, a, b, change = pair.group, pair.by, pair.new, pair.old, pair.a, pair.b, pair.change
         lines.append(
             f"{churn}: KIP-848 (uniform) leaves {a:,.1f} partition-seconds unowned against {b:,.1f} for "
             f"cooperative-sticky ({change}); {int(new['rebalances'])} rebalances against {int(old['rebalances'])}; "
@@ -443,12 +466,16 @@ def migration_verdict(comparison: pd.DataFrame) -> list[str]:
     return lines
 
 
+def verdict_list(lines: Sequence[str]) -> str:
+    """An answer's sentences as the report's verdict list."""
+    return '<ul class="verdict">' + "".join(f"<li>{html.escape(line)}</li>" for line in lines) + "</ul>"
+
+
 def migration_section(sims: pd.DataFrame, verdict: list[str]) -> str:
     """The comparison per churn and protocol, and what the migration costs, under ``verdict`` (``lab_answer``)."""
     comparison = protocol_comparison(sims)
     if comparison.empty:
         return ""
-    items = "".join(f"<li>{html.escape(line)}</li>" for line in verdict)
     caption = ("The same churn under each protocol (sim/churn.py: a typical service's costs, see "
                "docs/scenarios.md). Unowned partition-seconds: time partitions had no consumer. Pause: per "
                "member, the longest time it owned nothing between two periods of owning something (includes "
@@ -461,7 +488,7 @@ def migration_section(sims: pd.DataFrame, verdict: list[str]) -> str:
                     "with group.protocol=consumer (the first ConsumerGroupHeartbeat converts the group; members not "
                     "yet upgraded stay in it as classic members); in brackets the same restarts without upgrading. "
                     "Unstable: time with a rebalance open, in total and the longest stretch.")
-    body = f'<ul class="verdict">{items}</ul>' + table(comparison, limit=200)
+    body = verdict_list(verdict) + table(comparison, limit=200)
     if not cost.empty:
         body += "<h3>What the migration costs</h3>" + table(cost, limit=50)
     return section("Should we migrate to KIP-848?", body, caption)
@@ -513,15 +540,9 @@ def load_comparison(sims: pd.DataFrame) -> pd.DataFrame:
 def load_verdict(comparison: pd.DataFrame) -> list[str]:
     """Sentences with numbers: load-aware against cooperative-sticky (and the others), per scenario."""
     lines: list[str] = []
-    if comparison.empty:
-        return lines
-    for scenario, rows in comparison.groupby("scenario", sort=False):
-        by = {r["strategy"]: r for _, r in rows.iterrows()}
-        new, old = by.get("load-aware"), by.get("cooperative-sticky")
-        if new is None or old is None:
-            continue
-        a, b = float(new["max lag (records)"]), float(old["max lag (records)"])
-        change = f"{(a - b) / b * 100:+.0f}%" if b else "n/a"
+    for pair in head_to_head(comparison, "scenario", "strategy", "load-aware", "cooperative-sticky",
+                             "max lag (records)"):
+        scenario, by, new, old, a, b, change = pair.group, pair.by, pair.new, pair.old, pair.a, pair.b, pair.change
         line = (f"{scenario}: load-aware's maximum lag is {a:,.0f} records against {b:,.0f} for cooperative-sticky "
                 f"({change}); p99 record delay {float(new['p99 delay s']):,.1f} s against "
                 f"{float(old['p99 delay s']):,.1f} s; at most {int(new['most moved in one rebalance'])} partitions "
@@ -573,14 +594,13 @@ def load_section(sims: pd.DataFrame, verdict: list[str], lag: Figure | None) -> 
     comparison = load_comparison(sims)
     if comparison.empty:
         return ""
-    items = "".join(f"<li>{html.escape(line)}</li>" for line in verdict)
     caption = ("Skewed produce rates (sim/load.py) under each strategy, on the same events. Max lag: the highest "
                "lag of any consumer at any time. p99 delay: the 99th percentile of the time from a record's "
                "production to its consumption (first in, first out per partition; a record still waiting at the "
                "end counts the time until the end). Drain: after each rebalance, the time until the group's lag "
                "is back on its pre-rebalance trajectory; 'not drained': rebalances after which it never was. "
                "Partitions moved: changes of owner, in all and the most in one rebalance.")
-    body = f'<ul class="verdict">{items}</ul>' + table(comparison, limit=200)
+    body = verdict_list(verdict) + table(comparison, limit=200)
     if lag is not None:
         body += (f"<h3>{html.escape(lag.title)}</h3><p class=\"caption\">{lag.caption}</p>"
                  f'<div class="figure">{lag.image}</div>'
