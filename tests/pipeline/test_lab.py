@@ -125,8 +125,8 @@ def test_builtin_sweep_answers_does_load_aware_pay_off(builtin_lab):
     out = Path(result.out_dir)
     page = (out / "report.html").read_text()
     assert "Does load-aware assignment pay off?" in page
-    assert re.search(r"skewed-load: load-aware's maximum lag is [\d,]+ records against [\d,]+ for cooperative-sticky",
-                     page)
+    assert re.search(r"skewed-load: load-aware&#x27;s maximum lag is [\d,]+ records against [\d,]+ for "
+                     r"cooperative-sticky", page)
     lag = pd.read_csv(out / "figures" / "max_lag_over_time.csv")
     assert set(lag["strategy"]) == {"eager", "cooperative-sticky", "consumer-uniform", "load-aware"}
     assert set(lag["scenario"]) == {"skewed-load", "moving-hot-partition"}
