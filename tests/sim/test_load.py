@@ -275,3 +275,35 @@ def test_the_leader_assigns_with_the_measured_rates():
     best = rates[0] + np.sort(rates)[:7].sum()
     assert heaviest(_under("load-aware")) == pytest.approx(best, rel=0.01)
     assert heaviest(_under("cooperative-sticky")) > 1.1 * best
+
+
+def _moving_hot_partition(**options: Any) -> SimulationResult:
+    from kafka_rebalance.pipeline.sweep import load_sweep
+
+    run = next(r for r in load_sweep().runs
+               if r.scenario_name == "moving-hot-partition" and r.params["protocol"] == "load-aware")
+    data = copy.deepcopy(run.scenario)
+    for consumer in data["consumers"]:
+        consumer["strategy_options"] = options
+    return run_simulation(data)
+
+
+def test_strategy_options_reach_the_leaders_assignor():
+    """One hot partition among equal ones: with counts as even as sticky's load-aware has nothing
+    to move (cooperative-sticky's numbers); letting counts differ by 3 lowers the maximum lag."""
+    even, loose = _moving_hot_partition(), _moving_hot_partition(max_count_skew=3)
+    assert even.load is not None and loose.load is not None
+    assert loose.load.max_lag < 0.9 * even.load.max_lag
+    final = [len(m.partitions) for m in loose.rebalances[-1].assignment]
+    assert max(final) - min(final) > 1
+
+
+def test_strategy_options_are_checked_against_the_strategies():
+    data = _one_consumer(1, 1)
+    data["consumers"][0]["strategies"] = ["load-aware"]
+    for options, problem in [({"max_count_skew": 0}, "an integer >= 1"), ({"speed": 1}, "unknown option"),
+                             ({"rebalance_protocol": "EAGER"}, "rebalance protocol")]:
+        data["consumers"][0]["strategy_options"] = options
+        with pytest.raises(InvalidInput, match=problem) as caught:
+            load_scenario(data)
+        assert caught.value.field == "consumers[0]" and str(caught.value).count("\n") == 0

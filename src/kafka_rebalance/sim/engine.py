@@ -536,6 +536,7 @@ class ClassicGroupSide(Driver[ClassicProcess, SimEvent, DeferrableEvent]):
             background_heartbeat=not spec.setting(cfg, "heartbeat_with_poll"),
             # Without loss every request is answered: no timeout to arm.
             request_timeout_ms=cfg.request_timeout_ms if self.lossy else None,
+            strategy_options=spec.strategy_options,
         )
         cc = ConsumerCoordinator(config, self.topics, self.leader_broker)
         return ClassicProcess(name=name, spec=spec, connection=connection, wire=connection, cc=cc,

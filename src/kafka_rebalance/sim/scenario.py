@@ -104,6 +104,8 @@ class ConsumerSpec(_Strict):
     heartbeat_with_poll: bool | None = None
     # The load model's processing capacity of this consumer (records/s; default: load.capacity_records_per_s).
     capacity_records_per_s: float | None = Field(None, gt=0, allow_inf_nan=False)
+    # Options of its assignors as the leader runs them (load-aware: max_count_skew, min_gain).
+    strategy_options: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("strategies")
     @classmethod
@@ -116,6 +118,19 @@ class ConsumerSpec(_Strict):
             except InvalidInput as exc:
                 raise ValueError(exc.problem) from None
         return value
+
+    @model_validator(mode="after")
+    def _options_fit_the_strategies(self) -> ConsumerSpec:
+        for name in self.strategies:
+            assignor = get_assignor(name)
+            try:
+                configured = assignor.configured(self.strategy_options)
+            except InvalidInput as exc:
+                raise ValueError(f"strategy_options: {exc.problem}") from None
+            if configured.protocol is not assignor.protocol:
+                raise ValueError(f"strategy_options: may not change {name}'s rebalance protocol (the strategy list "
+                                 "decides it)")
+        return self
 
     @field_validator("pattern")
     @classmethod

@@ -36,10 +36,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from functools import lru_cache
-from typing import assert_never
+from typing import Any, assert_never
 
 import numpy as np
 
@@ -195,6 +195,9 @@ class ConsumerConfig:
     retry_backoff_ms: int = 100
     # request.timeout.ms (Kafka's default: 30000); None: every request is answered, no timeouts.
     request_timeout_ms: int | None = None
+    # Options for the consumer's assignors (``PartitionAssignor.configured``: load-aware's
+    # max_count_skew, min_gain); assignors without options ignore them.
+    strategy_options: Mapping[str, Any] = field(default_factory=dict)
 
 
 class ConsumerCoordinator:
@@ -204,7 +207,7 @@ class ConsumerCoordinator:
         self.protocol = rebalance_protocol(config.strategies)
         # One assignor instance per configured strategy: some keep state between rebalances
         # (StickyAssignor remembers its last assignment for its user data).
-        self._assignors = {name: get_assignor(name) for name in config.strategies}
+        self._assignors = {name: get_assignor(name).configured(config.strategy_options) for name in config.strategies}
         self._partition_loads: dict[str, np.ndarray] = {}  # the latest PartitionLoadsMeasured
         self._topics = tuple(config.topics)
         self._pattern = re.compile(config.pattern) if config.pattern else None
