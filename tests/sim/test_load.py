@@ -307,3 +307,12 @@ def test_strategy_options_are_checked_against_the_strategies():
         with pytest.raises(InvalidInput, match=problem) as caught:
             load_scenario(data)
         assert caught.value.field == "consumers[0]" and str(caught.value).count("\n") == 0
+
+
+def test_an_ownership_shorter_than_a_step_leaves_nothing_owned():
+    """A hand-off faster than the model's step (owned from 1.2 s to 1.4 s) is no ownership at all:
+    the partition stays unowned, its backlog with nobody."""
+    model = _model(_one_consumer(100, 1000))
+    ownership = Ownership(strings(["t-0"]), strings(["a"]), ints([0]), ints([1200]), ints([1400]))
+    load = model.metrics(ownership, [], [], 10000)
+    assert load.records_consumed == 0 and load.member_lag.sum() == 0 and load.unowned_lag[-1] == 1000

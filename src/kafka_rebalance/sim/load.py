@@ -212,14 +212,15 @@ class LoadModel:
     def _ownership_changes(self, ownership: Ownership, member_of: Mapping[str, int],
                            step: int) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
         """Ownership intervals -> (step, partition, member or -1) in the order to apply them:
-        by the step whose start is nearest, ends before starts."""
+        by the step whose start is nearest, ends before starts; an interval shorter than that
+        resolution (it starts and ends at the same step) is left out."""
         index = self.index
         partition = np.asarray([index.get(str(p), -1) for p in ownership.partition.tolist()], dtype=np.int64)
         member = np.asarray([member_of.get(str(m), -1) for m in ownership.member.tolist()], dtype=np.int64)
-        known = (partition >= 0) & (member >= 0)
-        partition, member = partition[known], member[known]
-        start = np.rint(ownership.start_ms[known] / step).astype(np.int64)
-        end = np.rint(ownership.end_ms[known] / step).astype(np.int64)
+        start = np.rint(ownership.start_ms / step).astype(np.int64)
+        end = np.rint(ownership.end_ms / step).astype(np.int64)
+        kept = (partition >= 0) & (member >= 0) & (end > start)
+        partition, member, start, end = partition[kept], member[kept], start[kept], end[kept]
         when = np.concatenate([end, start])
         kind = np.concatenate([np.zeros(len(end), dtype=np.int64), np.ones(len(start), dtype=np.int64)])
         order = np.lexsort((kind, when))
