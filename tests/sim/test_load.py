@@ -316,3 +316,14 @@ def test_an_ownership_shorter_than_a_step_leaves_nothing_owned():
     ownership = Ownership(strings(["t-0"]), strings(["a"]), ints([0]), ints([1200]), ints([1400]))
     load = model.metrics(ownership, [], [], 10000)
     assert load.records_consumed == 0 and load.member_lag.sum() == 0 and load.unowned_lag[-1] == 1000
+
+
+def test_p99_delay_is_the_same_whatever_the_slice(monkeypatch):
+    from kafka_rebalance.sim import load as load_module
+
+    rng = np.random.default_rng(7)
+    arrived = np.vstack([np.zeros(9), np.cumsum(rng.uniform(0, 50, (30, 9)), axis=0)])
+    consumed = np.minimum(arrived, np.vstack([np.zeros(9), np.cumsum(rng.uniform(0, 45, (30, 9)), axis=0)]))
+    whole = p99_delay_ms(arrived, consumed, 1000, 30000)
+    monkeypatch.setattr(load_module, "DELAY_CELLS", 40)  # one partition (31 boundaries) at a time
+    assert p99_delay_ms(arrived, consumed, 1000, 30000) == whole

@@ -19,8 +19,10 @@ no object per record or per partition):
 Record delay (``p99_delay_ms``): with first in, first out per partition, the record that
 arrives when a partition's cumulative arrivals reach ``q`` is consumed when its cumulative
 consumption reaches ``q``; the delay of a step's arrivals is taken at their midpoint, found
-by one ``searchsorted`` over the cumulative tables (all partitions at once), interpolated
-within the step, and weighted by the step's arrivals. A record not consumed by the end of the
+by one ``searchsorted`` over the cumulative tables (a slice of partitions at a time),
+interpolated within the step, and weighted by the step's arrivals. Those two tables are the
+model's memory: 16 bytes per step and partition (10,000 partitions over 300 steps: about 50 MB,
+the whole model 3 s); a longer ``step_ms`` shrinks them. A record not consumed by the end of the
 run counts the time until the end (so the figure is a lower bound when the group never catches
 up).
 
@@ -49,6 +51,7 @@ from kafka_rebalance.sim.scenario import LoadRate, Scenario
 Floats = NDArray[np.float64]
 DRAIN_TREND_MS = 10_000  # how far back the pre-rebalance growth of the lag is measured
 DRAIN_TOLERANCE = 1.0  # records: "back on the trajectory" allows this much above it
+DELAY_CELLS = 1 << 21  # step-partition cells of the record-delay search at a time
 
 
 @lru_cache(maxsize=64)
@@ -255,32 +258,43 @@ def drain_times(total_lag: Floats, step: int, rebalances: Sequence[RebalanceReco
 
 def p99_delay_ms(arrived: Floats, consumed: Floats, step: int, end_ms: int, quantile: float = 0.99) -> int:
     """The ``quantile`` of record delay, first in first out per partition, from the cumulative
-    arrivals and consumption at each step boundary (``(steps + 1) x partitions``)."""
+    arrivals and consumption at each step boundary (``(steps + 1) x partitions``). Partitions
+    are taken a slice at a time (about ``DELAY_CELLS`` step-partition cells), so besides the
+    two tables only each cell's delay and weight (float32) are held at once."""
     steps, partitions = arrived.shape[0] - 1, arrived.shape[1]
-    weights = np.diff(arrived, axis=0)  # steps x partitions: what arrived in each step
-    if steps == 0 or partitions == 0 or float(weights.sum()) <= 0:
+    if steps == 0 or partitions == 0 or float(arrived[-1].sum()) <= 0:
         return 0
-    # One monotone array over all partitions: partition p's cumulative consumption shifted past
-    # every value of the partitions before it, so one searchsorted finds every departure.
+    width = max(1, DELAY_CELLS // (steps + 1))
+    delays, weights = zip(*(_record_delays(arrived[:, lo:lo + width], consumed[:, lo:lo + width], step, end_ms)
+                            for lo in range(0, partitions, width)), strict=True)
+    delay, weight = np.concatenate(delays), np.concatenate(weights)
+    order = np.argsort(delay, kind="stable")
+    cumulative = np.cumsum(weight[order], dtype=np.float64)
+    at = int(np.searchsorted(cumulative, quantile * cumulative[-1], side="left"))
+    return int(round(float(delay[order][min(at, len(order) - 1)])))
+
+
+def _record_delays(arrived: Floats, consumed: Floats, step: int,
+                   end_ms: int) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
+    """For each step and partition of a slice: the delay of the step's arrivals (taken at
+    their midpoint record) and how many records arrived then."""
+    steps, partitions = arrived.shape[0] - 1, arrived.shape[1]
+    # One monotone array over the slice: partition p's cumulative consumption shifted past every
+    # value of the partitions before it, so one searchsorted finds every departure.
     shift = float(arrived[-1].max()) + 1.0
     offsets = np.arange(partitions, dtype=np.float64) * shift
     flat = (consumed + offsets).T.reshape(-1)  # partition-major: (steps + 1) values per partition
-    middle = (arrived[:-1] + arrived[1:]) / 2 + offsets  # the midpoint record of each step's arrivals
-    found = np.searchsorted(flat, middle.T.reshape(-1), side="left")
+    target = ((arrived[:-1] + arrived[1:]) / 2 + offsets).T.reshape(-1)  # each step's midpoint record
+    found = np.searchsorted(flat, target, side="left")
     column = np.repeat(np.arange(partitions), steps)
     j = found - column * (steps + 1)  # the boundary at which consumption reaches the record
     served = (j >= 1) & (j <= steps)
     jj = np.clip(j, 1, steps)
     lo = consumed[jj - 1, column] + offsets[column]
     hi = consumed[jj, column] + offsets[column]
-    target = middle.T.reshape(-1)
     with np.errstate(divide="ignore", invalid="ignore"):
         within = np.where(hi > lo, (target - lo) / (hi - lo), 1.0)
     departs = np.where(served, (jj - 1 + within) * step, float(end_ms))
     arrives = (np.tile(np.arange(steps), partitions) + 0.5) * step
-    delay = np.maximum(0.0, departs - arrives)
-    weight = weights.T.reshape(-1)
-    order = np.argsort(delay, kind="stable")
-    cumulative = np.cumsum(weight[order])
-    at = int(np.searchsorted(cumulative, quantile * cumulative[-1], side="left"))
-    return int(round(float(delay[order][min(at, len(order) - 1)])))
+    delay = np.maximum(0.0, departs - arrives).astype(np.float32)
+    return delay, np.diff(arrived, axis=0).T.reshape(-1).astype(np.float32)
