@@ -23,11 +23,14 @@ from kafka_rebalance.pipeline.report.page import (
     format_value,
     generated_note,
     page,
+    pyplot,
     render,
     section,
     strategy_colour,
     table,
 )
+
+pyplot()  # the reports' style and the off-screen backend, before this module draws anything
 
 STRATEGY_ORDER = ["range", "roundrobin", "sticky", "cooperative-sticky"]
 EAGER_STRATEGIES = ("range", "roundrobin", "sticky")
