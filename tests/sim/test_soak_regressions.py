@@ -338,3 +338,18 @@ def test_a_classic_member_of_a_migrating_group_learns_of_new_partitions_from_its
         result = run_simulation(load_scenario(schedule))
     grown = [r for r in result.rebalances if r.start_ms >= 35872 and r.group_protocol.value == "classic"]
     assert grown and any("t2-1" in m.partitions for m in grown[0].assignment)
+
+
+LOADING = [Path(__file__).parent / "soak_fenced_rejoin" / f"seed0-schedule{i}-consumer.yaml" for i in (465, 685)]
+
+
+@pytest.mark.parametrize("path", LOADING, ids=[p.stem for p in LOADING])
+def test_a_joining_member_retries_a_loading_coordinator_once_per_round_trip(path):
+    """Zero latency, KIP-848, a coordinator failover: a joining member answered
+    COORDINATOR_NOT_AVAILABLE heartbeated again at once (a joining member does not wait for the
+    backoff: AbstractHeartbeatRequestManager.poll, shouldHeartbeatNow; in Kafka it first finds
+    the coordinator again), answered at once, ... forever at one virtual instant (the soak's
+    Spark task never ended). A round trip takes time: the retry leaves on the next ms, until the
+    new coordinator has loaded. Soak seed 0, schedules 465 and 685, consumer protocol."""
+    with wall_clock_limit(30):
+        assert check_schedule(yaml.safe_load(path.read_text())) == []

@@ -18,10 +18,10 @@ Modelling choices (beyond those of ``sim.engine``, which this follows):
 - A rebalance is a window that opens at a group epoch bump and closes when the group is Stable
   (or Empty) again; bumps inside an open window extend it. Kafka counts every bump as a
   rebalance (its ``consumer-group-rebalance`` sensor); the log has one "Bumped group epoch" line each.
-- A member fenced at epoch 0 (the group still holds it under an older epoch: its leave
-  heartbeat was lost) rejoins at once, as Kafka's does, once per round trip until its session
-  expires at the coordinator; at zero latency the retry leaves on the next millisecond
-  (``_send_heartbeat``), so virtual time reaches that session timeout.
+- A joining or acknowledging member answered with an error (fenced at epoch 0 because the
+  group still holds it under an older epoch, or a coordinator still loading) heartbeats again at
+  once, as Kafka's does, once per round trip; at zero latency that retry leaves on the next
+  millisecond (``_send_heartbeat``), so virtual time reaches the session timeout or the load's end.
 - Coordinator timers that are re-armed on every heartbeat (session timeouts) keep one heap
   entry each, moved forward lazily, so a heartbeat costs no heap growth.
 """
@@ -124,7 +124,7 @@ class ConsumerGroupProcess(AppProcess[ConsumerGroupDeferrable]):
     next_commit_ms: int = 0
     callbacks: list[list[ListenerCallback]] = field(default_factory=list)
     timer_events: dict[MemberTimer, MemberTimerFires] = field(default_factory=dict)  # one per timer
-    fenced_answer_ms: int = -1  # when the coordinator last answered it FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID
+    error_answer_ms: int = -1  # when the coordinator last answered its heartbeat with an error
 
     @property
     def flowing(self) -> bool:
@@ -236,8 +236,8 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         if type(response) is cl.JoinGroupResponse and response.error_code is ErrorCode.NONE:
             self._unfence(proc)  # a classic member in the group's current generation
         if isinstance(response, ce.ConsumerGroupHeartbeatResponse):
-            if response.error_code in (ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID):
-                proc.fenced_answer_ms = self.now
+            if response.error_code is not ErrorCode.NONE:
+                proc.error_answer_ms = self.now
             self._member_input(proc, me.Received(response))
         elif isinstance(response, ce.OffsetCommitResponse | ce.OffsetFetchResponse):
             raise AssertionError(f"{response!r}: OffsetCommit and OffsetFetch go straight to the coordinator")
@@ -534,17 +534,22 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
 
     def _send_heartbeat(self, proc: ConsumerGroupProcess, request: ce.ConsumerGroupHeartbeatRequest,
                         ignore_response: bool) -> None:
-        """A ConsumerGroupHeartbeat on the member's connection. The join after a fencing goes out
-        at once (AbstractHeartbeatRequestManager.onErrorResponse: FENCED_MEMBER_EPOCH and
-        UNKNOWN_MEMBER_ID skip the backoff), so a member the group still holds under an older
-        epoch (its leave heartbeat answered COORDINATOR_LOAD_IN_PROGRESS and ignored) is fenced
-        again and again, once per round trip, until the coordinator's session timeout removes it
+        """A ConsumerGroupHeartbeat on the member's connection. A joining or acknowledging
+        member heartbeats again as soon as its last one is answered, even with an error
+        (AbstractHeartbeatRequestManager.poll: shouldHeartbeatNow bypasses the backoff;
+        onErrorResponse skips it after FENCED_MEMBER_EPOCH and UNKNOWN_MEMBER_ID, and after
+        COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR the member first finds the coordinator
+        again). So a member the group still holds under an older epoch (its leave heartbeat
+        answered COORDINATOR_LOAD_IN_PROGRESS and ignored) is fenced again and again, once per
+        round trip, until the coordinator's session timeout removes it
         (GroupMetadataManager.throwIfConsumerGroupMemberEpochIsInvalid fences epoch 0 too; a
-        fenced heartbeat does not extend the session). A round trip takes time on any network:
-        below the clock's millisecond (zero latency) the retry leaves on the next one, so virtual
-        time reaches that session timeout as real time does."""
+        fenced heartbeat does not extend the session), and a joining member retries a loading
+        coordinator until it has loaded. A round trip takes time on any network: below the
+        clock's millisecond (zero latency) a heartbeat sent in answer to an error leaves on the
+        next one, so virtual time reaches that session timeout or load as real time does."""
         sent_ms = None
-        if request.member_epoch == 0 and proc.fenced_answer_ms == self.now and not self.latency_ms and not self.jitter_ms:
+        if (request.member_epoch >= 0 and proc.error_answer_ms == self.now and not self.latency_ms
+                and not self.jitter_ms):
             sent_ms = self.now + 1
         self._push(self._in_order_arrival(self.request_arrival_ms, proc.connection, sent_ms),
                    GroupRequestArrives(proc.connection, request, ignore_response))
