@@ -55,20 +55,11 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any, assert_never
 
+from kafka_rebalance.protocol import logrecords as lr
 from kafka_rebalance.protocol.logrecords import (
     RECORD_KINDS,
     AssignmentReceived,
     ClassicGroupLogRecord,
-    ConsumerGroupConverted,
-    ConsumerGroupEpochBumped,
-    ConsumerGroupLoaded,
-    ConsumerGroupStateChanged,
-    ConsumerMemberAssignmentUpdated,
-    ConsumerMemberFenced,
-    ConsumerMemberJoined,
-    ConsumerMemberLeft,
-    ConsumerStaticMemberReplaced,
-    ConsumerTargetAssignmentComputed,
     GroupEmpty,
     LogRecord,
     MemberFailed,
@@ -268,10 +259,10 @@ class LogFormatter:
                     return None
                 return format_line(epoch_ms(epoch) + record.time_ms, message, broker_id=broker_id,
                                    partition=partition, style=self.style)
-            case (ConsumerGroupEpochBumped() | ConsumerTargetAssignmentComputed() | ConsumerMemberJoined()
-                  | ConsumerStaticMemberReplaced() | ConsumerMemberLeft() | ConsumerMemberFenced()
-                  | ConsumerMemberAssignmentUpdated() | ConsumerGroupStateChanged() | ConsumerGroupConverted()
-                  | ConsumerGroupLoaded()):
+            case (lr.ConsumerGroupEpochBumped() | lr.ConsumerTargetAssignmentComputed() | lr.ConsumerMemberJoined()
+                  | lr.ConsumerStaticMemberReplaced() | lr.ConsumerMemberLeft() | lr.ConsumerMemberFenced()
+                  | lr.ConsumerMemberAssignmentUpdated() | lr.ConsumerGroupStateChanged()
+                  | lr.ConsumerGroupConverted() | lr.ConsumerGroupLoaded()):
                 if self.style != MODERN:
                     return None  # consumer groups exist only on the new coordinator
                 from kafka_rebalance.protocol.modern.consumer.logformat import format_consumer_group_line
