@@ -14,7 +14,8 @@ import json
 import random
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor as KPSticky
 from kafka.protocol.consumer import JoinGroupResponse
@@ -42,12 +43,27 @@ def _members(metadata: dict) -> list:
     return [JoinGroupResponse.JoinGroupResponseMember(member_id=m, metadata=md) for m, md in metadata.items()]
 
 
-def groups() -> list[tuple[Cluster, list, int]]:
-    """The test's 2,000 groups, drawn in the test's order from its seed: (cluster, the
-    JoinGroup members of the reassignment, partitions in the group)."""
-    rng = random.Random(SEED)
-    out = []
-    for _ in range(GROUPS):
+class ChangedGroup(NamedTuple):
+    """One random group after a change: the cluster, who subscribes to what now, what each
+    member owned after kafka-python's fresh assignment, and the JoinGroup members carrying
+    that as user data (generation 1)."""
+
+    cluster: Cluster
+    subscriptions: dict[str, set[str]]
+    previous: dict[str, list]
+    joined: list
+
+    @property
+    def size(self) -> int:
+        return sum(len(p) for p in self.cluster.partitions.values())
+
+
+def changed_groups(seed: int = SEED, count: int = GROUPS) -> Iterator[ChangedGroup]:
+    """``count`` draws from ``seed``: 1-5 topics of 1-8 partitions, up to 7 members, each group
+    assigned fresh by kafka-python's sticky assignor, then changed (members leave, change
+    subscription, up to 2 join). Draws where nobody remains are skipped."""
+    rng = random.Random(seed)
+    for _ in range(count):
         topics = [f"t{i}" for i in range(rng.randint(1, 5))]
         partitions = {t: set(range(rng.randint(1, 8))) for t in topics}
         names = [f"C{i}" for i in range(rng.randint(1, 7))]
@@ -65,8 +81,13 @@ def groups() -> list[tuple[Cluster, list, int]]:
         if not changed:
             continue
         meta = {m: KPSticky._metadata(t, previous.get(m, []), 1) for m, t in changed.items()}  # noqa: SLF001
-        out.append((cluster, _members(meta), sum(len(p) for p in partitions.values())))
-    return out
+        yield ChangedGroup(cluster, changed, previous, _members(meta))
+
+
+def groups() -> list[tuple[Cluster, list, int]]:
+    """The test's 2,000 groups: (cluster, the JoinGroup members of the reassignment, partitions
+    in the group)."""
+    return [(g.cluster, g.joined, g.size) for g in changed_groups()]
 
 
 def cpu_seconds(cases: list[tuple[Cluster, list, int]], assign: Callable[[Cluster, list], object]) -> list[float]:

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED_002 = ROOT / "tests" / "data" / "seeds" / "002_2dbaf8b85c23802f.txt"
-
-if str(ROOT / "benchmarks") not in sys.path:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
 @pytest.fixture(scope="session")

@@ -55,7 +55,12 @@ import numpy as np
 import numpy.typing as npt
 
 from kafka_rebalance.assignors.base import ColumnarAssignor, empty_owner
-from kafka_rebalance.assignors.sticky_small import is_small, sticky_owner_small, water_fill_list
+from kafka_rebalance.assignors.sticky_small import (
+    is_small,
+    redeal_free_units,
+    sticky_owner_small,
+    water_fill_list,
+)
 from kafka_rebalance.assignors.userdata import decode_sticky_user_data, encode_sticky_user_data
 from kafka_rebalance.model import UNASSIGNED, ColumnarGroup, RebalanceProtocol
 
@@ -797,36 +802,7 @@ def _spread_free_units(
     free_of = {c: free_units[class_members[c], c].tolist() for c in classes}
     total_of = {c: int(free_total[c]) for c in classes}
     loads = load.tolist()
-    # A class whose members' loads did not change since it was last dealt would be dealt the
-    # same again: skip it (``changed_at`` and ``dealt_at`` are step stamps).
-    changed_at = [0] * len(loads)
-    dealt_at = dict.fromkeys(classes, -1)
-    redealt: set[int] = set()
-    step = 0
-    for _ in range(max_sweeps):
-        changed = False
-        for c in classes:
-            members = members_of[c]
-            step += 1
-            if dealt_at[c] >= max([changed_at[m] for m in members]):
-                continue
-            dealt_at[c] = step
-            old = free_of[c]
-            base = [loads[m] - o for m, o in zip(members, old, strict=True)]
-            if len(base) <= _SMALL_CLASS:
-                new = water_fill_list(base, total_of[c])
-            else:
-                new = water_fill(np.asarray(base, dtype=np.int64), total_of[c]).tolist()
-            if new != old:
-                changed = True
-                redealt.add(c)
-                free_of[c] = new
-                for m, o, n, b in zip(members, old, new, base, strict=True):
-                    if n != o:
-                        changed_at[m] = step
-                        loads[m] = b + n
-        if not changed:
-            break
+    redealt = redeal_free_units(classes, members_of, free_of, total_of, loads, _water_fill_either, max_sweeps)
     for c in redealt:
         dealt_members = class_members[c]
         dealt = np.asarray(free_of[c], dtype=np.int64)
@@ -837,6 +813,13 @@ def _spread_free_units(
 
 # Up to this many members, ``water_fill_list`` beats ``water_fill``'s numpy calls.
 _SMALL_CLASS = 64
+
+
+def _water_fill_either(base: list[int], n: int) -> list[int]:
+    if len(base) <= _SMALL_CLASS:
+        return water_fill_list(base, n)
+    filled: list[int] = water_fill(np.asarray(base, dtype=np.int64), n).tolist()
+    return filled
 
 
 def _materialise(

@@ -12,6 +12,8 @@ the reasons for each rule are given there.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
+
 import numpy as np
 
 from kafka_rebalance.model import UNASSIGNED, ColumnarGroup
@@ -244,30 +246,53 @@ def _spread_free_units(by_constraint: list[int], class_members: list[list[int]],
     classes = [c for c in by_constraint if free_total[c] > 0]
     if not classes:
         return
-    changed_at = [0] * len(load)
+    free_of = {c: [free_units[m][c] for m in class_members[c]] for c in classes}
+    for c in redeal_free_units(classes, class_members, free_of, free_total, load, water_fill_list, max_sweeps):
+        for m, n in zip(class_members[c], free_of[c], strict=True):
+            y[m][c] += n - free_units[m][c]
+            free_units[m][c] = n
+
+
+def redeal_free_units(
+    classes: list[int],
+    members_of: Sequence[list[int]] | Mapping[int, list[int]],
+    free_of: dict[int, list[int]],
+    total_of: Sequence[int] | Mapping[int, int],
+    loads: list[int],
+    fill: Callable[[list[int], int], list[int]],
+    max_sweeps: int,
+) -> set[int]:
+    """The sweeps of ``sticky._spread_free_units`` on Python lists: re-deal each class's free
+    units (``free_of[c]``, one count per member of ``members_of[c]``) by ``fill`` until a sweep
+    changes nothing. Updates ``free_of`` and ``loads`` in place; returns the classes re-dealt."""
+    # A class whose members' loads did not change since it was last dealt would be dealt the
+    # same again: skip it (``changed_at`` and ``dealt_at`` are step stamps).
+    changed_at = [0] * len(loads)
     dealt_at = dict.fromkeys(classes, -1)
+    redealt: set[int] = set()
     step = 0
     for _ in range(max_sweeps):
         changed = False
         for c in classes:
-            members = class_members[c]
+            members = members_of[c]
             step += 1
             if dealt_at[c] >= max([changed_at[m] for m in members]):
                 continue
             dealt_at[c] = step
-            old = [free_units[m][c] for m in members]
-            base = [load[m] - o for m, o in zip(members, old, strict=True)]
-            new = water_fill_list(base, free_total[c])
+            old = free_of[c]
+            base = [loads[m] - o for m, o in zip(members, old, strict=True)]
+            new = fill(base, total_of[c])
             if new != old:
                 changed = True
+                redealt.add(c)
+                free_of[c] = new
                 for m, o, n, b in zip(members, old, new, base, strict=True):
                     if n != o:
                         changed_at[m] = step
-                        load[m] = b + n
-                        y[m][c] += n - o
-                        free_units[m][c] = n
+                        loads[m] = b + n
         if not changed:
             break
+    return redealt
 
 
 def _relevel(c: int, members: list[int], class_size: list[int], x: Counts, y: Counts, load: list[int]) -> None:
