@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypedDict, assert_never
 
+from kafka_rebalance.model import GroupProtocol
 from kafka_rebalance.pipeline.logparse.catalogue import client_of
 from kafka_rebalance.pipeline.logparse.kinds import (
     Cause,
@@ -77,7 +78,7 @@ class Rebalance:
     leader: str | None = None
     end_ms: int | None = None
     outcome: str = "open"
-    protocol: str = "classic"
+    protocol: GroupProtocol = GroupProtocol.CLASSIC
     partition: int | None = None
     start_known: bool = True
     assignor: str | None = None
@@ -326,7 +327,7 @@ class GroupStory:
 
     # -- helpers
     def _new(self, event: Event, *, old_generation: int | None, start_known: bool = True,
-             protocol: str = "classic") -> Rebalance:
+             protocol: GroupProtocol = GroupProtocol.CLASSIC) -> Rebalance:
         rebalance = Rebalance(self.cluster, self.group, event.get("time_ms"), old_generation=old_generation,
                               start_known=start_known, protocol=protocol, partition=self.partition)
         rebalance.evidence.append(event)
@@ -533,7 +534,7 @@ class GroupStory:
         logs the change before the epoch bump it causes, so it belongs to the next bump, not
         to the consumer-group rebalance still open."""
         target = self.open
-        if target is not None and target.protocol == "consumer" and event.get("library") == Library.BROKER_KIP848:
+        if target is not None and target.protocol is GroupProtocol.CONSUMER and event.get("library") == Library.BROKER_KIP848:
             return None
         return target
 
@@ -564,11 +565,11 @@ class GroupStory:
     # -- KIP-848 consumer groups
     def _on_group_epoch_bumped(self, event: Event) -> None:
         epoch = event.get("generation")
-        if self.open is not None and self.open.protocol == "consumer":
+        if self.open is not None and self.open.protocol is GroupProtocol.CONSUMER:
             self._close_open(event.get("time_ms"), "superseded")
             self.rebalances[-1].end_ms = None
         rebalance = self._new(event, old_generation=self.last_epoch if self.last_epoch is not None else
-                              (epoch - 1 if epoch is not None else None), protocol="consumer")
+                              (epoch - 1 if epoch is not None else None), protocol=GroupProtocol.CONSUMER)
         rebalance.generation = epoch
         self.last_epoch = epoch
         self._claim_recent(rebalance)
@@ -581,11 +582,11 @@ class GroupStory:
     def _on_target_assignment(self, event: Event) -> None:
         epoch = event.get("generation")
         rebalance = self.open
-        if rebalance is None or rebalance.protocol != "consumer" or rebalance.generation != epoch:
-            rebalance = next((r for r in reversed(self.rebalances) if r.protocol == "consumer" and r.generation == epoch),
+        if rebalance is None or rebalance.protocol is not GroupProtocol.CONSUMER or rebalance.generation != epoch:
+            rebalance = next((r for r in reversed(self.rebalances) if r.protocol is GroupProtocol.CONSUMER and r.generation == epoch),
                              None)
         if rebalance is None:
-            rebalance = self._new(event, old_generation=None, start_known=False, protocol="consumer")
+            rebalance = self._new(event, old_generation=None, start_known=False, protocol=GroupProtocol.CONSUMER)
             rebalance.generation = epoch
             self.open = rebalance
         rebalance.assignor = event.get("assignor")
@@ -596,7 +597,7 @@ class GroupStory:
         member = event.get("member")
         self.consumer_members[member] = (event.get("generation"), event.get("state"))
         rebalance = self.open
-        if rebalance is None or rebalance.protocol != "consumer":
+        if rebalance is None or rebalance.protocol is not GroupProtocol.CONSUMER:
             return
         if all(epoch == rebalance.generation and state == "STABLE" for epoch, state in self.consumer_members.values()):
             rebalance.end_ms = event.get("time_ms")
@@ -620,7 +621,7 @@ class GroupStory:
         """The online migration: epochs continue from the classic generation (and back)."""
         self._member_event(event, "converted", member="", reason=f"to {event.get('protocol')}")
         self.last_epoch = None
-        if event.get("protocol") == "classic":
+        if event.get("protocol") == GroupProtocol.CLASSIC:
             self.consumer_members.clear()
 
     def _on_conversion_refused(self, event: Event) -> None:
@@ -907,7 +908,7 @@ def client_rebalances(cluster: str, group: str, events: list[Event]) -> list[Row
                 state = event.get("state")
                 if state in ("JOINING", "RECONCILING", "ACKNOWLEDGING"):
                     row = open_row(key, event)
-                    row.update(member=event.get("member"), protocol="consumer")
+                    row.update(member=event.get("member"), protocol=GroupProtocol.CONSUMER)
                     if event.get("generation") is not None and event["generation"] > 0:
                         row["generation"] = event["generation"]
                 elif state == "STABLE":
@@ -923,7 +924,7 @@ def client_rebalances(cluster: str, group: str, events: list[Event]) -> list[Row
             case EventKind.CLIENT_RECONCILING:
                 row = open_row(key, event)
                 row["generation"] = event.get("generation")
-                row["protocol"] = "consumer"
+                row["protocol"] = GroupProtocol.CONSUMER
             case EventKind.CLIENT_JOIN_STATE:
                 state = event.get("state")
                 if state in ("wait-join", "wait-metadata", "wait-sync"):
@@ -988,7 +989,7 @@ def rebalances_from_clients(cluster: str, group: str, rows: list[Row]) -> list[R
             if row["start_ms"] is not None and row["start_ms"] <= reach + CLIENT_MERGE_MS and last.generation is None:
                 target = last
         if target is None:
-            protocol = "consumer" if row.get("protocol") == "consumer" else "classic"
+            protocol = GroupProtocol.CONSUMER if row.get("protocol") == GroupProtocol.CONSUMER else GroupProtocol.CLASSIC
             target = Rebalance(cluster, group, row["start_ms"], generation=generation,
                                old_generation=None, protocol=protocol, source="client")
             target.outcome = "open"
