@@ -4,7 +4,7 @@ engine that ``auto`` picks for it, and the Spark engine, with where its seconds 
 
     .venv/bin/python benchmarks/logs.py [--size 1GB] [--log /tmp/server-1g.log] [--master 'local[2]']
                                         [--coordinator-share 0.03] [--local-too] [--repeat 2] [--no-paste]
-                                        [--s3] [--object-size 128MB]
+                                        [--s3] [--object-size 128MB] [--paste-only]
 
 ``--s3`` also reads the log from an S3 server (moto's, started here on 127.0.0.1, stopped at the
 end) with ``--out`` on it, side by side with the same files on the local disk: the log cut into
@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -107,18 +108,35 @@ def make_paste(log: Path, lines: int = PASTE_LINES) -> str:
     return "".join(window)
 
 
-def paste_run(paste: str, engine: str, master: str) -> tuple[float, dict]:
+def paste_run(paste: str, engine: str, master: str) -> tuple[float, dict, float]:
+    """A paste on stdin, end to end in a fresh process (tables, the answer, report.html): wall
+    seconds, the answer, and the CPU seconds of the process tree (the JVM's too)."""
     out = Path(tempfile.mkdtemp(prefix="kafka-rebalance-paste-"))
     args = [sys.executable, "-c", CLI, "logs", "-", "--json", "--out", str(out), "--engine", engine]
     if engine == "spark":
         args += ["--master", master]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(args, input=paste, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     shutil.rmtree(out, ignore_errors=True)
     if done.returncode != 0:
         raise SystemExit(f"paste run failed ({engine}): {done.stderr.strip()[-500:]}")
-    return seconds, json.loads(done.stdout)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return seconds, json.loads(done.stdout), cpu
+
+
+def paste_only(log: Path, repeat: int) -> int:
+    """``--paste-only``: the paste path alone, ``repeat`` times (the local engine that ``auto``
+    picks for it)."""
+    paste = make_paste(log)
+    runs = [paste_run(paste, "auto", "local[2]") for _ in range(max(1, repeat))]
+    best = min(runs, key=lambda r: r[0])
+    print(f"{PASTE_LINES}-line paste on stdin, auto ({best[1]['engine']}), {best[1]['rebalances']} rebalance(s): "
+          f"best {best[0]:.2f} s end to end, {best[2]:.2f} CPU-s; runs "
+          f"{', '.join(f'{r[0]:.2f} s/{r[2]:.2f} CPU-s' for r in runs)}; load average {os.getloadavg()[0]:.2f}")
+    return 0
 
 
 S3_BUCKET = "bench"
@@ -153,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="share of the log's lines that are GroupCoordinator lines (default 0.03)")
     parser.add_argument("--local-too", action="store_true", help="also time the in-process engine on the big log")
     parser.add_argument("--no-paste", action="store_true", help="skip the paste-latency runs")
+    parser.add_argument("--paste-only", action="store_true",
+                        help="time only the paste path (--repeat times), not the whole log")
     parser.add_argument("--s3", action="store_true", help="also read the log from an S3 server (moto's) and compare")
     parser.add_argument("--object-size", default="128MB", help="size of the log's objects in the S3 mode (default 128MB)")
     parser.add_argument("--repeat", type=int, default=2,
@@ -169,19 +189,27 @@ def main(argv: list[str] | None = None) -> int:
         generate(log, size, coordinator_share=share)
         generated_s = time.perf_counter() - started
     megabytes = log.stat().st_size / 1e6
+    if args.paste_only:
+        return paste_only(log, args.repeat)
 
     # 1. latency: a 30-line paste on stdin, end to end in a fresh process, both engines.
     if not args.no_paste:
         paste = make_paste(log)
-        local_s, local_facts = paste_run(paste, "auto", args.master)
-        spark_paste_s, spark_facts = paste_run(paste, "spark", args.master)
+        local_s, local_facts, local_cpu = paste_run(paste, "auto", args.master)
+        spark_paste_s, spark_facts, _ = paste_run(paste, "spark", args.master)
 
     # 2. throughput: the whole log on Spark, and grep -c on the same file.
     grep_s, grep_count = grep_seconds(log)
     grep_s, grep_count = grep_seconds(log)  # the second run reads from the page cache, as Spark will
 
     from kafka_rebalance.pipeline.logparse.layout import SyslogReference
-    from kafka_rebalance.pipeline.logs import LOGS_DRIVER_JVM_OPTIONS, run_logs
+    from kafka_rebalance.pipeline.logs import (
+        LOGS_CLASS_ARCHIVE,
+        LOGS_DRIVER_JVM_OPTIONS,
+        LOGS_SPARK_CONF,
+        LOGS_WORKER_DAEMON,
+        run_logs,
+    )
     from kafka_rebalance.pipeline.spark import build_session
 
     syslog = SyslogReference(int(time.time() * 1000))  # as the CLI decides it: the run's start
@@ -194,7 +222,8 @@ def main(argv: list[str] | None = None) -> int:
         objects = len(list(parts.iterdir()))
         os.environ.update(server.env())
     started = time.perf_counter()
-    spark = build_session(args.master, "kafka-rebalance-logs-bench", driver_jvm_options=LOGS_DRIVER_JVM_OPTIONS)
+    spark = build_session(args.master, "kafka-rebalance-logs-bench", driver_jvm_options=LOGS_DRIVER_JVM_OPTIONS,
+                          class_archive=LOGS_CLASS_ARCHIVE, worker_daemon=LOGS_WORKER_DAEMON, extra_conf=LOGS_SPARK_CONF)
     session_s = time.perf_counter() - started
     runs = []
     stores: dict[str, list[tuple[float, float, dict]]] = {"local disk": [], "S3 server": []}
@@ -280,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
                                                 f"(same rebalances: {facts['rebalances'] == summary['rebalances']})"))
     if not args.no_paste:
         rows += [
-        (f"{PASTE_LINES}-line paste on stdin, auto (local)", f"{local_s:.2f} s end to end "
+        (f"{PASTE_LINES}-line paste on stdin, auto (local)", f"{local_s:.2f} s end to end, {local_cpu:.2f} CPU-s "
                                                             f"({local_facts['rebalances']} rebalance(s))"),
         (f"{PASTE_LINES}-line paste on stdin, --engine spark", f"{spark_paste_s:.1f} s end to end"),
         *((f"  {stage}", f"{seconds:.1f} s") for stage, seconds in spark_facts["seconds"].items()),

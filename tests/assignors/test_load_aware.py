@@ -316,3 +316,21 @@ def test_partition_loads_and_options_round_trip_and_are_checked():
         with pytest.raises(InvalidInput, match=f"strategy_options.{field}"):
             get_assignor("load-aware").configured(options)
     assert get_assignor("sticky").configured({"anything": 1}).name == "sticky"  # others ignore options
+
+
+@pytest.mark.parametrize(("bound", "heaviest"), [(1, "hot and the seven lightest"), (8, "hot alone")])
+def test_zipf_over_64_partitions_and_8_members_the_simulator_target(bound, heaviest):
+    """The simulator's skewed-load example (examples/scenarios/skewed-load.yaml): Zipf(1.1)
+    produce rates over 64 partitions, 8 members. The hottest partition alone carries 25% of the
+    records; with counts as even as sticky's its owner also takes the 7 lightest, with a looser
+    bound it can take it alone (give or take the 10% goal)."""
+    rates = np.arange(1, 65, dtype=np.float64) ** -1.1
+    snapshot = {"topics": {"events": 64}, "members": [{"member_id": f"m{i}", "topics": ["events"]} for i in range(8)],
+                "partition_loads": {"events": rates.tolist()}, "strategy_options": {"max_count_skew": bound}}
+    group = _columnar(snapshot)
+    owner = load_aware_owner(group, max_count_skew=bound)
+    best = rates[0] + (np.sort(rates)[:7].sum() if heaviest.endswith("lightest") else 0.0)
+    assert _member_loads(group, owner).max() <= 1.1 * max(best, rates.sum() / 8)
+    assert _skew_ok(group, owner, bound)
+    sticky = sticky_owner(group)
+    assert _member_loads(group, owner).max() < _member_loads(group, sticky).max()

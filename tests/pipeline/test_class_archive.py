@@ -62,3 +62,17 @@ def test_the_environment_switches_it_off(tmp_path, monkeypatch):
     monkeypatch.setenv(CLASS_ARCHIVE_ENV, "off")
     assert class_archive_options(tmp_path) == ""
     assert not list(tmp_path.iterdir())
+
+
+def test_each_installation_and_profile_has_its_own_archive(tmp_path, java_present, monkeypatch):
+    """The JVM refuses an archive recorded with another class path: a second virtualenv (another
+    PySpark folder) must record its own, not find one it cannot use; ``logs`` sessions keep theirs."""
+    import pyspark
+
+    def archive(profile: str = "") -> str:
+        return os.path.basename(class_archive_options(tmp_path, profile).split()[0].split("=", 1)[1]).split(".")[0]
+
+    here, for_logs = archive(), archive("logs")
+    assert for_logs == f"{here}-logs"
+    monkeypatch.setattr(pyspark, "__file__", str(tmp_path / "other-venv" / "pyspark" / "__init__.py"))
+    assert archive() != here

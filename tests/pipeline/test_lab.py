@@ -3,6 +3,9 @@ the report, and what the built-in sweep must show."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -113,3 +116,21 @@ def test_builtin_sweep_sticky_moves_no_more_than_the_minimum(builtin_lab):
     assert len(sticky) >= 6
     too_many = sticky[sticky["partitions_moved"] > sticky["min_partitions_moved"]]
     assert too_many.empty, too_many[["scenario", "seed", "partitions_moved", "min_partitions_moved"]].to_string()
+
+
+def test_builtin_sweep_answers_does_load_aware_pay_off(builtin_lab):
+    """The skewed-load runs of the built-in sweep: the report's section, its plot's data, the
+    answer's sentences; load-aware at least halves cooperative-sticky's maximum lag there."""
+    result, sims = builtin_lab
+    out = Path(result.out_dir)
+    page = (out / "report.html").read_text()
+    assert "Does load-aware assignment pay off?" in page
+    assert re.search(r"skewed-load: load-aware&#x27;s maximum lag is [\d,]+ records against [\d,]+ for "
+                     r"cooperative-sticky", page)
+    lag = pd.read_csv(out / "figures" / "max_lag_over_time.csv")
+    assert set(lag["strategy"]) == {"eager", "cooperative-sticky", "consumer-uniform", "load-aware"}
+    assert set(lag["scenario"]) == {"skewed-load", "moving-hot-partition"}
+    assert any(line.startswith("skewed-load: ") for line in result.answer.load_aware)
+    skewed = sims[sims["scenario"] == "skewed-load"].set_index("strategy")
+    max_lag = skewed["extra_metrics"].map(lambda m: dict(m)["max_lag_records"])
+    assert max_lag["load-aware"] <= 0.5 * max_lag["cooperative-sticky"]

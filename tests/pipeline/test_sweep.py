@@ -74,7 +74,7 @@ def test_builtin_sweep_is_valid():
         "range", "roundrobin", "sticky", "cooperative-sticky"}
     # The protocol comparison: eager, cooperative-sticky and KIP-848 on the same churn.
     assert {r.params["protocol"] for r in sweep.runs if "protocol" in r.params} == {
-        "eager", "cooperative-sticky", "consumer-uniform", "consumer-range"}
+        "eager", "cooperative-sticky", "consumer-uniform", "consumer-range", "load-aware"}
     assert all(("strategy" in r.params) != ("protocol" in r.params) for r in sweep.runs)
     for run in sweep.runs:
         load_scenario(run.scenario)

@@ -7,6 +7,7 @@ from kafka_rebalance.protocol.classic.consumer import ClassicMemberState, Consum
 from kafka_rebalance.protocol.classic.consumer_events import (
     ANY_BROKER,
     CommittedOffsetsFetched,
+    PartitionLoadsMeasured,
     PartitionsAssigned,
     Poll,
     Received,
@@ -114,3 +115,29 @@ def test_skip_assignment_leader_does_not_run_the_assignor():
                                                (JoinGroupResponseMember("i-1", "i", metadata),))), 10)
     (sync,) = sends(out)
     assert sync.request.assignments == ()
+
+
+def _leader_assignment(*loads_events: PartitionLoadsMeasured) -> dict[str, tuple[str, ...]]:
+    """What a load-aware leader of two members assigns of t0's four partitions, after
+    ``loads_events``."""
+    cc = ConsumerCoordinator(ConsumerConfig("c", "g", ("load-aware",), topics=("t0",)), {"t0": 4}, coordinator_id=0)
+    (join,) = sends(cc.handle(Poll(), 0))
+    metadata = join.request.protocols[0].metadata
+    for event in loads_events:
+        assert cc.handle(event, 5) == []
+    out = cc.handle(Received(JoinGroupResponse(ErrorCode.NONE, 1, "consumer", "load-aware", "m1", False, "m1", (
+        JoinGroupResponseMember("m1", None, metadata), JoinGroupResponseMember("m2", None, metadata)))), 10)
+    (sync,) = sends(out)
+    return {a.member_id: a.assignment for a in sync.request.assignments}
+
+
+def test_the_leader_assigns_with_the_partition_loads_it_was_given():
+    """PartitionLoadsMeasured reaches the assignor (GroupSnapshot.partition_loads): the two hot
+    partitions go to different members; a list of the wrong length is ignored (equal loads)."""
+    equal = _leader_assignment()
+    assert equal == {"m1": ("t0-0", "t0-2"), "m2": ("t0-1", "t0-3")}
+    assigned = _leader_assignment(PartitionLoadsMeasured({"t0": (10.0, 1.0, 9.0, 1.0)}))
+    assert sorted(len(parts) for parts in assigned.values()) == [2, 2]
+    owner = {p: m for m, parts in assigned.items() for p in parts}
+    assert owner["t0-0"] != owner["t0-2"]
+    assert _leader_assignment(PartitionLoadsMeasured({"t0": (10.0, 1.0, 9.0)})) == equal

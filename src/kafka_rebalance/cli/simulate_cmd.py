@@ -86,3 +86,23 @@ def print_timeline(result: dict[str, Any]) -> None:
     for name, value in result["metrics"].items():
         metrics.add_row(name, str(value))
     console.print(metrics)
+    load = result.get("load")
+    if load is not None:
+        console.print(load_table(load))
+
+
+def load_table(load: dict[str, Any]) -> Table:
+    """The load model's figures (docs/scenario.md, "Load"): lag, drain times, record delay."""
+    table = Table(title="load")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    where = f" ({load['max_lag_member']} at {load['max_lag_at_ms']} ms)" if load["max_lag_member"] else ""
+    table.add_row("max_lag (records)", f"{load['max_lag']:,}{where}")
+    table.add_row("max_total_lag (records)", f"{load['max_total_lag']:,}")
+    table.add_row("p99_delay_ms", f"{load['p99_delay_ms']:,}")
+    drained = sorted(d for d in load["drain_ms"] if d is not None)
+    if drained:
+        table.add_row("drain_ms after rebalances (p50 / max)", f"{drained[len(drained) // 2]:,} / {drained[-1]:,}")
+    table.add_row("rebalances not drained by the end", str(sum(1 for d in load["drain_ms"] if d is None)))
+    table.add_row("records produced / consumed", f"{load['records_produced']:,} / {load['records_consumed']:,}")
+    return table

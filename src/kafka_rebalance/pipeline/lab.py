@@ -2,7 +2,8 @@
 
 Runs are cut into coarse batches (a Spark task costs ~0.1 s of overhead; a simulation of a small
 group a few milliseconds), each task simulates its batch and flattens the results into rows of
-three tables (simulations, rebalances, ownership intervals). Everything after that is a
+three tables (simulations, rebalances, ownership intervals), plus the lag over time of the runs
+whose scenario has a load model. Everything after that is a
 DataFrame transform: partition moves from ownership intervals, per-strategy summaries, figure
 data. Reading the sweep and writing tables happen in ``run_lab`` only.
 """
@@ -31,6 +32,7 @@ SIMULATIONS = "simulations"
 REBALANCES = "rebalances"
 OWNERSHIP = "ownership"
 MOVES = "moves"
+LAG = "lag"
 
 METRICS = ("rebalances", "partitions_moved", "stop_the_world_partition_ms", "max_partition_unowned_ms",
            "records_processed_twice", "records_lost")
@@ -82,6 +84,17 @@ REBALANCE_SCHEMA = T.StructType([
     T.StructField("leader", T.StringType()),
     T.StructField("reason", T.StringType()),
     T.StructField("member_ids", T.ArrayType(T.StringType())),
+])
+# The load model's lag at each sample of a run (scenarios with ``load``): the highest lag of any
+# consumer, and the group's total (records).
+LAG_SCHEMA = T.StructType([
+    T.StructField("run_id", T.StringType()),
+    T.StructField("scenario", T.StringType()),
+    T.StructField("strategy", T.StringType()),
+    T.StructField("seed", T.LongType()),
+    T.StructField("time_ms", T.LongType()),
+    T.StructField("max_lag", T.LongType()),
+    T.StructField("total_lag", T.LongType()),
 ])
 OWNERSHIP_SCHEMA = T.StructType([
     T.StructField("run_id", T.StringType()),
@@ -265,6 +278,9 @@ def simulate_run(run: Run, sweep_name: str, swept: Sequence[tuple[str, T.DataTyp
         # Measured the same way for every protocol, from the ownership intervals and rebalances.
         comparison = comparison_metrics(partitions_from(scenario), result, scenario.effective_end_ms)
         values["extra_metrics"] = {k: float(v) for k, v in comparison.items()}
+        if result.load is not None:
+            values["extra_metrics"].update(load_metrics(result, rows))
+            yield from ((LAG, row) for row in lag_rows(run, strategy, result))
         values["min_partitions_moved"] = total_min
         completed = [r for r in result.rebalances if r.end_ms is not None]
         if completed:
@@ -284,6 +300,35 @@ def simulate_run(run: Run, sweep_name: str, swept: Sequence[tuple[str, T.DataTyp
     schema = simulation_schema(swept)
     yield SIMULATIONS, tuple(_convert(values.get(f.name), f.dataType) if not isinstance(f.dataType, T.MapType)
                              else values.get(f.name) for f in schema.fields)
+
+
+def load_metrics(result: SimulationResult, rebalance_table: Sequence[tuple[object, ...]]) -> dict[str, float]:
+    """A run's load figures for ``extra_metrics`` (``result.load`` set): ``max_lag_records``,
+    ``max_total_lag_records``, ``p99_delay_ms``, the longest and median drain after a rebalance
+    (``drain_max_ms``, ``drain_p50_ms``, over the rebalances that drained), how many did not drain
+    by the end (``undrained_rebalances``), and the most partitions one rebalance moved
+    (``max_moved_per_rebalance``, from the rebalances table)."""
+    load = result.load
+    assert load is not None
+    drained = sorted(d for d in load.drain_ms if d is not None)
+    moved = [int(row[10]) for row in rebalance_table if isinstance(row[10], int)]
+    return {
+        "max_lag_records": float(load.max_lag), "max_total_lag_records": float(load.max_total_lag),
+        "p99_delay_ms": float(load.p99_delay_ms),
+        "drain_max_ms": float(drained[-1]) if drained else 0.0,
+        "drain_p50_ms": float(drained[len(drained) // 2]) if drained else 0.0,
+        "undrained_rebalances": float(sum(1 for d in load.drain_ms if d is None)),
+        "max_moved_per_rebalance": float(max(moved, default=0)),
+    }
+
+
+def lag_rows(run: Run, strategy: str, result: SimulationResult) -> Iterator[tuple[object, ...]]:
+    load = result.load
+    assert load is not None
+    totals = load.member_lag.sum(axis=1) + load.unowned_lag if load.member_lag.size else load.unowned_lag
+    for time_ms, worst, total in zip(load.time_ms.tolist(), load.max_lag_series.tolist(), totals.tolist(),
+                                     strict=True):
+        yield (run.run_id, run.scenario_name, strategy, run.seed, time_ms, worst, total)
 
 
 def simulate_batch(runs: Iterable[Run], sweep_name: str,
@@ -396,6 +441,9 @@ def run_lab(spark: SparkSession, sweep: Sweep, out_dir: str, *, tasks: int | Non
         ownership = spark.read.parquet(str(out.path(OWNERSHIP)))
         moves = moves_from_ownership(ownership, rebalances).orderBy("run_id", "partition", "acquired_ms")
         moves.write.parquet(str(out.path(MOVES)))
+        lag = table(LAG, LAG_SCHEMA).orderBy("run_id", "time_ms")
+        lag.write.parquet(str(out.path(LAG)))
+        lag_frame = spark.read.parquet(str(out.path(LAG))).toPandas()
         rows.unpersist()
 
         summary = strategy_summary(simulations).toPandas()
@@ -404,9 +452,10 @@ def run_lab(spark: SparkSession, sweep: Sweep, out_dir: str, *, tasks: int | Non
         showcase_ownership = ownership.where(F.col("run_id").isin(showcase)).toPandas() if showcase else None
         showcase_rebalances = rebalances.where(F.col("run_id").isin(showcase)).toPandas() if showcase else None
         figures = report.lab_figures(sims, summary, showcase_ownership, showcase_rebalances)
+        lag_figure = report.lag_figure(sims, lag_frame)
         answer = report.lab_answer(sweep.name, sims, tables=out.final, report=join(out.final, "report.html"))
-        page = report.render_lab_report(answer, sims, summary, figures)
-        write_report(out, page, figures)
+        page = report.render_lab_report(answer, sims, summary, figures, lag_figure)
+        write_report(out, page, [*figures, *([lag_figure] if lag_figure is not None else [])])
         out.write_text("lab.json", json.dumps({
             "sweep": sweep.name, "runs": len(sweep.runs), "tasks": len(chunks),
             "parameters": sweep.parameters, "failed": int(sims["error"].notna().sum()),

@@ -48,7 +48,8 @@ if TYPE_CHECKING:
     from kafka_rebalance.pipeline.report.logs import LogsAnswer
 
 __all__ = ["StormRule", "LogsRun", "run_logs", "choose_engine", "LOCAL_ENGINE_LIMIT_BYTES",
-           "LOGS_DRIVER_JVM_OPTIONS"]
+           "LOGS_DRIVER_JVM_OPTIONS", "LOGS_CLASS_ARCHIVE", "LOGS_WORKER_DAEMON",
+           "LOGS_SPARK_CONF"]
 
 # Below this much input the in-process engine is faster than starting Spark.
 LOCAL_ENGINE_LIMIT_BYTES = 64 * 1024 * 1024
@@ -116,6 +117,15 @@ def text_bytes(files: list[str], stdin_text: str | None = None) -> int:
 # compile threads cost more CPU than they win back (measured when the JVM still split the
 # lines, on a 200 MB log: 22.6 -> 16.5 CPU-s for the first run in a session).
 LOGS_DRIVER_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
+# The logs sessions' own class archive (``spark.class_archive_options``): their jobs load Arrow,
+# shuffle and SQL-parser classes the other commands' do not.
+LOGS_CLASS_ARCHIVE = "logs"
+LOGS_WORKER_DAEMON = "kafka_rebalance.pipeline.logparse.worker_daemon"
+# The job is two Python stages around one shuffle of opaque rows: nothing for adaptive
+# re-planning or generated code to improve, and both cost the first run of a session CPU in
+# the driver JVM (a planning thread pool; compiling the generated code; measured on 200 MB:
+# the first run's JVM 3.8 -> 3.5 CPU-s, one run each at load 9-10).
+LOGS_SPARK_CONF = {"spark.sql.adaptive.enabled": "false", "spark.sql.codegen.wholeStage": "false"}
 
 MIN_SPLIT_BYTES = 128 * 1024 * 1024
 MAX_SPLIT_BYTES = 1024 * 1024 * 1024
@@ -228,8 +238,8 @@ def _run_spark(spark: Any, files: list[str], sources: dict[str, str], clusters: 
             told = scan_and_tell(spark, files, sizes, sources, clusters, syslog, events_dir, buckets,
                                  story_dirs, rule, inherited)
             if report_loading is None:
-                # pandas and matplotlib (for the report) load while the driver only waits for the
-                # job; started once the job is planned, so they do not hold the GIL while it is.
+                # pandas (for the report) loads while the driver only waits for the
+                # job; started once the job is planned, so it does not hold the GIL while it is.
                 report_loading = threading.Thread(target=importlib.import_module,
                                                   args=("kafka_rebalance.pipeline.report.logs",), daemon=True)
                 report_loading.start()
@@ -375,7 +385,8 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
                 from kafka_rebalance.pipeline.spark import build_session
 
                 spark = build_session(master, "kafka-rebalance logs", quiet=quiet_spark,
-                                      driver_jvm_options=LOGS_DRIVER_JVM_OPTIONS)
+                                      driver_jvm_options=LOGS_DRIVER_JVM_OPTIONS, class_archive=LOGS_CLASS_ARCHIVE,
+                                      worker_daemon=LOGS_WORKER_DAEMON, extra_conf=LOGS_SPARK_CONF)
             # each input's cluster by the name its rows carry (its absolute path, or '-')
             facts = _run_spark(spark, spark_files, sources, {_absolute(name): labels[name] for name in files},
                                storm_rule, out, progress, watch, syslog)

@@ -170,8 +170,14 @@ class MigrationAnswer:
 NO_MIGRATION_ANSWER = MigrationAnswer((), ())
 
 
-def _extra(sims: pd.DataFrame, key: str) -> pd.Series:
+def extra_metric(sims: pd.DataFrame, key: str) -> pd.Series:
+    """One figure of each run's ``extra_metrics`` (None where the run has none)."""
     return sims["extra_metrics"].map(lambda m: (m or {}).get(key) if isinstance(m, dict) else None)
+
+
+def has_load(sims: pd.DataFrame) -> pd.Series:
+    """Which runs had a load model (their ``extra_metrics`` carry its figures)."""
+    return extra_metric(sims, "max_lag_records").notna()
 
 
 def _runs(sims: pd.DataFrame, churns: set[str] | None, *, exclude: str | None = None) -> pd.DataFrame:
@@ -205,11 +211,11 @@ def churn_figures(sims: pd.DataFrame) -> tuple[ChurnFigures, ...]:
     migrate?" (means over seeds); the ``migration`` churn is costed apart (``upgrade_costs``)."""
     import pandas as pd
 
-    ok = _runs(sims, None, exclude=MIGRATION_CHURN)
+    ok = _runs(sims[~has_load(sims)], None, exclude=MIGRATION_CHURN)  # skewed-load runs are costed apart
     if ok.empty:
         return ()
     for key in ("unowned_partition_ms", "member_pause_p50_ms", "member_pause_max_ms", "longest_unstable_ms"):
-        ok[key] = pd.to_numeric(_extra(ok, key), errors="coerce")
+        ok[key] = pd.to_numeric(extra_metric(ok, key), errors="coerce")
     grouped = ok.groupby(["scenario", "setup"], sort=False).agg(
         unowned=("unowned_partition_ms", "mean"), pause_p50=("member_pause_p50_ms", "mean"),
         pause_max=("member_pause_max_ms", "mean"), duplicates=("records_processed_twice", "mean"),
@@ -234,7 +240,7 @@ def upgrade_costs(sims: pd.DataFrame) -> tuple[UpgradeCost, ...]:
     if ok.empty or not (ok["scenario"] == MIGRATION_CHURN).any():
         return ()
     for key in ("unowned_partition_ms", "unstable_ms", "longest_unstable_ms"):
-        ok[key] = pd.to_numeric(_extra(ok, key), errors="coerce")
+        ok[key] = pd.to_numeric(extra_metric(ok, key), errors="coerce")
     grouped = ok.groupby(["scenario", "strategy", "setup"], sort=False).agg(
         unowned=("unowned_partition_ms", "mean"), duplicates=("records_processed_twice", "mean"),
         rebalances=("rebalances", "mean"), unstable=("unstable_ms", "mean"), longest=("longest_unstable_ms", "mean"),

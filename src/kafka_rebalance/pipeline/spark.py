@@ -31,13 +31,15 @@ CLASS_ARCHIVE_ENV = "KAFKA_REBALANCE_CLASS_ARCHIVE"
 ARCHIVE_SETTLE_SECONDS = 30
 
 
-def class_archive_options(cache_dir: Path | None = None) -> str:
+def class_archive_options(cache_dir: Path | None = None, profile: str = "") -> str:
     """JVM options for Class Data Sharing: the first session on a machine records the classes
     Spark loads into an archive when its JVM exits; later sessions map it instead of loading
     and verifying those classes again (measured: session start 3.5-4.3 -> 1.8-2.0 s, the first
-    job of a session ~1 s faster). One archive per Java binary and PySpark version, in the
-    user's cache directory (about 150 MB). A missing, stale or broken archive only means a
-    normal start: the JVM checks it and silently does without."""
+    job of a session ~1 s faster). One archive per Java binary and PySpark installation (its
+    version and folder: the JVM refuses an archive recorded with another class path, so two
+    virtualenvs need two) and per ``profile`` (a command whose jobs load classes others do not,
+    such as ``logs``), in the user's cache directory (about 150 MB each). A missing, stale or
+    broken archive only means a normal start: the JVM checks it and silently does without."""
     if os.environ.get(CLASS_ARCHIVE_ENV, "on") == "off":
         return ""
     import hashlib
@@ -53,9 +55,10 @@ def class_archive_options(cache_dir: Path | None = None) -> str:
         java_stamp = f"{java_path}:{java_path.stat().st_mtime_ns}"
     except OSError:
         return ""
-    key = hashlib.sha1(f"{java_stamp}:{pyspark.__version__}".encode()).hexdigest()[:12]
+    installed = Path(pyspark.__file__).resolve().parent
+    key = hashlib.sha1(f"{java_stamp}:{pyspark.__version__}:{installed}".encode()).hexdigest()[:12]
     cache = cache_dir or user_cache_dir()
-    archive = cache / f"spark-classes-{key}.jsa"
+    archive = cache / f"spark-classes-{key}{'-' + profile if profile else ''}.jsa"
     quiet = "-Xlog:cds=off -Xlog:cds+dynamic=off"
     try:
         _adopt_written_archive(cache, archive)
@@ -159,9 +162,14 @@ def quiet_log4j_config() -> str:
 
 
 def build_session(master: str | None = None, app_name: str = "kafka-rebalance", *, quiet: bool = True,
-                  extra_conf: dict[str, str] | None = None, driver_jvm_options: str = "") -> SparkSession:
+                  extra_conf: dict[str, str] | None = None, driver_jvm_options: str = "",
+                  class_archive: str = "", worker_daemon: str | None = None) -> SparkSession:
     """Create (or return the running) SparkSession for ``master`` (any URL Spark accepts).
-    ``driver_jvm_options`` go to the driver JVM (the only one on a local master). ``quiet``:
+    ``driver_jvm_options`` go to the driver JVM (the only one on a local master);
+    ``class_archive``: the profile of its class archive (``class_archive_options``);
+    ``worker_daemon``: a module of this package to run as PySpark's worker daemon on a local
+    master (where this package is installed; a cluster's executors get it as a zip only once
+    the daemon runs). ``quiet``:
     Spark's logging is cut to errors and the JVM's output goes to a file (``session_log``),
     not to the terminal."""
     master = master or DEFAULT_MASTER
@@ -182,7 +190,9 @@ def build_session(master: str | None = None, app_name: str = "kafka-rebalance", 
         .config("spark.python.worker.reuse", "true")
     )
     if is_local_master(master):
-        driver_jvm_options = f"{driver_jvm_options} {class_archive_options()}".strip()
+        driver_jvm_options = f"{driver_jvm_options} {class_archive_options(profile=class_archive)}".strip()
+        if worker_daemon:
+            builder = builder.config("spark.python.daemon.module", worker_daemon)
     if quiet:
         option = f"-Dlog4j.configurationFile=file:{quiet_log4j_config()}"
         builder = builder.config("spark.driver.extraJavaOptions", f"{option} {driver_jvm_options}".strip()).config(

@@ -25,8 +25,8 @@ Sweep parameters (anything else is an error):
   ``max_poll_interval_ms``, ``max_poll_records``, ...), applied to every consumer;
 - ``seed`` (instead of the top-level ``seeds``) and ``end_ms``;
 - ``protocol``: how the group rebalances, one of ``eager`` (classic, range),
-  ``cooperative-sticky`` (classic), ``consumer-uniform`` and ``consumer-range`` (KIP-848
-  consumer groups with that server-side assignor).
+  ``cooperative-sticky`` and ``load-aware`` (classic), ``consumer-uniform`` and
+  ``consumer-range`` (KIP-848 consumer groups with that server-side assignor).
 
 Instead of ``scenario``, a run may name a churn of ``sim.churn`` (``churn: rolling-restart``,
 ``scale-out-in``, ``crashes``, ``slow-consumers`` or ``migration``) with optional ``service``

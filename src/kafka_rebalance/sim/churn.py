@@ -21,6 +21,7 @@ PROTOCOLS: dict[str, dict[str, Any]] = {
     # name -> scenario fields: how the group runs its rebalances
     "eager": {"group_protocol": GroupProtocol.CLASSIC.value, "strategies": ["range"]},
     "cooperative-sticky": {"group_protocol": GroupProtocol.CLASSIC.value, "strategies": ["cooperative-sticky"]},
+    "load-aware": {"group_protocol": GroupProtocol.CLASSIC.value, "strategies": ["load-aware"]},
     "consumer-uniform": {"group_protocol": GroupProtocol.CONSUMER.value, "assignor": ServerAssignorName.UNIFORM.value},
     "consumer-range": {"group_protocol": GroupProtocol.CONSUMER.value, "assignor": ServerAssignorName.RANGE.value},
 }

@@ -684,7 +684,7 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
                 max_poll_interval_ms=spec.setting(self.cfg, "max_poll_interval_ms"),
                 enable_auto_commit=False,  # the simulator commits (ticks, before revocation)
                 auto_commit_interval_ms=spec.setting(self.cfg, "auto_commit_interval_ms"),
-                background_heartbeat=True), self.topics, self.broker)
+                background_heartbeat=True, strategy_options=spec.strategy_options), self.topics, self.broker)
         return ConsumerGroupProcess(name=name, spec=spec, connection=connection, machine=machine,
                        ms_per_record=spec.processing_ms_per_record,
                        max_poll_records=spec.setting(self.cfg, "max_poll_records"),

@@ -38,6 +38,7 @@ from kafka_rebalance.sim.events import (
     ProcessStarts,
     ScenarioStep,
 )
+from kafka_rebalance.sim.load import LoadModel
 from kafka_rebalance.sim.ownership_metrics import ownership_metrics, topic_epochs
 from kafka_rebalance.sim.result import (
     NOT_FENCED,
@@ -255,6 +256,11 @@ class Driver(Generic[P, E, D]):
         self.log_records: list[LoggedRecord] = []
         self.recorder = RebalanceRecorder()
         self.heap: list[tuple[int, int, E | CoreEvent]] = []
+        # The load model (a scenario with ``load``): the spans consumers were paused or stalled,
+        # and when each leader (by connection) last measured the produce rates.
+        self.load = LoadModel(scenario, topic_epochs(scenario)) if scenario.load is not None else None
+        self.interruptions: list[tuple[str, int, int]] = []
+        self.loads_measured_ms: dict[str, int] = {}
 
     # ------------------------------------------------------------------ the clock and the network
 
@@ -446,6 +452,7 @@ class Driver(Generic[P, E, D]):
                 proc.stalled = True
                 self._stalled(proc)
             assert event.for_ms is not None
+            self.interruptions.append((proc.name, self.now, self.now + event.for_ms))
             self._push(self.now + event.for_ms, ProcessResumes(proc.connection, interruption))
 
     def _resume(self, proc: P, interruption: Interruption) -> None:
@@ -636,6 +643,17 @@ class Driver(Generic[P, E, D]):
                     self.offset_regressions += 1
                 committed[partition] = offset
 
+    def _measured_loads(self, proc: P) -> dict[str, tuple[float, ...]] | None:
+        """The produce rate of each partition as ``proc``, about to assign as leader, measures
+        it: since its previous assignment (the first: over the load's ``measure_window_ms``);
+        None without a load model."""
+        if self.load is None:
+            return None
+        now = self.now
+        since = self.loads_measured_ms.get(proc.connection, max(0, now - self.load.spec.measure_window_ms))
+        self.loads_measured_ms[proc.connection] = now
+        return self.load.measured_loads(since, now, self.topics)
+
     def _name(self, member_id: str) -> str:
         return self.member_names.get(member_id, member_id)
 
@@ -679,6 +697,7 @@ class Driver(Generic[P, E, D]):
             log_records=tuple(self.log_records), held=self._held_table(),
             fenced=tuple(spec.id for spec in self.scenario.consumers
                          if (last := self.processes.get(spec.id)) is not None and fenced(last)),
+            load=None if self.load is None else self.load.metrics(ownership, self.interruptions, records, end),
         )
 
     def _ownership_table(self) -> Ownership:

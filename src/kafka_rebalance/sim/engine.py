@@ -71,6 +71,7 @@ from kafka_rebalance.protocol.classic.consumer_events import (
     Fatal,
     LeftGroup,
     MetadataUpdate,
+    PartitionLoadsMeasured,
     PartitionsAssigned,
     PartitionsLost,
     PartitionsRevoked,
@@ -420,6 +421,10 @@ class ClassicGroupSide(Driver[ClassicProcess, SimEvent, DeferrableEvent]):
     def _deliver_response(self, proc: ClassicProcess, response: GroupResponse | FindCoordinatorResponse) -> None:
         if type(response) is JoinGroupResponse and response.member_id:
             self.member_names[response.member_id] = proc.name
+            if response.leader == response.member_id and not response.skip_assignment:
+                loads = self._measured_loads(proc)  # the leader measures what it is about to assign
+                if loads is not None:
+                    self._to_consumer(proc, PartitionLoadsMeasured(loads))
         self._to_consumer(proc, ConsumerReceived(response))
         self._maybe_poll(proc)
 
@@ -531,6 +536,7 @@ class ClassicGroupSide(Driver[ClassicProcess, SimEvent, DeferrableEvent]):
             background_heartbeat=not spec.setting(cfg, "heartbeat_with_poll"),
             # Without loss every request is answered: no timeout to arm.
             request_timeout_ms=cfg.request_timeout_ms if self.lossy else None,
+            strategy_options=spec.strategy_options,
         )
         cc = ConsumerCoordinator(config, self.topics, self.leader_broker)
         return ClassicProcess(name=name, spec=spec, connection=connection, wire=connection, cc=cc,

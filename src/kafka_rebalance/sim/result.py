@@ -181,6 +181,55 @@ class Metrics:
 
 
 @dataclass(frozen=True, slots=True)
+class LoadMetrics:
+    """What the load model (sim/load.py) measured of a run whose scenario has ``load``.
+
+    - ``member_lag``: each consumer's lag (records produced but not yet consumed on the
+      partitions it owns) at each of ``time_ms`` (one row per sample, one column per consumer of
+      ``members``, scenario order); ``unowned_lag``: the lag of partitions nobody owns then;
+    - ``max_lag``: the highest lag of any consumer at any step of the model (``max_lag_member``
+      at ``max_lag_at_ms``); ``max_total_lag``: the group's highest total;
+    - ``drain_ms``: for each rebalance of the result, how long after it ended the group's total
+      lag took to get back to the trajectory it was on before it began (None: not by the end of
+      the run, or the rebalance did not end);
+    - ``p99_delay_ms``: the 99th percentile, over records, of the time from being produced to
+      being consumed (first in, first out per partition; a record not consumed by the end counts
+      the time until the end);
+    - ``records_produced`` / ``records_consumed``: over the run, rounded down."""
+
+    members: tuple[str, ...]
+    time_ms: Ints
+    member_lag: NDArray[np.int64]
+    unowned_lag: Ints
+    max_lag: int
+    max_lag_member: str | None
+    max_lag_at_ms: int
+    max_total_lag: int
+    drain_ms: tuple[int | None, ...]
+    p99_delay_ms: int
+    records_produced: int
+    records_consumed: int
+
+    @property
+    def max_lag_series(self) -> Ints:
+        """At each sample, the highest lag of any consumer."""
+        if self.member_lag.size == 0:
+            return np.zeros(len(self.time_ms), dtype=np.int64)
+        return np.asarray(self.member_lag.max(axis=1), dtype=np.int64)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "max_lag": self.max_lag, "max_lag_member": self.max_lag_member, "max_lag_at_ms": self.max_lag_at_ms,
+            "max_total_lag": self.max_total_lag, "drain_ms": list(self.drain_ms),
+            "p99_delay_ms": self.p99_delay_ms, "records_produced": self.records_produced,
+            "records_consumed": self.records_consumed,
+            "lag": {"time_ms": self.time_ms.tolist(),
+                    "members": {m: self.member_lag[:, i].tolist() for i, m in enumerate(self.members)},
+                    "unowned": self.unowned_lag.tolist()},
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class LoggedRecord:
     record: LogRecord
     broker_id: int
@@ -209,6 +258,8 @@ class SimulationResult:
     # poll throws FencedInstanceIdException; consumer group: any fatal heartbeat error, e.g.
     # UNRELEASED_INSTANCE_ID), in scenario order
     fenced: tuple[str, ...] = ()
+    # the load model's lag, drain times and record delay (None: the scenario has no ``load``)
+    load: LoadMetrics | None = field(default=None, repr=False)
 
     @property
     def result(self) -> dict[str, Any]:
@@ -218,7 +269,7 @@ class SimulationResult:
     def to_json(self) -> dict[str, Any]:
         """The result of docs/scenario.md, plus ``ownership``."""
         o = self.ownership
-        return {
+        out = {
             "scenario": self.scenario.name,
             "coordinator_partition": self.coordinator_partition,
             "rebalances": [r.to_json() for r in self.rebalances],
@@ -227,3 +278,6 @@ class SimulationResult:
             "ownership": [{"partition": str(p), "member": str(m), "start_ms": int(s), "end_ms": int(e)}
                           for p, m, s, e in zip(o.partition, o.member, o.start_ms, o.end_ms, strict=True)],
         }
+        if self.load is not None:
+            out["load"] = self.load.to_json()
+        return out

@@ -17,6 +17,8 @@ Optional fields beyond the spec (all documented in ``examples/scenarios/README.m
   ``start: false`` is not needed: a consumer runs from its ``join`` event.
 - per produce entry: ``start_ms`` / ``end_ms``.
 - ``end_ms`` defaults to the last event plus 60000.
+- ``load``: the load model's produce rates and consumer capacity (``LoadSpec``, docs/scenario.md;
+  per consumer ``capacity_records_per_s``).
 """
 
 from __future__ import annotations
@@ -100,6 +102,10 @@ class ConsumerSpec(_Strict):
     enable_auto_commit: bool | None = None
     auto_commit_interval_ms: int | None = Field(None, gt=0)
     heartbeat_with_poll: bool | None = None
+    # The load model's processing capacity of this consumer (records/s; default: load.capacity_records_per_s).
+    capacity_records_per_s: float | None = Field(None, gt=0, allow_inf_nan=False)
+    # Options of its assignors as the leader runs them (load-aware: max_count_skew, min_gain).
+    strategy_options: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("strategies")
     @classmethod
@@ -112,6 +118,19 @@ class ConsumerSpec(_Strict):
             except InvalidInput as exc:
                 raise ValueError(exc.problem) from None
         return value
+
+    @model_validator(mode="after")
+    def _options_fit_the_strategies(self) -> ConsumerSpec:
+        for name in self.strategies:
+            assignor = get_assignor(name)
+            try:
+                configured = assignor.configured(self.strategy_options)
+            except InvalidInput as exc:
+                raise ValueError(f"strategy_options: {exc.problem}") from None
+            if configured.protocol is not assignor.protocol:
+                raise ValueError(f"strategy_options: may not change {name}'s rebalance protocol (the strategy list "
+                                 "decides it)")
+        return self
 
     @field_validator("pattern")
     @classmethod
@@ -140,6 +159,55 @@ class ProduceSpec(_Strict):
     keys: int = Field(100, gt=0)
     start_ms: int = Field(0, ge=0)
     end_ms: int | None = Field(None, ge=0)
+
+
+class HotPartition(_Strict):
+    """One partition takes ``share`` of the topic's records; it moves ``step`` partitions on
+    every ``every_ms`` (None: it stays)."""
+
+    share: float = Field(gt=0, le=1, allow_inf_nan=False)
+    partition: int = Field(0, ge=0)
+    every_ms: int | None = Field(None, gt=0)
+    step: int = Field(1, ge=1)
+
+
+class DailyCycle(_Strict):
+    """The rate times ``1 + amplitude * cos(2 pi (t - peak_ms) / period_ms)``."""
+
+    amplitude: float = Field(ge=0, lt=1, allow_inf_nan=False)
+    period_ms: int = Field(86_400_000, gt=0)
+    peak_ms: int = Field(0, ge=0)
+
+
+class LoadRate(_Strict):
+    """Records/s arriving on a topic's partitions (the load model's produce side): the topic's
+    ``records_per_s`` spread evenly, or by ``zipf`` (partition ``i`` weighs ``(i + 1) ** -zipf``),
+    a ``hot`` partition on top, the whole times a ``daily_cycle``."""
+
+    topic: str
+    records_per_s: float = Field(gt=0, allow_inf_nan=False)
+    zipf: float | None = Field(None, gt=0, le=10, allow_inf_nan=False)
+    hot: HotPartition | None = None
+    daily_cycle: DailyCycle | None = None
+
+
+class LoadSpec(_Strict):
+    """The load model (sim/load.py): per-partition produce rates, each consumer's processing
+    capacity, the backlog step and the lag series' sample period."""
+
+    rates: list[LoadRate] = Field(min_length=1)
+    capacity_records_per_s: float = Field(gt=0, allow_inf_nan=False)
+    step_ms: int = Field(1000, gt=0)
+    sample_ms: int = Field(5000, gt=0)
+    # A leader's first assignment measures the produce rates over this much of the past (later
+    # ones: since its previous assignment, as the real LoadAwarePartitionAssignor does).
+    measure_window_ms: int = Field(30000, gt=0)
+
+    @model_validator(mode="after")
+    def _sampled_on_steps(self) -> LoadSpec:
+        if self.sample_ms < self.step_ms:
+            raise ValueError(f"sample_ms ({self.sample_ms}) must be at least step_ms ({self.step_ms})")
+        return self
 
 
 class CreateTopic(_Strict):
@@ -214,6 +282,7 @@ class Scenario(_Strict):
     consumers: list[ConsumerSpec]
     produce: list[ProduceSpec] = Field(default_factory=list)
     events: list[Event] = Field(default_factory=list)
+    load: LoadSpec | None = None
     end_ms: int | None = Field(None, ge=0)
     seed: int = 0
     description: str | None = None
@@ -265,6 +334,10 @@ class Scenario(_Strict):
         for i, spec in enumerate(self.produce):
             if spec.topic not in topics:
                 raise _FieldError(f"produce[{i}].topic", f"unknown topic {spec.topic!r}")
+        if self.load is not None:
+            for i, rate in enumerate(self.load.rates):
+                if rate.topic not in topics:
+                    raise _FieldError(f"load.rates[{i}].topic", f"unknown topic {rate.topic!r}")
         for i, consumer in enumerate(self.consumers):
             try:
                 from kafka_rebalance.protocol.classic.consumer import rebalance_protocol

@@ -1,12 +1,12 @@
 """The lab report: what a sweep shows (its counts, the statements checked against the data, the
-answer to "should we migrate to KIP-848?"), built once (``lab_answer``) and rendered as HTML here
+answers to "should we migrate to KIP-848?" and "does load-aware assignment pay off?"), built once (``lab_answer``) and rendered as HTML here
 and for the terminal in ``report.terminal``; plus the figures."""
 
 from __future__ import annotations
 
 import html
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import matplotlib
@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.figure import Figure as MplFigure
 
-from kafka_rebalance.pipeline.migration import MigrationAnswer, migration_answer
+from kafka_rebalance.pipeline.migration import MigrationAnswer, extra_metric, has_load, migration_answer
 from kafka_rebalance.pipeline.report.page import (
     Figure,
     cards,
@@ -24,11 +24,14 @@ from kafka_rebalance.pipeline.report.page import (
     format_value,
     generated_note,
     page,
+    pyplot,
     render,
     section,
     strategy_colour,
     table,
 )
+
+pyplot()  # the reports' style and the off-screen backend, before this module draws anything
 
 STRATEGY_ORDER = ["range", "roundrobin", "sticky", "cooperative-sticky"]
 EAGER_STRATEGIES = ("range", "roundrobin", "sticky")
@@ -278,12 +281,14 @@ class LabAnswer:
     failed_runs: list[str]  # "scenario / strategy / seed: error" of the first few failed runs
     tables: str
     report: str
+    # "does load-aware assignment pay off?" in sentences with numbers (empty: no run has a load model)
+    load_aware: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {"sweep": self.sweep, "totals": dict(self.totals),
                 "checks": [{"passed": passed, "statement": text} for passed, text in self.checks],
-                "migration": self.migration.as_dict(), "failed_runs": self.failed_runs, "tables": self.tables,
-                "report": self.report}
+                "migration": self.migration.as_dict(), "load_aware": self.load_aware, "failed_runs": self.failed_runs,
+                "tables": self.tables, "report": self.report}
 
 
 FAILED_RUNS_TOLD = 5
@@ -296,13 +301,14 @@ def lab_answer(sweep_name: str, sims: pd.DataFrame, tables: str = "", report: st
         totals=[("simulations", len(sims)), ("scenarios", int(sims["scenario"].nunique())),
                 ("strategies", int(sims["strategy"].nunique())), ("failed runs", len(failed)),
                 ("rebalances simulated", int(sims["rebalances"].fillna(0).sum()))],
-        checks=lab_checks(sims), migration=migration_answer(sims),
+        checks=lab_checks(sims), migration=migration_answer(sims), load_aware=load_verdict(load_comparison(sims)),
         failed_runs=[f"{r.scenario} / {r.strategy} / seed {r.seed}: {r.error}"
                      for r in failed.head(FAILED_RUNS_TOLD).itertuples()],
         tables=tables, report=report)
 
 
-def render_lab_report(answer: LabAnswer, sims: pd.DataFrame, summary: pd.DataFrame, figures: list[Figure]) -> str:
+def render_lab_report(answer: LabAnswer, sims: pd.DataFrame, summary: pd.DataFrame, figures: list[Figure],
+                      lag: Figure | None = None) -> str:
     failed = sims[sims["error"].notna()]
     sections = [cards(answer.totals)]
     items = "".join(
@@ -312,6 +318,9 @@ def render_lab_report(answer: LabAnswer, sims: pd.DataFrame, summary: pd.DataFra
     migrate = migration_section(answer.migration)
     if migrate:
         sections.append(migrate)
+    load = load_section(sims, answer.load_aware, lag)
+    if load:
+        sections.append(load)
     sections.extend(figure_section(f) for f in figures)
     if not summary.empty:
         sections.append(section("Per scenario and strategy", table(summary, limit=200),
@@ -323,6 +332,7 @@ def render_lab_report(answer: LabAnswer, sims: pd.DataFrame, summary: pd.DataFra
 
 
 # --------------------------------------------------------------------------- should we migrate?
+
 # The analysis is ``pipeline.migration`` (typed, keyed by the setups' enums); these are its tables.
 
 
@@ -354,11 +364,44 @@ def cost_table(answer: MigrationAnswer) -> pd.DataFrame:
     } for cost in answer.costs])
 
 
+@dataclass(frozen=True)
+class HeadToHead:
+    """One group of a comparison table: its rows by label, the ``new`` and ``old`` ones, their
+    ``value`` (``a`` and ``b``) and the change from ``b`` to ``a`` in percent."""
+
+    group: str
+    by: dict[str, pd.Series]
+    new: pd.Series
+    old: pd.Series
+    a: float
+    b: float
+    change: str
+
+
+def head_to_head(comparison: pd.DataFrame, group: str, label: str, new: str, old: str,
+                 value: str) -> list[HeadToHead]:
+    """Per ``group`` of ``comparison`` that has both a ``new`` and an ``old`` row (by ``label``)."""
+    out: list[HeadToHead] = []
+    if comparison.empty:
+        return out
+    for name, rows in comparison.groupby(group, sort=False):
+        by = {str(r[label]): r for _, r in rows.iterrows()}
+        if new in by and old in by:
+            a, b = float(by[new][value]), float(by[old][value])
+            out.append(HeadToHead(str(name), by, by[new], by[old], a, b,
+                                  f"{(a - b) / b * 100:+.0f}%" if b else "n/a"))
+    return out
+
+
+def verdict_list(lines: Sequence[str]) -> str:
+    """An answer's sentences as the report's verdict list."""
+    return '<ul class="verdict">' + "".join(f"<li>{html.escape(line)}</li>" for line in lines) + "</ul>"
+
+
 def migration_section(answer: MigrationAnswer) -> str:
     """The comparison per churn and setup, and what the migration costs, under the verdict."""
     if not answer.figures:
         return ""
-    items = "".join(f"<li>{html.escape(line)}</li>" for line in answer.sentences())
     caption = ("The same churn under each protocol (sim/churn.py: a typical service's costs, see "
                "docs/scenarios.md). Unowned partition-seconds: time partitions had no consumer. Pause: per "
                "member, the longest time it owned nothing between two periods of owning something (includes "
@@ -370,7 +413,116 @@ def migration_section(answer: MigrationAnswer) -> str:
                     "with group.protocol=consumer (the first ConsumerGroupHeartbeat converts the group; members not "
                     "yet upgraded stay in it as classic members); in brackets the same restarts without upgrading. "
                     "Unstable: time with a rebalance open, in total and the longest stretch.")
-    body = f'<ul class="verdict">{items}</ul>' + table(comparison_table(answer), limit=200)
+    body = verdict_list(answer.sentences()) + table(comparison_table(answer), limit=200)
     if answer.costs:
         body += "<h3>What the migration costs</h3>" + table(cost_table(answer), limit=50)
     return section("Should we migrate to KIP-848?", body, caption)
+
+
+# --------------------------------------------------------------------------- does load-aware pay off?
+
+LOAD_ORDER = ("eager", "range", "cooperative-sticky", "consumer-uniform", "load-aware")
+LOAD_NAMES = {"eager": "range (eager)", "range": "range (eager)", "cooperative-sticky": "cooperative-sticky",
+              "consumer-uniform": "KIP-848 uniform", "load-aware": "load-aware"}
+_LOAD_KEYS = ("max_lag_records", "p99_delay_ms", "drain_p50_ms", "drain_max_ms", "undrained_rebalances",
+              "max_moved_per_rebalance")
+
+
+def load_comparison(sims: pd.DataFrame) -> pd.DataFrame:
+    """Per skewed-load scenario and strategy (means over seeds): the lag, record delay, drain
+    times and moves that answer "does load-aware assignment pay off?"."""
+    ok = sims[sims["error"].isna() & has_load(sims) & sims["strategy"].isin(LOAD_ORDER)].copy()
+    if ok.empty:
+        return pd.DataFrame()
+    for key in _LOAD_KEYS:
+        ok[key] = pd.to_numeric(extra_metric(ok, key), errors="coerce")
+    grouped = ok.groupby(["scenario", "strategy"], sort=False).agg(
+        runs=("run_id", "count"), max_lag=("max_lag_records", "mean"), p99=("p99_delay_ms", "mean"),
+        drain_p50=("drain_p50_ms", "mean"), drain_max=("drain_max_ms", "mean"),
+        undrained=("undrained_rebalances", "mean"), moved=("partitions_moved", "mean"),
+        moved_max=("max_moved_per_rebalance", "max"), rebalances=("rebalances", "mean")).reset_index()
+    grouped["order"] = grouped["strategy"].map(LOAD_ORDER.index)
+    grouped = grouped.sort_values(["scenario", "order"])
+    return pd.DataFrame({
+        "scenario": grouped["scenario"],
+        "strategy": grouped["strategy"].map(LOAD_NAMES),
+        "max lag (records)": grouped["max_lag"].round(0),
+        "p99 delay s": (grouped["p99"] / 1000).round(1),
+        "drain p50 / max s": [f"{a / 1000:.1f} / {b / 1000:.1f}" for a, b in
+                              zip(grouped["drain_p50"], grouped["drain_max"], strict=True)],
+        "not drained": grouped["undrained"].round(1),
+        "partitions moved": grouped["moved"].round(0),
+        "most moved in one rebalance": grouped["moved_max"].round(0),
+        "rebalances": grouped["rebalances"].round(0),
+    }).reset_index(drop=True)
+
+
+def load_verdict(comparison: pd.DataFrame) -> list[str]:
+    """Sentences with numbers: load-aware against cooperative-sticky (and the others), per scenario."""
+    lines: list[str] = []
+    for pair in head_to_head(comparison, "scenario", "strategy", "load-aware", "cooperative-sticky",
+                             "max lag (records)"):
+        scenario, by, new, old, a, b, change = pair.group, pair.by, pair.new, pair.old, pair.a, pair.b, pair.change
+        line = (f"{scenario}: load-aware's maximum lag is {a:,.0f} records against {b:,.0f} for cooperative-sticky "
+                f"({change}); p99 record delay {float(new['p99 delay s']):,.1f} s against "
+                f"{float(old['p99 delay s']):,.1f} s; at most {int(new['most moved in one rebalance'])} partitions "
+                f"moved in one rebalance against {int(old['most moved in one rebalance'])} "
+                f"({int(new['partitions moved'])} against {int(old['partitions moved'])} in all).")
+        others = [f"{name} {float(by[name]['max lag (records)']):,.0f}" for name in
+                  ("range (eager)", "KIP-848 uniform") if name in by]
+        if others:
+            line += " Maximum lag of " + ", ".join(others) + "."
+        lines.append(line)
+    return lines
+
+
+def lag_figure(sims: pd.DataFrame, lag: pd.DataFrame) -> Figure | None:
+    """The highest consumer lag over time, one line per strategy, one panel per skewed-load
+    scenario (the first seed of each); None when no run had a load model."""
+    if lag.empty:
+        return None
+    first_seed = lag.groupby("scenario")["seed"].transform("min")
+    data = lag[(lag["seed"] == first_seed) & lag["strategy"].isin(LOAD_ORDER)]
+    scenarios = list(dict.fromkeys(data["scenario"]))
+    if not scenarios:
+        return None
+    fig, axes = plt.subplots(len(scenarios), 1, figsize=(11, 3.4 * len(scenarios)), squeeze=False)
+    elements = 0
+    for ax, scenario in zip(axes[:, 0], scenarios, strict=True):
+        mine = data[data["scenario"] == scenario]
+        strategies = sorted(mine["strategy"].unique(), key=LOAD_ORDER.index)
+        for i, strategy in enumerate(strategies):
+            line = mine[mine["strategy"] == strategy].sort_values("time_ms")
+            ax.plot(line["time_ms"] / 1000, line["max_lag"], label=LOAD_NAMES[strategy],
+                    color=strategy_colour(strategy, i), linewidth=1.6)
+            elements += len(line)
+        ax.set_title(str(scenario), loc="left", fontsize=10)
+        ax.set_ylabel("max consumer lag (records)")
+        ax.grid(color="#e9ecef")
+        ax.legend(frameon=False, ncol=5, loc="upper left")
+    axes[-1, 0].set_xlabel("simulated time (s)")
+    fig.tight_layout()
+    caption = ("At each sample, the highest lag of any consumer (records produced and not yet consumed on the "
+               "partitions it owns), from the load model: per-partition produce rates, each consumer's capacity "
+               "shared among its partitions, no consumption while a partition is unowned or its owner paused.")
+    return Figure("max_lag_over_time", "Maximum consumer lag over time, per strategy", caption,
+                  render(fig, elements), data[["scenario", "strategy", "seed", "time_ms", "max_lag", "total_lag"]])
+
+
+def load_section(sims: pd.DataFrame, verdict: list[str], lag: Figure | None) -> str:
+    """The comparison per skewed-load scenario and strategy, and the lag plot, under ``verdict``."""
+    comparison = load_comparison(sims)
+    if comparison.empty:
+        return ""
+    caption = ("Skewed produce rates (sim/load.py) under each strategy, on the same events. Max lag: the highest "
+               "lag of any consumer at any time. p99 delay: the 99th percentile of the time from a record's "
+               "production to its consumption (first in, first out per partition; a record still waiting at the "
+               "end counts the time until the end). Drain: after each rebalance, the time until the group's lag "
+               "is back on its pre-rebalance trajectory; 'not drained': rebalances after which it never was. "
+               "Partitions moved: changes of owner, in all and the most in one rebalance.")
+    body = verdict_list(verdict) + table(comparison, limit=200)
+    if lag is not None:
+        body += (f"<h3>{html.escape(lag.title)}</h3><p class=\"caption\">{lag.caption}</p>"
+                 f'<div class="figure">{lag.image}</div>'
+                 f'<p class="csv">Data: <a href="figures/{lag.name}.csv">figures/{lag.name}.csv</a></p>')
+    return section("Does load-aware assignment pay off?", body, caption)

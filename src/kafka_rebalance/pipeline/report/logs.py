@@ -11,20 +11,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-import matplotlib.dates as mdates
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
 from kafka_rebalance.pipeline.logparse.rows import Row
+from kafka_rebalance.pipeline.report import svg
 from kafka_rebalance.pipeline.report.page import (
     Figure,
     cards,
-    empty_figure,
     figure_section,
     generated_note,
     page,
-    render,
     section,
     table,
 )
@@ -160,6 +157,11 @@ def logs_figures(frames: dict[str, pd.DataFrame], findings: Sequence[GroupFindin
     ]
 
 
+def _epoch_seconds(times: pd.Series) -> np.ndarray:
+    """Naive UTC times (no NaT) as epoch seconds."""
+    return times.to_numpy(dtype="datetime64[ms]").astype("int64") / 1000.0
+
+
 def rebalance_timeline_figure(timeline: pd.DataFrame, departures: pd.DataFrame, storms: pd.DataFrame,
                               groups: list[str]) -> Figure:
     caption = ("Each bar is one rebalance, from \"Preparing to rebalance\" until the group was stable again "
@@ -168,7 +170,7 @@ def rebalance_timeline_figure(timeline: pd.DataFrame, departures: pd.DataFrame, 
                "(or whose poll timeout expired), green pluses members that joined; shaded spans are storms. "
                f"Top {TOP_GROUPS} groups by rebalances.")
     if timeline.empty:
-        return Figure("rebalance_timeline", "Rebalances over time", caption, empty_figure("no rebalances found"),
+        return Figure("rebalance_timeline", "Rebalances over time", caption, svg.empty("no rebalances found"),
                       timeline)
     # A line without a timestamp (a paste of bare messages) gives a rebalance with no place on a
     # time axis: it is in the tables, and the figure draws the others.
@@ -179,7 +181,7 @@ def rebalance_timeline_figure(timeline: pd.DataFrame, departures: pd.DataFrame, 
         caption += f" {untimed} rebalance(s) whose lines carry no time are in the tables only."
     if timeline.empty:
         return Figure("rebalance_timeline", "Rebalances over time", caption,
-                      empty_figure("the log lines carry no time: the rebalances are in the tables below"), timeline)
+                      svg.empty("the log lines carry no time: the rebalances are in the tables below"), timeline)
     order = [g for g in groups if g in set(timeline["group"])][::-1]
     start_all = min(timeline["start"].min(), departures["time"].min() if not departures.empty else timeline["start"].min())
     end_candidates = [timeline["start"].max(), timeline["end"].max()]
@@ -191,36 +193,26 @@ def rebalance_timeline_figure(timeline: pd.DataFrame, departures: pd.DataFrame, 
     # Groups whose activity lies far apart (excerpts from different months, say) would shrink to
     # slivers on one shared axis: then each group gets its own row with its own time axis.
     separate = len(order) > 1 and (end_all - start_all).total_seconds() > 50 * widest
-    if separate:
-        fig, axes = plt.subplots(len(order), 1, figsize=(11, 1.15 * len(order) + 0.5), squeeze=False)
-        panels = [(ax, [group]) for ax, group in zip(axes[::-1, 0], order, strict=True)]
-    else:
-        fig, ax = plt.subplots(figsize=(11, max(1.8, 0.55 * len(order) + 1.0)))
-        panels = [(ax, order)]
+    left = svg.label_width(order)
+    panels = []
     elements = 0
-    for ax, panel_groups in panels:
+    top = 6.0
+    for panel_groups in ([[group] for group in order[::-1]] if separate else [order]):
         if separate:
             low, high = spans[panel_groups[0]]
-            pad = max((high - low) * 0.05, pd.Timedelta(seconds=1))
-            low, high = low - pad, high + pad
         else:
             low, high = start_all, end_all
-        min_width = max((high - low).total_seconds(), 1.0) / 400 / 86400  # days: a short rebalance stays visible
-        elements += _draw_panel(ax, panel_groups, timeline, departures, storms, end_all, min_width)
-        ax.set_yticks(range(len(panel_groups)), panel_groups)
-        ax.set_ylim(-0.6, len(panel_groups) - 0.3)
-        if separate:
-            ax.set_xlim(mdates.date2num(low.tz_localize(None)), mdates.date2num(high.tz_localize(None)))
-        locator = mdates.AutoDateLocator()
-        ax.xaxis.set_major_locator(locator)
-        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
-        ax.grid(axis="x", color="#e9ecef")
-    bottom = axes[-1, 0] if separate else ax
-    bottom.set_xlabel("log time (as written by the broker)" + ("; each group on its own time axis" if separate else ""))
-    if separate:
-        fig.tight_layout()
+        pad = max((high - low) * 0.03, pd.Timedelta(seconds=1))
+        axis = svg.Axis(_epoch_seconds(pd.Series([low - pad]))[0], _epoch_seconds(pd.Series([high + pad]))[0],
+                        left, svg.WIDTH - svg.RIGHT_MARGIN, time=True)
+        panel = svg.Panel(panel_groups, axis, top)
+        elements += _draw_panel(panel, timeline, departures, storms, end_all)
+        panels.append(panel)
+        top += panel.height + (svg.AXIS_HEIGHT if separate else 0)
+    xlabel = "log time (UTC, as written by the broker)" + ("; each group on its own time axis" if separate else "")
+    image = svg.figure(panels, xlabel, defs=svg.hatch_pattern("never-completed", "#2f6fde"))
     data = timeline.sort_values(["group", "start"])
-    return Figure("rebalance_timeline", "Rebalances over time", caption, render(fig, elements), data)
+    return Figure("rebalance_timeline", "Rebalances over time", caption, image, data)
 
 
 def _group_spans(timeline: pd.DataFrame, departures: pd.DataFrame, end_all: pd.Timestamp
@@ -236,53 +228,34 @@ def _group_spans(timeline: pd.DataFrame, departures: pd.DataFrame, end_all: pd.T
     return {group: (low, high) for group, low, high in zip(grouped.min().index, grouped.min(), grouped.max(), strict=True)}
 
 
-def _draw_panel(ax: Any, panel_groups: list[str], timeline: pd.DataFrame, departures: pd.DataFrame,
-                storms: pd.DataFrame, end_all: Any, min_width: float) -> int:
-    """The groups of one panel, one row each (``panel_groups[y]`` on row ``y``): their rebalances,
-    storms and departures, one collection per kind of mark for the whole panel (an artist per
-    group and kind costs more to build and to render than the marks in it); returns elements drawn."""
-    from matplotlib.collections import PolyCollection
-
-    row_of = {group: y for y, group in enumerate(panel_groups)}
+def _draw_panel(panel: svg.Panel, timeline: pd.DataFrame, departures: pd.DataFrame, storms: pd.DataFrame,
+                end_all: Any) -> int:
+    """The groups of one panel, one row each: their storms, rebalances and departures, one path
+    per kind of mark; returns the marks drawn. A short rebalance stays visible (2 pixels)."""
+    row_of = {group: y for y, group in enumerate(panel.labels)}
     elements = 0
+    if not storms.empty:
+        in_panel = storms[storms["group"].isin(row_of)]
+        panel.bars(zip(in_panel["group"].map(row_of), _epoch_seconds(in_panel["start"]), _epoch_seconds(in_panel["end"]),
+                       strict=True), 0.9, "#f4c542", extra=' fill-opacity="0.35"')
     mine = timeline[timeline["group"].isin(row_of)]
-    for outcome, colour, hatch in (("stable", "#2f6fde", None), ("empty", "#9aa5b1", None),
-                                   ("open", "#2f6fde", "////")):
+    for outcome, fill, extra in (("stable", "#2f6fde", ""), ("empty", "#9aa5b1", ""),
+                                 ("open", "url(#never-completed)", ' stroke="#1d2733" stroke-width="0.3"')):
         part = mine[mine["outcome"] == outcome]
         if part.empty:
             continue
-        starts = mdates.date2num(part["start"].dt.tz_localize(None))
         ends = part["end"].fillna(part.get("drawn_until", end_all)).fillna(end_all)
-        widths = np.maximum(mdates.date2num(ends.dt.tz_localize(None)) - starts, min_width)
-        bottoms = part["group"].map(row_of).to_numpy(dtype=float) - 0.3
-        tops = bottoms + 0.6
-        vertices = np.stack([np.column_stack(corner) for corner in (
-            (starts, bottoms), (starts, tops), (starts + widths, tops), (starts + widths, bottoms))], axis=1)
-        # A 3-D array is PolyCollection's fast path; its annotation lists only sequences of arrays.
-        polygons = PolyCollection(vertices,  # type: ignore[arg-type]
-                                  facecolors=colour, hatch=hatch, edgecolor="#1d2733" if hatch else "none", linewidth=0.3)
-        ax.add_collection(polygons)
-        elements += len(part)
-    if not storms.empty:
-        rows_in_panel = len(panel_groups)
-        in_panel = storms[storms["group"].isin(row_of)]
-        for group, start, end in zip(in_panel["group"], in_panel["start"], in_panel["end"], strict=True):
-            y = row_of[group]
-            ax.axvspan(mdates.date2num(start.tz_localize(None)), mdates.date2num(end.tz_localize(None)),
-                       ymin=(y + 0.05) / rows_in_panel, ymax=(y + 0.95) / rows_in_panel, color="#f4c542", alpha=0.35,
-                       lw=0)
+        elements += panel.bars(zip(part["group"].map(row_of), _epoch_seconds(part["start"]), _epoch_seconds(ends),
+                                   strict=True), 0.6, fill, min_width=2.0, extra=extra)
     if not departures.empty:
         marked = departures[departures["group"].isin(row_of)]
         rows = marked["group"].map(row_of)
-        for kinds, offset, marker, colour, size, width in (
-                (["failed", "fenced"], 0.38, "x", "#d62728", 6, 1.6), (["left", "poll_timeout"], 0.38, "|", "#ff7f0e", 8, 1.6),
-                (["joined"], -0.42, "+", "#2ca02c", 7, 1.4)):
+        for kinds, offset, shape, colour in ((["failed", "fenced"], 0.38, "x", "#d62728"),
+                                             (["left", "poll_timeout"], 0.38, "|", "#ff7f0e"),
+                                             (["joined"], -0.42, "+", "#2ca02c")):
             chosen = marked["kind"].isin(kinds)
-            # Times as Matplotlib date numbers, like the bars: datetimes would give the axis date
-            # units, and a collection on an axis with units converts its paths one by one at draw.
-            ax.plot(mdates.date2num(marked.loc[chosen, "time"].dt.tz_localize(None)),
-                    (rows[chosen] + offset).to_list(), marker, color=colour, ms=size, mew=width)
-            elements += int(chosen.sum())
+            elements += panel.marks(zip(rows[chosen] + offset, _epoch_seconds(marked.loc[chosen, "time"]), strict=True),
+                                    shape, colour)
     return elements
 
 
@@ -292,25 +265,30 @@ def duration_figure(quantiles: pd.DataFrame, groups: list[str]) -> Figure:
                "(max.poll.interval.ms).")
     if quantiles.empty:
         return Figure("rebalance_durations", "Rebalance durations", caption,
-                      empty_figure("no completed rebalances"), quantiles)
+                      svg.empty("no completed rebalances"), quantiles)
     order = [g for g in groups if g in set(quantiles["group"])][::-1]
-    stats = []
-    by_group = quantiles.drop_duplicates("group").set_index("group", drop=False)
-    for group in order:
-        row = by_group.loc[group]
-        stats.append({"label": f"{group} ({int(row['rebalances'])})", "whislo": row["p5"], "q1": row["p25"],
-                      "med": row["p50"], "q3": row["p75"], "whishi": row["p95"], "fliers": [row["max"]]})
-    fig, ax = plt.subplots(figsize=(11, max(1.8, 0.5 * len(order) + 1.0)))
-    ax.bxp(stats, orientation="horizontal", showfliers=True, patch_artist=True,
-           boxprops={"facecolor": "#cfe0fb", "edgecolor": "#2f6fde"}, medianprops={"color": "#1d2733"},
-           flierprops={"marker": "o", "markerfacecolor": "#d62728", "markeredgecolor": "none"})
-    ax.set_xlabel("rebalance duration (ms)")
-    top = quantiles["max"].max()
-    if top and quantiles["p50"].min() > 0 and top / max(quantiles["p50"].min(), 1) > 100:
-        ax.set_xscale("log")
-    ax.grid(axis="x", color="#e9ecef")
+    columns = ["rebalances", "p5", "p25", "p50", "p75", "p95", "max"]
+    by_group = quantiles.drop_duplicates("group").set_index("group")[columns].to_dict("index")
+    rows = [{q: float(by_group[group][q]) for q in columns} for group in order]
+    labels = [f"{group} ({int(row['rebalances'])})" for group, row in zip(order, rows, strict=True)]
+    top = float(quantiles["max"].max())
+    lowest = float(quantiles["min"].min())
+    log = bool(top and quantiles["p50"].min() > 0 and top / max(quantiles["p50"].min(), 1) > 100)
+    low = max(lowest, 1.0) / 1.5 if log else 0.0
+    axis = svg.Axis(low, top * (1.5 if log else 1.05) if top > 0 else 1.0, svg.label_width(labels), svg.WIDTH - svg.RIGHT_MARGIN,
+                    log=log)
+    panel = svg.Panel(labels, axis, 6.0)
+    positions = [(float(y), row) for y, row in enumerate(rows)]
+    panel.lines([(y, r["p5"], y, r["p25"]) for y, r in positions] + [(y, r["p75"], y, r["p95"]) for y, r in positions]
+                + [(y + d, r[q], y - d, r[q]) for y, r in positions for q in ("p5", "p95") for d in (0.15,)],
+                "#1d2733")
+    panel.bars([(y, r["p25"], r["p75"]) for y, r in positions], 0.5, "#cfe0fb",
+               extra=' stroke="#2f6fde" stroke-width="1"')
+    panel.lines([(y + 0.25, r["p50"], y - 0.25, r["p50"]) for y, r in positions], "#1d2733", 1.5)
+    panel.marks([(y, r["max"]) for y, r in positions], "o", "#d62728", 3.0)
     data = quantiles.set_index("group").loc[order[::-1]].reset_index()
-    return Figure("rebalance_durations", "Rebalance durations", caption, render(fig), data)
+    return Figure("rebalance_durations", "Rebalance durations", caption,
+                  svg.figure([panel], "rebalance duration (ms)" + (", log scale" if log else "")), data)
 
 
 def storms_figure(findings: pd.DataFrame, storms: pd.DataFrame) -> Figure:
@@ -318,7 +296,7 @@ def storms_figure(findings: pd.DataFrame, storms: pd.DataFrame) -> Figure:
                "close together, or one client failing and rejoining in a loop).")
     if findings.empty:
         return Figure("storms", "Rebalances, failures and storms per group", caption,
-                      empty_figure("no groups"), findings)
+                      svg.empty("no groups"), findings)
     top = _top_groups(findings)
     in_storms = storms.groupby("group")["rebalances"].sum() if not storms.empty else pd.Series(dtype="int64")
     shown = findings.drop_duplicates("group").set_index("group").loc[top]
@@ -329,17 +307,20 @@ def storms_figure(findings: pd.DataFrame, storms: pd.DataFrame) -> Figure:
         "rebalances_in_storms": [int(in_storms.get(g, 0)) for g in top],
         "storms": [int(v) for v in shown["storms"]],
     })
-    fig, ax = plt.subplots(figsize=(11, max(1.8, 0.5 * len(top) + 1.0)))
-    ys = list(range(len(top)))[::-1]
-    h = 0.26
-    ax.barh([y + h for y in ys], data["rebalances"], height=h, color="#2f6fde", label="rebalances")
-    ax.barh(ys, data["rebalances_in_storms"], height=h, color="#f4c542", label="rebalances in storms")
-    ax.barh([y - h for y in ys], data["member_failures"], height=h, color="#d62728", label="member failures")
-    ax.set_yticks(ys, top)
-    ax.legend(loc="lower right", frameon=False)
-    ax.grid(axis="x", color="#e9ecef")
-    ax.set_xlabel("count")
-    return Figure("storms", "Rebalances, failures and storms per group", caption, render(fig), data)
+    labels = top[::-1]  # the group with the most rebalances on the top row
+    highest = max(int(data[["rebalances", "member_failures", "rebalances_in_storms"]].to_numpy().max()), 1)
+    panel = svg.Panel(labels, svg.Axis(0, highest * 1.05, svg.label_width(labels), svg.WIDTH - svg.RIGHT_MARGIN,
+                                          counts=True), 6.0)
+    row_of = {group: y for y, group in enumerate(labels)}
+    legend = []
+    for column, offset, colour, words in (("rebalances", 0.28, "#2f6fde", "rebalances"),
+                                          ("rebalances_in_storms", 0.0, "#f4c542", "rebalances in storms"),
+                                          ("member_failures", -0.28, "#d62728", "member failures")):
+        panel.bars([(row_of[g] + offset, 0, v) for g, v in zip(data["group"], data[column], strict=True) if v], 0.26,
+                   colour)
+        legend.append((colour, words))
+    return Figure("storms", "Rebalances, failures and storms per group", caption,
+                  svg.figure([panel], "count", legend), data)
 
 
 def advice_html(advice_items: Sequence[Any], groups_shown: int = 8) -> str:

@@ -1,6 +1,8 @@
 """What every HTML report shares: the page and its sections, tables, cards, and figures (drawn
-by matplotlib from small pandas frames, inlined as SVG or PNG: no script, no network), with the
-data of every figure written beside the report as ``figures/NAME.csv``."""
+from small pandas frames, inlined as SVG or PNG: no script, no network), with the data of every
+figure written beside the report as ``figures/NAME.csv``. The lab's and soak's figures are drawn by
+matplotlib (``pyplot``), imported only by the reports that draw with it: the logs report draws
+its own SVG (``report.svg``) and answers a paste without it."""
 
 from __future__ import annotations
 
@@ -11,15 +13,15 @@ import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
-import matplotlib
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.patches  # noqa: E402,F401
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.figure import Figure as MplFigure  # noqa: E402
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from matplotlib.figure import Figure as MplFigure
 
 # Above this many drawn elements a vector figure gets heavy for a browser: use PNG.
 SVG_ELEMENT_LIMIT = 4000
@@ -31,14 +33,26 @@ STRATEGY_COLOURS = {
 }
 FALLBACK_COLOURS = ["#66a182", "#8d96a3", "#2e4057", "#b8336a", "#726da8", "#7d938a"]
 
-plt.rcParams.update({
-    "font.size": 10,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "axes.titlesize": 11,
-    "axes.titleweight": "bold",
-    "svg.fonttype": "none",
-})
+
+
+@cache
+def pyplot() -> ModuleType:
+    """matplotlib's pyplot, drawing off-screen in the reports' style (imported on first use)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.patches  # noqa: F401  (the figures' patches, registered before drawing)
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({
+        "font.size": 10,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "axes.titlesize": 11,
+        "axes.titleweight": "bold",
+        "svg.fonttype": "none",
+    })
+    return plt
 
 
 @dataclass
@@ -56,6 +70,7 @@ def strategy_colour(strategy: str, index: int = 0) -> str:
 
 def render(fig: MplFigure, elements: int = 0) -> str:
     """Inline a matplotlib figure: SVG when light enough, else a PNG data URI."""
+    plt = pyplot()
     buffer = io.BytesIO()
     if elements <= SVG_ELEMENT_LIMIT:
         # A group or member named with a control character (a damaged line) has no glyph: drawn
@@ -73,7 +88,7 @@ def render(fig: MplFigure, elements: int = 0) -> str:
 
 
 def empty_figure(message: str) -> str:
-    fig, ax = plt.subplots(figsize=(8, 1.2))
+    fig, ax = pyplot().subplots(figsize=(8, 1.2))
     ax.axis("off")
     ax.text(0.5, 0.5, message, ha="center", va="center", color="#666")
     return render(fig)

@@ -179,6 +179,11 @@ def print_lab_answer(answer: LabAnswer, console: Console) -> None:
         _say(console, "Should we migrate to KIP-848?", style="bold cyan")
         for line in verdict:
             _say(console, f"- {line}", indent=2)
+    if answer.load_aware:
+        console.print()
+        _say(console, "Does load-aware assignment pay off?", style="bold cyan")
+        for line in answer.load_aware:
+            _say(console, f"- {line}", indent=2)
     if answer.failed_runs:
         console.print()
         _say(console, "Failed runs", style="bold red")

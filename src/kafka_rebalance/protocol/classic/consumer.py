@@ -36,10 +36,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from functools import lru_cache
-from typing import assert_never
+from typing import Any, assert_never
+
+import numpy as np
 
 from kafka_rebalance.assignors import get_assignor
 from kafka_rebalance.model import (
@@ -63,6 +65,7 @@ from kafka_rebalance.protocol.classic.consumer_events import (
     HeartbeatDue,
     LeftGroup,
     MetadataUpdate,
+    PartitionLoadsMeasured,
     PartitionsAssigned,
     PartitionsLost,
     PartitionsRevoked,
@@ -192,6 +195,9 @@ class ConsumerConfig:
     retry_backoff_ms: int = 100
     # request.timeout.ms (Kafka's default: 30000); None: every request is answered, no timeouts.
     request_timeout_ms: int | None = None
+    # Options for the consumer's assignors (``PartitionAssignor.configured``: load-aware's
+    # max_count_skew, min_gain); assignors without options ignore them.
+    strategy_options: Mapping[str, Any] = field(default_factory=dict)
 
 
 class ConsumerCoordinator:
@@ -201,7 +207,8 @@ class ConsumerCoordinator:
         self.protocol = rebalance_protocol(config.strategies)
         # One assignor instance per configured strategy: some keep state between rebalances
         # (StickyAssignor remembers its last assignment for its user data).
-        self._assignors = {name: get_assignor(name) for name in config.strategies}
+        self._assignors = {name: get_assignor(name).configured(config.strategy_options) for name in config.strategies}
+        self._partition_loads: dict[str, np.ndarray] = {}  # the latest PartitionLoadsMeasured
         self._topics = tuple(config.topics)
         self._pattern = re.compile(config.pattern) if config.pattern else None
         self._metadata: dict[str, int] = dict(metadata or {})
@@ -295,6 +302,8 @@ class ConsumerCoordinator:
                 self.subscribed = self._resolve_subscription()
             case MetadataUpdate(topics=topics):
                 self._on_metadata(topics)
+            case PartitionLoadsMeasured(loads=loads):
+                self._partition_loads = {t: np.asarray(values, dtype=np.float64) for t, values in loads.items()}
             case Close(positions=positions):
                 self._close(positions, out)
             case PollIntervalExpired():
@@ -760,7 +769,9 @@ class ConsumerCoordinator:
         # them before assigning, ConsumerCoordinator.performAssignment -> ensureFreshMetadata).
         self._assignment_metadata = {t: topics.get(t, 0) for t in group_topics}
         group = ColumnarGroup.from_snapshot(GroupSnapshot(
-            topics={t: TopicMetadata(t, count) for t, count in topics.items()}, members=tuple(members), strategy=name))
+            topics={t: TopicMetadata(t, count) for t, count in topics.items()}, members=tuple(members), strategy=name,
+            partition_loads={t: loads for t, loads in self._partition_loads.items()
+                             if t in topics and len(loads) == topics[t]}))
         assignment = group.assignment_lists(assignor.assign_columnar(group))
         return tuple(SyncGroupRequestAssignment(member, tuple(parts)) for member, parts in assignment.items())
 

@@ -86,6 +86,15 @@ class MetadataUpdate:
 
 
 @dataclass(frozen=True, slots=True)
+class PartitionLoadsMeasured:
+    """What the application measured of each partition's load (topic -> one load per partition,
+    any non-negative unit: records/s, bytes/s); the next assignment this member makes as leader
+    passes them to the assignor (``GroupSnapshot.partition_loads``; ``load-aware`` reads them)."""
+
+    loads: Mapping[str, tuple[float, ...]]
+
+
+@dataclass(frozen=True, slots=True)
 class Close:
     """KafkaConsumer.close(): commit (auto-commit), revoke, LeaveGroup (dynamic members)."""
 
@@ -139,7 +148,7 @@ class RequestTimedOut:
 
 ConsumerTimer = (HeartbeatDue | PollIntervalExpired | RetryJoin | RetryFetch | RetryFindCoordinator
                  | RequestTimedOut)
-AppInput = Poll | PollReturned | AutoCommitDue | Subscribe | MetadataUpdate | Close
+AppInput = Poll | PollReturned | AutoCommitDue | Subscribe | MetadataUpdate | PartitionLoadsMeasured | Close
 ConsumerInput = Received | AppInput | ConsumerTimer
 
 

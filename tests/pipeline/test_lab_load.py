@@ -1,0 +1,107 @@
+"""The lab's answer to "does load-aware assignment pay off?" from the skewed-load runs, without
+Spark: the rows one simulation yields, the comparison, the sentences, the plot and the section
+(the Spark path is tests/pipeline/test_lab.py's built-in sweep)."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pandas as pd
+import pytest
+from rich.console import Console
+
+from kafka_rebalance.pipeline.lab import (
+    LAG,
+    LAG_SCHEMA,
+    SIMULATIONS,
+    simulate_run,
+    simulation_schema,
+    swept_columns,
+)
+from kafka_rebalance.pipeline.report.lab import (
+    has_load,
+    lab_answer,
+    lag_figure,
+    load_comparison,
+    load_section,
+    protocol_comparison,
+)
+from kafka_rebalance.pipeline.report.terminal import print_lab_answer
+from kafka_rebalance.pipeline.sweep import parse_sweep
+
+PROTOCOLS = ["eager", "cooperative-sticky", "consumer-uniform", "load-aware"]
+SMALL_SKEW = {
+    "name": "small-skew",
+    "topics": {"t": 16},
+    "consumers": [{"id": f"c{i}", "subscribe": ["t"]} for i in range(1, 6)],
+    "load": {"rates": [{"topic": "t", "records_per_s": 1400, "zipf": 1.1}], "capacity_records_per_s": 500},
+    "events": [*({"at_ms": 0, "join": f"c{i}"} for i in range(1, 5)),
+               {"at_ms": 20000, "restart": "c1", "after_ms": 3000}, {"at_ms": 40000, "join": "c5"}],
+    "end_ms": 70000,
+}
+
+
+@pytest.fixture(scope="module")
+def tables() -> tuple[pd.DataFrame, pd.DataFrame]:
+    sweep = parse_sweep({"name": "skew", "seeds": [1], "runs": [
+        {"scenario": SMALL_SKEW, "grid": {"protocol": PROTOCOLS}},
+        {"churn": "crashes", "service": {"members": 4, "partitions": 8}, "grid": {"protocol": PROTOCOLS[:3]}}]})
+    swept = swept_columns(sweep)
+    columns = [f.name for f in simulation_schema(swept).fields]
+    sims, lag = [], []
+    for run in sweep.runs:
+        for table, row in simulate_run(run, sweep.name, swept):
+            if table == SIMULATIONS:
+                sims.append(dict(zip(columns, row, strict=True)))
+            elif table == LAG:
+                lag.append(dict(zip(LAG_SCHEMA.names, row, strict=True)))
+    return pd.DataFrame(sims), pd.DataFrame(lag)
+
+
+def test_a_skewed_run_yields_its_lag_series_and_load_figures(tables):
+    sims, lag = tables
+    assert sims["error"].isna().all()
+    skewed = sims[sims["scenario"] == "small-skew"]
+    assert has_load(sims).tolist() == (sims["scenario"] == "small-skew").tolist()
+    for metrics in skewed["extra_metrics"]:
+        assert {"max_lag_records", "p99_delay_ms", "drain_p50_ms", "max_moved_per_rebalance"} <= set(metrics)
+    assert set(lag["strategy"]) == set(PROTOCOLS)
+    per_run = lag.groupby("run_id")["time_ms"].agg(["count", "max"])
+    assert (per_run["count"] == 14).all() and (per_run["max"] == 70000).all()  # a sample every 5 s
+    assert (lag["max_lag"] <= lag["total_lag"]).all()
+
+
+def test_the_comparison_and_its_sentences(tables):
+    sims, _ = tables
+    comparison = load_comparison(sims)
+    assert list(comparison["strategy"]) == ["range (eager)", "cooperative-sticky", "KIP-848 uniform", "load-aware"]
+    answer = lab_answer("skew", sims)
+    assert len(answer.load_aware) == 1
+    assert re.match(r"small-skew: load-aware's maximum lag is [\d,]+ records against [\d,]+ for cooperative-sticky "
+                    r"\([+-]\d+%\); p99 record delay", answer.load_aware[0])
+    assert answer.as_dict()["load_aware"] == answer.load_aware
+    # the skewed runs stay out of "should we migrate?" (their churn is another question)
+    assert set(protocol_comparison(sims)["churn"]) == {"crashes"}
+
+
+def test_the_section_and_the_plot(tables):
+    sims, lag = tables
+    figure = lag_figure(sims, lag)
+    assert figure is not None and "<svg" in figure.image
+    assert set(figure.data["strategy"]) == set(PROTOCOLS)
+    html = load_section(sims, lab_answer("skew", sims).load_aware, figure)
+    assert "Does load-aware assignment pay off?" in html and "figures/max_lag_over_time.csv" in html
+    header = html[html.index("<thead>"):html.index("</thead>")]
+    assert header.count("<th>") <= 9  # fits the page
+    assert lag_figure(sims, lag.iloc[0:0]) is None
+
+
+def test_the_terminal_answer_fits_80_columns(tables):
+    sims, _ = tables
+    out = io.StringIO()
+    print_lab_answer(lab_answer("skew", sims, tables="out", report="out/report.html"),
+                     Console(file=out, width=80, color_system=None))
+    text = out.getvalue()
+    assert "Does load-aware assignment pay off?" in text and "small-skew: load-aware" in text
+    assert max(len(line) for line in text.splitlines()) <= 80
