@@ -25,8 +25,8 @@ from kafka_rebalance.sim.churn import PROTOCOLS
 def test_every_swept_protocol_is_one_setup_read_from_its_scenario_fields():
     setups = {label: group_setup(label) for label in PROTOCOLS}
     assert setups == {"eager": EAGER, "cooperative-sticky": COOPERATIVE, "consumer-uniform": CONSUMER_UNIFORM,
-                      "consumer-range": CONSUMER_RANGE}
-    assert GroupSetup(GroupProtocol.CLASSIC, rebalance_protocol=RebalanceProtocol.EAGER) == EAGER
+                      "consumer-range": CONSUMER_RANGE, "load-aware": None}
+    assert GroupSetup(GroupProtocol.CLASSIC, rebalance_protocol=RebalanceProtocol.EAGER, strategy="range") == EAGER
     assert GroupSetup(GroupProtocol.CONSUMER, assignor=ServerAssignorName.RANGE) == CONSUMER_RANGE
     assert len(set(SETUPS)) == len(SETUPS) and all(s.title for s in SETUPS)
     assert group_setup("sticky") is None and migration_path("range") is None
@@ -50,6 +50,8 @@ SIMS = pd.DataFrame([
     _run("crashes", "eager", 200_000, rebalances=20, stw_ms=150_000),
     _run("crashes", "consumer-range", 0, error="Boom: a failed run counts nowhere"),
     _run("crashes", "sticky", 1),  # not swept over protocols: not in the answer
+    _run("crashes", "load-aware", 1),  # classic and cooperative too, but not the question's
+    _run("crashes", "cooperative-sticky", 10**9) | {"extra_metrics": {"max_lag_records": 5.0}},  # skewed load
     _run("rolling-restart", "eager", 300_000, rebalances=40, stw_ms=250_000),
     _run("migration", "eager", 400_000, twice=7, rebalances=44, stw_ms=100_000, longest_ms=30_000),
 ])

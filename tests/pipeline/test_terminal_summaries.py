@@ -54,7 +54,7 @@ def test_lab_tells_its_checks_and_the_migration_verdict(width, terminal):
     assert as_json["checks"][1] == {"passed": False, "statement": LAB.checks[1][1]}
     assert as_json["migration"]["verdict"] == LAB.migration.sentences()
     assert as_json["migration"]["figures"][0]["setup"] == {"group_protocol": "consumer", "rebalance_protocol": None,
-                                                           "assignor": "uniform"}
+                                                           "strategy": None, "assignor": "uniform"}
 
 
 def test_soak_tells_what_it_exercised_and_its_failures():

@@ -24,11 +24,13 @@ PLAIN_RESTART_CHURN = "rolling-restart"
 
 @dataclass(frozen=True, slots=True)
 class GroupSetup:
-    """How a group runs its rebalances: a classic group by its rebalance protocol (the strategy
-    all its members support), a consumer group by its server-side assignor."""
+    """How a group runs its rebalances: a classic group by its rebalance protocol and its
+    members' strategy (an assignor name, open to plug-ins: a name, not an enum), a consumer
+    group by its server-side assignor."""
 
     group_protocol: GroupProtocol
     rebalance_protocol: RebalanceProtocol | None = None  # classic groups
+    strategy: str | None = None  # classic groups
     assignor: ServerAssignorName | None = None  # consumer groups
 
     @property
@@ -39,11 +41,12 @@ class GroupSetup:
     def as_dict(self) -> dict[str, str | None]:
         return {"group_protocol": self.group_protocol.value,
                 "rebalance_protocol": None if self.rebalance_protocol is None else self.rebalance_protocol.value,
-                "assignor": None if self.assignor is None else self.assignor.value}
+                "strategy": self.strategy, "assignor": None if self.assignor is None else self.assignor.value}
 
 
-EAGER = GroupSetup(GroupProtocol.CLASSIC, rebalance_protocol=RebalanceProtocol.EAGER)
-COOPERATIVE = GroupSetup(GroupProtocol.CLASSIC, rebalance_protocol=RebalanceProtocol.COOPERATIVE)
+EAGER = GroupSetup(GroupProtocol.CLASSIC, rebalance_protocol=RebalanceProtocol.EAGER, strategy="range")
+COOPERATIVE = GroupSetup(GroupProtocol.CLASSIC, rebalance_protocol=RebalanceProtocol.COOPERATIVE,
+                         strategy="cooperative-sticky")
 CONSUMER_UNIFORM = GroupSetup(GroupProtocol.CONSUMER, assignor=ServerAssignorName.UNIFORM)
 CONSUMER_RANGE = GroupSetup(GroupProtocol.CONSUMER, assignor=ServerAssignorName.RANGE)
 # In the order the report lists them; the lab sweeps eager as range, cooperative as
@@ -56,7 +59,7 @@ _TITLES = {EAGER: "eager (range)", COOPERATIVE: "cooperative-sticky", CONSUMER_U
 def group_setup(label: str) -> GroupSetup | None:
     """The setup of a lab run swept over ``protocol`` (its ``strategy`` column: a key of
     ``sim.churn.PROTOCOLS``), read from the scenario fields that label stands for; None for a
-    run not swept over protocols."""
+    run not swept over protocols, or under a setup the question does not compare (load-aware)."""
     from kafka_rebalance.assignors.registry import get_assignor
     from kafka_rebalance.sim.churn import PROTOCOLS
 
@@ -70,7 +73,8 @@ def group_setup(label: str) -> GroupSetup | None:
         case GroupProtocol.CLASSIC:
             # the protocol every member's strategy supports (Kafka: the lowest of the members')
             protocols = [get_assignor(name).protocol for name in fields["strategies"]]
-            setup = GroupSetup(group_protocol, rebalance_protocol=min(protocols, key=lambda p: p.rank))
+            setup = GroupSetup(group_protocol, rebalance_protocol=min(protocols, key=lambda p: p.rank),
+                               strategy=",".join(fields["strategies"]))
     return setup if setup in _TITLES else None
 
 
