@@ -176,6 +176,21 @@ def test_two_records_on_one_line_are_read_one_by_one():
     assert records_of(line) == [line]
 
 
+
+def test_compose_records_run_together_are_each_read():
+    """Records of a compose service (``kafka-1  | [time] ...``) run together on one line, as a
+    paste without newlines gives them: each is its own record (a hypothesis fuzz example once
+    made of 283 of them was read as one record, in time quadratic in the line)."""
+    from kafka_rebalance.pipeline.logparse.parse import records_of
+
+    record = (f"kafka-1  | [2021-10-19 07:30:00,500] INFO [GroupCoordinator 1]: Preparing to rebalance group notify "
+              f"in state PreparingRebalance with old generation 3 (__consumer_offsets-4) (reason: Removing member "
+              f"{X} on LeaveGroup) (kafka.coordinator.group.GroupCoordinator)")
+    assert records_of(" ".join([record] * 300)) == [record] * 300
+    kinds = [e["kind"] for e in parse_lines([" ".join([record] * 3)], syslog=TEST_SYSLOG)]
+    assert kinds == ["preparing_rebalance"] * 3
+
+
 @pytest.mark.parametrize(("name", "log"), [
     ("logs/server.log", "logs/server.log"), ("logs/server.log.1", "logs/server.log"),
     ("logs/server.log.2024-06-02.gz", "logs/server.log"), ("logs/server.log.2024-06-02-14", "logs/server.log"),

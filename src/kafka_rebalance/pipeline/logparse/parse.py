@@ -165,7 +165,8 @@ def _parse_gated(raw: str, syslog: SyslogReference) -> dict[str, Any] | None:
 
 # Several broker records on one line (a paste that lost its newlines): where one may start.
 _RECORD_START = re.compile(
-    r"\s(?=\[\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}"
+    r"\s(?=[\w.-]+\s+\|\s+\[\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}"  # a compose prefix: "kafka-1  | [2021-..."
+    r"|\[\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}"
     r"|\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}[.,]\d{3}\S*\s+(?:TRACE|DEBUG|INFO|WARN|ERROR)\b"
     r"|(?:(?:TRACE|DEBUG|INFO|WARN|ERROR) )?\[GroupCoordinator[ \]]"
     r"|(?:Preparing to re(?:balance|stabilize) group|Stabilized group|Assignment received from leader) "
@@ -179,23 +180,38 @@ _RECORD_OPENINGS = ("Preparing to re", "Stabilized group ", "Assignment received
 def records_of(raw: str) -> list[str]:
     """A line -> the records on it: itself, unless it holds several broker records. Cut where a
     record may start, then joined again until each piece holds a message (a prefix alone, or a
-    reason, is no record)."""
+    reason, is no record). A record is joined from at most ``_MAX_JOINED`` pieces: the oldest
+    piece of a longer run that holds no message is left to the record before it, so a long line
+    of false starts costs linear time, not quadratic."""
     if raw.count("[GroupCoordinator") < 2 and sum(1 for opening in _RECORD_OPENINGS if opening in raw) < 2:
         return [raw]
     cuts = [0, *(m.start() for m in _RECORD_START.finditer(raw)), len(raw)]
     records: list[str] = []
-    current = ""
+    pending: list[str] = []
     for begin, end in zip(cuts, cuts[1:], strict=False):
-        current += raw[begin:end]
+        pending.append(raw[begin:end])
+        if len(pending) > _MAX_JOINED:
+            stray = pending.pop(0)
+            if records:
+                records[-1] += stray
+            else:
+                records.append(stray)
+        current = "".join(pending)
         if _match(layout_strip_logger(current.strip())) is not None:
             records.append(current.strip())
-            current = ""
+            pending = []
+    current = "".join(pending)
     if current.strip():
         if records:
             records[-1] += current
         else:
             records.append(current)
     return records
+
+
+# A broker record is cut into at most a prefix, a time, a level and logger, and its message,
+# which may hold a false start or two of its own (a reason quoting another record's opening).
+_MAX_JOINED = 8
 
 
 def _parse_records(raw: str, syslog: SyslogReference) -> list[dict[str, Any]]:
