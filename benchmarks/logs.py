@@ -202,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     grep_s, grep_count = grep_seconds(log)
     grep_s, grep_count = grep_seconds(log)  # the second run reads from the page cache, as Spark will
 
+    from kafka_rebalance.pipeline.logparse.layout import SyslogReference
     from kafka_rebalance.pipeline.logs import (
         LOGS_CLASS_ARCHIVE,
         LOGS_DRIVER_JVM_OPTIONS,
@@ -210,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
         run_logs,
     )
     from kafka_rebalance.pipeline.spark import build_session
+
+    syslog = SyslogReference(int(time.time() * 1000))  # as the CLI decides it: the run's start
 
     out = Path(tempfile.mkdtemp(prefix="kafka-rebalance-logs-bench-"))
     server = None
@@ -230,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         left out of the CPU and kept in ``server_cpu``."""
         cpu_before, server_before = tree_cpu_seconds(), server_cpu_seconds()
         started = time.perf_counter()
-        run = run_logs(spark, inputs, out_dir, engine="spark", progress=False)
+        run = run_logs(spark, inputs, out_dir, engine="spark", progress=False, syslog=syslog)
         seconds = time.perf_counter() - started
         server = server_cpu_seconds() - server_before
         cpu = tree_cpu_seconds() - cpu_before - server
@@ -262,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     local_big = None
     if args.local_too:
         started = time.perf_counter()
-        local_run = run_logs(None, [str(log)], str(out / "local"), engine="local")
+        local_run = run_logs(None, [str(log)], str(out / "local"), engine="local", syslog=syslog)
         local_big = (time.perf_counter() - started, local_run.summary)
     shutil.rmtree(out, ignore_errors=True)
 

@@ -24,9 +24,10 @@ STEPS = ("imports", "read_tables", "advise", "logs_answer", "logs_figures", "ren
 def write_tables(log: str, tables: Path) -> None:
     """The local engine's tables of ``log`` (one Parquet directory each) and its facts."""
     from kafka_rebalance.pipeline.io import StagedOutput
+    from kafka_rebalance.pipeline.logparse.layout import SyslogReference
     from kafka_rebalance.pipeline.logparse.tables import analyse_local, write_frame
 
-    result = analyse_local([(str(Path(log).resolve()), "default")])
+    result = analyse_local([(str(Path(log).resolve()), "default")], syslog=SyslogReference(int(time.time() * 1000)))
     with StagedOutput(tables) as out:
         for table, df in result.frames.items():
             write_frame(df, out.path(table), table)

@@ -19,3 +19,14 @@ settings.register_profile("ci", max_examples=150, deadline=None, suppress_health
 settings.register_profile("dev", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("stress", max_examples=3000, deadline=None, suppress_health_check=list(HealthCheck))
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
+
+
+def _test_syslog():  # type: ignore[no-untyped-def]
+    from kafka_rebalance.pipeline.logparse.layout import SyslogReference
+
+    # Year-less syslog times in tests are placed as a run on this day would place them (a
+    # fixed day: no test depends on the wall clock).
+    return SyslogReference.from_year_option("2026-11-26")
+
+
+TEST_SYSLOG = _test_syslog()

@@ -15,6 +15,8 @@ import pandas as pd
 import pytest
 from s3server import free_port, port_open
 
+from tests.conftest import TEST_SYSLOG
+
 pytestmark = [pytest.mark.cluster, pytest.mark.spark]
 
 SWEEP = """
@@ -166,7 +168,7 @@ def test_logs_from_s3_on_workers_sharing_no_folder(s3_server, standalone, tmp_pa
     local_in.mkdir()
     for path in COMPARED:
         (local_in / path.name).write_bytes(path.read_bytes())
-    run_logs(None, [str(local_in)], str(tmp_path / "local"), engine="local")
+    run_logs(None, [str(local_in)], str(tmp_path / "local"), engine="local", syslog=TEST_SYSLOG)
 
     url, worker_logs = standalone
     driver = tmp_path / "driver"

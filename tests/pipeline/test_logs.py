@@ -13,6 +13,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.conftest import TEST_SYSLOG
+
 pytestmark = pytest.mark.spark
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "logs"
@@ -50,8 +52,8 @@ def both_engines(spark, tmp_path_factory):
     for path in COMPARED:
         shutil.copy(path, inputs / path.name)
     logs_generator.generate(inputs / "server.log", 400_000, groups=30, seed=3, coordinator_share=0.05)
-    spark_run = run_logs(spark, [str(inputs)], str(root / "spark"), engine="spark", progress=False)
-    local_run = run_logs(None, [str(inputs)], str(root / "local"), engine="local")
+    spark_run = run_logs(spark, [str(inputs)], str(root / "spark"), engine="spark", progress=False, syslog=TEST_SYSLOG)
+    local_run = run_logs(None, [str(inputs)], str(root / "local"), engine="local", syslog=TEST_SYSLOG)
     return root, spark_run, local_run
 
 
@@ -117,10 +119,10 @@ def tiny_splits(spark, tmp_path_factory):
     patch.setattr(logs, "MAX_SPLIT_BYTES", 300)
     patch.setattr(exchange, "BUCKET_INPUT_BYTES", 2_000)
     try:
-        spark_run = logs.run_logs(spark, [str(inputs)], str(root / "spark"), engine="spark", progress=False)
+        spark_run = logs.run_logs(spark, [str(inputs)], str(root / "spark"), engine="spark", progress=False, syslog=TEST_SYSLOG)
     finally:
         patch.undo()
-    local_run = logs.run_logs(None, [str(inputs)], str(root / "local"), engine="local")
+    local_run = logs.run_logs(None, [str(inputs)], str(root / "local"), engine="local", syslog=TEST_SYSLOG)
     return root, spark_run, local_run
 
 
@@ -162,7 +164,7 @@ def test_an_unreadable_gz_is_skipped_on_spark_too(spark, tmp_path):
     broken = tmp_path / "logs" / "cut.log.gz"
     broken.write_bytes(good.read_bytes()[:-40])
     runs = {engine: run_logs(spark if engine == "spark" else None, [str(good.parent)], str(tmp_path / engine),
-                             engine=engine, progress=False) for engine in ("spark", "local")}
+                             engine=engine, progress=False, syslog=TEST_SYSLOG) for engine in ("spark", "local")}
     for run in runs.values():
         assert [s["path"] for s in run.summary["skipped_inputs"]] == [str(broken)]
         assert run.summary["rebalances"] == runs["local"].summary["rebalances"] > 0
@@ -188,7 +190,7 @@ def test_the_prefilter_keeps_every_line_the_catalogue_reads(tmp_path):
     from kafka_rebalance.pipeline.logparse.scan import Split, scan
 
     lines = [line.rstrip("\n") for path in COMPARED for line in path.open(encoding="utf-8")]
-    readable = [line for line in lines if parse_line(line) is not None]
+    readable = [line for line in lines if parse_line(line, TEST_SYSLOG) is not None]
     log = tmp_path / "all.log"
     log.write_text("\n".join(lines) + "\n", encoding="utf-8")
     kept = {line for _, line, owned in scan(Split(str(log))) if owned}
@@ -201,7 +203,7 @@ def test_seed_document_end_to_end(spark, seed_document, tmp_path):
 
     log = tmp_path / "seed002.txt"
     shutil.copy(seed_document, log)
-    run_logs(spark, [str(log)], str(tmp_path / "out"), engine="spark", progress=False)
+    run_logs(spark, [str(log)], str(tmp_path / "out"), engine="spark", progress=False, syslog=TEST_SYSLOG)
     out = tmp_path / "out"
     summary = json.loads((out / "summary.json").read_text())
     assert summary["lines_read"] == len(log.read_text(encoding="utf-8").splitlines())

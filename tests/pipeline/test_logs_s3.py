@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.conftest import TEST_SYSLOG
 from tests.pipeline.test_logs import COMPARED, DATA, EVERY_COLUMN, _rows
 
 BUCKET = "incident"
@@ -105,9 +106,9 @@ def from_s3_on_spark(s3_server, stored, spark, tmp_path_factory):
         patch.setattr(logs, "MIN_SPLIT_BYTES", 2000)
         patch.setattr(logs, "MAX_SPLIT_BYTES", 2000)
         remote = logs.run_logs(spark, [f"s3://{BUCKET}/logs/"], f"s3://{BUCKET}/out/spark", engine="spark",
-                               progress=False)
+                               progress=False, syslog=TEST_SYSLOG)
     local_out = tmp_path_factory.mktemp("local-out")
-    local = logs.run_logs(None, [str(stored)], str(local_out), engine="local")
+    local = logs.run_logs(None, [str(stored)], str(local_out), engine="local", syslog=TEST_SYSLOG)
     return remote, local, local_out
 
 
@@ -147,8 +148,8 @@ def test_a_paste_on_spark_goes_through_the_store_and_is_named_stdin(s3_server, s
 
     paste = (DATA / "broker-3.9.log").read_text()
     with aws_variables(s3_server, spark):
-        remote = run_logs(spark, ["-"], f"s3://{BUCKET}/out/paste", engine="spark", progress=False, stdin_text=paste)
-    local = run_logs(None, ["-"], str(tmp_path / "local"), engine="local", stdin_text=paste)
+        remote = run_logs(spark, ["-"], f"s3://{BUCKET}/out/paste", engine="spark", progress=False, stdin_text=paste, syslog=TEST_SYSLOG)
+    local = run_logs(None, ["-"], str(tmp_path / "local"), engine="local", stdin_text=paste, syslog=TEST_SYSLOG)
     assert [c["source"] for c in remote.summary["coverage"]] == ["-"]
     for key in ("lines_read", "lines_matched", "groups", "rebalances", "member_failures"):
         assert remote.summary[key] == local.summary[key] > 0, key

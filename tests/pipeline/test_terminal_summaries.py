@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from kafka_rebalance.pipeline.migration import CONSUMER_UNIFORM, COOPERATIVE, ChurnFigures, MigrationAnswer
 from kafka_rebalance.pipeline.report.lab import LabAnswer
 from kafka_rebalance.pipeline.report.soak import soak_answer
 from kafka_rebalance.pipeline.report.terminal import console_for, print_lab_answer, print_soak_answer
@@ -20,9 +21,12 @@ LAB = LabAnswer(
             ("rebalances simulated", 2_345)],
     checks=[(True, "cooperative-sticky: stop-the-world is 0 partition-ms at most over 17 run(s)"),
             (False, "records lost over all runs: 3")],
-    migration=["typical: KIP-848 (uniform) leaves 12.5 partition-seconds unowned against 80.1 for cooperative-sticky "
-               "(-84%); 9 rebalances against 18; 0 records processed twice against 120; longest unstable stretch "
-               "1.2 s against 9.8 s."],
+    migration=MigrationAnswer(figures=(
+        ChurnFigures("typical", CONSUMER_UNIFORM, unowned_partition_s=12.5, pause_p50_s=0.5, pause_max_s=1.0,
+                     records_twice=0, rebalances=9, longest_unstable_s=1.2, stop_the_world_partition_s=0),
+        ChurnFigures("typical", COOPERATIVE, unowned_partition_s=80.1, pause_p50_s=0.7, pause_max_s=2.0,
+                     records_twice=120, rebalances=18, longest_unstable_s=9.8, stop_the_world_partition_s=0)),
+        costs=()),
     failed_runs=["storm / sticky / seed 3: the simulation stopped after 10000000 events"],
     tables="lab-out", report="lab-out/report.html")
 
@@ -42,9 +46,15 @@ def test_lab_tells_its_checks_and_the_migration_verdict(width, terminal):
     flat = " ".join(text.split())
     assert ("✓" if terminal else "ok") + " cooperative-sticky: stop-the-world is 0 partition-ms" in flat
     assert ("✗" if terminal else "NO") + " records lost over all runs: 3" in flat
-    assert " ".join(LAB.migration[0].split()) in flat and "Should we migrate to KIP-848?" in flat
+    assert ("typical: KIP-848 (uniform) leaves 12.5 partition-seconds unowned against 80.1 for cooperative-sticky "
+            "(-84%); 9 rebalances against 18; 0 records processed twice against 120; longest unstable stretch "
+            "1.2 s against 9.8 s.") in flat and "Should we migrate to KIP-848?" in flat
     assert "storm / sticky / seed 3" in flat and "report: lab-out/report.html" in text
-    assert json.loads(json.dumps(LAB.as_dict()))["checks"][1] == {"passed": False, "statement": LAB.checks[1][1]}
+    as_json = json.loads(json.dumps(LAB.as_dict()))
+    assert as_json["checks"][1] == {"passed": False, "statement": LAB.checks[1][1]}
+    assert as_json["migration"]["verdict"] == LAB.migration.sentences()
+    assert as_json["migration"]["figures"][0]["setup"] == {"group_protocol": "consumer", "rebalance_protocol": None,
+                                                           "strategy": None, "assignor": "uniform"}
 
 
 def test_soak_tells_what_it_exercised_and_its_failures():

@@ -6,11 +6,16 @@ from __future__ import annotations
 
 import json
 import sys
+import time
+from typing import TYPE_CHECKING
 
 import click
 
 from kafka_rebalance.cli.app import cli
 from kafka_rebalance.cli.errors import bad_input_exits
+
+if TYPE_CHECKING:
+    from kafka_rebalance.pipeline.logparse.layout import SyslogReference
 
 
 def _cluster_labels(values: tuple[str, ...], files: tuple[str, ...]) -> dict[str, str]:
@@ -27,14 +32,17 @@ def _cluster_labels(values: tuple[str, ...], files: tuple[str, ...]) -> dict[str
     return labels
 
 
-def _syslog_until(year: str | None) -> int | None:
+def _syslog_reference(year: str | None) -> SyslogReference:
+    """Where year-less syslog times go, decided once for the run: no later than the end of
+    ``--year``, or else than the run's start (a log read within a year of being written gets
+    its real year). Nothing below reads the clock for it."""
     from kafka_rebalance.model import InvalidInput
-    from kafka_rebalance.pipeline.logparse.layout import parse_year_option
+    from kafka_rebalance.pipeline.logparse.layout import SyslogReference
 
     if year is None:
-        return None
+        return SyslogReference(int(time.time() * 1000))
     try:
-        return parse_year_option(year)
+        return SyslogReference.from_year_option(year)
     except ValueError as exc:
         raise InvalidInput("--year", str(exc)) from None
 
@@ -60,7 +68,7 @@ def _syslog_until(year: str | None) -> int | None:
 @click.option("--year", "year", default=None, metavar="YYYY|YYYY-MM-DD",
               help="Syslog/journald times carry no year: each gets the latest year that puts it no later than the "
                    "end of this year or day (give the log's last day for a log that crosses New Year). "
-                   "Default: now.")
+                   "Default: the time the run starts.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the answer as one JSON document (summary.json's counts, then the groups told with their "
                    "rebalances, causes and findings).")
@@ -77,7 +85,7 @@ def logs_command(files: tuple[str, ...], out_dir: str, clusters: tuple[str, ...]
     with bad_input_exits():
         expand_inputs(list(files))  # bad paths fail before anything starts
         labels = _cluster_labels(clusters, files)
-        syslog_until_ms = _syslog_until(year)
+        syslog = _syslog_reference(year)
         stdin_text = None
         if STDIN in files:
             raw = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
@@ -86,7 +94,7 @@ def logs_command(files: tuple[str, ...], out_dir: str, clusters: tuple[str, ...]
 
         # Spark starts inside, once --out is known to be writable.
         result = run_logs(None, list(files), out_dir, engine=engine, master=master, clusters=labels,
-                          stdin_text=stdin_text, syslog_until_ms=syslog_until_ms, quiet_spark=not verbose_spark,
+                          stdin_text=stdin_text, syslog=syslog, quiet_spark=not verbose_spark,
                           progress=False if quiet else None,
                           storm_rule=StormRule(gap_ms=int(storm_gap_s * 1000), min_rebalances=storm_min))
     from kafka_rebalance.pipeline.report.terminal import console_for, print_logs_answer

@@ -30,8 +30,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from kafka_rebalance.pipeline.logparse.layout import SyslogReference
 from kafka_rebalance.pipeline.logparse.rows import Row
-from kafka_rebalance.pipeline.logparse.story import DEFAULT_STORM_RULE, StormRule
+from kafka_rebalance.pipeline.logparse.story import (
+    DEFAULT_STORM_RULE,
+    GroupFindings,
+    StormRule,
+    findings_from_json,
+)
 from kafka_rebalance.pipeline.logparse.tables import STDIN
 
 if TYPE_CHECKING:
@@ -63,7 +69,7 @@ class LogsRun:
 class LogFacts(TypedDict):
     """What either engine learnt beyond its tables, for the summary and the advice."""
 
-    findings: list[Row]  # one per group (``story.findings``)
+    findings: list[GroupFindings]  # one per group (``story.findings``)
     coverage: list[Row]  # per input file
     lines_read: int
     events: int
@@ -144,7 +150,7 @@ def choose_engine(engine: str, files: list[str], master: str | None) -> str:
 # --------------------------------------------------------------------------- Spark
 
 def scan_and_tell(spark: Any, files: list[str], sizes: dict[str, int], sources: dict[str, str],
-                  clusters: dict[str, str], syslog_reference_ms: int | None, events_dir: str, buckets: int,
+                  clusters: dict[str, str], syslog: SyslogReference, events_dir: str, buckets: int,
                   story_dirs: dict[str, str], rule: StormRule, inherited: dict[int, dict[str, str]] | None = None
                   ) -> Any:
     """Files -> ``exchange.TOLD_DDL`` rows: a finding per group and the ``SplitFacts`` of every
@@ -160,7 +166,6 @@ def scan_and_tell(spark: Any, files: list[str], sizes: dict[str, int], sources: 
         routes,
         tell_received,
     )
-    from kafka_rebalance.pipeline.logparse.layout import syslog_reference
     from kafka_rebalance.pipeline.logparse.scan import pack_splits, plan_splits
 
     total = sum(sizes.values())
@@ -173,13 +178,12 @@ def scan_and_tell(spark: Any, files: list[str], sizes: dict[str, int], sources: 
     keys = routes(buckets)
 
     def scan_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        with syslog_reference(syslog_reference_ms):
-            for task in _task_numbers(batches):
-                for split in tasks[task]:
-                    index = index_of[(split.path, split.start)]
-                    source = sources.get(split.path, split.path)
-                    yield from read_split(split, index, _cluster_for(source, clusters), source, keys, events_dir,
-                                          chains.get(index))
+        for task in _task_numbers(batches):
+            for split in tasks[task]:
+                index = index_of[(split.path, split.start)]
+                source = sources.get(split.path, split.path)
+                yield from read_split(split, index, _cluster_for(source, clusters), source, keys, events_dir,
+                                      chains.get(index), syslog=syslog)
 
     def story_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
@@ -217,7 +221,7 @@ class Stopwatch:
 
 
 def _run_spark(spark: Any, files: list[str], sources: dict[str, str], clusters: dict[str, str], rule: StormRule,
-               out: Any, progress: bool | None, watch: Stopwatch, syslog_reference_ms: int) -> LogFacts:
+               out: Any, progress: bool | None, watch: Stopwatch, syslog: SyslogReference) -> LogFacts:
     from kafka_rebalance.pipeline.io import delete_tree, list_files, sizes_of
     from kafka_rebalance.pipeline.logparse.exchange import SplitFacts, bucket_count, fill_chains
     from kafka_rebalance.pipeline.logparse.tables import STORY_TABLES, frame, write_frame
@@ -231,7 +235,7 @@ def _run_spark(spark: Any, files: list[str], sources: dict[str, str], clusters: 
     report_loading: threading.Thread | None = None
     with spark_progress(spark, "reading logs", enabled=progress):
         while True:
-            told = scan_and_tell(spark, files, sizes, sources, clusters, syslog_reference_ms, events_dir, buckets,
+            told = scan_and_tell(spark, files, sizes, sources, clusters, syslog, events_dir, buckets,
                                  story_dirs, rule, inherited)
             if report_loading is None:
                 # pandas (for the report) loads while the driver only waits for the
@@ -251,7 +255,7 @@ def _run_spark(spark: Any, files: list[str], sources: dict[str, str], clusters: 
                 delete_tree(directory)
     watch.lap("read, parse and stories (Spark)")
     facts.sort(key=lambda f: f.index)  # splits are numbered in file order (``scan.plan_splits``)
-    findings = sorted((json.loads(row[0]) for row in rows if row[0] is not None),
+    findings = sorted((findings_from_json(row[0]) for row in rows if row[0] is not None),
                       key=lambda f: (f["cluster"], f["group"]))
     for table, directory in story_dirs.items():
         if not list_files(directory):
@@ -328,15 +332,14 @@ def _absolute(location: str) -> str:
 def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRule = DEFAULT_STORM_RULE,
              progress: bool | None = None, engine: str = "auto", clusters: dict[str, str] | None = None,
              stdin_text: str | None = None, master: str | None = None, skipped: list[tuple[str, str]] | None = None,
-             syslog_until_ms: int | None = None, quiet_spark: bool = True) -> LogsRun:
+             syslog: SyslogReference, quiet_spark: bool = True) -> LogsRun:
     """Read logs (files, directories, .gz, ``-`` for stdin), write every table, summary.json and
     report.html into ``out_dir``. ``spark`` may be None: it is built (from ``master``) only if
     the Spark engine is chosen, once ``out_dir`` is open. ``clusters`` maps a path prefix (or
     URL) to a cluster name.
-    ``syslog_until_ms``: year-less syslog times fall no later than this (default: now; see
-    ``logparse.layout``)."""
+    ``syslog``: year-less syslog times fall no later than its instant (the caller decides it
+    once for the run: ``logs`` takes the run's start or ``--year``; see ``logparse.layout``)."""
     from kafka_rebalance.pipeline.io import StagedOutput, join
-    from kafka_rebalance.pipeline.logparse.layout import syslog_reference
     from kafka_rebalance.pipeline.logparse.tables import (
         analyse_local,
         expand_inputs,
@@ -349,16 +352,14 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
     resolved = {_absolute(prefix): name for prefix, name in (clusters or {}).items()}
     labels = input_clusters(files, resolved, resolve=_absolute)
     chosen = choose_engine(engine, files, master)
-    syslog_until_ms = syslog_until_ms if syslog_until_ms is not None else int(time.time() * 1000)
     watch = Stopwatch()
     with StagedOutput(out_dir) as out:
         if chosen == "local":
             from kafka_rebalance.pipeline.progress import bytes_progress
 
-            with syslog_reference(syslog_until_ms), bytes_progress(
-                    "reading logs", text_bytes(files, stdin_text), enabled=progress) as advance:
+            with bytes_progress("reading logs", text_bytes(files, stdin_text), enabled=progress) as advance:
                 result = analyse_local([(name, labels[name]) for name in files], storm_rule, stdin_text=stdin_text,
-                                       on_read=advance)
+                                       on_read=advance, syslog=syslog)
             watch.lap("read, parse and stories (local)")
             for table, df in result.frames.items():
                 write_frame(df, out.location(table), table)
@@ -388,7 +389,7 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
                                       worker_daemon=LOGS_WORKER_DAEMON, extra_conf=LOGS_SPARK_CONF)
             # each input's cluster by the name its rows carry (its absolute path, or '-')
             facts = _run_spark(spark, spark_files, sources, {_absolute(name): labels[name] for name in files},
-                               storm_rule, out, progress, watch, syslog_until_ms)
+                               storm_rule, out, progress, watch, syslog)
             from kafka_rebalance.pipeline.report import logs as logs_report
 
             frames = logs_report.read_tables(out.staging)
@@ -399,7 +400,7 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
 
         advice_items = advice.advise(facts["findings"], storm_rule)
         summary = _summary(facts, frames, files, chosen, advice_items, skipped)
-        summary["syslog_until"] = datetime.fromtimestamp(syslog_until_ms / 1000, UTC).isoformat(timespec="seconds")
+        summary["syslog_until"] = datetime.fromtimestamp(syslog.until_ms / 1000, UTC).isoformat(timespec="seconds")
         answer = logs_report.logs_answer(summary, frames, facts["findings"], advice_items, tables=out.final,
                                          report=join(out.final, "report.html"))
         figures = logs_report.logs_figures(frames, facts["findings"])

@@ -55,10 +55,11 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any, assert_never
 
+from kafka_rebalance.protocol import logrecords as lr
 from kafka_rebalance.protocol.logrecords import (
     RECORD_KINDS,
     AssignmentReceived,
-    ConsumerGroupRecord,
+    ClassicGroupLogRecord,
     GroupEmpty,
     LogRecord,
     MemberFailed,
@@ -226,7 +227,7 @@ class LogFormatter:
 
     style: str = MODERN
 
-    def message(self, record: LogRecord, partition: int) -> str | None:
+    def message(self, record: ClassicGroupLogRecord, partition: int) -> str | None:
         """The message of ``record`` (None for a record kind this format does not log)."""
         style, group = self.style, record.group_id
         match record:
@@ -245,25 +246,31 @@ class LogFormatter:
                 return member_left_message(group, record.member_id, record.reason) if style == MODERN else None
             case GroupEmpty():
                 return group_empty_message(group, record.generation, partition, style)
-            case ConsumerGroupRecord():
-                return None  # consumer groups: ``format`` renders them (protocol/modern/consumer/logformat.py)
             case _:
                 assert_never(record)
 
     def format(self, record: LogRecord, *, broker_id: int, partition: int, epoch: datetime = DEFAULT_EPOCH) -> str | None:
         """The line of ``record`` (None for a record kind this format does not log)."""
-        if isinstance(record, ConsumerGroupRecord):
-            if self.style != MODERN:
-                return None  # consumer groups exist only on the new coordinator
-            from kafka_rebalance.protocol.modern.consumer.logformat import format_consumer_group_line
+        match record:
+            case (PreparingRebalance() | Stabilized() | AssignmentReceived() | MemberFailed() | MemberLeft()
+                  | GroupEmpty()):
+                message = self.message(record, partition)
+                if message is None:
+                    return None
+                return format_line(epoch_ms(epoch) + record.time_ms, message, broker_id=broker_id,
+                                   partition=partition, style=self.style)
+            case (lr.ConsumerGroupEpochBumped() | lr.ConsumerTargetAssignmentComputed() | lr.ConsumerMemberJoined()
+                  | lr.ConsumerStaticMemberReplaced() | lr.ConsumerMemberLeft() | lr.ConsumerMemberFenced()
+                  | lr.ConsumerMemberAssignmentUpdated() | lr.ConsumerGroupStateChanged()
+                  | lr.ConsumerGroupConverted() | lr.ConsumerGroupLoaded()):
+                if self.style != MODERN:
+                    return None  # consumer groups exist only on the new coordinator
+                from kafka_rebalance.protocol.modern.consumer.logformat import format_consumer_group_line
 
-            return format_consumer_group_line(record, broker_id=broker_id, partition=partition, epoch=epoch,
-                                              debug=True)
-        message = self.message(record, partition)
-        if message is None:
-            return None
-        return format_line(epoch_ms(epoch) + record.time_ms, message, broker_id=broker_id, partition=partition,
-                           style=self.style)
+                return format_consumer_group_line(record, broker_id=broker_id, partition=partition, epoch=epoch,
+                                                  debug=True)
+            case _:
+                assert_never(record)
 
 
 class ModernFormatter(LogFormatter):

@@ -229,9 +229,10 @@ ConsumerGroupLogRecord = (
     | ConsumerMemberLeft | ConsumerMemberFenced | ConsumerMemberAssignmentUpdated | ConsumerGroupStateChanged
     | ConsumerGroupConverted | ConsumerGroupLoaded
 )
-LogRecord = PreparingRebalance | Stabilized | AssignmentReceived | MemberFailed | MemberLeft | GroupEmpty | ConsumerGroupLogRecord
+ClassicGroupLogRecord = PreparingRebalance | Stabilized | AssignmentReceived | MemberFailed | MemberLeft | GroupEmpty
+LogRecord = ClassicGroupLogRecord | ConsumerGroupLogRecord
 
-RECORD_TYPES: tuple[type[LogRecord], ...] = (
+RECORD_TYPES: tuple[type[ClassicGroupLogRecord], ...] = (
     PreparingRebalance, Stabilized, AssignmentReceived, MemberFailed, MemberLeft, GroupEmpty,
 )
 RECORD_KINDS: tuple[str, ...] = tuple(t.KIND for t in RECORD_TYPES)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from kafka_rebalance.pipeline.advice import advise
 from kafka_rebalance.pipeline.logparse.parse import parse_lines
 from kafka_rebalance.pipeline.logparse.story import tell
+from tests.conftest import TEST_SYSLOG
 
 LINE = "[2024-05-01 {h:02d}:{m:02d}:{s:02d},000] INFO [GroupCoordinator 1]: {msg} (kafka.coordinator.group.GroupCoordinator)"
 
@@ -19,7 +20,7 @@ def _uuid(i: int) -> str:
 
 
 def _advice(lines: list[str]) -> dict[str, str]:
-    events = [r for r in parse_lines(lines) if r["kind"] is not None]
+    events = [r for r in parse_lines(lines, syslog=TEST_SYSLOG) if r["kind"] is not None]
     story = tell("default", "g", events)
     return {a.rule: a.finding for a in advise(story["findings"])}
 

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafka_rebalance.pipeline.logparse.tables import STORY_TABLES, analyse_local, input_clusters
+from tests.conftest import TEST_SYSLOG
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 EXCERPTS = sorted(str(p) for p in (DATA / "excerpts").iterdir() if p.name != "expected.json")
@@ -50,7 +51,7 @@ def rows_of(frames: dict[str, pd.DataFrame], cluster: str, *, skip: dict[str, tu
 
 def analyse(files: list[str]) -> dict[str, pd.DataFrame]:
     labels = input_clusters(files)
-    return analyse_local([(name, labels[name]) for name in files]).frames
+    return analyse_local([(name, labels[name]) for name in files], syslog=TEST_SYSLOG).frames
 
 
 @cache
@@ -102,7 +103,7 @@ def test_inputs_labelled_one_cluster_complete_each_others_story():
     is in the combined story (the consumer's own rebalance becomes the broker's, with its cause)."""
     files = [str(DATA / "logs" / "broker-3.9.log"), str(DATA / "logs" / "spring-boot-billing.log")]
     labels = {name: "shop" for name in files}
-    combined = _keys(rows_of(analyse_local([(name, "shop") for name in files]).frames, "shop"))
+    combined = _keys(rows_of(analyse_local([(name, "shop") for name in files], syslog=TEST_SYSLOG).frames, "shop"))
     assert labels
     combined_generations = {group: generation for group, generation in combined["rebalances"]}
     for path in files:
@@ -131,7 +132,7 @@ def test_spark_gives_each_excerpt_what_the_local_engine_gives_it_alone(spark, tm
     for name in ("04-broker-2.0-prefix-no-time.log", "09-broker-2.2-two-on-a-line.log"):
         runs.append(([str(DATA / "excerpts" / name)], tmp_path / name))
     for files, out in runs:
-        run_logs(spark, files, str(out), engine="spark", progress=False)
+        run_logs(spark, files, str(out), engine="spark", progress=False, syslog=TEST_SYSLOG)
         frames = {table: pd.read_parquet(out / table) for table in STORY_TABLES}
         labels = input_clusters(files)
         for path in files:

@@ -34,6 +34,7 @@ from kafka_rebalance.sim.consumer_group import ConsumerGroupSide
 from kafka_rebalance.sim.logwriter import log_lines
 from kafka_rebalance.sim.result import RebalanceRecord, SimulationResult
 from kafka_rebalance.sim.scenario import load_scenario
+from tests.conftest import TEST_SYSLOG
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "scenarios" / "consumer-groups"
 BASE_MS = epoch_ms(DEFAULT_EPOCH)
@@ -218,7 +219,7 @@ def test_spark_reads_the_migration_log_as_the_local_engine_does(spark, tmp_path)
     from kafka_rebalance.pipeline.logs import run_logs
 
     simulation, run, local_rows, _ = simulate_and_read_back(tmp_path, SCENARIOS["rolling-upgrade"])
-    run_logs(spark, [str(tmp_path / "server.log")], str(tmp_path / "spark"), engine="spark", progress=False)
+    run_logs(spark, [str(tmp_path / "server.log")], str(tmp_path / "spark"), engine="spark", progress=False, syslog=TEST_SYSLOG)
     spark_rows = pd.read_parquet(tmp_path / "spark" / "rebalances").sort_values("start", kind="stable")
     spark_rows = spark_rows.reset_index(drop=True)
     columns = ["generation", "old_generation", "outcome", "members", "protocol", "cause", "cause_member", "assignor"]

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from kafka_rebalance.pipeline.logparse.parse import parse_line, parse_lines
 from kafka_rebalance.pipeline.logparse.story import tell
+from tests.conftest import TEST_SYSLOG
 
 TS = "2024-05-01 10:00:00,000"
 MS = 1714557600000
@@ -49,16 +50,16 @@ LAYOUTS = {
 
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
 def test_every_layout_reads_the_message_and_its_time(layout):
-    event = parse_line(LAYOUTS[layout])
+    event = parse_line(LAYOUTS[layout], TEST_SYSLOG)
     assert event is not None, layout
     assert (event["kind"], event["group"], event["generation"], event["members"]) == ("stabilized", "g1", 5, 2)
     assert event["time_ms"] in (MS, MS + 500), layout
 
 
 def test_syslog_without_year_and_no_timestamp_at_all():
-    syslog = parse_line(f"May  1 10:00:00 broker1 kafka[812]: [GroupCoordinator 0]: {STABILIZED}")
+    syslog = parse_line(f"May  1 10:00:00 broker1 kafka[812]: [GroupCoordinator 0]: {STABILIZED}", TEST_SYSLOG)
     assert syslog["generation"] == 5 and syslog["time_ms"] is not None
-    bare = parse_line(STABILIZED)
+    bare = parse_line(STABILIZED, TEST_SYSLOG)
     assert bare["kind"] == "stabilized" and bare["time_ms"] is None
 
 
@@ -66,7 +67,7 @@ def test_wrapped_line_and_code_fences_in_a_paste():
     line = LEGACY.format(ts=TS, msg="Preparing to rebalance group g1 in state Stable with old generation 4 "
                          "(__consumer_offsets-3) (reason: Adding new member c-1 with group instance id None)")
     cut = 90
-    records = list(parse_lines(["```", line[:cut], line[cut:], "```"]))
+    records = list(parse_lines(["```", line[:cut], line[cut:], "```"], syslog=TEST_SYSLOG))
     assert [r["kind"] for r in records] == ["preparing_rebalance"]
     assert records[0]["old_generation"] == 4 and records[0]["reason"].startswith("Adding new member c-1")
 
@@ -139,7 +140,7 @@ NEW_COORDINATOR_CASES = [
 
 @pytest.mark.parametrize(("source", "message", "expected"), BROKER_CASES, ids=[c[0] for c in BROKER_CASES])
 def test_classic_coordinator_wordings(source, message, expected):
-    event = parse_line(LEGACY.format(ts=TS, msg=message))
+    event = parse_line(LEGACY.format(ts=TS, msg=message), TEST_SYSLOG)
     assert event is not None and event["side"] == "broker"
     for name, value in expected.items():
         assert event.get(name) == value, (name, event)
@@ -150,7 +151,7 @@ def test_classic_coordinator_wordings(source, message, expected):
 @pytest.mark.parametrize(("source", "message", "expected"), NEW_COORDINATOR_CASES,
                          ids=[c[0] for c in NEW_COORDINATOR_CASES])
 def test_new_group_coordinator_wordings(source, message, expected):
-    event = parse_line(MODERN.format(ts=TS, msg=message))
+    event = parse_line(MODERN.format(ts=TS, msg=message), TEST_SYSLOG)
     assert event is not None and event["group"] == "g" and event["partition"] == 12
     for name, value in expected.items():
         assert event.get(name) == value, (name, event)
@@ -204,7 +205,7 @@ CLIENT_CASES = [
 
 @pytest.mark.parametrize(("source", "line", "expected"), CLIENT_CASES, ids=[c[0] for c in CLIENT_CASES])
 def test_client_wordings(source, line, expected):
-    event = parse_line(line)
+    event = parse_line(line, TEST_SYSLOG)
     assert event is not None and event["side"] == "client"
     for name, value in expected.items():
         assert event.get(name) == value, (name, event)
@@ -213,7 +214,7 @@ def test_client_wordings(source, line, expected):
 # --------------------------------------------------------------------------- the story
 
 def _story(lines: list[str], group: str = "g") -> dict:
-    events = [r for r in parse_lines(lines, "x.log") if r["kind"] is not None]
+    events = [r for r in parse_lines(lines, "x.log", syslog=TEST_SYSLOG) if r["kind"] is not None]
     return tell("default", group, [e for e in events if e.get("group") == group])
 
 
@@ -318,7 +319,7 @@ def test_kip848_epochs_close_when_every_member_is_stable():
 
 @given(st.lists(st.text(max_size=200), max_size=30))
 def test_any_text_parses_without_error(lines):
-    records = list(parse_lines(lines, "fuzz"))
+    records = list(parse_lines(lines, "fuzz", syslog=TEST_SYSLOG))
     events = [r for r in records if r["kind"] is not None]
     for group in {e.get("group") for e in events if e.get("group")}:
         tell("default", group, [e for e in events if e.get("group") == group])
@@ -355,7 +356,7 @@ def test_kafka_4_online_migration_lines(message, protocol):
     """Kafka 4.x GroupMetadataManager.convertToConsumerGroup / convertToClassicGroup log these at
     INFO (``log.info("[GroupId {}] Converted the classic group to a consumer group.", ...)`` and
     the reverse), behind the new coordinator's log prefix."""
-    event = parse_line(MODERN.format(ts=TS, msg=message))
+    event = parse_line(MODERN.format(ts=TS, msg=message), TEST_SYSLOG)
     assert event is not None
     assert (event["kind"], event["group"], event["protocol"]) == ("group_converted", "orders", protocol)
     assert event["time_ms"] == MS

@@ -16,8 +16,9 @@ from kafka_rebalance.pipeline.logparse.parse import (
     parse_lines,
     parse_numbered,
 )
+from tests.conftest import TEST_SYSLOG
 
-REFERENCE_MS = 1_730_000_000_000
+REFERENCE = layout.SyslogReference(1_730_000_000_000)
 # Pieces of every timestamp form TIMESTAMP knows, valid and not, and what sits around them.
 TIME_PIECES = ["[", "]", " ", "x", "1", "\u0663", "\n", "\t", "INFO ", "kafka-1  | ", ",", '"', ":", "T",
                "2024-05-01 10:00:00,123", "2024-05-01T10:00:00Z", "2024-05-01T12:00:00.5+02:00", "2024-05-01",
@@ -33,25 +34,24 @@ def _reference_time(text: str) -> int | None:
         return None
     if match.group("syslog"):
         for later in layout.TIMESTAMP.finditer(text, match.end()):
-            full = None if later.group("syslog") else layout.timestamp_ms(later)
+            full = None if later.group("syslog") else layout.timestamp_ms(later, REFERENCE)
             if full is not None:
                 return full
-    return layout.timestamp_ms(match)
+    return layout.timestamp_ms(match, REFERENCE)
 
 
 @settings(max_examples=2000)
 @given(st.lists(st.sampled_from(TIME_PIECES), min_size=1, max_size=8))
 def test_find_time_reads_what_one_search_of_every_form_reads(pieces):
     text = "".join(pieces)
-    with layout.syslog_reference(REFERENCE_MS):
-        assert layout.find_time(text) == _reference_time(text)
+    assert layout.find_time(text, REFERENCE) == _reference_time(text)
 
 
 def test_find_time_shortcut_cases():
-    assert layout.find_time("[2024-05-01 10:00:00,123] INFO") == 1714557600123
-    assert layout.find_time("2024-05-01T12:00:00.5+02:00 INFO") == 1714557600500
-    assert layout.find_time("[2024-02-30 10:00:00,000] INFO") is None  # no such day: no time, as before
-    assert layout.find_time("[2024-05-01 10:00:00.123456789Z]") == 1714557600123
+    assert layout.find_time("[2024-05-01 10:00:00,123] INFO", REFERENCE) == 1714557600123
+    assert layout.find_time("2024-05-01T12:00:00.5+02:00 INFO", REFERENCE) == 1714557600500
+    assert layout.find_time("[2024-02-30 10:00:00,000] INFO", REFERENCE) is None  # no such day: no time, as before
+    assert layout.find_time("[2024-05-01 10:00:00.123456789Z]", REFERENCE) == 1714557600123
 
 
 @given(st.text(alphabet=" \t\u00a0\u2003\x1c`~>x", max_size=8))
@@ -76,7 +76,7 @@ def test_logger_suffix_is_cut_as_the_pattern_cuts_it(pieces, suffix):
 @given(st.text(alphabet="[]{}\"',0123456789 \r\n\x1b>\u00a0Tx", max_size=12))
 def test_log4j_shortcut_unwraps_as_clean_does(tail):
     line = "[" + tail
-    assert layout.unwrap(line) == (layout.clean(line), None, "text")
+    assert layout.unwrap(line, REFERENCE) == (layout.clean(line), None, "text")
 
 
 STABILIZED = ("[2024-05-01 10:00:00,456] INFO [GroupCoordinator 1]: Stabilized group g generation 4 "
@@ -95,15 +95,15 @@ def test_followers_only_complete_the_line_before() -> None:
              (4, "[2024-05-01 10:00:01,000] WARN [GroupCoordinator 1]: Member c-2 in group g nobody logs", True),
              (5, STABILIZED, True), (6, "``` INFO about a group", True), (7, "", True),
              (8, STABILIZED, False)]  # the next split's line: only ever completes the one before
-    records = list(parse_numbered(lines, "x"))
+    records = list(parse_numbered(lines, "x", syslog=TEST_SYSLOG))
     assert [(r["kind"], r["seq"]) for r in records] == [("stabilized", 0), ("preparing_rebalance", 2),
                                                         (None, 4), ("stabilized", 5)]
-    alone = parse_line(PREPARING)
+    alone = parse_line(PREPARING, TEST_SYSLOG)
     assert alone is not None and records[1] == {**alone, "source": "x", "seq": 2, "cluster": "default"}
 
 
 def test_a_wrapped_line_after_an_unrecognised_one_across_a_fence() -> None:
     unrecognised = "[2024-05-01 10:00:01,000] WARN [GroupCoordinator 1]: Member c-2 in group g nobody logs"
     cut = 80
-    records = list(parse_lines([unrecognised, "```", STABILIZED[:cut], STABILIZED[cut:]]))
+    records = list(parse_lines([unrecognised, "```", STABILIZED[:cut], STABILIZED[cut:]], syslog=TEST_SYSLOG))
     assert [(r["kind"], r["line_no"] if r["kind"] else None) for r in records] == [(None, None), ("stabilized", 3)]

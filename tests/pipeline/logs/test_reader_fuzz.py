@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from kafka_rebalance.cli import cli, logs_cmd  # noqa: F401  (importing logs_cmd registers the command)
 from kafka_rebalance.pipeline.advice import advise
 from kafka_rebalance.pipeline.logparse.tables import analyse_local
+from tests.conftest import TEST_SYSLOG
 from tests.pipeline.logs.test_alone_or_batched import _clean  # NaN and NA alike, arrays as tuples
 
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -63,7 +64,7 @@ def test_any_damaged_log_gets_an_answer_from_the_reader_and_the_story(tmp_path_f
         path = root / f"in-{i}.log"
         path.write_text(body, encoding="utf-8", errors="surrogateescape")
         inputs.append((str(path), f"c{i % 2}"))
-    result = analyse_local(inputs)
+    result = analyse_local(inputs, syslog=TEST_SYSLOG)
     advise(result.findings)
     assert result.lines_read >= 0
 
@@ -115,7 +116,7 @@ def test_spark_answers_damaged_logs_as_the_local_engine_does(spark, tmp_path_fac
         files.append(str(path))
     tables = {}
     for engine in ("spark", "local"):
-        run_logs(spark if engine == "spark" else None, files, str(root / engine), engine=engine, progress=False)
+        run_logs(spark if engine == "spark" else None, files, str(root / engine), engine=engine, progress=False, syslog=TEST_SYSLOG)
         tables[engine] = {t: pd.read_parquet(root / engine / t).drop(columns=["evidence_sources"], errors="ignore")
                           for t in STORY_TABLES}
     for table in STORY_TABLES:

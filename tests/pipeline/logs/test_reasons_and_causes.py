@@ -11,6 +11,7 @@ import pytest
 from kafka_rebalance.pipeline.logparse.parse import parse_lines
 from kafka_rebalance.pipeline.logparse.story import CAUSE_TITLES, members_in_reason, tell
 from kafka_rebalance.pipeline.logparse.tables import fill_client_group, read_text_lines
+from tests.conftest import TEST_SYSLOG
 
 EXCERPTS = Path(__file__).resolve().parents[2] / "data" / "excerpts"
 X, Y = "consumer-1-0a0a0a0a-1b1b-4c2c-8d3d-4e4e4e4e4e4e", "consumer-2-5f5f5f5f-6a6a-4b7b-8c8c-9d9d9d9d9d9d"
@@ -72,7 +73,7 @@ def test_members_named_in_reasons(reason, named):
 def story(path: Path) -> dict[str, list[dict]]:
     events = []
     last_group: dict[str, str] = {}
-    for record in parse_lines(read_text_lines(str(path)), str(path)):
+    for record in parse_lines(read_text_lines(str(path)), str(path), syslog=TEST_SYSLOG):
         fill_client_group(record, last_group)
         if record["kind"] is not None and record.get("group"):
             events.append(record)
@@ -164,15 +165,30 @@ def test_a_client_line_counts_as_cause_only_within_the_clock_slack():
 def test_two_records_on_one_line_are_read_one_by_one():
     from kafka_rebalance.pipeline.logparse.parse import records_of
 
-    kinds = [e["kind"] for e in parse_lines(read_text_lines(str(excerpt("09"))))]
+    kinds = [e["kind"] for e in parse_lines(read_text_lines(str(excerpt("09"))), syslog=TEST_SYSLOG)]
     assert kinds == ["member_left", "preparing_rebalance", "stabilized"]
-    timed = [(e["kind"], e["time_ms"]) for e in parse_lines(read_text_lines(str(excerpt("30"))))]
+    timed = [(e["kind"], e["time_ms"]) for e in parse_lines(read_text_lines(str(excerpt("30"))), syslog=TEST_SYSLOG)]
     assert [k for k, _ in timed] == ["preparing_rebalance", "stabilized"] and timed[0][1] < timed[1][1]
     # one record, its prefix and its reason never cut
     line = (f"[2024-06-03 09:14:02,430] INFO [GroupCoordinator 1]: Preparing to rebalance group billing in state "
             f"PreparingRebalance with old generation 17 (__consumer_offsets-21) (reason: removing member {X} on "
             "heartbeat expiration) (kafka.coordinator.group.GroupCoordinator)")
     assert records_of(line) == [line]
+
+
+
+def test_compose_records_run_together_are_each_read():
+    """Records of a compose service (``kafka-1  | [time] ...``) run together on one line, as a
+    paste without newlines gives them: each is its own record (a hypothesis fuzz example once
+    made of 283 of them was read as one record, in time quadratic in the line)."""
+    from kafka_rebalance.pipeline.logparse.parse import records_of
+
+    record = (f"kafka-1  | [2021-10-19 07:30:00,500] INFO [GroupCoordinator 1]: Preparing to rebalance group notify "
+              f"in state PreparingRebalance with old generation 3 (__consumer_offsets-4) (reason: Removing member "
+              f"{X} on LeaveGroup) (kafka.coordinator.group.GroupCoordinator)")
+    assert records_of(" ".join([record] * 300)) == [record] * 300
+    kinds = [e["kind"] for e in parse_lines([" ".join([record] * 3)], syslog=TEST_SYSLOG)]
+    assert kinds == ["preparing_rebalance"] * 3
 
 
 @pytest.mark.parametrize(("name", "log"), [
@@ -193,11 +209,11 @@ def test_a_defect_names_the_input_and_the_line(monkeypatch):
     from kafka_rebalance.pipeline.logparse import parse
     from kafka_rebalance.pipeline.logparse.parse import LineError
 
-    def broken(raw: str) -> list:
+    def broken(raw: str, syslog: object) -> list:
         if "Stabilized" in raw:
             raise KeyError("boom")
         return []
 
     monkeypatch.setattr(parse, "_parse_records", broken)
     with pytest.raises(LineError, match=r"07-broker-2.4-heartbeat.log, line 3: KeyError"):
-        list(parse_lines(read_text_lines(str(excerpt("07"))), str(excerpt("07"))))
+        list(parse_lines(read_text_lines(str(excerpt("07"))), str(excerpt("07")), syslog=TEST_SYSLOG))

@@ -24,6 +24,7 @@ from kafka_rebalance.pipeline.logparse.scan import (
     plan_splits,
     scan,
 )
+from tests.conftest import TEST_SYSLOG
 
 # Both ways of finding the gated lines; hyperscan comes with the ``spark`` extra (CI has it).
 SEARCHES = [
@@ -56,11 +57,11 @@ def _without_position(record: dict) -> dict:
 
 def _both_ways(path, text: str, split_bytes: int, search: Search) -> tuple[list[dict], list[dict], int]:
     path.write_bytes(text.encode("utf-8"))
-    every_line = [_without_position(r) for r in parse_lines(path.open(encoding="utf-8", newline=""), str(path))]
+    every_line = [_without_position(r) for r in parse_lines(path.open(encoding="utf-8", newline=""), str(path), syslog=TEST_SYSLOG)]
     counts = ScanCounts()
     scanned = []
     for split in plan_splits([(str(path), path.stat().st_size)], split_bytes):
-        scanned += [_without_position(r) for r in parse_numbered(scan(split, counts, search=search), str(path))]
+        scanned += [_without_position(r) for r in parse_numbered(scan(split, counts, search=search), str(path), syslog=TEST_SYSLOG)]
     return every_line, scanned, counts.lines
 
 
@@ -117,7 +118,7 @@ def test_a_gzip_file_is_one_split(tmp_path, search):
     path.write_bytes(gzip.compress(text.encode()))
     (split,) = plan_splits([(str(path), 10**10)], 128)
     counts = ScanCounts()
-    events = list(parse_numbered(scan(split, counts, search=search), str(path)))
+    events = list(parse_numbered(scan(split, counts, search=search), str(path), syslog=TEST_SYSLOG))
     assert [e["kind"] for e in events] == ["stabilized"] * 3 and counts.lines == 6
 
 
@@ -209,35 +210,46 @@ def _utc(text: str) -> int:
 def test_a_syslog_story_across_new_year_runs_forward():
     """Read on Jan 2, 2025: Dec 31 is last year's, Jan 1 this year's."""
     lines = [SYSLOG.format(stamp="Dec 31 23:59:50", n=5), SYSLOG.format(stamp="Jan  1 00:00:10", n=6)]
-    with layout.syslog_reference(_utc("2025-01-02T09:00:00")):
-        events = [parse_line(line) for line in lines]
+    read_on = layout.SyslogReference(_utc("2025-01-02T09:00:00"))
+    events = [parse_line(line, read_on) for line in lines]
     assert [e["time_ms"] for e in events] == [_utc("2024-12-31T23:59:50"), _utc("2025-01-01T00:00:10")]
 
 
 def test_the_year_option_places_syslog_times_in_that_year_or_before_that_day():
     line = SYSLOG.format(stamp="Mar  3 10:00:00", n=5)
-    with layout.syslog_reference(layout.parse_year_option("2021")):
-        assert parse_line(line)["time_ms"] == _utc("2021-03-03T10:00:00")
-    with layout.syslog_reference(layout.parse_year_option("2021-03-02")):
-        assert parse_line(line)["time_ms"] == _utc("2020-03-03T10:00:00")
+    year = layout.SyslogReference.from_year_option
+    assert parse_line(line, year("2021"))["time_ms"] == _utc("2021-03-03T10:00:00")
+    assert parse_line(line, year("2021-03-02"))["time_ms"] == _utc("2020-03-03T10:00:00")
     # Feb 29 goes back to the last leap year
-    with layout.syslog_reference(layout.parse_year_option("2023")):
-        assert parse_line(SYSLOG.format(stamp="Feb 29 10:00:00", n=5))["time_ms"] == _utc("2020-02-29T10:00:00")
+    assert parse_line(SYSLOG.format(stamp="Feb 29 10:00:00", n=5), year("2023"))["time_ms"] == _utc("2020-02-29T10:00:00")
     for bad in ("21", "2021-13-01", "last year"):
         with pytest.raises(ValueError):
             layout.parse_year_option(bad)
 
 
-def test_by_default_a_syslog_time_is_no_later_than_now():
-    event = parse_line(SYSLOG.format(stamp="Jan  1 00:00:00", n=5))
-    now = datetime.now(UTC)
-    assert event["time_ms"] == _utc(f"{now.year}-01-01T00:00:00")
+def test_parse_line_reads_no_clock_its_reference_is_an_argument():
+    """The same line read with the same reference gives the same time whenever it is read; a
+    later reference moves a year-less time only when a later year fits."""
+    line = SYSLOG.format(stamp="Jan  1 00:00:00", n=5)
+    first = layout.SyslogReference(_utc("2030-06-01T00:00:00"))
+    assert parse_line(line, first)["time_ms"] == parse_line(line, first)["time_ms"] == _utc("2030-01-01T00:00:00")
+    assert parse_line(line, layout.SyslogReference(_utc("2031-01-01T00:00:00")))["time_ms"] == _utc("2031-01-01T00:00:00")
+    assert parse_line(line, layout.SyslogReference(_utc("2030-12-31T23:59:59")))["time_ms"] == _utc("2030-01-01T00:00:00")
+
+
+def test_the_cli_places_year_less_times_no_later_than_the_runs_start():
+    from kafka_rebalance.cli.logs_cmd import _syslog_reference
+
+    before = int(datetime.now(UTC).timestamp() * 1000)
+    reference = _syslog_reference(None)
+    assert before <= reference.until_ms <= datetime.now(UTC).timestamp() * 1000 + 1
+    assert _syslog_reference("2021") == layout.SyslogReference.from_year_option("2021")
 
 
 def test_the_applications_own_full_timestamp_wins_over_syslogs():
     line = ("Nov 23 14:00:01 broker1 kafka[812]: [2019-11-23 14:00:01,250] INFO [GroupCoordinator 0]: "
             "Stabilized group g generation 5 (__consumer_offsets-7) with 1 members")
-    assert parse_line(line)["time_ms"] == _utc("2019-11-23T14:00:01.250")
+    assert parse_line(line, TEST_SYSLOG)["time_ms"] == _utc("2019-11-23T14:00:01.250")
 
 
 def test_the_year_option_end_to_end_and_as_bad_input(tmp_path):

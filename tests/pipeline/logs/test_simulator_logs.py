@@ -12,6 +12,7 @@ from kafka_rebalance.pipeline.logparse.story import tell
 from kafka_rebalance.protocol.logformat import STYLES
 from kafka_rebalance.sim.engine import run_simulation
 from kafka_rebalance.sim.logwriter import log_lines
+from tests.conftest import TEST_SYSLOG
 
 SCENARIOS = Path(__file__).resolve().parents[3] / "examples" / "scenarios"
 
@@ -21,7 +22,7 @@ SCENARIOS = Path(__file__).resolve().parents[3] / "examples" / "scenarios"
 def test_simulated_logs_read_back(scenario, style):
     run = run_simulation(str(SCENARIOS / scenario))
     lines = log_lines(run, style)
-    events = [r for r in parse_lines(lines, "sim.log") if r["kind"] is not None]
+    events = [r for r in parse_lines(lines, "sim.log", syslog=TEST_SYSLOG) if r["kind"] is not None]
     assert len(events) == len(lines)  # every line the simulator writes is understood
     groups = {e["group"] for e in events}
     rows = [row for group in groups for row in tell("default", group, [e for e in events if e["group"] == group])

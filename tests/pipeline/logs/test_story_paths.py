@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafka_rebalance.pipeline.logparse import exchange
+from kafka_rebalance.pipeline.logparse.kinds import COORDINATOR_KINDS
 from kafka_rebalance.pipeline.logparse.parse import parse_lines
 from kafka_rebalance.pipeline.logparse.story import DEFAULT_STORM_RULE, distinct_events, order_events, tell
 from kafka_rebalance.pipeline.logparse.tables import (
-    CLUSTER_KINDS,
     STORY_TABLES,
     arrow_schema,
     fill_client_group,
@@ -25,6 +25,7 @@ from kafka_rebalance.pipeline.logparse.tables import (
     read_text_lines,
     story_table_batch,
 )
+from tests.conftest import TEST_SYSLOG
 
 LOGS = Path(__file__).resolve().parents[2] / "data" / "logs"
 # What makes two lines the same line (story.distinct_events)
@@ -82,9 +83,9 @@ def parsed_groups() -> tuple[dict[tuple[str, str], list[dict]], dict[str, list[d
     for i, path in enumerate(sorted(LOGS.iterdir())):
         cluster = f"c{i % 2}"
         last_group: dict[str, str] = {}
-        for record in parse_lines(read_text_lines(str(path), None), str(path), cluster):
+        for record in parse_lines(read_text_lines(str(path), None), str(path), cluster, syslog=TEST_SYSLOG):
             fill_client_group(record, last_group)
-            if record["kind"] in CLUSTER_KINDS:
+            if record["kind"] in COORDINATOR_KINDS:
                 moves[cluster].append(record)
             if record["kind"] is not None and record.get("group"):
                 groups[(cluster, record["group"])].append(record)
@@ -102,9 +103,9 @@ def test_tell_bucket_tells_each_group_as_tell_does(monkeypatch: pytest.MonkeyPat
     expected = []
     for (cluster, group), _ in sorted(groups.items()):
         part = table.filter(pc.and_(pc.equal(table["cluster"], cluster), pc.equal(table["group"], group)))
-        expected.extend(tell(cluster, group, part.to_pylist(), moves.get(cluster), DEFAULT_STORM_RULE).items())
+        expected.append(tell(cluster, group, part.to_pylist(), moves.get(cluster), DEFAULT_STORM_RULE))
     monkeypatch.setattr(exchange, "EVENT_SLICE_ROWS", slice_rows)
-    assert len(groups) > 5 and any(rows for name, rows in expected if name == "client_rebalances")
+    assert len(groups) > 5 and any(told["client_rebalances"] for told in expected)
     assert list(exchange.tell_bucket(table, moves, DEFAULT_STORM_RULE)) == expected
 
 

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from kafka_rebalance.cli import cli, logs_cmd  # noqa: F401  (importing logs_cmd registers the command)
 from kafka_rebalance.pipeline.report.terminal import console_for, print_logs_answer, wrap_id
+from tests.conftest import TEST_SYSLOG
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "logs"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -122,7 +123,7 @@ def test_on_a_terminal_the_answer_is_rich_and_fits(every_fixture, tmp_path):
     from kafka_rebalance.pipeline.logs import run_logs
 
     answer = run_logs(None, [str(DATA)], str(tmp_path / "out"), engine="local", progress=False,
-                      clusters={str(DATA): "shop"}).answer
+                      clusters={str(DATA): "shop"}, syslog=TEST_SYSLOG).answer
     for width in (80, 120):
         stream = io.StringIO()
         print_logs_answer(answer, console_for(stream, width=width, terminal=True))

@@ -28,12 +28,20 @@ from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from kafka_rebalance.pipeline.logparse.kinds import COORDINATOR_KINDS
+from kafka_rebalance.pipeline.logparse.layout import SyslogReference
 from kafka_rebalance.pipeline.logparse.parse import parse_numbered
 from kafka_rebalance.pipeline.logparse.rows import Event, Row
 from kafka_rebalance.pipeline.logparse.scan import ScanCounts, Split, scan
-from kafka_rebalance.pipeline.logparse.story import STORY_FIELDS, StormRule, tell
+from kafka_rebalance.pipeline.logparse.story import (
+    STORY_FIELDS,
+    GroupFindings,
+    StormRule,
+    StoryRows,
+    story_tables,
+    tell,
+)
 from kafka_rebalance.pipeline.logparse.tables import (
-    CLUSTER_KINDS,
     STORY_TABLES,
     arrow_schema,
     fill_client_group,
@@ -187,13 +195,14 @@ def exchange_batch(routes: list[int], split: int, kind: str, *, payload: Any = N
 
 
 def read_split(split: Split, index: int, cluster: str, source: str, routes: list[int], events_dir: str,
-               inherited: dict[str, str] | None = None) -> Iterator[Any]:
+               inherited: dict[str, str] | None = None, *, syslog: SyslogReference) -> Iterator[Any]:
     """Parse one split: write its part of the ``events`` table into ``events_dir`` (a path or
     URL) and yield the exchange's rows (``EXCHANGE_DDL``): its events per bucket of groups,
     its coordinator moves to every bucket, and its ``SplitFacts`` (to the bucket
     ``index % buckets``, which hands them to the driver). A split that turns out unreadable
     (a corrupt .gz) sends every bucket an ``UNREADABLE`` row: what it sent before is dropped.
-    ``inherited``: the group each client named last before this split (see ``fill_chains``)."""
+    ``inherited``: the group each client named last before this split (see ``fill_chains``);
+    ``syslog``: where year-less times are placed (``layout.SyslogReference``)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -220,7 +229,7 @@ def read_split(split: Split, index: int, cluster: str, source: str, routes: list
     with write_file(join(events_dir, f"part-{index:05d}.parquet")) as (filesystem, path):
         with pq.ParquetWriter(path, schema, filesystem=filesystem) as writer:
             try:
-                for record in parse_numbered(scan(split, counts), source, cluster):
+                for record in parse_numbered(scan(split, counts), source, cluster, syslog=syslog):
                     _count(record, facts, last_group)
                     group = record.get("group")
                     if record["kind"] is not None and group:
@@ -274,7 +283,7 @@ def _count(record: Event, facts: SplitFacts, last_group: dict[str, str]) -> None
     if at is not None:
         facts.first_ms = at if facts.first_ms is None else min(facts.first_ms, at)
         facts.last_ms = at if facts.last_ms is None else max(facts.last_ms, at)
-    if record["kind"] in CLUSTER_KINDS:
+    if record["kind"] in COORDINATOR_KINDS:
         facts.moves.append({name: record.get(name) for name in MOVE_FIELDS})
 
 
@@ -359,9 +368,8 @@ def tell_received(batches: Iterable[Any], rule: StormRule, story_dirs: dict[str,
                                          schema=pa.schema([("finding", pa.string()), ("facts", pa.string())]))
 
 
-def tell_bucket(table: Any, moves: dict[str, list[Event]], rule: StormRule
-                ) -> Iterator[tuple[str, list[Row]]]:
-    """One sorted bucket -> ``(table, rows)`` per group and story table (``story.tell``).
+def tell_bucket(table: Any, moves: dict[str, list[Event]], rule: StormRule) -> Iterator[StoryRows]:
+    """One sorted bucket -> the story of each group in it (``story.tell``), in order.
 
     Events become dicts a slice of whole groups at a time (about ``EVENT_SLICE_ROWS``): whole
     columns to Python at once (``to_pylist`` per group cost more than telling the stories),
@@ -380,7 +388,7 @@ def tell_bucket(table: Any, moves: dict[str, list[Event]], rule: StormRule
             gc.enable()
 
 
-def _tell_slices(table: Any, moves: dict[str, list[Event]], rule: StormRule) -> Iterator[tuple[str, list[Row]]]:
+def _tell_slices(table: Any, moves: dict[str, list[Event]], rule: StormRule) -> Iterator[StoryRows]:
     count = table.num_rows
     clusters = table.column("cluster").to_pylist()
     groups = table.column("group").to_pylist()
@@ -394,8 +402,8 @@ def _tell_slices(table: Any, moves: dict[str, list[Event]], rule: StormRule) -> 
         offset = starts[first]
         events = _story_events(table.slice(offset, starts[last] - offset))
         for start, end in zip(starts[first:last], starts[first + 1:last + 1], strict=True):
-            yield from tell(clusters[start], groups[start], events[start - offset:end - offset],
-                            moves.get(clusters[start]), rule).items()
+            yield tell(clusters[start], groups[start], events[start - offset:end - offset],
+                       moves.get(clusters[start]), rule)
         first = last
 
 
@@ -434,16 +442,15 @@ class StoryParts:
         self._writers: dict[str, Any] = {}
         # Each writer closes before its file is moved into place (last in, first out).
         self._files = ExitStack()
-        self.findings: list[Row] = []
+        self.findings: list[GroupFindings] = []
 
-    def add(self, table: str, rows: list[Row]) -> None:
-        if table == "findings":
-            self.findings.extend(rows)
-            return
-        pending = self._pending[table]
-        pending.extend(rows)
-        if len(pending) >= STORY_BATCH_ROWS:
-            self._flush(table)
+    def add(self, told: StoryRows) -> None:
+        for table, rows in story_tables(told):
+            pending = self._pending[table]
+            pending.extend(rows)
+            if len(pending) >= STORY_BATCH_ROWS:
+                self._flush(table)
+        self.findings.extend(told["findings"])
 
     def _flush(self, table: str) -> None:
         import pyarrow.parquet as pq
@@ -469,6 +476,6 @@ class StoryParts:
 
 def tell_into(table: Any, moves: dict[str, list[Event]], rule: StormRule, parts: StoryParts) -> None:
     """One sorted bucket's stories into ``parts``."""
-    for name, rows in tell_bucket(table, moves, rule):
-        parts.add(name, rows)
+    for told in tell_bucket(table, moves, rule):
+        parts.add(told)
     parts.close()

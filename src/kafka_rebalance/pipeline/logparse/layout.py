@@ -15,8 +15,9 @@ None for them.
 
 Syslog and journald's short layout (``Nov 23 14:00:01``) print no year. A line that carries a
 full timestamp as well (log4j's, after the syslog prefix) takes that one. Otherwise the time
-gets the latest year that puts it no later than the *syslog reference* (``syslog_reference``:
-the start of the run, or the end of the day or year given with ``logs --year``): a log read
+gets the latest year that puts it no later than the *syslog reference* (``SyslogReference``,
+an argument of every function here that reads a time: ``logs`` decides it once, the start of
+the run or the end of the day or year given with ``--year``): a log read
 within a year of being written gets its real year, and a story that crosses New Year stays in
 order (Dec 31 of last year, then Jan 1 of this year) instead of running backwards.
 """
@@ -28,9 +29,7 @@ import csv
 import functools
 import json
 import re
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
@@ -57,31 +56,27 @@ TIMESTAMP = re.compile(
 # without the bracket), it is what TIMESTAMP finds first, found at a fraction of the cost.
 _ISO = re.compile(_ISO_PATTERN)
 _SYSLOG_GROUP = TIMESTAMP.groupindex["syslog"]
-# Epoch ms no year-less syslog time may fall after (see the module docstring); None: now.
-_syslog_reference: tuple[int, int] | None = None  # (epoch ms, its UTC year)
 # A year-less time is placed in one of the years up to this many before the reference's (a
 # Feb 29 needs up to 4 to find a leap year).
 SYSLOG_YEARS_BACK = 4
 
 
-def set_syslog_reference(epoch_ms: int | None) -> None:
-    global _syslog_reference
-    _syslog_reference = None if epoch_ms is None else (epoch_ms, datetime.fromtimestamp(epoch_ms / 1000, UTC).year)
+@dataclass(frozen=True, slots=True)
+class SyslogReference:
+    """Year-less syslog times are placed no later than ``until_ms`` (epoch ms): each gets the
+    latest year that does so. Every function that reads a time takes one; the caller decides
+    it once per run (``logs``: the run's start, or the end of ``--year``)."""
 
+    until_ms: int
+    year: int = field(init=False)  # ``until_ms``'s UTC year
 
-def get_syslog_reference() -> int | None:
-    return None if _syslog_reference is None else _syslog_reference[0]
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "year", datetime.fromtimestamp(self.until_ms / 1000, UTC).year)
 
-
-@contextmanager
-def syslog_reference(epoch_ms: int | None) -> Iterator[None]:
-    """Year-less syslog times are placed no later than ``epoch_ms`` while inside."""
-    previous = get_syslog_reference()
-    set_syslog_reference(epoch_ms)
-    try:
-        yield
-    finally:
-        set_syslog_reference(previous)
+    @classmethod
+    def from_year_option(cls, value: str) -> SyslogReference:
+        """``--year``: ``YYYY`` or ``YYYY-MM-DD`` -> the end of that year or day."""
+        return cls(parse_year_option(value))
 
 
 def parse_year_option(value: str) -> int:
@@ -98,19 +93,12 @@ def parse_year_option(value: str) -> int:
     return int(end.timestamp() * 1000) - 1
 
 
-def _syslog_ms(month: int, day: int, hour: int, minute: int, second: int) -> int | None:
-    reference = _syslog_reference or _now_reference()
-    reference_ms, year = reference
-    for candidate in range(year, year - SYSLOG_YEARS_BACK - 1, -1):
+def _syslog_ms(month: int, day: int, hour: int, minute: int, second: int, syslog: SyslogReference) -> int | None:
+    for candidate in range(syslog.year, syslog.year - SYSLOG_YEARS_BACK - 1, -1):
         moment = _utc_ms(candidate, month, day, hour, minute, second)
-        if moment is not None and moment <= reference_ms:
+        if moment is not None and moment <= syslog.until_ms:
             return moment
     return None
-
-
-def _now_reference() -> tuple[int, int]:
-    now = int(time.time() * 1000)
-    return now, datetime.fromtimestamp(now / 1000, UTC).year
 
 
 def _fraction_ms(text: str | None) -> int:
@@ -155,7 +143,7 @@ def _iso_ms(match: re.Match[str]) -> int | None:
     return base - _zone_offset_ms(zone) if zone else base
 
 
-def timestamp_ms(match: re.Match[str]) -> int | None:
+def timestamp_ms(match: re.Match[str], syslog: SyslogReference) -> int | None:
     """Epoch milliseconds of a ``TIMESTAMP`` match (UTC unless the text names a zone)."""
     g = match.group
     if g("iso"):
@@ -166,13 +154,13 @@ def timestamp_ms(match: re.Match[str]) -> int | None:
     if g("rdk"):
         return int(g("epoch_s")) * 1000 + int(g("epoch_frac"))
     if g("syslog"):
-        return _syslog_ms(_MONTHS[g("mon")], int(g("md")), int(g("th")), int(g("tmi")), int(g("ts")))
+        return _syslog_ms(_MONTHS[g("mon")], int(g("md")), int(g("th")), int(g("tmi")), int(g("ts")), syslog)
     if g("epochms"):
         return int(g("ems"))
     return None
 
 
-def find_time(text: str) -> int | None:
+def find_time(text: str, syslog: SyslogReference) -> int | None:
     # No alternative of TIMESTAMP can start at a '[': a line starting with an ISO time, bare
     # or in brackets, has that time first.
     iso = _ISO.match(text, 1) if text[:1] == "[" else _ISO.match(text)
@@ -184,17 +172,17 @@ def find_time(text: str) -> int | None:
     if match.lastindex == _SYSLOG_GROUP:
         # syslog's prefix, then the application's own full timestamp: the full one has the year
         for later in TIMESTAMP.finditer(text, match.end()):
-            full = None if later.lastindex == _SYSLOG_GROUP else timestamp_ms(later)
+            full = None if later.lastindex == _SYSLOG_GROUP else timestamp_ms(later, syslog)
             if full is not None:
                 return full
-    return timestamp_ms(match)
+    return timestamp_ms(match, syslog)
 
 
 _JSON_MESSAGE_KEYS = ("message", "msg", "log", "MESSAGE", "Message", "@message", "text")
 _JSON_TIME_KEYS = ("@timestamp", "timestamp", "time", "ts", "_time", "Timestamp", "date", "__REALTIME_TIMESTAMP")
 
 
-def _json_time(value: object) -> int | None:
+def _json_time(value: object, syslog: SyslogReference) -> int | None:
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, int | float):
@@ -207,12 +195,12 @@ def _json_time(value: object) -> int | None:
         return int(number * 1000)
     if isinstance(value, str):
         if value.isdigit():
-            return _json_time(int(value))
-        return find_time(value)
+            return _json_time(int(value), syslog)
+        return find_time(value, syslog)
     return None
 
 
-def unwrap_json(line: str) -> tuple[str, int | None] | None:
+def unwrap_json(line: str, syslog: SyslogReference) -> tuple[str, int | None] | None:
     """A JSON-structured line -> (its message, its time field in ms or None); None if the line
     is not a JSON object with a message."""
     try:
@@ -224,18 +212,18 @@ def unwrap_json(line: str) -> tuple[str, int | None] | None:
     message = next((record[k] for k in _JSON_MESSAGE_KEYS if isinstance(record.get(k), str)), None)
     if message is None:
         return None
-    time_ms = next((t for t in (_json_time(record.get(k)) for k in _JSON_TIME_KEYS) if t is not None), None)
+    time_ms = next((t for t in (_json_time(record.get(k), syslog) for k in _JSON_TIME_KEYS) if t is not None), None)
     # docker's json-file driver: {"log": "<the container's line>\n", "time": ...}; the inner
     # line carries its own layout, possibly JSON again.
     message = message.rstrip("\n")
     if message.startswith("{"):
-        inner = unwrap_json(message)
+        inner = unwrap_json(message, syslog)
         if inner is not None:
             return inner[0], inner[1] if inner[1] is not None else time_ms
     return message, time_ms
 
 
-def unwrap_csv(line: str) -> tuple[str, int | None] | None:
+def unwrap_csv(line: str, syslog: SyslogReference) -> tuple[str, int | None] | None:
     """A CSV export row (CloudWatch: ``timestamp,message``; Datadog: ``Date,Host,Service,
     Message``) -> (the longest field, the first field's time); None when not a quoted CSV row."""
     try:
@@ -245,7 +233,7 @@ def unwrap_csv(line: str) -> tuple[str, int | None] | None:
     if len(fields) < 2:
         return None
     message = max(fields, key=len)
-    time_ms = next((t for t in (find_time(f) for f in fields if f is not message and len(f) < 40) if t is not None),
+    time_ms = next((t for t in (find_time(f, syslog) for f in fields if f is not message and len(f) < 40) if t is not None),
                    None)
     return message, time_ms
 
@@ -263,7 +251,7 @@ def clean(line: str) -> str:
     return line
 
 
-def unwrap(line: str) -> tuple[str, int | None, str]:
+def unwrap(line: str, syslog: SyslogReference) -> tuple[str, int | None, str]:
     """A raw line -> (text to search for a message, envelope time or None, envelope name:
     ``json``, ``csv`` or ``text``)."""
     if line[:1] == "[" and "\x1b" not in line and line.isascii():
@@ -272,13 +260,13 @@ def unwrap(line: str) -> tuple[str, int | None, str]:
     line = clean(line)
     stripped = line.lstrip()
     if stripped.startswith("{") and stripped.rstrip().endswith("}"):
-        unwrapped = unwrap_json(stripped)
+        unwrapped = unwrap_json(stripped, syslog)
         if unwrapped is not None:
             return clean(unwrapped[0]), unwrapped[1], "json"
     if '"' in stripped and "," in stripped and (stripped.startswith('"') or stripped[:1].isdigit()):
         first = stripped.split(",", 1)[0].strip('"')
-        if find_time(first) is not None or first.isdigit():
-            unwrapped = unwrap_csv(stripped)
+        if find_time(first, syslog) is not None or first.isdigit():
+            unwrapped = unwrap_csv(stripped, syslog)
             if unwrapped is not None:
                 return clean(unwrapped[0]), unwrapped[1], "csv"
     return line, None, "text"

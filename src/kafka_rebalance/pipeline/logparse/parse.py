@@ -27,6 +27,8 @@ from kafka_rebalance.pipeline.logparse.catalogue import (
     STREAMS_THREAD,
     Message,
 )
+from kafka_rebalance.pipeline.logparse.kinds import Library, Side
+from kafka_rebalance.pipeline.logparse.layout import SyslogReference
 
 # The fields of an event, in table order, with their types (see ``tables``).
 EVENT_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -123,15 +125,16 @@ _LOGGER_SUFFIXES: dict[str, bool] = {}
 _LOGGER_SUFFIXES_KEPT = 1024
 
 
-def parse_line(raw: str) -> dict[str, Any] | None:
+def parse_line(raw: str, syslog: SyslogReference) -> dict[str, Any] | None:
     """A raw line -> an event dict (``EVENT_COLUMNS`` minus source/seq/cluster), or None when
-    the line holds no known message."""
-    return _parse_gated(raw) if passes_gate(raw) else None
+    the line holds no known message. A pure function of its arguments: a syslog time without
+    a year is placed by ``syslog``."""
+    return _parse_gated(raw, syslog) if passes_gate(raw) else None
 
 
-def _parse_gated(raw: str) -> dict[str, Any] | None:
+def _parse_gated(raw: str, syslog: SyslogReference) -> dict[str, Any] | None:
     """``parse_line`` for a line known to pass the gate."""
-    text, envelope_time, _ = layout.unwrap(raw)
+    text, envelope_time, _ = layout.unwrap(raw, syslog)
     found = _match(layout_strip_logger(text))
     if found is None:
         return None
@@ -144,7 +147,7 @@ def _parse_gated(raw: str) -> dict[str, Any] | None:
     for name, value in plan.fixed:
         event.setdefault(name, value)
     prefix = text[: match.start()]
-    time_ms = layout.find_time(prefix)
+    time_ms = layout.find_time(prefix, syslog)
     event["time_ms"] = time_ms if time_ms is not None else envelope_time
     _context(event, text, prefix)
     for name in plan.longs:
@@ -162,7 +165,8 @@ def _parse_gated(raw: str) -> dict[str, Any] | None:
 
 # Several broker records on one line (a paste that lost its newlines): where one may start.
 _RECORD_START = re.compile(
-    r"\s(?=\[\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}"
+    r"\s(?=[\w.-]+\s+\|\s+\[\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}"  # a compose prefix: "kafka-1  | [2021-..."
+    r"|\[\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}"
     r"|\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}[.,]\d{3}\S*\s+(?:TRACE|DEBUG|INFO|WARN|ERROR)\b"
     r"|(?:(?:TRACE|DEBUG|INFO|WARN|ERROR) )?\[GroupCoordinator[ \]]"
     r"|(?:Preparing to re(?:balance|stabilize) group|Stabilized group|Assignment received from leader) "
@@ -176,17 +180,27 @@ _RECORD_OPENINGS = ("Preparing to re", "Stabilized group ", "Assignment received
 def records_of(raw: str) -> list[str]:
     """A line -> the records on it: itself, unless it holds several broker records. Cut where a
     record may start, then joined again until each piece holds a message (a prefix alone, or a
-    reason, is no record)."""
+    reason, is no record). A record is joined from at most ``_MAX_JOINED`` pieces: the oldest
+    piece of a longer run that holds no message is left to the record before it, so a long line
+    of false starts costs linear time, not quadratic."""
     if raw.count("[GroupCoordinator") < 2 and sum(1 for opening in _RECORD_OPENINGS if opening in raw) < 2:
         return [raw]
     cuts = [0, *(m.start() for m in _RECORD_START.finditer(raw)), len(raw)]
     records: list[str] = []
-    current = ""
+    pending: list[str] = []
     for begin, end in zip(cuts, cuts[1:], strict=False):
-        current += raw[begin:end]
+        pending.append(raw[begin:end])
+        if len(pending) > _MAX_JOINED:
+            stray = pending.pop(0)
+            if records:
+                records[-1] += stray
+            else:
+                records.append(stray)
+        current = "".join(pending)
         if _match(layout_strip_logger(current.strip())) is not None:
             records.append(current.strip())
-            current = ""
+            pending = []
+    current = "".join(pending)
     if current.strip():
         if records:
             records[-1] += current
@@ -195,16 +209,21 @@ def records_of(raw: str) -> list[str]:
     return records
 
 
-def _parse_records(raw: str) -> list[dict[str, Any]]:
+# A broker record is cut into at most a prefix, a time, a level and logger, and its message,
+# which may hold a false start or two of its own (a reason quoting another record's opening).
+_MAX_JOINED = 8
+
+
+def _parse_records(raw: str, syslog: SyslogReference) -> list[dict[str, Any]]:
     """``_parse_gated`` for every record on a line; a record without a time of its own has
     the time of the one before it on the line."""
     pieces = records_of(raw)
     if len(pieces) == 1:
-        event = _parse_gated(raw)
+        event = _parse_gated(raw, syslog)
         return [] if event is None else [event]
     events: list[dict[str, Any]] = []
     for piece in pieces:
-        event = _parse_gated(piece) if passes_gate(piece) else None
+        event = _parse_gated(piece, syslog) if passes_gate(piece) else None
         if event is None:
             continue
         if event.get("time_ms") is None and events:
@@ -217,7 +236,7 @@ def _context(event: dict[str, Any], text: str, prefix: str) -> None:
     """Fields that the line's prefix (not the message) carries: broker id and coordinator
     partition, the Java client's clientId and groupId, librdkafka's client name, the Kafka
     Streams application id, and which library wrote a shared wording."""
-    if event["side"] == "broker":
+    if event["side"] is Side.BROKER:
         broker = BROKER_PREFIX.search(prefix)
         if broker:
             event["broker"], partition = broker.group("broker", "partition")
@@ -230,15 +249,15 @@ def _context(event: dict[str, Any], text: str, prefix: str) -> None:
         group = java.group("group").strip()
         if group != "null":
             event.setdefault("group", group)
-        if event["library"] in ("kafka-python", "librdkafka", "spring"):
-            event["library"] = "java"
+        if event["library"] in (Library.KAFKA_PYTHON, Library.LIBRDKAFKA, Library.SPRING):
+            event["library"] = Library.JAVA
         return
     rdkafka = RDKAFKA_PREFIX.search(prefix)
     if rdkafka:
         event["client_id"] = rdkafka.group("client_id")
-        event["library"] = "librdkafka"
+        event["library"] = Library.LIBRDKAFKA
         return
-    if event["library"] == "streams":
+    if event["library"] is Library.STREAMS:
         thread = event.pop("thread", None) or ""
         app = STREAMS_THREAD.match(thread)
         event["client_id"] = thread
@@ -246,9 +265,9 @@ def _context(event: dict[str, Any], text: str, prefix: str) -> None:
             event.setdefault("group", app.group("app"))
         return
     if KAFKA_PYTHON_LOGGER.search(prefix) or "kafka.consumer" in prefix:
-        event["library"] = "kafka-python"
+        event["library"] = Library.KAFKA_PYTHON
         return
-    if event["library"] == "spring":
+    if event["library"] is Library.SPRING:
         # Spring Boot's layout puts the listener thread in brackets: it names the container.
         threads = re.findall(r"\[([^\]\s]*-C-\d+)\]", prefix)
         if threads:
@@ -277,21 +296,23 @@ def _relevant_gated(raw: str) -> bool:
     return bool(RELEVANT.search(raw)) and bool(LOG_LIKE.search(raw)) and not IGNORED_PATTERN.search(raw)
 
 
-def shape(raw: str) -> str:
+def shape(raw: str, syslog: SyslogReference) -> str:
     """A line reduced to its wording: prefix up to the level dropped, ids and numbers replaced."""
-    text = _LEVEL.sub("", layout.unwrap(raw)[0], count=1)
+    text = _LEVEL.sub("", layout.unwrap(raw, syslog)[0], count=1)
     for pattern, replacement in _SHAPE_SUBS:
         text = pattern.sub(replacement, text)
     return text.strip()[:SHAPE_WIDTH]
 
 
-def _starts_new_line(line: str) -> bool:
-    return layout.find_time(line[:40]) is not None or line[:1] in "{[%<" or bool(re.match(r"^\S+\s+\|", line))
+def _starts_new_line(line: str, syslog: SyslogReference) -> bool:
+    return layout.find_time(line[:40], syslog) is not None or line[:1] in "{[%<" or bool(re.match(r"^\S+\s+\|", line))
 
 
-def parse_lines(lines: Iterable[str], source: str = "-", cluster: str = "default") -> Iterator[dict[str, Any]]:
+def parse_lines(lines: Iterable[str], source: str = "-", cluster: str = "default", *,
+                syslog: SyslogReference) -> Iterator[dict[str, Any]]:
     """Parse every line of a file in order (``seq`` is the line index, ``line_no`` its number)."""
-    return parse_numbered(((seq, raw, True) for seq, raw in enumerate(lines)), source, cluster, line_numbers=True)
+    return parse_numbered(((seq, raw, True) for seq, raw in enumerate(lines)), source, cluster, syslog=syslog,
+                          line_numbers=True)
 
 
 class LineError(Exception):
@@ -310,7 +331,7 @@ READ_ERRORS: tuple[type[BaseException], ...] = (OSError, EOFError, zlib.error)
 
 
 def parse_numbered(lines: Iterable[tuple[int, str, bool]], source: str = "-", cluster: str = "default", *,
-                   line_numbers: bool = False) -> Iterator[dict[str, Any]]:
+                   syslog: SyslogReference, line_numbers: bool = False) -> Iterator[dict[str, Any]]:
     """``_parse_numbered`` with the last guard: a defect names the input and the line."""
     position: list[int | None] = [None]
 
@@ -320,7 +341,7 @@ def parse_numbered(lines: Iterable[tuple[int, str, bool]], source: str = "-", cl
             yield item
 
     try:
-        yield from _parse_numbered(tracked(), source, cluster, line_numbers=line_numbers)
+        yield from _parse_numbered(tracked(), source, cluster, syslog, line_numbers=line_numbers)
     except READ_ERRORS:
         raise
     except Exception as exc:  # noqa: BLE001 - the last guard, see LineError
@@ -329,7 +350,7 @@ def parse_numbered(lines: Iterable[tuple[int, str, bool]], source: str = "-", cl
                         offset=not line_numbers) from exc
 
 
-def _parse_numbered(lines: Iterable[tuple[int, str, bool]], source: str = "-", cluster: str = "default", *,
+def _parse_numbered(lines: Iterable[tuple[int, str, bool]], source: str, cluster: str, syslog: SyslogReference, *,
                     line_numbers: bool = False) -> Iterator[dict[str, Any]]:
     """Parse ``(seq, raw, owned)`` in file order, yielding one record per line that is an event,
     or an ``unrecognised`` record (kind None, ``shape``) for relevant lines matching nothing.
@@ -347,32 +368,32 @@ def _parse_numbered(lines: Iterable[tuple[int, str, bool]], source: str = "-", c
             first_seq, first = pending
             pending = None
             follower = layout.clean(raw)
-            if not _starts_new_line(follower.lstrip()):
+            if not _starts_new_line(follower.lstrip(), syslog):
                 head = layout.clean(first)
                 tail = follower.strip()
                 for joiner in ("", " "):
-                    event = parse_line(head + joiner + tail)
+                    event = parse_line(head + joiner + tail, syslog)
                     if event is not None:
                         yield _finish(event, source, first_seq, cluster, line_numbers)
                         break
                 else:
-                    yield from _unrecognised(first, source, first_seq, cluster)
+                    yield from _unrecognised(first, source, first_seq, cluster, syslog)
                     if owned:
-                        yield from _unrecognised(raw, source, seq, cluster)
+                        yield from _unrecognised(raw, source, seq, cluster, syslog)
                 continue
-            yield from _unrecognised(first, source, first_seq, cluster)
+            yield from _unrecognised(first, source, first_seq, cluster, syslog)
         # Most lines are the followers scan hands over only for joining: with no line waiting
         # to be joined, one that fails the gate can neither be read nor matter.
         if not owned or not passes_gate(raw) or layout.is_fence(raw):
             continue
-        events = _parse_records(raw)
+        events = _parse_records(raw, syslog)
         if events:
             for event in events:
                 yield _finish(event, source, seq, cluster, line_numbers)
         elif _relevant_gated(raw):
             pending = (seq, raw)
     if pending is not None:
-        yield from _unrecognised(pending[1], source, pending[0], cluster)
+        yield from _unrecognised(pending[1], source, pending[0], cluster, syslog)
 
 
 def _finish(event: dict[str, Any], source: str, seq: int, cluster: str, line_numbers: bool) -> dict[str, Any]:
@@ -384,7 +405,7 @@ def _finish(event: dict[str, Any], source: str, seq: int, cluster: str, line_num
     return event
 
 
-def _unrecognised(raw: str, source: str, seq: int, cluster: str) -> Iterator[dict[str, Any]]:
+def _unrecognised(raw: str, source: str, seq: int, cluster: str, syslog: SyslogReference) -> Iterator[dict[str, Any]]:
     if relevant(raw):
-        yield {"kind": None, "source": source, "seq": seq, "cluster": cluster, "shape": shape(raw),
+        yield {"kind": None, "source": source, "seq": seq, "cluster": cluster, "shape": shape(raw, syslog),
                "line": layout.clean(raw).strip()[:LINE_CAP]}

@@ -23,10 +23,20 @@ import operator
 import re
 import statistics
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any, TypedDict, assert_never
 
+from kafka_rebalance.model import GroupProtocol
 from kafka_rebalance.pipeline.logparse.catalogue import client_of
+from kafka_rebalance.pipeline.logparse.kinds import (
+    Cause,
+    EventKind,
+    Library,
+    Side,
+    UnknownEventKind,
+    event_kind,
+)
 from kafka_rebalance.pipeline.logparse.parse import LineError
 from kafka_rebalance.pipeline.logparse.rows import Event, Row
 
@@ -68,7 +78,7 @@ class Rebalance:
     leader: str | None = None
     end_ms: int | None = None
     outcome: str = "open"
-    protocol: str = "classic"
+    protocol: GroupProtocol = GroupProtocol.CLASSIC
     partition: int | None = None
     start_known: bool = True
     assignor: str | None = None
@@ -182,22 +192,35 @@ _REASON_RULES: tuple[tuple[re.Pattern[str], str, str], ...] = (
     (re.compile(r"when storing group assignment"), "storage_error", "when storing group assignment"),
 )
 _CLIENT_REASON = re.compile(r"client reason: (?P<reason>.*)$")
-CAUSE_TITLES = {
-    "joined": "a member joined",
-    "static_joined": "a static member joined",
-    "restarted": "a member restarted (left, then joined again)",
-    "left": "a member left cleanly",
-    "poll_timeout": "a member left: poll timeout (max.poll.interval.ms)",
-    "session_timeout": "a member failed: session timeout",
-    "rebalance_timeout": "a member was fenced: rebalance timeout",
-    "metadata_changed": "subscription or topic metadata changed",
-    "leader_rejoined": "the leader rejoined (metadata change)",
-    "coordinator_moved": "the group coordinator moved",
-    "sync_timeout": "members did not sync in time",
-    "storage_error": "the coordinator failed to store the assignment",
-    "unknown": "not in the log",
-    "not_logged": f"not logged by this version (brokers print the reason from Kafka {REASONS_FROM_VERSION})",
+CAUSE_TITLES: dict[Cause, str] = {
+    Cause.JOINED: "a member joined",
+    Cause.STATIC_JOINED: "a static member joined",
+    Cause.RESTARTED: "a member restarted (left, then joined again)",
+    Cause.LEFT: "a member left cleanly",
+    Cause.POLL_TIMEOUT: "a member left: poll timeout (max.poll.interval.ms)",
+    Cause.SESSION_TIMEOUT: "a member failed: session timeout",
+    Cause.REBALANCE_TIMEOUT: "a member was fenced: rebalance timeout",
+    Cause.METADATA_CHANGED: "subscription or topic metadata changed",
+    Cause.LEADER_REJOINED: "the leader rejoined (metadata change)",
+    Cause.COORDINATOR_MOVED: "the group coordinator moved",
+    Cause.SYNC_TIMEOUT: "members did not sync in time",
+    Cause.STORAGE_ERROR: "the coordinator failed to store the assignment",
+    Cause.UNKNOWN: "not in the log",
+    Cause.NOT_LOGGED: f"not logged by this version (brokers print the reason from Kafka {REASONS_FROM_VERSION})",
 }
+
+
+def cause_title(cause: str) -> str:
+    """A ``causes.cause`` in words; a cause the story does not write is ``UnknownCause``."""
+    try:
+        return CAUSE_TITLES[Cause(cause)]
+    except ValueError:
+        raise UnknownCause(cause) from None
+
+
+class UnknownCause(ValueError):
+    def __init__(self, cause: str) -> None:
+        super().__init__(f"unknown rebalance cause {cause!r} (known: {', '.join(Cause)})")
 
 
 # Every member a rebalance's reason names, in every wording of GroupCoordinator.scala (2.1-3.9)
@@ -274,6 +297,10 @@ def _cause_from_reason(reason: str | None) -> tuple[str, str | None, str | None]
     return None
 
 
+# What a story does with one event of a kind (``GroupStory.handler_of``).
+Handler = Callable[["GroupStory", Event], None]
+
+
 class GroupStory:
     """Rebuilds one group's rebalances from its ordered events."""
 
@@ -300,7 +327,7 @@ class GroupStory:
 
     # -- helpers
     def _new(self, event: Event, *, old_generation: int | None, start_known: bool = True,
-             protocol: str = "classic") -> Rebalance:
+             protocol: GroupProtocol = GroupProtocol.CLASSIC) -> Rebalance:
         rebalance = Rebalance(self.cluster, self.group, event.get("time_ms"), old_generation=old_generation,
                               start_known=start_known, protocol=protocol, partition=self.partition)
         rebalance.evidence.append(event)
@@ -345,12 +372,13 @@ class GroupStory:
         if time_ms is not None:
             self.last_ms = time_ms
         partition = event.get("partition")
-        if partition is not None and event.get("side") == "broker" and kind not in (
+        if partition is not None and event.get("side") == Side.BROKER and kind not in (
                 "coordinator_loaded", "coordinator_unloaded"):
             self.partition = partition
         handler = _HANDLERS.get(kind)
-        if handler is not None:
-            handler(self, event)
+        if handler is None:
+            raise UnknownEventKind(kind)
+        handler(self, event)
 
     def _on_preparing_rebalance(self, event: Event) -> None:
         old = event.get("old_generation")
@@ -447,7 +475,7 @@ class GroupStory:
         row["cause"] = kind_cause
         self._forget_member(row["member"])
         target = self._open_for(event)
-        if target is not None and event.get("side") == "broker":
+        if target is not None and event.get("side") == Side.BROKER:
             (target.failed if kind in ("failed", "fenced") else target.left).append(row["member"])
             if self._at_start(target, event, row["member"]):
                 target.causes.append(self._cause(kind_cause, row["member"], reason, [event]))
@@ -462,7 +490,7 @@ class GroupStory:
         self._departure(event, "failed")
 
     def _on_member_left(self, event: Event) -> None:
-        if event.get("library") == "broker-kip848" and event.get("membership") == "Static" and \
+        if event.get("library") == Library.BROKER_KIP848 and event.get("membership") == "Static" and \
                 "temporarily" in (event.get("line") or ""):
             self._member_event(event, "left_temporarily")
             return
@@ -477,7 +505,7 @@ class GroupStory:
         if self._rejoins(row["client"], row["time_ms"]):
             cause = "restarted"
         row["cause"] = cause
-        if event.get("library") == "broker-kip848" and row["member"]:
+        if event.get("library") == Library.BROKER_KIP848 and row["member"]:
             # A static member's replacement takes over its epoch and assignment (Kafka's
             # ConsumerGroupMember.Builder(existing).setMemberId(new)).
             replaced = self.consumer_members.pop(event.get("old_member") or "", (None, None))
@@ -506,7 +534,7 @@ class GroupStory:
         logs the change before the epoch bump it causes, so it belongs to the next bump, not
         to the consumer-group rebalance still open."""
         target = self.open
-        if target is not None and target.protocol == "consumer" and event.get("library") == "broker-kip848":
+        if target is not None and target.protocol is GroupProtocol.CONSUMER and event.get("library") == Library.BROKER_KIP848:
             return None
         return target
 
@@ -537,11 +565,11 @@ class GroupStory:
     # -- KIP-848 consumer groups
     def _on_group_epoch_bumped(self, event: Event) -> None:
         epoch = event.get("generation")
-        if self.open is not None and self.open.protocol == "consumer":
+        if self.open is not None and self.open.protocol is GroupProtocol.CONSUMER:
             self._close_open(event.get("time_ms"), "superseded")
             self.rebalances[-1].end_ms = None
         rebalance = self._new(event, old_generation=self.last_epoch if self.last_epoch is not None else
-                              (epoch - 1 if epoch is not None else None), protocol="consumer")
+                              (epoch - 1 if epoch is not None else None), protocol=GroupProtocol.CONSUMER)
         rebalance.generation = epoch
         self.last_epoch = epoch
         self._claim_recent(rebalance)
@@ -554,11 +582,11 @@ class GroupStory:
     def _on_target_assignment(self, event: Event) -> None:
         epoch = event.get("generation")
         rebalance = self.open
-        if rebalance is None or rebalance.protocol != "consumer" or rebalance.generation != epoch:
-            rebalance = next((r for r in reversed(self.rebalances) if r.protocol == "consumer" and r.generation == epoch),
+        if rebalance is None or rebalance.protocol is not GroupProtocol.CONSUMER or rebalance.generation != epoch:
+            rebalance = next((r for r in reversed(self.rebalances) if r.protocol is GroupProtocol.CONSUMER and r.generation == epoch),
                              None)
         if rebalance is None:
-            rebalance = self._new(event, old_generation=None, start_known=False, protocol="consumer")
+            rebalance = self._new(event, old_generation=None, start_known=False, protocol=GroupProtocol.CONSUMER)
             rebalance.generation = epoch
             self.open = rebalance
         rebalance.assignor = event.get("assignor")
@@ -569,7 +597,7 @@ class GroupStory:
         member = event.get("member")
         self.consumer_members[member] = (event.get("generation"), event.get("state"))
         rebalance = self.open
-        if rebalance is None or rebalance.protocol != "consumer":
+        if rebalance is None or rebalance.protocol is not GroupProtocol.CONSUMER:
             return
         if all(epoch == rebalance.generation and state == "STABLE" for epoch, state in self.consumer_members.values()):
             rebalance.end_ms = event.get("time_ms")
@@ -593,11 +621,15 @@ class GroupStory:
         """The online migration: epochs continue from the classic generation (and back)."""
         self._member_event(event, "converted", member="", reason=f"to {event.get('protocol')}")
         self.last_epoch = None
-        if event.get("protocol") == "classic":
+        if event.get("protocol") == GroupProtocol.CLASSIC:
             self.consumer_members.clear()
 
     def _on_conversion_refused(self, event: Event) -> None:
         self._member_event(event, "conversion_refused", member="", reason=event.get("reason"))
+
+    def _on_coordinator_move(self, event: Event) -> None:
+        """A coordinator loaded or resigned a ``__consumer_offsets`` partition: such lines name
+        no group; every story reads them as ``coordinator_moves`` (``_moves_of``)."""
 
     # -- client lines that explain a rebalance
     def _on_client_poll_timeout(self, event: Event) -> None:
@@ -624,6 +656,15 @@ class GroupStory:
             self._client_signal({"cause": "metadata_changed", "member": event.get("client_id"), "detail": reason,
                                  "event": event, "departure": "client"})
 
+    def _on_client_rebalance_step(self, event: Event) -> None:
+        """A step of a client's own rebalance (joining, synced, assigned, revoked, lost, state
+        changes): ``client_rebalances`` reads these over the group's ordered events."""
+
+    def _on_client_context(self, event: Event) -> None:
+        """A client line that neither opens, closes nor explains a rebalance (the leader's
+        assignment, a reset generation, a failed join, a lost coordinator, a fenced epoch): kept
+        in ``events`` as the context an operator reads, the broker's lines tell the story."""
+
     def _client_signal(self, item: dict[str, Any]) -> None:
         """A client's line explains the next rebalance, or the one the coordinator opened just
         before it: the client's clock may run up to ``CLIENT_CLOCK_SLACK_MS`` ahead."""
@@ -644,7 +685,7 @@ class GroupStory:
         kept = []
         for item in self.recent:
             time_ms = item["event"].get("time_ms")
-            slack = CLIENT_CLOCK_SLACK_MS if item["event"].get("side") == "client" else 0
+            slack = CLIENT_CLOCK_SLACK_MS if item["event"].get("side") == Side.CLIENT else 0
             close = start is None or time_ms is None or -slack <= start - time_ms <= EVIDENCE_WINDOW_MS
             if close:
                 rebalance.causes.append(self._cause(item["cause"], item["member"], item["detail"], [item["event"]]))
@@ -719,20 +760,83 @@ class GroupStory:
             period["end_ms"] = later[0] if later else None
             period["duration_ms"] = period["end_ms"] - period["start_ms"] if later else None
 
+    @classmethod
+    def handler_of(cls, kind: EventKind) -> Handler:
+        """What a group's story does with a line of ``kind``: every kind has exactly one answer."""
+        match kind:
+            case EventKind.PREPARING_REBALANCE:
+                return cls._on_preparing_rebalance
+            case EventKind.STABILIZED:
+                return cls._on_stabilized
+            case EventKind.ASSIGNMENT_RECEIVED:
+                return cls._on_assignment_received
+            case EventKind.MEMBER_FAILED:
+                return cls._on_member_failed
+            case EventKind.MEMBER_LEFT:
+                return cls._on_member_left
+            case EventKind.MEMBER_JOINED:
+                return cls._on_member_joined
+            case EventKind.MEMBERS_NOT_REJOINED:
+                return cls._on_members_not_rejoined
+            case EventKind.GROUP_EMPTY:
+                return cls._on_group_empty
+            case EventKind.GROUP_DEAD:
+                return cls._on_group_dead
+            case EventKind.GROUP_LOADED:
+                return cls._on_group_loaded
+            case EventKind.GROUP_UNLOADED:
+                return cls._on_group_unloaded
+            case EventKind.GROUP_EPOCH_BUMPED:
+                return cls._on_group_epoch_bumped
+            case EventKind.TARGET_ASSIGNMENT:
+                return cls._on_target_assignment
+            case EventKind.MEMBER_EPOCH:
+                return cls._on_member_epoch
+            case EventKind.MEMBER_FENCED:
+                return cls._on_member_fenced
+            case EventKind.SUBSCRIPTION_CHANGED:
+                return cls._on_subscription_changed
+            case EventKind.METADATA_CHANGED:
+                return cls._on_metadata_changed
+            case EventKind.GROUP_CONVERTED:
+                return cls._on_group_converted
+            case EventKind.CONVERSION_REFUSED:
+                return cls._on_conversion_refused
+            case EventKind.CLIENT_POLL_TIMEOUT:
+                return cls._on_client_poll_timeout
+            case EventKind.CLIENT_LEAVE:
+                return cls._on_client_leave
+            case EventKind.CLIENT_HEARTBEAT_FAILED:
+                return cls._on_client_heartbeat_failed
+            case EventKind.CLIENT_COMMIT_FAILED:
+                return cls._on_client_commit_failed
+            case EventKind.CLIENT_REJOIN_REQUESTED:
+                return cls._on_client_rejoin_requested
+            case EventKind.COORDINATOR_LOADED | EventKind.COORDINATOR_UNLOADED:
+                return cls._on_coordinator_move
+            case (EventKind.CLIENT_JOIN_START | EventKind.CLIENT_JOINED | EventKind.CLIENT_SYNCED
+                  | EventKind.CLIENT_ASSIGNED | EventKind.CLIENT_REVOKED | EventKind.CLIENT_LOST
+                  | EventKind.CLIENT_MEMBER_STATE | EventKind.CLIENT_RECONCILING | EventKind.CLIENT_JOIN_STATE
+                  | EventKind.CLIENT_STREAMS_STATE):
+                return cls._on_client_rebalance_step
+            case (EventKind.CLIENT_LEADER_ASSIGNED | EventKind.CLIENT_RESET | EventKind.CLIENT_JOIN_FAILED
+                  | EventKind.CLIENT_COORDINATOR_LOST | EventKind.CLIENT_FENCED):
+                return cls._on_client_context
+            case _:
+                assert_never(kind)
+
 
 def _near(first_ms: int | None, second_ms: int | None) -> bool:
     """Close enough in time to be one happening (a line without a time is near anything)."""
     return first_ms is None or second_ms is None or abs(first_ms - second_ms) <= EVIDENCE_WINDOW_MS
 
 
-# kind -> its ``GroupStory._on_<kind>`` (looked up once, not per event)
-_HANDLERS: dict[str, Any] = {name.removeprefix("_on_"): handler for name, handler in vars(GroupStory).items()
-                             if name.startswith("_on_")}
+# kind -> its handler, worked out once (a dict lookup per event; ``feed`` raises for a kind not in it)
+_HANDLERS: dict[str, Handler] = {kind: GroupStory.handler_of(kind) for kind in EventKind}
 
 
 # ----------------------------------------------------------------------------- client side
 
-_CLIENT_STARTS = {"client_join_start", "client_rejoin_requested"}
 _STREAMS_REBALANCING = {"PARTITIONS_REVOKED", "PARTITIONS_ASSIGNED", "REBALANCING"}
 
 
@@ -763,81 +867,96 @@ def client_rebalances(cluster: str, group: str, events: list[Event]) -> list[Row
             row["outcome"] = "completed"
 
     for event in events:
-        if event.get("side") != "client":
+        if event.get("side") != Side.CLIENT:
             continue
-        kind = event["kind"]
+        kind = event_kind(event["kind"])
         key = (event.get("source"), event.get("client_id") or event.get("library"))
         partitions = _partition_list(event.get("partitions"))
-        if kind in _CLIENT_STARTS:
-            row = open_row(key, event)
-            if kind == "client_rejoin_requested":
-                row["reason"] = event.get("reason")
-        elif kind == "client_joined":
-            row = open_row(key, event)
-            if row["generation"] is not None and row["generation"] != event.get("generation"):
-                close(key, event)
+        match kind:
+            case EventKind.CLIENT_JOIN_START | EventKind.CLIENT_REJOIN_REQUESTED:
                 row = open_row(key, event)
-            row.update(generation=event.get("generation"), member=event.get("member") or row["member"],
-                       protocol=event.get("protocol") or row["protocol"])
-        elif kind == "client_synced":
-            row = open_row(key, event)
-            row.update(generation=event.get("generation"), member=event.get("member") or row["member"],
-                       protocol=event.get("protocol") or row["protocol"])
-            row["end_ms"] = event.get("time_ms")
-        elif kind == "client_revoked":
-            row = open_row(key, event)
-            row["revoked"].extend(partitions)
-            if event.get("count") is not None and not partitions:
-                row["revoked"].append(f"{event['count']} partition(s)")
-        elif kind == "client_lost":
-            row = open_row(key, event)
-            row["lost"].extend(partitions)
-        elif kind == "client_assigned":
-            row = open_row(key, event)
-            row["assigned"].extend(partitions)
-            if event.get("count") is not None and not partitions:
-                row["assigned"].append(f"{event['count']} partition(s)")
-            if event.get("library") != "librdkafka":
-                close(key, event)
-        elif kind == "client_member_state":
-            state = event.get("state")
-            if state in ("JOINING", "RECONCILING", "ACKNOWLEDGING"):
+                if kind is EventKind.CLIENT_REJOIN_REQUESTED:
+                    row["reason"] = event.get("reason")
+            case EventKind.CLIENT_JOINED:
                 row = open_row(key, event)
-                row.update(member=event.get("member"), protocol="consumer")
-                if event.get("generation") is not None and event["generation"] > 0:
-                    row["generation"] = event["generation"]
-            elif state == "STABLE":
-                stable = current.get(key)
-                if stable is not None:
-                    if event.get("generation") is not None and event["generation"] > 0:
-                        stable["generation"] = event["generation"]
+                if row["generation"] is not None and row["generation"] != event.get("generation"):
                     close(key, event)
-            elif state in ("FENCED", "UNSUBSCRIBED", "FATAL", "LEAVING"):
-                ending = current.get(key)
-                if ending is not None:
-                    ending["reason"] = f"member {state.lower()}"
-        elif kind == "client_reconciling":
-            row = open_row(key, event)
-            row["generation"] = event.get("generation")
-            row["protocol"] = "consumer"
-        elif kind == "client_join_state":
-            state = event.get("state")
-            if state in ("wait-join", "wait-metadata", "wait-sync"):
-                open_row(key, event)
-            elif state == "steady":
-                close(key, event)
-        elif kind == "client_streams_state":
-            if event.get("line") and "stream-client" in event["line"]:
-                continue
-            state = event.get("state")
-            if state in _STREAMS_REBALANCING:
-                open_row(key, event)
-            elif state == "RUNNING":
-                close(key, event)
+                    row = open_row(key, event)
+                row.update(generation=event.get("generation"), member=event.get("member") or row["member"],
+                           protocol=event.get("protocol") or row["protocol"])
+            case EventKind.CLIENT_SYNCED:
+                row = open_row(key, event)
+                row.update(generation=event.get("generation"), member=event.get("member") or row["member"],
+                           protocol=event.get("protocol") or row["protocol"])
+                row["end_ms"] = event.get("time_ms")
+            case EventKind.CLIENT_REVOKED:
+                row = open_row(key, event)
+                row["revoked"].extend(partitions)
+                if event.get("count") is not None and not partitions:
+                    row["revoked"].append(f"{event['count']} partition(s)")
+            case EventKind.CLIENT_LOST:
+                row = open_row(key, event)
+                row["lost"].extend(partitions)
+            case EventKind.CLIENT_ASSIGNED:
+                row = open_row(key, event)
+                row["assigned"].extend(partitions)
+                if event.get("count") is not None and not partitions:
+                    row["assigned"].append(f"{event['count']} partition(s)")
+                if event.get("library") != Library.LIBRDKAFKA:
+                    close(key, event)
+            case EventKind.CLIENT_MEMBER_STATE:
+                state = event.get("state")
+                if state in ("JOINING", "RECONCILING", "ACKNOWLEDGING"):
+                    row = open_row(key, event)
+                    row.update(member=event.get("member"), protocol=GroupProtocol.CONSUMER)
+                    if event.get("generation") is not None and event["generation"] > 0:
+                        row["generation"] = event["generation"]
+                elif state == "STABLE":
+                    stable = current.get(key)
+                    if stable is not None:
+                        if event.get("generation") is not None and event["generation"] > 0:
+                            stable["generation"] = event["generation"]
+                        close(key, event)
+                elif state in ("FENCED", "UNSUBSCRIBED", "FATAL", "LEAVING"):
+                    ending = current.get(key)
+                    if ending is not None:
+                        ending["reason"] = f"member {state.lower()}"
+            case EventKind.CLIENT_RECONCILING:
+                row = open_row(key, event)
+                row["generation"] = event.get("generation")
+                row["protocol"] = GroupProtocol.CONSUMER
+            case EventKind.CLIENT_JOIN_STATE:
+                state = event.get("state")
+                if state in ("wait-join", "wait-metadata", "wait-sync"):
+                    open_row(key, event)
+                elif state == "steady":
+                    close(key, event)
+            case EventKind.CLIENT_STREAMS_STATE:
+                if event.get("line") and "stream-client" in event["line"]:
+                    continue
+                state = event.get("state")
+                if state in _STREAMS_REBALANCING:
+                    open_row(key, event)
+                elif state == "RUNNING":
+                    close(key, event)
+            case (EventKind.CLIENT_LEADER_ASSIGNED | EventKind.CLIENT_LEAVE | EventKind.CLIENT_POLL_TIMEOUT
+                  | EventKind.CLIENT_HEARTBEAT_FAILED | EventKind.CLIENT_COMMIT_FAILED | EventKind.CLIENT_RESET
+                  | EventKind.CLIENT_JOIN_FAILED | EventKind.CLIENT_COORDINATOR_LOST | EventKind.CLIENT_FENCED):
+                pass  # the member's own story (``GroupStory``), not a step of its rebalance
+            case (EventKind.PREPARING_REBALANCE | EventKind.STABILIZED | EventKind.ASSIGNMENT_RECEIVED
+                  | EventKind.MEMBER_FAILED | EventKind.MEMBER_LEFT | EventKind.MEMBER_JOINED
+                  | EventKind.MEMBERS_NOT_REJOINED | EventKind.GROUP_EMPTY | EventKind.GROUP_DEAD
+                  | EventKind.GROUP_LOADED | EventKind.GROUP_UNLOADED | EventKind.COORDINATOR_LOADED
+                  | EventKind.COORDINATOR_UNLOADED | EventKind.GROUP_EPOCH_BUMPED | EventKind.TARGET_ASSIGNMENT
+                  | EventKind.MEMBER_EPOCH | EventKind.MEMBER_FENCED | EventKind.SUBSCRIPTION_CHANGED
+                  | EventKind.METADATA_CHANGED | EventKind.GROUP_CONVERTED | EventKind.CONVERSION_REFUSED):
+                raise AssertionError(f"a broker's line on the client side: {kind}")
+            case _:
+                assert_never(kind)
     # Spring's container logs the same assignment as the Java consumer it wraps: keep its rows
     # only for sources where the consumer's own lines are missing.
-    java_sources = {r["source"] for r in rows if r["client_library"] == "java"}
-    rows = [r for r in rows if not (r["client_library"] == "spring" and r["source"] in java_sources)]
+    java_sources = {r["source"] for r in rows if r["client_library"] == Library.JAVA}
+    rows = [r for r in rows if not (r["client_library"] == Library.SPRING and r["source"] in java_sources)]
     for row in rows:
         if row["end_ms"] is not None and row["start_ms"] is not None:
             row["duration_ms"] = row["end_ms"] - row["start_ms"]
@@ -870,7 +989,7 @@ def rebalances_from_clients(cluster: str, group: str, rows: list[Row]) -> list[R
             if row["start_ms"] is not None and row["start_ms"] <= reach + CLIENT_MERGE_MS and last.generation is None:
                 target = last
         if target is None:
-            protocol = "consumer" if row.get("protocol") == "consumer" else "classic"
+            protocol = GroupProtocol.CONSUMER if row.get("protocol") == GroupProtocol.CONSUMER else GroupProtocol.CLASSIC
             target = Rebalance(cluster, group, row["start_ms"], generation=generation,
                                old_generation=None, protocol=protocol, source="client")
             target.outcome = "open"
@@ -931,8 +1050,27 @@ def _rebalance_row(r: Rebalance) -> Row:
             "clip_ms": r.clip_ms if r.outcome == "open" else None, "during": list(dict.fromkeys(r.during))}
 
 
+class StoryRows(TypedDict):
+    """One group's story: its rows of every story table, and its findings (one)."""
+
+    rebalances: list[Row]
+    member_events: list[Row]
+    client_rebalances: list[Row]
+    causes: list[Row]
+    empty_periods: list[Row]
+    storms: list[Row]
+    findings: list[GroupFindings]
+
+
+def story_tables(told: StoryRows) -> tuple[tuple[str, list[Row]], ...]:
+    """A story's rows per table, in ``tables.STORY_TABLES`` order."""
+    return (("rebalances", told["rebalances"]), ("member_events", told["member_events"]), ("storms", told["storms"]),
+            ("empty_periods", told["empty_periods"]), ("client_rebalances", told["client_rebalances"]),
+            ("causes", told["causes"]))
+
+
 def tell(cluster: str, group: str, events: list[Event], coordinator_moves: list[Event] | None = None,
-         rule: StormRule = DEFAULT_STORM_RULE) -> dict[str, list[Row]]:
+         rule: StormRule = DEFAULT_STORM_RULE) -> StoryRows:
     """All tables' rows for one group (see the module docstring)."""
     ordered = distinct_events(order_events(events))
     story = GroupStory(cluster, group, coordinator_moves)
@@ -1021,7 +1159,7 @@ def _not_logged(rebalances: list[Rebalance]) -> None:
     for r in rebalances:
         opening = r.evidence[0] if r.evidence else {}
         if not r.causes and r.source == "broker" and r.start_known and r.reason is None \
-                and opening.get("kind") == "preparing_rebalance":
+                and opening.get("kind") == EventKind.PREPARING_REBALANCE:
             r.causes.append({"cause": "not_logged", "member": None,
                              "detail": f"brokers before Kafka {REASONS_FROM_VERSION} print no reason, and no line "
                                        "before the rebalance explains it", "events": r.evidence[:1]})
@@ -1042,7 +1180,7 @@ def _incidents(times: list[int]) -> list[int]:
 _KAFKA_PYTHON_VERSION = re.compile(r"kafka-python-(\d+\.\d+)")
 
 
-class _FailingClient(TypedDict):
+class MostFailing(TypedDict):
     """The client failing most often in a group, and how regularly (a fail-rejoin loop is regular)."""
 
     client: str
@@ -1051,8 +1189,60 @@ class _FailingClient(TypedDict):
     sd_interval_ms: float | None
 
 
+class GroupFindings(TypedDict):
+    """What the advice rules read of one group (``advice.advise``): counts, cadences and causes,
+    all numbers, no prose. It crosses from a Spark story task to the driver as JSON
+    (``findings_from_json`` checks its fields)."""
+
+    cluster: str
+    group: str
+    rebalances: int
+    open_rebalances: int
+    median_duration_ms: float | None
+    max_duration_ms: int | None
+    max_generation: int | None
+    first_ms: int | None
+    last_ms: int | None
+    failures: int
+    failures_during_rebalances: int
+    most_failing: MostFailing | None
+    kafka_python_version: str | None
+    poll_timeout_leaves: int
+    poll_timeout_client: str | None
+    poll_timeout_client_count: int
+    poll_timeout_median_gap_ms: float | None
+    leaves: int
+    storms: int
+    largest_storm: int
+    largest_storm_kind: str | None
+    largest_storm_client: str | None
+    largest_storm_minutes: float | None
+    restart_rebalances: int
+    static_members_seen: bool
+    clustered_session_timeouts: int
+    coordinator_moves: int
+    empty_periods: int
+    longest_empty_ms: int | None
+    cause_counts: dict[str, int]  # Cause -> rebalances it caused
+    protocols: list[str]  # the group protocols its rebalances ran (GroupProtocol values)
+
+
+def findings_from_json(text: str) -> GroupFindings:
+    """A group's findings as a story task sent them; fields other than ``GroupFindings``' are
+    a defect, not something to drop."""
+    import json
+
+    value = json.loads(text)
+    fields = set(GroupFindings.__annotations__)
+    if not isinstance(value, dict) or set(value) != fields:
+        got = set(value) if isinstance(value, dict) else type(value).__name__
+        raise ValueError(f"findings with fields {got}, expected {sorted(fields)}")
+    found: GroupFindings = value  # type: ignore[assignment]  # its fields were checked above
+    return found
+
+
 def findings(cluster: str, group: str, rebalances: list[Row], member_events: list[Row], storm_rows: list[Row],
-             empty_periods: list[Row], causes: list[Row]) -> Row:
+             empty_periods: list[Row], causes: list[Row]) -> GroupFindings:
     """What the advice rules need for one group (all numbers, no prose)."""
     durations = [r["duration_ms"] for r in rebalances if r["duration_ms"] is not None]
     generations = [g for r in rebalances for g in (r["generation"], r["old_generation"]) if g is not None]
@@ -1085,11 +1275,11 @@ def findings(cluster: str, group: str, rebalances: list[Row], member_events: lis
     for e in failures:
         if e["time_ms"] is not None:
             by_client[e["client"] or e["member"] or "?"].append(e["time_ms"])
-    most_failing: _FailingClient | None = None
+    most_failing: MostFailing | None = None
     for client, times in by_client.items():
         times.sort()
         intervals = [b - a for a, b in zip(times, times[1:], strict=False)]
-        candidate: _FailingClient = {"client": client, "failures": len(times),
+        candidate: MostFailing = {"client": client, "failures": len(times),
                      "mean_interval_ms": statistics.fmean(intervals) if intervals else None,
                      "sd_interval_ms": statistics.pstdev(intervals) if len(intervals) > 1 else (0.0 if intervals else None)}
         if most_failing is None or candidate["failures"] > most_failing["failures"]:

@@ -20,9 +20,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kafka_rebalance.pipeline.logparse.kinds import COORDINATOR_KINDS
+from kafka_rebalance.pipeline.logparse.layout import SyslogReference
 from kafka_rebalance.pipeline.logparse.parse import EVENT_COLUMNS, READ_ERRORS, parse_lines
 from kafka_rebalance.pipeline.logparse.rows import Event, Row
-from kafka_rebalance.pipeline.logparse.story import DEFAULT_STORM_RULE, StormRule, tell
+from kafka_rebalance.pipeline.logparse.story import (
+    DEFAULT_STORM_RULE,
+    GroupFindings,
+    StormRule,
+    story_tables,
+    tell,
+)
 
 STRING, LONG, DOUBLE, BOOL, TIME, STRINGS = "string", "long", "double", "boolean", "timestamp", "array<string>"
 
@@ -75,8 +83,6 @@ TABLES: dict[str, list[tuple[str, str, str]]] = {
     ],
 }
 STORY_TABLES = ("rebalances", "member_events", "storms", "empty_periods", "client_rebalances", "causes")
-# Kinds that are not about one group: the coordinator taking over a __consumer_offsets partition.
-CLUSTER_KINDS = ("coordinator_loaded", "coordinator_unloaded")
 
 
 def spark_ddl(table: str, *, as_story: bool = False) -> str:
@@ -293,7 +299,7 @@ class LocalResult:
     """Every table as a pandas frame, plus what the summary and the report need."""
 
     frames: dict[str, Any]
-    findings: list[Row]
+    findings: list[GroupFindings]
     coverage: list[Row]
     events: int
     groups: int
@@ -303,9 +309,10 @@ class LocalResult:
 
 
 def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM_RULE, stdin_text: str | None = None,
-                  on_read: Callable[[int], None] | None = None) -> LocalResult:
+                  on_read: Callable[[int], None] | None = None, *, syslog: SyslogReference) -> LocalResult:
     """``inputs``: (source, cluster) pairs in order -> all tables, in this process. ``on_read``
-    is told the characters read, every few thousand lines (for a progress bar)."""
+    is told the characters read, every few thousand lines (for a progress bar); ``syslog``
+    places year-less times (``layout.SyslogReference``)."""
     events_by_group: dict[tuple[str, str], list[Event]] = defaultdict(list)
     moves: dict[str, list[Event]] = defaultdict(list)
     unrecognised: dict[tuple[str, str, str], Row] = {}
@@ -320,7 +327,7 @@ def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM
         kinds: Counter[str] = Counter()
         times = []
         try:
-            records = list(parse_lines(counter, source, cluster))
+            records = list(parse_lines(counter, source, cluster, syslog=syslog))
         except READ_ERRORS as exc:  # a truncated or corrupt .gz
             records = []
             unreadable.append((source, f"unreadable: {exc}"))
@@ -339,7 +346,7 @@ def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM
             kinds[record["side"]] += 1
             if record.get("time_ms") is not None:
                 times.append(record["time_ms"])
-            if record["kind"] in CLUSTER_KINDS:
+            if record["kind"] in COORDINATOR_KINDS:
                 moves[cluster].append(record)
             if record.get("group"):
                 events_by_group[(cluster, record["group"])].append(record)
@@ -350,13 +357,16 @@ def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM
                          "unrecognised_lines": kinds["unrecognised"],
                          "first_ms": min(times) if times else None, "last_ms": max(times) if times else None})
     rows: dict[str, list[Row]] = defaultdict(list)
+    findings: list[GroupFindings] = []
     for (cluster, group), events in sorted(events_by_group.items()):
-        for table, table_rows in tell(cluster, group, events, moves.get(cluster), rule).items():
+        told = tell(cluster, group, events, moves.get(cluster), rule)
+        for table, table_rows in story_tables(told):
             rows[table].extend(table_rows)
+        findings.extend(told["findings"])
     frames = story_frames(rows)
     frames["unrecognised"] = frame("unrecognised", sorted(unrecognised.values(), key=lambda r: -r["count"]))
     frames["events"] = events_frame(parsed)
-    return LocalResult(frames, rows["findings"], coverage, event_count, len(events_by_group), lines_read,
+    return LocalResult(frames, findings, coverage, event_count, len(events_by_group), lines_read,
                        samples[:5], unreadable)
 
 

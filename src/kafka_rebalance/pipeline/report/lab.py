@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.figure import Figure as MplFigure
 
+from kafka_rebalance.pipeline.migration import MigrationAnswer, extra_metric, has_load, migration_answer
 from kafka_rebalance.pipeline.report.page import (
     Figure,
     cards,
@@ -276,7 +277,7 @@ class LabAnswer:
     sweep: str
     totals: list[tuple[str, int]]
     checks: list[tuple[bool, str]]
-    migration: list[str]  # "should we migrate?" in sentences with numbers (empty: not swept over protocols)
+    migration: MigrationAnswer  # "should we migrate?" (empty: not swept over protocols)
     failed_runs: list[str]  # "scenario / strategy / seed: error" of the first few failed runs
     tables: str
     report: str
@@ -286,7 +287,7 @@ class LabAnswer:
     def as_dict(self) -> dict[str, Any]:
         return {"sweep": self.sweep, "totals": dict(self.totals),
                 "checks": [{"passed": passed, "statement": text} for passed, text in self.checks],
-                "migration": self.migration, "load_aware": self.load_aware, "failed_runs": self.failed_runs,
+                "migration": self.migration.as_dict(), "load_aware": self.load_aware, "failed_runs": self.failed_runs,
                 "tables": self.tables, "report": self.report}
 
 
@@ -295,14 +296,12 @@ FAILED_RUNS_TOLD = 5
 
 def lab_answer(sweep_name: str, sims: pd.DataFrame, tables: str = "", report: str = "") -> LabAnswer:
     failed = sims[sims["error"].notna()]
-    comparison, cost = protocol_comparison(sims), migration_cost(sims)
-    migration = migration_verdict(comparison) + (migration_cost_verdict(cost) if not cost.empty else [])
     return LabAnswer(
         sweep=sweep_name,
         totals=[("simulations", len(sims)), ("scenarios", int(sims["scenario"].nunique())),
                 ("strategies", int(sims["strategy"].nunique())), ("failed runs", len(failed)),
                 ("rebalances simulated", int(sims["rebalances"].fillna(0).sum()))],
-        checks=lab_checks(sims), migration=migration, load_aware=load_verdict(load_comparison(sims)),
+        checks=lab_checks(sims), migration=migration_answer(sims), load_aware=load_verdict(load_comparison(sims)),
         failed_runs=[f"{r.scenario} / {r.strategy} / seed {r.seed}: {r.error}"
                      for r in failed.head(FAILED_RUNS_TOLD).itertuples()],
         tables=tables, report=report)
@@ -316,7 +315,7 @@ def render_lab_report(answer: LabAnswer, sims: pd.DataFrame, summary: pd.DataFra
         f'<li><span class="{"ok" if passed else "bad"}">{"&#10003;" if passed else "&#10007;"}</span> '
         f"{html.escape(text)}</li>" for passed, text in answer.checks)
     sections.append(section("What the sweep shows", f'<ul class="verdict">{items}</ul>'))
-    migrate = migration_section(sims, answer.migration)
+    migrate = migration_section(answer.migration)
     if migrate:
         sections.append(migrate)
     load = load_section(sims, answer.load_aware, lag)
@@ -334,91 +333,35 @@ def render_lab_report(answer: LabAnswer, sims: pd.DataFrame, summary: pd.DataFra
 
 # --------------------------------------------------------------------------- should we migrate?
 
-PROTOCOL_ORDER = ("eager", "cooperative-sticky", "consumer-uniform", "consumer-range")
-PROTOCOL_NAMES = {"eager": "eager (range)", "cooperative-sticky": "cooperative-sticky",
-                  "consumer-uniform": "KIP-848 uniform", "consumer-range": "KIP-848 range"}
+# The analysis is ``pipeline.migration`` (typed, keyed by the setups' enums); these are its tables.
 
 
-def _extra(sims: pd.DataFrame, key: str) -> pd.Series:
-    return sims["extra_metrics"].map(lambda m: (m or {}).get(key) if isinstance(m, dict) else None)
+def comparison_table(answer: MigrationAnswer) -> pd.DataFrame:
+    """Per churn and setup, the figures behind the verdict (seconds, means over seeds)."""
+    return pd.DataFrame([{
+        "churn": row.churn,
+        "protocol": row.setup.title,
+        "unowned partition-s": round(row.unowned_partition_s, 1),
+        "pause per member p50 / max s": f"{row.pause_p50_s:.1f} / {row.pause_max_s:.1f}",
+        "records twice": round(row.records_twice),
+        "rebalances": round(row.rebalances),
+        "longest unstable s": round(row.longest_unstable_s, 1),
+        "stop-the-world partition-s": round(row.stop_the_world_partition_s, 1),
+    } for row in answer.figures])
 
 
-def protocol_comparison(sims: pd.DataFrame) -> pd.DataFrame:
-    """Per churn and protocol (runs swept over ``protocol``), the figures that answer "should we
-    migrate?", in seconds (means over seeds)."""
-    ok = sims[sims["error"].isna() & sims["strategy"].isin(PROTOCOL_ORDER) & (sims["scenario"] != "migration")
-              & ~has_load(sims)].copy()
-    if ok.empty:
-        return pd.DataFrame()
-    for key in ("unowned_partition_ms", "member_pause_p50_ms", "member_pause_max_ms", "longest_unstable_ms"):
-        ok[key] = pd.to_numeric(_extra(ok, key), errors="coerce")
-    grouped = ok.groupby(["scenario", "strategy"], sort=False).agg(
-        unowned=("unowned_partition_ms", "mean"), pause_p50=("member_pause_p50_ms", "mean"),
-        pause_max=("member_pause_max_ms", "mean"), duplicates=("records_processed_twice", "mean"),
-        rebalances=("rebalances", "mean"), unstable=("longest_unstable_ms", "mean"),
-        stw=("stop_the_world_partition_ms", "mean")).reset_index()
-    grouped["order"] = grouped["strategy"].map(PROTOCOL_ORDER.index)
-    grouped = grouped.sort_values(["scenario", "order"])
-    return pd.DataFrame({
-        "churn": grouped["scenario"],
-        "protocol": grouped["strategy"].map(PROTOCOL_NAMES),
-        "unowned partition-s": (grouped["unowned"] / 1000).round(1),
-        "pause per member p50 / max s": [f"{a / 1000:.1f} / {b / 1000:.1f}" for a, b in
-                                         zip(grouped["pause_p50"], grouped["pause_max"], strict=True)],
-        "records twice": grouped["duplicates"].round(0),
-        "rebalances": grouped["rebalances"].round(0),
-        "longest unstable s": (grouped["unstable"] / 1000).round(1),
-        "stop-the-world partition-s": (grouped["stw"] / 1000).round(1),
-    })
-
-
-def _migration_label(protocol: str) -> str:
-    """The ``migration`` churn under ``protocol``: from which classic group to which assignor (sim/churn.py)."""
-    if protocol.startswith("consumer-"):
-        return f"cooperative-sticky -> {PROTOCOL_NAMES[protocol]}"
-    return f"{PROTOCOL_NAMES[protocol]} -> KIP-848 uniform"
-
-
-def migration_cost(sims: pd.DataFrame) -> pd.DataFrame:
-    """What the rolling upgrade itself costs (the ``migration`` churn), next to a plain rolling
-    restart of the group it starts from (the same events, consumers coming back on the same protocol)."""
-    ok = sims[sims["error"].isna() & sims["strategy"].isin(PROTOCOL_ORDER)
-              & sims["scenario"].isin(["migration", "rolling-restart"])].copy()
-    if ok.empty or not (ok["scenario"] == "migration").any():
-        return pd.DataFrame()
-    for key in ("unowned_partition_ms", "unstable_ms", "longest_unstable_ms"):
-        ok[key] = pd.to_numeric(_extra(ok, key), errors="coerce")
-    grouped = ok.groupby(["scenario", "strategy"], sort=False).agg(
-        unowned=("unowned_partition_ms", "mean"), duplicates=("records_processed_twice", "mean"),
-        rebalances=("rebalances", "mean"), unstable=("unstable_ms", "mean"), longest=("longest_unstable_ms", "mean"),
-        stw=("stop_the_world_partition_ms", "mean")).reset_index()
-    restart = {r["strategy"]: r for _, r in grouped[grouped["scenario"] == "rolling-restart"].iterrows()}
-    rows = []
-    for _, r in grouped[grouped["scenario"] == "migration"].iterrows():
-        source = "cooperative-sticky" if str(r["strategy"]).startswith("consumer-") else r["strategy"]
-        plain = restart.get(source)
-        rows.append({
-            "rolling upgrade": _migration_label(str(r["strategy"])),
-            "unowned partition-s (plain restart)": f"{r['unowned'] / 1000:,.1f}" + (
-                f" ({plain['unowned'] / 1000:,.1f})" if plain is not None else ""),
-            "records twice": round(float(r["duplicates"])),
-            "rebalances": round(float(r["rebalances"])),
-            "unstable s total / longest": f"{r['unstable'] / 1000:,.1f} / {r['longest'] / 1000:,.1f}",
-            "stop-the-world partition-s": round(float(r["stw"]) / 1000, 1),
-            "order": PROTOCOL_ORDER.index(str(r["strategy"])),
-        })
-    return pd.DataFrame(rows).sort_values("order").drop(columns="order").reset_index(drop=True)
-
-
-def migration_cost_verdict(cost: pd.DataFrame) -> list[str]:
-    lines = []
-    for _, r in cost.iterrows():
-        lines.append(f"Rolling upgrade {r['rolling upgrade']}: {r['unowned partition-s (plain restart)']} "
-                     f"partition-seconds unowned (in brackets: a plain rolling restart of the same group), "
-                     f"{r['rebalances']} rebalances, {r['records twice']} records processed twice, unstable for "
-                     f"{r['unstable s total / longest']} s (total / longest stretch), "
-                     f"{r['stop-the-world partition-s']:,.1f} stop-the-world partition-seconds.")
-    return lines
+def cost_table(answer: MigrationAnswer) -> pd.DataFrame:
+    """What each rolling upgrade costs, the plain rolling restart in brackets."""
+    return pd.DataFrame([{
+        "rolling upgrade": f"{cost.source.title} -> {cost.target.title}",
+        "unowned partition-s (plain restart)": f"{cost.unowned_partition_s:,.1f}" + (
+            f" ({cost.plain_restart_unowned_partition_s:,.1f})"
+            if cost.plain_restart_unowned_partition_s is not None else ""),
+        "records twice": round(cost.records_twice),
+        "rebalances": round(cost.rebalances),
+        "unstable s total / longest": f"{cost.unstable_s:,.1f} / {cost.longest_unstable_s:,.1f}",
+        "stop-the-world partition-s": round(cost.stop_the_world_partition_s, 1),
+    } for cost in answer.costs])
 
 
 @dataclass(frozen=True)
@@ -450,34 +393,14 @@ def head_to_head(comparison: pd.DataFrame, group: str, label: str, new: str, old
     return out
 
 
-def migration_verdict(comparison: pd.DataFrame) -> list[str]:
-    """Sentences with numbers: what KIP-848 buys over cooperative-sticky (and eager), per churn."""
-    lines: list[str] = []
-    for pair in head_to_head(comparison, "churn", "protocol", "KIP-848 uniform", "cooperative-sticky",
-                             "unowned partition-s"):
-        churn, by, new, old, a, b, change = pair.group, pair.by, pair.new, pair.old, pair.a, pair.b, pair.change
-        lines.append(
-            f"{churn}: KIP-848 (uniform) leaves {a:,.1f} partition-seconds unowned against {b:,.1f} for "
-            f"cooperative-sticky ({change}); {int(new['rebalances'])} rebalances against {int(old['rebalances'])}; "
-            f"{int(new['records twice'])} records processed twice against {int(old['records twice'])}; "
-            f"longest unstable stretch {float(new['longest unstable s']):.1f} s against "
-            f"{float(old['longest unstable s']):.1f} s.")
-        eager = by.get("eager (range)")
-        if eager is not None:
-            lines[-1] += (f" Eager stops the world for {float(eager['stop-the-world partition-s']):,.1f} "
-                          "partition-seconds; neither cooperative-sticky nor KIP-848 does.")
-    return lines
-
-
 def verdict_list(lines: Sequence[str]) -> str:
     """An answer's sentences as the report's verdict list."""
     return '<ul class="verdict">' + "".join(f"<li>{html.escape(line)}</li>" for line in lines) + "</ul>"
 
 
-def migration_section(sims: pd.DataFrame, verdict: list[str]) -> str:
-    """The comparison per churn and protocol, and what the migration costs, under ``verdict`` (``lab_answer``)."""
-    comparison = protocol_comparison(sims)
-    if comparison.empty:
+def migration_section(answer: MigrationAnswer) -> str:
+    """The comparison per churn and setup, and what the migration costs, under the verdict."""
+    if not answer.figures:
         return ""
     caption = ("The same churn under each protocol (sim/churn.py: a typical service's costs, see "
                "docs/scenarios.md). Unowned partition-seconds: time partitions had no consumer. Pause: per "
@@ -485,15 +408,14 @@ def migration_section(sims: pd.DataFrame, verdict: list[str]) -> str:
                "a restarted member's own downtime). Longest unstable: the longest stretch of back-to-back "
                "rebalances (a cooperative follow-up belongs to the rebalance before it). Both simulators "
                "charge the listener work (revocation_ms, assignment_ms) to the application thread.")
-    cost = migration_cost(sims)
-    if not cost.empty:
+    if answer.costs:
         caption += (" What the migration costs: the 'migration' churn restarts every member once, one at a time, "
                     "with group.protocol=consumer (the first ConsumerGroupHeartbeat converts the group; members not "
                     "yet upgraded stay in it as classic members); in brackets the same restarts without upgrading. "
                     "Unstable: time with a rebalance open, in total and the longest stretch.")
-    body = verdict_list(verdict) + table(comparison, limit=200)
-    if not cost.empty:
-        body += "<h3>What the migration costs</h3>" + table(cost, limit=50)
+    body = verdict_list(answer.sentences()) + table(comparison_table(answer), limit=200)
+    if answer.costs:
+        body += "<h3>What the migration costs</h3>" + table(cost_table(answer), limit=50)
     return section("Should we migrate to KIP-848?", body, caption)
 
 
@@ -506,11 +428,6 @@ _LOAD_KEYS = ("max_lag_records", "p99_delay_ms", "drain_p50_ms", "drain_max_ms",
               "max_moved_per_rebalance")
 
 
-def has_load(sims: pd.DataFrame) -> pd.Series:
-    """Which runs had a load model (their ``extra_metrics`` carry its figures)."""
-    return _extra(sims, "max_lag_records").notna()
-
-
 def load_comparison(sims: pd.DataFrame) -> pd.DataFrame:
     """Per skewed-load scenario and strategy (means over seeds): the lag, record delay, drain
     times and moves that answer "does load-aware assignment pay off?"."""
@@ -518,7 +435,7 @@ def load_comparison(sims: pd.DataFrame) -> pd.DataFrame:
     if ok.empty:
         return pd.DataFrame()
     for key in _LOAD_KEYS:
-        ok[key] = pd.to_numeric(_extra(ok, key), errors="coerce")
+        ok[key] = pd.to_numeric(extra_metric(ok, key), errors="coerce")
     grouped = ok.groupby(["scenario", "strategy"], sort=False).agg(
         runs=("run_id", "count"), max_lag=("max_lag_records", "mean"), p99=("p99_delay_ms", "mean"),
         drain_p50=("drain_p50_ms", "mean"), drain_max=("drain_max_ms", "mean"),

@@ -6,10 +6,10 @@ as JSON in ``report.terminal``; plus the figures and the report's other sections
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -25,6 +25,9 @@ from kafka_rebalance.pipeline.report.page import (
     section,
     table,
 )
+
+if TYPE_CHECKING:
+    from kafka_rebalance.pipeline.logparse.story import GroupFindings
 
 LOG_TABLES = ("rebalances", "member_events", "storms", "empty_periods", "client_rebalances", "causes",
               "unrecognised")
@@ -91,14 +94,14 @@ def _labelled(frame: pd.DataFrame, cluster_names: dict[str, str] | None) -> pd.D
     return frame
 
 
-def findings_frame(findings: list[Row]) -> pd.DataFrame:
+def findings_frame(findings: Sequence[GroupFindings]) -> pd.DataFrame:
     columns = ["cluster", "group", "rebalances", "open_rebalances", "median_duration_ms", "max_duration_ms",
                "max_generation", "failures", "poll_timeout_leaves", "leaves", "storms", "empty_periods"]
     frame = pd.DataFrame(findings, columns=columns) if findings else pd.DataFrame(columns=columns)
     return frame
 
 
-def _cluster_names(findings: list[Row]) -> dict[str, str] | None:
+def _cluster_names(findings: Sequence[GroupFindings]) -> dict[str, str] | None:
     """None for one cluster; else each cluster's name as shown: an input read on its own is a
     cluster named by its path, shown by its file name unless two inputs share one."""
     clusters = sorted({str(f["cluster"]) for f in findings})
@@ -124,7 +127,7 @@ def _top_groups(findings: pd.DataFrame) -> list[str]:
     return _ranked_groups(findings, TOP_GROUPS)
 
 
-def logs_figures(frames: dict[str, pd.DataFrame], findings: list[Row]) -> list[Figure]:
+def logs_figures(frames: dict[str, pd.DataFrame], findings: Sequence[GroupFindings]) -> list[Figure]:
     """The figures of the logs report, from the (already small) tables."""
     several = _cluster_names(findings)
     groups = _labelled(findings_frame(findings), several)
@@ -499,7 +502,7 @@ class LogsAnswer:
                 "tables": self.tables, "report": self.report}
 
 
-def logs_answer(summary: dict[str, Any], frames: dict[str, pd.DataFrame], findings: list[dict[str, Any]],
+def logs_answer(summary: dict[str, Any], frames: dict[str, pd.DataFrame], findings: Sequence[GroupFindings],
                 advice_items: Sequence[Any], tables: str = "", report: str = "") -> LogsAnswer:
     """The answer from the tables and each group's findings and advice: the ``GROUP_SECTIONS``
     groups with the most rebalances (then failures, then name), each with its latest
@@ -514,7 +517,7 @@ def logs_answer(summary: dict[str, Any], frames: dict[str, pd.DataFrame], findin
     told = []
     for label in shown:
         mine = [a for a in advice_items if _label(a.cluster, a.group, several) == label]
-        told.append(group_answer(label, rebalances_of[label], causes_of[label], mine, by_label.get(label, {})))
+        told.append(group_answer(label, rebalances_of[label], causes_of[label], mine, by_label.get(label)))
     return LogsAnswer(summary=summary, groups=tuple(told), more_groups=max(len(groups) - len(shown), 0),
                       tables=tables, report=report)
 
@@ -525,13 +528,13 @@ _REBALANCE_FIELDS = ("start", "old_generation", "generation", "duration_ms", "ou
 
 
 def group_answer(group: str, rebalances: pd.DataFrame, causes: pd.DataFrame, advice_items: Sequence[Any],
-                 finding: dict[str, Any] | None = None) -> GroupAnswer:
+                 finding: GroupFindings | None = None) -> GroupAnswer:
     """One group's part of the answer from its rows of the rebalances and causes tables."""
-    from kafka_rebalance.pipeline.logparse.story import CAUSE_TITLES
+    from kafka_rebalance.pipeline.logparse.story import cause_title
 
     columns = [c for c in _REBALANCE_FIELDS if c in rebalances.columns]
     rows = rebalances[columns].sort_values("start", ascending=False, kind="stable").head(GROUP_SECTION_ROWS)
-    evidence = _CauseEvidence(causes, CAUSE_TITLES)
+    evidence = _CauseEvidence(causes, cause_title)
     lines = []
     for r in rows.iloc[::-1].to_dict("records"):
         start = r.get("start")
@@ -546,11 +549,12 @@ def group_answer(group: str, rebalances: pd.DataFrame, causes: pd.DataFrame, adv
             duration_ms=_optional_int(r.get("duration_ms")),
             length="never completed" if outcome == "open" else _ms_text(r.get("duration_ms")),
             outcome=outcome, members=_optional_int(r.get("members")), cause=cause,
-            cause_title=CAUSE_TITLES.get(cause, cause), cause_member=member if isinstance(member, str) else "",
+            cause_title=cause_title(cause) if cause else "", cause_member=member if isinstance(member, str) else "",
             evidence=evidence.of(float(generation) if generation is not None else -1.0, start)))
+    known: Mapping[str, object] = finding or {}
     numbers = {key: int(value) for key, _, _ in _GROUP_NUMBERS
-               if (value := (finding or {}).get(key)) is not None and not pd.isna(value)}
-    cluster = str((finding or {}).get("cluster") or (advice_items[0].cluster if advice_items else "default"))
+               if isinstance(value := known.get(key), int | float) and not pd.isna(value)}
+    cluster = str(known.get("cluster") or (advice_items[0].cluster if advice_items else "default"))
     return GroupAnswer(group=group, cluster=cluster, rebalance_count=len(rebalances), rebalances=tuple(lines),
                        numbers=numbers,
                        findings=tuple(Finding(a.severity, a.finding, a.advice, a.rule) for a in advice_items))
@@ -561,8 +565,8 @@ class _CauseEvidence:
     know no generation but started when it did (in table order). Indexed once per group, not
     filtered per rebalance."""
 
-    def __init__(self, causes: pd.DataFrame, titles: dict[str, str]):
-        self._titles = titles
+    def __init__(self, causes: pd.DataFrame, title: Callable[[str], str]):
+        self._title = title
         self._by_generation: dict[float, list[int]] = {}
         self._by_start: dict[Any, list[int]] = {}
         self._rows: list[Evidence] = []
@@ -572,7 +576,7 @@ class _CauseEvidence:
         generations = causes["generation"].astype("Float64").to_numpy(dtype=object, na_value=None)  # type: ignore[call-overload]
         for position, (generation, start, cause, detail, lines) in enumerate(zip(
                 generations, causes["start"], causes["cause"], causes["detail"], causes["evidence"], strict=True)):
-            self._rows.append(Evidence(self._titles.get(cause, cause), detail if isinstance(detail, str) else "",
+            self._rows.append(Evidence(self._title(cause) if isinstance(cause, str) else "", detail if isinstance(detail, str) else "",
                                        tuple(str(line) for line in list(lines)[:EVIDENCE_LINES])))
             if generation is not None:
                 self._by_generation.setdefault(float(generation), []).append(position)
@@ -626,7 +630,7 @@ def group_section(group: GroupAnswer) -> str:
 
 
 def render_logs_report(answer: LogsAnswer, figures: list[Figure], advice_items: list[Any],
-                       frames: dict[str, pd.DataFrame], findings: list[dict[str, Any]]) -> str:
+                       frames: dict[str, pd.DataFrame], findings: Sequence[GroupFindings]) -> str:
     summary = answer.summary
     several = _cluster_names(findings)
     sections = [cards(answer.totals())]

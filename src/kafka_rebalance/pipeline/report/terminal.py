@@ -173,10 +173,11 @@ def print_lab_answer(answer: LabAnswer, console: Console) -> None:
         for passed, text in answer.checks:
             mark = ("ok" if passed else "NO") if _plain(console) else ("✓" if passed else "✗")
             _say(console, f"{mark} {text}", style="green" if passed else "bold red", indent=2)
-    if answer.migration:
+    verdict = answer.migration.sentences()
+    if verdict:
         console.print()
         _say(console, "Should we migrate to KIP-848?", style="bold cyan")
-        for line in answer.migration:
+        for line in verdict:
             _say(console, f"- {line}", indent=2)
     if answer.load_aware:
         console.print()
