@@ -353,3 +353,16 @@ def test_a_joining_member_retries_a_loading_coordinator_once_per_round_trip(path
     new coordinator has loaded. Soak seed 0, schedules 465 and 685, consumer protocol."""
     with wall_clock_limit(30):
         assert check_schedule(yaml.safe_load(path.read_text())) == []
+
+
+def test_a_static_member_that_leaves_temporarily_holds_its_partitions_outside_the_group():
+    """KIP-848, soak seed 0 schedule 3008 (shrunk): static c1, stalled, was revoking t0-2 when
+    its poll timer expired; it left with epoch -2 (temporarily). Kafka keeps its assignment for
+    its return but clears what it was revoking (consumerGroupStaticMemberGroupLeave), so t0-2
+    went to c2 at once (92,161 ms) while the stalled application, which runs onPartitionsLost
+    only when it polls again (92,415 ms), still believed it owned it. Out of the group, its hold
+    is fenced from the leave, as a session expiry's is."""
+    schedule = yaml.safe_load((Path(__file__).parent / "soak_fenced_rejoin" / "seed0-schedule3008-consumer-shrunk.yaml")
+                              .read_text())
+    with wall_clock_limit(30):
+        assert check_schedule(schedule) == []

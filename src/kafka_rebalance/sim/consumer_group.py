@@ -896,8 +896,11 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
                 self.last_reason = f"static member {instance_id} rejoined"
             case ConsumerMemberLeft(member_id=member_id, temporarily=temporarily):
                 self.last_reason = f"member {self._name(member_id)} left" + (" temporarily" if temporarily else "")
-                if not temporarily:
-                    self._drop_member_ownership(member_id)
+                # A static member leaving temporarily keeps its assignment for its return, but not
+                # what it was still revoking (Kafka's consumerGroupStaticMemberGroupLeave clears the
+                # partitions pending revocation, free for their new owner at once): out of the
+                # group, its process holds everything outside it until it is back.
+                self._drop_member_ownership(member_id)
             case ConsumerMemberFenced(member_id=member_id, reason=reason):
                 self.last_reason = f"member {self._name(member_id)} fenced because {reason}"
                 self._drop_member_ownership(member_id)
