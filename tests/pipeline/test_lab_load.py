@@ -19,13 +19,13 @@ from kafka_rebalance.pipeline.lab import (
     simulation_schema,
     swept_columns,
 )
+from kafka_rebalance.pipeline.migration import migration_answer
 from kafka_rebalance.pipeline.report.lab import (
     has_load,
     lab_answer,
     lag_figure,
     load_comparison,
     load_section,
-    protocol_comparison,
 )
 from kafka_rebalance.pipeline.report.terminal import print_lab_answer
 from kafka_rebalance.pipeline.sweep import parse_sweep
@@ -82,7 +82,7 @@ def test_the_comparison_and_its_sentences(tables):
                     r"\([+-]\d+%\); p99 record delay", answer.load_aware[0])
     assert answer.as_dict()["load_aware"] == answer.load_aware
     # the skewed runs stay out of "should we migrate?" (their churn is another question)
-    assert set(protocol_comparison(sims)["churn"]) == {"crashes"}
+    assert {f.churn for f in migration_answer(sims).figures} == {"crashes"}
 
 
 def test_the_section_and_the_plot(tables):
