@@ -109,10 +109,11 @@ class _LabStub:
 
     def run_lab(self, spark, sweep, out_dir, tasks=None, progress=None):
         from kafka_rebalance.pipeline.lab import LabRun
+        from kafka_rebalance.pipeline.migration import MigrationAnswer
         from kafka_rebalance.pipeline.report.lab import LabAnswer
 
         self.calls += 1
-        answer = LabAnswer(sweep.name, [("simulations", len(sweep.runs))], [], [], [], out_dir, f"{out_dir}/report.html")
+        answer = LabAnswer(sweep.name, [("simulations", len(sweep.runs))], [], MigrationAnswer((), ()), [], out_dir, f"{out_dir}/report.html")
         return LabRun(out_dir=out_dir, report=f"{out_dir}/report.html", runs=len(sweep.runs), failed=0, summary=None,
                       answer=answer)
 
