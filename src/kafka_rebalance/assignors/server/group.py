@@ -9,6 +9,7 @@ group the members' current assignments are the previous target, which never over
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, overload
@@ -20,12 +21,9 @@ from kafka_rebalance.model import (
     InvalidInput,
     capacities_after_puts,
     capacities_of_copies,
-    capacity_of_copy,
-    java_hash_order,
     java_order,
     java_sort_key,
     java_spread,
-    java_uuid_hashes,
     partition_topic_of,
     static_first_member_order,
     topic_offsets_of,
@@ -378,15 +376,21 @@ def subscription_iteration_order(topics: np.ndarray, topic_keys: np.ndarray, nam
     ``Uuid.hashCode`` in a table sized for them, ties in insertion order (``names_order``: the
     topics as the member's HashSet of names yields them; default: topic index order)."""
     inserted = topics if names_order is None else names_order
-    if len(inserted) <= _SMALL:
-        capacity = _capacity_of_copy(len(inserted))
-        listed = inserted.tolist()
-        keys_list = topic_keys[inserted].tolist()
-        buckets = [_spread_bucket(_uuid_hash(msb, lsb), capacity) for msb, lsb in keys_list]
-        return np.array([listed[i] for i in sorted(range(len(listed)), key=buckets.__getitem__)], dtype=np.int64)
-    hashes = java_uuid_hashes(topic_keys[inserted, 0], topic_keys[inserted, 1])
-    ordered: np.ndarray = inserted[java_hash_order(hashes, capacity_of_copy(len(inserted)))]
+    bucket = uuid_buckets(topic_keys[inserted], _capacity_of_copy(len(inserted)))
+    ordered: np.ndarray = inserted[np.argsort(bucket, kind="stable")]
     return ordered
+
+
+def uuid_buckets(keys: np.ndarray, capacity: int | np.ndarray) -> np.ndarray:
+    """The ``HashMap`` bucket of each Uuid (rows of signed ``(msb, lsb)``) in a table of
+    ``capacity``: ``Uuid.hashCode`` (the halves of msb ^ lsb, XORed), spread, masked. On int64
+    throughout: only the low 32 bits are kept, so the sign of the shifts does not matter."""
+    h = keys[:, 0] ^ keys[:, 1]
+    h ^= h >> 32
+    h &= 0xFFFFFFFF
+    h ^= h >> 16
+    h &= np.asarray(capacity, dtype=np.int64) - 1
+    return h
 
 
 def held_iteration_order(member: np.ndarray, topic: np.ndarray, partition: np.ndarray, topic_keys: np.ndarray,
@@ -413,8 +417,7 @@ def held_iteration_order(member: np.ndarray, topic: np.ndarray, partition: np.nd
     run_member = member[first]
     topics_per_member = np.bincount(run_member)
     topic_capacity = capacities_after_puts(topics_per_member)[member]
-    topic_hash = java_uuid_hashes(topic_keys[topic, 0], topic_keys[topic, 1])
-    topic_bucket = (java_spread(topic_hash) & (topic_capacity - 1).astype(np.uint32)).astype(np.int64)
+    topic_bucket = uuid_buckets(topic_keys[topic], topic_capacity)
     partition_capacity = capacities_of_copies(run_size)[run_of]
     partition_bucket = (java_spread(partition) & (partition_capacity - 1).astype(np.uint32)).astype(np.int64)
     return np.lexsort((position, partition_bucket, run_first, topic_bucket, member))
@@ -434,11 +437,13 @@ def _uuid_hash(msb: int, lsb: int) -> int:
     return ((h >> 32) ^ h) & 0xFFFFFFFF
 
 
+@functools.cache
 def _capacity_of_copy(count: int) -> int:
     initial = max(int(np.float32(count) / np.float32(0.75)) + 1, 16)
     return 1 << (initial - 1).bit_length()
 
 
+@functools.cache
 def _capacity_after_puts(count: int) -> int:
     capacity = 16
     while count > capacity * 3 // 4:
@@ -451,20 +456,26 @@ def _held_iteration_order_small(member: list[int], topic: list[int], partition: 
     """``held_iteration_order`` on Python ints (same keys, same order)."""
     first: dict[tuple[int, int], int] = {}
     size: dict[tuple[int, int], int] = {}
-    for i, run in enumerate(zip(member, topic, strict=True)):
-        first.setdefault(run, i)
-        size[run] = size.get(run, 0) + 1
+    runs = list(zip(member, topic, strict=True))
+    for i, run in enumerate(runs):
+        if run in first:
+            size[run] += 1
+        else:
+            first[run] = i
+            size[run] = 1
     if not hashed:
-        keys = [(m, first[(m, t)], i) for i, (m, t) in enumerate(zip(member, topic, strict=True))]
+        keys = [(m, first[run], i) for i, (m, run) in enumerate(zip(member, runs, strict=True))]
         return np.array(sorted(range(len(member)), key=keys.__getitem__), dtype=np.int64)
     topics_of: dict[int, int] = {}
     for m, _ in first:
         topics_of[m] = topics_of.get(m, 0) + 1
-    keys_list = topic_keys.tolist()
-    topic_hash = {t: _uuid_hash(*keys_list[t]) for t in set(topic)}
-    hashed_keys: list[tuple[int, int, int, int, int]] = []
-    for i, (m, t, p) in enumerate(zip(member, topic, partition, strict=True)):
-        run = (m, t)
-        hashed_keys.append((m, _spread_bucket(topic_hash[t], _capacity_after_puts(topics_of[m])), first[run],
-                     _spread_bucket(p, _capacity_of_copy(size[run])), i))
+    distinct = sorted(set(topic))
+    topic_hash = {t: _uuid_hash(msb, lsb) for t, (msb, lsb) in zip(distinct, topic_keys[distinct].tolist(), strict=True)}
+    # Bucket of each run's topic in its member's map, and the mask of each run's partition set.
+    topic_bucket = {run: _spread_bucket(topic_hash[run[1]], _capacity_after_puts(topics_of[run[0]])) for run in first}
+    partition_mask = {run: _capacity_of_copy(n) - 1 for run, n in size.items()}
+    hashed_keys = [
+        (m, topic_bucket[run], first[run], (p ^ (p >> 16)) & partition_mask[run], i)
+        for i, (m, run, p) in enumerate(zip(member, runs, partition, strict=True))
+    ]
     return np.array(sorted(range(len(member)), key=hashed_keys.__getitem__), dtype=np.int64)
