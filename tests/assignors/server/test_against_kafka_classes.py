@@ -17,6 +17,7 @@ import os
 import random
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -167,6 +168,40 @@ def make(rng: random.Random) -> Group:
     return rng.choice(["uniform", "uniform", "range"]), rng.choice(["coordinator", "given"]), topics, ids, members_list
 
 
+def make_bucketed(rng: random.Random) -> Group:
+    """JMH's heterogeneous shape at small scale: topics split among 2-4 buckets, each member
+    subscribing to one bucket's topics (no topic shared across buckets), 2-60 members; a random
+    current assignment, often piled on a few members (levels far apart) and partly on members
+    of another bucket (revoked)."""
+    pool = [f"topic{i}" for i in range(30)]
+    names = rng.sample(pool, rng.randint(2, 12))
+    topics = {n: rng.choice([0, 1, 2, 3, 5, 8, 13, 17, 20, 33, 40, 70]) for n in names}
+    ids = {n: rand_id(rng) for n in names}
+    buckets = rng.randint(2, 4)
+    bucket_of = {n: rng.randrange(buckets) for n in names}
+    style = rng.choice(["short", "uuid", "member"])
+    wanted = rng.randint(2, 60)
+    members: set[str] = set()
+    while len(members) < wanted:
+        members.add(member_id(rng, style))
+    order = sorted(members)
+    rng.shuffle(order)
+    subscriptions = {}
+    for x in order:
+        b = rng.randrange(buckets)
+        subscriptions[x] = [n for n in names if bucket_of[n] == b] + (["missing"] if rng.random() < 0.1 else [])
+        rng.shuffle(subscriptions[x])
+    held: dict[str, dict[str, list[int]]] = {x: {} for x in order}
+    if rng.random() < 0.7:
+        holders = order[: rng.randint(1, len(order))]  # sometimes a few members hold everything
+        for n in names:
+            for p in range(topics[n]):
+                if rng.random() < 0.85:
+                    held[rng.choice(holders)].setdefault(n, []).append(p)
+    members_list = [ServerMember(x, tuple(subscriptions[x]), {n: tuple(p) for n, p in held[x].items()}) for x in order]
+    return "uniform", rng.choice(["coordinator", "given"]), topics, ids, members_list
+
+
 def line(assignor: str, order: str, topics: dict[str, int], ids: dict[str, str], members: list[ServerMember]) -> str:
     """The driver's input line for one group."""
     tokens = [assignor, order, str(len(topics))]
@@ -190,15 +225,15 @@ def ours(assignor: str, order: str, topics: dict[str, int], ids: dict[str, str],
     return "".join(out)
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_random_groups_match_kafkas_classes(seed: int, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("seed", "maker"), [(1, make), (2, make), (3, make), (4, make_bucketed), (5, make_bucketed)])
+def test_random_groups_match_kafkas_classes(seed: int, maker: Callable[[random.Random], Group], tmp_path: Path) -> None:
     assert CLASSPATH is not None
     (tmp_path / "UniformOracle.java").write_text(DRIVER)
     (tmp_path / "ServerAssignorDriver.java").write_text(benchmark_driver())
     subprocess.run(["javac", "-nowarn", "-cp", CLASSPATH, "-d", str(tmp_path), str(tmp_path / "UniformOracle.java"),
                     str(tmp_path / "ServerAssignorDriver.java")], check=True, capture_output=True)
     rng = random.Random(seed)
-    groups = [make(rng) for _ in range(500)]
+    groups = [maker(rng) for _ in range(500)]
     java = subprocess.run(["java", "-cp", f"{CLASSPATH}:{tmp_path}", "UniformOracle"], check=True,
                           input="\n".join(line(*g) for g in groups) + "\n", capture_output=True, text=True)
     theirs = java.stdout.splitlines()

@@ -13,6 +13,7 @@ from kafka_rebalance.assignors.server import (
     target_assignment,
 )
 from kafka_rebalance.assignors.server.uniform import (
+    LevelDealer,
     heterogeneous_assign,
     kept_current_owner,
     least_loaded_sequence,
@@ -151,6 +152,21 @@ def test_least_loaded_sequence_is_kafkas_balancer(sizes, count):
         live[member] += 1
     got = least_loaded_sequence(np.arange(len(sizes)), np.array(sizes), count)
     assert got.tolist() == expected
+
+
+@given(st.lists(st.integers(0, 1), min_size=1, max_size=9), st.integers(0, 3),
+       st.lists(st.integers(0, 30), max_size=12))
+def test_level_dealer_deals_as_least_loaded_sequence_call_after_call(levels, base, counts):
+    """The heterogeneous builder's dealer on Python lists gives, deal after deal, what
+    least_loaded_sequence gives on the sizes as they stand (sizes start within one)."""
+    members = list(range(0, 3 * len(levels), 3))  # ascending, not 0..n-1
+    sizes = np.zeros(members[-1] + 1, dtype=np.int64)
+    sizes[members] = [base + x for x in levels]
+    dealer = LevelDealer(members, sizes[members].tolist())
+    for count in counts:
+        expected = least_loaded_sequence(np.array(members), sizes, count)
+        assert dealer.deal(count) == expected.tolist()
+        np.add.at(sizes, expected, 1)
 
 
 @given(groups())

@@ -385,7 +385,7 @@ def uuid_buckets(keys: np.ndarray, capacity: int | np.ndarray) -> np.ndarray:
     """The ``HashMap`` bucket of each Uuid (rows of signed ``(msb, lsb)``) in a table of
     ``capacity``: ``Uuid.hashCode`` (the halves of msb ^ lsb, XORed), spread, masked. On int64
     throughout: only the low 32 bits are kept, so the sign of the shifts does not matter."""
-    h = keys[:, 0] ^ keys[:, 1]
+    h: np.ndarray = keys[:, 0] ^ keys[:, 1]
     h ^= h >> 32
     h &= 0xFFFFFFFF
     h ^= h >> 16

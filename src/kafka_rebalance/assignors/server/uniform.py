@@ -20,6 +20,8 @@ Neither Kafka builder looks at racks (Kafka 4.1), so neither does this one.
 
 from __future__ import annotations
 
+from itertools import chain
+
 import numpy as np
 
 from kafka_rebalance.assignors.server.group import ServerGroup
@@ -138,6 +140,12 @@ class _HeterogeneousBuilder:
         self.subscriber_members = members  # ascending within each list
         self.subscriber_count = np.diff(indptr)[list_of_topic]
         self.sizes = np.bincount(self.owner[self.owner >= 0], minlength=group.num_members)
+        # Lists no other list shares a member with (one subscription class per topic): a deal
+        # or a move within one list leaves every other list's sizes as they were.
+        self.disjoint_lists = group.topic_class is not None
+        # Lists whose subscribers are known to be within one partition of each other (valid
+        # until a move changes the sizes of their members).
+        self.settled: set[int] = set()
 
     def subscribers(self, topic: int) -> np.ndarray:
         g = self.subscriber_list[topic]
@@ -158,15 +166,53 @@ class _HeterogeneousBuilder:
         return self.owner
 
     def assign_remaining(self, subscribed: np.ndarray) -> None:
+        """Topic by topic (``sort_topics``), each topic's unassigned partitions (ascending) to
+        its least loaded subscribers. Where subscriber lists are disjoint, a list whose sizes
+        are within one is dealt to by a ``LevelDealer`` on Python lists (the same members, a
+        few list operations per topic instead of a dozen numpy calls), and the partitions are
+        written once at the end."""
         offsets = self.group.topic_offsets
-        free_by_topic = np.bincount(self.group.partition_topic[self.owner < 0], minlength=self.group.num_topics)
+        unassigned = self.owner < 0
+        free_by_topic = np.bincount(self.group.partition_topic[unassigned], minlength=self.group.num_topics)
         topics = subscribed[free_by_topic[subscribed] > 0]
+        if not self.disjoint_lists:  # a deal changes sizes that other topics' deals read
+            for topic in self.sort_topics(topics).tolist():
+                lo, hi = offsets[topic], offsets[topic + 1]
+                free = lo + np.flatnonzero(self.owner[lo:hi] < 0)
+                takers = least_loaded_sequence(self.subscribers(topic), self.sizes, len(free))
+                self.owner[free] = takers
+                np.add.at(self.sizes, takers, 1)
+            return
+        free_count = free_by_topic.tolist()
+        list_of_topic = self.subscriber_list.tolist()
+        dealers: dict[int, LevelDealer] = {}
+        takers_of: dict[int, list[int]] = {}
+        by_dealer: list[int] = []  # topics dealt by a dealer (whose takers are not in sizes yet)
         for topic in self.sort_topics(topics).tolist():
-            lo, hi = offsets[topic], offsets[topic + 1]
-            free = lo + np.flatnonzero(self.owner[lo:hi] < 0)
-            takers = least_loaded_sequence(self.subscribers(topic), self.sizes, len(free))
-            self.owner[free] = takers
-            np.add.at(self.sizes, takers, 1)
+            g = list_of_topic[topic]
+            dealer = dealers.get(g)
+            if dealer is None:
+                members = self.subscribers(topic)
+                member_sizes = self.sizes[members]
+                if member_sizes.max() - member_sizes.min() <= 1:
+                    dealer = dealers[g] = LevelDealer(members.tolist(), member_sizes.tolist())
+                else:  # more than two levels: numpy's closed form, until the list is within one
+                    takers = least_loaded_sequence(members, self.sizes, free_count[topic])
+                    np.add.at(self.sizes, takers, 1)
+                    takers_of[topic] = takers.tolist()
+                    continue
+            takers_of[topic] = dealer.deal(free_count[topic])
+            by_dealer.append(topic)
+        dealt = sorted(takers_of)
+        in_dealt = np.zeros(self.group.num_topics, dtype=bool)
+        in_dealt[dealt] = True
+        free = np.flatnonzero(unassigned & in_dealt[self.group.partition_topic])  # topic by topic, ascending
+        takers = np.fromiter(chain.from_iterable(map(takers_of.__getitem__, dealt)), dtype=np.int64, count=len(free))
+        self.owner[free] = takers
+        if by_dealer:
+            counted = np.zeros(self.group.num_topics, dtype=bool)
+            counted[by_dealer] = True
+            self.sizes += np.bincount(takers[counted[self.group.partition_topic[free]]], minlength=self.group.num_members)
 
     def balance(self, topics: np.ndarray) -> None:
         if not len(topics) or self.all_within_one(topics):
@@ -199,9 +245,13 @@ class _HeterogeneousBuilder:
         return bool((spans <= 1).all())
 
     def balance_topic(self, topic: int) -> int:
+        g = int(self.subscriber_list[topic])
+        if g in self.settled:
+            return 0
         members = self.subscribers(topic)
         member_sizes = self.sizes[members]
         if member_sizes.max() - member_sizes.min() <= 1:
+            self.settled.add(g)
             return 0
         lo, hi = self.group.topic_offsets[topic], self.group.topic_offsets[topic + 1]
         owners = self.owner[lo:hi]
@@ -209,13 +259,12 @@ class _HeterogeneousBuilder:
         sizes = member_sizes.tolist()
         balancer = _Balancer(sizes)
         balancer.initialize()
-        partitions = np.lexsort((np.arange(hi - lo), local_owner))
+        partitions = np.argsort(local_owner, kind="stable")
         sorted_owner = local_owner[partitions]
-        start: dict[int, int] = {}
-        end: dict[int, int] = {}
-        for i, o in enumerate(sorted_owner.tolist()):
-            start.setdefault(o, i)
-            end[o] = i + 1
+        # Each subscriber's partitions of the topic: partitions[start[o]:end[o]] (ascending).
+        local = np.arange(len(members))
+        start = np.searchsorted(sorted_owner, local, side="left").tolist()
+        end = np.searchsorted(sorted_owner, local, side="right").tolist()
         partition_list = partitions.tolist()
         new_owner = local_owner.tolist()
         moved = 0
@@ -225,7 +274,7 @@ class _HeterogeneousBuilder:
                 most = balancer.next_most_loaded()
                 if most == -1:
                     break
-                if most not in end or end[most] - start[most] <= 0:
+                if end[most] - start[most] <= 0:
                     balancer.exclude_most_loaded()
                     continue
                 break
@@ -243,6 +292,8 @@ class _HeterogeneousBuilder:
         if moved:
             self.owner[lo:hi] = members[np.array(new_owner, dtype=np.int64)]
             self.sizes[members] = sizes
+            if not self.disjoint_lists:  # members of this list are in others too
+                self.settled.clear()
         return moved
 
 
@@ -286,6 +337,40 @@ def least_loaded_sequence(members: np.ndarray, sizes: np.ndarray, count: int) ->
     level = level0[position] + (np.arange(len(position)) - first[position])
     sequence = np.lexsort((position, level))
     return ranked[position[sequence]]
+
+
+class LevelDealer:
+    """``least_loaded_sequence`` call after call on one subscriber list whose sizes are within
+    one of each other and change only through these calls. The state is the members still on
+    the lower level (ascending) and those a level up (ascending); a call takes the lower ones
+    in order, then everyone, lower ones first, round after round."""
+
+    def __init__(self, members: list[int], sizes: list[int]):
+        low = min(sizes)
+        self.members = members  # ascending
+        self.low = [m for m, s in zip(members, sizes, strict=True) if s == low]
+        self.high = [m for m, s in zip(members, sizes, strict=True) if s != low]
+        self.taken = 0  # low[:taken] have moved up a level since low was listed
+
+    def deal(self, count: int) -> list[int]:
+        low, taken = self.low, self.taken
+        lower = len(low) - taken
+        if count < lower:
+            self.taken = taken + count
+            return low[taken : taken + count]
+        rest = low[taken:]
+        if count == lower:  # everyone on one level again
+            self.low, self.high, self.taken = self.members, [], 0
+            return rest
+        ranked = rest + (sorted(self.high + low[:taken]) if taken else self.high)
+        rounds, partial = divmod(count - lower, len(ranked))
+        dealt = rest + ranked * rounds + ranked[:partial]
+        if partial:
+            self.low, self.high = sorted(ranked[partial:]), sorted(ranked[:partial])
+        else:
+            self.low, self.high = self.members, []
+        self.taken = 0
+        return dealt
 
 
 class _Balancer:
