@@ -228,20 +228,27 @@ def target_assignment(group: ServerGroup, owner: np.ndarray) -> dict[str, dict[s
     assigned = assigned[stable_member_order(owner[assigned], group.num_members)]
     member = owner[assigned]
     topic = group.partition_topic[assigned]
-    number = (assigned - group.topic_offsets[topic]).tolist()
+    number_array = assigned - group.topic_offsets[topic]
     result: dict[str, dict[str, tuple[int, ...]]] = {mid: {} for mid in group.member_ids}
     if not len(assigned):
         return result
     breaks = np.flatnonzero((member[1:] != member[:-1]) | (topic[1:] != topic[:-1])) + 1
-    starts = np.concatenate(([0], breaks)).tolist()
-    ends = np.concatenate((breaks, [len(assigned)])).tolist()
+    run_starts = np.concatenate(([0], breaks))
     # Built a member at a time from C-level maps: one tuple per (member, topic) run.
-    if len(starts) == len(number):  # one partition per run: zip makes the 1-tuples
-        run_tuples: list[tuple[int, ...]] = list(zip(number))
+    if len(run_starts) == len(assigned):  # one partition per run: zip makes the 1-tuples
+        run_tuples: list[tuple[int, ...]] = list(zip(number_array.tolist()))
     else:
-        run_tuples = list(map(tuple, map(number.__getitem__, map(slice, starts, ends))))
-    run_names = np.array(group.topic_names, dtype=object)[topic[starts]].tolist()
-    run_member = member[starts]
+        run_ends = np.append(breaks, len(assigned))
+        longer = np.flatnonzero(run_ends - run_starts > 1)
+        if 2 * len(longer) < len(run_starts):  # mostly 1-tuples: zip those (4x faster than slicing)
+            run_tuples = list(zip(number_array[run_starts].tolist()))
+            for i, a, b in zip(longer.tolist(), run_starts[longer].tolist(), run_ends[longer].tolist(), strict=True):
+                run_tuples[i] = tuple(number_array[a:b].tolist())
+        else:
+            number = number_array.tolist()
+            run_tuples = list(map(tuple, map(number.__getitem__, map(slice, run_starts.tolist(), run_ends.tolist()))))
+    run_names = np.array(group.topic_names, dtype=object)[topic[run_starts]].tolist()
+    run_member = member[run_starts]
     holders = np.flatnonzero(np.diff(run_member, prepend=-1))
     bounds = np.append(holders, len(run_member)).tolist()
     ids = group.member_ids
