@@ -6,6 +6,7 @@ heterogeneous (members and topics split into 5 buckets), full (first assignment)
     python benchmarks/server_assignors.py                 # every JMH shape at 10,000 members
     python benchmarks/server_assignors.py --grid          # every JMH shape (rack-unaware)
     python benchmarks/server_assignors.py --kafka-classpath CP   # side by side with Kafka's classes
+    python benchmarks/server_assignors.py --dict-api      # server_assign (dicts) against the assignor
 
 Timed: the assignor on a group already held as arrays, as JMH times ``assignor.assign(groupSpec,
 describer)`` on a GroupSpec built in its setup; each assignor answers in its natural form, as
@@ -274,12 +275,58 @@ class KafkaDriver:
         return float(out.strip().splitlines()[-1].rsplit(",", 1)[1])
 
 
+def dict_api(members: int, topics: int, partitions_per_topic: int, runs: int) -> None:
+    """``server_assign`` (dicts in, dicts out: what the coordinator and the adapters call)
+    against the assignor alone on the same group held as arrays, one member joining a group
+    whose members hold a first assignment: ``uniform``'s (each member a run of one topic) or
+    ``range``'s (each member one partition of every topic: a run per member and topic). Beside
+    them, the floor of any dict API in Python: reading every held partition number out of the
+    input (one pass over the tuples) and building the output's dicts of tuples from lists."""
+    from itertools import chain
+
+    from kafka_rebalance.assignors.server import ServerMember, build_server_group, server_assign
+
+    names = {f"topic-{i}": partitions_per_topic for i in range(topics)}
+    subscription = tuple(names)
+    print(f"{members:,} members, {topics} topics of {partitions_per_topic:,} partitions, one member joining; "
+          f"best of {runs}, ms")
+    print("| first assignment | assignor | assignor alone | server_assign | ratio | Python floor |")
+    print("| --- | --- | ---: | ---: | ---: | ---: |")
+    for layout in ("uniform", "range"):
+        joined = [ServerMember(f"member{i}", subscription, {}) for i in range(members - 1)]
+        first = server_assign(layout, names, joined)
+        held = [ServerMember(m.member_id, subscription, first[m.member_id]) for m in joined]
+        held.append(ServerMember("newMember", subscription, {}))
+        for assignor in ("uniform", "range"):
+            group = build_server_group(names, held)
+            answer = server_assign(assignor, names, held)
+            alone, through, floor = [], [], []
+            for _ in range(runs):
+                fresh = _fresh(group)
+                start = time.perf_counter()
+                server_assign_columnar(assignor, fresh)
+                alone.append(time.perf_counter() - start)
+                start = time.perf_counter()
+                server_assign(assignor, names, held)
+                through.append(time.perf_counter() - start)
+                # The floor: one pass over the input's numbers, and the output rebuilt from lists.
+                runs_of = [list(a.items()) for a in answer.values()]
+                start = time.perf_counter()
+                for m in held:
+                    sum(map(len, m.assigned.values()))
+                np.fromiter(chain.from_iterable(chain.from_iterable(m.assigned.values() for m in held)), dtype=np.int64)
+                {mid: dict(r) for mid, r in zip(answer, runs_of, strict=True)}
+                floor.append(time.perf_counter() - start)
+            a, t, f = min(alone) * 1000, min(through) * 1000, min(floor) * 1000
+            print(f"| {layout} | {assignor} | {a:.1f} | {t:.1f} | {t / a:.0f}x | {f:.1f} |", flush=True)
+
+
 def shapes_for(args: argparse.Namespace) -> list[Shape]:
     return [
         Shape(assignor, subscription, kind, members, ratio, topics)
         for assignor in args.assignors
-        for subscription in ("homogeneous", "heterogeneous")
-        for kind in ("full", "incremental")
+        for subscription in args.subscriptions
+        for kind in args.kinds
         for members in args.members
         for ratio in args.ratios
         for topics in args.topics
@@ -295,13 +342,22 @@ def main() -> None:
     parser.add_argument("--assignors", default="uniform,range")
     parser.add_argument("--runs", type=int, default=15, help="samples per shape and side (best taken)")
     parser.add_argument("--kafka-classpath", help="Kafka's built classes/jars (see the module docstring)")
+    parser.add_argument("--subscriptions", default="homogeneous,heterogeneous")
+    parser.add_argument("--kinds", default="full,incremental")
+    parser.add_argument("--dict-api", action="store_true",
+                        help="server_assign (dicts) against the assignor alone: --members, 50 topics of 10,000 partitions")
     args = parser.parse_args()
+    if args.dict_api:
+        dict_api(int(args.members.split(",")[0]), 50, 10_000, min(args.runs, 5))
+        return
     if args.grid:
         args.members, args.ratios, args.topics = "100,500,1000,5000,10000", "5,10,50", "10,100,1000"
     args.members = [int(x) for x in args.members.split(",")]
     args.ratios = [int(x) for x in args.ratios.split(",")]
     args.topics = [int(x) for x in args.topics.split(",")]
     args.assignors = args.assignors.split(",")
+    args.subscriptions = args.subscriptions.split(",")
+    args.kinds = args.kinds.split(",")
     shapes = shapes_for(args)
     kafka = KafkaDriver(args.kafka_classpath) if args.kafka_classpath else None
     header = "| assignor | subscription | type | members | partitions | topics | ours (ms) | Kafka (ms) | speed-up |"

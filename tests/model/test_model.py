@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kafka_rebalance.model import (
     ColumnarGroup,
@@ -9,6 +11,7 @@ from kafka_rebalance.model import (
     TopicPartition,
     java_sort_key,
     java_string_hash,
+    java_string_hashes,
 )
 
 
@@ -18,6 +21,14 @@ from kafka_rebalance.model import (
 )
 def test_java_string_hash_check_values(text, expected):
     assert java_string_hash(text) == expected
+    assert java_string_hashes([text, text]).tolist() == [expected, expected]
+
+
+@given(st.lists(st.one_of(st.text(max_size=40), st.text("member-0123456789", max_size=60)), max_size=20))
+def test_java_string_hashes_is_string_hash_code_of_each(strings):
+    """The batch (ASCII in one encode, else UTF-16 code units, surrogate pairs too) agrees
+    with the one-string Horner loop, empty strings included."""
+    assert java_string_hashes(strings).tolist() == [java_string_hash(s) for s in strings]
 
 
 def test_java_order_is_utf16_code_units():

@@ -68,25 +68,34 @@ def partition_topic_of(partition_counts: np.ndarray, dtype: type = np.int64) -> 
 
 
 def java_string_hashes(strings: Sequence[str]) -> np.ndarray:
-    """``String.hashCode`` of every string, as int64 holding the signed int32 (vectorised
-    Horner over UTF-16 code units, with wrap-around)."""
+    """``String.hashCode`` of every string, as int64 holding the signed int32: the sum of each
+    UTF-16 code unit times 31 to the power of the units after it, wrapping at 2**32 (uint32
+    arithmetic), summed per string in one ``reduceat``."""
     n = len(strings)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    units = [s.encode("utf-16-be", "surrogatepass") for s in strings]
-    width = max(len(u) for u in units) // 2
-    table = np.zeros((n, width), dtype=np.uint32)
-    lengths = np.fromiter((len(u) // 2 for u in units), dtype=np.int64, count=n)
-    if width:
-        flat = np.frombuffer(b"".join(units), dtype=">u2").astype(np.uint32)
-        rows = np.repeat(np.arange(n), lengths)
-        cols = np.arange(len(flat)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        # Right-align: leading zero code units leave Horner's sum unchanged.
-        table[rows, cols + (width - lengths)[rows]] = flat
-    h = np.zeros(n, dtype=np.uint32)
+    joined = "".join(strings)
+    if joined.isascii():  # one byte per code unit: the whole batch encoded at once
+        units = np.frombuffer(joined.encode("ascii"), dtype=np.uint8).astype(np.uint32)
+        lengths = np.fromiter(map(len, strings), dtype=np.int64, count=n)
+    else:
+        encoded = [s.encode("utf-16-be", "surrogatepass") for s in strings]
+        units = np.frombuffer(b"".join(encoded), dtype=">u2").astype(np.uint32)
+        lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=n) // 2
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    if not len(units):
+        return np.zeros(n, dtype=np.int64)
+    after = np.repeat(ends, lengths) - 1 - np.arange(len(units), dtype=np.int64)  # units after each one
+    powers = np.ones(int(lengths.max()), dtype=np.uint32)
     with np.errstate(over="ignore"):
-        for col in range(width):
-            h = h * np.uint32(31) + table[:, col]
+        np.multiply.accumulate(np.full(len(powers), 31, dtype=np.uint32), out=powers)
+        powers = np.concatenate(([np.uint32(1)], powers[:-1]))  # 31**0, 31**1, ... mod 2**32
+        terms = units * powers[after]
+    filled = lengths > 0
+    h = np.zeros(n, dtype=np.uint32)
+    if filled.any():
+        h[filled] = np.add.reduceat(terms, starts[filled], dtype=np.uint32)
     return h.view(np.int32).astype(np.int64)
 
 

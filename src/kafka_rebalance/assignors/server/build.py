@@ -163,18 +163,23 @@ def subscription_classes(topic_lists: Sequence[Sequence[str]], index: Mapping[st
     class_of_set: dict[bytes, int] = {}
     class_lists: list[np.ndarray] = []
     resolved: dict[tuple[str, ...], int] = {}
-    member_class = np.empty(len(topic_lists), dtype=np.int64)
-    for i, topics in enumerate(topic_lists):
-        key = tuple(topics)
-        c = resolved.get(key)
+    # Members usually share one list object: each distinct object is read once.
+    by_object: dict[int, int] = {}
+    classes: list[int] = []
+    for topics in topic_lists:
+        c = by_object.get(id(topics))
         if c is None:
-            topic_set = np.array(sorted({index[t] for t in key if t in index}), dtype=np.int64)
-            c = class_of_set.setdefault(topic_set.tobytes(), len(class_lists))
-            if c == len(class_lists):
-                class_lists.append(topic_set)
-            resolved[key] = c
-        member_class[i] = c
-    return member_class, class_lists
+            key = tuple(topics)
+            c = resolved.get(key)
+            if c is None:
+                topic_set = np.array(sorted({index[t] for t in key if t in index}), dtype=np.int64)
+                c = class_of_set.setdefault(topic_set.tobytes(), len(class_lists))
+                if c == len(class_lists):
+                    class_lists.append(topic_set)
+                resolved[key] = c
+            by_object[id(topics)] = c
+        classes.append(c)
+    return np.array(classes, dtype=np.int64), class_lists
 
 
 def owner_from_claims(partitions: np.ndarray, holders: np.ndarray, total: int) -> np.ndarray:
