@@ -62,7 +62,11 @@ def homogeneous_assign(group: ServerGroup) -> np.ndarray:
     subscribed[topics] = True
 
     owner = group.current_owner
-    if len(topics) == group.num_topics:  # every topic subscribed: every holding counts
+    first_assignment = int(group.held_indptr[-1]) == 0
+    if len(topics) == group.num_topics and first_assignment:  # every partition is dealt below
+        held = np.zeros(m, dtype=np.int64)
+        result = np.empty(group.num_partitions, dtype=np.int64)
+    elif len(topics) == group.num_topics:  # every topic subscribed: every holding counts
         held = np.diff(group.held_indptr)
         result = owner.copy()
     else:  # holdings of topics nobody subscribes to any more are dropped
@@ -103,7 +107,7 @@ def homogeneous_assign(group: ServerGroup) -> np.ndarray:
     else:  # the partitions nobody holds, topic by topic in the subscription's order
         run_start = np.cumsum(lengths) - lengths
         pool = np.repeat(group.topic_offsets[topics] - run_start, lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
-        nobody = pool[owner[pool] < 0]
+        nobody = pool if first_assignment else pool[owner[pool] < 0]
     free = np.concatenate((nobody, given_up)) if len(given_up) else nobody
     takers = np.repeat(position, target - keep)
     assert len(takers) == len(free), "quotas must cover the unassigned partitions exactly"
