@@ -163,10 +163,13 @@ def test_level_dealer_deals_as_least_loaded_sequence_call_after_call(levels, bas
     sizes = np.zeros(members[-1] + 1, dtype=np.int64)
     sizes[members] = [base + x for x in levels]
     dealer = LevelDealer(members, sizes[members].tolist())
-    for count in counts:
+    for i, count in enumerate(counts):
         expected = least_loaded_sequence(np.array(members), sizes, count)
-        assert dealer.deal(count) == expected.tolist()
+        got = dealer.deal(count) if i % 2 else dealer.deal_array(count).tolist()  # both forms
+        assert got == expected.tolist()
         np.add.at(sizes, expected, 1)
+        listed, now = dealer.sizes()
+        assert sorted(listed) == members and sizes[listed].tolist() == now
 
 
 @given(groups())

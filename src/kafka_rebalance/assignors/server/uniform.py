@@ -20,7 +20,7 @@ Neither Kafka builder looks at racks (Kafka 4.1), so neither does this one.
 
 from __future__ import annotations
 
-from itertools import chain
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -118,7 +118,7 @@ def homogeneous_assign(group: ServerGroup) -> np.ndarray:
 def heterogeneous_assign(group: ServerGroup, owner: np.ndarray | None = None) -> np.ndarray:
     """Kafka's heterogeneous builder on any group (``uniform_assign`` uses it only where
     subscriptions overlap); ``owner`` is the current owner array after revocation."""
-    return _HeterogeneousBuilder(group, kept_current_owner(group) if owner is None else owner).build()
+    return _HeterogeneousBuilder(group, kept_current_owner(group) if owner is None else owner.copy()).build()
 
 
 def kept_current_owner(group: ServerGroup) -> np.ndarray:
@@ -137,7 +137,7 @@ class _HeterogeneousBuilder:
 
     def __init__(self, group: ServerGroup, owner: np.ndarray):
         self.group = group
-        self.owner = owner.copy()
+        self.owner = owner  # the builder's own copy: written in place
         list_of_topic, indptr, members = group.subscriber_lists(np.arange(group.num_members, dtype=np.int64))
         self.subscriber_list = list_of_topic
         self.subscriber_indptr = indptr
@@ -190,8 +190,7 @@ class _HeterogeneousBuilder:
         free_count = free_by_topic.tolist()
         list_of_topic = self.subscriber_list.tolist()
         dealers: dict[int, LevelDealer] = {}
-        takers_of: dict[int, list[int]] = {}
-        by_dealer: list[int] = []  # topics dealt by a dealer (whose takers are not in sizes yet)
+        takers_of: dict[int, list[int] | np.ndarray] = {}
         for topic in self.sort_topics(topics).tolist():
             g = list_of_topic[topic]
             dealer = dealers.get(g)
@@ -203,20 +202,23 @@ class _HeterogeneousBuilder:
                 else:  # more than two levels: numpy's closed form, until the list is within one
                     takers = least_loaded_sequence(members, self.sizes, free_count[topic])
                     np.add.at(self.sizes, takers, 1)
-                    takers_of[topic] = takers.tolist()
+                    takers_of[topic] = takers
                     continue
-            takers_of[topic] = dealer.deal(free_count[topic])
-            by_dealer.append(topic)
+            count = free_count[topic]
+            takers_of[topic] = dealer.deal(count) if count < LARGE_DEAL else dealer.deal_array(count)
         dealt = sorted(takers_of)
-        in_dealt = np.zeros(self.group.num_topics, dtype=bool)
-        in_dealt[dealt] = True
-        free = np.flatnonzero(unassigned & in_dealt[self.group.partition_topic])  # topic by topic, ascending
-        takers = np.fromiter(chain.from_iterable(map(takers_of.__getitem__, dealt)), dtype=np.int64, count=len(free))
-        self.owner[free] = takers
-        if by_dealer:
-            counted = np.zeros(self.group.num_topics, dtype=bool)
-            counted[by_dealer] = True
-            self.sizes += np.bincount(takers[counted[self.group.partition_topic[free]]], minlength=self.group.num_members)
+        takers = concatenated(map(takers_of.__getitem__, dealt))
+        if len(takers) == len(self.owner):  # every partition was free and dealt: a first assignment
+            self.owner[:] = takers
+        else:
+            in_dealt = np.zeros(self.group.num_topics, dtype=bool)
+            in_dealt[dealt] = True
+            free = np.flatnonzero(unassigned & in_dealt[self.group.partition_topic])  # topic by topic, ascending
+            assert len(takers) == len(free)
+            self.owner[free] = takers
+        for dealer in dealers.values():
+            listed, sizes = dealer.sizes()
+            self.sizes[listed] = sizes
 
     def balance(self, topics: np.ndarray) -> None:
         if not len(topics) or self.all_within_one(topics):
@@ -343,6 +345,28 @@ def least_loaded_sequence(members: np.ndarray, sizes: np.ndarray, count: int) ->
     return ranked[position[sequence]]
 
 
+# From this many partitions a deal is built as an array: a list's per-element cost overtakes
+# numpy's per-call cost.
+LARGE_DEAL = 64
+
+
+def concatenated(pieces: Iterable[list[int] | np.ndarray]) -> np.ndarray:
+    """Lists and arrays of member indices, one array: runs of lists joined as one list first."""
+    arrays: list[np.ndarray] = []
+    pending: list[int] = []
+    for piece in pieces:
+        if isinstance(piece, list):
+            pending.extend(piece)
+        else:
+            if pending:
+                arrays.append(np.array(pending, dtype=np.int64))
+                pending = []
+            arrays.append(piece)
+    if pending or not arrays:
+        arrays.append(np.array(pending, dtype=np.int64))
+    return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+
+
 class LevelDealer:
     """``least_loaded_sequence`` call after call on one subscriber list whose sizes are within
     one of each other and change only through these calls. The state is the members still on
@@ -351,30 +375,52 @@ class LevelDealer:
 
     def __init__(self, members: list[int], sizes: list[int]):
         low = min(sizes)
+        self.level = low  # the size of the members in low[taken:]; the others have one more
         self.members = members  # ascending
         self.low = [m for m, s in zip(members, sizes, strict=True) if s == low]
         self.high = [m for m, s in zip(members, sizes, strict=True) if s != low]
         self.taken = 0  # low[:taken] have moved up a level since low was listed
 
     def deal(self, count: int) -> list[int]:
+        head, ranked, rounds, partial = self.advance(count)
+        return head + ranked * rounds + ranked[:partial]
+
+    def deal_array(self, count: int) -> np.ndarray:
+        """``deal`` as an array (large deals: repeated in numpy rather than in a list)."""
+        head, ranked, rounds, partial = self.advance(count)
+        row = np.array(ranked, dtype=np.int64)
+        return np.concatenate((np.array(head, dtype=np.int64), np.tile(row, rounds), row[:partial]))
+
+    def advance(self, count: int) -> tuple[list[int], list[int], int, int]:
+        """Deal ``count``: the members taking one first (``head``), then the ``ranked`` members
+        ``rounds`` times over and the first ``partial`` of them once more."""
         low, taken = self.low, self.taken
         lower = len(low) - taken
         if count < lower:
             self.taken = taken + count
-            return low[taken : taken + count]
+            return low[taken : taken + count], [], 0, 0
         rest = low[taken:]
         if count == lower:  # everyone on one level again
             self.low, self.high, self.taken = self.members, [], 0
-            return rest
+            self.level += 1
+            return rest, [], 0, 0
         ranked = rest + (sorted(self.high + low[:taken]) if taken else self.high)
         rounds, partial = divmod(count - lower, len(ranked))
-        dealt = rest + ranked * rounds + ranked[:partial]
+        self.level += 1 + rounds
         if partial:
             self.low, self.high = sorted(ranked[partial:]), sorted(ranked[:partial])
         else:
             self.low, self.high = self.members, []
         self.taken = 0
-        return dealt
+        return rest, ranked, rounds, partial
+
+    def sizes(self) -> tuple[list[int], list[int]]:
+        """The members still below (at ``level``) and then the rest (a level up), with their
+        sizes now."""
+        below = self.low[self.taken :]
+        lower = set(below)
+        above = [m for m in self.members if m not in lower] if len(below) != len(self.members) else []
+        return below + above, [self.level] * len(below) + [self.level + 1] * len(above)
 
 
 class _Balancer:
