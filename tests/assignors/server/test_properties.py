@@ -208,3 +208,17 @@ def test_range_paths_agree(group, per_topic):
     arrays = build_server_group(topics, members)
     owner = range_ranges(arrays, max_shared_shapes=-1 if per_topic else 10**6).owner(arrays)
     assert target_assignment(arrays, owner) == reference_range(topics, members)
+
+
+@given(st.lists(st.integers(0, 5), min_size=1, max_size=12), st.data())
+def test_topics_of_searches_as_the_partition_topic_map_reads(counts, data):
+    """A few partitions' topics found by search equal the full map's, empty topics between."""
+    from kafka_rebalance.assignors.server import ServerGroup
+    from kafka_rebalance.assignors.server.build import resolve_topic_keys
+
+    names = sorted((f"t{i:02d}" for i in range(len(counts))), key=java_sort_key)
+    group = ServerGroup.build(names, counts, resolve_topic_keys(names, None), ["m"], [0], [[0]])
+    total = sum(counts)
+    picked = np.array(data.draw(st.lists(st.integers(0, max(total - 1, 0)), max_size=3 if total else 0)), dtype=np.int64)
+    searched = group.topics_of(picked)  # before the map exists, and with few partitions: a search
+    assert searched.tolist() == group.partition_topic[picked].tolist()

@@ -114,6 +114,14 @@ class ServerGroup:
     def partition_topic(self) -> np.ndarray:
         return partition_topic_of(self.partition_counts)
 
+    def topics_of(self, partitions: np.ndarray) -> np.ndarray:
+        """The topic of each of ``partitions`` (global indices): looked up when the full map
+        is built already, else searched (a few partitions need not build it)."""
+        if "partition_topic" in self.__dict__ or len(partitions) * 8 > self.num_partitions:
+            topics: np.ndarray = self.partition_topic[partitions]
+            return topics
+        return np.searchsorted(self.topic_offsets, partitions, side="right") - 1
+
     @cached_property
     def class_of_entry(self) -> np.ndarray:
         """Class of every entry of ``class_topics``."""
@@ -172,7 +180,7 @@ class ServerGroup:
         position = held if self.claim_position is None else self.claim_position[held]
         inserted = np.lexsort((position, member))  # each member's claims in input order
         held, member = held[inserted], member[inserted]
-        topic = self.partition_topic[held]
+        topic = self.topics_of(held)
         order = held_iteration_order(member, topic, held - self.topic_offsets[topic], self.topic_keys,
                                      hashed=self.hashed_assignments)
         return held[order], member[order]
