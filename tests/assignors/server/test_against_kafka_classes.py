@@ -131,21 +131,32 @@ def member_id(rng: random.Random, style: str) -> str:
     return f"member{rng.randint(0, 5000)}"
 
 
+def random_topics(rng: random.Random, names: list[str]) -> tuple[dict[str, int], dict[str, str]]:
+    """Partition counts (16 and more: partitions share HashSet buckets) and topic ids."""
+    topics = {n: rng.choice([0, 1, 2, 3, 5, 8, 13, 17, 20, 33, 40, 70]) for n in names}
+    return topics, {n: rand_id(rng) for n in names}
+
+
+def shuffled_member_ids(rng: random.Random, fewest: int, most: int) -> list[str]:
+    """Distinct member ids of one style, in a random join order."""
+    style = rng.choice(["short", "uuid", "member"])
+    wanted = rng.randint(fewest, most)
+    members: set[str] = set()
+    while len(members) < wanted:
+        members.add(member_id(rng, style))
+    order = sorted(members)
+    rng.shuffle(order)
+    return order
+
+
 def make(rng: random.Random) -> Group:
     """1-7 topics of 0-70 partitions (16 and more: partitions share HashSet buckets), 1-40
     members; one subscription for all (homogeneous) or random ones, sometimes naming a topic
     that does not exist; a random current assignment listed in random order."""
     pool = [f"topic{i}" for i in range(20)] + [f"t-{rng.randint(0, 999)}" for _ in range(5)]
     names = rng.sample(pool, rng.randint(1, 7))
-    topics = {n: rng.choice([0, 1, 2, 3, 5, 8, 13, 17, 20, 33, 40, 70]) for n in names}
-    ids = {n: rand_id(rng) for n in names}
-    style = rng.choice(["short", "uuid", "member"])
-    wanted = rng.randint(1, 40)
-    members: set[str] = set()
-    while len(members) < wanted:
-        members.add(member_id(rng, style))
-    order = sorted(members)
-    rng.shuffle(order)
+    topics, ids = random_topics(rng, names)
+    order = shuffled_member_ids(rng, 1, 40)
     choices = names + (["missing"] if rng.random() < 0.2 else [])
     common = rng.sample(choices, rng.randint(0, len(choices)))
     homogeneous = rng.random() < 0.6
@@ -173,19 +184,11 @@ def make_bucketed(rng: random.Random) -> Group:
     subscribing to one bucket's topics (no topic shared across buckets), 2-60 members; a random
     current assignment, often piled on a few members (levels far apart) and partly on members
     of another bucket (revoked)."""
-    pool = [f"topic{i}" for i in range(30)]
-    names = rng.sample(pool, rng.randint(2, 12))
-    topics = {n: rng.choice([0, 1, 2, 3, 5, 8, 13, 17, 20, 33, 40, 70]) for n in names}
-    ids = {n: rand_id(rng) for n in names}
+    names = rng.sample([f"topic{i}" for i in range(30)], rng.randint(2, 12))
+    topics, ids = random_topics(rng, names)
     buckets = rng.randint(2, 4)
     bucket_of = {n: rng.randrange(buckets) for n in names}
-    style = rng.choice(["short", "uuid", "member"])
-    wanted = rng.randint(2, 60)
-    members: set[str] = set()
-    while len(members) < wanted:
-        members.add(member_id(rng, style))
-    order = sorted(members)
-    rng.shuffle(order)
+    order = shuffled_member_ids(rng, 2, 60)
     subscriptions = {}
     for x in order:
         b = rng.randrange(buckets)

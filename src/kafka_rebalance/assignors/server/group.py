@@ -241,6 +241,9 @@ class ServerGroup:
 
     def is_subscribed(self, members: np.ndarray, topics: np.ndarray) -> np.ndarray:
         """Elementwise: does ``members[i]`` subscribe to ``topics[i]``?"""
+        if self.topic_class is not None:  # one class per topic: the member's must be it
+            same: np.ndarray = self.topic_class[topics] == self.member_class[members]
+            return same
         if self.num_classes * self.num_topics <= _DENSE_TABLE_LIMIT:
             table = np.zeros((self.num_classes, self.num_topics), dtype=bool)
             table[self.class_of_entry, self.class_topics] = True

@@ -432,7 +432,7 @@ class _Balancer:
 
     def initialize(self) -> int:
         sizes = self.sizes
-        self.sorted = sorted(range(len(sizes)), key=lambda i: (sizes[i], i))
+        self.sorted = sorted(range(len(sizes)), key=sizes.__getitem__)  # stable: ties by index
         n = len(self.sorted)
         self.least_end = 0
         self.least_count = sizes[self.sorted[0]] - 1
