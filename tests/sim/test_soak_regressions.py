@@ -366,3 +366,17 @@ def test_a_static_member_that_leaves_temporarily_holds_its_partitions_outside_th
                               .read_text())
     with wall_clock_limit(30):
         assert check_schedule(schedule) == []
+
+
+def test_an_answer_to_a_heartbeat_sent_before_a_poll_timeout_leave_is_still_handled():
+    """KIP-848, soak seed 0 schedule 5334 (shrunk): c1's pause ended with a heartbeat at its old
+    epoch, the poll-timer leave (ignoreResponse) and a rejoin all on the wire. The old heartbeat's
+    UNKNOWN_MEMBER_ID fenced the rejoining member, which joined again, so two joins and an
+    acknowledgement were out at once; the acknowledgement's answer carried t1-0 and t2-0, just
+    released by c2. The membership manager handled only the first answer after each send and
+    dropped that one, so c1 ended owning nothing while the coordinator said Stable. Kafka
+    completes every request with its own handler."""
+    schedule = yaml.safe_load((Path(__file__).parent / "soak_fenced_rejoin" / "seed0-schedule5334-consumer-shrunk.yaml")
+                              .read_text())
+    with wall_clock_limit(30):
+        assert check_schedule(schedule) == []
