@@ -11,9 +11,12 @@ Modelling choices (beyond the classic simulator's, ``sim/engine.py``):
   its rejoin), unlike in the classic simulator.
 - OffsetCommit is the simulator's (before a revocation, and auto-commit ticks), sent as a classic
   OffsetCommit (a generation id); the machine's own commits are not sent twice.
-- FindCoordinator (after NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE: the coordinator moved) is
-  ``ClassicFindCoordinator``, answered by the simulator at once with the broker that leads the
-  group's partition (COORDINATOR_NOT_AVAILABLE while the new coordinator loads).
+- FindCoordinator (after NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE: the coordinator moved,
+  or a request timed out) is ``ClassicFindCoordinator``, answered by the simulator at once with
+  the broker that leads the group's partition (COORDINATOR_NOT_AVAILABLE while the new
+  coordinator loads); it is never lost.
+- On a lossy network the machine times its requests out itself (``request_timeout_ms``) and
+  closes the connection (``ClassicDisconnect``), as in the classic simulator.
 """
 
 from __future__ import annotations
@@ -53,8 +56,13 @@ class ClassicFindCoordinator:
     """A classic member looks for its group's coordinator (FindCoordinator to any broker)."""
 
 
+@dataclass(frozen=True, slots=True)
+class ClassicDisconnect:
+    """A classic member closed its connection to the coordinator (a request timed out)."""
+
+
 ClassicInput = me.Input | cc_events.ConsumerTimer | cc_events.Received | cc_events.MetadataUpdate
-ClassicOutput = (ClassicSend | ClassicFindCoordinator | ArmTimer[cc_events.ConsumerTimer]
+ClassicOutput = (ClassicSend | ClassicFindCoordinator | ClassicDisconnect | ArmTimer[cc_events.ConsumerTimer]
                  | CancelTimer[cc_events.ConsumerTimer] | me.CommitOffsets | me.PartitionsRevoked
                  | me.PartitionsAssigned | me.PartitionsLost | me.Fatal)
 
@@ -170,6 +178,10 @@ class ClassicMembership:
                         self.left = True
                     case cc_events.CommittedOffsetsFetched():
                         pass  # positions come from the committed offsets when the callbacks end
+                    case cc_events.Disconnect():
+                        out.append(ClassicDisconnect())
+                    case _:
+                        assert_never(item)
             if callbacks or self.left or self.fatal or not self.cc.wants_poll:
                 break
             event = cc_events.Poll()

@@ -256,14 +256,13 @@ PATTERN = "p-.*"
 
 
 def random_schedule(seed: int, group_protocol: GroupProtocol = GroupProtocol.CLASSIC) -> dict[str, Any]:
-    """A random, valid schedule (a scenario document) for ``seed``; about 3 in 10 classic ones
-    also lose requests and responses on the network (``network_loss`` 1-5% until the last event,
-    with more jitter), so the clients' request timeouts and retries are exercised.
+    """A random, valid schedule (a scenario document) for ``seed``; about 3 in 10 also lose
+    requests and responses on the network (``network_loss`` 1-5% until the last event, with
+    more jitter), so the clients' request timeouts and retries are exercised.
 
     ``GroupProtocol.CONSUMER``: the same schedule for a KIP-848 consumer group (the broker's
     session timeout and heartbeat interval are the schedule's, its server-side assignor drawn
-    from a stream of its own, so the classic draws stay as they were); the simulator models no
-    lost messages for consumer groups, so those schedules keep a loss-free network."""
+    from a stream of its own, so the classic draws stay as they were)."""
     rng = random.Random(seed)
     session = rng.choice((6000, 10000, 15000))
     heartbeat = session // rng.choice((3, 4, 5))
@@ -371,13 +370,6 @@ def random_schedule(seed: int, group_protocol: GroupProtocol = GroupProtocol.CLA
     # Lost requests and responses (clients time them out and retry), drawn from a stream of
     # their own so that the rest of a seed's schedule is what it always was. The loss stops at
     # the last event (quiet_ms covers what it leaves behind).
-    if group_protocol is GroupProtocol.CONSUMER:
-        schedule["group_protocol"] = GroupProtocol.CONSUMER.value
-        schedule["assignor"] = random.Random(f"server-assignor/{seed}").choice(list(ServerAssignorName)).value
-        config["consumer_session_timeout_ms"] = session
-        config["consumer_heartbeat_interval_ms"] = heartbeat
-        schedule["end_ms"] = last_activity_ms(schedule) + quiet_ms(schedule)
-        return schedule
     lossy = random.Random(f"network-loss/{seed}")
     if lossy.random() < 0.3:
         # A static member whose JoinGroup (or the commit before it) is lost misses the rebalance
@@ -389,6 +381,11 @@ def random_schedule(seed: int, group_protocol: GroupProtocol = GroupProtocol.CLA
         config["network_loss_until_ms"] = last_activity_ms(schedule)
         config["request_timeout_ms"] = lossy.choice((5000, 30000))
         config["network_jitter_ms"] = max(config["network_jitter_ms"], lossy.choice((0, 30, 200)))
+    if group_protocol is GroupProtocol.CONSUMER:
+        schedule["group_protocol"] = GroupProtocol.CONSUMER.value
+        schedule["assignor"] = random.Random(f"server-assignor/{seed}").choice(list(ServerAssignorName)).value
+        config["consumer_session_timeout_ms"] = session
+        config["consumer_heartbeat_interval_ms"] = heartbeat
     schedule["end_ms"] = last_activity_ms(schedule) + quiet_ms(schedule)
     return schedule
 
