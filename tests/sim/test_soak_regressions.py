@@ -380,3 +380,14 @@ def test_an_answer_to_a_heartbeat_sent_before_a_poll_timeout_leave_is_still_hand
                               .read_text())
     with wall_clock_limit(30):
         assert check_schedule(schedule) == []
+
+
+def test_a_regex_member_retrying_a_timed_out_heartbeat_learns_its_new_partition():
+    """KIP-848 on a lossy network, soak seed 0 schedule 1367 (shrunk): pattern topic p-1 appeared,
+    the answer giving c1 p-1-0 was lost, and c1's retried full heartbeat (names or regex, owned
+    partitions, rebalance timeout) was not taken as full because it carried a regex, not names:
+    no assignment in the answer, and p-1-0 stayed with nobody. Kafka 4.1 counts a regex too."""
+    schedule = yaml.safe_load((Path(__file__).parent / "soak_lossy" / "seed0-schedule1367-consumer-shrunk.yaml")
+                              .read_text())
+    with wall_clock_limit(30):
+        assert check_schedule(schedule) == []

@@ -195,7 +195,10 @@ class ConsumerMembershipManager:
             case CallbacksCompleted():
                 self._callbacks_completed(out)
             case RequestFailed():
+                # The next heartbeat waits for the backoff (RequestState.onFailedAttempt), even
+                # if the interval passed while this one was out.
                 self.in_flight = False
+                self.heartbeat_due = False
                 self._sent_full = False
                 self._sent_assignment = None
                 out.append(ArmTimer(HeartbeatDue(), now_ms + self.config.retry_backoff_ms))
