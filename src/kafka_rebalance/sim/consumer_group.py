@@ -346,7 +346,17 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         """The last consumer-protocol member left while classic ones remain: Kafka's
         ``convertToClassicGroup``. The consumer group's timers go with it; the classic group is
         loaded from the records the conversion writes (its members keep their target assignment,
-        their sessions restart) and starts a rebalance, then the conversion is logged."""
+        their sessions restart) and starts a rebalance, then the conversion is logged.
+
+        A member's target assignment leaves out what it was still revoking (ClassicGroup.
+        fromConsumerGroup serialises the target): from here the group no longer counts it as the
+        owner of those, though it holds them until it rejoins. A consumer-protocol member joining
+        at once converts the group back with those partitions free (ConsumerGroup.fromClassicGroup
+        takes the classic assignment), so they can have a second owner: Kafka's own window."""
+        for member in classic.members:
+            proc = self._process_of_member(member.member_id)
+            if proc is not None and proc.alive:
+                self._fence_partitions(proc, [p for p in proc.held if p not in member.assignment])
         offsets = dict(self.coordinator.offsets)
         self.coordinator_timers.clear()
         self.classic_coordinator = self._new_classic_coordinator()
@@ -540,6 +550,10 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
                     if not (self.lossy and self._lost()):
                         self._push(arrival, GroupRequestArrives(proc.wire, request, False, self.now))
                     if isinstance(request, cl.LeaveGroupRequest):
+                        # Out of the group from its leave, whatever it still holds: after a poll
+                        # timeout, until its loop polls again and runs onPartitionsLost (the
+                        # machine has forgotten the member id the coordinator logs the leave with).
+                        self._fence(proc)
                         self._checkpoint(proc)
                         for partition in list(proc.positions):
                             self._stop_consuming(proc, partition)
@@ -824,7 +838,9 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         self._end_process(proc)
 
     def _stalled(self, proc: ConsumerGroupProcess) -> None:
-        pass  # the heartbeat thread goes on; listener callbacks wait for the loop
+        # The heartbeat thread goes on; listener callbacks and a classic member's rejoin wait for the loop.
+        if isinstance(proc.machine, ClassicMembership):
+            self._member_input(proc, cc_events.PollReturned())
 
     def _topics_grown(self, event: Event) -> None:
         now = self.now

@@ -715,6 +715,13 @@ class Driver(Generic[P, E, D]):
             if entry[2] == NOT_FENCED:
                 entry[2] = self.now
 
+    def _fence_partitions(self, proc: P, partitions: Iterable[str]) -> None:
+        """The group no longer counts ``proc`` as the owner of ``partitions`` (it keeps the rest)."""
+        for partition in partitions:
+            entry = proc.held.get(partition)
+            if entry is not None and entry[2] == NOT_FENCED:
+                entry[2] = self.now
+
     def _unfence(self, proc: P) -> None:
         """The group counts ``proc`` as a member again: what it holds from now is its own."""
         proc.fenced_ms = NOT_FENCED
