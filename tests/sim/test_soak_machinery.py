@@ -10,6 +10,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kafka_rebalance.model import GroupProtocol, ServerAssignorName
 from kafka_rebalance.sim import load_scenario
 from kafka_rebalance.sim.soak import (
     COMMITS_FORWARD,
@@ -238,3 +239,21 @@ def test_both_protocols_give_the_invariants_every_table_they_read(protocol):
         assert seen.held is not None and seen.commits is not None and seen.consumption is not None
         assert seen.assignments, "no completed generation recorded its assignment"
         assert len(seen.held) > 0 and len(seen.commits) > 0 and len(seen.consumption) > 0
+
+
+@pytest.mark.parametrize("start", [GroupProtocol.CLASSIC, GroupProtocol.CONSUMER])
+def test_a_migrating_schedule_restarts_every_consumer_with_the_other_protocol(start):
+    """--migrate: the schedule of the same seed, plus each consumer restarted in turn with the
+    other protocol (and in some, moved back); valid scenarios, a server assignor named."""
+    forth, back = ("upgrade", "downgrade") if start is GroupProtocol.CLASSIC else ("downgrade", "upgrade")
+    rolled_back = 0
+    for index in range(40):
+        seed = schedule_seed(0, index)
+        plain, migrating = random_schedule(seed, start), random_schedule(seed, start, migrating=True)
+        load_scenario(migrating)
+        names = sorted(c["id"] for c in migrating["consumers"])
+        assert sorted(e[forth] for e in migrating["events"] if forth in e) == names
+        assert [e for e in migrating["events"] if forth not in e and back not in e] == plain["events"]
+        assert migrating["assignor"] in [a.value for a in ServerAssignorName]
+        rolled_back += any(back in e for e in migrating["events"])
+    assert 0 < rolled_back < 40
