@@ -11,8 +11,11 @@ Modelling choices (beyond those of ``sim.engine``, which this follows):
   are the work done inside them; the member acknowledges once they are done.
 - A partition is owned (consumed) from the end of ``on_partitions_assigned`` until
   ``on_partitions_revoked`` / ``on_partitions_lost`` runs or the process dies.
-- OffsetCommit and OffsetFetch go straight to the coordinator (no latency): only their effect
-  on duplicates matters here.
+- OffsetCommit and OffsetFetch go straight to the coordinator (no latency, never lost): only
+  their effect on duplicates matters here.
+- ``network_loss``: a heartbeat or its answer is lost as in ``sim.engine``; the heartbeat then
+  times out after ``request_timeout_ms`` (``RequestTimesOut``), its connection is closed and the
+  member retries after its backoff with every field.
 - A fatal error (GROUP_MAX_SIZE_REACHED, UNRELEASED_INSTANCE_ID, ...) ends the process: the
   application's ``poll()`` throws it, and a service exits (a ``join`` event starts it again).
 - A rebalance is a window that opens at a group epoch bump and closes when the group is Stable
