@@ -431,3 +431,15 @@ def test_a_classic_member_stuck_past_its_poll_interval_leaves_and_commits_nothin
         held = _held(run_simulation(load_scenario(schedule)), "t1-0")
     assert [(member, start, end, fenced) for _, member, _, _, start, end, fenced in held][:2] == [
         ("c3", 0, 80907, 77907), ("c2", 78768, 81168, -1)]
+
+
+def test_a_member_fenced_while_taking_an_assignment_in_loses_it():
+    """Soak seed 0 schedule 353 (--migrate, shrunk): c1's first answer (t0-0 at epoch 1) waited
+    out a 17 s GC pause in which its session expired and c2 joined. After the pause c1 ran
+    onPartitionsAssigned(t0-0), then heard it was fenced: Kafka's onPartitionsLost gets what
+    SubscriptionState holds, t0-0 included, while the member forgot only its acknowledged
+    assignment (empty), so c1 held t0-0 to the end beside c2."""
+    schedule = yaml.safe_load((Path(__file__).parent / "soak_migration" / "seed0-schedule353-migrating-shrunk.yaml")
+                              .read_text())
+    with wall_clock_limit(30):
+        assert check_schedule(schedule) == []
