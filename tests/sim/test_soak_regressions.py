@@ -443,3 +443,21 @@ def test_a_member_fenced_while_taking_an_assignment_in_loses_it():
                               .read_text())
     with wall_clock_limit(30):
         assert check_schedule(schedule) == []
+
+
+def test_an_assignment_taken_in_while_the_broker_takes_it_back_stays_with_the_consumer():
+    """Kafka's own behaviour, found by the soak (seed 0, --migrate schedule 549, shrunk): c2 got
+    epoch 6 with t0-0 and t1-1 while its loop was stuck, so onPartitionsAssigned(t0-0) waited;
+    Kafka 4.1's AbstractMembershipManager.revokeAndAssign had already put t0-0 in
+    SubscriptionState (assignPartitions). Before the loop ran it, the broker took t0-0 back
+    within epoch 6 (to give it to c1): processAssignmentReceived compares the new target with
+    currentAssignment, which the unfinished reconciliation had not updated yet ({t1-1}), finds
+    them equal and goes back to STABLE; the callback then finishes, maybeAbortReconciliation
+    aborts, and nothing ever revokes t0-0 from SubscriptionState, while c2's heartbeats report
+    currentAssignment without it and the coordinator gives it to c1. Two consumers of t0-0 to
+    the end: the simulator reproduces it rather than hiding it."""
+    schedule = yaml.safe_load((Path(__file__).parent / "soak_migration" / "seed0-schedule549-migrating-kafka-race.yaml")
+                              .read_text())
+    with wall_clock_limit(30):
+        violations = check_schedule(schedule)
+    assert [v.invariant for v in violations] == ["single-owner"] and "t0-0: c2#2" in violations[0].detail
