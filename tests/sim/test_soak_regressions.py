@@ -431,3 +431,33 @@ def test_a_classic_member_stuck_past_its_poll_interval_leaves_and_commits_nothin
         held = _held(run_simulation(load_scenario(schedule)), "t1-0")
     assert [(member, start, end, fenced) for _, member, _, _, start, end, fenced in held][:2] == [
         ("c3", 0, 80907, 77907), ("c2", 78768, 81168, -1)]
+
+
+def test_a_member_fenced_while_taking_an_assignment_in_loses_it():
+    """Soak seed 0 schedule 353 (--migrate, shrunk): c1's first answer (t0-0 at epoch 1) waited
+    out a 17 s GC pause in which its session expired and c2 joined. After the pause c1 ran
+    onPartitionsAssigned(t0-0), then heard it was fenced: Kafka's onPartitionsLost gets what
+    SubscriptionState holds, t0-0 included, while the member forgot only its acknowledged
+    assignment (empty), so c1 held t0-0 to the end beside c2."""
+    schedule = yaml.safe_load((Path(__file__).parent / "soak_migration" / "seed0-schedule353-migrating-shrunk.yaml")
+                              .read_text())
+    with wall_clock_limit(30):
+        assert check_schedule(schedule) == []
+
+
+def test_an_assignment_taken_in_while_the_broker_takes_it_back_stays_with_the_consumer():
+    """Kafka's own behaviour, found by the soak (seed 0, --migrate schedule 549, shrunk): c2 got
+    epoch 6 with t0-0 and t1-1 while its loop was stuck, so onPartitionsAssigned(t0-0) waited;
+    Kafka 4.1's AbstractMembershipManager.revokeAndAssign had already put t0-0 in
+    SubscriptionState (assignPartitions). Before the loop ran it, the broker took t0-0 back
+    within epoch 6 (to give it to c1): processAssignmentReceived compares the new target with
+    currentAssignment, which the unfinished reconciliation had not updated yet ({t1-1}), finds
+    them equal and goes back to STABLE; the callback then finishes, maybeAbortReconciliation
+    aborts, and nothing ever revokes t0-0 from SubscriptionState, while c2's heartbeats report
+    currentAssignment without it and the coordinator gives it to c1. Two consumers of t0-0 to
+    the end: the simulator reproduces it rather than hiding it."""
+    schedule = yaml.safe_load((Path(__file__).parent / "soak_migration" / "seed0-schedule549-migrating-kafka-race.yaml")
+                              .read_text())
+    with wall_clock_limit(30):
+        violations = check_schedule(schedule)
+    assert [v.invariant for v in violations] == ["single-owner"] and "t0-0: c2#2" in violations[0].detail

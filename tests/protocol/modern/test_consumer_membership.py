@@ -266,3 +266,20 @@ def test_every_delivered_answer_is_handled_even_with_two_heartbeats_out() -> Non
     assert callbacks(out) == [PartitionsAssigned(("foo-1",))]
     m.handle(CallbacksCompleted(), 5080)
     assert m.owned == ("foo-1",)
+
+
+def test_fenced_mid_reconciliation_loses_what_it_was_being_given() -> None:
+    """AbstractMembershipManager.revokeAndAssign puts the new assignment in SubscriptionState
+    (assignFromSubscribedAwaitingCallback) before onPartitionsAssigned runs, and transitionToFenced
+    gives onPartitionsLost subscriptions.assignedPartitions(): a member fenced while its
+    onPartitionsAssigned is running loses those partitions too (soak --migrate seed 0 schedule
+    353: a GC pause held back the answer that gave c1 t0-0, and the session expired meanwhile)."""
+    m = joined()
+    out = m.handle(ok(1, {"foo": [0, 1]}), 10)
+    assert callbacks(out) == [PartitionsAssigned(("foo-0", "foo-1"))]
+    m.handle(HeartbeatDue(), 20)
+    out = m.handle(error(ErrorCode.FENCED_MEMBER_EPOCH), 30)
+    assert callbacks(out) == [PartitionsLost(("foo-0", "foo-1"))]
+    m.handle(CallbacksCompleted(), 40)  # onPartitionsAssigned returns: the reconciliation is aborted
+    m.handle(CallbacksCompleted(), 40)  # onPartitionsLost returns: joining again
+    assert m.owned == () and m.state is S.JOINING

@@ -27,6 +27,7 @@ from kafka_rebalance.protocol.modern.consumer.assignment import (
     partitions,
     sorted_numbers,
     to_strings,
+    union,
 )
 from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -238,7 +239,7 @@ class ConsumerMembershipManager:
         elif leaving:
             if self.poll_timer_expired:
                 self._transition(S.STALE)
-                lost = self.assignment
+                lost = self._assigned_in_subscription()
                 self._pending.append((_Pending.LOST_STALE, lost))
                 out.append(PartitionsLost(tuple(to_strings(lost))))
             else:
@@ -357,6 +358,17 @@ class ConsumerMembershipManager:
             case _:
                 assert_never(kind)
 
+    def _assigned_in_subscription(self) -> Partitions:
+        """What the consumer's SubscriptionState holds as assigned, which onPartitionsLost is
+        given: the assignment, and while a reconciliation is under way also its target (revokeAndAssign
+        sets it, assignFromSubscribedAwaitingCallback, before onPartitionsAssigned runs), so a
+        member fenced or timed out mid-reconciliation loses what it was being given too."""
+        lost: Partitions = self.assignment
+        for kind, target in self._pending:
+            if kind is _Pending.RECONCILE:
+                lost = union(lost, target)
+        return lost
+
     def _clear_assignment(self) -> None:
         if self.assignment or not self._assignment_none:
             self.assignment = {}
@@ -388,7 +400,7 @@ class ConsumerMembershipManager:
             return
         self._transition(S.FENCED)
         self.member_epoch = 0
-        lost = self.assignment
+        lost = self._assigned_in_subscription()
         self._pending.append((_Pending.LOST_FENCED, lost))
         out.append(PartitionsLost(tuple(to_strings(lost))))
 
