@@ -27,6 +27,7 @@ from kafka_rebalance.protocol.modern.consumer.assignment import (
     partitions,
     sorted_numbers,
     to_strings,
+    union,
 )
 from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -171,11 +172,12 @@ class ConsumerMembershipManager:
             case HeartbeatDue():
                 self.heartbeat_due = True
             case Received(response=response):
-                # Only the answer to the heartbeat in flight counts; a leave heartbeat's answer is
-                # ignored (AbstractHeartbeatRequestManager.makeHeartbeatRequest(ignoreResponse)).
-                if self.in_flight:
-                    self.in_flight = False
-                    self._on_response(response, now_ms, out)
+                # Every answer the network delivers is handled, also one to a heartbeat sent before
+                # a leave or a fencing reset the request state: Kafka completes each request with
+                # its own handler (AbstractHeartbeatRequestManager.makeHeartbeatRequest's
+                # whenComplete), and only a leave sent with ignoreResponse has none.
+                self.in_flight = False
+                self._on_response(response, now_ms, out)
             case Subscribe(topics=topics, regex=regex):
                 self.topics, self.regex = tuple(topics), regex
                 self._subscription = (tuple(sorted(self.topics)), self.regex)
@@ -194,7 +196,10 @@ class ConsumerMembershipManager:
             case CallbacksCompleted():
                 self._callbacks_completed(out)
             case RequestFailed():
+                # The next heartbeat waits for the backoff (RequestState.onFailedAttempt), even
+                # if the interval passed while this one was out.
                 self.in_flight = False
+                self.heartbeat_due = False
                 self._sent_full = False
                 self._sent_assignment = None
                 out.append(ArmTimer(HeartbeatDue(), now_ms + self.config.retry_backoff_ms))
@@ -234,7 +239,7 @@ class ConsumerMembershipManager:
         elif leaving:
             if self.poll_timer_expired:
                 self._transition(S.STALE)
-                lost = self.assignment
+                lost = self._assigned_in_subscription()
                 self._pending.append((_Pending.LOST_STALE, lost))
                 out.append(PartitionsLost(tuple(to_strings(lost))))
             else:
@@ -353,6 +358,17 @@ class ConsumerMembershipManager:
             case _:
                 assert_never(kind)
 
+    def _assigned_in_subscription(self) -> Partitions:
+        """What the consumer's SubscriptionState holds as assigned, which onPartitionsLost is
+        given: the assignment, and while a reconciliation is under way also its target (revokeAndAssign
+        sets it, assignFromSubscribedAwaitingCallback, before onPartitionsAssigned runs), so a
+        member fenced or timed out mid-reconciliation loses what it was being given too."""
+        lost: Partitions = self.assignment
+        for kind, target in self._pending:
+            if kind is _Pending.RECONCILE:
+                lost = union(lost, target)
+        return lost
+
     def _clear_assignment(self) -> None:
         if self.assignment or not self._assignment_none:
             self.assignment = {}
@@ -384,7 +400,7 @@ class ConsumerMembershipManager:
             return
         self._transition(S.FENCED)
         self.member_epoch = 0
-        lost = self.assignment
+        lost = self._assigned_in_subscription()
         self._pending.append((_Pending.LOST_FENCED, lost))
         out.append(PartitionsLost(tuple(to_strings(lost))))
 
