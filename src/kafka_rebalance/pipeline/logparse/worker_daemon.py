@@ -1,20 +1,42 @@
 """PySpark's Python worker daemon for the logs job on a local master, with what its tasks import
 already imported: the daemon forks every Python worker, so a worker starts with pyarrow, pandas
-(pyarrow imports it to build any array from a list), the catalogue's parse plans and the
-hyperscan database in place instead of importing and compiling them itself. Measured on
-``local[2]``: one import of about 1 CPU-s for the session instead of one per worker
-(``benchmarks/logs.py``). Named by ``spark.python.daemon.module``
-(``pipeline.spark.build_session``); run by Spark as ``python -m``."""
+(pyarrow imports it to build any array from a list), the catalogue's parse plans, the hyperscan
+database and PySpark's own worker module in place instead of importing and compiling them
+itself. Measured on ``local[2]``: one import of about 1 CPU-s for the session instead of one per
+worker (``benchmarks/logs.py``). Named by ``spark.python.daemon.module``
+(``pipeline.spark.build_session``); run by Spark as ``python -m``.
+
+Spark puts the pyspark and py4j it ships, as zip files (``$SPARK_HOME/python/lib``), first on
+the workers' path. Python caches no bytecode for a zip's modules: it compiles them from source
+at every import, which doubled the daemon's imports (1.05 -> 2.1 CPU-s, paid on the first run of
+every session) and cost each forked worker 0.2 CPU-s more for ``pyspark.worker``. On a local
+master the driver's own pyspark is installed beside this package, so the zips go behind it
+(where none is installed they still serve): workers run the pyspark the driver runs."""
 
 from __future__ import annotations
 
-import pandas  # noqa: F401
-import pyarrow.parquet  # noqa: F401
-from pyspark import daemon
+import sys
+from pathlib import PurePath
 
-import kafka_rebalance.pipeline.logparse.exchange  # noqa: F401
-import kafka_rebalance.pipeline.logparse.layout  # noqa: F401
-import kafka_rebalance.pipeline.logparse.scan  # noqa: F401
+
+def _bundled_last(path: list[str]) -> list[str]:
+    """``path`` with Spark's bundled zips (``.../python/lib/*.zip``) moved to its end."""
+    bundled = [entry for entry in path
+               if entry.endswith(".zip") and PurePath(entry).parent.parts[-2:] == ("python", "lib")]
+    return [entry for entry in path if entry not in bundled] + bundled
+
+
+sys.path[:] = _bundled_last(sys.path)
+
+# Imported for the workers to inherit (after the path is set: pyspark from its installation).
+import pandas  # noqa: E402, F401
+import pyarrow.parquet  # noqa: E402, F401
+import pyspark.worker  # noqa: E402, F401
+from pyspark import daemon  # noqa: E402
+
+import kafka_rebalance.pipeline.logparse.exchange  # noqa: E402, F401
+import kafka_rebalance.pipeline.logparse.layout  # noqa: E402, F401
+import kafka_rebalance.pipeline.logparse.scan  # noqa: E402, F401
 
 if __name__ == "__main__":
     daemon.manager()
