@@ -89,8 +89,10 @@ def _single_owner(seen: Observation) -> Violation | None:
     for hold in seen.held:
         if hold.fenced_ms is None:
             continue
+        # Strictly after the fencing: a commit of the same millisecond may have been handled just
+        # before it (session timer and commit at one instant; the tables keep times, not order).
         late = [t for t in accepted.get((hold.member, hold.incarnation, hold.partition), ())
-                if hold.fenced_ms <= t < hold.end_ms]
+                if hold.fenced_ms < t < hold.end_ms]
         if late:
             return Violation(SINGLE_OWNER, f"{hold.partition}: {hold.member} committed it at {late[0]} ms, after the "
                                            f"group fenced its hold (generation {hold.generation}) at "
