@@ -132,7 +132,11 @@ class ConsumerMembershipManager:
         self.topics: tuple[str, ...] = ()
         self.regex: str | None = None
         self.subscription_updated = False
-        self.assignment: Partitions = {}  # what the consumer owns now
+        self.assignment: Partitions = {}  # what the consumer owns now (Kafka's currentAssignment)
+        # Kafka's SubscriptionState.assignedPartitions: what the consumer fetches and what its
+        # listener is told it lost or must revoke. It differs from ``assignment`` after a
+        # reconciliation aborted once its onPartitionsAssigned ran (see ``_callbacks_completed``).
+        self.in_subscription: Partitions = {}
         self._assignment_none = True  # Kafka's LocalAssignment.NONE: nothing reconciled since (re)joining
         self.target: Partitions = {}  # the last assignment the coordinator sent
         self.heartbeat_interval_ms = 0
@@ -320,10 +324,13 @@ class ConsumerMembershipManager:
         self._reconciling = True
         self._rejoined_while_reconciling = False
         target = self.target
-        revoked = difference(self.assignment, target)
-        added = difference(target, self.assignment)
-        if self.config.enable_auto_commit and self.assignment:
-            out.append(CommitOffsets(tuple(to_strings(self.assignment))))
+        # Revoked and added are worked out from SubscriptionState, not from currentAssignment
+        # (AbstractMembershipManager.maybeReconcile: ownedPartitions = subscriptions.assignedPartitions()).
+        held = self.in_subscription
+        revoked = difference(held, target)
+        added = difference(target, held)
+        if self.config.enable_auto_commit and held:
+            out.append(CommitOffsets(tuple(to_strings(held))))
         if revoked:
             out.append(PartitionsRevoked(tuple(to_strings(revoked))))
         out.append(PartitionsAssigned(tuple(to_strings(added))))
@@ -338,6 +345,10 @@ class ConsumerMembershipManager:
                 self._reconciling = False
                 aborted = self.state is not S.RECONCILING or self._rejoined_while_reconciling
                 self._rejoined_while_reconciling = False
+                # Its callbacks ran (revocation, then assignFromSubscribedAwaitingCallback and
+                # onPartitionsAssigned): SubscriptionState holds the target even when the member,
+                # having moved on meanwhile, aborts and keeps its currentAssignment.
+                self.in_subscription = partitions_
                 if not aborted:
                     self.assignment = partitions_
                     self._assignment_none = False
@@ -359,17 +370,18 @@ class ConsumerMembershipManager:
                 assert_never(kind)
 
     def _assigned_in_subscription(self) -> Partitions:
-        """What the consumer's SubscriptionState holds as assigned, which onPartitionsLost is
-        given: the assignment, and while a reconciliation is under way also its target (revokeAndAssign
-        sets it, assignFromSubscribedAwaitingCallback, before onPartitionsAssigned runs), so a
+        """What onPartitionsLost (or a leave's onPartitionsRevoked) is given: SubscriptionState,
+        and while a reconciliation's callbacks are pending also its target (revokeAndAssign puts
+        it there, assignFromSubscribedAwaitingCallback, before onPartitionsAssigned runs), so a
         member fenced or timed out mid-reconciliation loses what it was being given too."""
-        lost: Partitions = self.assignment
+        lost: Partitions = self.in_subscription
         for kind, target in self._pending:
             if kind is _Pending.RECONCILE:
                 lost = union(lost, target)
         return lost
 
     def _clear_assignment(self) -> None:
+        self.in_subscription = {}
         if self.assignment or not self._assignment_none:
             self.assignment = {}
             self._assignment_none = True
@@ -410,8 +422,9 @@ class ConsumerMembershipManager:
         previous = self.state
         self._transition(S.FATAL)
         out.append(fatal)
-        if previous not in (S.UNSUBSCRIBED, S.LEAVING, S.PREPARE_LEAVING) and self.assignment:
-            out.append(PartitionsLost(self.owned))
+        lost = self._assigned_in_subscription()
+        if previous not in (S.UNSUBSCRIBED, S.LEAVING, S.PREPARE_LEAVING) and lost:
+            out.append(PartitionsLost(tuple(to_strings(lost))))
             self._clear_assignment()
 
     def _leave_group(self, out: list[Output]) -> None:
@@ -425,7 +438,7 @@ class ConsumerMembershipManager:
         if self.state in (S.PREPARE_LEAVING, S.LEAVING):
             return
         self._transition(S.PREPARE_LEAVING)
-        dropped = self.assignment
+        dropped = self._assigned_in_subscription()
         if dropped:
             if self.member_epoch > 0:
                 if self.config.enable_auto_commit:
