@@ -139,13 +139,16 @@ def _owner_consumes(seen: Observation) -> Violation | None:
             return Violation(OWNER_CONSUMES, f"{interval.partition}: {interval.member} owned it from "
                                              f"{interval.start_ms} ms as of generation {interval.generation}, whose "
                                              "assignment did not give it to them")
+    # The latest earlier generation with a recorded assignment, per generation (None: none).
+    generations = sorted(assignments)
+    previous = dict(zip(generations, [None, *generations[:-1]], strict=True))
     for batch in seen.consumption or ():
         generation = batch.generation
         if generation is None or generation not in assignments:
             continue
-        earlier = [g for g in assignments if g < generation]
+        before = previous[generation]
         if owner_in(generation, batch.member, batch.partition) or (
-                earlier and owner_in(max(earlier), batch.member, batch.partition)):
+                before is not None and owner_in(before, batch.member, batch.partition)):
             continue
         if _held_since_earlier_generation(seen, batch):
             continue
