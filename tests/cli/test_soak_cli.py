@@ -20,8 +20,9 @@ class _SoakStub:
         self.failing = failing
 
     def run_soak(self, spark, schedules, out_dir, *, seed=0, first=0, tasks=None, shrink_budget=300, progress=None,
-                 group_protocol=None):
+                 group_protocol=None, migrating=False):
         self.calls.append((schedules, out_dir, seed, tasks))
+        self.migrating = migrating
         by_invariant = {"converges": self.failing} if self.failing else {}
         summary = {"master": "local[2]", "schedules": schedules, "failing_schedules": self.failing, "seed": seed,
                    "first_schedule": first, "wall_s": 1.0, "violations_by_invariant": by_invariant,
@@ -91,3 +92,10 @@ def test_fuzzed_options(capsys, tmp_path, soak_stub, schedules, seed, master):
     answer = run_cli(capsys, ["soak", "--schedules", schedules, "--seed", seed, "--master", master,
                               "--out", str(tmp_path / "o")])
     assert_success_or_bad_input(answer, "--")
+
+
+def test_migrate_reaches_the_soak(capsys, tmp_path, soak_stub):
+    assert run_cli(capsys, ["soak", "--schedules", "2", "--migrate", "--out", str(tmp_path / "o")]).code == 0
+    assert soak_stub.migrating is True
+    assert run_cli(capsys, ["soak", "--schedules", "2", "--out", str(tmp_path / "p")]).code == 0
+    assert soak_stub.migrating is False

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 import yaml
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from kafka_rebalance.model import InvalidInput
@@ -192,6 +192,7 @@ def test_without_load_there_is_no_load_result():
     owners=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 2), st.integers(0, 30), st.integers(1, 30)),
                     max_size=12),
 )
+@example(rates=[0.05], capacities=[1.0], owners=[(0, 0, 3, 30), (0, 0, 19, 8)])  # 3 consumed of 2 (float sums)
 def test_records_are_conserved_and_no_consumer_exceeds_its_capacity(rates, capacities, owners):
     partitions = len(rates)
     members = [f"m{i}" for i in range(len(capacities))]

@@ -10,6 +10,7 @@ import pytest
 
 from kafka_rebalance.model import InvalidInput
 from kafka_rebalance.sim import load_scenario
+from kafka_rebalance.sim.consumer_group import ConsumerGroupSide
 from kafka_rebalance.sim.engine import ClassicGroupSide, simulate
 from kafka_rebalance.sim.soak import check_observation
 from kafka_rebalance.sim.soak_observe import observation_of
@@ -35,11 +36,38 @@ def test_network_loss_is_a_probability(value, problem):
     assert error.value.field == "config.network_loss" and problem in error.value.problem
 
 
-def test_network_loss_is_for_classic_groups():
-    scenario = {**lossy(), "group_protocol": "consumer"}
-    with pytest.raises(InvalidInput) as error:
-        load_scenario(scenario)
-    assert error.value.field == "config.network_loss" and "classic" in error.value.problem
+def rolling_upgrade(loss=0.2, until_ms=100000, seed=0):
+    names = ("c1", "c2", "c3")
+    scenario = lossy(loss=loss, until_ms=until_ms, seed=seed, consumers=names)
+    scenario["events"] = ([{"at_ms": i * 100, "join": n} for i, n in enumerate(names)]
+                          + [{"at_ms": 20000 * (i + 1), "upgrade": n, "after_ms": 3000} for i, n in enumerate(names)])
+    return scenario
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("group", ["consumer", "rolling-upgrade"])
+def test_consumer_groups_lose_messages_and_break_no_invariant(seed, group):
+    """The same network for KIP-848 groups and for a group migrating to them: heartbeats and their
+    answers lost, NetworkClient timing the heartbeat out after request.timeout.ms and closing
+    the connection (answers still on it are never read), the heartbeat manager retrying after
+    its backoff (AbstractHeartbeatRequestManager.onFailure); a classic member times its own
+    requests out. The soak's invariants hold, and once the network is sound the group is Stable
+    with every consumer in it."""
+    scenario = {**lossy(seed=seed), "group_protocol": "consumer"} if group == "consumer" else rolling_upgrade(seed=seed)
+    side = ConsumerGroupSide(load_scenario(scenario))
+    result = side.run()
+    assert check_observation(observation_of(result)) == []
+    assert result.final_group_state == "Stable" and sorted(result.final_members) == ["c1", "c2", "c3"]
+
+
+def test_a_consumer_group_heartbeat_lost_times_out_and_is_retried_on_a_new_connection():
+    runs = [ConsumerGroupSide(load_scenario({**lossy(loss=0.3, seed=seed), "group_protocol": "consumer"}))
+            for seed in range(4)]
+    for side in runs:
+        side.run()
+    reconnects = [p.reconnects for side in runs for p in side.processes.values()]
+    assert sum(reconnects) > 0
+    assert simulate({**lossy(seed=3), "group_protocol": "consumer"}) == simulate({**lossy(seed=3), "group_protocol": "consumer"})
 
 
 def test_no_loss_is_the_run_it_always_was():

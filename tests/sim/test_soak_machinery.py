@@ -10,6 +10,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kafka_rebalance.model import GroupProtocol, ServerAssignorName
 from kafka_rebalance.sim import load_scenario
 from kafka_rebalance.sim.soak import (
     COMMITS_FORWARD,
@@ -92,7 +93,8 @@ def observation(**changes) -> Observation:
         "live_members": ("b",),
         "final_assignment": {"a": (), "b": ("t-0",)},
         "subscribed_partitions": ("t-0",),
-        "assignments": {1: {"a": ("t-0",), "b": ()}, 2: {"a": (), "b": ("t-0",)}, 3: {"a": (), "b": ("t-0",)}},
+        "assignments": {(0, 1): {"a": ("t-0",), "b": ()}, (0, 2): {"a": (), "b": ("t-0",)},
+                        (0, 3): {"a": (), "b": ("t-0",)}},
     }
     base.update(changes)
     return Observation(**base)
@@ -130,8 +132,22 @@ def test_consumption_by_a_non_owner_or_under_another_generation():
     assert OWNER_CONSUMES in kinds(observation(consumption=beyond_the_hold))
     wrong_member = (Consumption("t-0", "a", 1, 0, 5, 40, 50), Consumption("t-0", "b", 1, 5, 9, 140, 150))
     assert OWNER_CONSUMES in kinds(observation(consumption=wrong_member))
-    not_given = {1: {"a": ("t-0",)}, 2: {"b": ()}}
+    not_given = {(0, 1): {"a": ("t-0",)}, (0, 2): {"b": ()}}
     assert OWNER_CONSUMES in kinds(observation(assignments=not_given, consumption=()))
+
+
+def test_a_generation_number_used_again_by_a_new_group_is_judged_by_its_own_assignment():
+    """A migration that finds the group empty replaces it with a new one of the other protocol,
+    whose epochs start again (Kafka's getOrMaybeCreateConsumerGroup for an empty classic group):
+    generation 1 at 0 ms gave t-0 to a, the new group's epoch 1 at 150 ms gives it to b."""
+    ownership = (Ownership("t-0", "a", 1, 0, 100), Ownership("t-0", "b", 1, 150, 200))
+    consumption = (Consumption("t-0", "a", 1, 0, 5, 40, 50), Consumption("t-0", "b", 1, 5, 9, 160, 170))
+    reused = {(0, 1): {"a": ("t-0",)}, (1, 1): {"b": ("t-0",)}}
+    assert kinds(observation(ownership=ownership, consumption=consumption, assignments=reused,
+                             life_starts_ms=(0, 150), commits=())) == []
+    swapped = {(0, 1): {"b": ("t-0",)}, (1, 1): {"a": ("t-0",)}}
+    assert OWNER_CONSUMES in kinds(observation(ownership=ownership, consumption=consumption, assignments=swapped,
+                                               life_starts_ms=(0, 150), commits=()))
 
 
 def test_commits_going_backwards_after_failovers():
@@ -223,3 +239,21 @@ def test_both_protocols_give_the_invariants_every_table_they_read(protocol):
         assert seen.held is not None and seen.commits is not None and seen.consumption is not None
         assert seen.assignments, "no completed generation recorded its assignment"
         assert len(seen.held) > 0 and len(seen.commits) > 0 and len(seen.consumption) > 0
+
+
+@pytest.mark.parametrize("start", [GroupProtocol.CLASSIC, GroupProtocol.CONSUMER])
+def test_a_migrating_schedule_restarts_every_consumer_with_the_other_protocol(start):
+    """--migrate: the schedule of the same seed, plus each consumer restarted in turn with the
+    other protocol (and in some, moved back); valid scenarios, a server assignor named."""
+    forth, back = ("upgrade", "downgrade") if start is GroupProtocol.CLASSIC else ("downgrade", "upgrade")
+    rolled_back = 0
+    for index in range(40):
+        seed = schedule_seed(0, index)
+        plain, migrating = random_schedule(seed, start), random_schedule(seed, start, migrating=True)
+        load_scenario(migrating)
+        names = sorted(c["id"] for c in migrating["consumers"])
+        assert sorted(e[forth] for e in migrating["events"] if forth in e) == names
+        assert [e for e in migrating["events"] if forth not in e and back not in e] == plain["events"]
+        assert migrating["assignor"] in [a.value for a in ServerAssignorName]
+        rolled_back += any(back in e for e in migrating["events"])
+    assert 0 < rolled_back < 40

@@ -308,21 +308,22 @@ def test_a_static_member_replaced_while_its_old_process_is_paused_is_fenced():
     assert {incarnation for _, member, incarnation, *_ in held if member == "c2"} == {1, 2}
 
 
-def test_an_old_process_still_closing_is_fenced_when_its_session_expires():
-    """Soak schedule 18 of seed 0 as a rolling upgrade: c5, stalled past max.poll.interval.ms, is
-    upgraded; its old process closes only when the stall ends (51,072 ms) while the new one
-    already runs. The coordinator expires the old member's session at 28,930 ms
-    (ConsumerMemberFenced): the old process's hold of t0-2 is fenced from then (the group's
-    member ids are looked up across every running process, not only a consumer's latest). The
-    new process's commits of t0-2 from 31,166 ms are its own (each commit names the incarnation
-    that sent it), not late commits of the old process's fenced hold."""
+def test_a_stalled_classic_member_of_a_migrating_group_waits_for_its_loop_to_rejoin():
+    """Soak schedule 18 of seed 0 as a rolling upgrade: classic c5 is stuck in its poll loop
+    (18,072 ms, for 33 s) when c3's rejoin starts a rebalance. A Java consumer rejoins from
+    poll() only (AbstractCoordinator.ensureActiveGroup; its heartbeat thread just asks for the
+    rejoin), so stuck c5 stays in its generation, heartbeating, until its upgrade closes it at
+    24,046 ms: it revokes t0-2 and leaves then, and its new process holds t0-2 from 31,216 ms.
+    (The simulator used to rejoin a stuck classic member at once and stop its heartbeats while
+    the JoinGroup waited for the loop: its session expired and the old process held t0-2 until
+    the stall ended; the soak found a stale commit from that state, --migrate schedule 140.)"""
     schedule = yaml.safe_load((Path(__file__).parent / "soak_migration" / "seed0-schedule18-rolling-upgrade.yaml")
                               .read_text())
     with wall_clock_limit(30):
         assert check_schedule(schedule) == []
         held = _held(run_simulation(load_scenario(schedule)), "t0-2")
     assert [(member, incarnation, start, end, fenced) for _, member, incarnation, _, start, end, fenced in held
-            if member == "c5"] == [("c5", 1, 1792, 51072, 28930), ("c5", 2, 31166, 162375, -1)]
+            if member == "c5"] == [("c5", 1, 1792, 24046, -1), ("c5", 2, 31216, 162375, -1)]
 
 
 def test_a_classic_member_of_a_migrating_group_learns_of_new_partitions_from_its_metadata():
@@ -366,3 +367,67 @@ def test_a_static_member_that_leaves_temporarily_holds_its_partitions_outside_th
                               .read_text())
     with wall_clock_limit(30):
         assert check_schedule(schedule) == []
+
+
+def test_an_answer_to_a_heartbeat_sent_before_a_poll_timeout_leave_is_still_handled():
+    """KIP-848, soak seed 0 schedule 5334 (shrunk): c1's pause ended with a heartbeat at its old
+    epoch, the poll-timer leave (ignoreResponse) and a rejoin all on the wire. The old heartbeat's
+    UNKNOWN_MEMBER_ID fenced the rejoining member, which joined again, so two joins and an
+    acknowledgement were out at once; the acknowledgement's answer carried t1-0 and t2-0, just
+    released by c2. The membership manager handled only the first answer after each send and
+    dropped that one, so c1 ended owning nothing while the coordinator said Stable. Kafka
+    completes every request with its own handler."""
+    schedule = yaml.safe_load((Path(__file__).parent / "soak_fenced_rejoin" / "seed0-schedule5334-consumer-shrunk.yaml")
+                              .read_text())
+    with wall_clock_limit(30):
+        assert check_schedule(schedule) == []
+
+
+def test_a_regex_member_retrying_a_timed_out_heartbeat_learns_its_new_partition():
+    """KIP-848 on a lossy network, soak seed 0 schedule 1367 (shrunk): pattern topic p-1 appeared,
+    the answer giving c1 p-1-0 was lost, and c1's retried full heartbeat (names or regex, owned
+    partitions, rebalance timeout) was not taken as full because it carried a regex, not names:
+    no assignment in the answer, and p-1-0 stayed with nobody. Kafka 4.1 counts a regex too."""
+    schedule = yaml.safe_load((Path(__file__).parent / "soak_lossy" / "seed0-schedule1367-consumer-shrunk.yaml")
+                              .read_text())
+    with wall_clock_limit(30):
+        assert check_schedule(schedule) == []
+
+
+def test_a_downgrade_and_an_upgrade_at_once_free_what_a_classic_member_was_revoking():
+    """Soak seed 0 schedule 108 (--migrate, classic, shrunk): eager classic c3 held p-0-0; c2's
+    upgrade converted the group and the target gave p-0-0 to c2, so c3 was revoking it. c2's
+    restart then left the group with classic members only: converted back to classic, each
+    member given its target assignment (Kafka 4.1 ClassicGroup.fromConsumerGroup), p-0-0 in
+    nobody's; c2's new process converted it again at the same instant (ConsumerGroup.
+    fromClassicGroup) and got p-0-0 at once, while c3, not yet rejoined, still held it. Kafka's
+    own window: from the downgrade, the group no longer counts c3 as p-0-0's owner (its hold is
+    fenced there), and what c3 commits for it from then is checked as a fenced hold's."""
+    path = Path(__file__).parent / "soak_migration" / "seed0-schedule108-migrating-shrunk.yaml"
+    schedule = yaml.safe_load(path.read_text())
+    result = run_simulation(schedule)
+    c3 = [(h, f) for p, m, h, f in zip(result.held.partition.tolist(), result.held.member.tolist(),
+                                        result.held.end_ms.tolist(), result.held.fenced_ms.tolist(), strict=True)
+          if p == "p-0-0" and m == "c3"]
+    assert c3 and c3[0][1] == 17617 < c3[0][0]
+    with wall_clock_limit(30):
+        assert check_schedule(schedule) == []
+
+
+def test_a_classic_member_stuck_past_its_poll_interval_leaves_and_commits_nothing_stale():
+    """Soak seed 0 schedule 140 (--migrate, classic, shrunk): classic c3 is stuck in its loop
+    (62,907 ms, 18 s, past its 15 s max.poll.interval.ms) when c2's upgrade converts the group
+    and the target moves t1-0 to c2. Stuck, c3 cannot rejoin (a Java consumer rejoins from
+    poll() only); its heartbeat thread keeps the session and sends LeaveGroup when the poll
+    interval runs out (77,907 ms), and c2 takes t1-0. c3 holds t1-0 until its loop polls again
+    (80,907 ms) and runs onPartitionsLost, fenced from its leave. The simulator used to rejoin
+    stuck c3 at once and hold its next JoinGroup for the loop with no heartbeats, so c3 came
+    back after the stall still believing it owned t1-0 and committed its stale position there
+    (commits-forward)."""
+    schedule = yaml.safe_load((Path(__file__).parent / "soak_migration" / "seed0-schedule140-migrating-shrunk.yaml")
+                              .read_text())
+    with wall_clock_limit(30):
+        assert check_schedule(schedule) == []
+        held = _held(run_simulation(load_scenario(schedule)), "t1-0")
+    assert [(member, start, end, fenced) for _, member, _, _, start, end, fenced in held][:2] == [
+        ("c3", 0, 80907, 77907), ("c2", 78768, 81168, -1)]

@@ -33,11 +33,16 @@ MAX_SCHEDULES = 100_000_000
               default=GroupProtocol.CLASSIC.value, show_default=True,
               help="The groups' protocol: classic (JoinGroup/SyncGroup, eager or cooperative strategies) "
                    "or consumer (KIP-848, a server-side assignor); the same invariants for both.")
+@click.option("--migrate", is_flag=True,
+              help="The groups migrate during the churn: each consumer restarted in turn with the other "
+                   "protocol (a rolling upgrade from classic, a rolling downgrade from consumer), "
+                   "3 in 10 rolled back part-way.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON document.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option("--verbose-spark", is_flag=True, help="Show Spark's own logging on the terminal (else in a log file).")
 def soak_command(schedules: int, seed: int, first: int, out_dir: str, master: str | None, tasks: int | None,
-                 shrink_budget: int, group_protocol: str, as_json: bool, quiet: bool, verbose_spark: bool) -> None:
+                 shrink_budget: int, group_protocol: str, migrate: bool, as_json: bool, quiet: bool,
+                 verbose_spark: bool) -> None:
     """Run random schedules (joins, leaves, crashes, GC pauses, slow processing, static bounces,
     new pattern topics, partition increases, coordinator failovers, network delays, lost requests
     and responses) and check that no two group members own a partition at once (each judged from
@@ -54,7 +59,7 @@ def soak_command(schedules: int, seed: int, first: int, out_dir: str, master: st
     with bad_input_exits():
         result = run_soak(spark, schedules, out_dir, seed=seed, first=first, tasks=tasks,
                           shrink_budget=shrink_budget, progress=False if quiet else None,
-                          group_protocol=GroupProtocol(group_protocol))
+                          group_protocol=GroupProtocol(group_protocol), migrating=migrate)
     if as_json:
         click.echo(json.dumps(result.answer.as_dict(), indent=2))
     else:

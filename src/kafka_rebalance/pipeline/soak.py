@@ -36,12 +36,13 @@ DEFAULT_SHRINK_BUDGET = 300
 EVENT_COLUMNS = (
     ("joins", "join"), ("leaves", "leave"), ("crashes", "crash"), ("pauses", "pause"), ("stalls", "stall"),
     ("restarts", "restart"), ("topic_creations", "create_topic"), ("partition_increases", "add_partitions"),
-    ("failovers", "coordinator_failover"),
+    ("failovers", "coordinator_failover"), ("upgrades", "upgrade"), ("downgrades", "downgrade"),
 )
 SCHEDULE_SCHEMA = T.StructType([
     T.StructField("schedule_index", T.LongType(), False),
     T.StructField("schedule_seed", T.LongType(), False),
-    T.StructField("group_protocol", T.StringType()),
+    T.StructField("group_protocol", T.StringType()),  # the protocol the group starts with
+    T.StructField("migrating", T.BooleanType()),
     T.StructField("rebalance_protocol", T.StringType()),
     T.StructField("consumers", T.IntegerType()),
     T.StructField("static_consumers", T.IntegerType()),
@@ -61,7 +62,7 @@ SCHEDULE_SCHEMA = T.StructType([
 
 
 def schedule_row(index: int, master_seed: int, shrink_budget: int,
-                 group_protocol: GroupProtocol = GroupProtocol.CLASSIC) -> dict[str, Any]:
+                 group_protocol: GroupProtocol = GroupProtocol.CLASSIC, migrating: bool = False) -> dict[str, Any]:
     """Draw schedule ``index``, run it, check it; shrink it if it fails."""
     from kafka_rebalance.sim.soak import (
         check_schedule,
@@ -74,14 +75,14 @@ def schedule_row(index: int, master_seed: int, shrink_budget: int,
     )
 
     seed = schedule_seed(master_seed, index)
-    schedule = random_schedule(seed, group_protocol)
+    schedule = random_schedule(seed, group_protocol, migrating=migrating)
     started = time.process_time()
     violations = check_schedule(schedule)
     cpu_ms = (time.process_time() - started) * 1000
     consumers = schedule["consumers"]
     row: dict[str, Any] = {
         "schedule_index": index, "schedule_seed": seed,
-        "group_protocol": group_protocol.value,
+        "group_protocol": group_protocol.value, "migrating": migrating,
         "rebalance_protocol": None if (rebalance := schedule_rebalance_protocol(schedule)) is None else rebalance.value,
         "consumers": len(consumers),
         "static_consumers": sum(1 for c in consumers if c.get("group_instance_id")),
@@ -110,12 +111,13 @@ def schedule_indices(spark: SparkSession, schedules: int, tasks: int, first: int
 
 
 def check_schedules(indices: DataFrame, master_seed: int, shrink_budget: int = DEFAULT_SHRINK_BUDGET,
-                    group_protocol: GroupProtocol = GroupProtocol.CLASSIC) -> DataFrame:
+                    group_protocol: GroupProtocol = GroupProtocol.CLASSIC, migrating: bool = False) -> DataFrame:
     """One row per schedule (``SCHEDULE_SCHEMA``): run and checked inside the tasks."""
 
     def run_batches(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         for batch in batches:
-            rows = [schedule_row(int(i), master_seed, shrink_budget, group_protocol) for i in batch["schedule_index"]]
+            rows = [schedule_row(int(i), master_seed, shrink_budget, group_protocol, migrating)
+                    for i in batch["schedule_index"]]
             yield pd.DataFrame(rows, columns=SCHEDULE_SCHEMA.fieldNames())
 
     return indices.mapInPandas(run_batches, schema=SCHEDULE_SCHEMA)
@@ -179,7 +181,7 @@ def default_tasks(spark: SparkSession, schedules: int) -> int:
 
 def run_soak(spark: SparkSession, schedules: int, out_dir: str, *, seed: int = 0, first: int = 0,
              tasks: int | None = None, shrink_budget: int = DEFAULT_SHRINK_BUDGET, progress: bool | None = None,
-             group_protocol: GroupProtocol = GroupProtocol.CLASSIC) -> SoakRun:
+             group_protocol: GroupProtocol = GroupProtocol.CLASSIC, migrating: bool = False) -> SoakRun:
     from kafka_rebalance.pipeline.io import StagedOutput
     from kafka_rebalance.pipeline.report.soak import FAILURES_TOLD, soak_answer
     from kafka_rebalance.pipeline.spark import spark_progress
@@ -188,7 +190,7 @@ def run_soak(spark: SparkSession, schedules: int, out_dir: str, *, seed: int = 0
     task_count = tasks or default_tasks(spark, schedules)
     with StagedOutput(out_dir) as out:
         checked = check_schedules(schedule_indices(spark, schedules, task_count, first), seed, shrink_budget,
-                                  group_protocol)
+                                  group_protocol, migrating)
         with spark_progress(spark, f"soaking {schedules:,} schedules", enabled=progress):
             checked.write.parquet(str(out.path(SCHEDULES)))
         written = spark.read.parquet(str(out.path(SCHEDULES)))
@@ -202,7 +204,7 @@ def run_soak(spark: SparkSession, schedules: int, out_dir: str, *, seed: int = 0
         wall_s = time.monotonic() - started
         summary: dict[str, Any] = {
             **{key: (value if value is not None else 0) for key, value in totals.items()},
-            "group_protocol": group_protocol.value, "seed": seed, "first_schedule": first, "tasks": task_count, "master": spark.sparkContext.master,
+            "group_protocol": group_protocol.value, "migrating": migrating, "seed": seed, "first_schedule": first, "tasks": task_count, "master": spark.sparkContext.master,
             "violations_by_invariant": by_invariant, "wall_s": round(wall_s, 1),
         }
         out.write_text(SUMMARY, json.dumps(summary, indent=2) + "\n")

@@ -5,15 +5,18 @@ callbacks as outputs acknowledged by ``CallbacksCompleted``). This is how a roll
 classic and consumer-protocol members in one group.
 
 Modelling choices (beyond the classic simulator's, ``sim/engine.py``):
-- The application is inside ``poll()`` whenever the machine wants a poll (a rejoin): the
-  JoinGroup goes out at once, after listener callbacks already running. So a classic member in a
-  migration run never overruns ``max.poll.interval.ms`` (a ``stall`` stops its consumption, not
-  its rejoin), unlike in the classic simulator.
+- The application is inside ``poll()`` whenever the machine wants a poll (a rejoin), unless it
+  is stuck (a ``stall``): the JoinGroup goes out at once, after listener callbacks already
+  running. A stuck one rejoins when it polls again, and overruns ``max.poll.interval.ms`` as in
+  the classic simulator (its heartbeat thread then leaves the group).
 - OffsetCommit is the simulator's (before a revocation, and auto-commit ticks), sent as a classic
   OffsetCommit (a generation id); the machine's own commits are not sent twice.
-- FindCoordinator (after NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE: the coordinator moved) is
-  ``ClassicFindCoordinator``, answered by the simulator at once with the broker that leads the
-  group's partition (COORDINATOR_NOT_AVAILABLE while the new coordinator loads).
+- FindCoordinator (after NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE: the coordinator moved,
+  or a request timed out) is ``ClassicFindCoordinator``, answered by the simulator at once with
+  the broker that leads the group's partition (COORDINATOR_NOT_AVAILABLE while the new
+  coordinator loads); it is never lost.
+- On a lossy network the machine times its requests out itself (``request_timeout_ms``) and
+  closes the connection (``ClassicDisconnect``), as in the classic simulator.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from kafka_rebalance.protocol.classic.consumer import (
 from kafka_rebalance.protocol.classic.coordinator_events import (
     FindCoordinatorRequest,
     HeartbeatRequest,
+    LeaveGroupRequest,
     OffsetCommitRequest,
 )
 from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer
@@ -53,8 +57,15 @@ class ClassicFindCoordinator:
     """A classic member looks for its group's coordinator (FindCoordinator to any broker)."""
 
 
-ClassicInput = me.Input | cc_events.ConsumerTimer | cc_events.Received | cc_events.MetadataUpdate
-ClassicOutput = (ClassicSend | ClassicFindCoordinator | ArmTimer[cc_events.ConsumerTimer]
+@dataclass(frozen=True, slots=True)
+class ClassicDisconnect:
+    """A classic member closed its connection to the coordinator (a request timed out)."""
+
+
+# (PollReturned: the application's loop is stuck outside poll(), a ``stall``)
+ClassicInput = (me.Input | cc_events.ConsumerTimer | cc_events.Received | cc_events.MetadataUpdate
+                | cc_events.PollReturned)
+ClassicOutput = (ClassicSend | ClassicFindCoordinator | ClassicDisconnect | ArmTimer[cc_events.ConsumerTimer]
                  | CancelTimer[cc_events.ConsumerTimer] | me.CommitOffsets | me.PartitionsRevoked
                  | me.PartitionsAssigned | me.PartitionsLost | me.Fatal)
 
@@ -121,13 +132,14 @@ class ClassicMembership:
                 if not self.pending_callbacks:
                     out.extend(self.held)
                     self.held = []
-                    if self.cc.wants_poll and not self.left:
+                    if self.cc.wants_poll and not self.left and self.cc.in_poll:
                         self._run(cc_events.Poll(), now_ms, out)
             case me.Received(response=response):
                 raise AssertionError(f"{response!r}: a classic member gets no ConsumerGroupHeartbeat answer")
             case me.RequestFailed() | me.HeartbeatDue() | me.PollTimerExpired():
                 pass  # the new consumer's inputs; the classic machine has its own timers
-            case (cc_events.Received() | cc_events.MetadataUpdate() | cc_events.HeartbeatDue() | cc_events.PollIntervalExpired()
+            case (cc_events.Received() | cc_events.MetadataUpdate() | cc_events.PollReturned() | cc_events.HeartbeatDue()
+                  | cc_events.PollIntervalExpired()
                   | cc_events.RetryJoin() | cc_events.RetryFetch() | cc_events.RetryFindCoordinator()
                   | cc_events.RequestTimedOut()):
                 self._run(event, now_ms, out)
@@ -137,6 +149,7 @@ class ClassicMembership:
 
     def _run(self, event: cc_events.ConsumerInput, now_ms: int, out: list[ClassicOutput]) -> None:
         callbacks = False
+        timed_out = False  # the heartbeat thread left the group: max.poll.interval.ms ran out
         sends: list[ClassicSend] = []
         for _ in range(3):  # a poll that acts may leave another rejoin due (bounded)
             for item in self.cc.handle(event, now_ms):
@@ -167,18 +180,28 @@ class ClassicMembership:
                         self.fatal = True
                         out.append(me.Fatal(error, None))
                     case cc_events.LeftGroup():
-                        self.left = True
+                        # Out of the group until the loop polls again and rejoins (not a close).
+                        timed_out = True
                     case cc_events.CommittedOffsetsFetched():
                         pass  # positions come from the committed offsets when the callbacks end
-            if callbacks or self.left or self.fatal or not self.cc.wants_poll:
+                    case cc_events.Disconnect():
+                        out.append(ClassicDisconnect())
+                    case _:
+                        assert_never(item)
+            if callbacks or self.left or timed_out or self.fatal or not self.cc.wants_poll or not self.cc.in_poll:
                 break
             event = cc_events.Poll()
         if callbacks or self.pending_callbacks:
             # The application thread is in the listener: what it sends next waits (JoinGroup after
             # an eager revocation, OffsetFetch after an assignment, LeaveGroup after close's
-            # revocation); the heartbeat thread's requests do not.
-            self.held.extend(s for s in sends if not isinstance(s.request, HeartbeatRequest))
-            out.extend(s for s in sends if isinstance(s.request, HeartbeatRequest))
+            # revocation); the heartbeat thread's requests do not (its heartbeats, and the
+            # LeaveGroup it sends when the poll interval runs out).
+            def from_heartbeat_thread(send: ClassicSend) -> bool:
+                return isinstance(send.request, HeartbeatRequest) or (
+                    timed_out and isinstance(send.request, LeaveGroupRequest))
+
+            self.held.extend(s for s in sends if not from_heartbeat_thread(s))
+            out.extend(s for s in sends if from_heartbeat_thread(s))
         else:
             out.extend(sends)
         if callbacks:

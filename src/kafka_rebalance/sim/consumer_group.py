@@ -11,8 +11,11 @@ Modelling choices (beyond those of ``sim.engine``, which this follows):
   are the work done inside them; the member acknowledges once they are done.
 - A partition is owned (consumed) from the end of ``on_partitions_assigned`` until
   ``on_partitions_revoked`` / ``on_partitions_lost`` runs or the process dies.
-- OffsetCommit and OffsetFetch go straight to the coordinator (no latency): only their effect
-  on duplicates matters here.
+- OffsetCommit and OffsetFetch go straight to the coordinator (no latency, never lost): only
+  their effect on duplicates matters here.
+- ``network_loss``: a heartbeat or its answer is lost as in ``sim.engine``; the heartbeat then
+  times out after ``request_timeout_ms`` (``RequestTimesOut``), its connection is closed and the
+  member retries after its backoff with every field.
 - A fatal error (GROUP_MAX_SIZE_REACHED, UNRELEASED_INSTANCE_ID, ...) ends the process: the
   application's ``poll()`` throws it, and a service exits (a ``join`` event starts it again).
 - A rebalance is a window that opens at a group epoch bump and closes when the group is Stable
@@ -78,6 +81,7 @@ from kafka_rebalance.protocol.modern.consumer.member import (
 from kafka_rebalance.protocol.modern.consumer.migration import consumer_group_for_heartbeat, downgraded
 from kafka_rebalance.protocol.modern.consumer.records import ConsumerGroupRecords, records_of, replay
 from kafka_rebalance.sim.classic_member import (
+    ClassicDisconnect,
     ClassicFindCoordinator,
     ClassicInput,
     ClassicMembership,
@@ -100,6 +104,7 @@ from kafka_rebalance.sim.events import (
     MetadataRefresh,
     ProcessResumes,
     ProcessStarts,
+    RequestTimesOut,
     ScenarioStep,
 )
 from kafka_rebalance.sim.result import (
@@ -182,6 +187,7 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         self.member_scheduled: dict[MemberTimerFires, int] = {}
         self.last_reason = "the group changed"
         self.requester: str | None = None
+        self.requester_sent_ms = 0  # when the request being handled left its consumer
         # When the last message sent on a connection arrives, per direction (to the coordinator, to the member).
         self.request_arrival_ms: dict[str, int] = {}
         self.response_arrival_ms: dict[str, int] = {}
@@ -197,8 +203,15 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
             broker_id=self.broker), seed=self.rng.getrandbits(32), partitions=partitions)
 
     def _respond(self, connection: str, response: ce.Response | cl.GroupResponse) -> None:
-        self._push(self._in_order_arrival(self.response_arrival_ms, connection),
-                   GroupResponseArrives(connection, response))
+        arrival = self._in_order_arrival(self.response_arrival_ms, connection)
+        if self.lossy and self._lost():
+            # A heartbeat's lost answer times its request out (a classic member's machine times
+            # its own requests out).
+            proc = self.connections.get(connection)
+            if type(response) is ce.ConsumerGroupHeartbeatResponse and proc is not None:
+                self._push(self.requester_sent_ms + self.cfg.request_timeout_ms, RequestTimesOut(proc.connection, connection))
+            return
+        self._push(arrival, GroupResponseArrives(connection, response))
 
     # ------------------------------------------------------------------ main loop
 
@@ -206,7 +219,7 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         self.now = time
         # The most frequent events (heartbeats and their timers) go straight to their handlers.
         if type(event) is GroupRequestArrives:
-            self._deliver_to_coordinator(event.connection, event.request, event.ignore_response)
+            self._deliver_to_coordinator(event)
         elif type(event) is MemberTimerFires:
             self._member_timer(event, time)
         else:
@@ -214,12 +227,16 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
 
     def _dispatch(self, event: ConsumerGroupEvent) -> None:
         match event:
-            case GroupRequestArrives(connection=connection, request=request, ignore_response=ignore):
-                self._deliver_to_coordinator(connection, request, ignore)
+            case GroupRequestArrives():
+                self._deliver_to_coordinator(event)
             case GroupResponseArrives(connection=connection, response=response):
                 proc = self._running(connection, event)
-                if proc is not None:
+                if proc is not None and connection == proc.wire:  # else its connection was closed
                     self._deliver_response(proc, response)
+            case RequestTimesOut(connection=connection, wire=wire):
+                proc = self._running(connection, event)
+                if proc is not None:
+                    self._request_timed_out(proc, wire)
             case MemberTimerFires():
                 self._member_timer(event, self.now)
             case GroupTimerFires(coordinator_epoch=epoch, timer=timer):
@@ -246,7 +263,18 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
 
     # ------------------------------------------------------------------ coordinator side
 
-    def _deliver_to_coordinator(self, connection: str, request: ce.Request, ignore_response: bool) -> None:
+    def _request_timed_out(self, proc: ConsumerGroupProcess, wire: str) -> None:
+        """NetworkClient times the heartbeat out and closes the connection; the heartbeat
+        manager's onFailure backs off and retries (AbstractHeartbeatRequestManager.onFailure).
+        Requests still in flight on that connection fail with it: one failure for the machine."""
+        if wire != proc.wire:
+            return  # that connection was closed already
+        self._reconnect(proc)
+        self._member_input(proc, me.RequestFailed())
+
+    def _deliver_to_coordinator(self, arrives: GroupRequestArrives) -> None:
+        connection, request, ignore_response = arrives.connection, arrives.request, arrives.ignore_response
+        self.requester_sent_ms = arrives.sent_ms
         if not self.coordinator_available:
             if isinstance(request, ce.ConsumerGroupHeartbeatRequest):
                 if not ignore_response:
@@ -321,7 +349,17 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         """The last consumer-protocol member left while classic ones remain: Kafka's
         ``convertToClassicGroup``. The consumer group's timers go with it; the classic group is
         loaded from the records the conversion writes (its members keep their target assignment,
-        their sessions restart) and starts a rebalance, then the conversion is logged."""
+        their sessions restart) and starts a rebalance, then the conversion is logged.
+
+        A member's target assignment leaves out what it was still revoking (ClassicGroup.
+        fromConsumerGroup serialises the target): from here the group no longer counts it as the
+        owner of those, though it holds them until it rejoins. A consumer-protocol member joining
+        at once converts the group back with those partitions free (ConsumerGroup.fromClassicGroup
+        takes the classic assignment), so they can have a second owner: Kafka's own window."""
+        for member in classic.members:
+            proc = self._process_of_member(member.member_id)
+            if proc is not None and proc.alive:
+                self._fence_partitions(proc, [p for p in proc.held if p not in member.assignment])
         offsets = dict(self.coordinator.offsets)
         self.coordinator_timers.clear()
         self.classic_coordinator = self._new_classic_coordinator()
@@ -380,7 +418,8 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
                     proc = self.connections.get(connection)
                     if response.member_id and proc is not None:
                         self.member_names[response.member_id] = proc.name
-                    if (proc is not None and response.error_code is ErrorCode.NONE and response.assignment is None
+                    if (not self.lossy and proc is not None and response.error_code is ErrorCode.NONE
+                            and response.assignment is None
                             and self.response_arrival_ms.get(connection, 0) <= now
                             and proc.machine.member_epoch == response.member_epoch
                             and proc.machine.heartbeat_interval_ms == response.heartbeat_interval_ms
@@ -510,10 +549,17 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
                     fatal = True
                 case ClassicFindCoordinator():
                     find_coordinator = True
+                case ClassicDisconnect():
+                    self._reconnect(proc)
                 case ClassicSend(request=request):
-                    self._push(self._in_order_arrival(self.request_arrival_ms, proc.connection),
-                               GroupRequestArrives(proc.connection, request, False))
+                    arrival = self._in_order_arrival(self.request_arrival_ms, proc.wire)
+                    if not (self.lossy and self._lost()):
+                        self._push(arrival, GroupRequestArrives(proc.wire, request, False, self.now))
                     if isinstance(request, cl.LeaveGroupRequest):
+                        # Out of the group from its leave, whatever it still holds: after a poll
+                        # timeout, until its loop polls again and runs onPartitionsLost (the
+                        # machine has forgotten the member id the coordinator logs the leave with).
+                        self._fence(proc)
                         self._checkpoint(proc)
                         for partition in list(proc.positions):
                             self._stop_consuming(proc, partition)
@@ -550,12 +596,16 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         coordinator until it has loaded. A round trip takes time on any network: below the
         clock's millisecond (zero latency) a heartbeat sent in answer to an error leaves on the
         next one, so virtual time reaches that session timeout or load as real time does."""
-        sent_ms = None
+        sent_ms = self.now
         if (request.member_epoch >= 0 and proc.error_answer_ms == self.now and not self.latency_ms
                 and not self.jitter_ms):
             sent_ms = self.now + 1
-        self._push(self._in_order_arrival(self.request_arrival_ms, proc.connection, sent_ms),
-                   GroupRequestArrives(proc.connection, request, ignore_response))
+        arrival = self._in_order_arrival(self.request_arrival_ms, proc.wire, sent_ms)
+        if self.lossy and self._lost():
+            if not ignore_response:
+                self._push(sent_ms + self.cfg.request_timeout_ms, RequestTimesOut(proc.connection, proc.wire))
+            return
+        self._push(arrival, GroupRequestArrives(proc.wire, request, ignore_response, sent_ms))
 
     def _maybe_run_callbacks(self, proc: ConsumerGroupProcess) -> None:
         """Listener callbacks run on the application thread, inside poll()."""
@@ -720,8 +770,10 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
                 max_poll_interval_ms=spec.setting(self.cfg, "max_poll_interval_ms"),
                 enable_auto_commit=False,  # the simulator commits (ticks, before revocation)
                 auto_commit_interval_ms=spec.setting(self.cfg, "auto_commit_interval_ms"),
-                background_heartbeat=True, strategy_options=spec.strategy_options), self.topics, self.broker)
-        return ConsumerGroupProcess(name=name, spec=spec, connection=connection, machine=machine,
+                background_heartbeat=True, strategy_options=spec.strategy_options,
+                # Without loss every request is answered: no timeout to arm.
+                request_timeout_ms=self.cfg.request_timeout_ms if self.lossy else None), self.topics, self.broker)
+        return ConsumerGroupProcess(name=name, spec=spec, connection=connection, wire=connection, machine=machine,
                        ms_per_record=spec.processing_ms_per_record,
                        max_poll_records=spec.setting(self.cfg, "max_poll_records"),
                        auto_commit_interval_ms=spec.setting(self.cfg, "auto_commit_interval_ms"),
@@ -758,10 +810,16 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         proc.alive = False
 
     def _deferred_event(self, proc: ConsumerGroupProcess, event: ConsumerGroupDeferrable) -> None:
-        if isinstance(event, MemberTimerFires):  # (its deadline was taken when it fired)
-            self._member_input(proc, event.timer)
-        else:
-            self._deliver_response(proc, event.response)
+        match event:
+            case MemberTimerFires(timer=timer):  # (its deadline was taken when it fired)
+                self._member_input(proc, timer)
+            case GroupResponseArrives(connection=connection, response=response):
+                if connection == proc.wire:  # else its connection was closed meanwhile
+                    self._deliver_response(proc, response)
+            case RequestTimesOut(wire=wire):
+                self._request_timed_out(proc, wire)
+            case _:
+                assert_never(event)
 
     def _resumed_from_pause(self, proc: ConsumerGroupProcess) -> None:
         self._replay_deferred(proc)
@@ -786,7 +844,9 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         self._end_process(proc)
 
     def _stalled(self, proc: ConsumerGroupProcess) -> None:
-        pass  # the heartbeat thread goes on; listener callbacks wait for the loop
+        # The heartbeat thread goes on; listener callbacks and a classic member's rejoin wait for the loop.
+        if isinstance(proc.machine, ClassicMembership):
+            self._member_input(proc, cc_events.PollReturned())
 
     def _topics_grown(self, event: Event) -> None:
         now = self.now

@@ -205,6 +205,8 @@ class AppProcess(Generic[D]):
     # since when the group has moved on without this process (NOT_FENCED: it has not)
     fenced_ms: int = NOT_FENCED
     deferred: list[D | AppWakes] = field(default_factory=list)  # what reached it while it was paused, in order
+    wire: str = ""  # the connection its requests go over now (a new one after each request timeout)
+    reconnects: int = 0
 
     @property
     def continuous(self) -> bool:
@@ -254,6 +256,12 @@ class Driver(Generic[P, E, D]):
         self.latency_ms = self.cfg.network_latency_ms  # read once per message: kept at hand
         self.jitter_ms = self.cfg.network_jitter_ms
         self.end_ms = scenario.effective_end_ms
+        # Lost messages: each request and each response on its own, from a random stream of the
+        # seed that nothing else draws from, until ``network_loss_until_ms``.
+        self.loss = self.cfg.network_loss
+        self.lossy = self.loss > 0
+        self.loss_until_ms = self.end_ms if self.cfg.network_loss_until_ms is None else self.cfg.network_loss_until_ms
+        self.loss_rng = random.Random(f"network-loss/{self.seed}")
         self.now = 0
         self.seq = 0
         self.topics: dict[str, int] = dict(scenario.topics)
@@ -472,6 +480,17 @@ class Driver(Generic[P, E, D]):
     def _latency(self) -> int:
         jitter = self.jitter_ms
         return self.latency_ms + (self.rng.randint(0, jitter) if jitter else 0)
+
+    def _lost(self) -> bool:
+        """Whether the message sent now is lost (only asked on a lossy network)."""
+        return self.now <= self.loss_until_ms and self.loss_rng.random() < self.loss
+
+    def _reconnect(self, proc: P) -> None:
+        """The client closed its connection (a request timed out): what is still on the wire over
+        it is never read, and its next requests go over a new one."""
+        proc.reconnects += 1
+        proc.wire = f"{proc.connection}/{proc.reconnects}"
+        self.connections[proc.wire] = proc
 
     def _scenario_event(self, event: Event) -> None:
         action = event.action
@@ -704,6 +723,13 @@ class Driver(Generic[P, E, D]):
             proc.fenced_ms = self.now
         for entry in proc.held.values():
             if entry[2] == NOT_FENCED:
+                entry[2] = self.now
+
+    def _fence_partitions(self, proc: P, partitions: Iterable[str]) -> None:
+        """The group no longer counts ``proc`` as the owner of ``partitions`` (it keeps the rest)."""
+        for partition in partitions:
+            entry = proc.held.get(partition)
+            if entry is not None and entry[2] == NOT_FENCED:
                 entry[2] = self.now
 
     def _unfence(self, proc: P) -> None:

@@ -47,7 +47,6 @@ Modelling choices (Kafka leaves these to the deployment; all deterministic for a
 from __future__ import annotations
 
 import heapq
-import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -154,8 +153,6 @@ class ClassicProcess(AppProcess[DeferrableEvent]):
     request_arrival_ms: int = 0  # when this connection's last request arrives
     listener_busy_until_ms: int = 0  # the application thread runs rebalance-listener work until then
     last_arrives: RequestArrives | None = None
-    wire: str = ""  # the connection requests go over now (a new one after each Disconnect)
-    reconnects: int = 0
 
     @property
     def flowing(self) -> bool:
@@ -184,10 +181,6 @@ class ClassicProcess(AppProcess[DeferrableEvent]):
 class ClassicGroupSide(Driver[ClassicProcess, SimEvent, DeferrableEvent]):
     def __init__(self, scenario: Scenario, seed: int | None = None):
         super().__init__(scenario, seed)
-        self.loss = self.cfg.network_loss
-        self.lossy = self.loss > 0
-        self.loss_until_ms = self.end_ms if self.cfg.network_loss_until_ms is None else self.cfg.network_loss_until_ms
-        self.loss_rng = random.Random(f"network-loss/{self.seed}")
         self.armed: dict[SimEvent, int] = {}  # timer event -> the sequence number of its live queue entry
         self.coordinator_timer_events: dict[int, dict[CoordinatorTimer, CoordinatorTimerFires]] = {}
         self.offsets_partition = coordinator_partition(scenario.group, self.cfg.offsets_topic_num_partitions)
@@ -211,10 +204,6 @@ class ClassicGroupSide(Driver[ClassicProcess, SimEvent, DeferrableEvent]):
             broker_id=broker_id,
         )
         return GroupCoordinator(config, self.rng.getrandbits(32), [self.offsets_partition] if loaded else [])
-
-    def _lost(self) -> bool:
-        """Whether the message sent now is lost (only asked on a lossy network)."""
-        return self.now <= self.loss_until_ms and self.loss_rng.random() < self.loss
 
     # ------------------------------------------------------------------ main loop
 
@@ -474,11 +463,7 @@ class ClassicGroupSide(Driver[ClassicProcess, SimEvent, DeferrableEvent]):
                 case LeftGroup():
                     pass
                 case Disconnect():
-                    # The connection is closed: what is still on the wire over it is never read,
-                    # and the next request opens a new one.
-                    proc.reconnects += 1
-                    proc.wire = f"{proc.connection}/{proc.reconnects}"
-                    self.connections[proc.wire] = proc
+                    self._reconnect(proc)
                     proc.last_send = proc.last_arrives = None
                 case Send() | ArmTimer() | CancelTimer():
                     pass

@@ -128,6 +128,17 @@ class GroupRequestArrives:
     connection: str
     request: ce.Request
     ignore_response: bool
+    sent_ms: int = 0  # when it left (a lost answer times the request out from then)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestTimesOut:
+    """request.timeout.ms has passed since a consumer-protocol member's heartbeat on ``wire`` (one
+    of ``connection``'s connections) left, and its answer will never come: the request or its
+    answer was lost."""
+
+    connection: str
+    wire: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +176,7 @@ TimerFires = CoordinatorTimerFires | ConsumerTimerFires
 DeferrableEvent = ResponseArrives | ConsumerTimerFires  # held while a process is paused (with AppWakes)
 SimEvent = (RequestArrives | FindCoordinatorArrives | ResponseArrives | CoordinatorTimerFires | ConsumerTimerFires | ScenarioStep | AppWakes
             | MetadataRefresh | ProcessResumes | CoordinatorLoaded | ProcessStarts)
-ConsumerGroupDeferrable = GroupResponseArrives | MemberTimerFires  # held while a process is paused (with AppWakes)
-ConsumerGroupEvent = (GroupRequestArrives | GroupResponseArrives | GroupTimerFires | MemberTimerFires | ScenarioStep
-                      | AppWakes | MetadataRefresh | ProcessStarts | ProcessResumes | CoordinatorLoaded)
+# held while a process is paused (with AppWakes)
+ConsumerGroupDeferrable = GroupResponseArrives | MemberTimerFires | RequestTimesOut
+ConsumerGroupEvent = (GroupRequestArrives | GroupResponseArrives | RequestTimesOut | GroupTimerFires | MemberTimerFires
+                      | ScenarioStep | AppWakes | MetadataRefresh | ProcessStarts | ProcessResumes | CoordinatorLoaded)

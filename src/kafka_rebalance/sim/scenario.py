@@ -328,9 +328,6 @@ class Scenario(_Strict):
                 topics.add(event.create_topic.name)
             elif event.add_partitions is not None and event.add_partitions.topic not in topics:
                 raise _FieldError(f"events[{i}].add_partitions.topic", f"unknown topic {event.add_partitions.topic!r}")
-        if self.config.network_loss and self.uses_consumer_protocol:
-            raise _FieldError("config.network_loss", "lost requests are simulated for classic groups only "
-                              "(group_protocol: classic, no upgrade events)")
         for i, spec in enumerate(self.produce):
             if spec.topic not in topics:
                 raise _FieldError(f"produce[{i}].topic", f"unknown topic {spec.topic!r}")

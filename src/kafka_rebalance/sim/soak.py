@@ -29,7 +29,7 @@ import yaml
 from kafka_rebalance.assignors import get_assignor
 from kafka_rebalance.model import GroupProtocol, InvalidInput, RebalanceProtocol, ServerAssignorName
 from kafka_rebalance.sim.scenario import load_scenario
-from kafka_rebalance.sim.soak_observe import Consumption, Observation, observe
+from kafka_rebalance.sim.soak_observe import Consumption, Observation, life_at, observe
 
 # ----------------------------------------------------------------------------- invariants
 
@@ -129,33 +129,37 @@ def _owner_consumes(seen: Observation) -> Violation | None:
     if assignments is None:
         return None
 
-    def owner_in(generation: int, member: str, partition: str) -> bool | None:
-        given = assignments.get(generation)
+    def owner_in(generation: int, member: str, partition: str, at_ms: int) -> bool | None:
+        given = assignments.get((life_at(seen, at_ms), generation))
         return None if given is None else partition in given.get(member, ())
 
     for interval in seen.ownership:
         if interval.generation is not None and owner_in(interval.generation, interval.member,
-                                                        interval.partition) is False:
+                                                        interval.partition, interval.start_ms) is False:
             return Violation(OWNER_CONSUMES, f"{interval.partition}: {interval.member} owned it from "
                                              f"{interval.start_ms} ms as of generation {interval.generation}, whose "
                                              "assignment did not give it to them")
-    # The latest earlier generation with a recorded assignment, per generation (None: none).
-    generations = sorted(assignments)
-    previous = dict(zip(generations, [None, *generations[:-1]], strict=True))
+    # The latest earlier generation of the same life with a recorded assignment (None: none).
+    previous: dict[tuple[int, int], int | None] = {}
+    latest: dict[int, int] = {}
+    for lived, number in sorted(assignments):
+        previous[(lived, number)] = latest.get(lived)
+        latest[lived] = number
     for batch in seen.consumption or ():
         generation = batch.generation
-        if generation is None or generation not in assignments:
+        life = life_at(seen, batch.start_ms)
+        if generation is None or (life, generation) not in assignments:
             continue
-        before = previous[generation]
-        if owner_in(generation, batch.member, batch.partition) or (
-                before is not None and owner_in(before, batch.member, batch.partition)):
+        before = previous[(life, generation)]
+        if owner_in(generation, batch.member, batch.partition, batch.start_ms) or (
+                before is not None and owner_in(before, batch.member, batch.partition, batch.start_ms)):
             continue
         if _held_since_earlier_generation(seen, batch):
             continue
+        holder = _holder(assignments[(life, generation)], batch.partition)
         return Violation(OWNER_CONSUMES, f"{batch.partition}: {batch.member} consumed offsets {batch.start_offset}-"
                                          f"{batch.end_offset} in {batch.start_ms}-{batch.end_ms} ms under generation "
-                                         f"{generation}, whose assignment gave it to "
-                                         f"{_holder(assignments[generation], batch.partition)}")
+                                         f"{generation}, whose assignment gave it to {holder}")
     return None
 
 
@@ -258,15 +262,19 @@ STRATEGY_LISTS = (
 PATTERN = "p-.*"
 
 
-def random_schedule(seed: int, group_protocol: GroupProtocol = GroupProtocol.CLASSIC) -> dict[str, Any]:
-    """A random, valid schedule (a scenario document) for ``seed``; about 3 in 10 classic ones
-    also lose requests and responses on the network (``network_loss`` 1-5% until the last event,
-    with more jitter), so the clients' request timeouts and retries are exercised.
+def random_schedule(seed: int, group_protocol: GroupProtocol = GroupProtocol.CLASSIC, *,
+                    migrating: bool = False) -> dict[str, Any]:
+    """A random, valid schedule (a scenario document) for ``seed``; about 3 in 10 also lose
+    requests and responses on the network (``network_loss`` 1-5% until the last event, with
+    more jitter), so the clients' request timeouts and retries are exercised.
 
     ``GroupProtocol.CONSUMER``: the same schedule for a KIP-848 consumer group (the broker's
     session timeout and heartbeat interval are the schedule's, its server-side assignor drawn
-    from a stream of its own, so the classic draws stay as they were); the simulator models no
-    lost messages for consumer groups, so those schedules keep a loss-free network."""
+    from a stream of its own, so the classic draws stay as they were).
+
+    ``migrating``: the same schedule, and during its churn the group migrates, each consumer
+    restarted in turn with the other protocol (a rolling upgrade from classic, a rolling
+    downgrade from consumer), in 3 of 10 rolled back part-way (``add_migration``)."""
     rng = random.Random(seed)
     session = rng.choice((6000, 10000, 15000))
     heartbeat = session // rng.choice((3, 4, 5))
@@ -374,13 +382,6 @@ def random_schedule(seed: int, group_protocol: GroupProtocol = GroupProtocol.CLA
     # Lost requests and responses (clients time them out and retry), drawn from a stream of
     # their own so that the rest of a seed's schedule is what it always was. The loss stops at
     # the last event (quiet_ms covers what it leaves behind).
-    if group_protocol is GroupProtocol.CONSUMER:
-        schedule["group_protocol"] = GroupProtocol.CONSUMER.value
-        schedule["assignor"] = random.Random(f"server-assignor/{seed}").choice(list(ServerAssignorName)).value
-        config["consumer_session_timeout_ms"] = session
-        config["consumer_heartbeat_interval_ms"] = heartbeat
-        schedule["end_ms"] = last_activity_ms(schedule) + quiet_ms(schedule)
-        return schedule
     lossy = random.Random(f"network-loss/{seed}")
     if lossy.random() < 0.3:
         # A static member whose JoinGroup (or the commit before it) is lost misses the rebalance
@@ -392,8 +393,45 @@ def random_schedule(seed: int, group_protocol: GroupProtocol = GroupProtocol.CLA
         config["network_loss_until_ms"] = last_activity_ms(schedule)
         config["request_timeout_ms"] = lossy.choice((5000, 30000))
         config["network_jitter_ms"] = max(config["network_jitter_ms"], lossy.choice((0, 30, 200)))
+    if migrating:
+        add_migration(schedule, group_protocol, random.Random(f"migration/{seed}"))
+    if group_protocol is GroupProtocol.CONSUMER or migrating:
+        if group_protocol is GroupProtocol.CONSUMER:
+            schedule["group_protocol"] = GroupProtocol.CONSUMER.value
+        schedule["assignor"] = random.Random(f"server-assignor/{seed}").choice(list(ServerAssignorName)).value
+        config["consumer_session_timeout_ms"] = session
+        config["consumer_heartbeat_interval_ms"] = heartbeat
     schedule["end_ms"] = last_activity_ms(schedule) + quiet_ms(schedule)
     return schedule
+
+
+def add_migration(schedule: dict[str, Any], start: GroupProtocol, rng: random.Random) -> None:
+    """A rolling migration in ``schedule`` (changed in place): from a time within its churn, each
+    consumer in a drawn order is restarted with the other protocol (``upgrade`` from classic,
+    ``downgrade`` from consumer), a drawn gap apart; in 3 of 10, the first few are then moved
+    back, last first (a rollback). Schedules that change topics get dynamic members only (a
+    static classic leader back within its session misses partition changes: Kafka's KIP-814
+    gap, see ``random_schedule``)."""
+    events: list[dict[str, Any]] = schedule["events"]
+    names = [c["id"] for c in schedule["consumers"]]
+    forth, back = ("upgrade", "downgrade") if start is GroupProtocol.CLASSIC else ("downgrade", "upgrade")
+    session = schedule["config"]["session_timeout_ms"]
+    order = rng.sample(names, len(names))
+    at = rng.randint(2000, max(2000, max(e["at_ms"] for e in events)))
+    gap = rng.choice((0, 2000, session, 20000))
+    after = rng.choice((0, 1000, 5000))
+    for name in order:
+        events.append({"at_ms": at, forth: name, "after_ms": after})
+        at += gap
+    if rng.random() < 0.3:
+        at += rng.choice((0, gap, 10000))
+        for name in reversed(order[:rng.randint(1, len(order))]):
+            events.append({"at_ms": at, back: name, "after_ms": after})
+            at += gap
+    events.sort(key=lambda e: e["at_ms"])
+    if any("add_partitions" in e or "create_topic" in e for e in events):
+        for consumer in schedule["consumers"]:
+            consumer.pop("group_instance_id", None)
 
 
 def schedule_rebalance_protocol(schedule: dict[str, Any]) -> RebalanceProtocol | None:

@@ -9,6 +9,7 @@ fall back to the simulator's own counters (``offset_regressions``, ``records_los
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -80,8 +81,12 @@ class Observation:
     live_members: tuple[str, ...]  # consumers whose process runs at the end
     final_assignment: dict[str, tuple[str, ...]]
     subscribed_partitions: tuple[str, ...]  # what the live consumers subscribe to, at the end
-    # generation -> member -> partitions, from the rebalances that completed (None: not known)
-    assignments: dict[int, dict[str, tuple[str, ...]]] | None = None
+    # (life, generation) -> member -> partitions, from the rebalances that completed (None: not
+    # known). A group's life ends when a migration replaces it, empty, by a new one of the other
+    # protocol, whose epochs start again (Kafka's getOrMaybeCreateConsumerGroup and its classic
+    # twin): a generation lower than the one before starts a life, at ``life_starts_ms``.
+    assignments: dict[tuple[int, int], dict[str, tuple[str, ...]]] | None = None
+    life_starts_ms: tuple[int, ...] = (0,)
     ownership_conflicts: int = 0
     # each consumer's own view of what it owned (None: not recorded; the group's view is used)
     held: tuple[Held, ...] | None = None
@@ -114,10 +119,18 @@ def observation_of(result: SimulationResult) -> Observation:
                      for partition, member, incarnation, generation, start, end, fenced in zip(
                          h.partition.tolist(), h.member.tolist(), h.incarnation.tolist(), h.generation.tolist(),
                          h.start_ms.tolist(), h.end_ms.tolist(), h.fenced_ms.tolist(), strict=True))
-    assignments: dict[int, dict[str, tuple[str, ...]]] = {}
-    for rebalance in result.rebalances:
-        if rebalance.end_ms is not None and rebalance.generation is not None and rebalance.assignment:
-            assignments[rebalance.generation] = {m.member: m.partitions for m in rebalance.assignment}
+    assignments: dict[tuple[int, int], dict[str, tuple[str, ...]]] = {}
+    life_starts_ms = [0]
+    previous = -1
+    for rebalance in sorted(result.rebalances, key=lambda r: r.start_ms):
+        if rebalance.generation is None:
+            continue
+        if rebalance.generation < previous:
+            life_starts_ms.append(rebalance.start_ms)
+        previous = rebalance.generation
+        if rebalance.end_ms is not None and rebalance.assignment:
+            assignments[(len(life_starts_ms) - 1, rebalance.generation)] = {
+                m.member: m.partitions for m in rebalance.assignment}
     # A static member fenced for good is no longer consuming, as a Java consumer whose poll threw
     # FencedInstanceIdException (AbstractCoordinator.JoinGroupResponseHandler: fatal). It happens
     # in Kafka without any fault of ours: a static member that replaced an expired instance
@@ -136,6 +149,7 @@ def observation_of(result: SimulationResult) -> Observation:
         final_assignment={m.member: m.partitions for m in result.final_assignment},
         subscribed_partitions=subscribed_partitions(scenario, live),
         assignments=assignments,
+        life_starts_ms=tuple(life_starts_ms),
         ownership_conflicts=result.ownership_conflicts,
         held=held,
         awaiting_follow_up=unfinished_follow_up(result),
@@ -168,18 +182,25 @@ def unfinished_follow_up(result: SimulationResult) -> tuple[str, ...]:
     return tuple(sorted(p for m in last.revoked if m.member in bounced for p in m.partitions))
 
 
+def life_at(seen: Observation, at_ms: int) -> int:
+    """The group life in force at ``at_ms`` (see ``Observation.assignments``)."""
+    return bisect.bisect_right(seen.life_starts_ms, at_ms) - 1
+
+
 def live_consumers(scenario: Scenario) -> tuple[str, ...]:
-    """Consumers whose process is running at the end. A restart stops the process at its time
-    and starts it ``after_ms`` later (after the scenario's own events of that instant, as the
-    simulator queues it), so a crash in between finds nothing to crash."""
+    """Consumers whose process is running at the end. A restart (an upgrade, a downgrade) stops
+    the process at its time and starts it ``after_ms`` later (after the scenario's own events of
+    that instant, as the simulator queues it), so a crash in between finds nothing to crash."""
     changes: list[tuple[int, int, int, str, bool]] = []
     for index, event in enumerate(scenario.events):
-        for action, alive in (("join", True), ("leave", False), ("crash", False), ("restart", False)):
+        for action, alive in (("join", True), ("leave", False), ("crash", False), ("restart", False),
+                              ("upgrade", False), ("downgrade", False)):
             name = getattr(event, action)
             if name is not None:
                 changes.append((event.at_ms, 0, index, name, alive))
-        if event.restart is not None:
-            changes.append((event.at_ms + (event.after_ms or 0), 1, index, event.restart, True))
+        bounced = event.restart or event.upgrade or event.downgrade  # each starts the process again
+        if bounced is not None:
+            changes.append((event.at_ms + (event.after_ms or 0), 1, index, bounced, True))
     running: dict[str, bool] = {}
     for at_ms, _, _, name, alive in sorted(changes):
         if at_ms <= scenario.effective_end_ms:

@@ -186,6 +186,22 @@ def test_full_response_only_on_full_request_or_change() -> None:
     assert full.assignment == tps(foo=[0, 1])
 
 
+def test_full_request_with_a_regex_gets_the_assignment() -> None:
+    """Kafka 4.1's GroupMetadataManager.consumerGroupHeartbeat: isFullRequest is rebalance timeout
+    set, subscribed topic names OR regex set, and owned partitions set. A regex member that timed
+    a heartbeat out (its answer, carrying a new partition, was lost) retries with every field and
+    must learn its assignment again; soak seed 0 schedule 1367 (consumer, lossy): it never did."""
+    assignor = MockPartitionAssignor()
+    assignor.prepare({"m1": {"foo": [0, 1]}})
+    ctx = make_context(assignor, {"foo": 2})
+    ctx.heartbeat(member_id="m1", member_epoch=0, rebalance_timeout_ms=5000, subscribed_topic_regex="fo.*",
+                  topic_partitions=())
+    assert ctx.heartbeat(member_id="m1", member_epoch=1).assignment is None
+    full = ctx.heartbeat(member_id="m1", member_epoch=1, rebalance_timeout_ms=5000, subscribed_topic_regex="fo.*",
+                         topic_partitions=tps(foo=[0, 1]))
+    assert full.assignment == tps(foo=[0, 1])
+
+
 def test_subscription_change_triggers_new_target() -> None:
     """GroupMetadataManagerTest.testUpdatingSubscriptionTriggersNewTargetAssignment: a changed
     subscription bumps the group epoch and recomputes the target; an unchanged heartbeat

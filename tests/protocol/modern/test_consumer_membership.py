@@ -240,9 +240,29 @@ def test_retriable_error_retries_after_backoff() -> None:
     assert retry.member_epoch == 1 and retry.topic_partitions is not None  # full again after an error
 
 
-def test_an_answer_without_a_heartbeat_in_flight_is_ignored() -> None:
-    """AbstractHeartbeatRequestManager: only the heartbeat in flight is answered; the leave
-    heartbeat of an expired poll timer is sent with ignoreResponse."""
+def test_every_delivered_answer_is_handled_even_with_two_heartbeats_out() -> None:
+    """AbstractHeartbeatRequestManager.makeHeartbeatRequest completes each request with its own
+    handler; a poll-timer leave (ignoreResponse) resets the request state, so the heartbeat sent
+    before it is still answered while the rejoin is out. Soak schedule 5334 (consumer, seed 0):
+    the stale UNKNOWN_MEMBER_ID fences the rejoining member, which joins again; the answers to the
+    two joins and to the acknowledgement then arrive in turn, and the last one's assignment (the
+    partitions another member has just released) must be reconciled, not dropped."""
     m = stable({"foo": [0]})
-    out = m.handle(ok(2, {"foo": [0, 1]}), 100)
-    assert callbacks(out) == [] and m.state is S.STABLE and m.member_epoch == 1
+    m.handle(HeartbeatDue(), 5000)  # a heartbeat at epoch 1 is out
+    m.handle(PollTimerExpired(), 5000)  # the leave, sent with ignoreResponse
+    m.handle(CallbacksCompleted(), 5000)  # onPartitionsLost
+    rejoin = sent(m.handle(Poll(), 5000))
+    assert [r.member_epoch for r in rejoin] == [0] and m.state is S.JOINING
+    out = m.handle(error(ErrorCode.UNKNOWN_MEMBER_ID), 5050)  # the answer to the epoch-1 heartbeat
+    assert callbacks(out) == [PartitionsLost(())]
+    again = sent(m.handle(CallbacksCompleted(), 5050))
+    assert [r.member_epoch for r in again] == [0]  # a second join while the first is out
+    out = m.handle(ok(7, {}), 5060)  # the first join's answer: nothing free yet
+    assert callbacks(out) == [PartitionsAssigned(())]
+    ack = sent(m.handle(CallbacksCompleted(), 5060))
+    assert [r.member_epoch for r in ack] == [7]
+    assert callbacks(m.handle(ok(7, {}), 5070)) == []  # the second join's answer
+    out = m.handle(ok(7, {"foo": [1]}), 5080)  # the acknowledgement's answer
+    assert callbacks(out) == [PartitionsAssigned(("foo-1",))]
+    m.handle(CallbacksCompleted(), 5080)
+    assert m.owned == ("foo-1",)

@@ -11,6 +11,7 @@ from typing import Any
 EXERCISED = (("joins", "joins"), ("leaves", "leaves"), ("crashes", "crashes"), ("pauses", "GC pauses"),
              ("stalls", "slow batches"), ("restarts", "static bounces"), ("topic_creations", "new pattern topics"),
              ("partition_increases", "partition increases"), ("failovers", "coordinator failovers"),
+             ("upgrades", "upgrades"), ("downgrades", "downgrades"),
              ("cooperative_schedules", "cooperative schedules"), ("static_consumers", "static consumers"))
 FAILURES_TOLD = 5
 

@@ -453,7 +453,10 @@ class ConsumerGroupCoordinator:
         updated = self._reconcile(member_id, owned, now_ms, out)
         out.append(ArmTimer(SessionTimeout(member_id), now_ms + self.config.session_timeout_ms))
 
-        full = joining or (request.rebalance_timeout_ms != -1 and request.subscribed_topic_names is not None
+        # Kafka 4.1's consumerGroupHeartbeat: a full request (every field a joining or retrying
+        # member sends) carries the subscription as names or as a regex.
+        full = joining or (request.rebalance_timeout_ms != -1
+                           and (request.subscribed_topic_names is not None or request.subscribed_topic_regex is not None)
                            and request.topic_partitions is not None)
         changed = updated.assignment.assigned != member.assignment.assigned
         return ConsumerGroupHeartbeatResponse(

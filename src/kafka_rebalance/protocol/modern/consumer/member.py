@@ -172,11 +172,12 @@ class ConsumerMembershipManager:
             case HeartbeatDue():
                 self.heartbeat_due = True
             case Received(response=response):
-                # Only the answer to the heartbeat in flight counts; a leave heartbeat's answer is
-                # ignored (AbstractHeartbeatRequestManager.makeHeartbeatRequest(ignoreResponse)).
-                if self.in_flight:
-                    self.in_flight = False
-                    self._on_response(response, now_ms, out)
+                # Every answer the network delivers is handled, also one to a heartbeat sent before
+                # a leave or a fencing reset the request state: Kafka completes each request with
+                # its own handler (AbstractHeartbeatRequestManager.makeHeartbeatRequest's
+                # whenComplete), and only a leave sent with ignoreResponse has none.
+                self.in_flight = False
+                self._on_response(response, now_ms, out)
             case Subscribe(topics=topics, regex=regex):
                 self.topics, self.regex = tuple(topics), regex
                 self._subscription = (tuple(sorted(self.topics)), self.regex)
@@ -195,7 +196,10 @@ class ConsumerMembershipManager:
             case CallbacksCompleted():
                 self._callbacks_completed(out)
             case RequestFailed():
+                # The next heartbeat waits for the backoff (RequestState.onFailedAttempt), even
+                # if the interval passed while this one was out.
                 self.in_flight = False
+                self.heartbeat_due = False
                 self._sent_full = False
                 self._sent_assignment = None
                 out.append(ArmTimer(HeartbeatDue(), now_ms + self.config.retry_backoff_ms))
