@@ -519,6 +519,9 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
                 self._send_heartbeat(proc, first.request, first.ignore_response)
                 self._arm_member_timer(proc, second.timer, second.deadline_ms)
                 return
+        elif len(out) == 1 and type(only := out[0]) is ArmTimer:  # a poll's max.poll.interval.ms timer
+            self._arm_member_timer(proc, only.timer, only.deadline_ms)
+            return
         new_batch = proc.machine.pending_callbacks > pending_before
         callbacks: list[ListenerCallback] = []
         fatal = False

@@ -198,6 +198,7 @@ class AppProcess(Generic[D]):
     batch: list[tuple[str, int, int]] = field(default_factory=list)
     batch_start: int = 0
     order: list[str] = field(default_factory=list)  # positions in fetch order (cached)
+    order_set: frozenset[str] = frozenset()  # what ``order`` holds: the cache is good while it is ``positions``
     incarnation: int = 1
     # the consumer's own view: partition -> [since_ms, generation, fenced_ms] (see result.Held)
     held: dict[str, list[int]] = field(default_factory=dict)
@@ -309,12 +310,17 @@ class Driver(Generic[P, E, D]):
             end = self.end_ms
             pop = heapq.heappop
             handle = self._handle
+            app_wakes = self._app_wakes
             while heap:
                 time, seq, event = heap[0]
                 if time > end:
                     break
                 pop(heap)
-                handle(time, seq, event)
+                if type(event) is AppWakes:  # the most frequent event (the poll loops), for either side
+                    self.now = time
+                    app_wakes(event)
+                else:
+                    handle(time, seq, event)
             self.now = end
             return self._finish()
 
@@ -447,12 +453,8 @@ class Driver(Generic[P, E, D]):
         match event:
             case ScenarioStep(index=index):
                 self._scenario_event(self.scenario.events[index])
-            case AppWakes(connection=connection, token=token, activity=activity):
-                current = self.connections.get(connection)
-                if current is not None and token == current.app_token:  # else the loop moved on since
-                    proc = self._running(connection, event)
-                    if proc is not None:
-                        self._app_event(proc, activity)
+            case AppWakes():
+                self._app_wakes(event)
             case MetadataRefresh(connection=connection):
                 proc = self.connections.get(connection)
                 if proc is not None and proc.alive:
@@ -467,6 +469,13 @@ class Driver(Generic[P, E, D]):
                     self._resume(proc, interruption)
             case _:
                 assert_never(event)
+
+    def _app_wakes(self, event: AppWakes) -> None:
+        current = self.connections.get(event.connection)
+        if current is not None and event.token == current.app_token:  # else the loop moved on since
+            proc = self._running(event.connection, event)
+            if proc is not None:
+                self._app_event(proc, event.activity)
 
     def _latency(self) -> int:
         jitter = self.jitter_ms
@@ -604,8 +613,9 @@ class Driver(Generic[P, E, D]):
         batch = []
         leo = self.traffic.leo_of
         positions = proc.positions
-        if len(proc.order) != len(positions) or not all(p in positions for p in proc.order):
+        if positions.keys() != proc.order_set:
             proc.order = sorted(positions, key=partition_sort_key)
+            proc.order_set = frozenset(proc.order)
         for partition in proc.order:
             if room == 0:
                 break

@@ -1,8 +1,8 @@
 """The simulators' own events: what their queues hold, in virtual time order.
 
-A run reads as a sequence of these named things happening. Each is a frozen dataclass; the
-classic engine (``sim.engine``) and the consumer-group simulator (``sim.consumer_group``)
-dispatch them with ``match`` (an event nobody handles is an error). ``SimEvent`` is the classic
+A run reads as a sequence of these named things happening. Each is a frozen dataclass (but
+``AppWakes``, a named tuple); the classic engine (``sim.engine``) and the consumer-group
+simulator (``sim.consumer_group``) dispatch them with ``match`` (an event nobody handles is an error). ``SimEvent`` is the classic
 engine's closed set, ``ConsumerGroupEvent`` the consumer-group simulator's; the scenario, the
 application loop and the process life cycle are the same events in both. Timer events
 (``CoordinatorTimerFires``, ``ConsumerTimerFires``) double as the keys of the armed-timer
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import NamedTuple
 
 from kafka_rebalance.protocol.classic.consumer_events import ConsumerTimer
 from kafka_rebalance.protocol.classic.coordinator_events import (
@@ -80,10 +81,10 @@ class ScenarioStep:
     index: int
 
 
-@dataclass(frozen=True, slots=True)
-class AppWakes:
+class AppWakes(NamedTuple):
     """The application loop of a consumer that processes records moves on (``token`` guards
-    against wake-ups of a loop that was restarted since)."""
+    against wake-ups of a loop that was restarted since). The most frequent event of a run (every
+    poll of a slow consumer): a named tuple, immutable as the others and cheaper to build."""
 
     connection: str
     token: int

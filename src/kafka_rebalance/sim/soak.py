@@ -141,14 +141,20 @@ def _owner_consumes(seen: Observation) -> Violation | None:
             return Violation(OWNER_CONSUMES, f"{interval.partition}: {interval.member} owned it from "
                                              f"{interval.start_ms} ms as of generation {interval.generation}, whose "
                                              "assignment did not give it to them")
+    # The latest earlier generation of the same life with a recorded assignment (None: none).
+    previous: dict[tuple[int, int], int | None] = {}
+    latest: dict[int, int] = {}
+    for lived, number in sorted(assignments):
+        previous[(lived, number)] = latest.get(lived)
+        latest[lived] = number
     for batch in seen.consumption or ():
         generation = batch.generation
         life = life_at(seen, batch.start_ms)
         if generation is None or (life, generation) not in assignments:
             continue
-        earlier = [g for lived, g in assignments if lived == life and g < generation]
+        before = previous[(life, generation)]
         if owner_in(generation, batch.member, batch.partition, batch.start_ms) or (
-                earlier and owner_in(max(earlier), batch.member, batch.partition, batch.start_ms)):
+                before is not None and owner_in(before, batch.member, batch.partition, batch.start_ms)):
             continue
         if _held_since_earlier_generation(seen, batch):
             continue

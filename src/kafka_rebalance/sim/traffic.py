@@ -38,15 +38,16 @@ def _routed(n: int, keys: int, mine: tuple[int, ...]) -> int:
 
 
 class _Route(NamedTuple):
-    """One produce entry's records routed to one partition of a topic whose count never changes."""
+    """One produce entry's records routed to one partition while the topic has one partition
+    count (an epoch of ``topic_epochs``: from ``from_ms`` until the next epoch)."""
 
-    from_ms: int  # the topic exists from then
+    from_ms: int  # the epoch begins
     start: int
-    stop: int | None
+    cap: int | None  # records stop at the entry's end or the epoch's, whichever is first (None: never)
     rate: float
     keys: int
-    mine: tuple[int, ...]  # key indices routed to the partition
-    before: int  # records of the entry produced before the topic existed
+    mine: tuple[int, ...]  # key indices routed to the partition in this epoch
+    before: int  # records of the entry produced before the epoch began
     routed_before: int  # how many of those ``mine`` routes to the partition
 
 
@@ -64,7 +65,7 @@ class Traffic:
                 continue
             start = max(spec.start_ms, epochs[0][0])
             self.by_topic.setdefault(spec.topic, []).append((start, spec.end_ms, spec.records_per_s, spec.keys))
-        self._plans: dict[str, tuple[str, int] | list[_Route]] = {}
+        self._plans: dict[str, list[_Route]] = {}
 
     @staticmethod
     def _count(start: int, stop: int | None, rate: float, t: int) -> int:
@@ -97,48 +98,46 @@ class Traffic:
         return total
 
     def leo_of(self, partition_name: str, t: int) -> int:
-        return self.leo_many((partition_name,), t)[0]
+        """The log-end offset of ``partition_name`` at ``t``: ``leo`` over routes planned once
+        per partition, with ``_count`` and ``_routed`` inlined (the simulator asks this on every
+        poll of every partition)."""
+        routes = self._plans.get(partition_name)
+        if routes is None:
+            routes = self._plans[partition_name] = self._plan(partition_name)
+        total = 0
+        for from_ms, start, cap, rate, keys, mine, before, routed_before in routes:
+            if from_ms >= t:
+                continue
+            until = t if cap is None or t <= cap else cap
+            if until <= start:
+                continue
+            b = int((until - start) * rate // 1000)
+            if b > before:
+                full, rest = divmod(b, keys)
+                total += full * len(mine) + bisect_left(mine, rest) - routed_before
+        return total
 
     def leo_many(self, partition_names: Iterable[str], t: int) -> list[int]:
         """``leo_of`` of each partition at ``t``, in order (one call for a consumer's positions)."""
-        plans = self._plans
-        found = []
-        for name in partition_names:
-            plan = plans.get(name)
-            if plan is None:
-                plan = plans[name] = self._plan(name)
-            if isinstance(plan, tuple):
-                topic, number = plan
-                found.append(self.leo(topic, number, t))
-                continue
-            # A topic whose partition count never changes: the loop of ``leo`` with its constants
-            # hoisted and ``_count`` / ``_routed`` inlined.
-            total = 0
-            for from_ms, start, stop, rate, keys, mine, before, routed_before in plan:
-                if from_ms >= t:
-                    continue
-                until = t if stop is None or t <= stop else stop
-                if until <= start:
-                    continue
-                b = int((until - start) * rate // 1000)
-                if b > before:
-                    full, rest = divmod(b, keys)
-                    total += full * len(mine) + bisect_left(mine, rest) - routed_before
-            found.append(total)
-        return found
+        leo_of = self.leo_of
+        return [leo_of(name, t) for name in partition_names]
 
-    def _plan(self, partition_name: str) -> tuple[str, int] | list[_Route]:
+    def _plan(self, partition_name: str) -> list[_Route]:
+        """The routes of ``leo``'s loop for one partition: one per produce entry and epoch of its
+        topic in which the partition exists."""
         topic, _, number = partition_name.rpartition("-")
         partition = int(number)
         epochs = self.topic_epochs.get(topic)
-        if not epochs or len(epochs) != 1:
-            return topic, partition
-        from_ms, count = epochs[0]
-        if partition >= count:
+        if not epochs:
             return []
         routes = []
         for start, stop, rate, keys in self.by_topic.get(topic, []):
-            mine = keys_by_partition(keys, count)[partition]
-            before = self._count(start, stop, rate, from_ms)
-            routes.append(_Route(from_ms, start, stop, rate, keys, mine, before, _routed(before, keys, mine)))
+            for i, (from_ms, count) in enumerate(epochs):
+                if partition >= count:
+                    continue
+                epoch_end = epochs[i + 1][0] if i + 1 < len(epochs) else None
+                cap = stop if epoch_end is None else epoch_end if stop is None else min(stop, epoch_end)
+                mine = keys_by_partition(keys, count)[partition]
+                before = self._count(start, stop, rate, from_ms)
+                routes.append(_Route(from_ms, start, cap, rate, keys, mine, before, _routed(before, keys, mine)))
         return routes

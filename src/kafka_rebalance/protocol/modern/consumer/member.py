@@ -95,6 +95,7 @@ _NOT_IN_GROUP = frozenset({S.UNSUBSCRIBED, S.FENCED, S.FATAL, S.STALE})
 _CAN_TAKE_ASSIGNMENT = VALID_PREVIOUS_STATES[S.RECONCILING]
 _RETRIABLE = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
 _FENCING = frozenset({ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID})
+_POLL_TIMER_EXPIRED = PollTimerExpired()  # one instance: every poll re-arms it
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +188,7 @@ class ConsumerMembershipManager:
                 self._subscription = (tuple(sorted(self.topics)), self.regex)
                 self.subscription_updated = True
             case Poll():
-                out.append(ArmTimer(PollTimerExpired(), now_ms + self.config.max_poll_interval_ms))
+                out.append(ArmTimer(_POLL_TIMER_EXPIRED, now_ms + self.config.max_poll_interval_ms))
                 if self.poll_timer_expired:
                     self.poll_timer_expired = False
                     if self.state is S.STALE and not self._pending:
