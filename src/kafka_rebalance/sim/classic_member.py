@@ -152,7 +152,12 @@ class ClassicMembership:
         timed_out = False  # the heartbeat thread left the group: max.poll.interval.ms ran out
         sends: list[ClassicSend] = []
         for _ in range(3):  # a poll that acts may leave another rejoin due (bounded)
-            for item in self.cc.handle(event, now_ms):
+            items = self.cc.handle(event, now_ms)
+            # A poll timeout (the heartbeat thread leaves): Kafka's next poll() runs
+            # onPartitionsLost with no commit (ConsumerCoordinator.onJoinPrepare, the generation
+            # reset), where the machine reports a revocation.
+            timed_out = timed_out or any(type(item) is cc_events.LeftGroup for item in items)
+            for item in items:
                 match item:
                     case cc_events.Send(request=request):
                         if isinstance(request, FindCoordinatorRequest):
@@ -165,6 +170,9 @@ class ClassicMembership:
                         sends.append(ClassicSend(request))
                     case ArmTimer() | CancelTimer():
                         out.append(item)
+                    case cc_events.PartitionsRevoked(partitions=revoked) if timed_out:
+                        out.append(me.PartitionsLost(tuple(revoked)))
+                        callbacks = True
                     case cc_events.PartitionsRevoked(partitions=revoked):
                         if revoked:
                             out.append(me.CommitOffsets(tuple(revoked)))
@@ -180,8 +188,7 @@ class ClassicMembership:
                         self.fatal = True
                         out.append(me.Fatal(error, None))
                     case cc_events.LeftGroup():
-                        # Out of the group until the loop polls again and rejoins (not a close).
-                        timed_out = True
+                        pass  # out of the group until the loop polls again and rejoins (not a close)
                     case cc_events.CommittedOffsetsFetched():
                         pass  # positions come from the committed offsets when the callbacks end
                     case cc_events.Disconnect():

@@ -333,6 +333,15 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         if group is not None:
             coordinator.offsets.update(group.offsets)
             for m in group.members.values():
+                # The consumer group counts each member as the owner of its classic assignment
+                # only (ConsumerGroup.fromClassicGroup). After a downgrade that assignment is the
+                # member's target (ClassicGroup.fromConsumerGroup), without what it was still
+                # revoking: a consumer-protocol member converting the group back at once finds
+                # those partitions free while the classic member still holds them, Kafka's own
+                # window; from here the group no longer stands behind that hold.
+                proc = self._process_of_member(m.member_id)
+                if proc is not None and proc.alive:
+                    self._fence_partitions(proc, [p for p in proc.held if p not in m.assignment])
                 if m.join_connection is not None:
                     self._respond(m.join_connection,
                                   cl.JoinGroupResponse(ErrorCode.REBALANCE_IN_PROGRESS, member_id=m.member_id))
@@ -349,17 +358,8 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         """The last consumer-protocol member left while classic ones remain: Kafka's
         ``convertToClassicGroup``. The consumer group's timers go with it; the classic group is
         loaded from the records the conversion writes (its members keep their target assignment,
-        their sessions restart) and starts a rebalance, then the conversion is logged.
-
-        A member's target assignment leaves out what it was still revoking (ClassicGroup.
-        fromConsumerGroup serialises the target): from here the group no longer counts it as the
-        owner of those, though it holds them until it rejoins. A consumer-protocol member joining
-        at once converts the group back with those partitions free (ConsumerGroup.fromClassicGroup
-        takes the classic assignment), so they can have a second owner: Kafka's own window."""
-        for member in classic.members:
-            proc = self._process_of_member(member.member_id)
-            if proc is not None and proc.alive:
-                self._fence_partitions(proc, [p for p in proc.held if p not in member.assignment])
+        their sessions restart) and starts a rebalance, then the conversion is logged (what that
+        does to a member still revoking: ``_upgrade_group``)."""
         offsets = dict(self.coordinator.offsets)
         self.coordinator_timers.clear()
         self.classic_coordinator = self._new_classic_coordinator()
@@ -556,10 +556,10 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
                     if not (self.lossy and self._lost()):
                         self._push(arrival, GroupRequestArrives(proc.wire, request, False, self.now))
                     if isinstance(request, cl.LeaveGroupRequest):
-                        # Out of the group from its leave, whatever it still holds: after a poll
-                        # timeout, until its loop polls again and runs onPartitionsLost (the
-                        # machine has forgotten the member id the coordinator logs the leave with).
-                        self._fence(proc)
+                        # The coordinator's removal (MemberLeft) fences what it still holds: after a
+                        # poll timeout, until its loop polls again. Its machine has forgotten the
+                        # member id by then, so the process answers to the one it left as.
+                        proc.left_as = request.members[0].member_id if request.members else ""
                         self._checkpoint(proc)
                         for partition in list(proc.positions):
                             self._stop_consuming(proc, partition)

@@ -206,6 +206,7 @@ class AppProcess(Generic[D]):
     fenced_ms: int = NOT_FENCED
     deferred: list[D | AppWakes] = field(default_factory=list)  # what reached it while it was paused, in order
     wire: str = ""  # the connection its requests go over now (a new one after each request timeout)
+    left_as: str = ""  # the member id its last LeaveGroup named (its machine may have forgotten it since)
     reconnects: int = 0
 
     @property
@@ -827,9 +828,10 @@ class Driver(Generic[P, E, D]):
         older one still closing beside it (a restart or an upgrade while it was paused or stalled)."""
         name = self.member_names.get(member_id)
         latest = self.processes.get(name) if name else None
-        if latest is not None and latest.alive and latest.member_id == member_id:
+        if latest is not None and latest.alive and member_id in (latest.member_id, latest.left_as):
             return latest
-        return next((proc for proc in self.connections.values() if proc.alive and proc.member_id == member_id), None)
+        return next((proc for proc in self.connections.values()
+                     if proc.alive and member_id in (proc.member_id, proc.left_as)), None)
 
     def _measured_loads(self, proc: P) -> dict[str, tuple[float, ...]] | None:
         """The produce rate of each partition as ``proc``, about to assign as leader, measures
