@@ -467,3 +467,15 @@ def test_an_assignment_taken_in_while_the_broker_takes_it_back_stays_with_the_co
     held = _held(run_simulation(load_scenario(schedule)), "t0-0")
     c2 = [(start, end) for _, member, incarnation, _, start, end, _ in held if (member, incarnation) == ("c2", 2)]
     assert c2 == [(24021, 41742)]  # revoked by the reconciliation after c3's leave
+
+
+def test_a_classic_member_that_dropped_its_member_id_is_still_fenced_when_left_out():
+    """Soak seed 0 schedule 1594 (--migrate, lossy, shrunk): c1, downgraded and then stuck in its
+    loop, got ILLEGAL_GENERATION on a heartbeat (the group had converted back to classic at a
+    newer generation) and, as Kafka's consumer does, dropped its member id; the next generation
+    formed without it and gave t0-0 to c2 while stuck c1 still held it. A process is judged by
+    the member id it had until its machine dropped it, so that generation fences its hold."""
+    schedule = yaml.safe_load((Path(__file__).parent / "soak_migration" / "seed0-schedule1594-migrating-shrunk.yaml")
+                              .read_text())
+    with wall_clock_limit(30):
+        assert check_schedule(schedule) == []

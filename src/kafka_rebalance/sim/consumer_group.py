@@ -490,6 +490,7 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
     def _member_input(self, proc: ConsumerGroupProcess, event: ClassicInput) -> None:
         machine = proc.machine
         before = machine.pending_callbacks
+        member_id = machine.member_id
         if type(event) is me.CallbacksCompleted:
             before -= 1
         if isinstance(machine, ClassicMembership):
@@ -498,6 +499,8 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
             # The classic machine's timers and answers never reach a member of the new consumer.
             assert isinstance(event, me.Input), f"{event!r} is not an input of the new consumer"
             out = machine.handle(event, self.now)
+        if member_id and machine.member_id != member_id:
+            proc.former_member_id = member_id
         if out:
             self._member_output(proc, out, before)
 
@@ -556,10 +559,8 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
                     if not (self.lossy and self._lost()):
                         self._push(arrival, GroupRequestArrives(proc.wire, request, False, self.now))
                     if isinstance(request, cl.LeaveGroupRequest):
-                        # The coordinator's removal (MemberLeft) fences what it still holds: after a
-                        # poll timeout, until its loop polls again. Its machine has forgotten the
-                        # member id by then, so the process answers to the one it left as.
-                        proc.left_as = request.members[0].member_id if request.members else ""
+                        # The coordinator's removal (MemberLeft) fences what it still holds (after a
+                        # poll timeout, until its loop polls again), by its former member id.
                         self._checkpoint(proc)
                         for partition in list(proc.positions):
                             self._stop_consuming(proc, partition)

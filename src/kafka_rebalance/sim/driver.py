@@ -206,7 +206,9 @@ class AppProcess(Generic[D]):
     fenced_ms: int = NOT_FENCED
     deferred: list[D | AppWakes] = field(default_factory=list)  # what reached it while it was paused, in order
     wire: str = ""  # the connection its requests go over now (a new one after each request timeout)
-    left_as: str = ""  # the member id its last LeaveGroup named (its machine may have forgotten it since)
+    # the member id it had before its machine dropped it (a poll-timeout leave, ILLEGAL_GENERATION):
+    # the coordinator may still know it by that id, and remove it or leave it out by it
+    former_member_id: str = ""
     reconnects: int = 0
 
     @property
@@ -778,7 +780,8 @@ class Driver(Generic[P, E, D]):
                   and answer.response.error_code is ErrorCode.NONE and answer.response.generation_id == generation}
         for proc in self.processes.values():
             member = proc.classic_member if proc.alive else None
-            if member is not None and member[0] and id(proc) not in joined:
+            # (One whose machine has dropped its member id is out all the same.)
+            if member is not None and (member[0] or proc.former_member_id) and id(proc) not in joined:
                 self._fence(proc)
 
     def _unfence_stored(self, log: Iterable[PersistedRecord]) -> None:
@@ -828,10 +831,10 @@ class Driver(Generic[P, E, D]):
         older one still closing beside it (a restart or an upgrade while it was paused or stalled)."""
         name = self.member_names.get(member_id)
         latest = self.processes.get(name) if name else None
-        if latest is not None and latest.alive and member_id in (latest.member_id, latest.left_as):
+        if latest is not None and latest.alive and member_id in (latest.member_id, latest.former_member_id):
             return latest
         return next((proc for proc in self.connections.values()
-                     if proc.alive and member_id in (proc.member_id, proc.left_as)), None)
+                     if proc.alive and member_id in (proc.member_id, proc.former_member_id)), None)
 
     def _measured_loads(self, proc: P) -> dict[str, tuple[float, ...]] | None:
         """The produce rate of each partition as ``proc``, about to assign as leader, measures
