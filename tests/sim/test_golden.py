@@ -19,6 +19,9 @@ from tests.sim.helpers import SCENARIOS
 GOLDEN = Path(__file__).parent / "golden"
 STYLES = ("modern", "legacy", "legacy-old")
 NAMES = sorted(p.stem for p in SCENARIOS.glob("*.yaml"))
+# KIP-848 groups and migrations (recorded 2026-11-27; the same at 66e5ea3, before the network moved
+# into the driver, for seeds 0-2)
+CONSUMER_GROUPS = sorted(p.stem for p in (SCENARIOS / "consumer-groups").glob("*.yaml"))
 
 
 def _run(name: str):
@@ -38,12 +41,21 @@ def test_simulate_json_matches_golden(name):
         assert log_lines(run, style) == expected, style
 
 
+@pytest.mark.parametrize("name", CONSUMER_GROUPS)
+def test_consumer_group_simulate_json_matches_golden(name):
+    run = run_simulation(load_scenario((SCENARIOS / "consumer-groups" / f"{name}.yaml").read_text()))
+    assert json.loads(_result_json(run)) == json.loads((GOLDEN / "consumer-groups" / f"{name}.json").read_text())
+
+
 def regenerate(names: list[str]) -> None:
     for name in names or NAMES:
         run = _run(name)
         (GOLDEN / f"{name}.json").write_text(_result_json(run))
         for style in STYLES:
             (GOLDEN / f"{name}.{style}.log").write_text("".join(line + "\n" for line in log_lines(run, style)))
+    for name in CONSUMER_GROUPS:
+        run = run_simulation(load_scenario((SCENARIOS / "consumer-groups" / f"{name}.yaml").read_text()))
+        (GOLDEN / "consumer-groups" / f"{name}.json").write_text(_result_json(run))
 
 
 if __name__ == "__main__":
