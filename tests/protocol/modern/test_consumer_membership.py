@@ -283,3 +283,18 @@ def test_fenced_mid_reconciliation_loses_what_it_was_being_given() -> None:
     m.handle(CallbacksCompleted(), 40)  # onPartitionsAssigned returns: the reconciliation is aborted
     m.handle(CallbacksCompleted(), 40)  # onPartitionsLost returns: joining again
     assert m.owned == () and m.state is S.JOINING
+
+
+def test_a_fatal_answer_to_a_heartbeat_sent_before_the_poll_timeout_leaves_the_member_stale() -> None:
+    """MemberState.FATAL.previousValidStates has no STALE (Kafka 4.1): a fatal error answering the
+    heartbeat that was in flight when the poll timer expired (GROUP_ID_NOT_FOUND once that leave
+    converted the group back to classic: soak --migrate seed 0 schedule 1834) changes nothing; the
+    member rejoins at its next poll."""
+    m = stable({"foo": [0]})
+    m.handle(HeartbeatDue(), 5000)
+    m.handle(PollTimerExpired(), 5000)
+    m.handle(CallbacksCompleted(), 5000)
+    assert m.state is S.STALE
+    out = m.handle(error(ErrorCode.GROUP_ID_NOT_FOUND), 5050)
+    assert m.state is S.STALE and not [o for o in out if isinstance(o, Fatal)]
+    assert [r.member_epoch for r in sent(m.handle(Poll(), 6000))] == [0] and m.state is S.JOINING

@@ -420,6 +420,12 @@ class ConsumerMembershipManager:
     def _to_fatal(self, fatal: Fatal, out: list[Output]) -> None:
         if self.state is S.FATAL:
             return
+        if self.state is S.STALE:
+            # The answer to a heartbeat sent before the poll timeout's leave (e.g. GROUP_ID_NOT_FOUND
+            # once that leave converted the group back to classic). Kafka 4.1's state table has no
+            # STALE -> FATAL (MemberState.FATAL.previousValidStates): transitionTo throws inside the
+            # background thread, which logs it, and the member stays STALE; as for FENCED.
+            return
         previous = self.state
         self._transition(S.FATAL)
         out.append(fatal)
