@@ -128,7 +128,7 @@ class GroupRequestArrives:
     connection: str
     request: ce.Request
     ignore_response: bool
-    sent_ms: int = 0  # when it left (a lost answer times the request out from then)
+    sent_ms: int  # when it left (a lost answer times the request out from then)
 
 
 @dataclass(frozen=True, slots=True)
