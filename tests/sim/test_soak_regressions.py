@@ -479,3 +479,16 @@ def test_a_classic_member_that_dropped_its_member_id_is_still_fenced_when_left_o
                               .read_text())
     with wall_clock_limit(30):
         assert check_schedule(schedule) == []
+
+
+def test_a_classic_join_to_an_empty_consumer_group_makes_it_a_classic_group():
+    """Soak seed 0 schedule 935 (--migrate, consumer, shrunk): the first consumer to start was
+    downgraded, so a classic JoinGroup reached a consumer group with no members. Kafka 4.1's
+    classicGroupJoin sends it to classicGroupJoinToClassicGroup ("Converted the empty consumer
+    group to a classic group"): only a non-empty consumer group takes classic members. Taken in
+    as a classic member of a consumer group, the lone member never learnt of t0's new partition
+    (classic heartbeats do not refresh a consumer group's metadata, and it is not the leader)."""
+    schedule = yaml.safe_load((Path(__file__).parent / "soak_migration" / "seed0-schedule935-migrating-consumer-shrunk.yaml")
+                              .read_text())
+    with wall_clock_limit(30):
+        assert check_schedule(schedule) == []

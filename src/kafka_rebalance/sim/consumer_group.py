@@ -289,6 +289,9 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
             topics = request.subscribed_topic_names or ()
             for topic in topics:
                 self.topic_wanted.setdefault(topic, self.now)
+        if (self.classic_coordinator is None and isinstance(request, cl.JoinGroupRequest)
+                and not self.coordinator.members):
+            self._classic_when_empty()
         if self.classic_coordinator is not None:
             if not isinstance(request, ce.ConsumerGroupHeartbeatRequest):
                 assert not isinstance(request, ce.OffsetCommitRequest | ce.OffsetFetchRequest)
@@ -353,6 +356,19 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
             self._coordinator_output([ArmTimer(ce.SessionTimeout(m.member_id), self.now + m.session_timeout_ms)
                                       for m in group.members.values()])
         return True
+
+    def _classic_when_empty(self) -> None:
+        """Kafka's ``classicGroupJoin``: a JoinGroup to an empty consumer group converts it to a
+        classic group (``classicGroupJoinToClassicGroup``, "Converted the empty consumer group to
+        a classic group"); only a non-empty one takes classic members. Its offsets stay, its
+        generations start again."""
+        offsets = dict(self.coordinator.offsets)
+        self.coordinator_timers.clear()
+        self.classic_coordinator = self._new_classic_coordinator()
+        empty = ce.ClassicGroupSnapshot(self.scenario.group, 0, None, None, "Empty", ())
+        conversion = downgraded(empty, offsets, self.offsets_partition)
+        self.offsets_records = list(conversion.records)
+        self._classic_output(self.classic_coordinator.handle(conversion, self.now))
 
     def _downgrade_group(self, classic: ce.ClassicGroupSnapshot) -> None:
         """The last consumer-protocol member left while classic ones remain: Kafka's
