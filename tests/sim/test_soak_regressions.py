@@ -492,3 +492,17 @@ def test_a_classic_join_to_an_empty_consumer_group_makes_it_a_classic_group():
                               .read_text())
     with wall_clock_limit(30):
         assert check_schedule(schedule) == []
+
+
+def test_the_same_race_from_a_consumer_group_being_downgraded():
+    """Soak seed 0 schedule 257 (--migrate, consumer, shrunk): Kafka's race above, reached another
+    way. c2, stuck in its loop, was given t0-2 at epoch 3 (its onPartitionsAssigned waiting for
+    the loop); classic c3 joined, epoch 4's target moved t0-2 to c3, and c2's answer at epoch 4
+    ({t0-0, t0-1}) equalled its currentAssignment, so it went back to STABLE and the coordinator,
+    reading c2's owned partitions, gave t0-2 to c3. When the loop ran, onPartitionsAssigned(t0-2)
+    put it in SubscriptionState for good."""
+    schedule = yaml.safe_load((Path(__file__).parent / "soak_migration" / "seed0-schedule257-migrating-consumer-kafka-race.yaml")
+                              .read_text())
+    with wall_clock_limit(30):
+        violations = check_schedule(schedule)
+    assert [v.invariant for v in violations] == ["single-owner"] and "t0-2: c3#2" in violations[0].detail
