@@ -506,3 +506,16 @@ def test_the_same_race_from_a_consumer_group_being_downgraded():
     with wall_clock_limit(30):
         violations = check_schedule(schedule)
     assert [v.invariant for v in violations] == ["single-owner"] and "t0-2: c3#2" in violations[0].detail
+
+
+def test_a_group_replaced_when_empty_starts_a_new_life_whatever_its_numbers():
+    """Soak seed 0 schedule 457 (--migrate, consumer, shrunk): every consumer was downgraded, the
+    consumer group emptied (epoch 4), a classic JoinGroup replaced it by a classic group, and the
+    upgrades converted that back at its generation: epochs 2 and 3 again, in a new life. The
+    checker used to infer lives from generations going down, which these did not, and judged the
+    new epoch 2 by the old one's assignment; the simulator now says when each life began."""
+    schedule = yaml.safe_load((Path(__file__).parent / "soak_migration" / "seed0-schedule457-migrating-consumer-shrunk.yaml")
+                              .read_text())
+    with wall_clock_limit(30):
+        assert check_schedule(schedule) == []
+        assert len(run_simulation(load_scenario(schedule)).life_starts_ms) == 2

@@ -351,6 +351,8 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
                 if m.sync_connection is not None:
                     self._respond(m.sync_connection, cl.SyncGroupResponse(ErrorCode.REBALANCE_IN_PROGRESS))
         self.coordinator = coordinator
+        if group is not None and not group.members:
+            self.life_starts_ms.append(self.now)  # an empty classic group replaced: epochs start again
         if group is not None and group.members:
             self._on_log(ConsumerGroupConverted(self.now, self.scenario.group, "upgrade"))
             self._coordinator_output([ArmTimer(ce.SessionTimeout(m.member_id), self.now + m.session_timeout_ms)
@@ -364,6 +366,7 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         generations start again."""
         offsets = dict(self.coordinator.offsets)
         self.coordinator_timers.clear()
+        self.life_starts_ms.append(self.now)
         self.classic_coordinator = self._new_classic_coordinator()
         empty = ce.ClassicGroupSnapshot(self.scenario.group, 0, None, None, "Empty", ())
         conversion = downgraded(empty, offsets, self.offsets_partition)

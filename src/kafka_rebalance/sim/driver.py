@@ -294,6 +294,7 @@ class Driver(Generic[P, E, D]):
         self.ownership_conflicts = 0
         self.log_records: list[LoggedRecord] = []
         self.recorder = RebalanceRecorder()
+        self.life_starts_ms = [0]  # see SimulationResult.life_starts_ms
         self.heap: list[tuple[int, int, E | CoreEvent]] = []
         # The load model (a scenario with ``load``): the spans consumers were paused or stalled,
         # and when each leader (by connection) last measured the produce rates.
@@ -891,6 +892,7 @@ class Driver(Generic[P, E, D]):
             fenced=tuple(spec.id for spec in self.scenario.consumers
                          if (last := self.processes.get(spec.id)) is not None and fenced(last)),
             load=None if self.load is None else self.load.metrics(ownership, self.interruptions, records, end),
+            life_starts_ms=tuple(self.life_starts_ms),
         )
 
     def _ownership_table(self) -> Ownership:

@@ -261,6 +261,9 @@ class SimulationResult:
     fenced: tuple[str, ...] = ()
     # the load model's lag, drain times and record delay (None: the scenario has no ``load``)
     load: LoadMetrics | None = field(default=None, repr=False)
+    # when each of the group's lives began: a migration that finds the group empty replaces it by
+    # one of the other protocol, whose generations start again (the first life begins at 0)
+    life_starts_ms: tuple[int, ...] = (0,)
 
     @property
     def result(self) -> dict[str, Any]:

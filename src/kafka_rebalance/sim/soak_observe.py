@@ -83,8 +83,8 @@ class Observation:
     subscribed_partitions: tuple[str, ...]  # what the live consumers subscribe to, at the end
     # (life, generation) -> member -> partitions, from the rebalances that completed (None: not
     # known). A group's life ends when a migration replaces it, empty, by a new one of the other
-    # protocol, whose epochs start again (Kafka's getOrMaybeCreateConsumerGroup and its classic
-    # twin): a generation lower than the one before starts a life, at ``life_starts_ms``.
+    # protocol, whose epochs start again (Kafka's getOrMaybeCreateConsumerGroup and classicGroupJoin):
+    # the simulator says when (``SimulationResult.life_starts_ms``).
     assignments: dict[tuple[int, int], dict[str, tuple[str, ...]]] | None = None
     life_starts_ms: tuple[int, ...] = (0,)
     ownership_conflicts: int = 0
@@ -120,17 +120,11 @@ def observation_of(result: SimulationResult) -> Observation:
                          h.partition.tolist(), h.member.tolist(), h.incarnation.tolist(), h.generation.tolist(),
                          h.start_ms.tolist(), h.end_ms.tolist(), h.fenced_ms.tolist(), strict=True))
     assignments: dict[tuple[int, int], dict[str, tuple[str, ...]]] = {}
-    life_starts_ms = [0]
-    previous = -1
-    for rebalance in sorted(result.rebalances, key=lambda r: r.start_ms):
-        if rebalance.generation is None:
-            continue
-        if rebalance.generation < previous:
-            life_starts_ms.append(rebalance.start_ms)
-        previous = rebalance.generation
-        if rebalance.end_ms is not None and rebalance.assignment:
-            assignments[(len(life_starts_ms) - 1, rebalance.generation)] = {
-                m.member: m.partitions for m in rebalance.assignment}
+    life_starts_ms = result.life_starts_ms
+    for rebalance in result.rebalances:
+        if rebalance.generation is not None and rebalance.end_ms is not None and rebalance.assignment:
+            life = bisect.bisect_right(life_starts_ms, rebalance.start_ms) - 1
+            assignments[(life, rebalance.generation)] = {m.member: m.partitions for m in rebalance.assignment}
     # A static member fenced for good is no longer consuming, as a Java consumer whose poll threw
     # FencedInstanceIdException (AbstractCoordinator.JoinGroupResponseHandler: fatal). It happens
     # in Kafka without any fault of ours: a static member that replaced an expired instance
@@ -149,7 +143,7 @@ def observation_of(result: SimulationResult) -> Observation:
         final_assignment={m.member: m.partitions for m in result.final_assignment},
         subscribed_partitions=subscribed_partitions(scenario, live),
         assignments=assignments,
-        life_starts_ms=tuple(life_starts_ms),
+        life_starts_ms=life_starts_ms,
         ownership_conflicts=result.ownership_conflicts,
         held=held,
         awaiting_follow_up=unfinished_follow_up(result),
