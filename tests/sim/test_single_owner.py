@@ -111,7 +111,8 @@ def test_a_zombie_outside_the_group_overlaps_only_after_it_was_fenced():
     assert len(found) == 1 and "after the group fenced its hold" in found[0].detail
     # One accepted at the fencing instant was handled before it (soak seed 0, consumer schedules
     # 5741 and 6777, lossy: an auto-commit and the session timer in the same millisecond).
-    same_instant = dataclasses.replace(late, time_ms=zombie[0].fenced_ms)
+    same_instant = Commit(zombie[0].fenced_ms, zombie[0].partition, 10**9, "a", zombie[0].generation, True,
+                          zombie[0].incarnation)
     assert [v for v in check_observation(dataclasses.replace(seen, commits=(*(seen.commits or ()), same_instant)))
             if v.invariant == SINGLE_OWNER] == []
 
