@@ -15,6 +15,7 @@ master the driver's own pyspark is installed beside this package, so the zips go
 
 from __future__ import annotations
 
+import gc
 import sys
 from pathlib import PurePath
 
@@ -39,4 +40,8 @@ import kafka_rebalance.pipeline.logparse.layout  # noqa: E402, F401
 import kafka_rebalance.pipeline.logparse.scan  # noqa: E402, F401
 
 if __name__ == "__main__":
+    # What the imports made lives as long as the workers: moved out of the collector's sight,
+    # so a worker's full collections do not walk it again and again (nor write to its pages,
+    # which a forked worker would then copy).
+    gc.freeze()
     daemon.manager()
