@@ -233,16 +233,76 @@ def test_a_static_revoker_bounced_before_its_follow_up_leaves_the_revoked_partit
     assert observation_of(run_simulation(load_scenario(later))).awaiting_follow_up == ()
 
 
-OPEN = sorted((Path(__file__).parent / "soak_open").glob("*.yaml"))
+MIGRATION = Path(__file__).parent / "soak_migration"
 
 
-@pytest.mark.xfail(strict=True, reason="open soak findings, not yet diagnosed (see the first line of each file); "
-                                       "a fix turns this into XPASS: move the case into its own regression test")
-@pytest.mark.parametrize("path", OPEN, ids=[p.stem for p in OPEN])
-def test_open_soak_findings(path):
-    """Shrunk schedules from the soak (seed 0) that still break an invariant."""
-    with wall_clock_limit(20):
+@pytest.mark.parametrize("schedule_index", [895, 2399])
+def test_a_classic_member_rejoining_from_poll_finishes_its_revocation_first(schedule_index):
+    """Soak seed 0, --migrate consumer schedules 895 and 2399 (shrunk): a downgraded (classic)
+    member whose loop was stuck came back to poll() with a rebalance pending; the poll ran
+    onPartitionsRevoked (Kafka's ConsumerCoordinator.onJoinPrepare, eager protocol) and held the
+    JoinGroup until it returned, but the simulator's loop then took the next batch as if the
+    listener had returned, and the wake-up that ends the callback was dropped. The JoinGroup was
+    never sent: the member sat out of the group for good (895: its partitions owned by nobody;
+    2399: the group Empty with the consumer running). poll() returns no records while its own
+    listener callbacks run."""
+    path = next(MIGRATION.glob(f"seed0-schedule{schedule_index}-migrating-consumer-shrunk.yaml"))
+    with wall_clock_limit(30):
         assert check_schedule(yaml.safe_load(path.read_text())) == []
+
+
+def _records_after(result, record_type, since_ms):
+    return [logged.record for logged in result.log_records
+            if type(logged.record).__name__ == record_type and logged.record.time_ms >= since_ms]
+
+
+LOST_DOWNGRADE = sorted(MIGRATION.glob("*-kafka-lost-downgrade.yaml"))
+
+
+@pytest.mark.parametrize("path", LOST_DOWNGRADE, ids=[p.stem for p in LOST_DOWNGRADE])
+def test_a_coordinator_failover_loses_the_rebalance_a_downgrade_prepared(path):
+    """Kafka's own behaviour, found by the soak (seed 0, --migrate consumer; 1151, 1990, 2125,
+    2414, shrunk): the last consumer-protocol member left (or was fenced), so Kafka 4.1's
+    convertToClassicGroup wrote a classic group in which each remaining member holds its
+    *target* assignment of the consumer group's last epoch (ClassicGroup.fromConsumerGroup), a
+    target still computed with the leaving member, and prepared a rebalance to hand out what it
+    held. That rebalance lives only in memory: the coordinator moved before it completed, and
+    the new one loaded the group Stable (GroupMetadataManager.onLoaded prepares a rebalance only
+    for a group over its maximum size). The classic members heartbeat at the loaded generation
+    without error, so nothing asks them to rejoin, and the leaving member's partitions stay with
+    nobody until some member joins, leaves or changes its subscription."""
+    schedule = yaml.safe_load(path.read_text())
+    with wall_clock_limit(30):
+        assert [v.invariant for v in check_schedule(schedule)] == ["converges"]
+        result = run_simulation(load_scenario(schedule))
+    (downgrade,) = [r for r in _records_after(result, "PreparingRebalance", 0) if "Downgrade group" in r.reason]
+    failovers = [e["at_ms"] for e in schedule["events"] if "coordinator_failover" in e]
+    assert any(at > downgrade.time_ms for at in failovers)  # the coordinator moved after the downgrade
+    assert _records_after(result, "Stabilized", downgrade.time_ms) == []  # and its rebalance never completed
+
+
+STATIC_UPGRADE = sorted(MIGRATION.glob("*-kafka-static-upgrade.yaml"))
+
+
+@pytest.mark.parametrize("path", STATIC_UPGRADE, ids=[p.stem for p in STATIC_UPGRADE])
+def test_a_static_member_upgrading_alone_keeps_the_downgrade_assignment(path):
+    """Kafka's own behaviour, found by the soak (seed 0, --migrate consumer; 1528, 1820, shrunk):
+    a crashed consumer-protocol member was fenced, which converted the group to a classic group
+    whose only member, a static one, held its target of the last epoch (ClassicGroup
+    .fromConsumerGroup; the crashed member's share in nobody's). Before that rebalance ran, the
+    static member was upgraded: Kafka 4.1's ConsumerGroup.fromClassicGroup converts the group
+    back with the group epoch and the target epoch both at the classic generation, every member's
+    last assignment as its target, and the subscription's metadata hash, and the static member
+    replaces itself with a copy of its own subscription (getOrMaybeSubscribeStaticConsumerGroupMember).
+    Nothing changed, so nothing bumps the group epoch (convertToConsumerGroup assumes that an
+    upgrade always brings a new subscription) and no target is ever computed again: the crashed
+    member's partitions stay with nobody until the group changes."""
+    schedule = yaml.safe_load(path.read_text())
+    with wall_clock_limit(30):
+        assert [v.invariant for v in check_schedule(schedule)] == ["converges"]
+        result = run_simulation(load_scenario(schedule))
+    (upgrade,) = [r for r in _records_after(result, "ConsumerGroupConverted", 0) if r.direction == "upgrade"]
+    assert _records_after(result, "ConsumerGroupEpochBumped", upgrade.time_ms) == []
 
 
 KAFKA_BEHAVIOUR = sorted((Path(__file__).parent / "soak_kafka_behaviour").glob("*.yaml"))

@@ -741,6 +741,10 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         if proc.callbacks:
             self._maybe_run_callbacks(proc)
             return
+        if proc.busy:
+            # The poll's own listener callbacks are running (a classic member that rejoins from
+            # poll() revokes first): poll() returns no records until they have.
+            return
         if proc.continuous or not proc.alive:
             return
         if self.scenario_auto_commit(proc) and self.now >= proc.next_commit_ms and proc.positions:
