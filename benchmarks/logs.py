@@ -41,14 +41,23 @@ def tree_cpu_seconds() -> float:
     """CPU seconds (user + system) used so far by this process and every live descendant (the
     JVM, Spark's Python workers), from /proc: a figure that, unlike wall time, does not depend
     on what else the shared cores are doing."""
+    return sum(tree_cpu_by_kind().values())
+
+
+def tree_cpu_by_kind() -> dict[str, float]:
+    """``tree_cpu_seconds`` per kind of process: this driver, the JVM, and the rest (Spark's
+    Python workers and their daemon; the S3 server when there is one)."""
     ticks = os.sysconf("SC_CLK_TCK")
-    used = 0.0
+    used = {"driver": 0.0, "JVM": 0.0, "Python workers": 0.0}
     for pid in _tree_pids():
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
             continue
-        used += (int(fields[11]) + int(fields[12])) / ticks
+        kind = ("driver" if pid == os.getpid() else "JVM" if b"java" in command.split(b"\0")[0]
+                else "Python workers")
+        used[kind] += (int(fields[11]) + int(fields[12])) / ticks
     return used
 
 
@@ -237,18 +246,23 @@ def main(argv: list[str] | None = None) -> int:
     def timed(inputs: list[str], out_dir: str) -> tuple[float, float, dict]:
         """Wall and CPU seconds of a run; the S3 server's own CPU (a child of this process) is
         left out of the CPU and kept in ``server_cpu``."""
-        cpu_before, server_before = tree_cpu_seconds(), server_cpu_seconds()
+        kinds_before, server_before = tree_cpu_by_kind(), server_cpu_seconds()
         started = time.perf_counter()
         run = run_logs(spark, inputs, out_dir, engine="spark", progress=False, syslog=syslog)
         seconds = time.perf_counter() - started
         server = server_cpu_seconds() - server_before
-        cpu = tree_cpu_seconds() - cpu_before - server
+        kinds = {kind: used - kinds_before[kind] for kind, used in tree_cpu_by_kind().items()}
+        kinds["Python workers"] -= server
+        cpu = sum(kinds.values())
         server_cpu.append(server)
-        print(f"{inputs[0]}: {seconds:.1f} s, CPU {cpu:.1f} s (+ S3 server {server:.1f} s), "
+        cpu_split.append(", ".join(f"{kind} {used:.1f}" for kind, used in kinds.items()))
+        print(f"{inputs[0]}: {seconds:.1f} s, CPU {cpu:.1f} s ({cpu_split[-1]}; + S3 server {server:.1f} s), "
               f"load {os.getloadavg()[0]:.1f}", file=sys.stderr)
         return seconds, cpu, run.summary
 
     server_cpu: list[float] = []
+    cpu_split: list[str] = []  # per timed run: CPU seconds per kind of process
+    run_splits: list[str] = []  # the same for ``runs`` (the whole log from the local disk)
 
     def server_cpu_seconds() -> float:
         if server is None:
@@ -259,6 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for attempt in range(max(1, args.repeat)):
             runs.append(timed([str(log)], str(out / f"spark-{attempt}")))
+            run_splits.append(cpu_split[-1])
             if server is not None:
                 stores["local disk"].append(timed([str(parts)], str(out / f"parts-{attempt}")))
                 stores["S3 server"].append(timed([f"s3://{S3_BUCKET}/logs/"], f"s3://{S3_BUCKET}/out-{attempt}"))
@@ -285,12 +300,14 @@ def main(argv: list[str] | None = None) -> int:
                                     f"({analysis_s / grep_s:,.0f}x grep's time)"),
         *((f"  {stage}", f"{seconds:.1f} s") for stage, seconds in summary["seconds"].items()),
         ("  CPU used (driver, JVM, Python workers)", f"{cpu_s:.1f} s = {megabytes / cpu_s:,.1f} MB per CPU-second"),
+        ("    per process", run_splits[0]),
     ]
     if len(runs) > 1:
         again_s, again_cpu, again = min(runs[1:], key=lambda r: r[0])
         rows += [
             (f"same, again in the session (best of {len(runs) - 1})",
-             f"{again_s:.1f} s = {megabytes / again_s:,.1f} MB/s, CPU {again_cpu:.1f} s"),
+             f"{again_s:.1f} s = {megabytes / again_s:,.1f} MB/s, CPU {again_cpu:.1f} s "
+             f"({run_splits[runs.index(min(runs[1:], key=lambda r: r[0]))]})"),
             *((f"  {stage}", f"{seconds:.1f} s") for stage, seconds in again["seconds"].items()),
         ]
     if server is not None:
