@@ -21,7 +21,7 @@ run: setup
 test: setup
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(PY) -m mypy
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=25
 
 bench: setup
 	$(PY) -m pip install --quiet -e '.[bench]'

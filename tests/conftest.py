@@ -6,6 +6,7 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,3 +31,17 @@ def _test_syslog():  # type: ignore[no-untyped-def]
 
 
 TEST_SYSLOG = _test_syslog()
+
+
+# Tests that share a session-wide process (the local SparkSession, the S3 server, the broker) run
+# on one pytest-xdist worker per process, so each starts once and never twice at a time. Tests
+# that start their own Spark (the CLI on a terminal) are free to run beside them.
+_SHARED_PROCESS_GROUPS = {"spark": "jvm", "s3_server": "jvm", "standalone": "jvm", "broker": "broker"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        group = next((_SHARED_PROCESS_GROUPS[name] for name in _SHARED_PROCESS_GROUPS if name in fixtures), None)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
