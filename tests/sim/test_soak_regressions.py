@@ -305,6 +305,23 @@ def test_a_static_member_upgrading_alone_keeps_the_downgrade_assignment(path):
     assert _records_after(result, "ConsumerGroupEpochBumped", upgrade.time_ms) == []
 
 
+@pytest.mark.xfail(strict=True, reason="open: the KIP-848 member lets the coordinator name it (Kafka 3.x); "
+                                       "Kafka 4.x clients name themselves (KIP-1082)")
+def test_a_member_with_two_joins_in_flight_is_one_member():
+    """Soak seed 0, consumer schedule 8563 (shrunk), not yet fixed: c1's first heartbeats met a
+    loading coordinator and a GC pause; back from it, its join heartbeat and the leave of its
+    expired poll timer were in flight together, both with an empty member id, and its next join
+    too. Our coordinator named each join a new member (Kafka 3.7-3.9's protocol v0), so c1 took
+    in two member ids in turn, and the checker saw its hold fenced with the phantom one while it
+    committed as the other. Kafka 4.1's consumer names itself once (AbstractMembershipManager:
+    ``memberId = Uuid.randomUuid()``; KIP-1082) and GroupCoordinatorService
+    .throwIfConsumerGroupHeartbeatRequestIsInvalid refuses an empty member id from version 1 and
+    on every leave, so both joins are one member and the leave removes it."""
+    path = Path(__file__).parent / "soak_open" / "seed0-schedule8563-consumer-shrunk.yaml"
+    with wall_clock_limit(20):
+        assert check_schedule(yaml.safe_load(path.read_text())) == []
+
+
 KAFKA_BEHAVIOUR = sorted((Path(__file__).parent / "soak_kafka_behaviour").glob("*.yaml"))
 
 
