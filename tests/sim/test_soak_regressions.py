@@ -522,28 +522,45 @@ def test_a_member_fenced_while_taking_an_assignment_in_loses_it():
         assert check_schedule(schedule) == []
 
 
-def test_an_assignment_taken_in_while_the_broker_takes_it_back_stays_with_the_consumer():
-    """Kafka's own behaviour, found by the soak (seed 0, --migrate schedule 549, shrunk): c2 got
-    epoch 6 with t0-0 and t1-1 while its loop was stuck, so onPartitionsAssigned(t0-0) waited;
-    Kafka 4.1's AbstractMembershipManager.revokeAndAssign had already put t0-0 in
-    SubscriptionState (assignPartitions). Before the loop ran it, the broker took t0-0 back
-    within epoch 6 (to give it to c1): processAssignmentReceived compares the new target with
-    currentAssignment, which the unfinished reconciliation had not updated yet ({t1-1}), finds
-    them equal and goes back to STABLE; the callback then finishes, maybeAbortReconciliation
-    aborts, and nothing ever revokes t0-0 from SubscriptionState, while c2's heartbeats report
-    currentAssignment without it and the coordinator gives it to c1. Two consumers of t0-0
-    until c2's next reconciliation, which works out what to revoke from SubscriptionState
-    (maybeReconcile); none comes in this schedule, one does when c3 leaves at 40 s. The
-    simulator reproduces Kafka's window rather than hiding it."""
-    schedule = yaml.safe_load((Path(__file__).parent / "soak_migration" / "seed0-schedule549-migrating-kafka-race.yaml")
-                              .read_text())
+LOCAL_EPOCH = [Path(__file__).parent / "soak_migration" / "seed0-schedule549-migrating-shrunk.yaml",
+               Path(__file__).parent / "soak_migration" / "seed0-schedule257-migrating-consumer-shrunk.yaml",
+               Path(__file__).parent / "soak_consumer" / "seed0-schedule15367-consumer-shrunk.yaml",
+               Path(__file__).parent / "soak_consumer" / "seed0-schedule26553-consumer-shrunk.yaml"]
+
+
+@pytest.mark.parametrize("path", LOCAL_EPOCH, ids=[p.stem for p in LOCAL_EPOCH])
+def test_a_target_taken_back_while_its_callback_waits_is_revoked_after_it(path):
+    """Soak seed 0: --migrate 549 and 257, consumer 15367 and 26553 (shrunk). A member whose loop
+    was stuck was given partitions (onPartitionsAssigned waiting for the loop), then, within
+    the epoch or the next, was sent back the assignment it had before. Our member compared the
+    new target with its current assignment by partitions alone, found them equal, went back to
+    STABLE, and the waiting callback, once run, was taken as aborted: the listener kept the
+    partitions for good while the coordinator, told the member did not own them, gave them to
+    another. Kafka 4.1 compares local epochs too (AbstractMembershipManager
+    .targetAssignmentReconciled -> LocalAssignment.equals; updateWith bumps the target's epoch on
+    every change), so the member stays RECONCILING, acknowledges what the callback gave it and
+    revokes the difference at once (maybeReconcile computes revoked from SubscriptionState).
+    These schedules were once kept as Kafka's own behaviour on a reading without local epochs."""
     with wall_clock_limit(30):
-        violations = check_schedule(schedule)
-    assert [v.invariant for v in violations] == ["single-owner"] and "t0-0: c2#2" in violations[0].detail
-    schedule["events"].append({"at_ms": 40000, "leave": "c3"})
-    held = _held(run_simulation(load_scenario(schedule)), "t0-0")
-    c2 = [(start, end) for _, member, incarnation, _, start, end, _ in held if (member, incarnation) == ("c2", 2)]
-    assert c2 == [(24021, 41742)]  # revoked by the reconciliation after c3's leave
+        assert check_schedule(yaml.safe_load(path.read_text())) == []
+
+
+def test_a_failover_frees_a_partition_whose_assignment_callback_is_still_pending():
+    """Kafka's own behaviour, found by the soak (seed 0, consumer schedule 19082, shrunk): c2,
+    its loop stuck, was given t0-4 (onPartitionsAssigned waiting). Epoch 6 moved t0-4 away; a
+    coordinator failover made c2's next heartbeat a full one, which reports currentAssignment
+    (ConsumerHeartbeatRequestManager.HeartbeatState.buildRequestData), still without t0-4, so
+    the coordinator took it as revoked (CurrentAssignmentBuilder, UNREVOKED_PARTITIONS) and gave
+    it to c5. When c2's loop ran, its callback completed (maybeAbortReconciliation only looks at
+    the state and a rejoin), it read t0-4 from the committed 488 to the log end, and the commit
+    before its revocation stored 568; c5 then committed its own position, 559. Kafka's
+    ConsumerGroup.validateOffsetCommit checks the member epoch only, never who owns the
+    partition, and OffsetMetadataManager stores any offset: the committed offset goes back."""
+    path = Path(__file__).parent / "soak_consumer" / "seed0-schedule19082-consumer-kafka-pending-callback.yaml"
+    with wall_clock_limit(30):
+        violations = check_schedule(yaml.safe_load(path.read_text()))
+    assert [v.invariant for v in violations] == ["commits-forward"]
+    assert "c5 committed 559" in violations[0].detail and "c2 committed 568" in violations[0].detail
 
 
 def test_a_classic_member_that_dropped_its_member_id_is_still_fenced_when_left_out():
@@ -569,20 +586,6 @@ def test_a_classic_join_to_an_empty_consumer_group_makes_it_a_classic_group():
                               .read_text())
     with wall_clock_limit(30):
         assert check_schedule(schedule) == []
-
-
-def test_the_same_race_from_a_consumer_group_being_downgraded():
-    """Soak seed 0 schedule 257 (--migrate, consumer, shrunk): Kafka's race above, reached another
-    way. c2, stuck in its loop, was given t0-2 at epoch 3 (its onPartitionsAssigned waiting for
-    the loop); classic c3 joined, epoch 4's target moved t0-2 to c3, and c2's answer at epoch 4
-    ({t0-0, t0-1}) equalled its currentAssignment, so it went back to STABLE and the coordinator,
-    reading c2's owned partitions, gave t0-2 to c3. When the loop ran, onPartitionsAssigned(t0-2)
-    put it in SubscriptionState for good."""
-    schedule = yaml.safe_load((Path(__file__).parent / "soak_migration" / "seed0-schedule257-migrating-consumer-kafka-race.yaml")
-                              .read_text())
-    with wall_clock_limit(30):
-        violations = check_schedule(schedule)
-    assert [v.invariant for v in violations] == ["single-owner"] and "t0-2: c3#2" in violations[0].detail
 
 
 def test_a_group_replaced_when_empty_starts_a_new_life_whatever_its_numbers():

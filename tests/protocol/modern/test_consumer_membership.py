@@ -298,3 +298,25 @@ def test_a_fatal_answer_to_a_heartbeat_sent_before_the_poll_timeout_leaves_the_m
     out = m.handle(error(ErrorCode.GROUP_ID_NOT_FOUND), 5050)
     assert m.state is S.STALE and not [o for o in out if isinstance(o, Fatal)]
     assert [r.member_epoch for r in sent(m.handle(Poll(), 6000))] == [0] and m.state is S.JOINING
+
+
+def test_a_target_that_changes_back_while_its_callback_waits_is_not_reconciled_by_partitions_alone():
+    """Kafka 4.1's AbstractMembershipManager: every new target bumps its local epoch
+    (LocalAssignment.updateWith) and targetAssignmentReconciled compares epochs too
+    (LocalAssignment.equals). So A -> B (onPartitionsAssigned waiting) -> A leaves the member
+    RECONCILING; when B's callback completes, revokeAndAssign is not aborted, the member
+    acknowledges B and maybeReconcile revokes B - A at once (soak consumer 15367, 26553)."""
+    m = stable({"foo": [0, 1]})
+    m.handle(HeartbeatDue(), 5012)
+    assert callbacks(m.handle(ok(2, {"foo": [0, 1, 2, 3]}), 5014))[-1] == PartitionsAssigned(("foo-2", "foo-3"))
+    m.handle(HeartbeatDue(), 6000)
+    assert callbacks(m.handle(ok(2, {"foo": [0, 1]}), 6010)) == []
+    assert m.state is S.RECONCILING
+
+    out = m.handle(CallbacksCompleted(), 7000)
+    assert [r.topic_partitions for r in sent(out)] == [(TopicPartitions("foo", (0, 1, 2, 3)),)]  # B acknowledged
+    assert PartitionsRevoked(("foo-2", "foo-3")) in callbacks(out)
+    m.handle(ok(2), 7050)
+    out = m.handle(CallbacksCompleted(), 7100)
+    assert [r.topic_partitions for r in sent(out)] == [(TopicPartitions("foo", (0, 1)),)]
+    assert m.owned == ("foo-0", "foo-1")

@@ -140,6 +140,12 @@ class ConsumerMembershipManager:
         self.in_subscription: Partitions = {}
         self._assignment_none = True  # Kafka's LocalAssignment.NONE: nothing reconciled since (re)joining
         self.target: Partitions = {}  # the last assignment the coordinator sent
+        # LocalAssignment.localEpoch of currentTargetAssignment (-1: NONE) and of currentAssignment:
+        # Kafka's targetAssignmentReconciled compares both, so a target that changes and changes
+        # back while a reconciliation runs is not "reconciled" by the partitions alone.
+        self._target_epoch = -1
+        self._assignment_epoch = -1
+        self._reconciling_epoch = -1
         self.heartbeat_interval_ms = 0
         self.in_flight = False
         self.heartbeat_due = False
@@ -239,7 +245,7 @@ class ConsumerMembershipManager:
         self.in_flight = not leaving
         # onHeartbeatRequestGenerated
         if self.state is S.ACKNOWLEDGING:
-            reconciled = self.assignment == self.target and not self._assignment_none
+            reconciled = self._target_reconciled()
             self._transition(S.STABLE if reconciled else S.RECONCILING)
         elif leaving:
             if self.poll_timer_expired:
@@ -307,8 +313,11 @@ class ConsumerMembershipManager:
         self.member_epoch = response.member_epoch
         if response.assignment is None or self.state not in _CAN_TAKE_ASSIGNMENT:
             return
-        self.target = partitions({tp.topic: tp.partitions for tp in response.assignment})
-        if self._assignment_none or self.target != self.assignment:
+        received = partitions({tp.topic: tp.partitions for tp in response.assignment})
+        if self._target_epoch < 0 or received != self.target:  # LocalAssignment.updateWith
+            self.target = received
+            self._target_epoch += 1
+        if not self._target_reconciled():
             if self.state is not S.RECONCILING:
                 self._transition(S.RECONCILING)
             self._maybe_reconcile(out)
@@ -317,11 +326,24 @@ class ConsumerMembershipManager:
 
     # ------------------------------------------------------------------ reconciliation
 
+    def _target_reconciled(self) -> bool:
+        """``targetAssignmentReconciled``: currentAssignment.equals(currentTargetAssignment),
+        local epochs included."""
+        return (not self._assignment_none and self._assignment_epoch == self._target_epoch
+                and self.assignment == self.target)
+
     def _maybe_reconcile(self, out: list[Output]) -> None:
         """``AbstractMembershipManager.maybeReconcile`` and ``revokeAndAssign``: commit, revoke,
         then assign; the new assignment takes effect when the callbacks have completed."""
-        if (self.assignment == self.target and not self._assignment_none) or self._reconciling:
+        if self._target_reconciled() or self._reconciling:
             return
+        if not self._assignment_none and self.assignment == self.target:
+            # maybeReconcile: same partitions, newer local epoch: bump and acknowledge, no callbacks.
+            self._assignment_epoch = self._target_epoch
+            self._local_epoch += 1
+            self._transition(S.ACKNOWLEDGING)
+            return
+        self._reconciling_epoch = self._target_epoch
         self._reconciling = True
         self._rejoined_while_reconciling = False
         target = self.target
@@ -352,6 +374,7 @@ class ConsumerMembershipManager:
                 self.in_subscription = partitions_
                 if not aborted:
                     self.assignment = partitions_
+                    self._assignment_epoch = self._reconciling_epoch
                     self._assignment_none = False
                     self._local_epoch += 1
                     self._transition(S.ACKNOWLEDGING)
@@ -382,10 +405,15 @@ class ConsumerMembershipManager:
         return lost
 
     def _clear_assignment(self) -> None:
+        """``clearAssignment``: the assignment, and with it any target not yet reconciled
+        (clearPendingAssignmentsAndLocalNamesCache)."""
         self.in_subscription = {}
+        self.target = {}
+        self._target_epoch = -1
         if self.assignment or not self._assignment_none:
             self.assignment = {}
             self._assignment_none = True
+            self._assignment_epoch = -1
             self._local_epoch += 1
 
     # ------------------------------------------------------------------ transitions
@@ -399,6 +427,7 @@ class ConsumerMembershipManager:
         self.member_epoch = 0
         self._transition(S.JOINING)
         self.target = {}
+        self._target_epoch = -1
 
     def _to_fenced(self, out: list[Output]) -> None:
         """``transitionToFenced``."""
