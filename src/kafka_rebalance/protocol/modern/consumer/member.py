@@ -138,11 +138,11 @@ class ConsumerMembershipManager:
         # listener is told it lost or must revoke. It differs from ``assignment`` after a
         # reconciliation aborted once its onPartitionsAssigned ran (see ``_callbacks_completed``).
         self.in_subscription: Partitions = {}
-        self._assignment_none = True  # Kafka's LocalAssignment.NONE: nothing reconciled since (re)joining
         self.target: Partitions = {}  # the last assignment the coordinator sent
-        # LocalAssignment.localEpoch of currentTargetAssignment (-1: NONE) and of currentAssignment:
-        # Kafka's targetAssignmentReconciled compares both, so a target that changes and changes
-        # back while a reconciliation runs is not "reconciled" by the partitions alone.
+        # LocalAssignment.localEpoch of currentTargetAssignment and of currentAssignment (-1: Kafka's
+        # LocalAssignment.NONE, nothing received / reconciled since (re)joining). Kafka's
+        # targetAssignmentReconciled compares both, so a target that changes and changes back
+        # while a reconciliation runs is not "reconciled" by the partitions alone.
         self._target_epoch = -1
         self._assignment_epoch = -1
         self._reconciling_epoch = -1
@@ -329,7 +329,7 @@ class ConsumerMembershipManager:
     def _target_reconciled(self) -> bool:
         """``targetAssignmentReconciled``: currentAssignment.equals(currentTargetAssignment),
         local epochs included."""
-        return (not self._assignment_none and self._assignment_epoch == self._target_epoch
+        return (self._assignment_epoch >= 0 and self._assignment_epoch == self._target_epoch
                 and self.assignment == self.target)
 
     def _maybe_reconcile(self, out: list[Output]) -> None:
@@ -337,7 +337,7 @@ class ConsumerMembershipManager:
         then assign; the new assignment takes effect when the callbacks have completed."""
         if self._target_reconciled() or self._reconciling:
             return
-        if not self._assignment_none and self.assignment == self.target:
+        if self._assignment_epoch >= 0 and self.assignment == self.target:
             # maybeReconcile: same partitions, newer local epoch: bump and acknowledge, no callbacks.
             self._assignment_epoch = self._target_epoch
             self._local_epoch += 1
@@ -375,7 +375,6 @@ class ConsumerMembershipManager:
                 if not aborted:
                     self.assignment = partitions_
                     self._assignment_epoch = self._reconciling_epoch
-                    self._assignment_none = False
                     self._local_epoch += 1
                     self._transition(S.ACKNOWLEDGING)
             case _Pending.LOST_FENCED:
@@ -410,9 +409,8 @@ class ConsumerMembershipManager:
         self.in_subscription = {}
         self.target = {}
         self._target_epoch = -1
-        if self.assignment or not self._assignment_none:
+        if self.assignment or self._assignment_epoch >= 0:
             self.assignment = {}
-            self._assignment_none = True
             self._assignment_epoch = -1
             self._local_epoch += 1
 
