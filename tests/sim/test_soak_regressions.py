@@ -305,36 +305,38 @@ def test_a_static_member_upgrading_alone_keeps_the_downgrade_assignment(path):
     assert _records_after(result, "ConsumerGroupEpochBumped", upgrade.time_ms) == []
 
 
-@pytest.mark.xfail(strict=True, reason="open: the KIP-848 member lets the coordinator name it (Kafka 3.x); "
-                                       "Kafka 4.x clients name themselves (KIP-1082)")
 def test_a_member_with_two_joins_in_flight_is_one_member():
-    """Soak seed 0, consumer schedule 8563 (shrunk), not yet fixed: c1's first heartbeats met a
-    loading coordinator and a GC pause; back from it, its join heartbeat and the leave of its
-    expired poll timer were in flight together, both with an empty member id, and its next join
-    too. Our coordinator named each join a new member (Kafka 3.7-3.9's protocol v0), so c1 took
-    in two member ids in turn, and the checker saw its hold fenced with the phantom one while it
-    committed as the other. Kafka 4.1's consumer names itself once (AbstractMembershipManager:
-    ``memberId = Uuid.randomUuid()``; KIP-1082) and GroupCoordinatorService
-    .throwIfConsumerGroupHeartbeatRequestIsInvalid refuses an empty member id from version 1 and
-    on every leave, so both joins are one member and the leave removes it."""
-    path = Path(__file__).parent / "soak_open" / "seed0-schedule8563-consumer-shrunk.yaml"
+    """Soak seed 0, consumer schedule 8563 (shrunk): c1's first heartbeats met a loading
+    coordinator and a GC pause; back from it, its join heartbeat and the leave of its expired
+    poll timer were in flight together, and its next join too. The member used to send an empty
+    member id and take the coordinator's (protocol v0, Kafka 3.7-3.9), so each join became a new
+    member and c1 took in two ids in turn: its hold was fenced under the phantom one while it
+    committed as the other. A Kafka 4.x consumer names itself once (AbstractMembershipManager
+    .memberId = Uuid.randomUuid(), KIP-1082) and the coordinator refuses an empty id from
+    version 1 (GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid): both
+    joins are one member and the leave removes it."""
+    path = Path(__file__).parent / "soak_consumer" / "seed0-schedule8563-consumer-shrunk.yaml"
     with wall_clock_limit(20):
         assert check_schedule(yaml.safe_load(path.read_text())) == []
 
 
-@pytest.mark.xfail(strict=True, reason="open: a continuously consuming member's poll timer is renewed only when "
-                                       "it fires; Kafka resets it on every poll()")
 def test_a_pause_shorter_than_the_poll_interval_keeps_the_member_in_the_group():
-    """Soak seed 0, consumer schedule 73715 (shrunk), not yet fixed: c3, consuming continuously,
-    was paused for 7,500 ms with max.poll.interval.ms at 8,000. The simulator renews such a
-    member's poll timer only when the timer fires, so its deadline (8,040 ms) fell inside the
-    pause: back from it, c3 sent its overdue heartbeat, then a poll-timeout leave, then a join,
-    and the first one's answer (epoch 5, p-0-2) arrived after the rejoin. Kafka resets the timer
-    on every poll() (AsyncKafkaConsumer.poll -> PollEvent -> AbstractHeartbeatRequestManager
-    .resetPollTimer): the deadline was 10,242 ms, after the pause, and no leave is sent."""
-    path = Path(__file__).parent / "soak_open" / "seed0-schedule73715-consumer-shrunk.yaml"
+    """Soak seed 0, consumer schedule 73715 (shrunk): c3, consuming continuously, was paused for
+    7,500 ms with max.poll.interval.ms at 8,000. The simulator renewed such a member's poll
+    timer only when it fired, so its deadline (8,040 ms) fell inside the pause: back from it, c3
+    sent its overdue heartbeat, a poll-timeout leave and a join, and the first one's answer
+    (epoch 5, p-0-2) arrived after the rejoin. Kafka resets the timer on every poll()
+    (AsyncKafkaConsumer.poll -> PollEvent -> AbstractHeartbeatRequestManager.resetPollTimer): the
+    interval starts with the pause and no leave is sent. Back from a longer pause, the poll
+    timer is checked before any answer that came meanwhile (AbstractHeartbeatRequestManager.poll
+    runs before ConsumerNetworkThread reads responses)."""
+    path = Path(__file__).parent / "soak_consumer" / "seed0-schedule73715-consumer-shrunk.yaml"
     with wall_clock_limit(20):
         assert check_schedule(yaml.safe_load(path.read_text())) == []
+    schedule = yaml.safe_load(path.read_text())
+    result = run_simulation(load_scenario(schedule))
+    left = [logged.record for logged in result.log_records if type(logged.record).__name__ == "ConsumerMemberLeft"]
+    assert left == []
 
 
 KAFKA_BEHAVIOUR = sorted((Path(__file__).parent / "soak_kafka_behaviour").glob("*.yaml"))
@@ -355,8 +357,8 @@ def test_a_cooperative_member_consumes_what_it_last_learnt_until_its_next_sync(p
 
 
 def test_a_member_fenced_at_epoch_zero_retries_once_per_round_trip_until_its_session_expires():
-    """Zero latency, KIP-848: c4's poll timer expired while the new coordinator loaded the group,
-    so its leave heartbeat was answered COORDINATOR_LOAD_IN_PROGRESS and ignored (Kafka's
+    """Zero latency, KIP-848: c4's poll timer expired (stalled at 12,000 ms, 15 s interval) while
+    the new coordinator loaded the group (24,976-27,976 ms), so its leave heartbeat was answered COORDINATOR_LOAD_IN_PROGRESS and ignored (Kafka's
     AbstractHeartbeatRequestManager.poll: "We can ignore the leave response"); the loaded group
     still held c4 at epoch 6. Back from its stall, c4 rejoined with epoch 0 and the same member
     id, was answered FENCED_MEMBER_EPOCH (GroupMetadataManager.throwIfConsumerGroupMemberEpochIsInvalid
@@ -364,7 +366,9 @@ def test_a_member_fenced_at_epoch_zero_retries_once_per_round_trip_until_its_ses
     fencing): the simulator repeated that exchange at one virtual instant forever. In Kafka the
     retries come once per round trip and the session timeout armed at the load (27,976 ms +
     15 s) removes the member, after which the same member id joins anew. Soak seed 0, schedule
-    165, consumer protocol."""
+    165, consumer protocol, with c4's stall moved from 13,653 ms (for 18 s) to 12,000 ms (for
+    20 s): the soak found it while the poll timer still expired at its lazily armed 15,000 ms;
+    timed from the stall, as in Kafka, it would expire after the load."""
     schedule = yaml.safe_load((Path(__file__).parent / "soak_fenced_rejoin" / "seed0-schedule165-consumer.yaml")
                               .read_text())
     with wall_clock_limit(30):
@@ -405,7 +409,7 @@ def test_a_stalled_classic_member_of_a_migrating_group_waits_for_its_loop_to_rej
     (18,072 ms, for 33 s) when c3's rejoin starts a rebalance. A Java consumer rejoins from
     poll() only (AbstractCoordinator.ensureActiveGroup; its heartbeat thread just asks for the
     rejoin), so stuck c5 stays in its generation, heartbeating, until its upgrade closes it at
-    24,046 ms: it revokes t0-2 and leaves then, and its new process holds t0-2 from 31,216 ms.
+    24,046 ms: it revokes t0-2 and leaves then, and its new process holds t0-2 from 26,143 ms.
     (The simulator used to rejoin a stuck classic member at once and stop its heartbeats while
     the JoinGroup waited for the loop: its session expired and the old process held t0-2 until
     the stall ended; the soak found a stale commit from that state, --migrate schedule 140.)"""
@@ -415,7 +419,7 @@ def test_a_stalled_classic_member_of_a_migrating_group_waits_for_its_loop_to_rej
         assert check_schedule(schedule) == []
         held = _held(run_simulation(load_scenario(schedule)), "t0-2")
     assert [(member, incarnation, start, end, fenced) for _, member, incarnation, _, start, end, fenced in held
-            if member == "c5"] == [("c5", 1, 1792, 24046, -1), ("c5", 2, 31216, 162375, -1)]
+            if member == "c5"] == [("c5", 1, 1792, 24046, -1), ("c5", 2, 26143, 162375, -1)]
 
 
 def test_a_classic_member_of_a_migrating_group_learns_of_new_partitions_from_its_metadata():
@@ -522,7 +526,7 @@ def test_a_classic_member_stuck_past_its_poll_interval_leaves_and_commits_nothin
         assert check_schedule(schedule) == []
         held = _held(run_simulation(load_scenario(schedule)), "t1-0")
     assert [(member, start, end, fenced) for _, member, _, _, start, end, fenced in held][:2] == [
-        ("c3", 0, 80907, 77907), ("c2", 78768, 81168, -1)]
+        ("c3", 0, 80907, 77907), ("c2", 78768, 135907, -1)]
 
 
 def test_a_member_fenced_while_taking_an_assignment_in_loses_it():
@@ -570,7 +574,9 @@ def test_a_failover_frees_a_partition_whose_assignment_callback_is_still_pending
     the state and a rejoin), it read t0-4 from the committed 488 to the log end, and the commit
     before its revocation stored 568; c5 then committed its own position, 559. Kafka's
     ConsumerGroup.validateOffsetCommit checks the member epoch only, never who owns the
-    partition, and OffsetMetadataManager stores any offset: the committed offset goes back."""
+    partition, and OffsetMetadataManager stores any offset: the committed offset goes back.
+    (The schedule's seed is 6 above the soak's: the same story with the member ids drawn since
+    consumers name themselves, KIP-1082.)"""
     path = Path(__file__).parent / "soak_consumer" / "seed0-schedule19082-consumer-kafka-pending-callback.yaml"
     with wall_clock_limit(30):
         violations = check_schedule(yaml.safe_load(path.read_text()))

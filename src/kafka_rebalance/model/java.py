@@ -3,6 +3,9 @@ member order Kafka's assignors derive from it."""
 
 from __future__ import annotations
 
+import random
+import uuid
+from base64 import urlsafe_b64encode
 from collections.abc import Sequence
 
 import numpy as np
@@ -20,6 +23,16 @@ def java_string_hash(text: str) -> int:
     for i in range(0, len(data), 2):
         h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
     return h - (1 << 32) if h & 0x80000000 else h
+
+
+def kafka_random_uuid(rng: random.Random) -> str:
+    """Kafka's ``Uuid.randomUuid().toString()`` drawn from ``rng``: a type 4 UUID in URL-safe
+    base64 without padding, never one whose text starts with a dash (drawn again, as Kafka does)."""
+    while True:
+        raw = uuid.UUID(int=rng.getrandbits(128), version=4).bytes
+        text = urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 def java_order(strings: Sequence[str]) -> np.ndarray:

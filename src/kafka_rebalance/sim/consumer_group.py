@@ -31,12 +31,14 @@ Modelling choices (beyond those of ``sim.engine``, which this follows):
 
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
 from kafka_rebalance.model import GroupProtocol, RebalanceProtocol
+from kafka_rebalance.model.java import kafka_random_uuid
 from kafka_rebalance.protocol.classic import consumer_events as cc_events
 from kafka_rebalance.protocol.classic import coordinator_events as cl
 from kafka_rebalance.protocol.classic.consumer import ConsumerConfig
@@ -165,6 +167,9 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
             heartbeat_interval_ms=self.cfg.consumer_heartbeat_interval_ms,
             max_size=self.cfg.consumer_max_size, migration_policy=self.cfg.migration_policy)
         self.group_config = config
+        # Each consumer incarnation names itself (KIP-1082); its own stream keeps latency draws
+        # where they were.
+        self.member_id_rng = random.Random(f"member-ids/{self.seed}")
         self.coordinator = ConsumerGroupCoordinator(scenario.group, self.topics, config,
                                                     seed=self.rng.getrandbits(32))
         # A rolling upgrade starts from a running classic group: the classic coordinator serves it
@@ -784,8 +789,10 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
             server_assignor=self.scenario.assignor,
             enable_auto_commit=spec.setting(self.cfg, "enable_auto_commit"),
             client_id=spec.client_id or name)
-        machine: ConsumerMembershipManager | ClassicMembership = ConsumerMembershipManager(config)
-        if self.protocol_of[name] is GroupProtocol.CLASSIC:
+        machine: ConsumerMembershipManager | ClassicMembership
+        if self.protocol_of[name] is GroupProtocol.CONSUMER:
+            machine = ConsumerMembershipManager(config, kafka_random_uuid(self.member_id_rng))
+        else:
             machine = ClassicMembership(ConsumerConfig(
                 client_id=spec.client_id or name, group_id=self.scenario.group, strategies=tuple(spec.strategies),
                 topics=tuple(spec.subscribe or ()), pattern=spec.pattern, group_instance_id=spec.group_instance_id,
@@ -845,7 +852,20 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
             case _:
                 assert_never(event)
 
+    def _polled_until_interrupted(self, proc: ConsumerGroupProcess) -> None:
+        # A flowing KIP-848 member's poll timer is re-armed only when it fires (_member_timer), so
+        # its deadline may be up to max.poll.interval.ms older than the loop's last poll(). Kafka
+        # resets it on every poll() (AsyncKafkaConsumer.poll -> PollEvent ->
+        # AbstractHeartbeatRequestManager.resetPollTimer): the interval starts now.
+        if proc.flowing and not isinstance(proc.machine, ClassicMembership):
+            self._member_input(proc, me.Poll())
+
     def _resumed_from_pause(self, proc: ConsumerGroupProcess) -> None:
+        # The background thread checks the poll timer before anything else
+        # (AbstractHeartbeatRequestManager.poll; ConsumerNetworkThread.runOnce polls the request
+        # managers before it reads responses): a member whose interval ran out during the pause
+        # sends its leave before it handles the heartbeat answers that came meanwhile.
+        proc.deferred.sort(key=lambda e: not (isinstance(e, MemberTimerFires) and type(e.timer) is me.PollTimerExpired))
         self._replay_deferred(proc)
         self._maybe_run_callbacks(proc)
         self._app_poll(proc)

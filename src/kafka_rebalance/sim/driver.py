@@ -404,6 +404,10 @@ class Driver(Generic[P, E, D]):
         """The poll loop got stuck (the process goes on)."""
         raise NotImplementedError
 
+    def _polled_until_interrupted(self, proc: P) -> None:
+        """A pause or stall begins: a continuously consuming loop was inside poll() until now."""
+        raise NotImplementedError
+
     def _stop_process(self, proc: P) -> None:
         """A clean shutdown (``close()``) of a running process."""
         raise NotImplementedError
@@ -549,6 +553,7 @@ class Driver(Generic[P, E, D]):
         if (proc is not None and proc.alive and not proc.paused
                 and not (interruption is Interruption.STALL and proc.stalled)):
             self._checkpoint(proc)
+            self._polled_until_interrupted(proc)
             if interruption is Interruption.PAUSE:
                 proc.paused = True
             else:

@@ -652,6 +652,9 @@ class ClassicGroupSide(Driver[ClassicProcess, SimEvent, DeferrableEvent]):
     def _stalled(self, proc: ClassicProcess) -> None:
         self._to_consumer(proc, PollReturned())  # the loop left poll() now and is stuck
 
+    def _polled_until_interrupted(self, proc: ClassicProcess) -> None:
+        pass  # a classic consumer inside poll() stays there: its poll timer renews when it fires
+
     def _topics_grown(self, event: Event) -> None:
         pass  # consumers see it at their next metadata refresh
 

@@ -95,6 +95,12 @@ def test_reconciliation_process() -> None:
 
 @pytest.mark.parametrize(("fields", "code"), [
     ({"member_id": "", "member_epoch": 1}, ErrorCode.INVALID_REQUEST),  # MemberId can't be empty
+    # From v1 (KIP-1082) also when joining and on a static leave: the consumer names itself.
+    ({"member_id": "", "member_epoch": 0, "rebalance_timeout_ms": 5000, "subscribed_topic_names": ("foo",),
+      "topic_partitions": ()}, ErrorCode.INVALID_REQUEST),
+    ({"member_id": "   ", "member_epoch": 0, "rebalance_timeout_ms": 5000, "subscribed_topic_names": ("foo",),
+      "topic_partitions": ()}, ErrorCode.INVALID_REQUEST),
+    ({"member_id": "", "member_epoch": -2, "instance_id": "i"}, ErrorCode.INVALID_REQUEST),
     ({"member_id": "m", "member_epoch": 0, "subscribed_topic_names": ("foo",), "topic_partitions": ()},
      ErrorCode.INVALID_REQUEST),  # RebalanceTimeoutMs must be provided in first request
     ({"member_id": "m", "member_epoch": 0, "rebalance_timeout_ms": 5000, "subscribed_topic_names": ("foo",)},
@@ -111,10 +117,23 @@ def test_reconciliation_process() -> None:
       "topic_partitions": (), "server_assignor": "sticky"}, ErrorCode.UNSUPPORTED_ASSIGNOR),
 ])
 def test_heartbeat_request_validation(fields: dict[str, object], code: ErrorCode) -> None:
-    """GroupMetadataManagerTest.testConsumerHeartbeatRequestValidation
-    (GroupMetadataManager.throwIfConsumerGroupHeartbeatRequestIsInvalid)."""
+    """GroupCoordinatorServiceTest.testConsumerHeartbeatRequestValidation (Kafka 4.1,
+    GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid at the latest version)."""
     ctx = make_context(MockPartitionAssignor(), TOPICS)
     assert ctx.heartbeat(**fields).error_code is code
+
+
+def test_join_names_member_by_version() -> None:
+    """KIP-1082: a v1 join keeps the member id the consumer chose; a v0 join (Kafka 3.7-3.9
+    consumers) sends none and the coordinator names the member (Uuid.randomUuid). An empty list
+    of topic names is a join subscribed to nothing (Kafka 4.1 accepts it; only null is refused)."""
+    ctx = make_context(MockPartitionAssignor(), TOPICS)
+    join = {"member_epoch": 0, "rebalance_timeout_ms": 5000, "subscribed_topic_names": ("foo",), "topic_partitions": ()}
+    assert ctx.heartbeat(member_id="mine", **join).member_id == "mine"
+    named = ctx.heartbeat(member_id="", api_version=0, **join).member_id
+    assert named and named != "mine" and len(named) == 22 and not named.startswith("-")
+    empty_topics = {**join, "subscribed_topic_names": ()}
+    assert ctx.heartbeat(member_id="idle", **empty_topics).error_code is ErrorCode.NONE
 
 
 def test_unknown_member_id() -> None:
@@ -152,12 +171,12 @@ def test_new_member_rejected_when_group_is_full() -> None:
 
 def test_member_joins_empty_group() -> None:
     """GroupMetadataManagerTest.testMemberJoinsEmptyConsumerGroup: the group epoch goes 0 -> 1,
-    the target is computed once for epoch 1 and the member gets all of it at epoch 1; the
-    coordinator generates a member id when none is given and arms the session timeout."""
+    the target is computed once for epoch 1 and the member gets all of it at epoch 1; a v0 join
+    without a member id gets one from the coordinator, and the session timeout is armed."""
     assignor = MockPartitionAssignor()
     ctx = make_context(assignor, TOPICS)
     assert ctx.group.state is ConsumerGroupState.EMPTY
-    r0 = ctx.heartbeat(member_id="", member_epoch=0, rebalance_timeout_ms=5000, subscribed_topic_names=("foo", "bar"),
+    r0 = ctx.heartbeat(member_id="", api_version=0, member_epoch=0, rebalance_timeout_ms=5000, subscribed_topic_names=("foo", "bar"),
                        server_assignor="range", topic_partitions=())
     member_id = r0.member_id
     assert member_id and len(member_id) == 22  # Uuid.toString(): 16 bytes, base64 without padding

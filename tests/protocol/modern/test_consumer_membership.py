@@ -59,7 +59,7 @@ def error(code: ErrorCode) -> Received:
 
 def joined(instance_id: str | None = None, auto_commit: bool = True) -> ConsumerMembershipManager:
     m = ConsumerMembershipManager(MemberConfig("g", group_instance_id=instance_id, enable_auto_commit=auto_commit,
-                                               max_poll_interval_ms=300000))
+                                               max_poll_interval_ms=300000), "m1")
     m.handle(Subscribe(("foo",)), 0)
     out = m.handle(Poll(), 0)
     assert m.state is S.JOINING and len(sent(out)) == 1
@@ -83,9 +83,19 @@ def test_state_table_is_kafkas() -> None:
     assert VALID_PREVIOUS_STATES[S.STALE] == {S.LEAVING}
     assert VALID_PREVIOUS_STATES[S.UNSUBSCRIBED] == {S.PREPARE_LEAVING, S.LEAVING, S.FENCED}
     assert set(VALID_PREVIOUS_STATES) == set(ConsumerMemberState)
-    m = ConsumerMembershipManager(MemberConfig("g"))
+    m = ConsumerMembershipManager(MemberConfig("g"), "m1")
     with pytest.raises(IllegalStateTransition):
         m._transition(S.STABLE)  # noqa: SLF001 - the table itself is under test
+
+
+def test_member_id_is_the_consumers_own() -> None:
+    """KIP-1082 (AbstractMembershipManager.memberId = Uuid.randomUuid(), final): every heartbeat
+    carries the id the consumer was made with, and a response naming another id changes nothing."""
+    m = joined()
+    m.handle(ok(1, {"foo": [0]}, member_id="the-coordinators"), 10)
+    assert m.member_id == "m1"
+    with pytest.raises(ValueError, match="member_id"):
+        ConsumerMembershipManager(MemberConfig("g"), "")
 
 
 def test_join_sends_full_heartbeat_then_only_changes() -> None:
@@ -93,10 +103,10 @@ def test_join_sends_full_heartbeat_then_only_changes() -> None:
     (ConsumerHeartbeatRequestManagerTest.testValidateConsumerGroupHeartbeatRequest...): joining
     sends epoch 0 with every field; later heartbeats send only what changed, and the owned
     partitions once after each reconciliation."""
-    m = ConsumerMembershipManager(MemberConfig("g", max_poll_interval_ms=300000, server_assignor="uniform"))
+    m = ConsumerMembershipManager(MemberConfig("g", max_poll_interval_ms=300000, server_assignor="uniform"), "m1")
     m.handle(Subscribe(("foo", "bar")), 0)
     first = sent(m.handle(Poll(), 0))[0]
-    assert (first.member_epoch, first.member_id, first.rebalance_timeout_ms) == (0, "", 300000)
+    assert (first.member_epoch, first.member_id, first.rebalance_timeout_ms) == (0, "m1", 300000)
     assert first.subscribed_topic_names == ("bar", "foo") and first.topic_partitions == ()
     assert first.server_assignor == "uniform"
     m.handle(ok(1, {"foo": [0]}), 5)

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import random
 import re
-from base64 import urlsafe_b64encode
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import assert_never
 
 from kafka_rebalance.model import GroupProtocol
+from kafka_rebalance.model.java import kafka_random_uuid
 from kafka_rebalance.protocol.classic import coordinator_events as cl
 from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer, Log, StateTable
 from kafka_rebalance.protocol.errors import ErrorCode, IllegalStateTransition
@@ -48,6 +48,7 @@ from kafka_rebalance.protocol.modern.consumer.assignment import (
     to_strings,
 )
 from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
+    CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION,
     CONSUMER_PROTOCOL_TYPE,
     JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -372,34 +373,36 @@ class ConsumerGroupCoordinator:
                                               heartbeat_interval_ms=self.config.heartbeat_interval_ms)
 
     def _validate(self, request: ConsumerGroupHeartbeatRequest) -> None:
-        """Kafka's ``throwIfConsumerGroupHeartbeatRequestIsInvalid``."""
+        """Kafka 4.1's ``GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid``.
+        From version 1 (KIP-1082) the consumer names itself, so every request carries a member id."""
 
         def empty(value: str | None) -> bool:
             return value is not None and not value.strip()
 
+        epoch = request.member_epoch
+        names_itself = (request.api_version >= CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION or epoch > 0
+                        or epoch == LEAVE_GROUP_MEMBER_EPOCH)
+        if names_itself and not request.member_id.strip():
+            raise ProtocolError(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
         if empty(request.group_id):
             raise ProtocolError(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
         if empty(request.instance_id):
             raise ProtocolError(ErrorCode.INVALID_REQUEST, "InstanceId can't be empty.")
         if empty(request.rack_id):
             raise ProtocolError(ErrorCode.INVALID_REQUEST, "RackId can't be empty.")
-        epoch = request.member_epoch
-        if epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH:
-            if empty(request.member_id) or not request.member_id:
-                raise ProtocolError(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
-        elif epoch == JOIN_GROUP_MEMBER_EPOCH:
+        if epoch == JOIN_GROUP_MEMBER_EPOCH:
             if request.rebalance_timeout_ms == -1:
                 raise ProtocolError(ErrorCode.INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request.")
             if request.topic_partitions is None or request.topic_partitions:
                 raise ProtocolError(ErrorCode.INVALID_REQUEST, "TopicPartitions must be empty when (re-)joining.")
-            if not request.subscribed_topic_names and request.subscribed_topic_regex is None:
-                raise ProtocolError(ErrorCode.INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
+            # An empty list of names is a member subscribed to nothing, still in the group.
+            if request.subscribed_topic_names is None and request.subscribed_topic_regex is None:
+                raise ProtocolError(ErrorCode.INVALID_REQUEST, "Either SubscribedTopicNames or SubscribedTopicRegex "
+                                    "must be non-null when (re-)joining.")
         elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            if not request.member_id.strip():
-                raise ProtocolError(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
             if request.instance_id is None:
                 raise ProtocolError(ErrorCode.INVALID_REQUEST, "InstanceId can't be null.")
-        else:
+        elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             raise ProtocolError(ErrorCode.INVALID_REQUEST, "MemberEpoch is invalid.")
         if request.server_assignor is not None and request.server_assignor not in self.config.assignors:
             raise ProtocolError(ErrorCode.UNSUPPORTED_ASSIGNOR,
@@ -407,8 +410,8 @@ class ConsumerGroupCoordinator:
                                 f"{', '.join(self.config.assignors)}.")
 
     def _new_member_id(self) -> str:
-        """Kafka's ``Uuid.randomUuid().toString()``: 16 random bytes in URL-safe base64, unpadded."""
-        return urlsafe_b64encode(self._rng.getrandbits(128).to_bytes(16, "big")).decode().rstrip("=")
+        """A version 0 join (Kafka 3.7-3.9 consumers): the coordinator names the member."""
+        return kafka_random_uuid(self._rng)
 
     def _regular_heartbeat(self, request: ConsumerGroupHeartbeatRequest, now_ms: int,
                            out: list[Output]) -> ConsumerGroupHeartbeatResponse:

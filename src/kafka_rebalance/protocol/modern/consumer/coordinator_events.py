@@ -20,6 +20,9 @@ LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 """ConsumerGroupHeartbeatRequest.LEAVE_GROUP_STATIC_MEMBER_EPOCH: a static member leaves for now
 and keeps its assignment until it rejoins or its session expires."""
 JOIN_GROUP_MEMBER_EPOCH = 0
+CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
+"""ConsumerGroupHeartbeat v1 (Kafka 4.0, KIP-1082): the consumer generates its member id and
+sends it in every request; v0 consumers (Kafka 3.7-3.9) join with an empty one."""
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
 
@@ -42,6 +45,7 @@ class ConsumerGroupHeartbeatRequest:
     server_assignor: str | None = None
     topic_partitions: tuple[TopicPartitions, ...] | None = None
     client_id: str = "consumer"
+    api_version: int = CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION
 
 
 @dataclass(frozen=True, slots=True)

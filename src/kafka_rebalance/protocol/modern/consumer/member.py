@@ -123,12 +123,18 @@ def _tp(assignment: Partitions) -> tuple[TopicPartitions, ...]:
 
 class ConsumerMembershipManager:
     """One consumer's group membership under ``group.protocol=consumer``. One entry point:
-    ``handle(event, now_ms) -> list[Output]``."""
+    ``handle(event, now_ms) -> list[Output]``.
 
-    def __init__(self, config: MemberConfig):
+    ``member_id`` is the consumer's own, fixed for its lifetime and sent in every heartbeat
+    (KIP-1082, Kafka 4.0+: ``AbstractMembershipManager.memberId = Uuid.randomUuid()``); the
+    coordinator's answer never renames it. A rejoin after fencing or a leave keeps it."""
+
+    def __init__(self, config: MemberConfig, member_id: str):
+        if not member_id.strip():
+            raise ValueError("a KIP-848 consumer names itself: member_id can't be empty")
         self.config = config
         self.state = ConsumerMemberState.UNSUBSCRIBED
-        self.member_id = ""
+        self.member_id = member_id
         self.member_epoch = 0
         self.topics: tuple[str, ...] = ()
         self.regex: str | None = None
@@ -265,7 +271,7 @@ class ConsumerMembershipManager:
         send_subscription = full or subscription != self._sent_subscription
         steady = not send_owned and not send_subscription  # (not full either)
         last = self._last_steady_request
-        if steady and last is not None and last.member_id == self.member_id and last.member_epoch == self.member_epoch:
+        if steady and last is not None and last.member_epoch == self.member_epoch:
             return last  # every field as last time: the same immutable request
         request = ConsumerGroupHeartbeatRequest(
             group_id=self.config.group_id,
@@ -308,8 +314,6 @@ class ConsumerMembershipManager:
         """``ConsumerMembershipManager.onHeartbeatSuccess``."""
         if self.state is S.LEAVING or self.state in _NOT_IN_GROUP:
             return
-        if response.member_id is not None:
-            self.member_id = response.member_id
         self.member_epoch = response.member_epoch
         if response.assignment is None or self.state not in _CAN_TAKE_ASSIGNMENT:
             return
