@@ -628,3 +628,45 @@ def test_leave_group_when_member_is_stale() -> None:
     out = m.handle(Unsubscribe(), 300010)
     assert m.state is S.STALE and sent(out) == [] and callbacks(out) == []
 
+
+
+def test_transition_to_reconciling_if_empty_assignment_received() -> None:
+    """ConsumerMembershipManagerTest.testTransitionToReconcilingIfEmptyAssignmentReceived: a joining
+    member given an empty assignment reconciles it (RECONCILING), and stays RECONCILING when a
+    non-empty one follows before that completes."""
+    m = joined()
+    m.handle(ok(1, {}), 10)
+    assert m.state is S.RECONCILING
+    m.handle(HeartbeatDue(), 5010)
+    m.handle(ok(1, {"foo": [0]}), 5020)
+    assert m.state is S.RECONCILING
+
+
+def test_leave_group_when_member_already_leaving() -> None:
+    """ConsumerMembershipManagerTest.testLeaveGroupWhenMemberAlreadyLeaving: a second unsubscribe
+    while the first one's callbacks run asks for nothing more; the first completes the leave (one
+    heartbeat, epoch -1)."""
+    m = stable({"foo": [0]})
+    m.handle(Unsubscribe(), 100)
+    out = m.handle(Unsubscribe(), 101)
+    assert callbacks(out) == [] and sent(out) == [] and m.pending_callbacks == 1
+    out = m.handle(CallbacksCompleted(), 110)
+    assert [r.member_epoch for r in sent(out)] == [-1] and m.state is S.UNSUBSCRIBED
+
+
+@pytest.mark.parametrize("leaving", [False, True])
+def test_fatal_failure_keeps_member_id_and_epoch(leaving: bool) -> None:
+    """ConsumerMembershipManagerTest.testFatalFailureWhenStateIsStable and
+    testFatalFailureWhenStateIsPrepareLeaving (testStateUpdateOnFatalFailure): FATAL keeps the last
+    member id and epoch; a member that was preparing to leave stays FATAL when its leave callbacks
+    complete, and sends nothing more."""
+    m = stable({"foo": [0]})
+    if leaving:
+        m.handle(Unsubscribe(), 100)
+        assert m.state is S.PREPARE_LEAVING
+    m.handle(HeartbeatDue(), 5012)
+    m.handle(error(ErrorCode.GROUP_MAX_SIZE_REACHED), 5014)
+    assert m.state is S.FATAL and (m.member_id, m.member_epoch) == ("m1", 1)
+    if leaving:
+        assert sent(m.handle(CallbacksCompleted(), 5020)) == [] and m.state is S.FATAL
+    assert sent(m.handle(HeartbeatDue(), 10014)) == []
