@@ -256,9 +256,7 @@ class ConsumerMembershipManager:
         elif leaving:
             if self.poll_timer_expired:
                 self._transition(S.STALE)
-                lost = self._assigned_in_subscription()
-                self._pending.append((_Pending.LOST_STALE, lost))
-                out.append(PartitionsLost(tuple(to_strings(lost))))
+                self._release_lost(_Pending.LOST_STALE, out)
             else:
                 self._transition(S.UNSUBSCRIBED)
 
@@ -444,8 +442,19 @@ class ConsumerMembershipManager:
             return
         self._transition(S.FENCED)
         self.member_epoch = 0
+        self._release_lost(_Pending.LOST_FENCED, out)
+
+    def _release_lost(self, kind: _Pending, out: list[Output]) -> None:
+        """``ConsumerMembershipManager.invokeOnPartitionsLostCallback``: the listener is not called
+        for nothing lost and the callback's future completes at once, so the assignment is cleared
+        (and a fenced member rejoins) without waiting for the application's next poll()."""
         lost = self._assigned_in_subscription()
-        self._pending.append((_Pending.LOST_FENCED, lost))
+        if not lost:
+            self._clear_assignment()
+            if kind is _Pending.LOST_FENCED:
+                self._to_joining()
+            return
+        self._pending.append((kind, lost))
         out.append(PartitionsLost(tuple(to_strings(lost))))
 
     def _to_fatal(self, fatal: Fatal, out: list[Output]) -> None:
