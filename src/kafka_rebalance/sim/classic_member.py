@@ -94,6 +94,10 @@ class ClassicMembership:
         return tuple(sorted_partitions(self.cc.owned))
 
     @property
+    def pending_revocation(self) -> tuple[str, ...]:
+        return ()  # a classic consumer drops what it revokes from its assignment as it revokes it
+
+    @property
     def assignment(self) -> Partitions:
         by_topic: dict[str, set[int]] = {}
         for partition in self.cc.owned:

@@ -676,7 +676,8 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         if not proc.alive:
             return
         consuming = proc.machine.state in (ConsumerMemberState.ACKNOWLEDGING, ConsumerMemberState.STABLE, ConsumerMemberState.RECONCILING)
-        wanted = [p for p in proc.machine.owned if p not in proc.positions] if consuming else []
+        revoking = set(proc.machine.pending_revocation)
+        wanted = [p for p in proc.machine.owned if p not in proc.positions and p not in revoking] if consuming else []
         if wanted:
             group = self._classic_group() if self.classic_coordinator is not None else None
             committed = group.offsets if group is not None else self.coordinator.offsets

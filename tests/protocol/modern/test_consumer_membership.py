@@ -395,9 +395,6 @@ def _fenced_mid_reconciliation_then_given_another(m: ConsumerMembershipManager, 
     assert m.state is S.STABLE and m.owned == ("foo-5",) and m.member_epoch == epoch + 1
 
 
-@pytest.mark.xfail(strict=True, reason="the commit before a reconciliation is asked in one batch with its "
-                   "callbacks, so a member fenced while committing still revokes and assigns (Kafka: "
-                   "maybeReconcile's commitResult.whenComplete aborts before revokeAndAssign)")
 def test_delayed_reconciliation_discarded_after_commit_if_member_rejoins() -> None:
     """ConsumerMembershipManagerTest.testDelayedReconciliationResultDiscardedAfterCommitIfMemberRejoins
     (AbstractMembershipManager.maybeReconcile at 13f7025): owning topic1-0 and assigned 1 and 2, the
@@ -412,9 +409,6 @@ def test_delayed_reconciliation_discarded_after_commit_if_member_rejoins() -> No
     _fenced_mid_reconciliation_then_given_another(m, ("foo-0",))
 
 
-@pytest.mark.xfail(strict=True, reason="onPartitionsAssigned is asked in one batch with onPartitionsRevoked, so "
-                   "a member fenced while revoking still assigns (Kafka: revokeAndAssign's thenCompose aborts "
-                   "before assignPartitions)")
 def test_delayed_reconciliation_discarded_after_partitions_revoked_callback_if_member_rejoins() -> None:
     """ConsumerMembershipManagerTest.testDelayedReconciliationResultDiscardedAfterPartitionsRevokedCallbackIfMemberRejoins
     (AbstractMembershipManager.revokeAndAssign at 13f7025; no auto-commit): onPartitionsAssigned is

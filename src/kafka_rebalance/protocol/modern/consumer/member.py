@@ -111,10 +111,12 @@ class MemberConfig:
 
 
 class _Pending(Enum):
-    RECONCILE = 0
+    RECONCILE = 0  # onPartitionsAssigned, the last step of a reconciliation
     LOST_FENCED = 1
     LOST_STALE = 2
     LEAVE = 3
+    COMMIT = 4  # the auto-commit before a reconciliation's callbacks
+    REVOKE = 5  # onPartitionsRevoked of a reconciliation
 
 
 def _tp(assignment: Partitions) -> tuple[TopicPartitions, ...]:
@@ -152,6 +154,12 @@ class ConsumerMembershipManager:
         self._target_epoch = -1
         self._assignment_epoch = -1
         self._reconciling_epoch = -1
+        # The running reconciliation's target and what it commits, revokes and adds: worked out
+        # once (maybeReconcile), each step asked only when the one before has returned.
+        self._plan: tuple[Partitions, Partitions, Partitions, Partitions] = ({}, {}, {}, {})
+        # Revoked by the running (or an aborted) reconciliation and still in SubscriptionState,
+        # marked pending revocation: not fetched (markPendingRevocationToPauseFetching).
+        self._revoking: Partitions = {}
         self.heartbeat_interval_ms = 0
         self.in_flight = False
         self.heartbeat_due = False
@@ -180,6 +188,12 @@ class ConsumerMembershipManager:
     @property
     def owned(self) -> tuple[str, ...]:
         return tuple(to_strings(self.assignment))
+
+    @property
+    def pending_revocation(self) -> tuple[str, ...]:
+        """Owned partitions whose onPartitionsRevoked has been asked for: the consumer no longer
+        fetches them."""
+        return tuple(to_strings(self._revoking))
 
     # ------------------------------------------------------------------ entry point
 
@@ -352,12 +366,26 @@ class ConsumerMembershipManager:
         # Revoked and added are worked out from SubscriptionState, not from currentAssignment
         # (AbstractMembershipManager.maybeReconcile: ownedPartitions = subscriptions.assignedPartitions()).
         held = self.in_subscription
-        revoked = difference(held, target)
-        added = difference(target, held)
-        if self.config.enable_auto_commit and held:
-            out.append(CommitOffsets(tuple(to_strings(held))))
-        if revoked:
+        self._plan = (target, held, difference(held, target), difference(target, held))
+        self._reconcile_step(_Pending.COMMIT, out)
+
+    def _reconcile_step(self, step: _Pending, out: list[Output]) -> None:
+        """Commit, then onPartitionsRevoked, then onPartitionsAssigned, each asked only once the
+        one before has completed (maybeReconcile's commitResult.whenComplete, revokeAndAssign's
+        thenCompose); a step with nothing to do is skipped, except onPartitionsAssigned."""
+        target, held, revoked, added = self._plan
+        if step is _Pending.COMMIT:
+            if self.config.enable_auto_commit and held:
+                out.append(CommitOffsets(tuple(to_strings(held))))
+                self._pending.append((_Pending.COMMIT, held))
+                return
+            step = _Pending.REVOKE
+        if step is _Pending.REVOKE and revoked:
             out.append(PartitionsRevoked(tuple(to_strings(revoked))))
+            self._pending.append((_Pending.REVOKE, revoked))
+            self._revoking = union(self._revoking, revoked)
+            return
+        # assignPartitions: SubscriptionState takes the target before onPartitionsAssigned runs.
         out.append(PartitionsAssigned(tuple(to_strings(added))))
         self._pending.append((_Pending.RECONCILE, target))
 
@@ -366,6 +394,13 @@ class ConsumerMembershipManager:
             raise IllegalStateTransition("no listener callbacks are running")
         kind, partitions_ = self._pending.popleft()
         match kind:
+            case _Pending.COMMIT | _Pending.REVOKE:
+                if self.state is not S.RECONCILING or self._rejoined_while_reconciling:
+                    # maybeAbortReconciliation: SubscriptionState keeps what it held.
+                    self._reconciling = False
+                    self._rejoined_while_reconciling = False
+                else:
+                    self._reconcile_step(_Pending.REVOKE if kind is _Pending.COMMIT else _Pending.RECONCILE, out)
             case _Pending.RECONCILE:
                 self._reconciling = False
                 aborted = self.state is not S.RECONCILING or self._rejoined_while_reconciling
@@ -374,6 +409,7 @@ class ConsumerMembershipManager:
                 # onPartitionsAssigned): SubscriptionState holds the target even when the member,
                 # having moved on meanwhile, aborts and keeps its currentAssignment.
                 self.in_subscription = partitions_
+                self._revoking = {}
                 if not aborted:
                     self.assignment = partitions_
                     self._assignment_epoch = self._reconciling_epoch
@@ -409,6 +445,7 @@ class ConsumerMembershipManager:
         """``clearAssignment``: the assignment, and with it any target not yet reconciled
         (clearPendingAssignmentsAndLocalNamesCache)."""
         self.in_subscription = {}
+        self._revoking = {}
         self.target = {}
         self._target_epoch = -1
         if self.assignment or self._assignment_epoch >= 0:
