@@ -125,6 +125,14 @@ def kept_current_owner(group: ServerGroup) -> np.ndarray:
     """The current owner of every partition, or -1 where its owner no longer subscribes to its
     topic (Kafka's builders revoke those first)."""
     owner = group.current_owner.copy()
+    topic_class = group.topic_class
+    if topic_class is not None:  # one class per topic: an owner of another class no longer subscribes
+        small = np.int16 if group.num_classes < np.iinfo(np.int16).max else np.int64
+        member_class = np.empty(group.num_members + 1, dtype=small)
+        member_class[:-1] = group.member_class
+        member_class[-1] = -2  # the class of "no owner" (index -1): no topic's
+        owner[member_class[owner] != np.repeat(topic_class.astype(small), group.partition_counts)] = UNASSIGNED
+        return owner
     held = np.flatnonzero(owner >= 0)
     if len(held):
         gone = ~group.is_subscribed(owner[held], group.partition_topic[held])
@@ -143,7 +151,7 @@ class _HeterogeneousBuilder:
         self.subscriber_indptr = indptr
         self.subscriber_members = members  # ascending within each list
         self.subscriber_count = np.diff(indptr)[list_of_topic]
-        self.sizes = np.bincount(self.owner[self.owner >= 0], minlength=group.num_members)
+        self.sizes = np.bincount(self.owner + 1, minlength=group.num_members + 1)[1:]  # -1 counted apart
         # Lists no other list shares a member with (one subscription class per topic): a deal
         # or a move within one list leaves every other list's sizes as they were.
         self.disjoint_lists = group.topic_class is not None
@@ -260,20 +268,20 @@ class _HeterogeneousBuilder:
             self.settled.add(g)
             return 0
         lo, hi = self.group.topic_offsets[topic], self.group.topic_offsets[topic + 1]
-        owners = self.owner[lo:hi]
-        local_owner = np.searchsorted(members, owners)  # subscribers are ascending
+        local_of = np.empty(self.group.num_members, dtype=np.int16 if len(members) <= np.iinfo(np.int16).max else np.int64)
+        local_of[members] = np.arange(len(members))  # subscribers are ascending: local index order is member order
+        local_owner = local_of[self.owner[lo:hi]]  # every partition of a subscribed topic has a subscriber now
         sizes = member_sizes.tolist()
         balancer = _Balancer(sizes)
         balancer.initialize()
+        # Each subscriber's partitions of the topic, ascending: partitions[start[o]:end[o]]
+        # (a stable sort of 16-bit owners is numpy's radix sort).
         partitions = np.argsort(local_owner, kind="stable")
-        sorted_owner = local_owner[partitions]
-        # Each subscriber's partitions of the topic: partitions[start[o]:end[o]] (ascending).
-        local = np.arange(len(members))
-        start = np.searchsorted(sorted_owner, local, side="left").tolist()
-        end = np.searchsorted(sorted_owner, local, side="right").tolist()
-        partition_list = partitions.tolist()
-        new_owner = local_owner.tolist()
-        moved = 0
+        counts = np.bincount(local_owner, minlength=len(members))
+        end = np.cumsum(counts).tolist()
+        start = [e - c for e, c in zip(end, counts.tolist(), strict=True)]
+        moved_partitions: list[int] = []
+        moved_to: list[int] = []
         while not balancer.is_balanced():
             most = -1
             while True:
@@ -287,16 +295,17 @@ class _HeterogeneousBuilder:
             if most == -1:
                 break
             end[most] -= 1
-            partition = partition_list[end[most]]
             least = balancer.next_least_loaded()
             if balancer.is_balanced():
                 break
-            sizes[new_owner[partition]] -= 1
+            # A partition leaves its owner's run as it moves, so its owner is still ``most``.
+            sizes[most] -= 1
             sizes[least] += 1
-            new_owner[partition] = least
-            moved += 1
+            moved_partitions.append(end[most])
+            moved_to.append(least)
+        moved = len(moved_to)
         if moved:
-            self.owner[lo:hi] = members[np.array(new_owner, dtype=np.int64)]
+            self.owner[lo + partitions[moved_partitions]] = members[moved_to]
             self.sizes[members] = sizes
             if not self.disjoint_lists:  # members of this list are in others too
                 self.settled.clear()
