@@ -386,8 +386,11 @@ class LevelDealer:
         low = min(sizes)
         self.level = low  # the size of the members in low[taken:]; the others have one more
         self.members = members  # ascending
-        self.low = [m for m, s in zip(members, sizes, strict=True) if s == low]
-        self.high = [m for m, s in zip(members, sizes, strict=True) if s != low]
+        if low == max(sizes):  # one level (a first assignment)
+            self.low, self.high = members, []
+        else:
+            self.low = [m for m, s in zip(members, sizes, strict=True) if s == low]
+            self.high = [m for m, s in zip(members, sizes, strict=True) if s != low]
         self.taken = 0  # low[:taken] have moved up a level since low was listed
 
     def deal(self, count: int) -> list[int]:
@@ -398,7 +401,12 @@ class LevelDealer:
         """``deal`` as an array (large deals: repeated in numpy rather than in a list)."""
         head, ranked, rounds, partial = self.advance(count)
         row = np.array(ranked, dtype=np.int64)
-        return np.concatenate((np.array(head, dtype=np.int64), np.tile(row, rounds), row[:partial]))
+        out = np.empty(len(head) + rounds * len(row) + partial, dtype=np.int64)
+        out[: len(head)] = head
+        if rounds:
+            out[len(head) : len(head) + rounds * len(row)].reshape(rounds, len(row))[:] = row
+        out[len(out) - partial :] = row[:partial]
+        return out
 
     def advance(self, count: int) -> tuple[list[int], list[int], int, int]:
         """Deal ``count``: the members taking one first (``head``), then the ``ranked`` members
