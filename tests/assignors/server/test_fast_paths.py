@@ -8,13 +8,14 @@ owner array.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_rebalance.assignors.server import ServerGroup
+from kafka_rebalance.assignors.server import ServerGroup, uniform
 from kafka_rebalance.assignors.server.build import resolve_topic_keys
 from kafka_rebalance.assignors.server.range import range_ranges
-from kafka_rebalance.assignors.server.uniform import homogeneous_assign, uniform_assign
+from kafka_rebalance.assignors.server.uniform import heterogeneous_assign, homogeneous_assign, uniform_assign
 from kafka_rebalance.model import InvalidInput, java_sort_key
 
 
@@ -134,3 +135,15 @@ def test_owner_outside_the_members_is_refused() -> None:
         assert "out of range" in str(error)
     else:
         raise AssertionError("an owner index beyond the members must be refused")
+
+
+@given(arrays_groups(homogeneous=False))
+def test_array_dealer_gives_the_list_dealers_answer(group: ServerGroup) -> None:
+    """Long subscriber lists are dealt to on arrays: with every list dealt that way, and with
+    none, the heterogeneous builder gives the same answer."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(uniform, "ARRAY_DEALER_MEMBERS", 1)
+        on_arrays = heterogeneous_assign(group)
+        patch.setattr(uniform, "ARRAY_DEALER_MEMBERS", 1 << 62)
+        on_lists = heterogeneous_assign(group)
+    assert np.array_equal(on_arrays, on_lists)

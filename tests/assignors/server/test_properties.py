@@ -13,6 +13,7 @@ from kafka_rebalance.assignors.server import (
     target_assignment,
 )
 from kafka_rebalance.assignors.server.uniform import (
+    ArrayLevelDealer,
     LevelDealer,
     heterogeneous_assign,
     kept_current_owner,
@@ -155,21 +156,23 @@ def test_least_loaded_sequence_is_kafkas_balancer(sizes, count):
 
 
 @given(st.lists(st.integers(0, 1), min_size=1, max_size=9), st.integers(0, 3),
-       st.lists(st.integers(0, 30), max_size=12))
-def test_level_dealer_deals_as_least_loaded_sequence_call_after_call(levels, base, counts):
-    """The heterogeneous builder's dealer on Python lists gives, deal after deal, what
-    least_loaded_sequence gives on the sizes as they stand (sizes start within one)."""
+       st.lists(st.integers(0, 30), max_size=12), st.booleans())
+def test_level_dealer_deals_as_least_loaded_sequence_call_after_call(levels, base, counts, on_arrays):
+    """The heterogeneous builder's dealers (on Python lists, and on arrays for long lists) give,
+    deal after deal, what least_loaded_sequence gives on the sizes as they stand (sizes start
+    within one)."""
     members = list(range(0, 3 * len(levels), 3))  # ascending, not 0..n-1
     sizes = np.zeros(members[-1] + 1, dtype=np.int64)
     sizes[members] = [base + x for x in levels]
-    dealer = LevelDealer(members, sizes[members].tolist())
+    dealer = (ArrayLevelDealer(np.array(members), sizes[members].copy()) if on_arrays
+              else LevelDealer(members, sizes[members].tolist()))
     for i, count in enumerate(counts):
         expected = least_loaded_sequence(np.array(members), sizes, count)
-        got = dealer.deal(count) if i % 2 else dealer.deal_array(count).tolist()  # both forms
-        assert got == expected.tolist()
+        got = dealer.deal(count) if i % 2 else dealer.deal_array(count)  # both forms
+        assert list(got) == expected.tolist()
         np.add.at(sizes, expected, 1)
         listed, now = dealer.sizes()
-        assert sorted(listed) == members and sizes[listed].tolist() == now
+        assert sorted(listed) == members and sizes[listed].tolist() == list(now)
 
 
 @given(groups())

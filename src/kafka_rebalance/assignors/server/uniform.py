@@ -20,7 +20,7 @@ Neither Kafka builder looks at racks (Kafka 4.1), so neither does this one.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -197,7 +197,7 @@ class _HeterogeneousBuilder:
             return
         free_count = free_by_topic.tolist()
         list_of_topic = self.subscriber_list.tolist()
-        dealers: dict[int, LevelDealer] = {}
+        dealers: dict[int, LevelDealer | ArrayLevelDealer] = {}
         takers_of: dict[int, list[int] | np.ndarray] = {}
         for topic in self.sort_topics(topics).tolist():
             g = list_of_topic[topic]
@@ -206,7 +206,8 @@ class _HeterogeneousBuilder:
                 members = self.subscribers(topic)
                 member_sizes = self.sizes[members]
                 if member_sizes.max() - member_sizes.min() <= 1:
-                    dealer = dealers[g] = LevelDealer(members.tolist(), member_sizes.tolist())
+                    dealer = dealers[g] = (ArrayLevelDealer(members, member_sizes) if len(members) >= ARRAY_DEALER_MEMBERS
+                                           else LevelDealer(members.tolist(), member_sizes.tolist()))
                 else:  # more than two levels: numpy's closed form, until the list is within one
                     takers = least_loaded_sequence(members, self.sizes, free_count[topic])
                     np.add.at(self.sizes, takers, 1)
@@ -399,14 +400,7 @@ class LevelDealer:
 
     def deal_array(self, count: int) -> np.ndarray:
         """``deal`` as an array (large deals: repeated in numpy rather than in a list)."""
-        head, ranked, rounds, partial = self.advance(count)
-        row = np.array(ranked, dtype=np.int64)
-        out = np.empty(len(head) + rounds * len(row) + partial, dtype=np.int64)
-        out[: len(head)] = head
-        if rounds:
-            out[len(head) : len(head) + rounds * len(row)].reshape(rounds, len(row))[:] = row
-        out[len(out) - partial :] = row[:partial]
-        return out
+        return dealt_rounds(*self.advance(count))
 
     def advance(self, count: int) -> tuple[list[int], list[int], int, int]:
         """Deal ``count``: the members taking one first (``head``), then the ``ranked`` members
@@ -438,6 +432,77 @@ class LevelDealer:
         lower = set(below)
         above = [m for m in self.members if m not in lower] if len(below) != len(self.members) else []
         return below + above, [self.level] * len(below) + [self.level + 1] * len(above)
+
+
+def dealt_rounds(head: Sequence[int] | np.ndarray, ranked: Sequence[int] | np.ndarray, rounds: int, partial: int) -> np.ndarray:
+    """``head``, then ``ranked`` ``rounds`` times over, then the first ``partial`` of ``ranked``."""
+    row = np.asarray(ranked, dtype=np.int64)
+    out = np.empty(len(head) + rounds * len(row) + partial, dtype=np.int64)
+    out[: len(head)] = head
+    if rounds:
+        out[len(head) : len(head) + rounds * len(row)].reshape(rounds, len(row))[:] = row
+    out[len(out) - partial :] = row[:partial]
+    return out
+
+
+class ArrayLevelDealer:
+    """``LevelDealer`` on arrays, for long subscriber lists: the same state and the same deals,
+    each step a few numpy calls instead of list operations per member."""
+
+    def __init__(self, members: np.ndarray, sizes: np.ndarray):
+        low = int(sizes.min())
+        self.level = low
+        self.members = members  # ascending
+        if low == int(sizes.max()):
+            self.low, self.high = members, members[:0]
+        else:
+            at_low = sizes == low
+            self.low, self.high = members[at_low], members[~at_low]
+        self.taken = 0
+
+    def deal(self, count: int) -> np.ndarray:
+        return dealt_rounds(*self.advance(count))
+
+    def deal_array(self, count: int) -> np.ndarray:
+        return self.deal(count)
+
+    def advance(self, count: int) -> tuple[np.ndarray, np.ndarray, int, int]:
+        """As ``LevelDealer.advance``."""
+        low, taken = self.low, self.taken
+        lower = len(low) - taken
+        if count < lower:
+            self.taken = taken + count
+            return low[taken : taken + count], low[:0], 0, 0
+        rest = low[taken:]
+        if count == lower:
+            self.low, self.high, self.taken = self.members, self.members[:0], 0
+            self.level += 1
+            return rest, low[:0], 0, 0
+        ranked = np.concatenate((rest, np.sort(np.concatenate((self.high, low[:taken]))) if taken else self.high))
+        rounds, partial = divmod(count - lower, len(ranked))
+        self.level += 1 + rounds
+        if partial:
+            self.low, self.high = np.sort(ranked[partial:]), np.sort(ranked[:partial])
+        else:
+            self.low, self.high = self.members, self.members[:0]
+        self.taken = 0
+        return rest, ranked, rounds, partial
+
+    def sizes(self) -> tuple[np.ndarray, np.ndarray]:
+        """As ``LevelDealer.sizes``."""
+        below = self.low[self.taken :]
+        above = self.members[:0]
+        if len(below) != len(self.members):
+            keep = np.ones(len(self.members), dtype=bool)
+            keep[np.searchsorted(self.members, below)] = False
+            above = self.members[keep]
+        level = np.full(len(below) + len(above), self.level + 1, dtype=np.int64)
+        level[: len(below)] = self.level
+        return np.concatenate((below, above)), level
+
+
+# From this many subscribers a list is dealt to on arrays (``ArrayLevelDealer``).
+ARRAY_DEALER_MEMBERS = 512
 
 
 class _Balancer:
