@@ -118,40 +118,55 @@ def homogeneous_assign(group: ServerGroup) -> np.ndarray:
 def heterogeneous_assign(group: ServerGroup, owner: np.ndarray | None = None) -> np.ndarray:
     """Kafka's heterogeneous builder on any group (``uniform_assign`` uses it only where
     subscriptions overlap); ``owner`` is the current owner array after revocation."""
-    return _HeterogeneousBuilder(group, kept_current_owner(group) if owner is None else owner.copy()).build()
+    if owner is None:
+        kept, sizes = kept_owner_and_sizes(group)
+    else:
+        kept = owner.copy()
+        sizes = np.bincount(kept + 1, minlength=group.num_members + 1)[1:]  # -1 counted apart
+    return _HeterogeneousBuilder(group, kept, sizes).build()
 
 
 def kept_current_owner(group: ServerGroup) -> np.ndarray:
     """The current owner of every partition, or -1 where its owner no longer subscribes to its
     topic (Kafka's builders revoke those first)."""
+    return kept_owner_and_sizes(group)[0]
+
+
+def kept_owner_and_sizes(group: ServerGroup) -> tuple[np.ndarray, np.ndarray]:
+    """``kept_current_owner``, and how many partitions each member keeps."""
     owner = group.current_owner.copy()
+    sizes = np.diff(group.held_indptr)
+    if not int(group.held_indptr[-1]):  # a first assignment: nothing held, nothing to revoke
+        return owner, sizes
     topic_class = group.topic_class
     if topic_class is not None:  # one class per topic: an owner of another class no longer subscribes
         small = np.int16 if group.num_classes < np.iinfo(np.int16).max else np.int64
         member_class = np.empty(group.num_members + 1, dtype=small)
         member_class[:-1] = group.member_class
         member_class[-1] = -2  # the class of "no owner" (index -1): no topic's
-        owner[member_class[owner] != np.repeat(topic_class.astype(small), group.partition_counts)] = UNASSIGNED
-        return owner
-    held = np.flatnonzero(owner >= 0)
-    if len(held):
-        gone = ~group.is_subscribed(owner[held], group.partition_topic[held])
-        owner[held[gone]] = UNASSIGNED
-    return owner
+        elsewhere = np.flatnonzero(member_class[owner] != np.repeat(topic_class.astype(small), group.partition_counts))
+        revoked = elsewhere[owner[elsewhere] >= 0]
+    else:
+        holding = np.flatnonzero(owner >= 0)
+        revoked = holding[~group.is_subscribed(owner[holding], group.partition_topic[holding])]
+    if len(revoked):
+        sizes = sizes - np.bincount(owner[revoked], minlength=group.num_members)
+        owner[revoked] = UNASSIGNED
+    return owner, sizes
 
 
 class _HeterogeneousBuilder:
     """UniformHeterogeneousAssignmentBuilder, ported step for step (members by index)."""
 
-    def __init__(self, group: ServerGroup, owner: np.ndarray):
+    def __init__(self, group: ServerGroup, owner: np.ndarray, sizes: np.ndarray):
         self.group = group
         self.owner = owner  # the builder's own copy: written in place
+        self.sizes = sizes  # partitions each member holds in ``owner``
         list_of_topic, indptr, members = group.subscriber_lists(np.arange(group.num_members, dtype=np.int64))
         self.subscriber_list = list_of_topic
         self.subscriber_indptr = indptr
         self.subscriber_members = members  # ascending within each list
         self.subscriber_count = np.diff(indptr)[list_of_topic]
-        self.sizes = np.bincount(self.owner + 1, minlength=group.num_members + 1)[1:]  # -1 counted apart
         # Lists no other list shares a member with (one subscription class per topic): a deal
         # or a move within one list leaves every other list's sizes as they were.
         self.disjoint_lists = group.topic_class is not None
