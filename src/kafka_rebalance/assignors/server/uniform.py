@@ -517,7 +517,7 @@ class ArrayLevelDealer:
 
 
 # From this many subscribers a list is dealt to on arrays (``ArrayLevelDealer``).
-ARRAY_DEALER_MEMBERS = 512
+ARRAY_DEALER_MEMBERS = 128
 
 
 class _Balancer:
