@@ -387,7 +387,10 @@ def subscription_iteration_order(topics: np.ndarray, topic_keys: np.ndarray, nam
     ``Uuid.hashCode`` in a table sized for them, ties in insertion order (``names_order``: the
     topics as the member's HashSet of names yields them; default: topic index order)."""
     inserted = topics if names_order is None else names_order
-    bucket = uuid_buckets(topic_keys[inserted], _capacity_of_copy(len(inserted)))
+    capacity = _capacity_of_copy(len(inserted))
+    bucket = uuid_buckets(topic_keys[inserted], capacity)
+    if capacity <= np.iinfo(np.int16).max:  # a stable sort of 16-bit integers is numpy's radix sort
+        bucket = bucket.astype(np.int16)
     ordered: np.ndarray = inserted[np.argsort(bucket, kind="stable")]
     return ordered
 

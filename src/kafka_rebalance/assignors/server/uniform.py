@@ -58,15 +58,14 @@ def homogeneous_assign(group: ServerGroup) -> np.ndarray:
         return np.full(group.num_partitions, UNASSIGNED, dtype=np.int64)
     counts = group.partition_counts
     quota, extras = divmod(int(counts[topics].sum()), m)
+    first_assignment = int(group.held_indptr[-1]) == 0
+    if first_assignment and len(topics) == group.num_topics:
+        return first_homogeneous_assignment(group, topics, quota, extras)
     subscribed = np.zeros(group.num_topics, dtype=bool)
     subscribed[topics] = True
 
     owner = group.current_owner
-    first_assignment = int(group.held_indptr[-1]) == 0
-    if len(topics) == group.num_topics and first_assignment:  # every partition is dealt below
-        held = np.zeros(m, dtype=np.int64)
-        result = np.empty(group.num_partitions, dtype=np.int64)
-    elif len(topics) == group.num_topics:  # every topic subscribed: every holding counts
+    if len(topics) == group.num_topics:  # every topic subscribed: every holding counts
         held = np.diff(group.held_indptr)
         result = owner.copy()
     else:  # holdings of topics nobody subscribes to any more are dropped
@@ -112,6 +111,26 @@ def homogeneous_assign(group: ServerGroup) -> np.ndarray:
     takers = np.repeat(position, target - keep)
     assert len(takers) == len(free), "quotas must cover the unassigned partitions exactly"
     result[free] = takers
+    return result
+
+
+def first_homogeneous_assignment(group: ServerGroup, topics: np.ndarray, quota: int, extras: int) -> np.ndarray:
+    """``homogeneous_assign`` when nobody holds anything and every topic is subscribed: nobody
+    fills a larger quota, so the last ``extras`` members are the ones made to take one, and the
+    members in order take the partitions topic by topic in the subscription's order."""
+    m = group.num_members
+    position = np.arange(m, dtype=np.int64)
+    takers = np.repeat(position, quota + (position >= m - extras))
+    rank = np.empty(len(topics), dtype=np.int64)
+    rank[topics] = np.arange(len(topics), dtype=np.int64)  # each topic's place in the subscription
+    counts = group.partition_counts
+    size = int(counts[0])
+    if (counts == size).all():  # topics of one size: whole rows of the deal, put in topic order
+        by_topic: np.ndarray = takers.reshape(len(topics), size)[rank].reshape(-1)
+        return by_topic
+    dealt_before = np.cumsum(counts[topics]) - counts[topics]  # the deal's offset of each topic
+    start = dealt_before[rank]
+    result: np.ndarray = takers[np.repeat(start - group.topic_offsets[:-1], counts) + np.arange(len(takers), dtype=np.int64)]
     return result
 
 
