@@ -120,7 +120,7 @@ def test_held_partitions_are_the_owner_array_member_by_member(group: ServerGroup
 @given(st.booleans(), arrays_groups(homogeneous=False), arrays_groups(homogeneous=True))
 def test_range_equal_size_path_equals_per_topic_path(pick_homogeneous, mixed, homogeneous) -> None:
     group = homogeneous if pick_homogeneous else mixed
-    shared = range_ranges(group, min_subscriptions_per_shape=0).owner(group)
+    shared = range_ranges(group, min_ranges_per_shared_shape=0).owner(group)
     default = range_ranges(group).owner(group)
     per_topic = range_ranges(group, max_shared_shapes=-1).owner(group)
     assert np.array_equal(shared, per_topic)

@@ -43,20 +43,21 @@ class Ranges:
 # Above this many distinct (subscriber list, partition count) pairs, ranges are computed per
 # topic in one vectorised pass instead of once per pair and copied.
 MAX_SHARED_SHAPES = 64
-# Below this many (member, topic) subscriptions per shape, the per-topic pass is cheaper than a
-# dozen array calls per shape (small groups, where each numpy call's fixed cost dominates).
-MIN_SUBSCRIPTIONS_PER_SHAPE = 1000
+# Below this many ranges per shape (one per subscriber of a topic, or per partition where the
+# partitions are fewer), the per-topic pass is cheaper than a dozen array calls per shape (where
+# each numpy call's fixed cost dominates; measured on Kafka's JMH shapes).
+MIN_RANGES_PER_SHARED_SHAPE = 3000
 
 
 def range_ranges(
     group: ServerGroup,
     max_shared_shapes: int = MAX_SHARED_SHAPES,
-    min_subscriptions_per_shape: int = MIN_SUBSCRIPTIONS_PER_SHAPE,
+    min_ranges_per_shared_shape: int = MIN_RANGES_PER_SHARED_SHAPE,
 ) -> Ranges:
     """Kafka's range assignment as ranges. Topics with the same subscriber list and partition
     count (every topic of a homogeneous group with even topics) get the same ranges: those are
     computed once and copied, so the cost is a few array copies per (member, topic) pair."""
-    if group.num_classes == 1 and group.num_members and len(group.class_topics) and min_subscriptions_per_shape:
+    if group.num_classes == 1 and group.num_members and len(group.class_topics) and min_ranges_per_shared_shape:
         sizes = group.partition_counts[group.class_topics]
         if sizes.min() == sizes.max():
             return one_shape_ranges(group.range_order, group.class_topics, int(sizes[0]))
@@ -71,9 +72,9 @@ def range_ranges(
         shapes, shape_of_topic = np.unique(shape_key, return_inverse=True)
     if len(shapes) > max_shared_shapes:
         return ranges_per_topic(list_of_topic, indptr, members, counts)
-    if min_subscriptions_per_shape and len(shapes) > 1:
-        subscriptions = int((indptr[1:] - indptr[:-1])[list_of_topic].sum())
-        if subscriptions < min_subscriptions_per_shape * len(shapes):
+    if min_ranges_per_shared_shape and len(shapes) > 1:
+        ranges = int(np.minimum((indptr[1:] - indptr[:-1])[list_of_topic], counts).sum())
+        if ranges < min_ranges_per_shared_shape * len(shapes):
             return ranges_per_topic(list_of_topic, indptr, members, counts)
     pieces = []
     topics_of_shape = np.argsort(shape_of_topic, kind="stable")
