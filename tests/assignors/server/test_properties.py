@@ -16,7 +16,7 @@ from kafka_rebalance.assignors.server.uniform import (
     ArrayLevelDealer,
     LevelDealer,
     heterogeneous_assign,
-    kept_current_owner,
+    kept_owner_and_sizes,
     least_loaded_sequence,
 )
 from kafka_rebalance.model import java_sort_key
@@ -179,7 +179,8 @@ def test_level_dealer_deals_as_least_loaded_sequence_call_after_call(levels, bas
 def test_revocation_drops_unsubscribed_topics_only(group):
     topics, members = group
     arrays = build_server_group(topics, members)
-    kept = kept_current_owner(arrays)
+    kept, sizes = kept_owner_and_sizes(arrays)
+    assert sizes.tolist() == np.bincount(kept[kept >= 0], minlength=len(members)).tolist()
     for mm_index, mm in enumerate(members):
         for t, parts in mm.assigned.items():
             for p in parts:

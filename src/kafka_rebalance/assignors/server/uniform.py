@@ -134,25 +134,15 @@ def first_homogeneous_assignment(group: ServerGroup, topics: np.ndarray, quota: 
     return result
 
 
-def heterogeneous_assign(group: ServerGroup, owner: np.ndarray | None = None) -> np.ndarray:
+def heterogeneous_assign(group: ServerGroup) -> np.ndarray:
     """Kafka's heterogeneous builder on any group (``uniform_assign`` uses it only where
-    subscriptions overlap); ``owner`` is the current owner array after revocation."""
-    if owner is None:
-        kept, sizes = kept_owner_and_sizes(group)
-    else:
-        kept = owner.copy()
-        sizes = np.bincount(kept + 1, minlength=group.num_members + 1)[1:]  # -1 counted apart
-    return _HeterogeneousBuilder(group, kept, sizes).build()
-
-
-def kept_current_owner(group: ServerGroup) -> np.ndarray:
-    """The current owner of every partition, or -1 where its owner no longer subscribes to its
-    topic (Kafka's builders revoke those first)."""
-    return kept_owner_and_sizes(group)[0]
+    subscriptions overlap)."""
+    return _HeterogeneousBuilder(group, *kept_owner_and_sizes(group)).build()
 
 
 def kept_owner_and_sizes(group: ServerGroup) -> tuple[np.ndarray, np.ndarray]:
-    """``kept_current_owner``, and how many partitions each member keeps."""
+    """The current owner of every partition, or -1 where its owner no longer subscribes to its
+    topic (Kafka's builders revoke those first); and how many partitions each member keeps."""
     owner = group.current_owner.copy()
     sizes = np.diff(group.held_indptr)
     if not int(group.held_indptr[-1]):  # a first assignment: nothing held, nothing to revoke
