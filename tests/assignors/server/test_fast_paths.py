@@ -13,10 +13,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kafka_rebalance.assignors.server import ServerGroup, uniform
+from kafka_rebalance.assignors.server import group as server_group
 from kafka_rebalance.assignors.server.build import resolve_topic_keys
+from kafka_rebalance.assignors.server.group import held_iteration_order
 from kafka_rebalance.assignors.server.range import range_ranges
 from kafka_rebalance.assignors.server.uniform import heterogeneous_assign, homogeneous_assign, uniform_assign
-from kafka_rebalance.model import InvalidInput, java_sort_key
+from kafka_rebalance.model import InvalidInput, capacity_after_puts, capacity_of_copy, java_sort_key
 
 
 @st.composite
@@ -147,3 +149,51 @@ def test_array_dealer_gives_the_list_dealers_answer(group: ServerGroup) -> None:
         patch.setattr(uniform, "ARRAY_DEALER_MEMBERS", 1 << 62)
         on_lists = heterogeneous_assign(group)
     assert np.array_equal(on_arrays, on_lists)
+
+
+def java_held_order(member: list[int], topic: list[int], partition: list[int], keys: np.ndarray, hashed: bool) -> list[int]:
+    """Each member's ``HashMap<Uuid, HashSet<Integer>>`` filled by puts in the order given, then
+    walked as Java walks it: buckets in order, a bucket's keys in insertion order (not
+    ``hashed``: LinkedHashMap and LinkedHashSet, insertion order throughout)."""
+    def bucket(hash_code: int, capacity: int) -> int:
+        h = hash_code & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (capacity - 1)
+
+    order: list[int] = []
+    for m in sorted(set(member)):
+        entries = [i for i in range(len(member)) if member[i] == m]
+        by_topic: dict[int, list[int]] = {}
+        for i in entries:
+            by_topic.setdefault(topic[i], []).append(i)
+        topics = list(by_topic)  # insertion order
+        if hashed:
+            capacity = capacity_after_puts(len(topics))
+            msb_lsb = {t: keys[t].tolist() for t in topics}
+            uuid_hash = {t: ((msb ^ lsb) >> 32 ^ (msb ^ lsb)) & 0xFFFFFFFF for t, (msb, lsb) in msb_lsb.items()}
+            topics.sort(key=lambda t: bucket(uuid_hash[t], capacity))  # stable: ties as inserted
+        for t in topics:
+            mine = by_topic[t]
+            if hashed:
+                capacity = capacity_of_copy(len(mine))
+                mine = sorted(mine, key=lambda i: bucket(partition[i], capacity))
+            order.extend(mine)
+    return order
+
+
+@given(st.data(), st.booleans(), st.integers(0, 1))
+def test_held_iteration_order_is_javas_on_both_paths(data, hashed, array_path) -> None:
+    """Both ways of ordering holdings (loops for a few entries, arrays for many) walk each
+    member's assignment map as Java does, whatever the input's order."""
+    n = data.draw(st.integers(1, 300))
+    topics = data.draw(st.integers(1, 12))
+    keys = np.array(data.draw(st.lists(st.tuples(st.integers(-(2**63), 2**63 - 1), st.integers(-(2**63), 2**63 - 1)),
+                                       min_size=topics, max_size=topics)), dtype=np.int64)
+    member = data.draw(st.lists(st.integers(0, 6), min_size=n, max_size=n))
+    if data.draw(st.booleans()):
+        member.sort()
+    topic = data.draw(st.lists(st.integers(0, topics - 1), min_size=n, max_size=n))
+    partition = data.draw(st.lists(st.integers(0, data.draw(st.sampled_from([20, 5000, 2**31 - 1]))), min_size=n, max_size=n))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(server_group, "HELD_ORDER_LOOP_ENTRIES", 0 if array_path else 1 << 30)
+        ours = held_iteration_order(np.array(member), np.array(topic), np.array(partition), keys, hashed)
+    assert ours.tolist() == java_held_order(member, topic, partition, keys, hashed)

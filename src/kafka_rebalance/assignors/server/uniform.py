@@ -53,14 +53,15 @@ def homogeneous_assign(group: ServerGroup) -> np.ndarray:
     given up). Here every step is one pass over arrays.
     """
     m = group.num_members
-    topics = group.kafka_subscription_sequence
+    topics = group.first_member_topics  # ordered below only where the order matters
     if m == 0 or not len(topics):
         return np.full(group.num_partitions, UNASSIGNED, dtype=np.int64)
     counts = group.partition_counts
-    quota, extras = divmod(int(counts[topics].sum()), m)
+    subscribed_total = int(counts[topics].sum())
+    quota, extras = divmod(subscribed_total, m)
     first_assignment = int(group.held_indptr[-1]) == 0
     if first_assignment and len(topics) == group.num_topics:
-        return first_homogeneous_assignment(group, topics, quota, extras)
+        return first_homogeneous_assignment(group, group.kafka_subscription_sequence, quota, extras)
     subscribed = np.zeros(group.num_topics, dtype=bool)
     subscribed[topics] = True
 
@@ -100,10 +101,11 @@ def homogeneous_assign(group: ServerGroup) -> np.ndarray:
         given_up = sequence[rank >= keep[member]]
         result[given_up] = UNASSIGNED
 
-    lengths = counts[topics]
-    if int(held.sum()) == int(lengths.sum()):  # every subscribed partition is held: none to deal first
+    if int(held.sum()) == subscribed_total:  # every subscribed partition is held: none to deal first
         nobody = np.zeros(0, dtype=np.int64)
     else:  # the partitions nobody holds, topic by topic in the subscription's order
+        topics = group.kafka_subscription_sequence
+        lengths = counts[topics]
         run_start = np.cumsum(lengths) - lengths
         pool = np.repeat(group.topic_offsets[topics] - run_start, lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
         nobody = pool if first_assignment else pool[owner[pool] < 0]
