@@ -15,12 +15,14 @@ Kafka's do: ``uniform`` an owner per partition, ``range`` one range per member a
 best of several samples after a warm-up; a sample averages a batch of calls lasting about
 10 ms (Java: the same, after a 2 s JIT warm-up). Best-of-N on both sides, because the machine
 these figures come from is shared: the best sample is the one least disturbed by other jobs.
+Kafka's side runs each shape in ``--kafka-forks`` JVMs (default 3) and takes the median of their
+bests: how well the JIT compiles a shape varies from one JVM to the next.
 
 ``--kafka-classpath`` takes Kafka's already-built classes or jars (group-coordinator,
 group-coordinator-api, clients, server-common, and slf4j-api). The benchmark then compiles a
 small driver of its own (below, ``JAVA_DRIVER``) against them with ``javac`` into a temporary
-directory and times Kafka's UniformAssignor and RangeAssignor on the same shapes, in the same
-process run after a JIT warm-up. It does not build Kafka.
+directory and times Kafka's UniformAssignor and RangeAssignor on the same shapes, one JVM per
+shape and fork, each after a JIT warm-up. It does not build Kafka.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from __future__ import annotations
 import argparse
 import gc
 import math
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -266,13 +269,19 @@ class KafkaDriver:
         source.write_text(JAVA_DRIVER, encoding="utf-8")
         subprocess.run(["javac", "-nowarn", "-cp", classpath, "-d", self.tmp.name, str(source)], check=True)
 
-    def time(self, shape: Shape, runs: int) -> float:
+    def time(self, shape: Shape, runs: int, forks: int = 1) -> float:
+        """The median over ``forks`` JVMs of each one's best sample: one JVM's JIT may compile a
+        shape's loops well or badly (its best moves by up to 3x between JVMs), as JMH's forks
+        acknowledge; the median fork is Kafka's typical time, not its luckiest."""
         arg = f"{shape.assignor},{shape.subscription},{shape.kind},{shape.members},{shape.ratio},{shape.topics}"
-        out = subprocess.run(
-            ["java", "-Xmx8g", "-cp", f"{self.tmp.name}:{self.classpath}", "ServerAssignorDriver", str(runs), arg],
-            check=True, capture_output=True, text=True,
-        ).stdout
-        return float(out.strip().splitlines()[-1].rsplit(",", 1)[1])
+        bests = []
+        for _ in range(forks):
+            out = subprocess.run(
+                ["java", "-Xmx8g", "-cp", f"{self.tmp.name}:{self.classpath}", "ServerAssignorDriver", str(runs), arg],
+                check=True, capture_output=True, text=True,
+            ).stdout
+            bests.append(float(out.strip().splitlines()[-1].rsplit(",", 1)[1]))
+        return statistics.median(bests)
 
 
 def dict_api(members: int, topics: int, partitions_per_topic: int, runs: int) -> None:
@@ -342,6 +351,8 @@ def main() -> None:
     parser.add_argument("--assignors", default="uniform,range")
     parser.add_argument("--runs", type=int, default=15, help="samples per shape and side (best taken)")
     parser.add_argument("--kafka-classpath", help="Kafka's built classes/jars (see the module docstring)")
+    parser.add_argument("--kafka-forks", type=int, default=3,
+                        help="JVMs per Kafka shape; Kafka's time is the median of their best samples (default 3)")
     parser.add_argument("--subscriptions", default="homogeneous,heterogeneous")
     parser.add_argument("--kinds", default="full,incremental")
     parser.add_argument("--dict-api", action="store_true",
@@ -365,7 +376,7 @@ def main() -> None:
     print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     slowest: dict[str, float] = {}
     for shape in shapes:
-        theirs = kafka.time(shape, args.runs) if kafka else None
+        theirs = kafka.time(shape, args.runs, args.kafka_forks) if kafka else None
         ours = time_python(shape, args.runs)
         if shape.members == 10000:
             key = f"{shape.assignor}/{shape.subscription}"
