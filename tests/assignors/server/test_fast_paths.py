@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from kafka_rebalance.assignors.server import ServerGroup, uniform
 from kafka_rebalance.assignors.server import group as server_group
-from kafka_rebalance.assignors.server.build import resolve_topic_keys
+from kafka_rebalance.assignors.server.build import resolve_topic_keys, runs_as_tuples
 from kafka_rebalance.assignors.server.group import held_iteration_order
 from kafka_rebalance.assignors.server.range import range_ranges
 from kafka_rebalance.assignors.server.uniform import heterogeneous_assign, homogeneous_assign, uniform_assign
@@ -197,3 +197,16 @@ def test_held_iteration_order_is_javas_on_both_paths(data, hashed, array_path) -
         patch.setattr(server_group, "HELD_ORDER_LOOP_ENTRIES", 0 if array_path else 1 << 30)
         ours = held_iteration_order(np.array(member), np.array(topic), np.array(partition), keys, hashed)
     assert ours.tolist() == java_held_order(member, topic, partition, keys, hashed)
+
+
+@given(st.lists(st.tuples(st.integers(1, 3), st.integers(0, 40)), min_size=1, max_size=200), st.booleans())
+def test_runs_as_tuples_cuts_the_numbers_in_order(runs, mostly_single) -> None:
+    """Runs of partition numbers become tuples in order, whether nearly all runs are one
+    partition (1-tuples shared from a table) or not (each run sliced)."""
+    sizes = [1 if mostly_single and i % 20 else size for i, (size, _) in enumerate(runs)]
+    numbers = [(first + k) % 41 for size, (_, first) in zip(sizes, runs, strict=True) for k in range(size)]
+    expected, position = [], 0
+    for size in sizes:
+        expected.append(tuple(numbers[position : position + size]))
+        position += size
+    assert runs_as_tuples(np.array(numbers), np.array(sizes)) == expected
