@@ -395,12 +395,15 @@ def stable_member_order(holders: np.ndarray, num_members: int) -> np.ndarray:
 
 
 def subscription_iteration_order(topics: np.ndarray, topic_keys: np.ndarray, names_order: np.ndarray | None = None) -> np.ndarray:
-    """``topics`` (indices) as ``new HashSet<>(subscribedTopicIds)`` iterates them: by bucket of
-    ``Uuid.hashCode`` in a table sized for them, ties in insertion order (``names_order``: the
-    topics as the member's HashSet of names yields them; default: topic index order)."""
+    """``topics`` (indices, ascending) as ``new HashSet<>(subscribedTopicIds)`` iterates them:
+    by bucket of ``Uuid.hashCode`` in a table sized for them, ties in insertion order
+    (``names_order``: the topics as the member's HashSet of names yields them; default: topic
+    index order)."""
     inserted = topics if names_order is None else names_order
     capacity = _capacity_of_copy(len(inserted))
-    bucket = uuid_buckets(topic_keys[inserted], capacity)
+    # Every topic, ascending (a class lists its topics so): the keys as they are, not a copy.
+    every_topic = names_order is None and len(topics) == len(topic_keys)
+    bucket = uuid_buckets(topic_keys if every_topic else topic_keys[inserted], capacity)
     if capacity <= np.iinfo(np.int16).max:  # a stable sort of 16-bit integers is numpy's radix sort
         bucket = bucket.astype(np.int16)
     ordered: np.ndarray = inserted[np.argsort(bucket, kind="stable")]
