@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_rebalance.assignors.server import ServerGroup, uniform
+from kafka_rebalance.assignors.server import ServerGroup, ServerMember, server_assign, uniform
 from kafka_rebalance.assignors.server import group as server_group
 from kafka_rebalance.assignors.server.build import resolve_topic_keys, runs_as_tuples
 from kafka_rebalance.assignors.server.group import held_iteration_order
@@ -210,3 +210,21 @@ def test_runs_as_tuples_cuts_the_numbers_in_order(runs, mostly_single) -> None:
         expected.append(tuple(numbers[position : position + size]))
         position += size
     assert runs_as_tuples(np.array(numbers), np.array(sizes)) == expected
+
+
+def test_runs_as_tuples_shares_one_tuples_and_slices_the_longer_runs() -> None:
+    numbers = np.array([k % 7 for k in range(60)] + [3, 4, 5])
+    sizes = np.array([1] * 60 + [3])
+    assert runs_as_tuples(numbers, sizes) == [(k % 7,) for k in range(60)] + [(3, 4, 5)]
+    assert runs_as_tuples(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)) == []
+
+
+@pytest.mark.parametrize(("assignor", "expected"), [
+    ("uniform", {"m1": {"b": (0, 1)}, "m2": {"a": (0, 1)}}),
+    ("range", {"m1": {"a": (0,), "b": (0,)}, "m2": {"a": (1,), "b": (1,)}}),
+])
+def test_a_topic_listed_without_partitions_in_an_assignment_is_read(assignor, expected) -> None:
+    """A run of no partitions beside a run of two (their lengths sum to the number of runs):
+    the current assignment is still read partition by partition."""
+    members = [ServerMember("m1", ("a", "b"), {"a": (), "b": (0, 1)}), ServerMember("m2", ("a", "b"), {})]
+    assert server_assign(assignor, {"a": 2, "b": 2}, members) == expected

@@ -100,6 +100,7 @@ def server_assign(
     against the metadata image; so are assigned partitions that no longer exist.
     ``partition_racks`` is accepted for the coordinator's sake but Kafka's server-side
     assignors do not use racks, so neither do these. Raises ``InvalidInput`` on bad input.
+    Python's cycle collector is paused while it runs (process-wide) and restored after.
 
     ``uniform`` depends on the order Kafka iterates members and each member's assignment in:
     ``iteration_order="coordinator"`` (the default) iterates them as a broker's coordinator does:
@@ -112,6 +113,7 @@ def server_assign(
     # Reading and writing a large group makes hundreds of thousands of tuples and dicts, none in
     # a reference cycle; the cycle collector would walk the caller's whole heap again and again
     # meanwhile (10-20% of the time at 500,000 partitions), so it waits until the answer is made.
+    # The pause is process-wide: a thread that disables collection meanwhile sees it enabled again.
     was_enabled = gc.isenabled()
     gc.disable()
     try:

@@ -461,7 +461,7 @@ def held_iteration_order(member: np.ndarray, topic: np.ndarray, partition: np.nd
     partition_capacity = capacities_of_copies(run_size)
     partition_bucket = java_spread(partition).astype(np.int64) & (partition_capacity - 1)[run_of]
     # One key per entry (run rank, then partition bucket); the stable sort keeps insertion order
-    # among equal keys. Bucket < capacity <= 4 * run size, so the key stays far below 2**63.
+    # among equal keys. Bucket < capacity <= max(16, 4 * run size): the key stays far below 2**63.
     key = run_rank[run_of] * int(partition_capacity.max()) + partition_bucket
     ordered: np.ndarray = np.argsort(key, kind="stable")
     return ordered
