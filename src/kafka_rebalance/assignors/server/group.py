@@ -162,18 +162,14 @@ class ServerGroup:
         """The topics of the first member's subscription in HashSet<Uuid> iteration order."""
         if self.subscription_sequence is not None:
             return self.subscription_sequence
-        if not self.num_members:
-            return np.zeros(0, dtype=np.int64)
-        c = int(self.member_class[0])
-        topics = self.class_topics[self.class_indptr[c] : self.class_indptr[c + 1]]
-        return subscription_iteration_order(topics, self.topic_keys)
+        return subscription_iteration_order(self.first_member_topics, self.topic_keys)
 
     @property
     def first_member_topics(self) -> np.ndarray:
-        """The topics of the first member's subscription, in no particular order: where only
-        the set matters, this spares ``kafka_subscription_sequence``'s hashing."""
-        if self.subscription_sequence is not None or "kafka_subscription_sequence" in self.__dict__:
-            return self.kafka_subscription_sequence
+        """The topics of the first member's subscription, ascending unless the builder gave
+        their hashed order: where only the set matters, this spares that hashing."""
+        if self.subscription_sequence is not None:
+            return self.subscription_sequence
         if not self.num_members:
             return np.zeros(0, dtype=np.int64)
         c = int(self.member_class[0])
