@@ -285,12 +285,16 @@ class KafkaDriver:
 
 
 def dict_api(members: int, topics: int, partitions_per_topic: int, runs: int) -> None:
-    """``server_assign`` (dicts in, dicts out: what the coordinator and the adapters call)
-    against the assignor alone on the same group held as arrays, one member joining a group
-    whose members hold a first assignment: ``uniform``'s (each member a run of one topic) or
-    ``range``'s (each member one partition of every topic: a run per member and topic). Beside
-    them, the floor of any dict API in Python: reading every held partition number out of the
-    input (one pass over the tuples) and building the output's dicts of tuples from lists."""
+    """``server_assign`` (dicts in, dicts out: what the client adapters call) and the consumer
+    group coordinator's answer to the heartbeat that makes it compute a target, against the
+    assignor alone on the same group held as arrays, one member joining a group whose members
+    hold a first assignment: ``uniform``'s (each member a run of one topic) or ``range``'s (each
+    member one partition of every topic: a run per member and topic). Beside them, the floor of
+    any dict API in Python: reading every held partition number out of the input (one pass over
+    the tuples) and building the output's dicts of tuples from lists.
+
+    The coordinator is timed in the steady state (``_coordinator_join``), against the assignor
+    alone on the group it builds."""
     from itertools import chain
 
     from kafka_rebalance.assignors.server import ServerMember, build_server_group, server_assign
@@ -299,8 +303,9 @@ def dict_api(members: int, topics: int, partitions_per_topic: int, runs: int) ->
     subscription = tuple(names)
     print(f"{members:,} members, {topics} topics of {partitions_per_topic:,} partitions, one member joining; "
           f"best of {runs}, ms")
-    print("| first assignment | assignor | assignor alone | server_assign | ratio | Python floor |")
-    print("| --- | --- | ---: | ---: | ---: | ---: |")
+    print("| first assignment | assignor | assignor alone | server_assign | ratio | Python floor "
+          "| assignor alone, coordinator's group | coordinator | ratio |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for layout in ("uniform", "range"):
         joined = [ServerMember(f"member{i}", subscription, {}) for i in range(members - 1)]
         first = server_assign(layout, names, joined)
@@ -309,7 +314,7 @@ def dict_api(members: int, topics: int, partitions_per_topic: int, runs: int) ->
         for assignor in ("uniform", "range"):
             group = build_server_group(names, held)
             answer = server_assign(assignor, names, held)
-            alone, through, floor = [], [], []
+            alone, through, floor, its_alone, coordinator = [], [], [], [], []
             for _ in range(runs):
                 fresh = _fresh(group)
                 start = time.perf_counter()
@@ -326,8 +331,62 @@ def dict_api(members: int, topics: int, partitions_per_topic: int, runs: int) ->
                 np.fromiter(chain.from_iterable(chain.from_iterable(m.assigned.values() for m in held)), dtype=np.int64)
                 {mid: dict(r) for mid, r in zip(answer, runs_of, strict=True)}
                 floor.append(time.perf_counter() - start)
+                its, answered = _coordinator_join(names, first, assignor)
+                its_alone.append(its)
+                coordinator.append(answered)
             a, t, f = min(alone) * 1000, min(through) * 1000, min(floor) * 1000
-            print(f"| {layout} | {assignor} | {a:.1f} | {t:.1f} | {t / a:.0f}x | {f:.1f} |", flush=True)
+            ca, c = min(its_alone) * 1000, min(coordinator) * 1000
+            print(f"| {layout} | {assignor} | {a:.1f} | {t:.1f} | {t / a:.0f}x | {f:.1f} | {ca:.1f} | {c:.1f} "
+                  f"| {c / ca:.0f}x |", flush=True)
+
+
+def _coordinator_join(topics: dict[str, int], targets: dict[str, dict[str, tuple[int, ...]]], assignor: str,
+                      ) -> tuple[float, float]:
+    """The consumer group coordinator in the steady state between rebalances, one member
+    joining: the group holds ``targets`` as its last computed target, then a member joins and
+    every member reads its new target (they reconcile); then another member joins, and the
+    seconds the coordinator takes to answer that heartbeat are timed, beside the seconds the
+    assignor alone takes on the group the coordinator builds for it (same members, same order,
+    same current assignment). Returns (assignor alone, coordinator)."""
+    from kafka_rebalance.assignors.server import (
+        ServerMember,
+        build_server_group,
+        build_server_group_from_held,
+    )
+    from kafka_rebalance.protocol.modern.consumer.coordinator import (
+        ConsumerGroupCoordinator,
+        ConsumerGroupMember,
+    )
+    from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
+        ConsumerGroupHeartbeatRequest,
+        Received,
+    )
+    from kafka_rebalance.protocol.modern.consumer.target import TargetAssignment
+
+    subscription = tuple(topics)
+    members = [ConsumerGroupMember(member_id, rebalance_timeout_ms=60_000, subscribed_topic_names=subscription)
+               for member_id in targets]
+    group = ConsumerGroupCoordinator.loaded("bench", topics, 1, 1, members, {})
+    last = build_server_group(topics, [ServerMember(m, subscription, held) for m, held in targets.items()])
+    group.target = TargetAssignment.computed(last, last.current_owner, list(targets))
+
+    def join(member_id: str, now_ms: int) -> float:
+        request = ConsumerGroupHeartbeatRequest("bench", member_id, 0, rebalance_timeout_ms=60_000,
+                                                subscribed_topic_names=subscription, server_assignor=assignor,
+                                                topic_partitions=())
+        start = time.perf_counter()
+        group.handle(Received("c", request), now_ms)
+        return time.perf_counter() - start
+
+    join("newMember", 1)
+    for member_id in group.target:
+        group.target[member_id]  # each member reads its target as it reconciles
+    seen = [ServerMember(m, subscription, {}) for m in [*group.members, "lastMember"]]
+    its_group = build_server_group_from_held(group.subscription_metadata, seen, group.target)
+    assert its_group is not None
+    start = time.perf_counter()
+    server_assign_columnar(assignor, _fresh(its_group))
+    return time.perf_counter() - start, join("lastMember", 2)
 
 
 def shapes_for(args: argparse.Namespace) -> list[Shape]:

@@ -7,6 +7,8 @@ owner array.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -15,7 +17,7 @@ from hypothesis import strategies as st
 from kafka_rebalance.assignors.server import ServerGroup, ServerMember, server_assign, uniform
 from kafka_rebalance.assignors.server import group as server_group
 from kafka_rebalance.assignors.server.build import resolve_topic_keys, runs_as_tuples
-from kafka_rebalance.assignors.server.group import held_iteration_order
+from kafka_rebalance.assignors.server.group import held_iteration_order, member_major
 from kafka_rebalance.assignors.server.range import range_ranges
 from kafka_rebalance.assignors.server.uniform import heterogeneous_assign, homogeneous_assign, uniform_assign
 from kafka_rebalance.model import InvalidInput, capacity_after_puts, capacity_of_copy, java_sort_key
@@ -117,6 +119,20 @@ def test_held_partitions_are_the_owner_array_member_by_member(group: ServerGroup
     for member in range(group.num_members):
         mine = held[indptr[member] : indptr[member + 1]]
         assert np.array_equal(mine, np.flatnonzero(group.current_owner == member))
+
+
+@given(arrays_groups(homogeneous=False), st.data())
+def test_held_by_a_few_members_is_read_from_the_owner_array_as_from_the_sorted_holdings(group: ServerGroup, data) -> None:
+    """A few members' holdings picked out of the owner array (no sort of everyone's) are the
+    slices of ``held_partitions``."""
+    members = np.array(sorted(data.draw(st.sets(st.integers(0, max(group.num_members - 1, 0)), max_size=12))
+                              if group.num_members else []), dtype=np.int64)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(server_group, "HELD_PICK_RATIO", 0)  # always picked, however many members
+        picked = dataclasses.replace(group, held_given=None).held_by(members)
+    indptr, held = member_major(group.current_owner, group.num_members)
+    expected = [held[indptr[m] : indptr[m + 1]] for m in members.tolist()]
+    assert np.array_equal(picked, np.concatenate(expected) if expected else np.zeros(0, dtype=np.int64))
 
 
 @given(st.booleans(), arrays_groups(homogeneous=False), arrays_groups(homogeneous=True))

@@ -14,13 +14,17 @@ import numpy as np
 
 from kafka_rebalance.assignors.server.build import (
     ITERATION_ORDERS,
+    HeldPartitions,
+    Holdings,
     ServerMember,
     build_server_group,
+    build_server_group_from_held,
     coordinator_member_order,
+    flatten_claims,
     server_group_from_snapshot,
     target_assignment,
 )
-from kafka_rebalance.assignors.server.group import ServerGroup
+from kafka_rebalance.assignors.server.group import ServerGroup, member_major
 from kafka_rebalance.assignors.server.range import range_assign
 from kafka_rebalance.assignors.server.topic_ids import derived_topic_id, format_topic_id
 from kafka_rebalance.assignors.server.uniform import uniform_assign
@@ -133,8 +137,13 @@ __all__ = [
     "choose_server_assignor",
     "SERVER_ASSIGNORS",
     "ServerGroup",
+    "HeldPartitions",
+    "Holdings",
     "ServerMember",
     "build_server_group",
+    "build_server_group_from_held",
+    "flatten_claims",
+    "member_major",
     "server_group_from_snapshot",
     "check_server_assignor",
     "derived_topic_id",

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
-from operator import itemgetter
+from operator import attrgetter, itemgetter
+from typing import Protocol, cast
 
 import numpy as np
 
@@ -26,6 +27,10 @@ from kafka_rebalance.model import (
     java_sort_key,
     java_string_hashes,
 )
+
+MEMBER_ID = attrgetter("member_id")
+SUBSCRIBED_TOPICS = attrgetter("subscribed_topics")
+INSTANCE_ID = attrgetter("instance_id")
 
 # How Kafka's uniform builders iterate the members of a dict or snapshot, and each member's
 # current assignment: "coordinator", as a broker's group coordinator presents them (hash maps
@@ -75,6 +80,23 @@ def resolve_topic_keys(names: Sequence[str], topic_ids: Mapping[str, str] | None
     return topic_id_keys(raw)
 
 
+Holdings = tuple[np.ndarray, np.ndarray]  # (held_indptr, held_partitions), as in ``ServerGroup``
+
+
+class HeldPartitions(Protocol):
+    """The current assignment of a group's members kept as arrays between computations (the
+    coordinator's previous target, ``protocol.modern.consumer.target``)."""
+
+    def current_assignment(self, topic_names: Sequence[str], partition_counts: np.ndarray,
+                           member_index: Mapping[str, int]) -> tuple[np.ndarray, Holdings | None] | None:
+        """The holder (index in ``member_index``, or -1) of every partition of the layout
+        ``topic_names``/``partition_counts``, and the same member by member when it is at hand
+        without a sort (else None). Each member's holdings are listed topic by topic in Java
+        order, ascending (the order a target the assignors wrote has). None when some member's
+        holdings are listed otherwise, or two members claim one partition: then only the
+        members' ``assigned`` maps can say who Kafka would iterate first."""
+
+
 def build_server_group(
     topics: Mapping[str, int],
     members: Sequence[ServerMember],
@@ -83,6 +105,63 @@ def build_server_group(
 ) -> ServerGroup:
     """The group of ``members``, numbered in Kafka's iteration order (``iteration_order``)."""
     check_iteration_order(iteration_order)
+    names, index, counts, offsets = _topic_layout(topics)
+    members = _in_iteration_order(members, iteration_order)
+    claimed, holder = flatten_claims([m.assigned for m in members], index, counts, offsets)
+    owner = owner_from_claims(claimed, holder, int(offsets[-1]))
+    return _assemble(names, index, counts, members, owner, claim_positions(claimed, int(offsets[-1])),
+                     topic_ids, iteration_order)
+
+
+def build_server_group_from_held(topics: Mapping[str, int], members: Sequence[ServerMember],
+                                 held: HeldPartitions) -> ServerGroup | None:
+    """``build_server_group`` in the coordinator's iteration order, with the members' current
+    assignment read from ``held`` (their ``assigned`` maps are not read): the same group,
+    without a Python object per held partition. None where ``held`` cannot say (see
+    ``HeldPartitions.current_assignment``)."""
+    names, index, counts, _ = _topic_layout(topics)
+    members = _in_iteration_order(members, "coordinator")
+    current = held.current_assignment(names, counts, dict(zip(map(MEMBER_ID, members), range(len(members)), strict=True)))
+    if current is None:
+        return None
+    owner, holdings = current
+    # Every member's holdings are listed ascending: the claims' order is the partitions' own.
+    return _assemble(names, index, counts, members, owner, None, None, "coordinator", holdings)
+
+
+def flatten_claims(assigned: Sequence[Mapping[str, Collection[int]]], index: Mapping[str, int], counts: np.ndarray,
+                   offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every partition in ``assigned`` (one map per member) that exists in the layout, as
+    (global partition, member's position in ``assigned``), in the order listed. Each map is
+    read whole at C speed; topics missing from ``index`` are dropped."""
+    run_names: list[str] = []
+    run_parts: list[Collection[int]] = []
+    runs_per_member: list[int] = []
+    for held in assigned:
+        run_names.extend(held)
+        run_parts.extend(held.values())
+        runs_per_member.append(len(held))
+    lookup = {t: index.get(t, -1) for t in dict.fromkeys(run_names)}  # few distinct names: map at C speed
+    run_topic = np.fromiter(map(lookup.__getitem__, run_names), dtype=np.int64, count=len(run_names))
+    lengths = np.fromiter(map(len, run_parts), dtype=np.int64, count=len(run_parts))
+    partition = None
+    if bool((lengths == 1).all()):  # one partition per run: no iterator per run
+        try:
+            partition = np.fromiter(map(itemgetter(0), cast(list[Sequence[int]], run_parts)), dtype=np.int64,
+                                    count=len(run_parts))
+        except TypeError:  # sets (the coordinator's targets), not sequences
+            partition = None
+    if partition is None:
+        partition = np.fromiter(chain.from_iterable(run_parts), dtype=np.int64, count=int(lengths.sum()))
+    topic = np.repeat(run_topic, lengths)
+    holder = np.repeat(np.repeat(np.arange(len(assigned), dtype=np.int64), runs_per_member), lengths)
+    exists = ((topic >= 0) & (partition >= 0) & (partition < counts[topic]) if len(topic)
+              else np.zeros(0, dtype=bool))
+    return offsets[topic[exists]] + partition[exists], holder[exists]
+
+
+def _topic_layout(topics: Mapping[str, int]) -> tuple[list[str], dict[str, int], np.ndarray, np.ndarray]:
+    """Topic names in Java order, their indices, partition counts and global offsets."""
     for name, count in topics.items():
         if not isinstance(count, int) or isinstance(count, bool) or count < 0:
             raise InvalidInput(f"topics.{name}", f"expected a partition count, got {count!r}")
@@ -91,51 +170,42 @@ def build_server_group(
     counts = np.array([topics[n] for n in names], dtype=np.int64)
     offsets = np.zeros(len(names) + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
-    seen: set[str] = set()
-    for member in members:
-        if member.member_id in seen:
-            raise InvalidInput("members", f"duplicate member_id {member.member_id!r}")
-        seen.add(member.member_id)
-    if iteration_order == "coordinator" and len(members) > 1:
-        members = [members[i] for i in coordinator_member_order([m.member_id for m in members]).tolist()]
+    return names, index, counts, offsets
 
-    member_class, class_lists = subscription_classes([m.subscribed_topics for m in members], index)
-    # Current assignment, flattened: (member, topic, partition), extended member by member at C
-    # speed (a member's map is read whole; topics missing from ``topics`` are dropped below).
-    run_names: list[str] = []
-    run_parts: list[Sequence[int]] = []
-    runs_per_member: list[int] = []
-    for m in members:
-        run_names.extend(m.assigned)
-        run_parts.extend(m.assigned.values())
-        runs_per_member.append(len(m.assigned))
-    lookup = {t: index.get(t, -1) for t in dict.fromkeys(run_names)}  # few distinct names: map at C speed
-    run_topic = np.fromiter(map(lookup.__getitem__, run_names), dtype=np.int64, count=len(run_names))
-    lengths = np.fromiter(map(len, run_parts), dtype=np.int64, count=len(run_parts))
-    if bool((lengths == 1).all()):  # one partition per run: no iterator per run
-        partition = np.fromiter(map(itemgetter(0), run_parts), dtype=np.int64, count=len(run_parts))
-    else:
-        partition = np.fromiter(chain.from_iterable(run_parts), dtype=np.int64, count=int(lengths.sum()))
-    topic = np.repeat(run_topic, lengths)
-    holder = np.repeat(np.repeat(np.arange(len(members), dtype=np.int64), runs_per_member), lengths)
-    exists = ((topic >= 0) & (partition >= 0) & (partition < counts[topic]) if len(topic)
-              else np.zeros(0, dtype=bool))
-    owner = owner_from_claims(offsets[topic[exists]] + partition[exists], holder[exists], int(offsets[-1]))
+
+def _in_iteration_order(members: Sequence[ServerMember], iteration_order: str) -> Sequence[ServerMember]:
+    """``members`` (distinct ids checked) in the order Kafka's builders iterate them."""
+    ids = list(map(MEMBER_ID, members))
+    if len(set(ids)) != len(ids):
+        seen: set[str] = set()
+        duplicate = next(member_id for member_id in ids if member_id in seen or seen.add(member_id))  # type: ignore[func-returns-value]
+        raise InvalidInput("members", f"duplicate member_id {duplicate!r}")
+    if iteration_order == "coordinator" and len(members) > 1:
+        return list(map(members.__getitem__, coordinator_member_order(ids).tolist()))
+    return members
+
+
+def _assemble(names: list[str], index: dict[str, int], counts: np.ndarray, members: Sequence[ServerMember],
+              owner: np.ndarray, claim_position: np.ndarray | None, topic_ids: Mapping[str, str] | None,
+              iteration_order: str, holdings: Holdings | None = None) -> ServerGroup:
+    """The group of ``members`` (numbered as listed) holding ``owner``."""
+    subscriptions = list(map(SUBSCRIBED_TOPICS, members))
+    member_class, class_lists = subscription_classes(subscriptions, index)
     topic_keys = resolve_topic_keys(names, topic_ids)
-    claimed = offsets[topic[exists]] + partition[exists]
     return ServerGroup.build(
         topic_names=names,
         partition_counts=counts,
         topic_keys=topic_keys,
-        member_ids=[m.member_id for m in members],
+        member_ids=list(map(MEMBER_ID, members)),
         member_class=member_class,
         class_topic_lists=class_lists,
         current_owner=owner,
-        instance_ids=[m.instance_id for m in members],
-        same_subscriptions=same_topic_names([m.subscribed_topics for m in members]),
+        held=holdings,
+        instance_ids=list(map(INSTANCE_ID, members)),
+        same_subscriptions=same_topic_names(subscriptions),
         subscription_sequence=(subscribed_name_order(members[0].subscribed_topics, index, topic_keys,
                                                      hashed=iteration_order == "coordinator") if members else None),
-        claim_position=claim_positions(claimed, int(offsets[-1])),
+        claim_position=claim_position,
         hashed_assignments=iteration_order == "coordinator",
     )
 
@@ -148,9 +218,18 @@ def check_iteration_order(iteration_order: str) -> None:
 def same_topic_names(subscriptions: Sequence[Sequence[str]]) -> bool:
     """Does every member name the same topics (Kafka's HOMOGENEOUS)? Members usually share one
     list object, so each distinct object is turned into a set once."""
-    distinct = {id(s): s for s in subscriptions}
-    sets = {frozenset(s) for s in {tuple(s) for s in distinct.values()}}
+    firsts, _ = distinct_objects(subscriptions)
+    sets = {frozenset(subscriptions[i]) for i in firsts}
     return len(sets) <= 1
+
+
+def distinct_objects(items: Sequence[object]) -> tuple[list[int], np.ndarray]:
+    """The position of the first of each distinct object in ``items`` (by identity, not value),
+    and each item's number among them: found in C, without a Python step per item (members
+    usually share a few subscription objects)."""
+    identities = np.fromiter(map(id, items), dtype=np.uint64, count=len(items))
+    _, firsts, inverse = np.unique(identities, return_index=True, return_inverse=True)
+    return firsts.tolist(), inverse.reshape(-1).astype(np.int64)
 
 
 def claim_positions(claimed: np.ndarray, total: int) -> np.ndarray:
@@ -167,23 +246,19 @@ def subscription_classes(topic_lists: Sequence[Sequence[str]], index: Mapping[st
     class_of_set: dict[bytes, int] = {}
     class_lists: list[np.ndarray] = []
     resolved: dict[tuple[str, ...], int] = {}
-    # Members usually share one list object: each distinct object is read once.
-    by_object: dict[int, int] = {}
-    classes: list[int] = []
-    for topics in topic_lists:
-        c = by_object.get(id(topics))
+    firsts, which = distinct_objects(topic_lists)  # each distinct object is read once
+    object_class = np.zeros(len(firsts), dtype=np.int64)
+    for k, first in enumerate(firsts):
+        key = tuple(topic_lists[first])
+        c = resolved.get(key)
         if c is None:
-            key = tuple(topics)
-            c = resolved.get(key)
-            if c is None:
-                topic_set = np.array(sorted({index[t] for t in key if t in index}), dtype=np.int64)
-                c = class_of_set.setdefault(topic_set.tobytes(), len(class_lists))
-                if c == len(class_lists):
-                    class_lists.append(topic_set)
-                resolved[key] = c
-            by_object[id(topics)] = c
-        classes.append(c)
-    return np.array(classes, dtype=np.int64), class_lists
+            topic_set = np.array(sorted({index[t] for t in key if t in index}), dtype=np.int64)
+            c = class_of_set.setdefault(topic_set.tobytes(), len(class_lists))
+            if c == len(class_lists):
+                class_lists.append(topic_set)
+            resolved[key] = c
+        object_class[k] = c
+    return object_class[which], class_lists
 
 
 def owner_from_claims(partitions: np.ndarray, holders: np.ndarray, total: int) -> np.ndarray:

@@ -59,6 +59,11 @@ class cached_property(Generic[_T]):  # noqa: N801 - a drop-in for functools.cach
 _DENSE_TABLE_LIMIT = 1 << 24
 
 
+# ``ServerGroup.held_by`` picks the holdings of at most one member in this many out of the owner
+# array (one pass over it) rather than sorting everyone's.
+HELD_PICK_RATIO = 8
+
+
 @dataclass(frozen=True, eq=False)
 class ServerGroup:
     topic_names: tuple[str, ...]  # Java string order
@@ -72,7 +77,10 @@ class ServerGroup:
     # The same assignment member-major: member m holds held_partitions[held_indptr[m]:held_indptr[m+1]],
     # ascending (Kafka's GroupSpec.memberAssignment beside its inverted map).
     held_indptr: np.ndarray  # int64 (M+1,)
-    held_partitions: np.ndarray  # int64 (number of held partitions,)
+    # ``held_partitions`` as the caller had it; None: sorted out of ``current_owner`` when first
+    # read (a stable sort of every held partition by member: 20 ms at 500,000 partitions dealt
+    # member by member, where most computations read a few members' holdings or none).
+    held_given: np.ndarray | None
     instance_ids: tuple[str | None, ...] = ()
     # What Kafka's uniform builders iterate over in hash-table order (docs/assignment-json.md,
     # "Kafka's iteration orders"); None: derived from the ids, with insertions ascending.
@@ -176,14 +184,37 @@ class ServerGroup:
         topics: np.ndarray = self.class_topics[self.class_indptr[c] : self.class_indptr[c + 1]]
         return topics
 
+    @cached_property
+    def held_partitions(self) -> np.ndarray:
+        """int64 (number of held partitions,): see ``held_indptr``."""
+        if self.held_given is not None:
+            return self.held_given
+        return member_major(self.current_owner, self.num_members)[1]
+
+    def held_by(self, members: np.ndarray) -> np.ndarray:
+        """The partitions ``members`` (ascending) hold, member by member, each ascending: sliced
+        from ``held_partitions`` when made, else picked out of the owner array (a few members
+        need no sort of everyone's holdings)."""
+        indptr = self.held_indptr
+        counts = indptr[members + 1] - indptr[members]
+        if ("held_partitions" in self.__dict__ or self.held_given is not None
+                or HELD_PICK_RATIO * len(members) > self.num_members):
+            starts = np.repeat(indptr[members] - (np.cumsum(counts) - counts), counts)
+            held: np.ndarray = self.held_partitions[starts + np.arange(int(counts.sum()), dtype=np.int64)]
+            return held
+        chosen = np.zeros(self.num_members + 1, dtype=bool)  # the last entry: no holder (-1)
+        chosen[members] = True
+        picked = np.flatnonzero(chosen[self.current_owner])
+        by_member: np.ndarray = picked[np.argsort(self.current_owner[picked], kind="stable")]
+        return by_member
+
     def held_in_iteration_order(self, members: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The partitions ``members`` (ascending) hold, each member's in the order its
         assignment map iterates them, and the member of each; only those members' holdings are
         read (Kafka's homogeneous builder reads the order of members it trims only)."""
         indptr = self.held_indptr
         counts = indptr[members + 1] - indptr[members]
-        starts = np.repeat(indptr[members] - (np.cumsum(counts) - counts), counts)
-        held = self.held_partitions[starts + np.arange(int(counts.sum()), dtype=np.int64)]
+        held = self.held_by(members)
         member = np.repeat(members, counts)
         if self.claim_position is not None:  # each member's claims in input order (else ascending)
             inserted = np.lexsort((self.claim_position[held], member))
@@ -210,8 +241,11 @@ class ServerGroup:
         counts = np.diff(self.held_indptr)[order]
         indptr = np.zeros(len(order) + 1, dtype=np.int64)
         np.cumsum(counts, out=indptr[1:])
-        starts = self.held_indptr[order]
-        take = np.repeat(starts - indptr[:-1], counts) + np.arange(int(indptr[-1]), dtype=np.int64)
+        held = None
+        if self.held_given is not None or "held_partitions" in self.__dict__:
+            starts = self.held_indptr[order]
+            take = np.repeat(starts - indptr[:-1], counts) + np.arange(int(indptr[-1]), dtype=np.int64)
+            held = self.held_partitions[take]
         return ServerGroup(
             topic_names=self.topic_names,
             partition_counts=self.partition_counts,
@@ -222,7 +256,7 @@ class ServerGroup:
             class_topics=self.class_topics,
             current_owner=owner,
             held_indptr=indptr,
-            held_partitions=self.held_partitions[take],
+            held_given=held,
             instance_ids=tuple(self.instance_ids[i] for i in order.tolist()) if self.instance_ids else (),
             same_subscriptions=self.same_subscriptions,
             subscription_sequence=self.subscription_sequence,
@@ -348,8 +382,7 @@ class ServerGroup:
         if len(owner) != total:
             raise InvalidInput("current_owner", f"expected {total} entries")
         m = len(member_ids)
-        if held is None:
-            held = member_major(owner, m)
+        held_indptr, held_given = held if held is not None else (held_counts(owner, m), None)
         return cls(
             topic_names=names,
             partition_counts=counts,
@@ -359,8 +392,8 @@ class ServerGroup:
             class_indptr=indptr,
             class_topics=np.concatenate(lists) if lists else np.zeros(0, dtype=np.int64),
             current_owner=owner,
-            held_indptr=held[0],
-            held_partitions=held[1],
+            held_indptr=held_indptr,
+            held_given=held_given,
             instance_ids=tuple(instance_ids) if instance_ids is not None else (None,) * m,
             same_subscriptions=same_subscriptions,
             subscription_sequence=subscription_sequence,
@@ -370,15 +403,21 @@ class ServerGroup:
         )
 
 
-def member_major(owner: np.ndarray, num_members: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(indptr, partitions)``: the partitions each member holds in ``owner``, ascending."""
-    held = np.flatnonzero(owner >= 0)
-    holders = owner[held]
-    if len(held) and holders.max() >= num_members:
+def held_counts(owner: np.ndarray, num_members: int) -> np.ndarray:
+    """``indptr`` (M+1,): member m holds ``indptr[m+1] - indptr[m]`` partitions of ``owner``."""
+    holders = owner[owner >= 0]
+    if len(holders) and holders.max() >= num_members:
         raise InvalidInput("current_owner", f"member index {int(holders.max())} out of range ({num_members} members)")
     indptr = np.zeros(num_members + 1, dtype=np.int64)
     np.cumsum(np.bincount(holders, minlength=num_members), out=indptr[1:])
-    return indptr, held[stable_member_order(holders, num_members)]
+    return indptr
+
+
+def member_major(owner: np.ndarray, num_members: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(indptr, partitions)``: the partitions each member holds in ``owner``, ascending."""
+    indptr = held_counts(owner, num_members)
+    held = np.flatnonzero(owner >= 0)
+    return indptr, held[stable_member_order(owner[held], num_members)]
 
 
 def stable_member_order(holders: np.ndarray, num_members: int) -> np.ndarray:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import assert_never
 
+from kafka_rebalance.assignors import server
 from kafka_rebalance.model import GroupProtocol
 from kafka_rebalance.model.java import kafka_random_uuid
 from kafka_rebalance.protocol.classic import coordinator_events as cl
@@ -74,6 +75,7 @@ from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
     TopicPartitions,
     TopicsChanged,
 )
+from kafka_rebalance.protocol.modern.consumer.target import TargetAssignment
 
 
 class ConsumerGroupState(Enum):
@@ -123,13 +125,16 @@ ServerAssign = Callable[[str, Mapping[str, int], Sequence[MemberSubscriptionAndA
 
 def default_server_assign(assignor: str, topics: Mapping[str, int],
                           members: Sequence[MemberSubscriptionAndAssignment]) -> Mapping[str, Mapping[str, Sequence[int]]]:
-    """The server-side assignors of ``assignors.server`` (Kafka's UniformAssignor, RangeAssignor)."""
-    from kafka_rebalance.assignors import server
+    """The server-side assignors of ``assignors.server`` (Kafka's UniformAssignor, RangeAssignor)
+    through their dict API. A coordinator given this one runs them on its arrays instead
+    (``ConsumerGroupCoordinator._compute_target``): the same answers."""
+    return server.server_assign(assignor, dict(topics), _server_members(members))
 
-    server_members = [server.ServerMember(member_id=m.member_id, subscribed_topics=tuple(sorted(m.subscribed_topics)),
-                                          assigned=m.assigned, instance_id=m.instance_id, rack=m.rack)
-                      for m in members]
-    return server.server_assign(assignor, dict(topics), server_members)
+
+def _server_members(members: Sequence[MemberSubscriptionAndAssignment]) -> list[server.ServerMember]:
+    return [server.ServerMember(member_id=m.member_id, subscribed_topics=tuple(sorted(m.subscribed_topics)),
+                                assigned=m.assigned, instance_id=m.instance_id, rack=m.rack)
+            for m in members]
 
 
 # Kafka's published ServerSideAssignorBenchmark figures at 10,000 members and 500,000 partitions
@@ -242,9 +247,14 @@ class ConsumerGroupCoordinator:
         self.assignment_epoch = 0
         self.members: dict[str, ConsumerGroupMember] = {}
         self.static_members: dict[str, str] = {}  # instance id -> member id
-        self.target: dict[str, Partitions] = {}  # member id -> target assignment
+        self.target = TargetAssignment()  # member id -> target assignment
         # member id -> what the assignor saw of it last time, and from what (see _assignor_member)
         self._assignor_input: dict[str, tuple[ConsumerGroupMember, dict[str, int], Partitions, MemberSubscriptionAndAssignment]] = {}
+        # member id -> the same for the built-in assignors on arrays (see _server_member)
+        self._server_input: dict[str, tuple[ConsumerGroupMember, dict[str, int], server.ServerMember]] = {}
+        # (subscribed names, regex) -> the names the assignors see, for the topics ``_subscriptions_of``
+        self._subscriptions: dict[tuple[tuple[str, ...], str | None], tuple[str, ...]] = {}
+        self._subscriptions_of: dict[str, int] | None = None
         self.subscription_metadata: dict[str, int] = {}
         self.metadata_refresh_needed = False
         self.partition_epochs: dict[str, dict[int, int]] = {}
@@ -265,7 +275,7 @@ class ConsumerGroupCoordinator:
         group.assignment_epoch = assignment_epoch
         for member in members:
             group._put_member(member, None)
-        group.target = {member_id: partitions(target) for member_id, target in targets.items()}
+        group.target = TargetAssignment({member_id: partitions(target) for member_id, target in targets.items()})
         group.subscription_metadata = group._subscription_metadata()
         group._update_state([], 0)
         return group
@@ -796,6 +806,7 @@ class ConsumerGroupCoordinator:
             self._remove_epochs(old)
             self.rebalance_timeout_epoch.pop(replaced, None)
             self._assignor_input.pop(replaced, None)
+            self._server_input.pop(replaced, None)
             if replaced in self.target:
                 self.target[member.member_id] = self.target.pop(replaced)
         old_member = self.members.get(member.member_id)
@@ -834,8 +845,10 @@ class ConsumerGroupCoordinator:
         return -1 if epochs is None else epochs.get(partition, -1)
 
     def _subscription_metadata(self) -> dict[str, int]:
+        # Each distinct subscription resolved once: thousands of members share a few.
+        distinct = {(m.subscribed_topic_names, m.subscribed_topic_regex): m for m in self.members.values()}
         subscribed: set[str] = set()
-        for member in self.members.values():
+        for member in distinct.values():
             subscribed |= member.subscribed_topics(self.topics)
         return {topic: self.topics[topic] for topic in sorted(subscribed)}
 
@@ -865,20 +878,67 @@ class ConsumerGroupCoordinator:
         if self.group_epoch <= self.assignment_epoch:
             return
         assignor = self.preferred_assignor()
-        members = [self._assignor_member(m) for m in self.members.values()]
-        result = self._assign(assignor, self.subscription_metadata, members)
-        previous = self.target
-        self.target = {}
-        for m in members:
-            target = partitions(result.get(m.member_id, {}))
-            kept = previous.get(m.member_id)
-            # An unchanged target stays the same object, so the next computation reuses its input.
-            self.target[m.member_id] = kept if kept is not None and kept == target else target
+        if self._assign is default_server_assign:
+            homogeneous = self._compute_target(assignor)
+        else:
+            members = [self._assignor_member(m) for m in self.members.values()]
+            result = self._assign(assignor, self.subscription_metadata, members)
+            previous = self.target
+            target: dict[str, Partitions] = {}
+            for m in members:
+                computed = partitions(result.get(m.member_id, {}))
+                kept = previous.get(m.member_id)
+                # An unchanged target stays the same object, so the next computation reuses its input.
+                target[m.member_id] = kept if kept is not None and kept == computed else computed
+            self.target = TargetAssignment(target)
+            homogeneous = len({m.subscribed_topics for m in members}) <= 1
         self.assignment_epoch = self.group_epoch
         self._state_dirty = True
-        homogeneous = len({m.subscribed_topics for m in members}) <= 1
         took = modelled_assignor_time_ms(assignor, sum(self.subscription_metadata.values()), homogeneous)
         out.append(Log(ConsumerTargetAssignmentComputed(now_ms, self.group_id, self.group_epoch, assignor, took)))
+
+    def _compute_target(self, assignor: str) -> bool:
+        """The built-in assignors on arrays: the members' current targets read from the last
+        answer's owner array, the new target kept as the assignor's (``TargetAssignment``).
+        Whether Kafka counts the group's subscriptions as homogeneous."""
+        previous = self.target
+        group = server.build_server_group_from_held(
+            self.subscription_metadata, [self._server_member(m) for m in self.members.values()], previous)
+        if group is None:  # a target listed out of Java order: its map says who Kafka iterates first
+            members = [self._assignor_member(m) for m in self.members.values()]
+            group = server.build_server_group(self.subscription_metadata, _server_members(members))
+        owner = server.server_assign_columnar(assignor, group)
+        self.target = TargetAssignment.computed(group, owner, list(self.members), previous)
+        # A target loaded in another order keeps that order while it holds (Kafka writes no record then).
+        for member_id in previous.explicit_out_of_order():
+            kept = previous[member_id]
+            if member_id in self.target and self.target[member_id] == kept:
+                self.target[member_id] = kept
+        return group.kafka_homogeneous
+
+    def _server_member(self, member: ConsumerGroupMember) -> server.ServerMember:
+        """A member as the built-in assignors see it, its assignment aside (read from the target's
+        arrays); rebuilt only when its subscription, rack or the topics changed."""
+        cached = self._server_input.get(member.member_id)
+        if cached is not None:
+            seen, topics, built = cached
+            if topics is self.topics and (seen is member or (
+                    seen.subscribed_topic_names == member.subscribed_topic_names
+                    and seen.subscribed_topic_regex == member.subscribed_topic_regex
+                    and seen.instance_id == member.instance_id and seen.rack_id == member.rack_id)):
+                return built
+        if self._subscriptions_of is not self.topics:
+            self._subscriptions, self._subscriptions_of = {}, self.topics
+        # Each distinct subscription resolved once, and one tuple shared by its members: the
+        # builder reads each distinct object once.
+        key = (member.subscribed_topic_names, member.subscribed_topic_regex)
+        subscribed = self._subscriptions.get(key)
+        if subscribed is None:
+            names = frozenset(member.subscribed_topic_names) | member.subscribed_topics(self.topics)
+            subscribed = self._subscriptions[key] = tuple(sorted(names))
+        built = server.ServerMember(member.member_id, subscribed, {}, member.instance_id, member.rack_id)
+        self._server_input[member.member_id] = (member, self.topics, built)
+        return built
 
     def _assignor_member(self, member: ConsumerGroupMember) -> MemberSubscriptionAndAssignment:
         """A member as the assignor sees it (Kafka's ``MemberSubscriptionAndAssignmentImpl``),
@@ -940,6 +1000,7 @@ class ConsumerGroupCoordinator:
             self.partition_epochs.clear()
             self.target.clear()
             self._assignor_input.clear()
+            self._server_input.clear()
             self._state_dirty = False
             out.append(Log(ConsumerGroupStateChanged(now_ms, self.group_id, self.state.value, "Dead")))
             self.state = ConsumerGroupState.DEAD
@@ -960,6 +1021,7 @@ class ConsumerGroupCoordinator:
             del self.static_members[member.instance_id]
         self.target.pop(member_id, None)
         self._assignor_input.pop(member_id, None)
+        self._server_input.pop(member_id, None)
         self.subscription_metadata = self._subscription_metadata()
         out.append(CancelTimer(SessionTimeout(member_id)))
         if self.rebalance_timeout_epoch.pop(member_id, None) is not None:

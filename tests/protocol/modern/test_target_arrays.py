@@ -1,0 +1,185 @@
+"""The coordinator runs the built-in assignors on arrays (``TargetAssignment``, read back as the
+next computation's current assignment) and gives what the dict API gives: the same target for
+every member after every request, the same responses, from a group loaded with targets listed in
+any topic order, through joins, leaves, static replacements, resubscriptions, new partitions and
+fencing."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kafka_rebalance.assignors.server import ServerMember, build_server_group, build_server_group_from_held
+from kafka_rebalance.protocol.modern.consumer import target as target_module
+from kafka_rebalance.protocol.modern.consumer.assignment import partitions
+from kafka_rebalance.protocol.modern.consumer.coordinator import (
+    ConsumerGroupCoordinator,
+    ConsumerGroupMember,
+    MemberSubscriptionAndAssignment,
+    default_server_assign,
+)
+from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
+    ConsumerGroupHeartbeatRequest,
+    Received,
+    Respond,
+    SessionTimeout,
+    TopicPartitions,
+    TopicsChanged,
+)
+from kafka_rebalance.protocol.modern.consumer.target import TargetAssignment
+
+TOPICS = ("a", "b", "c")
+
+
+def through_dicts(assignor: str, topics: Mapping[str, int],
+                  members: Sequence[MemberSubscriptionAndAssignment]) -> Mapping[str, Mapping[str, Sequence[int]]]:
+    """The same assignors, but not the coordinator's default: it takes the dict path."""
+    return default_server_assign(assignor, topics, members)
+
+
+step = st.one_of(
+    st.tuples(st.just("join"), st.integers(0, 7), st.sets(st.sampled_from(TOPICS), min_size=1),
+              st.sampled_from(["uniform", "range"]), st.booleans()),
+    st.tuples(st.just("heartbeat"), st.integers(0, 7)),
+    st.tuples(st.just("leave"), st.integers(0, 7), st.booleans()),
+    st.tuples(st.just("fence"), st.integers(0, 7)),
+    st.tuples(st.just("grow"), st.sampled_from(TOPICS), st.integers(1, 4)),
+)
+
+
+@st.composite
+def loaded_groups(draw: st.DrawFn) -> tuple[dict[str, int], list[ConsumerGroupMember], dict[str, dict[str, frozenset[int]]]]:
+    """Members holding targets that do not overlap, each listed in a topic order of its own."""
+    counts = {t: draw(st.integers(0, 6)) for t in TOPICS}
+    members, targets = [], {}
+    for i in range(draw(st.integers(0, 4))):
+        subscribed = draw(st.sets(st.sampled_from(TOPICS), min_size=1))
+        member_id = f"loaded-{i}"
+        members.append(ConsumerGroupMember(member_id, rebalance_timeout_ms=5000,
+                                           subscribed_topic_names=tuple(sorted(subscribed))))
+        targets[member_id] = {t: frozenset() for t in draw(st.permutations(sorted(subscribed)))}
+    for topic, count in counts.items():
+        for number in range(count):
+            holders = [m for m in targets if topic in targets[m]]
+            if holders and draw(st.booleans()):
+                holder = draw(st.sampled_from(holders))
+                targets[holder][topic] = targets[holder][topic] | {number}
+    return counts, members, {m: {t: ps for t, ps in held.items() if ps} for m, held in targets.items()}
+
+
+def _run(group: ConsumerGroupCoordinator, event: object, now: int) -> list[object]:
+    out = group.handle(event, now)  # type: ignore[arg-type]
+    return [o.response for o in out if isinstance(o, Respond)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(loaded_groups(), st.lists(step, max_size=25), st.booleans())
+def test_arrays_and_dicts_give_the_same_targets(loaded, steps, sort_at_once) -> None:
+    """``sort_at_once``: every target read sorts all members' holdings, which the next
+    computation then takes as they are (renumbered) instead of sorting them again."""
+    with pytest.MonkeyPatch.context() as patch:
+        if sort_at_once:
+            patch.setattr(target_module, "SCANS_BEFORE_SORTING", 0)
+        _same_targets(loaded, steps)
+
+
+def _same_targets(loaded, steps) -> None:
+    counts, members, targets = loaded
+    on_arrays = ConsumerGroupCoordinator.loaded("g", counts, 1, 1, members, targets)
+    on_dicts = ConsumerGroupCoordinator.loaded("g", counts, 1, 1, members, targets, assign=through_dicts)
+    epochs: dict[str, int] = {m.member_id: 1 for m in members}
+    owned: dict[str, tuple[TopicPartitions, ...]] = {m.member_id: () for m in members}
+    joined = 0
+    for now, (kind, *args) in enumerate(steps, start=1):
+        events: list[object] = []
+        if kind == "join":
+            slot, subscribed, assignor, static = args
+            member_id = f"m{slot}-{joined}"
+            joined += 1
+            events.append(Received("c", ConsumerGroupHeartbeatRequest(
+                "g", member_id, 0, instance_id=f"i{slot}" if static else None, rebalance_timeout_ms=5000,
+                subscribed_topic_names=tuple(sorted(subscribed)), server_assignor=assignor, topic_partitions=())))
+            epochs[member_id], owned[member_id] = 0, ()
+        elif kind == "grow":
+            topic, more = args
+            counts = {**counts, topic: counts[topic] + more}
+            events.append(TopicsChanged(tuple(sorted(counts.items()))))
+        elif epochs:
+            member_id = sorted(epochs)[args[0] % len(epochs)]
+            if kind == "heartbeat":
+                events.append(Received("c", ConsumerGroupHeartbeatRequest(
+                    "g", member_id, epochs[member_id], topic_partitions=owned[member_id])))
+            elif kind == "leave":
+                static = args[1] and on_arrays.members.get(member_id, None) is not None \
+                    and on_arrays.members[member_id].instance_id is not None
+                events.append(Received("c", ConsumerGroupHeartbeatRequest("g", member_id, -2 if static else -1)))
+                del epochs[member_id]
+            else:
+                events.append(SessionTimeout(member_id))
+                del epochs[member_id]
+        for event in events:
+            answers = _run(on_arrays, event, now)
+            assert answers == _run(on_dicts, event, now)
+            for answer in answers:
+                if getattr(answer, "member_id", None) in epochs and answer.error_code == 0:
+                    epochs[answer.member_id] = answer.member_epoch
+                    if answer.assignment is not None:
+                        owned[answer.member_id] = answer.assignment
+            assert dict(on_arrays.target) == dict(on_dicts.target)
+            # The members in the same order, each target's topics too (Kafka's claim order).
+            assert list(on_arrays.target) == list(on_dicts.target)
+            assert [list(t) for t in on_arrays.target.values()] == [list(t) for t in on_dicts.target.values()]
+            assert on_arrays.members == on_dicts.members
+
+
+def test_a_target_listed_out_of_java_order_is_read_from_its_map() -> None:
+    """``HeldPartitions.current_owner`` answers None where only the map gives Kafka's claim
+    order (topics listed out of Java order) or two members claim one partition."""
+    counts = np.array([2, 2], dtype=np.int64)
+    index = {"m0": 0, "m1": 1}
+    out_of_order = TargetAssignment({"m0": partitions({"b": [0], "a": [1]})})
+    assert out_of_order.current_assignment(["a", "b"], counts, index) is None
+    overlapping = TargetAssignment({"m0": partitions({"a": [0]}), "m1": partitions({"a": [0, 1]})})
+    assert overlapping.current_assignment(["a", "b"], counts, index) is None
+    in_order = TargetAssignment({"m0": partitions({"a": [1], "b": [0]}), "m1": partitions({"a": [0]})})
+    current = in_order.current_assignment(["a", "b"], counts, index)
+    assert current is not None and current[0].tolist() == [1, 0, 0, -1]
+
+
+def test_a_computed_target_is_the_groups_next_current_assignment() -> None:
+    """Read back from the owner array, a computed target builds the group the dict API builds
+    from the same target as maps (the members renumbered, a topic grown)."""
+    topics = {"a": 3, "b": 2}
+    members = [ServerMember(f"m{i}", ("a", "b"), {}) for i in range(3)]
+    group = build_server_group(topics, members)
+    owner = np.array([0, 1, 2, 2, 0], dtype=np.int64)
+    target = TargetAssignment.computed(group, owner, ["m0", "m1", "m2"])
+    grown = {"a": 4, "b": 2}
+    later = [*members[::-1], ServerMember("m3", ("a",), {})]
+    from_held = build_server_group_from_held(grown, later, target)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(target_module, "SCANS_BEFORE_SORTING", 0)
+        read = TargetAssignment.computed(group, owner, ["m0", "m1", "m2"])
+        assert all(read[m] == target[m] for m in ("m0", "m1", "m2"))  # read: every holding sorted once
+    same_layout = build_server_group_from_held(topics, later, read)
+    assert same_layout is not None and same_layout.held_given is not None  # handed on, not sorted again
+    from_maps_now = build_server_group(topics, [ServerMember(m.member_id, m.subscribed_topics,
+                                                             {t: tuple(sorted(ps)) for t, ps in target.get(m.member_id, {}).items()})
+                                                for m in later])
+    assert np.array_equal(same_layout.held_indptr, from_maps_now.held_indptr)
+    assert np.array_equal(same_layout.held_partitions, from_maps_now.held_partitions)
+    assert np.array_equal(same_layout.current_owner, from_maps_now.current_owner)
+    as_maps = [ServerMember(m.member_id, m.subscribed_topics,
+                            {t: tuple(sorted(ps)) for t, ps in target.get(m.member_id, {}).items()}) for m in later]
+    from_maps = build_server_group(grown, as_maps)
+    assert from_held is not None
+    assert from_held.member_ids == from_maps.member_ids
+    assert np.array_equal(from_held.current_owner, from_maps.current_owner)
+    first, second, third = group.member_ids
+    assert target[first] == {"a": frozenset([0]), "b": frozenset([1])}
+    assert target[second] == {"a": frozenset([1])}
+    assert list(target[third].items()) == [("a", frozenset([2])), ("b", frozenset([0]))]
