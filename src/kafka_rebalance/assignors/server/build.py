@@ -155,8 +155,9 @@ def flatten_claims(assigned: Sequence[Mapping[str, Collection[int]]], index: Map
         partition = np.fromiter(chain.from_iterable(run_parts), dtype=np.int64, count=int(lengths.sum()))
     topic = np.repeat(run_topic, lengths)
     holder = np.repeat(np.repeat(np.arange(len(assigned), dtype=np.int64), runs_per_member), lengths)
-    exists = ((topic >= 0) & (partition >= 0) & (partition < counts[topic]) if len(topic)
-              else np.zeros(0, dtype=bool))
+    # A topic missing from the layout is -1: its count is read as 0 (and the layout may have none).
+    count = np.append(counts, 0)[topic]
+    exists = (topic >= 0) & (partition >= 0) & (partition < count)
     return offsets[topic[exists]] + partition[exists], holder[exists]
 
 

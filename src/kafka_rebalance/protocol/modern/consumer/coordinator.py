@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import random
 import re
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
+from operator import attrgetter
 from typing import assert_never
 
 from kafka_rebalance.assignors import server
@@ -211,6 +213,18 @@ class ConsumerGroupMember:
         return frozenset(names)
 
 
+_SUBSCRIBED_NAMES = attrgetter("subscribed_topic_names")
+_SUBSCRIBED_REGEX = attrgetter("subscribed_topic_regex")
+_SERVER_ASSIGNOR = attrgetter("server_assignor")
+
+
+def _assignor_view_changed(old: ConsumerGroupMember, new: ConsumerGroupMember) -> bool:
+    """Whether the built-in assignors see ``new`` otherwise than ``old`` (its assignment aside)."""
+    return (old.subscribed_topic_names != new.subscribed_topic_names
+            or old.subscribed_topic_regex != new.subscribed_topic_regex
+            or old.instance_id != new.instance_id or old.rack_id != new.rack_id)
+
+
 def _to_message(assignment: Partitions) -> tuple[TopicPartitions, ...]:
     return tuple(TopicPartitions(topic, sorted_numbers(assignment[topic])) for topic in sorted(assignment))
 
@@ -250,11 +264,12 @@ class ConsumerGroupCoordinator:
         self.target = TargetAssignment()  # member id -> target assignment
         # member id -> what the assignor saw of it last time, and from what (see _assignor_member)
         self._assignor_input: dict[str, tuple[ConsumerGroupMember, dict[str, int], Partitions, MemberSubscriptionAndAssignment]] = {}
-        # member id -> the same for the built-in assignors on arrays (see _server_member)
-        self._server_input: dict[str, tuple[ConsumerGroupMember, dict[str, int], server.ServerMember]] = {}
-        # (subscribed names, regex) -> the names the assignors see, for the topics ``_subscriptions_of``
+        # member id -> what the built-in assignors on arrays see of it, for the topics
+        # ``_server_view_of``; dropped when the member's subscription, instance or rack changes
+        self._server_view: dict[str, server.ServerMember] = {}
+        # (subscribed names, regex) -> the names the assignors see, for the same topics
         self._subscriptions: dict[tuple[tuple[str, ...], str | None], tuple[str, ...]] = {}
-        self._subscriptions_of: dict[str, int] | None = None
+        self._server_view_of: dict[str, int] | None = None
         self.subscription_metadata: dict[str, int] = {}
         self.metadata_refresh_needed = False
         self.partition_epochs: dict[str, dict[int, int]] = {}
@@ -806,10 +821,12 @@ class ConsumerGroupCoordinator:
             self._remove_epochs(old)
             self.rebalance_timeout_epoch.pop(replaced, None)
             self._assignor_input.pop(replaced, None)
-            self._server_input.pop(replaced, None)
+            self._server_view.pop(replaced, None)
             if replaced in self.target:
                 self.target[member.member_id] = self.target.pop(replaced)
         old_member = self.members.get(member.member_id)
+        if old_member is None or _assignor_view_changed(old_member, member):
+            self._server_view.pop(member.member_id, None)
         if old_member is not None:
             if old_member.assignment is member.assignment:
                 self.members[member.member_id] = member
@@ -845,8 +862,11 @@ class ConsumerGroupCoordinator:
         return -1 if epochs is None else epochs.get(partition, -1)
 
     def _subscription_metadata(self) -> dict[str, int]:
-        # Each distinct subscription resolved once: thousands of members share a few.
-        distinct = {(m.subscribed_topic_names, m.subscribed_topic_regex): m for m in self.members.values()}
+        # Each distinct subscription resolved once: thousands of members share a few (told apart
+        # by the names' tuple object, which members of one subscription share, and the regex).
+        members = self.members.values()
+        keys = zip(map(id, map(_SUBSCRIBED_NAMES, members)), map(_SUBSCRIBED_REGEX, members), strict=True)
+        distinct = dict(zip(keys, members, strict=True))
         subscribed: set[str] = set()
         for member in distinct.values():
             subscribed |= member.subscribed_topics(self.topics)
@@ -866,13 +886,10 @@ class ConsumerGroupCoordinator:
 
     def preferred_assignor(self) -> str:
         """Kafka's ``computePreferredServerAssignor``: the assignor most members ask for."""
-        counts: dict[str, int] = {}
-        for member in self.members.values():
-            if member.server_assignor is not None:
-                counts[member.server_assignor] = counts.get(member.server_assignor, 0) + 1
+        counts: Counter[str] = Counter(filter(None, map(_SERVER_ASSIGNOR, self.members.values())))
         if not counts:
             return self.config.assignors[0]
-        return max(sorted(counts), key=lambda name: counts[name])
+        return max(sorted(counts), key=counts.__getitem__)
 
     def _maybe_compute_target(self, out: list[Output], now_ms: int) -> None:
         if self.group_epoch <= self.assignment_epoch:
@@ -903,7 +920,7 @@ class ConsumerGroupCoordinator:
         Whether Kafka counts the group's subscriptions as homogeneous."""
         previous = self.target
         group = server.build_server_group_from_held(
-            self.subscription_metadata, [self._server_member(m) for m in self.members.values()], previous)
+            self.subscription_metadata, self._server_members(), previous)
         if group is None:  # a target listed out of Java order: its map says who Kafka iterates first
             members = [self._assignor_member(m) for m in self.members.values()]
             group = server.build_server_group(self.subscription_metadata, _server_members(members))
@@ -916,19 +933,20 @@ class ConsumerGroupCoordinator:
                 self.target[member_id] = kept
         return group.kafka_homogeneous
 
+    def _server_members(self) -> list[server.ServerMember]:
+        """The members as the built-in assignors see them, their assignments aside (read from
+        the target's arrays), in the group's order; each made again only when its subscription,
+        instance or rack changed, or the topics did."""
+        if self._server_view_of is not self.topics:
+            self._server_view, self._subscriptions, self._server_view_of = {}, {}, self.topics
+        views = list(map(self._server_view.get, self.members))
+        if None in views:
+            for i, member in enumerate(self.members.values()):
+                if views[i] is None:
+                    views[i] = self._server_view[member.member_id] = self._server_member(member)
+        return views  # type: ignore[return-value]
+
     def _server_member(self, member: ConsumerGroupMember) -> server.ServerMember:
-        """A member as the built-in assignors see it, its assignment aside (read from the target's
-        arrays); rebuilt only when its subscription, rack or the topics changed."""
-        cached = self._server_input.get(member.member_id)
-        if cached is not None:
-            seen, topics, built = cached
-            if topics is self.topics and (seen is member or (
-                    seen.subscribed_topic_names == member.subscribed_topic_names
-                    and seen.subscribed_topic_regex == member.subscribed_topic_regex
-                    and seen.instance_id == member.instance_id and seen.rack_id == member.rack_id)):
-                return built
-        if self._subscriptions_of is not self.topics:
-            self._subscriptions, self._subscriptions_of = {}, self.topics
         # Each distinct subscription resolved once, and one tuple shared by its members: the
         # builder reads each distinct object once.
         key = (member.subscribed_topic_names, member.subscribed_topic_regex)
@@ -936,9 +954,7 @@ class ConsumerGroupCoordinator:
         if subscribed is None:
             names = frozenset(member.subscribed_topic_names) | member.subscribed_topics(self.topics)
             subscribed = self._subscriptions[key] = tuple(sorted(names))
-        built = server.ServerMember(member.member_id, subscribed, {}, member.instance_id, member.rack_id)
-        self._server_input[member.member_id] = (member, self.topics, built)
-        return built
+        return server.ServerMember(member.member_id, subscribed, {}, member.instance_id, member.rack_id)
 
     def _assignor_member(self, member: ConsumerGroupMember) -> MemberSubscriptionAndAssignment:
         """A member as the assignor sees it (Kafka's ``MemberSubscriptionAndAssignmentImpl``),
@@ -1000,7 +1016,7 @@ class ConsumerGroupCoordinator:
             self.partition_epochs.clear()
             self.target.clear()
             self._assignor_input.clear()
-            self._server_input.clear()
+            self._server_view.clear()
             self._state_dirty = False
             out.append(Log(ConsumerGroupStateChanged(now_ms, self.group_id, self.state.value, "Dead")))
             self.state = ConsumerGroupState.DEAD
@@ -1021,7 +1037,7 @@ class ConsumerGroupCoordinator:
             del self.static_members[member.instance_id]
         self.target.pop(member_id, None)
         self._assignor_input.pop(member_id, None)
-        self._server_input.pop(member_id, None)
+        self._server_view.pop(member_id, None)
         self.subscription_metadata = self._subscription_metadata()
         out.append(CancelTimer(SessionTimeout(member_id)))
         if self.rebalance_timeout_epoch.pop(member_id, None) is not None:

@@ -48,21 +48,33 @@ class TargetAssignment(MutableMapping[str, Partitions]):
         """The assignor's answer ``owner`` on ``group``, for ``member_ids`` (in this order). The
         sets already made of ``previous`` (the target ``group`` held) are kept for the members
         whose target did not change: most members keep theirs when one joins or leaves, and
-        making and freeing their sets again cost more than the computation."""
+        making and freeing their sets again cost more than the computation. Only when the
+        topics are laid out as before: a partition gone from the layout (a topic no longer
+        subscribed, or fewer partitions) would otherwise stay in a set kept."""
         target = cls()
         target._group, target._owner = group, owner
         index = dict(zip(group.member_ids, range(group.num_members), strict=True))
         target._entries = dict(zip(member_ids, map(index.__getitem__, member_ids), strict=True))
-        if previous is not None and previous._made:
+        made = previous.made() if previous is not None and previous.laid_out_as(group) else {}
+        if made:
             moved = group.current_owner != owner
             changed = np.zeros(group.num_members + 1, dtype=bool)  # the last entry: no holder (-1)
             changed[group.current_owner[moved]] = True
             changed[owner[moved]] = True
-            made_ids = list(previous._made)
+            made_ids = list(made)
             now = np.fromiter(map(index.get, made_ids, repeat(-1)), dtype=np.int64, count=len(made_ids))
             kept = (~changed[now]).tolist()
-            target._made = dict(zip(compress(made_ids, kept), compress(previous._made.values(), kept)))
+            target._made = dict(zip(compress(made_ids, kept), compress(made.values(), kept), strict=True))
         return target
+
+    def laid_out_as(self, group: ServerGroup) -> bool:
+        """Whether the last computation had the topics and partition counts of ``group``."""
+        return (self._group is not None and self._group.topic_names == group.topic_names
+                and np.array_equal(self._group.partition_counts, group.partition_counts))
+
+    def made(self) -> Mapping[str, Partitions]:
+        """The computed members' targets made so far (read since the computation)."""
+        return self._made
 
     def __getitem__(self, member_id: str) -> Partitions:
         entry = self._entries[member_id]
