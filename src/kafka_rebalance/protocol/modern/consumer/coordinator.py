@@ -270,6 +270,7 @@ class ConsumerGroupCoordinator:
         # (subscribed names, regex) -> the names the assignors see, for the same topics
         self._subscriptions: dict[tuple[tuple[str, ...], str | None], tuple[str, ...]] = {}
         self._server_view_of: dict[str, int] | None = None
+        self._subscription_tuples: dict[tuple[str, ...], tuple[str, ...]] = {}
         self.subscription_metadata: dict[str, int] = {}
         self.metadata_refresh_needed = False
         self.partition_epochs: dict[str, dict[int, int]] = {}
@@ -462,7 +463,7 @@ class ConsumerGroupCoordinator:
                                       else member.rebalance_timeout_ms),
                 server_assignor=(request.server_assignor if request.server_assignor is not None
                                  else member.server_assignor),
-                subscribed_topic_names=(tuple(request.subscribed_topic_names)
+                subscribed_topic_names=(self._shared_subscription(tuple(request.subscribed_topic_names))
                                         if request.subscribed_topic_names is not None
                                         else member.subscribed_topic_names),
                 subscribed_topic_regex=(request.subscribed_topic_regex if request.subscribed_topic_regex is not None
@@ -705,7 +706,7 @@ class ConsumerGroupCoordinator:
             member, instance_id=request.group_instance_id if request.group_instance_id is not None else member.instance_id,
             rebalance_timeout_ms=(request.rebalance_timeout_ms if request.rebalance_timeout_ms != -1
                                   else member.rebalance_timeout_ms),
-            subscribed_topic_names=tuple(subscription.topics), client_id=request.client_id,
+            subscribed_topic_names=self._shared_subscription(tuple(subscription.topics)), client_id=request.client_id,
             classic=ClassicMemberMetadata(request.session_timeout_ms, names))
         subscription_changed = updated.subscribed_topic_names != member.subscribed_topic_names
         self._put_member(updated, replaced)
@@ -860,6 +861,11 @@ class ConsumerGroupCoordinator:
         """Kafka's ``ConsumerGroup.currentPartitionEpoch``: the owner's epoch, -1 when free."""
         epochs = self.partition_epochs.get(topic)
         return -1 if epochs is None else epochs.get(partition, -1)
+
+    def _shared_subscription(self, names: tuple[str, ...]) -> tuple[str, ...]:
+        """One tuple object per distinct subscription, shared by the members that send it: the
+        subscription metadata and the assignors read each distinct object once."""
+        return self._subscription_tuples.setdefault(names, names)
 
     def _subscription_metadata(self) -> dict[str, int]:
         # Each distinct subscription resolved once: thousands of members share a few (told apart
