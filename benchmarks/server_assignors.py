@@ -6,7 +6,7 @@ heterogeneous (members and topics split into 5 buckets), full (first assignment)
     python benchmarks/server_assignors.py                 # every JMH shape at 10,000 members
     python benchmarks/server_assignors.py --grid          # every JMH shape (rack-unaware)
     python benchmarks/server_assignors.py --kafka-classpath CP   # side by side with Kafka's classes
-    python benchmarks/server_assignors.py --dict-api      # server_assign (dicts) against the assignor
+    python benchmarks/server_assignors.py --dict-api      # server_assign (dicts) and the coordinator against the assignor
 
 Timed: the assignor on a group already held as arrays, as JMH times ``assignor.assign(groupSpec,
 describer)`` on a GroupSpec built in its setup; each assignor answers in its natural form, as
@@ -415,7 +415,8 @@ def main() -> None:
     parser.add_argument("--subscriptions", default="homogeneous,heterogeneous")
     parser.add_argument("--kinds", default="full,incremental")
     parser.add_argument("--dict-api", action="store_true",
-                        help="server_assign (dicts) against the assignor alone: --members, 50 topics of 10,000 partitions")
+                        help="server_assign (dicts) and the consumer-group coordinator against the assignor alone: "
+                             "--members, 50 topics of 10,000 partitions")
     args = parser.parse_args()
     if args.dict_api:
         dict_api(int(args.members.split(",")[0]), 50, 10_000, min(args.runs, 5))
