@@ -224,3 +224,16 @@ def test_claims_of_topics_missing_from_an_empty_layout_are_dropped() -> None:
     _run(group, Received("c", ConsumerGroupHeartbeatRequest("g", "y", 0, rebalance_timeout_ms=5000,
                                                             subscribed_topic_names=("a",), topic_partitions=())), 1)
     assert dict(group.target) == {"x": {}, "y": {}}
+
+
+def test_java_order_of_a_targets_topics_is_utf16_order_beyond_ascii() -> None:
+    """Java compares topic names by UTF-16 code unit: a name beyond the BMP (a surrogate pair,
+    0xD83D...) sorts before U+FF61, though Python's code-point order puts it after."""
+    beyond, high = "\U0001f600", "\uff61"
+    layout = [beyond, high]  # Java's order
+    counts = np.array([1, 1], dtype=np.int64)
+    in_java_order = TargetAssignment({"m0": partitions({beyond: [0], high: [0]})})
+    current = in_java_order.current_assignment(layout, counts, {"m0": 0})
+    assert current is not None and current[0].tolist() == [0, 0]
+    in_python_order = TargetAssignment({"m0": partitions({high: [0], beyond: [0]})})
+    assert in_python_order.current_assignment(layout, counts, {"m0": 0}) is None

@@ -199,4 +199,6 @@ def _renumbered(holdings: Holdings, renumber: np.ndarray, members: int) -> Holdi
 
 def _in_java_order(target: Partitions) -> bool:
     names = list(target)
+    if "".join(names).isascii():  # Kafka's topic names: Java's order is Python's own, compared in C
+        return names == sorted(names)
     return names == sorted(names, key=java_sort_key)
