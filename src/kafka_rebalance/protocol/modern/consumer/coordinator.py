@@ -927,7 +927,7 @@ class ConsumerGroupCoordinator:
         previous = self.target
         group = server.build_server_group_from_held(
             self.subscription_metadata, self._server_members(), previous)
-        if group is None:  # a target listed out of Java order: its map says who Kafka iterates first
+        if group is None:  # a target listed out of Java order, or two claims of one partition: the maps decide
             members = [self._assignor_member(m) for m in self.members.values()]
             group = server.build_server_group(self.subscription_metadata, _server_members(members))
         owner = server.server_assign_columnar(assignor, group)
