@@ -10,6 +10,7 @@ from kafka_rebalance.model import (
     InvalidInput,
     TopicPartition,
     java_sort_key,
+    java_sorted,
     java_string_hash,
     java_string_hashes,
 )
@@ -35,6 +36,13 @@ def test_java_order_is_utf16_code_units():
     # U+FF5E (BMP) sorts after U+1F600 (a surrogate pair, 0xD83D...) in Java, before it in Python.
     names = ["\uff5e", "\U0001f600", "B", "a"]
     assert sorted(names, key=java_sort_key) == ["B", "a", "\U0001f600", "\uff5e"]
+    assert java_sorted(names) == ["B", "a", "\U0001f600", "\uff5e"]
+
+
+@given(st.lists(st.text()))
+def test_java_sorted_is_the_order_of_javas_key(names):
+    """ASCII names sorted as they are, others by Java's key: the same order either way."""
+    assert java_sorted(names) == sorted(names, key=java_sort_key)
 
 
 def test_topic_partition_parse_uses_the_last_dash():

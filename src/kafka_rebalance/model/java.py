@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 import uuid
 from base64 import urlsafe_b64encode
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -14,6 +14,15 @@ import numpy as np
 def java_sort_key(text: str) -> bytes:
     """Key that orders strings like Java's String.compareTo (UTF-16 code units, not code points)."""
     return text.encode("utf-16-be", "surrogatepass")
+
+
+def java_sorted(strings: Iterable[str]) -> list[str]:
+    """``strings`` in Java's String.compareTo order. ASCII strings (Kafka's topic names) are
+    compared in C as they are (Java's order is then Python's own); others by ``java_sort_key``."""
+    items = list(strings)
+    if "".join(items).isascii():
+        return sorted(items)
+    return sorted(items, key=java_sort_key)
 
 
 def java_string_hash(text: str) -> int:

@@ -24,7 +24,7 @@ from kafka_rebalance.model import (
     capacity_after_puts,
     capacity_of_copy,
     java_hash_order,
-    java_sort_key,
+    java_sorted,
     java_string_hashes,
 )
 
@@ -166,7 +166,7 @@ def _topic_layout(topics: Mapping[str, int]) -> tuple[list[str], dict[str, int],
     for name, count in topics.items():
         if not isinstance(count, int) or isinstance(count, bool) or count < 0:
             raise InvalidInput(f"topics.{name}", f"expected a partition count, got {count!r}")
-    names = sorted(topics, key=java_sort_key)
+    names = java_sorted(topics)
     index = {name: i for i, name in enumerate(names)}
     counts = np.array([topics[n] for n in names], dtype=np.int64)
     offsets = np.zeros(len(names) + 1, dtype=np.int64)

@@ -22,7 +22,7 @@ from kafka_rebalance.model import (
     capacities_after_puts,
     capacities_of_copies,
     java_order,
-    java_sort_key,
+    java_sorted,
     java_spread,
     partition_topic_of,
     static_first_member_order,
@@ -371,7 +371,7 @@ class ServerGroup:
         per global partition; ``held`` the same assignment member-major, ``(held_indptr,
         held_partitions)``, when the caller has it (else it is derived from ``current_owner``)."""
         names = tuple(topic_names)
-        if list(names) != sorted(names, key=java_sort_key):
+        if list(names) != java_sorted(names):
             raise InvalidInput("topic_names", "must be sorted in Java string order")
         counts = np.asarray(partition_counts, dtype=np.int64)
         lists = [np.unique(np.asarray(c, dtype=np.int64)) for c in class_topic_lists]

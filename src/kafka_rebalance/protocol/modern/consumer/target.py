@@ -20,7 +20,7 @@ from itertools import compress, repeat
 import numpy as np
 
 from kafka_rebalance.assignors.server import Holdings, ServerGroup, flatten_claims, member_major
-from kafka_rebalance.model import java_sort_key
+from kafka_rebalance.model import java_sorted, topic_offsets_of
 from kafka_rebalance.protocol.modern.consumer.assignment import Partitions
 
 # A member's target is found by a scan of the owner array (0.3 ms at 500,000 partitions) for the
@@ -143,8 +143,7 @@ class TargetAssignment(MutableMapping[str, Partitions]):
         as the holders of the layout ``topic_names``/``partition_counts``; member by member too
         when the members' targets were all read since the computation (they reconciled) and the
         layout is the same."""
-        offsets = np.zeros(len(topic_names) + 1, dtype=np.int64)
-        np.cumsum(partition_counts, out=offsets[1:])
+        offsets = topic_offsets_of(partition_counts)
         owner = np.full(int(offsets[-1]), -1, dtype=np.int64)
         holdings = None
         position = {name: i for i, name in enumerate(topic_names)}
@@ -199,6 +198,4 @@ def _renumbered(holdings: Holdings, renumber: np.ndarray, members: int) -> Holdi
 
 def _in_java_order(target: Partitions) -> bool:
     names = list(target)
-    if "".join(names).isascii():  # Kafka's topic names: Java's order is Python's own, compared in C
-        return names == sorted(names)
-    return names == sorted(names, key=java_sort_key)
+    return names == java_sorted(names)
