@@ -124,3 +124,16 @@ def test_spark_answers_damaged_logs_as_the_local_engine_does(spark, tmp_path_fac
                                           for row in tables[e][table].itertuples(index=False, name=None)), key=repr)
                                   for e in ("spark", "local"))
         assert spark_rows == local_rows, table
+
+
+def test_a_lone_carriage_return_is_no_line_break_in_a_file_as_on_stdin(tmp_path):
+    """A file's lines end at "\\n" only, as a paste's and as the Spark engine's byte scan cut
+    them: a "\\r" inside a line stays in it (found by the Spark-vs-local fuzz test above)."""
+    from kafka_rebalance.pipeline.logparse.tables import STDIN, read_text_lines
+
+    text = ("\x01\r[2016-09-12 11:02:17,310] INFO [GroupCoordinator 0]: Preparing to restabilize group clicks "
+            "with old generation 3 (kafka.coordinator.GroupCoordinator)\nsecond\r\nthird")
+    path = tmp_path / "cr.log"
+    path.write_bytes(text.encode())
+    assert list(read_text_lines(str(path))) == list(read_text_lines(STDIN, text)) == [
+        text.split("\n")[0] + "\n", "second\r\n", "third"]

@@ -215,7 +215,9 @@ def read_text_lines(source: str, stdin_text: str | None = None) -> Iterator[str]
         return
     from kafka_rebalance.pipeline.io import open_input
 
-    with open_input(source) as raw, io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="") as fh:
+    # Lines end at "\n" only (a "\r\n" keeps its "\r"), as the Spark engine's byte scan and a
+    # paste on stdin cut them: a lone "\r" inside a line (a terminal's carriage return) is no break.
+    with open_input(source) as raw, io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="\n") as fh:
         yield from fh
 
 
