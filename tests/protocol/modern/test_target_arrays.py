@@ -146,6 +146,9 @@ def _same_targets(loaded, steps) -> None:
             assert list(on_arrays.target) == list(on_dicts.target)
             assert [list(t) for t in on_arrays.target.values()] == [list(t) for t in on_dicts.target.values()]
             assert on_arrays.members == on_dicts.members
+            if not on_arrays.metadata_refresh_needed:  # the subscriptions, as counted member by member
+                subscribed = set().union(*(m.subscribed_topics(on_arrays.topics) for m in on_arrays.members.values()))
+                assert on_arrays.subscription_metadata == {t: on_arrays.topics[t] for t in sorted(subscribed)}
 
 
 def test_a_target_listed_out_of_java_order_is_read_from_its_map() -> None:

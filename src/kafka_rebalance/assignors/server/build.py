@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain
-from operator import attrgetter, itemgetter
+from itertools import chain, repeat
+from operator import attrgetter, is_, itemgetter
 from typing import Protocol, cast
 
 import numpy as np
@@ -228,6 +228,8 @@ def distinct_objects(items: Sequence[object]) -> tuple[list[int], np.ndarray]:
     """The position of the first of each distinct object in ``items`` (by identity, not value),
     and each item's number among them: found in C, without a Python step per item (members
     usually share a few subscription objects)."""
+    if items and all(map(is_, items, repeat(items[0]))):  # one object shared by all: the usual group
+        return [0], np.zeros(len(items), dtype=np.int64)
     identities = np.fromiter(map(id, items), dtype=np.uint64, count=len(items))
     _, firsts, inverse = np.unique(identities, return_index=True, return_inverse=True)
     return firsts.tolist(), inverse.reshape(-1).astype(np.int64)

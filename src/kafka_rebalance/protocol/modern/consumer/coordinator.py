@@ -20,7 +20,8 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from operator import attrgetter
+from itertools import compress, repeat
+from operator import attrgetter, is_
 from typing import assert_never
 
 from kafka_rebalance.assignors import server
@@ -206,15 +207,25 @@ class ConsumerGroupMember:
         return self.classic is not None
 
     def subscribed_topics(self, topics: Mapping[str, int]) -> frozenset[str]:
-        names = {t for t in self.subscribed_topic_names if t in topics}
-        if self.subscribed_topic_regex is not None:
-            pattern = re.compile(self.subscribed_topic_regex)
-            names.update(t for t in topics if pattern.fullmatch(t))
-        return frozenset(names)
+        return _subscribed_topics(self.subscribed_topic_names, self.subscribed_topic_regex, topics)
 
 
-_SUBSCRIBED_NAMES = attrgetter("subscribed_topic_names")
-_SUBSCRIBED_REGEX = attrgetter("subscribed_topic_regex")
+def _subscribed_topics(names: Sequence[str], regex: str | None, topics: Mapping[str, int]) -> frozenset[str]:
+    """The topics of ``topics`` that a subscription to ``names`` and ``regex`` takes."""
+    subscribed = {t for t in names if t in topics}
+    if regex is not None:
+        pattern = re.compile(regex)
+        subscribed.update(t for t in topics if pattern.fullmatch(t))
+    return frozenset(subscribed)
+
+
+Subscription = tuple[tuple[str, ...], str | None]  # (subscribed names, regex)
+
+
+def _subscription(member: ConsumerGroupMember) -> Subscription:
+    return member.subscribed_topic_names, member.subscribed_topic_regex
+
+
 _SERVER_ASSIGNOR = attrgetter("server_assignor")
 
 
@@ -271,6 +282,9 @@ class ConsumerGroupCoordinator:
         self._subscriptions: dict[tuple[tuple[str, ...], str | None], tuple[str, ...]] = {}
         self._server_view_of: dict[str, int] | None = None
         self._subscription_tuples: dict[tuple[str, ...], tuple[str, ...]] = {}
+        # How many members send each distinct subscription, kept as members come, change and go:
+        # the subscription metadata is read from the few distinct ones, not from every member.
+        self._subscription_counts: Counter[Subscription] = Counter()
         self.subscription_metadata: dict[str, int] = {}
         self.metadata_refresh_needed = False
         self.partition_epochs: dict[str, dict[int, int]] = {}
@@ -819,6 +833,7 @@ class ConsumerGroupCoordinator:
         """Add or update a member, keeping partition epochs, static ids and targets in step."""
         if replaced is not None:
             old = self.members.pop(replaced)
+            self._count_subscription(old, -1)
             self._remove_epochs(old)
             self.rebalance_timeout_epoch.pop(replaced, None)
             self._assignor_input.pop(replaced, None)
@@ -828,6 +843,10 @@ class ConsumerGroupCoordinator:
         old_member = self.members.get(member.member_id)
         if old_member is None or _assignor_view_changed(old_member, member):
             self._server_view.pop(member.member_id, None)
+        if old_member is None or _subscription(old_member) != _subscription(member):
+            if old_member is not None:
+                self._count_subscription(old_member, -1)
+            self._count_subscription(member, 1)
         if old_member is not None:
             if old_member.assignment is member.assignment:
                 self.members[member.member_id] = member
@@ -838,6 +857,14 @@ class ConsumerGroupCoordinator:
         if member.instance_id is not None:
             self.static_members[member.instance_id] = member.member_id
         self._add_epochs(member)
+
+    def _count_subscription(self, member: ConsumerGroupMember, change: int) -> None:
+        key = _subscription(member)
+        count = self._subscription_counts[key] + change
+        if count:
+            self._subscription_counts[key] = count
+        else:
+            del self._subscription_counts[key]
 
     def _remove_epochs(self, member: ConsumerGroupMember) -> None:
         for owned in (member.assignment.assigned, member.assignment.pending_revocation):
@@ -868,14 +895,10 @@ class ConsumerGroupCoordinator:
         return self._subscription_tuples.setdefault(names, names)
 
     def _subscription_metadata(self) -> dict[str, int]:
-        # Each distinct subscription resolved once: thousands of members share a few (told apart
-        # by the names' tuple object, which members of one subscription share, and the regex).
-        members = self.members.values()
-        keys = zip(map(id, map(_SUBSCRIBED_NAMES, members)), map(_SUBSCRIBED_REGEX, members), strict=True)
-        distinct = dict(zip(keys, members, strict=True))
+        # Each distinct subscription resolved once: thousands of members share a few.
         subscribed: set[str] = set()
-        for member in distinct.values():
-            subscribed |= member.subscribed_topics(self.topics)
+        for names, regex in self._subscription_counts:
+            subscribed |= _subscribed_topics(names, regex, self.topics)
         return {topic: self.topics[topic] for topic in sorted(subscribed)}
 
     def _refresh_epoch(self, bump: bool, out: list[Output], now_ms: int) -> None:
@@ -946,10 +969,13 @@ class ConsumerGroupCoordinator:
         if self._server_view_of is not self.topics:
             self._server_view, self._subscriptions, self._server_view_of = {}, {}, self.topics
         views = list(map(self._server_view.get, self.members))
-        if None in views:
-            for i, member in enumerate(self.members.values()):
-                if views[i] is None:
-                    views[i] = self._server_view[member.member_id] = self._server_member(member)
+        # Found at C speed: usually one member is new, and a Python step per member costs more
+        # than the assignor (``None in views`` would call each view's ``__eq__``).
+        missing = list(compress(range(len(views)), map(is_, views, repeat(None))))
+        if missing:
+            members = list(self.members.values())
+            for i in missing:
+                views[i] = self._server_view[members[i].member_id] = self._server_member(members[i])
         return views  # type: ignore[return-value]
 
     def _server_member(self, member: ConsumerGroupMember) -> server.ServerMember:
@@ -1018,6 +1044,7 @@ class ConsumerGroupCoordinator:
                 if self.rebalance_timeout_epoch.pop(mid, None) is not None:
                     out.append(CancelTimer(RebalanceTimeout(mid)))
             self.members.clear()
+            self._subscription_counts.clear()
             self.static_members.clear()
             self.partition_epochs.clear()
             self.target.clear()
@@ -1037,6 +1064,7 @@ class ConsumerGroupCoordinator:
     def _remove(self, member_id: str, out: list[Output]) -> None:
         """Kafka's ``removeMember`` and ``cancelTimers``: the member, its partitions and timers go."""
         member = self.members.pop(member_id)
+        self._count_subscription(member, -1)
         self._state_dirty = True
         self._remove_epochs(member)
         if member.instance_id is not None and self.static_members.get(member.instance_id) == member_id:
