@@ -22,6 +22,7 @@ from __future__ import annotations
 import operator
 import re
 import statistics
+from bisect import bisect_left, bisect_right, insort
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -324,6 +325,13 @@ class GroupStory:
         # (member, happening) -> the member event a rebalance's reason told, until the member's
         # own line (logged just before or after the reason) is read
         self.from_reason: dict[tuple[str, str], dict[str, Any]] = {}
+        # The member events by (member, happening): their times, ascending, and how many have no
+        # time; and the static joins not yet named. A rebalance's reason is checked against them
+        # (``_members_from_reason``): walking every member event instead made a storm of
+        # thousands of rebalances in one group quadratic.
+        self.happened_at: dict[tuple[str, str], list[int]] = {}
+        self.happened_untimed: Counter[tuple[str, str]] = Counter()
+        self.unnamed_static_joins: list[Row] = []
 
     # -- helpers
     def _new(self, event: Event, *, old_generation: int | None, start_known: bool = True,
@@ -361,9 +369,30 @@ class GroupStory:
                "input": event.get("source"), "side": event.get("side"), "generation": event.get("generation"),
                "line": event.get("line")}
         self.member_events.append(row)
+        if happening and member:
+            self._index_happening(member, happening, row["time_ms"])
+        elif member is None and kind == "joined" and reason == "Static":
+            self.unnamed_static_joins.append(row)
         if kind in ("failed", "left", "fenced") and row["client"]:
             self.departed.setdefault(row["client"], []).append(row["time_ms"])
         return row
+
+    def _index_happening(self, member: str, happening: str, time_ms: int | None) -> None:
+        if time_ms is None:
+            self.happened_untimed[(member, happening)] += 1
+        else:
+            insort(self.happened_at.setdefault((member, happening), []), time_ms)
+
+    def _happened_near(self, member: str, happening: str, at_ms: int | None) -> bool:
+        """Whether a member event of ``member`` and ``happening`` is ``_near`` ``at_ms``."""
+        key = (member, happening)
+        times = self.happened_at.get(key, ())
+        if self.happened_untimed[key] or (at_ms is None and times):
+            return True
+        if at_ms is None:
+            return False
+        first = bisect_left(times, at_ms - EVIDENCE_WINDOW_MS)
+        return first < len(times) and times[first] <= at_ms + EVIDENCE_WINDOW_MS
 
     # -- the broker's classic lines
     def feed(self, event: Event) -> None:
@@ -726,14 +755,14 @@ class GroupStory:
         opening = rebalance.evidence[0] if rebalance.evidence else {}
         for member, kind, cause, detail, static in members_in_reason(rebalance.reason):
             happening = _SAME_HAPPENING[kind]
-            if any(e["member"] == member and _SAME_HAPPENING.get(e["kind"]) == happening
-                   and _near(e["time_ms"], start) for e in self.member_events):
+            if self._happened_near(member, happening, start):
                 continue
-            unnamed = [e for e in self.member_events if e["member"] is None and e["kind"] == "joined"
-                       and static and e["reason"] == "Static" and _near(e["time_ms"], start)]
+            unnamed = [e for e in self.unnamed_static_joins if _near(e["time_ms"], start)] if static else []
             if len(unnamed) == 1:
                 # a static member's replacement, logged before the new member id is known: named now
                 unnamed[0].update(member=member, client=client_of(member))
+                self.unnamed_static_joins.remove(unnamed[0])
+                self._index_happening(member, _SAME_HAPPENING["joined"], unnamed[0]["time_ms"])
                 continue
             row = self._member_event(opening, kind, member=member, reason=detail or ("Static" if static else None),
                                      learnt="reason")
@@ -756,9 +785,10 @@ class GroupStory:
                 rebalance.clip_ms = self.last_ms
         starts = sorted(r.start_ms for r in self.rebalances if r.start_ms is not None)
         for period in self.empty_periods:
-            later = [s for s in starts if period["start_ms"] is not None and s > period["start_ms"]]
-            period["end_ms"] = later[0] if later else None
-            period["duration_ms"] = period["end_ms"] - period["start_ms"] if later else None
+            # the first rebalance to start after the group went empty ends the period
+            after = bisect_right(starts, period["start_ms"]) if period["start_ms"] is not None else len(starts)
+            period["end_ms"] = starts[after] if after < len(starts) else None
+            period["duration_ms"] = period["end_ms"] - period["start_ms"] if period["end_ms"] is not None else None
 
     @classmethod
     def handler_of(cls, kind: EventKind) -> Handler:
