@@ -1,10 +1,14 @@
 """One group's rebalance storm through the log analysis: the story of a group must cost time in
-proportion to its lines, not to their square. The lines of ``logs_generator``'s many groups are
-told as the story of one group (every group name replaced by ``storm``): thousands of rebalances,
-failures and joins in one group, as a fail-rejoin loop left running for days writes them. Each
-size is twice the one before; the last column is the growth of the CPU time against the lines'.
+proportion to its lines, not to their square. Two storms, each size twice the one before; the
+last column is the growth of the CPU time against the lines':
 
-    .venv/bin/python benchmarks/logs_storm.py [--sizes 3MB,6MB,12MB,24MB] [--json]
+- a broker's: the lines of ``logs_generator``'s many groups told as the story of one group (every
+  group name replaced by ``storm``): thousands of rebalances, failures and joins in one group, as
+  a fail-rejoin loop left running for days writes them;
+- a client's only (no broker lines): a Java consumer's poll timeout and rejoin
+  (``tests/data/excerpts/24-*``) every 5 minutes, the rebalances told from the client's lines.
+
+    .venv/bin/python benchmarks/logs_storm.py [--sizes 3MB,6MB,12MB,24MB] [--cycles 1000,2000,4000,8000] [--json]
 
 The local engine (``analyse_local``: read, parse, story, tables) in this process, one run per
 size; the Spark engine tells a group's story with the same code.
@@ -13,6 +17,7 @@ size; the Spark engine tells a group's story with the same code.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import re
 import sys
@@ -24,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from logs_generator import PROFILES, TOPICS, generate, parse_size  # noqa: E402
 
+CLIENT_EXCERPT = next((Path(__file__).resolve().parents[1] / "tests" / "data" / "excerpts").glob("24-*"))
 GROUP_NAME = re.compile(r"\b(?:" + "|".join(TOPICS) + r")-(?:" + "|".join(PROFILES) + r")-\d+\b")
 
 
@@ -35,36 +41,60 @@ def storm_log(path: Path, size_bytes: int) -> None:
     generated.unlink()
 
 
+def client_storm_log(path: Path, cycles: int) -> None:
+    """The Java consumer's excerpt ``cycles`` times, 5 minutes apart, each a generation on."""
+    lines = CLIENT_EXCERPT.read_text().splitlines()
+    out = []
+    for cycle in range(cycles):
+        shift = datetime.timedelta(minutes=5 * cycle)
+        for line in lines:
+            at = datetime.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S.%f") + shift
+            out.append(at.strftime("%Y-%m-%d %H:%M:%S.%f")[:23]
+                       + line[23:].replace("generationId=33", f"generationId={33 + cycle}"))
+    path.write_text("\n".join(out) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="3MB,6MB,12MB,24MB", help="log sizes, comma-separated (default 3MB,6MB,12MB,24MB)")
+    parser.add_argument("--cycles", default="1000,2000,4000,8000",
+                        help="the client's storm: poll-timeout cycles, comma-separated (default 1000,2000,4000,8000)")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
     args = parser.parse_args(argv)
 
     from kafka_rebalance.pipeline.logparse.layout import SyslogReference
     from kafka_rebalance.pipeline.logparse.tables import analyse_local
 
+    def analysed(storm: str, size: str, log: Path) -> dict:
+        started = time.process_time()
+        result = analyse_local([(str(log), "default")], syslog=SyslogReference(0))
+        cpu = time.process_time() - started
+        rebalances = len(result.frames["rebalances"])
+        if not args.json:
+            print(f"{storm} {size}: {result.lines_read:,} lines, {rebalances:,} rebalances, {cpu:.2f} CPU-s",
+                  file=sys.stderr)
+        return {"storm": storm, "size": size, "lines": result.lines_read, "rebalances": rebalances,
+                "member_events": len(result.frames["member_events"]), "cpu_s": round(cpu, 2)}
+
     rows = []
     with tempfile.TemporaryDirectory(prefix="kafka-rebalance-storm-") as scratch:
         for size in args.sizes.split(","):
             log = Path(scratch) / f"storm-{size}.log"
             storm_log(log, parse_size(size))
-            started = time.process_time()
-            result = analyse_local([(str(log), "default")], syslog=SyslogReference(0))
-            cpu = time.process_time() - started
-            rebalances = len(result.frames["rebalances"])
-            rows.append({"size": size, "lines": result.lines_read, "rebalances": rebalances,
-                         "member_events": len(result.frames["member_events"]), "cpu_s": round(cpu, 2)})
-            if not args.json:
-                print(f"{size}: {result.lines_read:,} lines, {rebalances:,} rebalances, {cpu:.2f} CPU-s", file=sys.stderr)
+            rows.append(analysed("broker", size, log))
+        for cycles in args.cycles.split(","):
+            log = Path(scratch) / f"client-{cycles}.log"
+            client_storm_log(log, int(cycles))
+            rows.append(analysed("client", f"{int(cycles):,} cycles", log))
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    print("| log | lines | rebalances | member events | CPU-s | growth (CPU / lines) |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    print("| storm | log | lines | rebalances | member events | CPU-s | growth (CPU / lines) |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for before, row in zip([None, *rows], rows, strict=False):
-        growth = "" if before is None else f"{(row['cpu_s'] / before['cpu_s']) / (row['lines'] / before['lines']):.2f}"
-        print(f"| {row['size']} | {row['lines']:,} | {row['rebalances']:,} | {row['member_events']:,} "
+        growth = "" if before is None or before["storm"] != row["storm"] else \
+            f"{(row['cpu_s'] / before['cpu_s']) / (row['lines'] / before['lines']):.2f}"
+        print(f"| {row['storm']} | {row['size']} | {row['lines']:,} | {row['rebalances']:,} | {row['member_events']:,} "
               f"| {row['cpu_s']:.2f} | {growth} |")
     return 0
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kafka_rebalance.pipeline.logparse.parse import parse_lines
 from kafka_rebalance.pipeline.logparse.story import CAUSE_TITLES, members_in_reason, tell
@@ -217,3 +219,68 @@ def test_a_defect_names_the_input_and_the_line(monkeypatch):
     monkeypatch.setattr(parse, "_parse_records", broken)
     with pytest.raises(LineError, match=r"07-broker-2.4-heartbeat.log, line 3: KeyError"):
         list(parse_lines(read_text_lines(str(excerpt("07"))), str(excerpt("07")), syslog=TEST_SYSLOG))
+
+
+# Offsets of a client's signal from a rebalance's start around the edges of the window that
+# makes it a cause: EVIDENCE_WINDOW_MS before the start to CLIENT_CLOCK_SLACK_MS after it.
+_EDGES = (-60_001, -60_000, -59_999, -30_000, -1, 0, 1, 999, 1_000, 1_001, 5_000)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 5)), min_size=1, max_size=12),
+       st.lists(st.tuples(st.integers(0, 11), st.sampled_from(_EDGES), st.sampled_from(["poll", "leave", "heartbeat"])),
+                max_size=20))
+def test_client_only_causes_are_the_signals_in_each_rebalances_window(cycles, signals):
+    """A client-only log (no broker lines): each rebalance's causes are the client signals
+    (poll timeouts, leave requests, failed heartbeats) from ``EVIDENCE_WINDOW_MS`` before its
+    start to ``CLIENT_CLOCK_SLACK_MS`` after it, edges included, each one cause."""
+    from kafka_rebalance.pipeline.logparse.story import CLIENT_CLOCK_SLACK_MS, EVIDENCE_WINDOW_MS
+
+    starts = sorted({minute * 60_000 + second * 7_000 for minute, second in cycles})
+    events: list[dict] = []
+    for generation, start in enumerate(starts, start=1):
+        for offset, kind in ((0, "client_join_start"), (200, "client_joined"), (300, "client_synced"),
+                             (400, "client_assigned")):
+            events.append({"source": "app.log", "seq": len(events), "time_ms": 10_000_000 + start + offset,
+                           "kind": kind, "side": "client", "library": "java", "client_id": "c-0",
+                           "member": "c-0-m", "generation": generation, "line": kind})
+    told = []
+    for j, (which, offset, signal) in enumerate(signals):
+        at = 10_000_000 + starts[which % len(starts)] + offset
+        kind, reason = {"poll": ("client_poll_timeout", None), "leave": ("client_leave", "shutting down"),
+                        "heartbeat": ("client_heartbeat_failed", "coordinator not available")}[signal]
+        events.append({"source": "app.log", "seq": len(events), "time_ms": at, "kind": kind, "side": "client",
+                       "library": "java", "client_id": f"s-{j}", "reason": reason, "line": f"{signal} {j}"})
+        told.append((at, f"s-{j}", {"poll": "poll_timeout", "leave": "left", "heartbeat": "session_timeout"}[signal]))
+    events.sort(key=lambda e: (e["time_ms"], e["seq"]))
+    rows = tell("c", "g", events)
+    assert rows["rebalances"] and all(r["source"] != "broker" for r in rows["rebalances"])
+    for rebalance in rows["rebalances"]:
+        start = rebalance["start_ms"]
+        expected = {(member, cause) for at, member, cause in told
+                    if -CLIENT_CLOCK_SLACK_MS <= start - at <= EVIDENCE_WINDOW_MS}
+        got = {(c["member"], c["cause"]) for c in rows["causes"]
+               if c["start_ms"] == start and (c["member"] or "").startswith("s-")}
+        assert got == expected, start
+
+
+@pytest.mark.parametrize(("before_ms", "events_of_member"), [
+    (0, 1), (1, 1), (59_999, 1), (60_000, 1), (60_001, 2), (600_000, 2), (None, 1)])
+def test_a_member_named_by_a_reason_is_one_event_with_its_own_line_within_the_window(before_ms, events_of_member):
+    """The member's own line up to ``EVIDENCE_WINDOW_MS`` before the rebalance that names it (or
+    a line without a time: near anything) is the same happening, told once; further back, the
+    reason tells a happening of its own."""
+    start = 1_578_521_740_011
+    member = "consumer-4-69701591-42ac-430c-9b90-1e7842d60baa"
+    events = [
+        {"source": "b.log", "seq": 0, "time_ms": None if before_ms is None else start - before_ms,
+         "kind": "member_failed", "side": "broker", "library": "broker", "member": member, "group": "shipping",
+         "line": "has failed"},
+        {"source": "b.log", "seq": 1, "time_ms": start, "kind": "preparing_rebalance", "side": "broker",
+         "library": "broker", "group": "shipping", "state": "PreparingRebalance", "old_generation": 30,
+         "reason": f"removing member {member} on heartbeat expiration", "line": "Preparing"},
+        {"source": "b.log", "seq": 2, "time_ms": start + 2_000, "kind": "stabilized", "side": "broker",
+         "library": "broker", "group": "shipping", "generation": 31, "line": "Stabilized"},
+    ]
+    rows = tell("c", "shipping", events)
+    assert len([e for e in rows["member_events"] if e["member"] == member]) == events_of_member

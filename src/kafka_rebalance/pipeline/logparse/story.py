@@ -1155,16 +1155,23 @@ def _where(event: Event) -> str:
 
 
 def _client_causes(rebalances: list[Rebalance], member_events: list[Row]) -> None:
-    signals = [e for e in member_events if e["kind"] in ("poll_timeout", "leave_request", "heartbeat_failed")]
+    signals = [e for e in member_events if e["kind"] in ("poll_timeout", "leave_request", "heartbeat_failed")
+               and e["time_ms"] is not None]
+    # The signals by time, so each rebalance finds those from the window before its start (and
+    # the client's clock slack after) by binary search: a client's log of thousands of poll
+    # timeouts and rebalances is not read once per rebalance.
+    by_time = sorted(range(len(signals)), key=lambda i: signals[i]["time_ms"])
+    times = [signals[i]["time_ms"] for i in by_time]
     for r in rebalances:
         if r.start_ms is None:
             continue
-        for e in signals:
-            if e["time_ms"] is not None and -CLIENT_CLOCK_SLACK_MS <= r.start_ms - e["time_ms"] <= EVIDENCE_WINDOW_MS:
-                cause = "poll_timeout" if e["kind"] == "poll_timeout" or "poll timeout" in (e["reason"] or "").lower() \
-                    else ("left" if e["kind"] == "leave_request" else "session_timeout")
-                r.causes.append({"cause": cause, "member": e["member"], "detail": e["reason"],
-                                 "events": [{"line": e["line"], "source": e["input"], "seq": None}]})
+        first = bisect_left(times, r.start_ms - EVIDENCE_WINDOW_MS)
+        last = bisect_right(times, r.start_ms + CLIENT_CLOCK_SLACK_MS)
+        for e in map(signals.__getitem__, sorted(by_time[first:last])):  # in the order they were told
+            cause = "poll_timeout" if e["kind"] == "poll_timeout" or "poll timeout" in (e["reason"] or "").lower() \
+                else ("left" if e["kind"] == "leave_request" else "session_timeout")
+            r.causes.append({"cause": cause, "member": e["member"], "detail": e["reason"],
+                             "events": [{"line": e["line"], "source": e["input"], "seq": None}]})
 
 
 def _infer_joins(rebalances: list[Rebalance]) -> None:
