@@ -6,7 +6,10 @@ last column is the growth of the CPU time against the lines':
   group name replaced by ``storm``): thousands of rebalances, failures and joins in one group, as
   a fail-rejoin loop left running for days writes them;
 - a client's only (no broker lines): a Java consumer's poll timeout and rejoin
-  (``tests/data/excerpts/24-*``) every 5 minutes, the rebalances told from the client's lines.
+  (``tests/data/excerpts/24-*``) every 5 minutes, the rebalances told from the client's lines;
+- a KIP-848 consumer group's: a member joining and its target assignment
+  (``tests/data/excerpts/29-*``) every 5 minutes, each a group epoch on, without the lines that
+  announce the epochs (a log that kept only some lines): each target opens its own rebalance.
 
     .venv/bin/python benchmarks/logs_storm.py [--sizes 3MB,6MB,12MB,24MB] [--cycles 1000,2000,4000,8000] [--json]
 
@@ -29,7 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from logs_generator import PROFILES, TOPICS, generate, parse_size  # noqa: E402
 
-CLIENT_EXCERPT = next((Path(__file__).resolve().parents[1] / "tests" / "data" / "excerpts").glob("24-*"))
+EXCERPTS = Path(__file__).resolve().parents[1] / "tests" / "data" / "excerpts"
+CLIENT_EXCERPT = next(EXCERPTS.glob("24-*"))
+CONSUMER_GROUP_EXCERPT = next(EXCERPTS.glob("29-*"))
 GROUP_NAME = re.compile(r"\b(?:" + "|".join(TOPICS) + r")-(?:" + "|".join(PROFILES) + r")-\d+\b")
 
 
@@ -54,11 +59,25 @@ def client_storm_log(path: Path, cycles: int) -> None:
     path.write_text("\n".join(out) + "\n")
 
 
+def consumer_group_storm_log(path: Path, cycles: int) -> None:
+    """The consumer group's excerpt ``cycles`` times, 5 minutes apart, each a group epoch on,
+    without its "Bumped group epoch" lines."""
+    lines = [line for line in CONSUMER_GROUP_EXCERPT.read_text().splitlines() if "Bumped group epoch" not in line]
+    out = []
+    for cycle in range(cycles):
+        shift = datetime.timedelta(minutes=5 * cycle)
+        for line in lines:
+            at = datetime.datetime.strptime(line[1:24], "%Y-%m-%d %H:%M:%S,%f") + shift
+            out.append("[" + at.strftime("%Y-%m-%d %H:%M:%S,%f")[:23] + line[24:].replace(
+                "epoch 4 ", f"epoch {4 + cycle} ").replace("epoch=4,", f"epoch={4 + cycle},"))
+    path.write_text("\n".join(out) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="3MB,6MB,12MB,24MB", help="log sizes, comma-separated (default 3MB,6MB,12MB,24MB)")
     parser.add_argument("--cycles", default="1000,2000,4000,8000",
-                        help="the client's storm: poll-timeout cycles, comma-separated (default 1000,2000,4000,8000)")
+                        help="the client's and the KIP-848 group's storms: cycles, comma-separated (default 1000,2000,4000,8000)")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
     args = parser.parse_args(argv)
 
@@ -86,6 +105,10 @@ def main(argv: list[str] | None = None) -> int:
             log = Path(scratch) / f"client-{cycles}.log"
             client_storm_log(log, int(cycles))
             rows.append(analysed("client", f"{int(cycles):,} cycles", log))
+        for cycles in args.cycles.split(","):
+            log = Path(scratch) / f"consumer-group-{cycles}.log"
+            consumer_group_storm_log(log, int(cycles))
+            rows.append(analysed("KIP-848", f"{int(cycles):,} cycles", log))
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0

@@ -332,6 +332,11 @@ class GroupStory:
         self.happened_at: dict[tuple[str, str], list[int]] = {}
         self.happened_untimed: Counter[tuple[str, str]] = Counter()
         self.unnamed_static_joins: list[Row] = []
+        # Each rebalance's place in ``rebalances``, and the consumer-protocol ones by the epoch
+        # each was given (a later line may give it another: checked when read), so a target
+        # assignment finds its rebalance without walking every one before it.
+        self.place: dict[int, int] = {}
+        self.consumer_epochs: dict[int | None, list[Rebalance]] = {}
 
     # -- helpers
     def _new(self, event: Event, *, old_generation: int | None, start_known: bool = True,
@@ -339,8 +344,19 @@ class GroupStory:
         rebalance = Rebalance(self.cluster, self.group, event.get("time_ms"), old_generation=old_generation,
                               start_known=start_known, protocol=protocol, partition=self.partition)
         rebalance.evidence.append(event)
+        self.place[id(rebalance)] = len(self.rebalances)
         self.rebalances.append(rebalance)
         return rebalance
+
+    def _set_generation(self, rebalance: Rebalance, generation: int | None) -> None:
+        rebalance.generation = generation
+        if rebalance.protocol is GroupProtocol.CONSUMER:
+            self.consumer_epochs.setdefault(generation, []).append(rebalance)
+
+    def _last_consumer_rebalance_of(self, epoch: int | None) -> Rebalance | None:
+        """The latest consumer-protocol rebalance whose epoch is ``epoch``."""
+        found = [r for r in self.consumer_epochs.get(epoch, ()) if r.generation == epoch]
+        return max(found, key=lambda r: self.place[id(r)]) if found else None
 
     def _close_open(self, at_ms: int | None, outcome: str = "open") -> None:
         if self.open is not None:
@@ -449,7 +465,7 @@ class GroupStory:
     def _on_stabilized(self, event: Event) -> None:
         generation = event.get("generation")
         rebalance = self._producing(event, generation)
-        rebalance.generation = generation
+        self._set_generation(rebalance, generation)
         if event.get("members") is not None:
             rebalance.members = event["members"]
         rebalance.stabilized_ms = event.get("time_ms")
@@ -462,7 +478,7 @@ class GroupStory:
     def _on_assignment_received(self, event: Event) -> None:
         generation = event.get("generation")
         rebalance = self._producing(event, generation)
-        rebalance.generation = generation
+        self._set_generation(rebalance, generation)
         rebalance.leader = event.get("member") or rebalance.leader
         if event.get("members") is not None:
             rebalance.members = event["members"]
@@ -475,7 +491,7 @@ class GroupStory:
     def _on_group_empty(self, event: Event) -> None:
         generation = event.get("generation")
         rebalance = self._producing(event, generation)
-        rebalance.generation = generation
+        self._set_generation(rebalance, generation)
         rebalance.members = 0
         rebalance.end_ms = event.get("time_ms")
         rebalance.outcome = "empty"
@@ -599,7 +615,7 @@ class GroupStory:
             self.rebalances[-1].end_ms = None
         rebalance = self._new(event, old_generation=self.last_epoch if self.last_epoch is not None else
                               (epoch - 1 if epoch is not None else None), protocol=GroupProtocol.CONSUMER)
-        rebalance.generation = epoch
+        self._set_generation(rebalance, epoch)
         self.last_epoch = epoch
         self._claim_recent(rebalance)
         # The epoch is bumped in the same coordinator write as the change that caused it: what
@@ -612,11 +628,10 @@ class GroupStory:
         epoch = event.get("generation")
         rebalance = self.open
         if rebalance is None or rebalance.protocol is not GroupProtocol.CONSUMER or rebalance.generation != epoch:
-            rebalance = next((r for r in reversed(self.rebalances) if r.protocol is GroupProtocol.CONSUMER and r.generation == epoch),
-                             None)
+            rebalance = self._last_consumer_rebalance_of(epoch)
         if rebalance is None:
             rebalance = self._new(event, old_generation=None, start_known=False, protocol=GroupProtocol.CONSUMER)
-            rebalance.generation = epoch
+            self._set_generation(rebalance, epoch)
             self.open = rebalance
         rebalance.assignor = event.get("assignor")
         rebalance.assignor_ms = event.get("took_ms")
