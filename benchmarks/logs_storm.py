@@ -9,9 +9,12 @@ last column is the growth of the CPU time against the lines':
   (``tests/data/excerpts/24-*``) every 5 minutes, the rebalances told from the client's lines;
 - a KIP-848 consumer group's: a member joining and its target assignment
   (``tests/data/excerpts/29-*``) every 5 minutes, each a group epoch on, without the lines that
-  announce the epochs (a log that kept only some lines): each target opens its own rebalance.
+  announce the epochs (a log that kept only some lines): each target opens its own rebalance;
+- a large KIP-848 group's: 20 rebalances, in each of which every member reports its new epoch
+  (the excerpt's lines, one member id per member).
 
-    .venv/bin/python benchmarks/logs_storm.py [--sizes 3MB,6MB,12MB,24MB] [--cycles 1000,2000,4000,8000] [--json]
+    .venv/bin/python benchmarks/logs_storm.py [--sizes 3MB,6MB,12MB,24MB] [--cycles 1000,2000,4000,8000]
+                                              [--members 1000,2000,4000,8000] [--json]
 
 The local engine (``analyse_local``: read, parse, story, tables) in this process, one run per
 size; the Spark engine tells a group's story with the same code.
@@ -73,11 +76,33 @@ def consumer_group_storm_log(path: Path, cycles: int) -> None:
     path.write_text("\n".join(out) + "\n")
 
 
+def large_group_log(path: Path, members: int, rebalances: int = 20) -> None:
+    """A consumer group of ``members``: each rebalance a bumped epoch, a target, and every
+    member's new assignment state, a millisecond apart."""
+    _, bump, target, state = CONSUMER_GROUP_EXCERPT.read_text().splitlines()[:4]
+    start = datetime.datetime(2025, 3, 3, 8, 0, 0)
+
+    def at(line: str, when: datetime.datetime) -> str:
+        return "[" + when.strftime("%Y-%m-%d %H:%M:%S,%f")[:23] + line[24:]
+
+    out = []
+    for rebalance in range(rebalances):
+        epoch, opened = 4 + rebalance, start + datetime.timedelta(minutes=rebalance)
+        out.append(at(bump.replace("epoch to 4.", f"epoch to {epoch}."), opened))
+        out.append(at(target.replace("epoch 4 ", f"epoch {epoch} "), opened + datetime.timedelta(milliseconds=3)))
+        out.extend(at(state.replace("Zq3rT0kLSuWm9x1-AbCdEf", f"member-{member:05d}-AbCdEf").replace(
+            "epoch=4, previousEpoch=0", f"epoch={epoch}, previousEpoch={epoch - 1}"),
+            opened + datetime.timedelta(milliseconds=10 + member)) for member in range(members))
+    path.write_text("\n".join(out) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="3MB,6MB,12MB,24MB", help="log sizes, comma-separated (default 3MB,6MB,12MB,24MB)")
     parser.add_argument("--cycles", default="1000,2000,4000,8000",
                         help="the client's and the KIP-848 group's storms: cycles, comma-separated (default 1000,2000,4000,8000)")
+    parser.add_argument("--members", default="1000,2000,4000,8000",
+                        help="the large KIP-848 group: members, comma-separated (default 1000,2000,4000,8000)")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
     args = parser.parse_args(argv)
 
@@ -109,6 +134,10 @@ def main(argv: list[str] | None = None) -> int:
             log = Path(scratch) / f"consumer-group-{cycles}.log"
             consumer_group_storm_log(log, int(cycles))
             rows.append(analysed("KIP-848", f"{int(cycles):,} cycles", log))
+        for members in args.members.split(","):
+            log = Path(scratch) / f"large-group-{members}.log"
+            large_group_log(log, int(members))
+            rows.append(analysed("KIP-848 group", f"{int(members):,} members", log))
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0

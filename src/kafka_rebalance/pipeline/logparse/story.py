@@ -66,6 +66,40 @@ class StormRule:
 DEFAULT_STORM_RULE = StormRule()
 
 
+MemberState = tuple[int | None, str | None]  # (member epoch, state) of a KIP-848 consumer
+
+
+class ConsumerMembers:
+    """A consumer group's members and the epoch and state each reported last, counted by
+    (epoch, state): whether every member is stable at an epoch is one lookup, not a walk over
+    the members at each member's line (a group of thousands reconciling was quadratic)."""
+
+    def __init__(self) -> None:
+        self.states: dict[str | None, MemberState] = {}
+        self.counts: Counter[MemberState] = Counter()
+
+    def __len__(self) -> int:
+        return len(self.states)
+
+    def set(self, member: str | None, state: MemberState) -> None:
+        self.pop(member)
+        self.states[member] = state
+        self.counts[state] += 1
+
+    def pop(self, member: str | None) -> MemberState | None:
+        state = self.states.pop(member, None)
+        if state is not None:
+            self.counts[state] -= 1
+        return state
+
+    def clear(self) -> None:
+        self.states.clear()
+        self.counts.clear()
+
+    def all_in(self, state: MemberState) -> bool:
+        return self.counts[state] == len(self.states)
+
+
 @dataclass(slots=True)
 class Rebalance:
     cluster: str
@@ -319,7 +353,7 @@ class GroupStory:
         self.coordinator_moves = coordinator_moves or []
         self.moves_by_partition: dict[Any, list[Event]] | None = None
         self.partition: int | None = None
-        self.consumer_members: dict[str | None, tuple[int | None, str | None]] = {}
+        self.consumer_members = ConsumerMembers()
         self.last_epoch: int | None = None
         self.last_ms: int | None = None
         # (member, happening) -> the member event a rebalance's reason told, until the member's
@@ -553,8 +587,9 @@ class GroupStory:
         if event.get("library") == Library.BROKER_KIP848 and row["member"]:
             # A static member's replacement takes over its epoch and assignment (Kafka's
             # ConsumerGroupMember.Builder(existing).setMemberId(new)).
-            replaced = self.consumer_members.pop(event.get("old_member") or "", (None, None))
-            self.consumer_members.setdefault(row["member"], replaced)
+            replaced = self.consumer_members.pop(event.get("old_member") or "") or (None, None)
+            if row["member"] not in self.consumer_members.states:
+                self.consumer_members.set(row["member"], replaced)
         target = self._open_for(event)
         if target is not None:
             # it joins the rebalance under way: what happened during it, not the next one's cause
@@ -639,11 +674,11 @@ class GroupStory:
 
     def _on_member_epoch(self, event: Event) -> None:
         member = event.get("member")
-        self.consumer_members[member] = (event.get("generation"), event.get("state"))
+        self.consumer_members.set(member, (event.get("generation"), event.get("state")))
         rebalance = self.open
         if rebalance is None or rebalance.protocol is not GroupProtocol.CONSUMER:
             return
-        if all(epoch == rebalance.generation and state == "STABLE" for epoch, state in self.consumer_members.values()):
+        if self.consumer_members.all_in((rebalance.generation, "STABLE")):
             rebalance.end_ms = event.get("time_ms")
             rebalance.members = len(self.consumer_members)
             rebalance.outcome = "stable"
@@ -651,7 +686,7 @@ class GroupStory:
             self.open = None
 
     def _forget_member(self, member: str | None) -> None:
-        self.consumer_members.pop(member, None)
+        self.consumer_members.pop(member)
 
     def _on_subscription_changed(self, event: Event) -> None:
         self.recent.append({"cause": "metadata_changed", "member": event.get("member"),
