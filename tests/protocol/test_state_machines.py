@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kafka_rebalance.model import RebalanceProtocol
 from kafka_rebalance.protocol.classic.consumer import MEMBER_STATES, ClassicMemberState, rebalance_protocol
@@ -149,3 +153,46 @@ def test_a_pending_member_that_never_rejoins_expires_after_its_session_timeout()
     assert broker.state is GroupState.PREPARING_REBALANCE, "still waiting for the pending member"
     broker.advance(25000)
     assert broker.state is GroupState.COMPLETING_REBALANCE, "the pending member expired at 20000, not at the rebalance timeout"
+
+
+_ACTIONS = st.lists(st.tuples(
+    st.sampled_from(["join", "rejoin", "static", "sync", "heartbeat", "leave", "wait"]),
+    st.integers(0, 4),
+    st.sets(st.sampled_from(["range", "roundrobin", "sticky"]), min_size=1)), max_size=30)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_ACTIONS)
+def test_the_groups_counts_are_its_members(actions):
+    """``awaiting_join`` and ``supported_protocols`` (Kafka's numMembersAwaitingJoin and
+    supportedProtocols) always equal what walking the members gives, whatever members join,
+    rejoin with other protocols, come back static, sync, leave or time out."""
+    broker = Broker.with_config(group_initial_rebalance_delay_ms=0)
+    known: dict[int, str] = {}
+    for action, slot, names in actions:
+        connection = f"c{slot}-{broker.now}"
+        member_id = known.get(slot, "")
+        if action == "join":
+            known[slot] = broker.join_new(connection, names=tuple(sorted(names)))
+        elif action == "rejoin" and member_id:
+            broker.join(connection, member_id, names=tuple(sorted(names)))
+        elif action == "static":
+            first = broker.join(connection, member_id, instance=f"i{slot}", names=tuple(sorted(names)))
+            answer = first.responses.get(connection)
+            if answer is not None and answer.member_id:
+                known[slot] = answer.member_id
+        elif action == "sync" and member_id:
+            broker.sync(connection, member_id)
+        elif action == "heartbeat" and member_id:
+            broker.heartbeat(connection, member_id)
+        elif action == "leave" and member_id:
+            broker.leave(connection, MemberIdentity(member_id, None))
+        elif action == "wait":
+            broker.advance(broker.now + 7_000)
+        group = broker.group
+        if group is None:
+            continue
+        members = group.members.values()
+        assert group.awaiting_join == sum(m.join_connection is not None for m in members)
+        walked = Counter(name for m in members for name in set(m.protocol_names))
+        assert +group.supported_protocols == walked

@@ -782,7 +782,7 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
     # ------------------------------------------------------------------ processes
 
     def _new_process(self, name: str) -> ConsumerGroupProcess:
-        spec = next(c for c in self.scenario.consumers if c.id == name)
+        spec = self.consumer_specs[name]
         incarnation, connection = self._new_incarnation(name)
         config = MemberConfig(
             group_id=self.scenario.group, group_instance_id=spec.group_instance_id,

@@ -253,6 +253,7 @@ class Driver(Generic[P, E, D]):
 
     def __init__(self, scenario: Scenario, seed: int | None = None):
         self.scenario = scenario
+        self.consumer_specs = {spec.id: spec for spec in scenario.consumers}  # ids are unique (Scenario checks)
         self.seed = scenario.seed if seed is None else seed
         self.cfg = scenario.config
         self.rng = random.Random(self.seed)

@@ -491,7 +491,7 @@ class ClassicGroupSide(Driver[ClassicProcess, SimEvent, DeferrableEvent]):
     # ------------------------------------------------------------------ consumer processes
 
     def _new_process(self, name: str) -> ClassicProcess:
-        spec = next(c for c in self.scenario.consumers if c.id == name)
+        spec = self.consumer_specs[name]
         cfg = self.cfg
         incarnation, connection = self._new_incarnation(name)
         config = ConsumerConfig(

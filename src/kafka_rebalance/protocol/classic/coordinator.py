@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import random
 import uuid
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
@@ -169,10 +170,6 @@ class MemberMetadata:
     def __post_init__(self) -> None:
         self.protocol_names = tuple(p.name for p in self.protocols)
 
-    def update_protocols(self, protocols: tuple[JoinGroupRequestProtocol, ...]) -> None:
-        self.protocols = protocols
-        self.protocol_names = tuple(p.name for p in protocols)
-
     def metadata(self, protocol_name: str | None) -> ConsumerProtocolSubscription:
         for protocol in self.protocols:
             if protocol.name == protocol_name:
@@ -208,6 +205,13 @@ class ClassicGroup:
     in_initial_delay: bool = False
     new_member_added: bool = False
     initial_remaining_ms: int = 0
+    # Counted as members come, go and join, as Kafka's GroupMetadata counts them
+    # (numMembersAwaitingJoin, supportedProtocols): asked at every JoinGroup of a rebalance,
+    # a walk over the members made a rebalance of n members cost n * n. Members are added,
+    # removed, replaced and given a JoinGroup connection or protocols only through the methods
+    # below, which keep the counts.
+    awaiting_join: int = 0  # members with a JoinGroup response pending
+    supported_protocols: Counter[str] = field(default_factory=Counter)  # protocol -> members listing it
 
     def transition(self, target: GroupState) -> None:
         self.state = GROUP_STATES.check(self.state, target)
@@ -216,13 +220,44 @@ class ClassicGroup:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
 
     def all_joined(self) -> bool:
-        if self.pending_members:
-            return False
-        # A plain loop, not all() over a generator: asked at every JoinGroup of a rebalance
-        for member in self.members.values():  # noqa: SIM110
-            if member.join_connection is None:
-                return False
-        return True
+        return not self.pending_members and self.awaiting_join == len(self.members)
+
+    def supports_one_of(self, names: Iterable[str]) -> bool:
+        """Whether every member lists one of ``names`` (the same one)."""
+        return any(self.supported_protocols[name] == len(self.members) for name in set(names))
+
+    def add_member(self, member: MemberMetadata) -> None:
+        self.members[member.member_id] = member
+        self._count(member, 1)
+
+    def pop_member(self, member_id: str) -> MemberMetadata | None:
+        member = self.members.pop(member_id, None)
+        if member is not None:
+            self._count(member, -1)
+        return member
+
+    def replace_member(self, old_id: str, replacement: MemberMetadata) -> None:
+        """``replacement`` takes ``old_id``'s place in join order (the leader choice and the
+        assignors' order depend on it)."""
+        self._count(self.members[old_id], -1)
+        self.members = {(replacement.member_id if k == old_id else k): (replacement if k == old_id else v)
+                        for k, v in self.members.items()}
+        self._count(replacement, 1)
+
+    def set_join_connection(self, member: MemberMetadata, connection: str | None) -> None:
+        self.awaiting_join += (connection is not None) - (member.join_connection is not None)
+        member.join_connection = connection
+
+    def update_protocols(self, member: MemberMetadata, protocols: tuple[JoinGroupRequestProtocol, ...]) -> None:
+        self._count(member, -1)
+        member.protocols = protocols
+        member.protocol_names = tuple(p.name for p in protocols)
+        self._count(member, 1)
+
+    def _count(self, member: MemberMetadata, change: int) -> None:
+        self.awaiting_join += change * (member.join_connection is not None)
+        for name in set(member.protocol_names):
+            self.supported_protocols[name] += change
 
     def static_count(self) -> int:
         return sum(1 for m in self.members.values() if m.group_instance_id is not None)
@@ -475,7 +510,7 @@ class GroupCoordinator:
             out.append(Respond(member.join_connection, JoinGroupResponse(
                 ErrorCode.NONE, group.generation, group.protocol_type, group.protocol_name, group.leader, False,
                 member.member_id, everyone if is_leader else ())))
-            member.join_connection = None
+            group.set_join_connection(member, None)
         for member in group.members.values():
             # onCompleteJoin: every member's heartbeat expiration restarts, not only the joiners'.
             if member.is_new:
@@ -509,7 +544,7 @@ class GroupCoordinator:
         )
         if not group.members:
             group.protocol_type = request.protocol_type
-        group.members[member_id] = member
+        group.add_member(member)
         if request.group_instance_id is not None:
             group.static_members[request.group_instance_id] = member_id
         if group.leader is None:
@@ -522,7 +557,7 @@ class GroupCoordinator:
         return member
 
     def _remove_member(self, group: ClassicGroup, member_id: str, out: list[CoordinatorOutput]) -> None:
-        member = group.members.pop(member_id, None)
+        member = group.pop_member(member_id)
         group.pending_sync.discard(member_id)
         if member is None:
             group.pending_members.discard(member_id)
@@ -622,9 +657,9 @@ class GroupCoordinator:
         # Kafka compares the whole protocol metadata, owned partitions included: that is what makes
         # a cooperative member's rejoin after revoking start the follow-up rebalance.
         changed = not member.same_metadata(req.protocols)
-        member.update_protocols(req.protocols)
+        group.update_protocols(member, req.protocols)
         member.session_timeout_ms, member.rebalance_timeout_ms = req.session_timeout_ms, req.rebalance_timeout_ms
-        member.join_connection = connection
+        group.set_join_connection(member, connection)
         if group.state is GroupState.PREPARING_REBALANCE:
             self._maybe_complete_join(group, now, out)
         elif group.state is GroupState.COMPLETING_REBALANCE:
@@ -662,7 +697,7 @@ class GroupCoordinator:
             ErrorCode.NONE, group.generation, group.protocol_type, group.protocol_name,
             group.leader or UNKNOWN_MEMBER_ID, False, member.member_id,
             self._member_list(group) if with_members else ())))
-        member.join_connection = None
+        group.set_join_connection(member, None)
 
     def _replace_static_member(self, group: ClassicGroup, connection: str, req: JoinGroupRequest, now: int,
                                out: list[CoordinatorOutput]) -> None:
@@ -685,9 +720,7 @@ class GroupCoordinator:
             session_timeout_ms=req.session_timeout_ms, rebalance_timeout_ms=req.rebalance_timeout_ms,
             protocols=req.protocols, assignment=old.assignment,
         )
-        # Keep the member's place in join order (the leader choice and the assignors' order depend on it).
-        group.members = {(new_id if k == old_id else k): (replacement if k == old_id else v)
-                         for k, v in group.members.items()}
+        group.replace_member(old_id, replacement)
         group.static_members[instance] = new_id
         if old_id in group.pending_sync:
             group.pending_sync.discard(old_id)
@@ -695,7 +728,7 @@ class GroupCoordinator:
         if group.leader == old_id:
             group.leader = new_id
         self._arm_session(group, replacement, now, out)
-        replacement.join_connection = connection
+        group.set_join_connection(replacement, connection)
         reason = req.reason or "not provided"
         if group.state is GroupState.STABLE:
             selected = select_strategy([m.protocol_names for m in group.members.values()])
@@ -707,7 +740,7 @@ class GroupCoordinator:
                     ErrorCode.NONE, group.generation, group.protocol_type, group.protocol_name,
                     new_id if skip else (current_leader or UNKNOWN_MEMBER_ID), skip, new_id,
                     self._member_list(group) if skip else ())))
-                replacement.join_connection = None
+                group.set_join_connection(replacement, None)
             else:
                 self._prepare_rebalance(
                     group, f"Group's selectedProtocol will change because static member {new_id} with instance id "
@@ -730,11 +763,7 @@ class GroupCoordinator:
         if state is GroupState.PREPARING_REBALANCE:
             if member is not None and member.join_connection is not None:
                 return True
-            joining = 0
-            for m in group.members.values():  # a plain loop: asked at every JoinGroup of a rebalance
-                if m.join_connection is not None:
-                    joining += 1
-            return joining < limit
+            return group.awaiting_join < limit
         return member is not None or len(group.members) < limit
 
     def _supports(self, group: ClassicGroup, protocol_type: str,
@@ -745,9 +774,7 @@ class GroupCoordinator:
             return bool(protocol_type) and bool(protocols)
         if protocol_type != group.protocol_type:
             return False
-        common = {p.name for p in protocols}
-        common.intersection_update(*[member.protocol_names for member in group.members.values()])
-        return bool(common)
+        return group.supports_one_of(p.name for p in protocols)
 
     def _check_member(self, group: ClassicGroup, member_id: str, instance: str | None) -> ErrorCode | None:
         """GroupCoordinator.validateCurrentMember: a group instance id must be known and mapped to
@@ -982,7 +1009,8 @@ class GroupCoordinator:
                 for connection, response in responses:
                     if connection is not None:
                         out.append(Respond(connection, response))
-                member.join_connection = member.sync_connection = None
+                group.set_join_connection(member, None)
+                member.sync_connection = None
             group.transition(GroupState.DEAD)
             del self.groups[group_id]
 
@@ -1029,7 +1057,7 @@ class GroupCoordinator:
                     client_id=persisted.client_id, session_timeout_ms=persisted.session_timeout_ms,
                     rebalance_timeout_ms=persisted.rebalance_timeout_ms, protocols=(protocol,),
                     assignment=persisted.assignment)
-                group.members[member.member_id] = member
+                group.add_member(member)
                 if member.group_instance_id is not None:
                     group.static_members[member.group_instance_id] = member.member_id
                 self._arm_session(group, member, now, out)
