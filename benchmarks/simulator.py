@@ -3,7 +3,12 @@
 1,000 partitions (10 topics x 100), 100 consumers, 50 membership events (leaves, crashes,
 restarts, joins), heartbeats every 3 s, 100 keyed records/s. Prints a table of wall times.
 
-    .venv/bin/python benchmarks/simulator.py [--repeat 3]
+``--large 1000,2000,4000``: then large classic groups (cooperative-sticky), 5 simulated minutes
+of the same kind of scenario (every member joining at 0, 4 events, 10 topics of max(100,
+members / 50) partitions), each size twice the one before: the CPU time should grow with the
+members, not their square.
+
+    .venv/bin/python benchmarks/simulator.py [--repeat 3] [--large 1000,2000,4000]
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ def hour_scenario(members: int = 100, topics: int = 10, partitions: int = 100, e
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--large", default="", help="member counts of large classic groups, comma-separated")
     args = parser.parse_args()
     rows = []
     # Classic strategies, then KIP-848 consumer groups (heartbeat 5 s, the broker's default) with
@@ -75,6 +81,25 @@ def main() -> None:
         print(f"{strategy:<20} {best:>11.2f} {best_cpu:>10.2f} {rebalances:>10} {moved:>7} {intervals:>15}")
     print("(one simulated hour, 100 members, 1,000 partitions, 50 membership events, heartbeat 3 s classic / 5 s "
           "consumer groups, 100 records/s)")
+    if args.large:
+        large_groups([int(n) for n in args.large.split(",")])
+
+
+def large_groups(sizes: list[int]) -> None:
+    print(f"\n{'members':>8} {'partitions':>10} {'cpu s':>7} {'rebalances':>10} {'growth':>7}")
+    before: tuple[int, float] | None = None
+    for members in sizes:
+        spec = hour_scenario(members=members, topics=10, partitions=max(100, members // 50), events=4)
+        spec["events"] = [e for e in spec["events"] if e["at_ms"] < 300_000]
+        scenario = load_scenario(spec | {"end_ms": 300_000})
+        start = time.process_time()
+        run = run_simulation(scenario)
+        cpu = time.process_time() - start
+        growth = "" if before is None else f"{(cpu / before[1]) / (members / before[0]):.2f}"
+        print(f"{members:>8,} {10 * max(100, members // 50):>10,} {cpu:>7.2f} {run.metrics.rebalances:>10} {growth:>7}")
+        before = (members, cpu)
+    print("(cooperative-sticky, 5 simulated minutes, every member joining at 0, 4 events; growth: CPU time per "
+          "member against the size before)")
 
 
 if __name__ == "__main__":
