@@ -87,8 +87,9 @@ class SplitFacts:
     moves: list[Event] = field(default_factory=list)
     # client -> the group it named last in this split (for lines of the next split naming none)
     named_last: dict[str, str] = field(default_factory=dict)
-    # client lines naming no group, before their client named one in this split
-    unfilled: list[str] = field(default_factory=list)
+    # clients with lines naming no group before they named one in this split, in order (a dict:
+    # asked at each such line, a list made a split of many such clients quadratic)
+    unfilled: dict[str, None] = field(default_factory=dict)
     unreadable: str | None = None
 
     def to_json(self) -> str:
@@ -269,7 +270,7 @@ def _count(record: Event, facts: SplitFacts, last_group: dict[str, str]) -> None
     client = record.get("client_id")
     if (record.get("side") == "client" and client and not record.get("group") and client not in last_group
             and client not in facts.unfilled):
-        facts.unfilled.append(client)
+        facts.unfilled[client] = None
     before = last_group.get(client) if client else None
     fill_client_group(record, last_group)
     if client and record.get("group") and last_group.get(client) != before:
