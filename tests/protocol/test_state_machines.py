@@ -10,11 +10,20 @@ from hypothesis import strategies as st
 
 from kafka_rebalance.model import RebalanceProtocol
 from kafka_rebalance.protocol.classic.consumer import MEMBER_STATES, ClassicMemberState, rebalance_protocol
-from kafka_rebalance.protocol.classic.coordinator import GROUP_STATES, GroupState
+from kafka_rebalance.protocol.classic.coordinator import GROUP_STATES, GroupCoordinator, GroupState
 from kafka_rebalance.protocol.classic.coordinator_events import (
+    ConsumerProtocolSubscription,
+    GroupMetadataRecord,
+    JoinGroupRequest,
+    JoinGroupRequestProtocol,
+    LoadCompleted,
     MemberIdentity,
     OffsetFetchRequest,
     PartitionOffset,
+    PersistedMember,
+    Received,
+    Resign,
+    Respond,
 )
 from kafka_rebalance.protocol.errors import ErrorCode, IllegalStateTransition
 from tests.protocol.harness import GROUP, Broker, stable_group
@@ -156,9 +165,9 @@ def test_a_pending_member_that_never_rejoins_expires_after_its_session_timeout()
 
 
 _ACTIONS = st.lists(st.tuples(
-    st.sampled_from(["join", "rejoin", "static", "sync", "heartbeat", "leave", "wait"]),
+    st.sampled_from(["join", "rejoin", "static", "sync", "heartbeat", "leave", "wait", "reload"]),
     st.integers(0, 4),
-    st.sets(st.sampled_from(["range", "roundrobin", "sticky"]), min_size=1)), max_size=30)
+    st.lists(st.sampled_from(["range", "roundrobin", "sticky"]), min_size=1, max_size=4)), max_size=30)
 
 
 @settings(max_examples=150, deadline=None)
@@ -166,22 +175,23 @@ _ACTIONS = st.lists(st.tuples(
 def test_the_groups_counts_are_its_members(actions):
     """``awaiting_join`` and ``supported_protocols`` (Kafka's numMembersAwaitingJoin and
     supportedProtocols) always equal what walking the members gives, whatever members join,
-    rejoin with other protocols, come back static, sync, leave or time out."""
+    rejoin with other protocols (a name listed twice included), come back static, sync, leave,
+    time out, or are loaded by another coordinator from the stored records."""
     broker = Broker.with_config(group_initial_rebalance_delay_ms=0)
     known: dict[int, str] = {}
     for action, slot, names in actions:
         connection = f"c{slot}-{broker.now}"
         member_id = known.get(slot, "")
         if action == "join":
-            known[slot] = broker.join_new(connection, names=tuple(sorted(names)))
+            known[slot] = broker.join_new(connection, names=tuple(names))
         elif action == "rejoin" and member_id:
-            broker.join(connection, member_id, names=tuple(sorted(names)))
+            broker.join(connection, member_id, names=tuple(names))
         elif action == "static":
-            first = broker.join(connection, member_id, instance=f"i{slot}", names=tuple(sorted(names)))
+            first = broker.join(connection, member_id, instance=f"i{slot}", names=tuple(names))
             answer = first.responses.get(connection)
             if answer is not None and answer.member_id:
                 known[slot] = answer.member_id
-        elif action == "sync" and member_id:
+        elif action == "sync" and member_id and broker.group is not None:
             broker.sync(connection, member_id)
         elif action == "heartbeat" and member_id:
             broker.heartbeat(connection, member_id)
@@ -189,6 +199,14 @@ def test_the_groups_counts_are_its_members(actions):
             broker.leave(connection, MemberIdentity(member_id, None))
         elif action == "wait":
             broker.advance(broker.now + 7_000)
+        elif action == "reload":
+            partition = broker.coordinator.partition_for(GROUP)
+            broker.handle(Resign(partition))
+            loaded = Broker.with_config(group_initial_rebalance_delay_ms=0)
+            loaded.now = broker.now
+            loaded.handle(LoadCompleted(partition, tuple(broker.persisted)))
+            loaded.persisted = list(broker.persisted)
+            broker = loaded
         group = broker.group
         if group is None:
             continue
@@ -196,3 +214,18 @@ def test_the_groups_counts_are_its_members(actions):
         assert group.awaiting_join == sum(m.join_connection is not None for m in members)
         walked = Counter(name for m in members for name in set(m.protocol_names))
         assert +group.supported_protocols == walked
+
+
+def test_a_member_stored_twice_is_one_member():
+    """A GroupMetadata record listing a member twice loads one member (the last listed), which
+    the group's protocol count says: its next JoinGroup is accepted, not refused with
+    INCONSISTENT_GROUP_PROTOCOL."""
+    coordinator = GroupCoordinator(seed=1)
+    subscription = ConsumerProtocolSubscription(("t0",))
+    member = PersistedMember("m-1", None, "consumer", 20000, 10000, subscription, ("t0-0",))
+    coordinator.handle(LoadCompleted(coordinator.partition_for(GROUP), (
+        GroupMetadataRecord(GROUP, "consumer", 3, "range", "m-1", (member, member)),)), 0)
+    out = coordinator.handle(Received("c", JoinGroupRequest(GROUP, 10000, 20000, "m-1", None, "consumer", (
+        JoinGroupRequestProtocol("range", subscription),))), 1)
+    assert [o.response.error_code for o in out if isinstance(o, Respond)] == [ErrorCode.NONE]
+    assert coordinator.group(GROUP).supported_protocols["range"] == 1

@@ -233,7 +233,8 @@ _EDGES = (-60_001, -60_000, -59_999, -30_000, -1, 0, 1, 999, 1_000, 1_001, 5_000
 def test_client_only_causes_are_the_signals_in_each_rebalances_window(cycles, signals):
     """A client-only log (no broker lines): each rebalance's causes are the client signals
     (poll timeouts, leave requests, failed heartbeats) from ``EVIDENCE_WINDOW_MS`` before its
-    start to ``CLIENT_CLOCK_SLACK_MS`` after it, edges included, each one cause."""
+    start to ``CLIENT_CLOCK_SLACK_MS`` after it, edges included, each one cause, in the order
+    they were logged."""
     from kafka_rebalance.pipeline.logparse.story import CLIENT_CLOCK_SLACK_MS, EVIDENCE_WINDOW_MS
 
     starts = sorted({minute * 60_000 + second * 7_000 for minute, second in cycles})
@@ -249,18 +250,19 @@ def test_client_only_causes_are_the_signals_in_each_rebalances_window(cycles, si
         at = 10_000_000 + starts[which % len(starts)] + offset
         kind, reason = {"poll": ("client_poll_timeout", None), "leave": ("client_leave", "shutting down"),
                         "heartbeat": ("client_heartbeat_failed", "coordinator not available")}[signal]
+        told.append((at, len(events), f"s-{j}",
+                     {"poll": "poll_timeout", "leave": "left", "heartbeat": "session_timeout"}[signal]))
         events.append({"source": "app.log", "seq": len(events), "time_ms": at, "kind": kind, "side": "client",
                        "library": "java", "client_id": f"s-{j}", "reason": reason, "line": f"{signal} {j}"})
-        told.append((at, f"s-{j}", {"poll": "poll_timeout", "leave": "left", "heartbeat": "session_timeout"}[signal]))
     events.sort(key=lambda e: (e["time_ms"], e["seq"]))
     rows = tell("c", "g", events)
     assert rows["rebalances"] and all(r["source"] != "broker" for r in rows["rebalances"])
     for rebalance in rows["rebalances"]:
         start = rebalance["start_ms"]
-        expected = {(member, cause) for at, member, cause in told
-                    if -CLIENT_CLOCK_SLACK_MS <= start - at <= EVIDENCE_WINDOW_MS}
-        got = {(c["member"], c["cause"]) for c in rows["causes"]
-               if c["start_ms"] == start and (c["member"] or "").startswith("s-")}
+        expected = [(member, cause) for at, _, member, cause in sorted(told)
+                    if -CLIENT_CLOCK_SLACK_MS <= start - at <= EVIDENCE_WINDOW_MS]
+        got = [(c["member"], c["cause"]) for c in rows["causes"]
+               if c["start_ms"] == start and (c["member"] or "").startswith("s-")]
         assert got == expected, start
 
 

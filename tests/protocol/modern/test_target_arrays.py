@@ -240,3 +240,18 @@ def test_java_order_of_a_targets_topics_is_utf16_order_beyond_ascii() -> None:
     assert current is not None and current[0].tolist() == [0, 0]
     in_python_order = TargetAssignment({"m0": partitions({high: [0], beyond: [0]})})
     assert in_python_order.current_assignment(layout, counts, {"m0": 0}) is None
+
+
+def test_a_static_members_replacement_drops_the_old_subscription() -> None:
+    """A static member that left (-2) comes back under a new member id with another
+    subscription: the group's subscription metadata is the new one's and the other member's,
+    nothing of the old one's (``ConsumerGroup.computeSubscriptionMetadata`` over the members)."""
+    group = ConsumerGroupCoordinator.loaded("g", {"a": 2, "b": 2, "c": 2}, 1, 1, [
+        ConsumerGroupMember("s1", instance_id="i1", rebalance_timeout_ms=5000, subscribed_topic_names=("a",)),
+        ConsumerGroupMember("o", rebalance_timeout_ms=5000, subscribed_topic_names=("b",))], {})
+    _run(group, Received("c", ConsumerGroupHeartbeatRequest("g", "s1", -2, instance_id="i1")), 1)
+    _run(group, Received("c", ConsumerGroupHeartbeatRequest(
+        "g", "s2", 0, instance_id="i1", rebalance_timeout_ms=5000, subscribed_topic_names=("c",),
+        server_assignor="uniform", topic_partitions=())), 2)
+    assert list(group.members) == ["o", "s2"]
+    assert group.subscription_metadata == {"b": 2, "c": 2}

@@ -1380,7 +1380,8 @@ def findings(cluster: str, group: str, rebalances: list[Row], member_events: lis
     clustered = 0
     for i, (t, _) in enumerate(timeout_times):
         clients = set()
-        for u, c in timeout_times[i:]:
+        for j in range(i, len(timeout_times)):  # not a copy of the rest at each i
+            u, c = timeout_times[j]
             if u - t > 60_000:  # in time order: none later is closer
                 break
             clients.add(c)

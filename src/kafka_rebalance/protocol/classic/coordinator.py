@@ -227,7 +227,12 @@ class ClassicGroup:
         return any(self.supported_protocols[name] == len(self.members) for name in set(names))
 
     def add_member(self, member: MemberMetadata) -> None:
-        self.members[member.member_id] = member
+        """``member`` joins, or takes the place of the member of its id (a record listing a
+        member twice: the last one is the member)."""
+        replaced = self.members.get(member.member_id)
+        if replaced is not None:
+            self._count(replaced, -1)
+        self.members[member.member_id] = member  # in the place of the one replaced
         self._count(member, 1)
 
     def pop_member(self, member_id: str) -> MemberMetadata | None:
