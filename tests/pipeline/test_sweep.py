@@ -119,8 +119,27 @@ def test_rebalance_rows_count_moves_and_cooperative_phases():
     assert rebalance_rows(run, result, "cooperative-sticky", subs)[1] is None
 
 
-def test_batches_are_contiguous_and_cover_all():
+def test_batches_cover_every_run_once_in_sweep_order_and_balance_their_cost():
     items = list(range(10))
     cut = batches(items, 4)
-    assert [x for b in cut for x in b] == items and len(cut) == 4
-    assert batches(items, 50) == [[i] for i in items]
+    assert sorted(x for b in cut for x in b) == items and len(cut) == 4
+    assert all(b == sorted(b) for b in cut)
+    assert max(map(len, cut)) - min(map(len, cut)) <= 1  # equal costs: equal counts
+    assert sorted(batches(items, 50)) == [[i] for i in items]
+    # A sweep's long runs come together at its end: dealt by cost, they are spread.
+    costs = [1.0] * 8 + [10.0] * 4
+    cut = batches(list(range(12)), 4, costs)
+    assert sorted(sum(costs[i] for i in b) for b in cut) == [12.0, 12.0, 12.0, 12.0]
+
+
+def test_the_built_in_sweeps_batches_are_within_one_run_of_each_other():
+    """Greedy dealing, costliest first: no batch costs more than another by more than its
+    cheapest run would move (the longest-processing-time rule's bound)."""
+    from kafka_rebalance.pipeline.lab import simulation_cost
+
+    runs = load_sweep(None).runs
+    costs = {run.run_id: simulation_cost(load_scenario(run.scenario)) for run in runs}
+    cut = batches(runs, 8, [costs[run.run_id] for run in runs])
+    loads = [sum(costs[run.run_id] for run in b) for b in cut]
+    assert len(cut) == 8 and sum(len(b) for b in cut) == len(runs)
+    assert max(loads) - min(loads) <= max(costs.values())
