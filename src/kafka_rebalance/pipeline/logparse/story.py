@@ -86,6 +86,10 @@ class ConsumerMembers:
         self.states[member] = state
         self.counts[state] += 1
 
+    def setdefault(self, member: str | None, state: MemberState) -> None:
+        if member not in self.states:
+            self.set(member, state)
+
     def pop(self, member: str | None) -> MemberState | None:
         state = self.states.pop(member, None)
         if state is not None:
@@ -588,8 +592,7 @@ class GroupStory:
             # A static member's replacement takes over its epoch and assignment (Kafka's
             # ConsumerGroupMember.Builder(existing).setMemberId(new)).
             replaced = self.consumer_members.pop(event.get("old_member") or "") or (None, None)
-            if row["member"] not in self.consumer_members.states:
-                self.consumer_members.set(row["member"], replaced)
+            self.consumer_members.setdefault(row["member"], replaced)
         target = self._open_for(event)
         if target is not None:
             # it joins the rebalance under way: what happened during it, not the next one's cause
