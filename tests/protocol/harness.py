@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kafka_rebalance.protocol.classic.coordinator import CoordinatorConfig, GroupCoordinator, GroupState
+from kafka_rebalance.protocol.classic.coordinator import GroupCoordinator
 from kafka_rebalance.protocol.classic.coordinator_events import (
     CONSUMER_PROTOCOL_TYPE,
     ConsumerProtocolSubscription,
@@ -30,6 +30,7 @@ from kafka_rebalance.protocol.classic.coordinator_events import (
     SyncGroupRequest,
     SyncGroupRequestAssignment,
 )
+from kafka_rebalance.protocol.classic.group import CoordinatorConfig, GroupState
 from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer, Log
 from kafka_rebalance.protocol.errors import ErrorCode
 from kafka_rebalance.protocol.logrecords import LogRecord

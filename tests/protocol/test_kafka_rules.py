@@ -9,12 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from kafka_rebalance.protocol.classic.coordinator import (
-    NEW_MEMBER_JOIN_TIMEOUT_MS,
-    CoordinatorConfig,
-    GroupCoordinator,
-    GroupState,
-)
+from kafka_rebalance.protocol.classic.coordinator import GroupCoordinator
 from kafka_rebalance.protocol.classic.coordinator_events import (
     BeginLoading,
     DeleteGroupsRequest,
@@ -25,6 +20,7 @@ from kafka_rebalance.protocol.classic.coordinator_events import (
     MemberIdentity,
     Resign,
 )
+from kafka_rebalance.protocol.classic.group import NEW_MEMBER_JOIN_TIMEOUT_MS, CoordinatorConfig, GroupState
 from kafka_rebalance.protocol.errors import ErrorCode
 from tests.protocol.harness import GROUP, Broker, join_request, protocols, stable_group
 

@@ -5,7 +5,7 @@ import re
 import pytest
 
 from kafka_rebalance.protocol import logformat
-from kafka_rebalance.protocol.classic.coordinator import coordinator_partition
+from kafka_rebalance.protocol.classic.group import coordinator_partition
 from kafka_rebalance.protocol.logformat import (
     FORMATTERS,
     PATTERNS,

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from kafka_rebalance.model import RebalanceProtocol
 from kafka_rebalance.protocol.classic.consumer import MEMBER_STATES, ClassicMemberState, rebalance_protocol
-from kafka_rebalance.protocol.classic.coordinator import GROUP_STATES, GroupCoordinator, GroupState
+from kafka_rebalance.protocol.classic.coordinator import GroupCoordinator
 from kafka_rebalance.protocol.classic.coordinator_events import (
     ConsumerProtocolSubscription,
     GroupMetadataRecord,
@@ -25,6 +25,7 @@ from kafka_rebalance.protocol.classic.coordinator_events import (
     Resign,
     Respond,
 )
+from kafka_rebalance.protocol.classic.group import GROUP_STATES, GroupState
 from kafka_rebalance.protocol.errors import ErrorCode, IllegalStateTransition
 from tests.protocol.harness import GROUP, Broker, stable_group
 

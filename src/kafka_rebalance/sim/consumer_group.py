@@ -42,12 +42,8 @@ from kafka_rebalance.model.java import kafka_random_uuid
 from kafka_rebalance.protocol.classic import consumer_events as cc_events
 from kafka_rebalance.protocol.classic import coordinator_events as cl
 from kafka_rebalance.protocol.classic.consumer import ConsumerConfig
-from kafka_rebalance.protocol.classic.coordinator import (
-    ClassicGroup,
-    CoordinatorConfig,
-    GroupCoordinator,
-    coordinator_partition,
-)
+from kafka_rebalance.protocol.classic.coordinator import GroupCoordinator
+from kafka_rebalance.protocol.classic.group import ClassicGroup, CoordinatorConfig, coordinator_partition
 from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer, Log
 from kafka_rebalance.protocol.errors import ErrorCode
 from kafka_rebalance.protocol.logrecords import (

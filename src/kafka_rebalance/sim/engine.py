@@ -79,11 +79,7 @@ from kafka_rebalance.protocol.classic.consumer_events import (
     Subscribe,
 )
 from kafka_rebalance.protocol.classic.consumer_events import Received as ConsumerReceived
-from kafka_rebalance.protocol.classic.coordinator import (
-    CoordinatorConfig,
-    GroupCoordinator,
-    coordinator_partition,
-)
+from kafka_rebalance.protocol.classic.coordinator import GroupCoordinator
 from kafka_rebalance.protocol.classic.coordinator_events import (
     BeginLoading,
     CoordinatorInput,
@@ -107,6 +103,7 @@ from kafka_rebalance.protocol.classic.coordinator_events import (
     Resign,
     Respond,
 )
+from kafka_rebalance.protocol.classic.group import CoordinatorConfig, coordinator_partition
 from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer, Log
 from kafka_rebalance.protocol.errors import ErrorCode
 from kafka_rebalance.protocol.logrecords import (

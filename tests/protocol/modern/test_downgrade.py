@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_rebalance.protocol.classic.coordinator import GroupCoordinator, GroupState
+from kafka_rebalance.protocol.classic.coordinator import GroupCoordinator
 from kafka_rebalance.protocol.classic.coordinator_events import (
     ConsumerProtocolSubscription,
     HeartbeatRequest,
@@ -19,6 +19,7 @@ from kafka_rebalance.protocol.classic.coordinator_events import (
 )
 from kafka_rebalance.protocol.classic.coordinator_events import Received as ClassicReceived
 from kafka_rebalance.protocol.classic.coordinator_events import Respond as ClassicRespond
+from kafka_rebalance.protocol.classic.group import GroupState
 from kafka_rebalance.protocol.effects import ArmTimer, Log
 from kafka_rebalance.protocol.errors import ErrorCode
 from kafka_rebalance.protocol.logrecords import PreparingRebalance

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from typing import TypeAlias, assert_never
 
 from kafka_rebalance.protocol.classic import coordinator_events as cl
-from kafka_rebalance.protocol.classic.coordinator import ClassicGroup, CoordinatorConfig, GroupCoordinator
+from kafka_rebalance.protocol.classic.coordinator import GroupCoordinator
+from kafka_rebalance.protocol.classic.group import ClassicGroup, CoordinatorConfig
 from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer, Log
 from kafka_rebalance.protocol.errors import ErrorCode
 from kafka_rebalance.protocol.modern.consumer import coordinator_events as ce
