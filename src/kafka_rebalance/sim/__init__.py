@@ -10,9 +10,10 @@ Public API (the pipeline depends on these names):
   log in one of Kafka's log formats
 """
 
-from kafka_rebalance.sim.engine import ClassicGroupSide, run_simulation, simulate
+from kafka_rebalance.sim.classic_side import ClassicGroupSide
 from kafka_rebalance.sim.logwriter import log_lines, write_log
 from kafka_rebalance.sim.result import SimulationResult
+from kafka_rebalance.sim.run import run_simulation, simulate
 from kafka_rebalance.sim.scenario import Scenario, load_scenario
 
 __all__ = ["ClassicGroupSide", "Scenario", "SimulationResult", "load_scenario", "log_lines", "run_simulation", "simulate",

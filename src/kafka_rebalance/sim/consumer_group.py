@@ -2,7 +2,7 @@
 ``ConsumerGroupCoordinator`` and one ``ConsumerMembershipManager`` per consumer process, on the
 same virtual clock, network latency, traffic and metrics as the classic simulator.
 
-Modelling choices (beyond those of ``sim.engine``, which this follows):
+Modelling choices (beyond those of ``sim.classic_side``, which this follows):
 - Heartbeats run on the consumer's background thread (the new consumer's design): a stalled
   application keeps heartbeating, a paused process (GC, ``pause``) does nothing at all.
 - Listener callbacks (and the commit before a revocation) run on the application thread, i.e.
@@ -13,7 +13,7 @@ Modelling choices (beyond those of ``sim.engine``, which this follows):
   ``on_partitions_revoked`` / ``on_partitions_lost`` runs or the process dies.
 - OffsetCommit and OffsetFetch go straight to the coordinator (no latency, never lost): only
   their effect on duplicates matters here.
-- ``network_loss``: a heartbeat or its answer is lost as in ``sim.engine``; the heartbeat then
+- ``network_loss``: a heartbeat or its answer is lost as in ``sim.classic_side``; the heartbeat then
   times out after ``request_timeout_ms`` (``RequestTimesOut``), its connection is closed and the
   member retries after its backoff with every field.
 - A fatal error (GROUP_MAX_SIZE_REACHED, UNRELEASED_INSTANCE_ID, ...) ends the process: the

@@ -1,5 +1,5 @@
 """The simulator's driver: what every run has whichever group protocol its group speaks. The
-group side plugs in (``sim.engine.ClassicGroupSide``: the classic ``GroupCoordinator`` per
+group side plugs in (``sim.classic_side.ClassicGroupSide``: the classic ``GroupCoordinator`` per
 broker and the classic consumer; ``sim.consumer_group.ConsumerGroupSide``: the
 ``ConsumerGroupCoordinator`` and the new consumer, classic members and a migrating group
 included) by filling in the hooks below.

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from kafka_rebalance.model import RebalanceProtocol
-from kafka_rebalance.sim.engine import run_simulation
 from kafka_rebalance.sim.result import NOT_FENCED, SimulationResult
+from kafka_rebalance.sim.run import run_simulation
 from kafka_rebalance.sim.scenario import Scenario
 
 
