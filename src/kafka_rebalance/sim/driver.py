@@ -586,11 +586,6 @@ class Driver(Generic[P, E, D]):
         self._started(proc)
         self._app_poll(proc)
 
-    def _checkpoint_running(self) -> None:
-        for proc in self.processes.values():
-            if proc.alive:
-                self._checkpoint(proc)
-
     # ------------------------------------------------------------------ consumption
 
     def _processed(self, proc: P, partition: str, start: int, end: int, since_ms: int) -> None:
@@ -856,10 +851,6 @@ class Driver(Generic[P, E, D]):
 
     def _name(self, member_id: str) -> str:
         return self.member_names.get(member_id, member_id)
-
-    def _holdings(self) -> dict[str, frozenset[str]]:
-        """What each running consumer holds now (when a rebalance begins)."""
-        return {name: frozenset(p.held) for name, p in self.processes.items() if p.alive}
 
     # ------------------------------------------------------------------ the result
 

@@ -172,7 +172,6 @@ class MemberTimerFires:
     timer: MemberTimer
 
 
-TimerFires = CoordinatorTimerFires | ConsumerTimerFires
 DeferrableEvent = ResponseArrives | ConsumerTimerFires  # held while a process is paused (with AppWakes)
 SimEvent = (RequestArrives | FindCoordinatorArrives | ResponseArrives | CoordinatorTimerFires | ConsumerTimerFires | ScenarioStep | AppWakes
             | MetadataRefresh | ProcessResumes | CoordinatorLoaded | ProcessStarts)

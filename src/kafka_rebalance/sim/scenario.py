@@ -23,7 +23,6 @@ Optional fields beyond the spec (all documented in ``examples/scenarios/README.m
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -35,8 +34,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from kafka_rebalance.assignors import get_assignor
 from kafka_rebalance.model import GroupProtocol, InvalidInput, ServerAssignorName
 from kafka_rebalance.protocol.logformat import STYLES
-
-NonNegative = Field(ge=0)
 
 
 class _Strict(BaseModel):
@@ -414,7 +411,3 @@ def load_scenario(source: str | Path | Mapping[str, Any] | Scenario) -> Scenario
         return Scenario.model_validate(data)
     except ValidationError as exc:
         raise _from_validation_error(exc) from None
-
-
-def scenario_to_json(scenario: Scenario) -> str:
-    return json.dumps(scenario.model_dump(mode="json"), sort_keys=True)
