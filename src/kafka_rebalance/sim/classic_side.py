@@ -139,7 +139,8 @@ from kafka_rebalance.sim.result import (
     LoggedRecord,
     SimulationResult,
 )
-from kafka_rebalance.sim.scenario import Event, Scenario, SubscribeChange
+from kafka_rebalance.sim.scenario import Scenario
+from kafka_rebalance.sim.scenario_events import ProtocolSwitch, SubscriptionChanged, TopicsGrown
 
 
 @dataclass(slots=True, kw_only=True)
@@ -656,19 +657,20 @@ class ClassicGroupSide(Driver[ClassicProcess, SimEvent, DeferrableEvent]):
     def _polled_until_interrupted(self, proc: ClassicProcess) -> None:
         pass  # a classic consumer inside poll() stays there: its poll timer renews when it fires
 
-    def _topics_grown(self, event: Event) -> None:
+    def _topics_grown(self, event: TopicsGrown) -> None:
         pass  # consumers see it at their next metadata refresh
 
-    def _subscribe(self, proc: ClassicProcess, change: SubscribeChange) -> None:
+    def _subscribe(self, proc: ClassicProcess, change: SubscriptionChanged) -> None:
         self._to_consumer(proc, MetadataUpdate(dict(self.topics)))
-        self._to_consumer(proc, Subscribe(tuple(change.topics or ()), change.pattern))
+        self._to_consumer(proc, Subscribe(change.topics or (), change.pattern))
         self._maybe_poll(proc)
 
-    def _other_scenario_event(self, event: Event) -> None:
-        if event.action == "coordinator_failover":
-            self._failover()
+    def _switch_protocol(self, event: ProtocolSwitch) -> None:
+        # A scenario with an upgrade runs on the consumer-group side (``Scenario.uses_consumer_protocol``),
+        # and one that never upgrades has no consumer to downgrade (``Scenario`` checks).
+        raise AssertionError(f"a classic group's scenario has no upgrade or downgrade: {event!r}")
 
-    def _failover(self) -> None:
+    def _coordinator_fails_over(self) -> None:
         """The leadership of the group's __consumer_offsets partition moves to the next broker."""
         old = self.leader_broker
         new = (old + 1) % self.cfg.brokers
