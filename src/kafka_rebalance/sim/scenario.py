@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, assert_never
 
 import yaml
 from pydantic import (
@@ -367,32 +367,7 @@ class Scenario(_Strict):
             raise _FieldError("consumers", "duplicate consumer id")
         known = set(ids)
         topics = set(self.topics)
-        # In time order, as the simulator replays them: a topic must exist before it grows.
-        protocol_of: dict[str, GroupProtocol] = dict.fromkeys(ids, self.group_protocol)
-        for i, event in sorted(enumerate(self.events), key=lambda indexed: indexed[1].at_ms):
-            action = event.action
-            if action in ("upgrade", "downgrade"):
-                # An upgrade moves a consumer from the classic protocol to the consumer protocol, a
-                # downgrade back; each must change the protocol the consumer runs at that time.
-                name = getattr(event, action)
-                before, after = ((GroupProtocol.CLASSIC, GroupProtocol.CONSUMER) if action == "upgrade"
-                                 else (GroupProtocol.CONSUMER, GroupProtocol.CLASSIC))
-                if name in protocol_of and protocol_of[name] != before:
-                    raise _FieldError(f"events[{i}].{action}", f"consumer {name!r} already uses the {after.value} protocol "
-                                      f"(group_protocol: {self.group_protocol.value}, earlier upgrade/downgrade events)")
-                protocol_of[name] = after
-            if action in ("join", "leave", "crash", "pause", "stall", "restart", "upgrade", "downgrade"):
-                name = getattr(event, action)
-                if name not in known:
-                    raise _FieldError(f"events[{i}].{action}", f"unknown consumer {name!r}")
-            elif event.subscribe is not None and event.subscribe.consumer not in known:
-                raise _FieldError(f"events[{i}].subscribe.consumer", f"unknown consumer {event.subscribe.consumer!r}")
-            elif event.create_topic is not None:
-                if event.create_topic.name in topics:
-                    raise _FieldError(f"events[{i}].create_topic.name", f"topic {event.create_topic.name!r} already exists")
-                topics.add(event.create_topic.name)
-            elif event.add_partitions is not None and event.add_partitions.topic not in topics:
-                raise _FieldError(f"events[{i}].add_partitions.topic", f"unknown topic {event.add_partitions.topic!r}")
+        self._check_event_references(known, topics)
         for i, spec in enumerate(self.produce):
             if spec.topic not in topics:
                 raise _FieldError(f"produce[{i}].topic", f"unknown topic {spec.topic!r}")
@@ -408,6 +383,43 @@ class Scenario(_Strict):
             except InvalidInput as exc:
                 raise _FieldError(f"consumers[{i}].strategies", exc.problem) from None
         return self
+
+    def _check_event_references(self, known: set[str], topics: set[str]) -> None:
+        """Every consumer an event names exists, and every topic it grows (``topics``, grown here
+        with the created ones). In time order, as the simulator replays them: a topic must exist
+        before it grows, and each upgrade or downgrade must change the protocol its consumer
+        runs at that time (an upgrade moves it from the classic protocol to the consumer
+        protocol, a downgrade back)."""
+        protocol_of: dict[str, GroupProtocol] = dict.fromkeys(known, self.group_protocol)
+        in_time_order = sorted(enumerate(zip(self.events, self.timeline, strict=True)), key=lambda e: e[1][1].at_ms)
+        for i, (spec, event) in in_time_order:
+            where = f"events[{i}].{spec.action}"
+            match event:
+                case ConsumerUpgrades(consumer=name) | ConsumerDowngrades(consumer=name):
+                    before, after = ((GroupProtocol.CLASSIC, GroupProtocol.CONSUMER) if type(event) is ConsumerUpgrades
+                                     else (GroupProtocol.CONSUMER, GroupProtocol.CLASSIC))
+                    if name in protocol_of and protocol_of[name] != before:
+                        raise _FieldError(where, f"consumer {name!r} already uses the {after.value} protocol "
+                                          f"(group_protocol: {self.group_protocol.value}, earlier upgrade/downgrade "
+                                          "events)")
+                    protocol_of[name] = after
+                    _check_known(name, known, where)
+                case (ConsumerJoins(consumer=name) | ConsumerLeaves(consumer=name) | ConsumerCrashes(consumer=name)
+                      | ConsumerPauses(consumer=name) | ConsumerStalls(consumer=name) | ConsumerRestarts(consumer=name)):
+                    _check_known(name, known, where)
+                case SubscriptionChanged(consumer=name):
+                    _check_known(name, known, f"{where}.consumer")
+                case TopicCreated(topic=topic):
+                    if topic in topics:
+                        raise _FieldError(f"{where}.name", f"topic {topic!r} already exists")
+                    topics.add(topic)
+                case PartitionsAdded(topic=topic):
+                    if topic not in topics:
+                        raise _FieldError(f"{where}.topic", f"unknown topic {topic!r}")
+                case CoordinatorFailsOver():
+                    pass
+                case _:
+                    assert_never(event)
 
     @property
     def uses_consumer_protocol(self) -> bool:
@@ -429,6 +441,11 @@ class _FieldError(ValueError):
         self.field = field
         self.problem = problem
 
+
+
+def _check_known(name: str, known: set[str], where: str) -> None:
+    if name not in known:
+        raise _FieldError(where, f"unknown consumer {name!r}")
 
 def _location(loc: tuple[Any, ...]) -> str:
     text = ""
