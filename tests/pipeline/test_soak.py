@@ -11,7 +11,7 @@ import yaml
 
 from kafka_rebalance.pipeline import soak
 from kafka_rebalance.sim import load_scenario
-from kafka_rebalance.sim.soak import Violation
+from kafka_rebalance.sim.invariants import Violation
 
 pytestmark = pytest.mark.spark
 
@@ -40,7 +40,7 @@ def test_a_failing_schedule_comes_with_a_shrunk_one(monkeypatch):
             return [Violation("converges", "made up for the test")]
         return []
 
-    monkeypatch.setattr("kafka_rebalance.sim.soak.check_schedule", crash_with_failover_fails)
+    monkeypatch.setattr("kafka_rebalance.sim.invariants.check_schedule", crash_with_failover_fails)
     index = next(i for i in range(500) if soak.schedule_row(i, 5, 0)["invariants"])
     row = soak.schedule_row(index, 5, 200)
     assert row["invariants"] == ["converges"] and row["details"] == ["made up for the test"]

@@ -10,10 +10,11 @@ import pytest
 
 from kafka_rebalance.model import InvalidInput
 from kafka_rebalance.sim import load_scenario
+from kafka_rebalance.sim.classic_side import ClassicGroupSide
 from kafka_rebalance.sim.consumer_group import ConsumerGroupSide
-from kafka_rebalance.sim.engine import ClassicGroupSide, simulate
-from kafka_rebalance.sim.soak import check_observation
-from kafka_rebalance.sim.soak_observe import observation_of
+from kafka_rebalance.sim.invariants import check_observation
+from kafka_rebalance.sim.observation import observation_of
+from kafka_rebalance.sim.run import simulate
 from tests.sim.helpers import SCENARIOS, base
 
 

@@ -10,10 +10,11 @@ from typing import Any
 
 from kafka_rebalance.model import GroupProtocol, RebalanceProtocol
 from kafka_rebalance.sim import run_simulation
+from kafka_rebalance.sim.classic_side import ClassicGroupSide
 from kafka_rebalance.sim.consumer_group import ConsumerGroupSide
-from kafka_rebalance.sim.engine import ClassicGroupSide
-from kafka_rebalance.sim.soak import check_schedule, random_schedule, schedule_seed
-from kafka_rebalance.sim.soak_observe import observation_of
+from kafka_rebalance.sim.invariants import check_schedule
+from kafka_rebalance.sim.observation import observation_of
+from kafka_rebalance.sim.schedules import random_schedule, schedule_seed
 
 
 def group(protocol: str, strategies: list[str], events: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:

@@ -15,15 +15,10 @@ from kafka_rebalance.assignors.registry import register
 from kafka_rebalance.assignors.roundrobin import RoundRobinAssignor
 from kafka_rebalance.model import RebalanceProtocol
 from kafka_rebalance.sim import load_scenario, run_simulation
+from kafka_rebalance.sim.invariants import SINGLE_OWNER, check_observation, check_schedule, first_overlap
+from kafka_rebalance.sim.observation import Commit, Held, observation_of
 from kafka_rebalance.sim.result import NOT_FENCED
-from kafka_rebalance.sim.soak import (
-    SINGLE_OWNER,
-    check_observation,
-    check_schedule,
-    first_overlap,
-    random_schedule,
-)
-from kafka_rebalance.sim.soak_observe import Commit, Held, observation_of
+from kafka_rebalance.sim.schedules import random_schedule
 
 
 class RoundRobinClaimingCooperative(RoundRobinAssignor):

@@ -12,21 +12,15 @@ from hypothesis import strategies as st
 
 from kafka_rebalance.model import GroupProtocol, ServerAssignorName
 from kafka_rebalance.sim import load_scenario
-from kafka_rebalance.sim.soak import (
+from kafka_rebalance.sim.invariants import (
     COMMITS_FORWARD,
     CONVERGES,
     NO_RECORD_LOST,
     OWNER_CONSUMES,
     SINGLE_OWNER,
-    _ddmin,
     check_observation,
-    quiet_ms,
-    random_schedule,
-    schedule_seed,
-    schedule_yaml,
-    shrink,
 )
-from kafka_rebalance.sim.soak_observe import (
+from kafka_rebalance.sim.observation import (
     Commit,
     Consumption,
     Observation,
@@ -34,6 +28,8 @@ from kafka_rebalance.sim.soak_observe import (
     live_consumers,
     subscribed_partitions,
 )
+from kafka_rebalance.sim.schedules import quiet_ms, random_schedule, schedule_seed, schedule_yaml
+from kafka_rebalance.sim.shrink import _ddmin, shrink
 
 SEEDS = st.integers(min_value=0, max_value=2**48)
 
@@ -231,8 +227,8 @@ def test_both_protocols_give_the_invariants_every_table_they_read(protocol):
     consumer's holds with their fencing, the commits, the consumption and every completed
     generation's assignment, as a classic run does, so none falls back to a weaker check."""
     from kafka_rebalance.model import GroupProtocol
-    from kafka_rebalance.sim.soak import random_schedule, schedule_seed
-    from kafka_rebalance.sim.soak_observe import observe
+    from kafka_rebalance.sim.observation import observe
+    from kafka_rebalance.sim.schedules import random_schedule, schedule_seed
 
     for index in range(6):
         seen = observe(load_scenario(random_schedule(schedule_seed(0, index), GroupProtocol(protocol))))

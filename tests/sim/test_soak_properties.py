@@ -7,7 +7,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafka_rebalance.sim.soak import check_schedule, random_schedule, schedule_yaml
+from kafka_rebalance.sim.invariants import check_schedule
+from kafka_rebalance.sim.schedules import random_schedule, schedule_yaml
 
 PROPERTY = settings(max_examples=1500, deadline=None, database=None, derandomize=True,
                     suppress_health_check=list(HealthCheck))

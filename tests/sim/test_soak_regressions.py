@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from kafka_rebalance.sim import load_scenario
-from kafka_rebalance.sim.engine import run_simulation
-from kafka_rebalance.sim.soak import check_schedule
+from kafka_rebalance.sim.invariants import check_schedule
+from kafka_rebalance.sim.run import run_simulation
 
 
 @contextmanager
@@ -60,7 +60,7 @@ def test_rebalances_name_a_member_whose_join_response_is_still_in_flight():
     rebalance was recorded before the simulator learnt the member id's consumer: the assignment
     named ``static-1-<uuid>`` instead of ``c1``. Found by the soak (seed 1, schedule 51)."""
     from kafka_rebalance.sim import run_simulation
-    from kafka_rebalance.sim.soak import random_schedule, schedule_seed
+    from kafka_rebalance.sim.schedules import random_schedule, schedule_seed
 
     schedule = random_schedule(schedule_seed(1, 51))
     names = {c["id"] for c in schedule["consumers"]}
@@ -75,7 +75,7 @@ def test_requests_on_one_connection_arrive_in_order_whatever_the_jitter():
     """With 200 ms of jitter, a consumer's auto-commit of offset 192 overtook its earlier commit of
     193 and moved the committed offset backwards. A Kafka connection is TCP: requests arrive, and
     the broker handles them, in the order they were sent. Found by the soak (seed 1, schedule 18)."""
-    from kafka_rebalance.sim.soak import random_schedule, schedule_seed
+    from kafka_rebalance.sim.schedules import random_schedule, schedule_seed
 
     with wall_clock_limit(20):
         assert check_schedule(random_schedule(schedule_seed(1, 18))) == []
@@ -101,7 +101,7 @@ def test_a_clean_close_mid_batch_commits_only_what_was_processed():
     """A slow consumer restarted in the middle of a batch committed the position after the whole
     batch on close, so the records it had fetched but not processed were never consumed by
     anyone. Found by the soak (seed 1, schedule 0)."""
-    from kafka_rebalance.sim.soak import random_schedule, schedule_seed
+    from kafka_rebalance.sim.schedules import random_schedule, schedule_seed
 
     with wall_clock_limit(20):
         assert check_schedule(random_schedule(schedule_seed(1, 0))) == []
@@ -134,7 +134,7 @@ def test_a_stale_wake_up_deferred_by_a_pause_does_not_drop_a_batch():
     earlier deferred response made it poll and take a batch, then the stale wake-up polled again
     and replaced that batch: its records were committed past and never processed. Found by the
     soak (seed 1, schedule 406)."""
-    from kafka_rebalance.sim.soak import random_schedule, schedule_seed
+    from kafka_rebalance.sim.schedules import random_schedule, schedule_seed
 
     with wall_clock_limit(20):
         assert check_schedule(random_schedule(schedule_seed(1, 406))) == []
@@ -144,7 +144,7 @@ def test_a_stall_ending_during_a_pause_restarts_the_poll_loop_when_the_pause_end
     """A slow consumer's stall ended while a GC pause froze the process; the loop could not poll
     then, and the end of the pause did not restart it: the consumer never polled again and the
     group ended Empty with it running. Found by the soak (seed 1, schedule 497)."""
-    from kafka_rebalance.sim.soak import random_schedule, schedule_seed
+    from kafka_rebalance.sim.schedules import random_schedule, schedule_seed
 
     with wall_clock_limit(20):
         assert check_schedule(random_schedule(schedule_seed(1, 497))) == []
@@ -215,8 +215,8 @@ def test_a_static_revoker_bounced_before_its_follow_up_leaves_the_revoked_partit
     change (GroupCoordinator.updateStaticMemberAndRebalance), the returning leader skipping the
     assignor (KIP-814 skip_assignment) and getting generation 2's stored assignment. So t0-3 and
     t0-4 stay owned by nobody until the next rebalance of any cause; the converges invariant
-    allows exactly that (soak_observe.unfinished_follow_up). Soak seed 0, schedule 22436."""
-    from kafka_rebalance.sim.soak_observe import observation_of
+    allows exactly that (observation.unfinished_follow_up). Soak seed 0, schedule 22436."""
+    from kafka_rebalance.sim.observation import observation_of
 
     schedule = yaml.safe_load((Path(__file__).parent / "soak_follow_up" / "seed0-schedule22436.yaml").read_text())
     with wall_clock_limit(20):

@@ -6,7 +6,6 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import click
 import yaml
@@ -65,13 +64,3 @@ def bad_input_exits(source: str | None = None) -> Iterator[None]:
         raise fail(f"{source or 'input'}: too large to hold in memory") from None
     except RecursionError:
         raise fail(f"{source or 'input'}: nested too deeply") from None
-
-
-def read_text(path: str) -> str:
-    """Read a file, or standard input for '-' (see ``inputs.read_text``)."""
-    return inputs.read_text(path)
-
-
-def load_json(path: str) -> Any:
-    return inputs.load_document(path, "a JSON document", json_only=True)
-

@@ -64,15 +64,14 @@ SCHEDULE_SCHEMA = T.StructType([
 def schedule_row(index: int, master_seed: int, shrink_budget: int,
                  group_protocol: GroupProtocol = GroupProtocol.CLASSIC, migrating: bool = False) -> dict[str, Any]:
     """Draw schedule ``index``, run it, check it; shrink it if it fails."""
-    from kafka_rebalance.sim.soak import (
-        check_schedule,
+    from kafka_rebalance.sim.invariants import check_schedule
+    from kafka_rebalance.sim.schedules import (
         random_schedule,
-        same_failure,
         schedule_rebalance_protocol,
         schedule_seed,
         schedule_yaml,
-        shrink,
     )
+    from kafka_rebalance.sim.shrink import same_failure, shrink
 
     seed = schedule_seed(master_seed, index)
     schedule = random_schedule(seed, group_protocol, migrating=migrating)

@@ -8,12 +8,16 @@ Public API (the pipeline depends on these names):
   docs/scenario.md plus ``ownership``
 - ``write_log(result, path, style=None)`` / ``log_lines(result, style=None)``: the coordinator's
   log in one of Kafka's log formats
+- ``ClassicGroupSide`` / ``ConsumerGroupSide``: the two group sides ``run_simulation`` picks from
+  (``sim/run.py``), for a test that wants one of them whatever the scenario
 """
 
-from kafka_rebalance.sim.engine import ClassicGroupSide, run_simulation, simulate
+from kafka_rebalance.sim.classic_side import ClassicGroupSide
+from kafka_rebalance.sim.consumer_group import ConsumerGroupSide
 from kafka_rebalance.sim.logwriter import log_lines, write_log
 from kafka_rebalance.sim.result import SimulationResult
+from kafka_rebalance.sim.run import run_simulation, simulate
 from kafka_rebalance.sim.scenario import Scenario, load_scenario
 
-__all__ = ["ClassicGroupSide", "Scenario", "SimulationResult", "load_scenario", "log_lines", "run_simulation", "simulate",
-           "write_log"]
+__all__ = ["ClassicGroupSide", "ConsumerGroupSide", "Scenario", "SimulationResult", "load_scenario", "log_lines",
+           "run_simulation", "simulate", "write_log"]

@@ -4,7 +4,7 @@ the new consumer's ``ConsumerMembershipManager`` (state, epoch, owned partitions
 callbacks as outputs acknowledged by ``CallbacksCompleted``). This is how a rolling upgrade runs
 classic and consumer-protocol members in one group.
 
-Modelling choices (beyond the classic simulator's, ``sim/engine.py``):
+Modelling choices (beyond the classic simulator's, ``sim/classic_side.py``):
 - The application is inside ``poll()`` whenever the machine wants a poll (a rejoin), unless it
   is stuck (a ``stall``): the JoinGroup goes out at once, after listener callbacks already
   running. A stuck one rejoins when it polls again, and overruns ``max.poll.interval.ms`` as in

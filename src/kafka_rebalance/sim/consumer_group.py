@@ -2,7 +2,7 @@
 ``ConsumerGroupCoordinator`` and one ``ConsumerMembershipManager`` per consumer process, on the
 same virtual clock, network latency, traffic and metrics as the classic simulator.
 
-Modelling choices (beyond those of ``sim.engine``, which this follows):
+Modelling choices (beyond those of ``sim.classic_side``, which this follows):
 - Heartbeats run on the consumer's background thread (the new consumer's design): a stalled
   application keeps heartbeating, a paused process (GC, ``pause``) does nothing at all.
 - Listener callbacks (and the commit before a revocation) run on the application thread, i.e.
@@ -13,7 +13,7 @@ Modelling choices (beyond those of ``sim.engine``, which this follows):
   ``on_partitions_revoked`` / ``on_partitions_lost`` runs or the process dies.
 - OffsetCommit and OffsetFetch go straight to the coordinator (no latency, never lost): only
   their effect on duplicates matters here.
-- ``network_loss``: a heartbeat or its answer is lost as in ``sim.engine``; the heartbeat then
+- ``network_loss``: a heartbeat or its answer is lost as in ``sim.classic_side``; the heartbeat then
   times out after ``request_timeout_ms`` (``RequestTimesOut``), its connection is closed and the
   member retries after its backoff with every field.
 - A fatal error (GROUP_MAX_SIZE_REACHED, UNRELEASED_INSTANCE_ID, ...) ends the process: the
@@ -110,7 +110,16 @@ from kafka_rebalance.sim.result import (
     LoggedRecord,
     SimulationResult,
 )
-from kafka_rebalance.sim.scenario import ConsumerSpec, Event, Scenario, SubscribeChange
+from kafka_rebalance.sim.scenario import ConsumerSpec, Scenario
+from kafka_rebalance.sim.scenario_events import (
+    ConsumerDowngrades,
+    ConsumerUpgrades,
+    PartitionsAdded,
+    ProtocolSwitch,
+    SubscriptionChanged,
+    TopicCreated,
+    TopicsGrown,
+)
 
 # What the member asks the application thread to run, in order (inside poll()).
 ListenerCallback = me.CommitOffsets | me.PartitionsRevoked | me.PartitionsAssigned | me.PartitionsLost
@@ -889,37 +898,43 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         if isinstance(proc.machine, ClassicMembership):
             self._member_input(proc, cc_events.PollReturned())
 
-    def _topics_grown(self, event: Event) -> None:
+    def _topics_grown(self, event: TopicsGrown) -> None:
         now = self.now
-        if event.create_topic is not None:
-            name = event.create_topic.name
-            for proc in self.processes.values():
-                pattern = proc.spec.pattern
-                if proc.alive and pattern is not None and re.fullmatch(pattern, name):
-                    self.topic_wanted.setdefault(name, now)
+        match event:
+            case TopicCreated(topic=name):
+                for proc in self.processes.values():
+                    pattern = proc.spec.pattern
+                    if proc.alive and pattern is not None and re.fullmatch(pattern, name):
+                        self.topic_wanted.setdefault(name, now)
+            case PartitionsAdded():
+                pass
+            case _:
+                assert_never(event)
         if self.classic_coordinator is None:  # a classic group's consumers notice on their own
             self._coordinator_output(self.coordinator.handle(ce.TopicsChanged(tuple(sorted(self.topics.items()))), now))
 
-    def _subscribe(self, proc: ConsumerGroupProcess, change: SubscribeChange) -> None:
+    def _subscribe(self, proc: ConsumerGroupProcess, change: SubscriptionChanged) -> None:
         for topic in change.topics or ():
             self.topic_wanted.setdefault(topic, self.now)
-        self._member_input(proc, me.Subscribe(tuple(change.topics or ()), change.pattern))
+        self._member_input(proc, me.Subscribe(change.topics or (), change.pattern))
 
-    def _other_scenario_event(self, event: Event) -> None:
-        action = event.action
-        now = self.now
-        if action == "coordinator_failover":
-            self._fail_over()
-        elif action in ("upgrade", "downgrade"):
-            # A rolling upgrade's (or downgrade's) step: stop the consumer, start it again with
-            # group.protocol=consumer (or classic).
-            name = event.upgrade if action == "upgrade" else event.downgrade
-            assert name is not None
-            self.protocol_of[name] = GroupProtocol.CONSUMER if action == "upgrade" else GroupProtocol.CLASSIC
-            proc = self.processes.get(name)
-            if proc is not None and proc.alive:
-                self._close(proc)
-            self._push(now + (event.after_ms or 0), ProcessStarts(name))
+    def _coordinator_fails_over(self) -> None:
+        self._fail_over()
+
+    def _switch_protocol(self, event: ProtocolSwitch) -> None:
+        # A rolling upgrade's (or downgrade's) step: stop the consumer, start it again with
+        # group.protocol=consumer (or classic).
+        match event:
+            case ConsumerUpgrades():
+                self.protocol_of[event.consumer] = GroupProtocol.CONSUMER
+            case ConsumerDowngrades():
+                self.protocol_of[event.consumer] = GroupProtocol.CLASSIC
+            case _:
+                assert_never(event)
+        proc = self.processes.get(event.consumer)
+        if proc is not None and proc.alive:
+            self._close(proc)
+        self._push(self.now + event.after_ms, ProcessStarts(event.consumer))
 
     def _fail_over(self) -> None:
         """Leadership of the group's ``__consumer_offsets`` partition moves to the next broker:

@@ -1,5 +1,5 @@
 """The simulator's driver: what every run has whichever group protocol its group speaks. The
-group side plugs in (``sim.engine.ClassicGroupSide``: the classic ``GroupCoordinator`` per
+group side plugs in (``sim.classic_side.ClassicGroupSide``: the classic ``GroupCoordinator`` per
 broker and the classic consumer; ``sim.consumer_group.ConsumerGroupSide``: the
 ``ConsumerGroupCoordinator`` and the new consumer, classic members and a migrating group
 included) by filling in the hooks below.
@@ -22,7 +22,8 @@ import gc
 import heapq
 import math
 import random
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar, assert_never
@@ -49,6 +50,7 @@ from kafka_rebalance.sim.events import (
 )
 from kafka_rebalance.sim.load import LoadModel
 from kafka_rebalance.sim.ownership_metrics import ownership_metrics, topic_epochs
+from kafka_rebalance.sim.rebalance_recorder import RebalanceRecorder
 from kafka_rebalance.sim.result import (
     NOT_FENCED,
     Commits,
@@ -59,12 +61,28 @@ from kafka_rebalance.sim.result import (
     Metrics,
     Ownership,
     Produced,
-    RebalanceRecord,
     SimulationResult,
     ints,
     strings,
 )
-from kafka_rebalance.sim.scenario import ConsumerSpec, Event, Scenario, SubscribeChange
+from kafka_rebalance.sim.scenario import ConsumerSpec, Scenario
+from kafka_rebalance.sim.scenario_events import (
+    ConsumerCrashes,
+    ConsumerDowngrades,
+    ConsumerJoins,
+    ConsumerLeaves,
+    ConsumerPauses,
+    ConsumerRestarts,
+    ConsumerStalls,
+    ConsumerUpgrades,
+    CoordinatorFailsOver,
+    PartitionsAdded,
+    ProtocolSwitch,
+    ScenarioEvent,
+    SubscriptionChanged,
+    TopicCreated,
+    TopicsGrown,
+)
 from kafka_rebalance.sim.traffic import Traffic
 
 CoreEvent = ScenarioStep | AppWakes | MetadataRefresh | ProcessStarts | ProcessResumes  # what the shared code queues
@@ -85,103 +103,11 @@ def no_cyclic_gc() -> Iterator[None]:
             gc.enable()
 
 
-@dataclass(slots=True)
-class OpenRebalance:
-    """A rebalance under way: what each running consumer held when it began, and what the
-    group told of it since (its generation or epoch, members, leader, strategy)."""
-
-    start_ms: int
-    reason: str
-    held: dict[str, frozenset[str]]
-    generation: int | None = None
-    member_ids: tuple[str, ...] = ()  # (classic) the members of the generation, as the coordinator named them
-    leader_id: str | None = None
-    strategy: str | None = None
-
-
-class RebalanceRecorder:
-    """The one record of a run's rebalances, whichever coordinator logs them: ``begin`` when
-    the group starts to rebalance (a later begin inside an open one extends it), ``formed`` as
-    the group learns its generation, members and strategy, ``complete`` when it is Stable again
-    with an assignment (or ``emptied``), and at the end of the run ``records`` (an open one
-    stays open: ``end_ms`` None)."""
-
-    __slots__ = ("_done", "open")
-
-    def __init__(self) -> None:
-        self._done: list[RebalanceRecord] = []
-        self.open: OpenRebalance | None = None
-
-    def begin(self, now: int, reason: str, held: Callable[[], dict[str, frozenset[str]]]) -> None:
-        if self.open is None:
-            self.open = OpenRebalance(now, reason, held())
-
-    def formed(self, generation: int, strategy: str | None, member_ids: tuple[str, ...] | None = None,
-               leader_id: str | None = None) -> None:
-        current = self.open
-        if current is None:
-            return
-        current.generation = generation
-        if member_ids is not None:
-            current.member_ids = member_ids
-            current.leader_id = leader_id
-        # A plain string (a classic strategy, or a ServerAssignorName's value): results leave the process
-        # (Spark rows, JSON) as data.
-        current.strategy = None if strategy is None else str(strategy)
-
-    def complete(self, now: int, generation: int, group_protocol: GroupProtocol,
-                 rebalance_protocol: RebalanceProtocol | None, members: Sequence[str], leader: str | None,
-                 assignment: Mapping[str, tuple[str, ...]]) -> None:
-        """The group is Stable with ``assignment`` (each member's partitions, in partition order;
-        members by consumer name). Under EAGER every member revoked all it held and is given all
-        it is assigned; otherwise (COOPERATIVE, a consumer group's reconciliation) only the
-        difference moves."""
-        current = self.open
-        if current is None:
-            return
-        self.open = None
-        held = current.held
-        revoked, added = [], []
-        for name in members:
-            before = held.get(name, frozenset())
-            now_assigned = assignment.get(name, ())
-            if rebalance_protocol is RebalanceProtocol.EAGER:
-                revoked.append(MemberPartitions(name, sorted_partitions(before)))
-                added.append(MemberPartitions(name, now_assigned))
-            else:
-                kept = set(now_assigned)
-                revoked.append(MemberPartitions(name, sorted_partitions(before - kept)))
-                added.append(MemberPartitions(name, tuple(p for p in now_assigned if p not in before)))
-        self._done.append(RebalanceRecord(
-            generation, current.start_ms, now, current.reason, current.strategy, group_protocol, rebalance_protocol,
-            leader, tuple(members), tuple(MemberPartitions(name, assignment.get(name, ())) for name in members),
-            tuple(revoked), tuple(added)))
-
-    def emptied(self, now: int, generation: int, group_protocol: GroupProtocol) -> None:
-        """The rebalance ended with nobody left in the group."""
-        current = self.open
-        if current is None:
-            return
-        self.open = None
-        self._done.append(RebalanceRecord(generation, current.start_ms, now, current.reason, None, group_protocol, None,
-                                          None, (), (), (), ()))
-
-    def records(self, group_protocol: GroupProtocol) -> list[RebalanceRecord]:
-        """Every rebalance of the run; one still open is left open (``group_protocol``: what the
-        group speaks at the end)."""
-        done = list(self._done)
-        current = self.open
-        if current is not None:
-            done.append(RebalanceRecord(current.generation, current.start_ms, None, current.reason, current.strategy,
-                                        group_protocol, None, None, (), (), (), ()))
-        return done
-
-
 D = TypeVar("D")  # the events a group side holds back while a process is paused
 
 
 @dataclass(slots=True)
-class AppProcess(Generic[D]):
+class AppProcess(ABC, Generic[D]):
     """One run of a consumer process (a restart is a new one with the same name)."""
 
     name: str
@@ -216,40 +142,41 @@ class AppProcess(Generic[D]):
         return self.ms_per_record == 0
 
     @property
+    @abstractmethod
     def flowing(self) -> bool:
         """Consuming continuously right now (positions follow the log-end offsets)."""
-        raise NotImplementedError
 
     @property
+    @abstractmethod
     def generation(self) -> int:
         """The generation (classic) or member epoch (consumer group) its consumption counts under."""
-        raise NotImplementedError
 
     @property
+    @abstractmethod
     def member_id(self) -> str:
         """The member id the group knows it by ("" before the group gave or took one)."""
-        raise NotImplementedError
 
     @property
+    @abstractmethod
     def classic_member(self) -> tuple[str, int] | None:
         """Its member id and generation in a classic group (None: it speaks the consumer protocol)."""
-        raise NotImplementedError
 
     @property
+    @abstractmethod
     def rebalance_protocol(self) -> RebalanceProtocol | None:
         """How its classic consumer rebalances (the protocol every assignor it lists supports;
         None: it speaks the consumer protocol)."""
-        raise NotImplementedError
 
 
 P = TypeVar("P", bound="AppProcess[Any]")
 E = TypeVar("E")  # a group side's closed union of queued events (CoreEvent among them)
 
 
-class Driver(Generic[P, E, D]):
+class Driver(ABC, Generic[P, E, D]):
     """A run of a scenario: ``P`` the group side's consumer process, ``E`` its queued events,
     ``D`` the events it holds back while a process is paused. The group side (a subclass) fills
-    in the hooks below and ``_finish``, which returns ``_result(...)``."""
+    in the abstract hooks below (a side that forgets one cannot be built, and mypy names it),
+    ``_finish`` among them, which returns ``_result(...)``."""
 
     def __init__(self, scenario: Scenario, seed: int | None = None):
         self.scenario = scenario
@@ -309,7 +236,7 @@ class Driver(Generic[P, E, D]):
         """Every scenario event, then whatever the machines make happen, in virtual time order up
         to the end of the scenario; then the result."""
         with no_cyclic_gc():
-            for index, step in enumerate(self.scenario.events):
+            for index, step in enumerate(self.scenario.timeline):
                 self._push(step.at_ms, ScenarioStep(index))
             heap = self.heap
             end = self.end_ms
@@ -341,29 +268,31 @@ class Driver(Generic[P, E, D]):
         in_order[connection] = at
         return at
 
-    # ------------------------------------------------------------------ what each simulator does
+    # ------------------------------------------------------------------ what each group side does
 
+    @abstractmethod
     def _group_protocol_now(self) -> GroupProtocol:
         """What the group speaks at the end of the run (a rebalance still open is recorded so)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _handle(self, time: int, seq: int, event: E | CoreEvent) -> None:
         """One event of the queue is due (``seq``: its queue entry, which a timer table may check)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _finish(self) -> SimulationResult:
-        raise NotImplementedError
+        """The run is over: the result, built by ``_result`` from the group side's final view."""
 
+    @abstractmethod
     def _new_process(self, name: str) -> P:
-        raise NotImplementedError
+        """A new process of consumer ``name`` (``_new_incarnation`` numbers it), not yet started."""
 
+    @abstractmethod
     def _deferred_event(self, proc: P, event: D) -> None:
         """A network message or timer held back while ``proc`` was paused, now that it runs again."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _app_event(self, proc: P, activity: AppActivity) -> None:
         """The application loop's wake-up (a batch or the listener's work done, an idle poll)."""
-        raise NotImplementedError
 
     def _new_incarnation(self, name: str) -> tuple[int, str]:
         """A new process of consumer ``name``: its incarnation number and connection name."""
@@ -371,66 +300,77 @@ class Driver(Generic[P, E, D]):
         self.incarnations[name] = incarnation
         return incarnation, f"{name}#{incarnation}"
 
+    @abstractmethod
     def _started(self, proc: P) -> None:
         """A new process is registered; its application polls next."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _refreshes_metadata(self, proc: P) -> bool:
         """Whether the consumer learns of topic changes from its own metadata refreshes
         (``metadata.max.age.ms``): a classic consumer; the new consumer's coordinator tells it."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _metadata_refreshed(self, proc: P) -> None:
         """Its metadata refresh came back with the cluster's topics as they are now."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _app_poll(self, proc: P) -> None:
-        raise NotImplementedError
+        """The application calls ``poll()`` (a process with a processing cost takes its next
+        batch through ``_take_batch`` once the group lets it consume)."""
 
+    @abstractmethod
     def _checkpoint(self, proc: P) -> None:
         """Before a process's consumption state changes: due auto-commits, then consume up to now."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _batch_taken(self, proc: P) -> None:
         """poll() returned a batch (``proc.batch``); the application processes it now."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _resumed_from_pause(self, proc: P) -> None:
-        raise NotImplementedError
+        """A pause ended (``proc.paused`` is False again): replay what reached it, poll again."""
 
+    @abstractmethod
     def _resumed_from_stall(self, proc: P) -> None:
-        raise NotImplementedError
+        """A stall ended (``proc.stalled`` is False again): the poll loop goes on."""
 
+    @abstractmethod
     def _stalled(self, proc: P) -> None:
         """The poll loop got stuck (the process goes on)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _polled_until_interrupted(self, proc: P) -> None:
         """A pause or stall begins: a continuously consuming loop was inside poll() until now."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _stop_process(self, proc: P) -> None:
         """A clean shutdown (``close()``) of a running process."""
-        raise NotImplementedError
 
     def _closing(self, proc: P) -> bool:
         """Still shutting down after its ``close()`` (a process started again under the same
         name runs beside it: the old one goes on leaving the group on its own)."""
         return False
 
+    @abstractmethod
     def _crash_process(self, proc: P) -> None:
-        raise NotImplementedError
+        """A running process dies at once, telling nobody."""
 
-    def _topics_grown(self, event: Event) -> None:
+    @abstractmethod
+    def _topics_grown(self, event: TopicsGrown) -> None:
         """A topic was created or grew (``self.topics`` and ``partition_created`` already say so)."""
-        raise NotImplementedError
 
-    def _subscribe(self, proc: P, change: SubscribeChange) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def _subscribe(self, proc: P, change: SubscriptionChanged) -> None:
+        """A running process changes its subscription."""
 
-    def _other_scenario_event(self, event: Event) -> None:
-        """A scenario event only one group protocol knows (coordinator failover, upgrade, ...)."""
-        raise NotImplementedError
+    @abstractmethod
+    def _coordinator_fails_over(self) -> None:
+        """Leadership of the group's ``__consumer_offsets`` partition moves to the next broker."""
+
+    @abstractmethod
+    def _switch_protocol(self, event: ProtocolSwitch) -> None:
+        """A rolling upgrade's (or downgrade's) step: the consumer restarts with the other group
+        protocol."""
 
     # ------------------------------------------------------------------ shared
 
@@ -461,7 +401,7 @@ class Driver(Generic[P, E, D]):
         """The events the driver queues itself, whichever group side runs."""
         match event:
             case ScenarioStep(index=index):
-                self._scenario_event(self.scenario.events[index])
+                self._scenario_event(self.scenario.timeline[index])
             case AppWakes():
                 self._app_wakes(event)
             case MetadataRefresh(connection=connection):
@@ -501,56 +441,60 @@ class Driver(Generic[P, E, D]):
         proc.wire = f"{proc.connection}/{proc.reconnects}"
         self.connections[proc.wire] = proc
 
-    def _scenario_event(self, event: Event) -> None:
-        action = event.action
-        if action == "join":
-            assert event.join is not None
-            self._start_process(event.join)
-        elif action in ("leave", "restart"):
-            name = event.leave if action == "leave" else event.restart
-            assert name is not None
-            proc = self.processes.get(name)
-            if proc is not None and proc.alive:
-                self._stop_process(proc)
-            if action == "restart":
-                self._push(self.now + (event.after_ms or 0), ProcessStarts(name))
-        elif action == "crash":
-            assert event.crash is not None
-            proc = self.processes.get(event.crash)
-            if proc is not None and proc.alive:
-                self._crash_process(proc)
-        elif action in ("pause", "stall"):
-            self._interrupt(event, Interruption.PAUSE if action == "pause" else Interruption.STALL)
-        elif action in ("create_topic", "add_partitions"):
-            self._grow_topics(event)
-            self._topics_grown(event)
-        elif action == "subscribe":
-            change = event.subscribe
-            assert change is not None
-            proc = self.processes.get(change.consumer)
-            if proc is not None and proc.alive:
-                self._subscribe(proc, change)
-        else:
-            self._other_scenario_event(event)
+    def _scenario_event(self, event: ScenarioEvent) -> None:
+        match event:
+            case ConsumerJoins(consumer=name):
+                self._start_process(name)
+            case ConsumerLeaves(consumer=name):
+                self._stop_if_running(name)
+            case ConsumerRestarts(consumer=name, after_ms=after_ms):
+                self._stop_if_running(name)
+                self._push(self.now + after_ms, ProcessStarts(name))
+            case ConsumerCrashes(consumer=name):
+                proc = self.processes.get(name)
+                if proc is not None and proc.alive:
+                    self._crash_process(proc)
+            case ConsumerPauses(consumer=name, for_ms=for_ms):
+                self._interrupt(name, for_ms, Interruption.PAUSE)
+            case ConsumerStalls(consumer=name, for_ms=for_ms):
+                self._interrupt(name, for_ms, Interruption.STALL)
+            case TopicCreated() | PartitionsAdded():
+                self._grow_topics(event)
+                self._topics_grown(event)
+            case SubscriptionChanged(consumer=name):
+                proc = self.processes.get(name)
+                if proc is not None and proc.alive:
+                    self._subscribe(proc, event)
+            case CoordinatorFailsOver():
+                self._coordinator_fails_over()
+            case ConsumerUpgrades() | ConsumerDowngrades():
+                self._switch_protocol(event)
+            case _:
+                assert_never(event)
 
-    def _grow_topics(self, event: Event) -> None:
+    def _stop_if_running(self, name: str) -> None:
+        proc = self.processes.get(name)
+        if proc is not None and proc.alive:
+            self._stop_process(proc)
+
+    def _grow_topics(self, event: TopicsGrown) -> None:
         now = self.now
-        if event.create_topic is not None:
-            spec = event.create_topic
-            self.topics[spec.name] = spec.partitions
-            for p in range(spec.partitions):
-                self.partition_created[f"{spec.name}-{p}"] = now
-        elif event.add_partitions is not None:
-            grow = event.add_partitions
-            current = self.topics[grow.topic]
-            if grow.count > current:
-                self.topics[grow.topic] = grow.count
-                for p in range(current, grow.count):
-                    self.partition_created[f"{grow.topic}-{p}"] = now
+        match event:
+            case TopicCreated(topic=topic, partitions=partitions):
+                self.topics[topic] = partitions
+                for p in range(partitions):
+                    self.partition_created[f"{topic}-{p}"] = now
+            case PartitionsAdded(topic=topic, count=count):
+                current = self.topics[topic]
+                if count > current:
+                    self.topics[topic] = count
+                    for p in range(current, count):
+                        self.partition_created[f"{topic}-{p}"] = now
+            case _:
+                assert_never(event)
 
-    def _interrupt(self, event: Event, interruption: Interruption) -> None:
-        name = event.pause if interruption is Interruption.PAUSE else event.stall
-        proc = self.processes.get(name) if name is not None else None
+    def _interrupt(self, name: str, for_ms: int, interruption: Interruption) -> None:
+        proc = self.processes.get(name)
         if (proc is not None and proc.alive and not proc.paused
                 and not (interruption is Interruption.STALL and proc.stalled)):
             self._checkpoint(proc)
@@ -560,9 +504,8 @@ class Driver(Generic[P, E, D]):
             else:
                 proc.stalled = True
                 self._stalled(proc)
-            assert event.for_ms is not None
-            self.interruptions.append((proc.name, self.now, self.now + event.for_ms))
-            self._push(self.now + event.for_ms, ProcessResumes(proc.connection, interruption))
+            self.interruptions.append((proc.name, self.now, self.now + for_ms))
+            self._push(self.now + for_ms, ProcessResumes(proc.connection, interruption))
 
     def _resume(self, proc: P, interruption: Interruption) -> None:
         if interruption is Interruption.PAUSE and proc.paused:
@@ -585,11 +528,6 @@ class Driver(Generic[P, E, D]):
             self._push(self.now + self.cfg.metadata_max_age_ms, MetadataRefresh(proc.connection))
         self._started(proc)
         self._app_poll(proc)
-
-    def _checkpoint_running(self) -> None:
-        for proc in self.processes.values():
-            if proc.alive:
-                self._checkpoint(proc)
 
     # ------------------------------------------------------------------ consumption
 
@@ -856,10 +794,6 @@ class Driver(Generic[P, E, D]):
 
     def _name(self, member_id: str) -> str:
         return self.member_names.get(member_id, member_id)
-
-    def _holdings(self) -> dict[str, frozenset[str]]:
-        """What each running consumer holds now (when a rebalance begins)."""
-        return {name: frozenset(p.held) for name, p in self.processes.items() if p.alive}
 
     # ------------------------------------------------------------------ the result
 

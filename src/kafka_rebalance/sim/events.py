@@ -1,13 +1,13 @@
 """The simulators' own events: what their queues hold, in virtual time order.
 
 A run reads as a sequence of these named things happening. Each is a frozen dataclass (but
-``AppWakes``, a named tuple); the classic engine (``sim.engine``) and the consumer-group
-simulator (``sim.consumer_group``) dispatch them with ``match`` (an event nobody handles is an error). ``SimEvent`` is the classic
-engine's closed set, ``ConsumerGroupEvent`` the consumer-group simulator's; the scenario, the
+``AppWakes``, a named tuple); the classic side (``sim.classic_side``) and the consumer-group
+side (``sim.consumer_group``) dispatch them with ``match`` (an event nobody handles is an error). ``SimEvent`` is the classic
+side's closed set, ``ConsumerGroupEvent`` the consumer-group simulator's; the scenario, the
 application loop and the process life cycle are the same events in both. Timer events
 (``CoordinatorTimerFires``, ``ConsumerTimerFires``) double as the keys of the armed-timer
 table: arming the same timer again replaces its deadline, cancelling it removes it. They
-compare by identity (cheap hashing on the hot path); the engine keeps one per owner and timer,
+compare by identity (cheap hashing on the hot path); each side keeps one per owner and timer,
 so identity is value equality there.
 """
 
@@ -172,7 +172,6 @@ class MemberTimerFires:
     timer: MemberTimer
 
 
-TimerFires = CoordinatorTimerFires | ConsumerTimerFires
 DeferrableEvent = ResponseArrives | ConsumerTimerFires  # held while a process is paused (with AppWakes)
 SimEvent = (RequestArrives | FindCoordinatorArrives | ResponseArrives | CoordinatorTimerFires | ConsumerTimerFires | ScenarioStep | AppWakes
             | MetadataRefresh | ProcessResumes | CoordinatorLoaded | ProcessStarts)

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from kafka_rebalance.sim.scenario_events import PartitionsAdded, TopicCreated
 
 if TYPE_CHECKING:
     from kafka_rebalance.sim.result import SimulationResult
+    from kafka_rebalance.sim.scenario import Scenario
 
 Ownership = tuple[str, str, int, int]  # (partition, member name, start_ms, end_ms)
 
@@ -68,16 +71,18 @@ def ownership_metrics(ownership: Sequence[Ownership], windows: Sequence[tuple[in
     return metrics, per_rebalance
 
 
-def topic_epochs(scenario: Any) -> dict[str, list[tuple[int, int]]]:
+def topic_epochs(scenario: Scenario) -> dict[str, list[tuple[int, int]]]:
     """Per topic, ``(from_ms, partition_count)`` ascending: creation and partition increases."""
     epochs = {t: [(0, n)] for t, n in scenario.topics.items()}
-    for event in sorted(scenario.events, key=lambda e: e.at_ms):
-        if event.create_topic is not None:
-            epochs[event.create_topic.name] = [(event.at_ms, event.create_topic.partitions)]
-        elif event.add_partitions is not None:
-            current = epochs[event.add_partitions.topic][-1][1]
-            if event.add_partitions.count > current:
-                epochs[event.add_partitions.topic].append((event.at_ms, event.add_partitions.count))
+    for event in sorted(scenario.timeline, key=lambda e: e.at_ms):
+        match event:
+            case TopicCreated(at_ms=at_ms, topic=topic, partitions=partitions):
+                epochs[topic] = [(at_ms, partitions)]
+            case PartitionsAdded(at_ms=at_ms, topic=topic, count=count):
+                if count > epochs[topic][-1][1]:
+                    epochs[topic].append((at_ms, count))
+            case _:
+                pass  # the other events leave the topics as they are
     return epochs
 
 
@@ -103,20 +108,22 @@ def _merged(intervals: list[tuple[int, int]], slack_ms: int) -> list[tuple[int, 
     return out
 
 
-def partitions_from(scenario: Any) -> dict[str, int]:
+def partitions_from(scenario: Scenario) -> dict[str, int]:
     """Every partition of a scenario and the time it exists from (0, or its creation event)."""
     created = {f"{t}-{p}": 0 for t, n in scenario.topics.items() for p in range(n)}
     counts = dict(scenario.topics)
-    for event in sorted(scenario.events, key=lambda e: e.at_ms):
-        if event.create_topic is not None:
-            counts[event.create_topic.name] = event.create_topic.partitions
-            for p in range(event.create_topic.partitions):
-                created.setdefault(f"{event.create_topic.name}-{p}", event.at_ms)
-        elif event.add_partitions is not None:
-            for p in range(counts.get(event.add_partitions.topic, 0), event.add_partitions.count):
-                created.setdefault(f"{event.add_partitions.topic}-{p}", event.at_ms)
-            counts[event.add_partitions.topic] = max(counts.get(event.add_partitions.topic, 0),
-                                                     event.add_partitions.count)
+    for event in sorted(scenario.timeline, key=lambda e: e.at_ms):
+        match event:
+            case TopicCreated(at_ms=at_ms, topic=topic, partitions=partitions):
+                counts[topic] = partitions
+                for p in range(partitions):
+                    created.setdefault(f"{topic}-{p}", at_ms)
+            case PartitionsAdded(at_ms=at_ms, topic=topic, count=count):
+                for p in range(counts.get(topic, 0), count):
+                    created.setdefault(f"{topic}-{p}", at_ms)
+                counts[topic] = max(counts.get(topic, 0), count)
+            case _:
+                pass  # the other events leave the topics as they are
     return created
 
 

@@ -23,20 +23,40 @@ Optional fields beyond the spec (all documented in ``examples/scenarios/README.m
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, assert_never
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from kafka_rebalance.assignors import get_assignor
 from kafka_rebalance.model import GroupProtocol, InvalidInput, ServerAssignorName
 from kafka_rebalance.protocol.logformat import STYLES
-
-NonNegative = Field(ge=0)
+from kafka_rebalance.sim.scenario_events import (
+    ConsumerCrashes,
+    ConsumerDowngrades,
+    ConsumerJoins,
+    ConsumerLeaves,
+    ConsumerPauses,
+    ConsumerRestarts,
+    ConsumerStalls,
+    ConsumerUpgrades,
+    CoordinatorFailsOver,
+    PartitionsAdded,
+    ScenarioEvent,
+    SubscriptionChanged,
+    TopicCreated,
+)
 
 
 class _Strict(BaseModel):
@@ -210,23 +230,23 @@ class LoadSpec(_Strict):
         return self
 
 
-class CreateTopic(_Strict):
+class CreateTopicSpec(_Strict):
     name: str = Field(min_length=1)
     partitions: int = Field(gt=0)
 
 
-class AddPartitions(_Strict):
+class AddPartitionsSpec(_Strict):
     topic: str
     count: int = Field(gt=0)
 
 
-class SubscribeChange(_Strict):
+class SubscribeSpec(_Strict):
     consumer: str
     topics: list[str] | None = None
     pattern: str | None = None
 
     @model_validator(mode="after")
-    def _one(self) -> SubscribeChange:
+    def _one(self) -> SubscribeSpec:
         if (self.topics is None) == (self.pattern is None):
             raise ValueError("give exactly one of topics or pattern")
         return self
@@ -236,7 +256,10 @@ ACTIONS = ("join", "leave", "crash", "pause", "stall", "restart", "create_topic"
            "coordinator_failover", "upgrade", "downgrade")
 
 
-class Event(_Strict):
+class EventSpec(_Strict):
+    """One entry of the scenario's ``events`` as the document writes it: ``at_ms`` and exactly
+    one action key. ``scenario_event`` gives it as its ``ScenarioEvent``."""
+
     at_ms: int = Field(ge=0)
     join: str | None = None
     leave: str | None = None
@@ -246,15 +269,15 @@ class Event(_Strict):
     restart: str | None = None
     for_ms: int | None = Field(None, ge=0)
     after_ms: int | None = Field(None, ge=0)
-    create_topic: CreateTopic | None = None
-    add_partitions: AddPartitions | None = None
-    subscribe: SubscribeChange | None = None
+    create_topic: CreateTopicSpec | None = None
+    add_partitions: AddPartitionsSpec | None = None
+    subscribe: SubscribeSpec | None = None
     coordinator_failover: dict[str, Any] | None = None
     upgrade: str | None = None  # restart this consumer with group.protocol=consumer (online migration)
     downgrade: str | None = None  # restart this consumer with group.protocol=classic (the way back)
 
     @model_validator(mode="after")
-    def _exactly_one_action(self) -> Event:
+    def _exactly_one_action(self) -> EventSpec:
         present = [a for a in ACTIONS if getattr(self, a) is not None]
         if len(present) != 1:
             raise ValueError(f"an event needs exactly one of {', '.join(ACTIONS)} (got {present or 'none'})")
@@ -267,7 +290,39 @@ class Event(_Strict):
 
     @property
     def action(self) -> str:
+        """The event's action key (one of ``ACTIONS``), as the document names it."""
         return next(a for a in ACTIONS if getattr(self, a) is not None)
+
+    def scenario_event(self) -> ScenarioEvent:
+        """The event as its typed kind (``_exactly_one_action`` has checked there is one)."""
+        at = self.at_ms
+        if self.join is not None:
+            return ConsumerJoins(at, self.join)
+        if self.leave is not None:
+            return ConsumerLeaves(at, self.leave)
+        if self.crash is not None:
+            return ConsumerCrashes(at, self.crash)
+        if self.pause is not None and self.for_ms is not None:
+            return ConsumerPauses(at, self.pause, self.for_ms)
+        if self.stall is not None and self.for_ms is not None:
+            return ConsumerStalls(at, self.stall, self.for_ms)
+        if self.restart is not None:
+            return ConsumerRestarts(at, self.restart, self.after_ms or 0)
+        if self.create_topic is not None:
+            return TopicCreated(at, self.create_topic.name, self.create_topic.partitions)
+        if self.add_partitions is not None:
+            return PartitionsAdded(at, self.add_partitions.topic, self.add_partitions.count)
+        if self.subscribe is not None:
+            change = self.subscribe
+            return SubscriptionChanged(at, change.consumer, None if change.topics is None else tuple(change.topics),
+                                       change.pattern)
+        if self.coordinator_failover is not None:
+            return CoordinatorFailsOver(at)
+        if self.upgrade is not None:
+            return ConsumerUpgrades(at, self.upgrade, self.after_ms or 0)
+        if self.downgrade is not None:
+            return ConsumerDowngrades(at, self.downgrade, self.after_ms or 0)
+        raise AssertionError(f"not a valid event: {self!r}")
 
 
 class Scenario(_Strict):
@@ -281,11 +336,21 @@ class Scenario(_Strict):
     topics: dict[str, int] = Field(default_factory=dict)
     consumers: list[ConsumerSpec]
     produce: list[ProduceSpec] = Field(default_factory=list)
-    events: list[Event] = Field(default_factory=list)
+    events: list[EventSpec] = Field(default_factory=list)
     load: LoadSpec | None = None
     end_ms: int | None = Field(None, ge=0)
     seed: int = 0
     description: str | None = None
+    _timeline: tuple[ScenarioEvent, ...] = PrivateAttr(default=())
+
+    def model_post_init(self, context: Any, /) -> None:
+        self._timeline = tuple(spec.scenario_event() for spec in self.events)
+
+    @property
+    def timeline(self) -> tuple[ScenarioEvent, ...]:
+        """The scenario's ``events`` as typed events (``sim.scenario_events``), in document order:
+        ``timeline[i]`` is ``events[i]``."""
+        return self._timeline
 
     @field_validator("topics")
     @classmethod
@@ -302,32 +367,7 @@ class Scenario(_Strict):
             raise _FieldError("consumers", "duplicate consumer id")
         known = set(ids)
         topics = set(self.topics)
-        # In time order, as the simulator replays them: a topic must exist before it grows.
-        protocol_of: dict[str, GroupProtocol] = dict.fromkeys(ids, self.group_protocol)
-        for i, event in sorted(enumerate(self.events), key=lambda indexed: indexed[1].at_ms):
-            action = event.action
-            if action in ("upgrade", "downgrade"):
-                # An upgrade moves a consumer from the classic protocol to the consumer protocol, a
-                # downgrade back; each must change the protocol the consumer runs at that time.
-                name = getattr(event, action)
-                before, after = ((GroupProtocol.CLASSIC, GroupProtocol.CONSUMER) if action == "upgrade"
-                                 else (GroupProtocol.CONSUMER, GroupProtocol.CLASSIC))
-                if name in protocol_of and protocol_of[name] != before:
-                    raise _FieldError(f"events[{i}].{action}", f"consumer {name!r} already uses the {after.value} protocol "
-                                      f"(group_protocol: {self.group_protocol.value}, earlier upgrade/downgrade events)")
-                protocol_of[name] = after
-            if action in ("join", "leave", "crash", "pause", "stall", "restart", "upgrade", "downgrade"):
-                name = getattr(event, action)
-                if name not in known:
-                    raise _FieldError(f"events[{i}].{action}", f"unknown consumer {name!r}")
-            elif event.subscribe is not None and event.subscribe.consumer not in known:
-                raise _FieldError(f"events[{i}].subscribe.consumer", f"unknown consumer {event.subscribe.consumer!r}")
-            elif event.create_topic is not None:
-                if event.create_topic.name in topics:
-                    raise _FieldError(f"events[{i}].create_topic.name", f"topic {event.create_topic.name!r} already exists")
-                topics.add(event.create_topic.name)
-            elif event.add_partitions is not None and event.add_partitions.topic not in topics:
-                raise _FieldError(f"events[{i}].add_partitions.topic", f"unknown topic {event.add_partitions.topic!r}")
+        self._check_event_references(known, topics)
         for i, spec in enumerate(self.produce):
             if spec.topic not in topics:
                 raise _FieldError(f"produce[{i}].topic", f"unknown topic {spec.topic!r}")
@@ -344,13 +384,52 @@ class Scenario(_Strict):
                 raise _FieldError(f"consumers[{i}].strategies", exc.problem) from None
         return self
 
+    def _check_event_references(self, known: set[str], topics: set[str]) -> None:
+        """Every consumer an event names exists, and every topic it grows (``topics``, grown here
+        with the created ones). In time order, as the simulator replays them: a topic must exist
+        before it grows, and each upgrade or downgrade must change the protocol its consumer
+        runs at that time (an upgrade moves it from the classic protocol to the consumer
+        protocol, a downgrade back)."""
+        protocol_of: dict[str, GroupProtocol] = dict.fromkeys(known, self.group_protocol)
+        in_time_order = sorted(enumerate(zip(self.events, self.timeline, strict=True)), key=lambda e: e[1][1].at_ms)
+        for i, (spec, event) in in_time_order:
+            where = f"events[{i}].{spec.action}"
+            match event:
+                case ConsumerUpgrades(consumer=name) | ConsumerDowngrades(consumer=name):
+                    before, after = ((GroupProtocol.CLASSIC, GroupProtocol.CONSUMER) if type(event) is ConsumerUpgrades
+                                     else (GroupProtocol.CONSUMER, GroupProtocol.CLASSIC))
+                    if name in protocol_of and protocol_of[name] != before:
+                        raise _FieldError(where, f"consumer {name!r} already uses the {after.value} protocol "
+                                          f"(group_protocol: {self.group_protocol.value}, earlier upgrade/downgrade "
+                                          "events)")
+                    protocol_of[name] = after
+                    _check_known(name, known, where)
+                case (ConsumerJoins(consumer=name) | ConsumerLeaves(consumer=name) | ConsumerCrashes(consumer=name)
+                      | ConsumerPauses(consumer=name) | ConsumerStalls(consumer=name) | ConsumerRestarts(consumer=name)):
+                    _check_known(name, known, where)
+                case SubscriptionChanged(consumer=name):
+                    _check_known(name, known, f"{where}.consumer")
+                case TopicCreated(topic=topic):
+                    if topic in topics:
+                        raise _FieldError(f"{where}.name", f"topic {topic!r} already exists")
+                    topics.add(topic)
+                case PartitionsAdded(topic=topic):
+                    if topic not in topics:
+                        raise _FieldError(f"{where}.topic", f"unknown topic {topic!r}")
+                case CoordinatorFailsOver():
+                    pass
+                case _:
+                    assert_never(event)
+
     @property
     def uses_consumer_protocol(self) -> bool:
         """Whether any member runs KIP-848's protocol (from the start or after an ``upgrade``)."""
-        return self.group_protocol is GroupProtocol.CONSUMER or any(e.upgrade is not None for e in self.events)
+        return self.group_protocol is GroupProtocol.CONSUMER or any(type(e) is ConsumerUpgrades for e in self.timeline)
 
     @property
     def effective_end_ms(self) -> int:
+        """``end_ms``, or a minute after the last event's end (its ``for_ms`` and ``after_ms``, as
+        the document gives them)."""
         if self.end_ms is not None:
             return self.end_ms
         return max((e.at_ms + (e.for_ms or 0) + (e.after_ms or 0) for e in self.events), default=0) + 60000
@@ -362,6 +441,11 @@ class _FieldError(ValueError):
         self.field = field
         self.problem = problem
 
+
+
+def _check_known(name: str, known: set[str], where: str) -> None:
+    if name not in known:
+        raise _FieldError(where, f"unknown consumer {name!r}")
 
 def _location(loc: tuple[Any, ...]) -> str:
     text = ""
@@ -386,6 +470,9 @@ def _from_validation_error(exc: ValidationError) -> InvalidInput:
             message = message[len(prefix):]
     if err["type"] == "extra_forbidden":
         message = "unknown field"
+    elif err["type"] == "model_type":
+        # pydantic's "... or instance of <class>" names our model, not anything the document says.
+        message = "expected a mapping (YAML or JSON object)"
     where = _location(tuple(err["loc"])) or "scenario"
     return InvalidInput(where, message.replace("\n", " "))
 
@@ -414,7 +501,3 @@ def load_scenario(source: str | Path | Mapping[str, Any] | Scenario) -> Scenario
         return Scenario.model_validate(data)
     except ValidationError as exc:
         raise _from_validation_error(exc) from None
-
-
-def scenario_to_json(scenario: Scenario) -> str:
-    return json.dumps(scenario.model_dump(mode="json"), sort_keys=True)

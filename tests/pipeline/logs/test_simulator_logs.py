@@ -10,8 +10,8 @@ import pytest
 from kafka_rebalance.pipeline.logparse.parse import parse_lines
 from kafka_rebalance.pipeline.logparse.story import tell
 from kafka_rebalance.protocol.logformat import STYLES
-from kafka_rebalance.sim.engine import run_simulation
 from kafka_rebalance.sim.logwriter import log_lines
+from kafka_rebalance.sim.run import run_simulation
 from tests.conftest import TEST_SYSLOG
 
 SCENARIOS = Path(__file__).resolve().parents[3] / "examples" / "scenarios"

@@ -15,9 +15,20 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from kafka_rebalance.model import RebalanceProtocol
-from kafka_rebalance.sim.engine import run_simulation
 from kafka_rebalance.sim.result import NOT_FENCED, SimulationResult
+from kafka_rebalance.sim.run import run_simulation
 from kafka_rebalance.sim.scenario import Scenario
+from kafka_rebalance.sim.scenario_events import (
+    ConsumerCrashes,
+    ConsumerDowngrades,
+    ConsumerJoins,
+    ConsumerLeaves,
+    ConsumerRestarts,
+    ConsumerUpgrades,
+    PartitionsAdded,
+    SubscriptionChanged,
+    TopicCreated,
+)
 
 
 class Ownership(NamedTuple):
@@ -171,8 +182,8 @@ def unfinished_follow_up(result: SimulationResult) -> tuple[str, ...]:
     if last.rebalance_protocol is not RebalanceProtocol.COOPERATIVE or last.end_ms is None:
         return ()
     static = {c.id for c in result.scenario.consumers if c.group_instance_id is not None}
-    bounced = {e.restart for e in result.scenario.events
-               if e.restart is not None and e.restart in static and e.at_ms >= last.end_ms}
+    bounced = {e.consumer for e in result.scenario.timeline
+               if type(e) is ConsumerRestarts and e.consumer in static and e.at_ms >= last.end_ms}
     return tuple(sorted(p for m in last.revoked if m.member in bounced for p in m.partitions))
 
 
@@ -186,15 +197,19 @@ def live_consumers(scenario: Scenario) -> tuple[str, ...]:
     the process at its time and starts it ``after_ms`` later (after the scenario's own events of
     that instant, as the simulator queues it), so a crash in between finds nothing to crash."""
     changes: list[tuple[int, int, int, str, bool]] = []
-    for index, event in enumerate(scenario.events):
-        for action, alive in (("join", True), ("leave", False), ("crash", False), ("restart", False),
-                              ("upgrade", False), ("downgrade", False)):
-            name = getattr(event, action)
-            if name is not None:
-                changes.append((event.at_ms, 0, index, name, alive))
-        bounced = event.restart or event.upgrade or event.downgrade  # each starts the process again
-        if bounced is not None:
-            changes.append((event.at_ms + (event.after_ms or 0), 1, index, bounced, True))
+    for index, event in enumerate(scenario.timeline):
+        match event:
+            case ConsumerJoins(at_ms=at_ms, consumer=name):
+                changes.append((at_ms, 0, index, name, True))
+            case ConsumerLeaves(at_ms=at_ms, consumer=name) | ConsumerCrashes(at_ms=at_ms, consumer=name):
+                changes.append((at_ms, 0, index, name, False))
+            case (ConsumerRestarts(at_ms=at_ms, consumer=name, after_ms=after_ms)
+                  | ConsumerUpgrades(at_ms=at_ms, consumer=name, after_ms=after_ms)
+                  | ConsumerDowngrades(at_ms=at_ms, consumer=name, after_ms=after_ms)):
+                changes.append((at_ms, 0, index, name, False))
+                changes.append((at_ms + after_ms, 1, index, name, True))  # each starts the process again
+            case _:
+                pass  # the others leave the processes running as they are
     running: dict[str, bool] = {}
     for at_ms, _, _, name, alive in sorted(changes):
         if at_ms <= scenario.effective_end_ms:
@@ -204,13 +219,16 @@ def live_consumers(scenario: Scenario) -> tuple[str, ...]:
 
 def final_topics(scenario: Scenario) -> dict[str, int]:
     topics = dict(scenario.topics)
-    for event in sorted(scenario.events, key=lambda e: e.at_ms):
+    for event in sorted(scenario.timeline, key=lambda e: e.at_ms):
         if event.at_ms > scenario.effective_end_ms:
             break
-        if event.create_topic is not None:
-            topics[event.create_topic.name] = event.create_topic.partitions
-        elif event.add_partitions is not None:
-            topics[event.add_partitions.topic] = max(topics[event.add_partitions.topic], event.add_partitions.count)
+        match event:
+            case TopicCreated(topic=topic, partitions=partitions):
+                topics[topic] = partitions
+            case PartitionsAdded(topic=topic, count=count):
+                topics[topic] = max(topics[topic], count)
+            case _:
+                pass  # the other events leave the topics as they are
     return topics
 
 
@@ -218,11 +236,9 @@ def subscribed_partitions(scenario: Scenario, members: tuple[str, ...]) -> tuple
     topics = final_topics(scenario)
     subscriptions = {c.id: (tuple(c.subscribe) if c.subscribe is not None else None, c.pattern)
                      for c in scenario.consumers}
-    for event in sorted(scenario.events, key=lambda e: e.at_ms):
-        if event.subscribe is not None and event.at_ms <= scenario.effective_end_ms:
-            change = event.subscribe
-            subscriptions[change.consumer] = (tuple(change.topics) if change.topics is not None else None,
-                                              change.pattern)
+    for event in sorted(scenario.timeline, key=lambda e: e.at_ms):
+        if type(event) is SubscriptionChanged and event.at_ms <= scenario.effective_end_ms:
+            subscriptions[event.consumer] = (event.topics, event.pattern)
     wanted: set[str] = set()
     for name in members:
         listed, pattern = subscriptions[name]

@@ -1,6 +1,7 @@
-"""The discrete-event simulator: a virtual clock, a queue of typed events (``sim.events``), one
-classic GroupCoordinator per broker and one ConsumerCoordinator per consumer process, wired by a
-network with latency. The machines are driven only through their ``handle`` entry points; the
+"""The classic group side of the simulator (``ClassicGroupSide``, on the driver of
+``sim.driver``): one classic GroupCoordinator per broker and one ConsumerCoordinator per consumer
+process, wired by a network with latency, on the driver's virtual clock and queue of typed events
+(``sim.events``). The machines are driven only through their ``handle`` entry points; the
 simulator plays the application (poll loop, record processing), the network and the cluster
 (FindCoordinator, partition leadership of ``__consumer_offsets``).
 
@@ -50,7 +51,7 @@ import heapq
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, assert_never
+from typing import assert_never
 
 from kafka_rebalance.model import GroupProtocol, RebalanceProtocol
 from kafka_rebalance.protocol.classic.consumer import (
@@ -135,7 +136,8 @@ from kafka_rebalance.sim.result import (
     LoggedRecord,
     SimulationResult,
 )
-from kafka_rebalance.sim.scenario import Event, Scenario, SubscribeChange, load_scenario
+from kafka_rebalance.sim.scenario import Scenario
+from kafka_rebalance.sim.scenario_events import ProtocolSwitch, SubscriptionChanged, TopicsGrown
 
 
 @dataclass(slots=True, kw_only=True)
@@ -652,19 +654,20 @@ class ClassicGroupSide(Driver[ClassicProcess, SimEvent, DeferrableEvent]):
     def _polled_until_interrupted(self, proc: ClassicProcess) -> None:
         pass  # a classic consumer inside poll() stays there: its poll timer renews when it fires
 
-    def _topics_grown(self, event: Event) -> None:
+    def _topics_grown(self, event: TopicsGrown) -> None:
         pass  # consumers see it at their next metadata refresh
 
-    def _subscribe(self, proc: ClassicProcess, change: SubscribeChange) -> None:
+    def _subscribe(self, proc: ClassicProcess, change: SubscriptionChanged) -> None:
         self._to_consumer(proc, MetadataUpdate(dict(self.topics)))
-        self._to_consumer(proc, Subscribe(tuple(change.topics or ()), change.pattern))
+        self._to_consumer(proc, Subscribe(change.topics or (), change.pattern))
         self._maybe_poll(proc)
 
-    def _other_scenario_event(self, event: Event) -> None:
-        if event.action == "coordinator_failover":
-            self._failover()
+    def _switch_protocol(self, event: ProtocolSwitch) -> None:
+        # A scenario with an upgrade runs on the consumer-group side (``Scenario.uses_consumer_protocol``),
+        # and one that never upgrades has no consumer to downgrade (``Scenario`` checks).
+        raise AssertionError(f"a classic group's scenario has no upgrade or downgrade: {event!r}")
 
-    def _failover(self) -> None:
+    def _coordinator_fails_over(self) -> None:
         """The leadership of the group's __consumer_offsets partition moves to the next broker."""
         old = self.leader_broker
         new = (old + 1) % self.cfg.brokers
@@ -715,20 +718,3 @@ class ClassicGroupSide(Driver[ClassicProcess, SimEvent, DeferrableEvent]):
             final_group_state=description.group_state,
             final_members=tuple(self._name(m.member_id) for m in description.members),
             fenced=lambda proc: proc.alive and proc.cc.fatal is ErrorCode.FENCED_INSTANCE_ID)
-
-
-def run_simulation(scenario: Scenario | dict[str, Any] | str, seed: int | None = None) -> SimulationResult:
-    """Run a scenario and keep everything (typed result, log records, the invariant tables).
-    A KIP-848 consumer group (``group_protocol: consumer``, or a classic group with ``upgrade``
-    events: a rolling upgrade) runs in ``sim.consumer_group``."""
-    loaded = load_scenario(scenario)
-    if loaded.uses_consumer_protocol:
-        from kafka_rebalance.sim.consumer_group import ConsumerGroupSide
-
-        return ConsumerGroupSide(loaded, seed).run()
-    return ClassicGroupSide(loaded, seed).run()
-
-
-def simulate(scenario: Scenario | dict[str, Any] | str, seed: int | None = None) -> dict[str, Any]:
-    """The result of docs/scenario.md (plus ``ownership``) for a scenario and seed."""
-    return run_simulation(scenario, seed).to_json()
