@@ -30,21 +30,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from kafka_rebalance.pipeline.logparse.findings import GroupFindings, findings_from_json
+from kafka_rebalance.pipeline.logparse.inputs import STDIN
 from kafka_rebalance.pipeline.logparse.layout import SyslogReference
 from kafka_rebalance.pipeline.logparse.rows import Row
-from kafka_rebalance.pipeline.logparse.story import (
-    DEFAULT_STORM_RULE,
-    GroupFindings,
-    StormRule,
-    findings_from_json,
-)
-from kafka_rebalance.pipeline.logparse.tables import STDIN
+from kafka_rebalance.pipeline.logparse.story import DEFAULT_STORM_RULE, StormRule
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from kafka_rebalance.pipeline.advice import Advice
-    from kafka_rebalance.pipeline.logparse.exchange import SplitFacts
+    from kafka_rebalance.pipeline.logparse.split_facts import SplitFacts
     from kafka_rebalance.pipeline.report.logs import LogsAnswer
 
 __all__ = ["StormRule", "LogsRun", "run_logs", "choose_engine", "LOCAL_ENGINE_LIMIT_BYTES",
@@ -223,8 +219,9 @@ class Stopwatch:
 def _run_spark(spark: Any, files: list[str], sources: dict[str, str], clusters: dict[str, str], rule: StormRule,
                out: Any, progress: bool | None, watch: Stopwatch, syslog: SyslogReference) -> LogFacts:
     from kafka_rebalance.pipeline.io import delete_tree, list_files, sizes_of
-    from kafka_rebalance.pipeline.logparse.exchange import SplitFacts, bucket_count, fill_chains
-    from kafka_rebalance.pipeline.logparse.tables import STORY_TABLES, frame, write_frame
+    from kafka_rebalance.pipeline.logparse.exchange import bucket_count, fill_chains
+    from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES, frame, write_frame
+    from kafka_rebalance.pipeline.logparse.split_facts import SplitFacts, unrecognised_rows
     from kafka_rebalance.pipeline.spark import spark_progress
 
     events_dir = out.location("events")
@@ -261,36 +258,12 @@ def _run_spark(spark: Any, files: list[str], sources: dict[str, str], clusters: 
         if not list_files(directory):
             write_frame(frame(table, []), directory, table)
     display = [sources.get(name, name) for name in files]
-    _write_unrecognised(out, facts, display)
+    write_frame(frame("unrecognised", unrecognised_rows(facts, display)), out.location("unrecognised"), "unrecognised")
     coverage = _coverage(facts, display, clusters)
     watch.lap("counts and coverage")
     unreadable = [(f.source, f.unreadable) for f in facts if f.unreadable]
     return {"findings": findings, "coverage": coverage, "lines_read": sum(f.lines for f in facts),
             "events": sum(f.events for f in facts), "groups": len(findings), "samples": [], "unreadable": unreadable}
-
-
-def _write_unrecognised(out: Any, facts: list[SplitFacts], files: list[str]) -> None:
-    """Unrecognised shapes per (cluster, source): counts summed over splits (``facts`` in file
-    order), the first line as the sample; most frequent first, then in file order (as the local
-    engine lists them)."""
-    from kafka_rebalance.pipeline.logparse.tables import frame, write_frame
-
-    order = {name: position for position, name in enumerate(files)}
-    counts: dict[tuple[str, str, str], int] = {}
-    first: dict[tuple[str, str, str], tuple[tuple[int, int], str]] = {}  # (file order, seq), line
-    for split in facts:
-        for shape, (count, seq, line) in split.unrecognised.items():
-            key = (split.cluster, split.source, shape)
-            if key in counts:
-                counts[key] += count
-            else:
-                counts[key] = count
-                first[key] = ((order[split.source], seq), line)
-    rows: list[Row] = []
-    for key in sorted(counts, key=lambda k: (-counts[k], first[k][0])):
-        cluster, source, shape = key
-        rows.append({"cluster": cluster, "source": source, "shape": shape, "count": counts[key], "sample": first[key][1]})
-    write_frame(frame("unrecognised", rows), out.location("unrecognised"), "unrecognised")
 
 
 def _coverage(facts: list[SplitFacts], files: list[str], clusters: dict[str, str]) -> list[Row]:
@@ -340,12 +313,9 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
     ``syslog``: year-less syslog times fall no later than its instant (the caller decides it
     once for the run: ``logs`` takes the run's start or ``--year``; see ``logparse.layout``)."""
     from kafka_rebalance.pipeline.io import StagedOutput, join
-    from kafka_rebalance.pipeline.logparse.tables import (
-        analyse_local,
-        expand_inputs,
-        input_clusters,
-        write_frame,
-    )
+    from kafka_rebalance.pipeline.logparse.inputs import expand_inputs, input_clusters
+    from kafka_rebalance.pipeline.logparse.local_engine import analyse_local
+    from kafka_rebalance.pipeline.logparse.schemas import write_frame
 
     files, found_skipped = expand_inputs(paths)
     skipped = list(skipped or []) + found_skipped
