@@ -177,7 +177,7 @@ class GroupStory:
         else:
             insort(self.happened_at.setdefault((member, happening), []), time_ms)
 
-    def _happenednear(self, member: str, happening: str, at_ms: int | None) -> bool:
+    def _happened_near(self, member: str, happening: str, at_ms: int | None) -> bool:
         """Whether a member event of ``member`` and ``happening`` is ``_near`` ``at_ms``."""
         key = (member, happening)
         times = self.happened_at.get(key, ())
@@ -548,7 +548,7 @@ class GroupStory:
         opening = rebalance.evidence[0] if rebalance.evidence else {}
         for member, kind, cause, detail, static in members_in_reason(rebalance.reason):
             happening = SAME_HAPPENING[kind]
-            if self._happenednear(member, happening, start):
+            if self._happened_near(member, happening, start):
                 continue
             unnamed = [e for e in self.unnamed_static_joins if near(e["time_ms"], start)] if static else []
             if len(unnamed) == 1:

@@ -1,7 +1,8 @@
 """One log line -> one event (a dict of the fields of ``EVENT_COLUMNS``), without Spark.
 
-The same function runs on Spark's Python workers (over the candidate lines the JVM picked)
-and directly on a paste, so both engines see exactly the same events.
+The same function runs in a Spark scan task (over the lines ``scan``'s byte-level gate kept)
+and in the local engine (over every line of a file or a paste), so both engines see exactly the
+same events.
 """
 
 from __future__ import annotations
@@ -46,8 +47,7 @@ _ALIASES = {"member2": "member", "reason2": "reason", "reason3": "reason", "reas
             "coordinator2": "coordinator"}
 _KEEP = {name for name, _ in EVENT_COLUMNS}
 LINE_CAP = 600
-# The wording of a line, for counting unrecognised lines by shape. Written in the common
-# subset of Python and Java regex: the Spark job computes the same shape on the JVM.
+# The wording of a line, for counting unrecognised lines by shape (``shape``).
 SHAPE_LEVEL = r"^.{0,120}?\b(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL)\b[\s:]*"
 SHAPE_SUBSTITUTIONS: tuple[tuple[str, str], ...] = (
     (r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", "<uuid>"),
@@ -96,11 +96,6 @@ def _match(text: str) -> tuple[_Plan, re.Match[str]] | None:
             if match is not None:
                 return plan, match
     return None
-
-
-def match_message(text: str) -> tuple[Message, re.Match[str]] | None:
-    found = _match(layout_strip_logger(text))
-    return None if found is None else (found[0].message, found[1])
 
 
 def layout_strip_logger(text: str) -> str:
@@ -290,7 +285,8 @@ def _context(event: dict[str, Any], text: str, prefix: str) -> None:
 
 
 def passes_gate(raw: str) -> bool:
-    """The Spark job's JVM prefilter, in Python: both engines read exactly the same lines."""
+    """``scan``'s byte-level gate on a str (the local engine reads every line through it): both
+    engines read exactly the same lines."""
     for phrase in GATE_SUBSTRINGS:
         if phrase in raw:
             break
