@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from kafka_rebalance.pipeline.logparse.findings import GroupFindings, findings_from_json
 from kafka_rebalance.pipeline.logparse.inputs import STDIN
 from kafka_rebalance.pipeline.logparse.layout import SyslogReference
-from kafka_rebalance.pipeline.logparse.rows import Row
+from kafka_rebalance.pipeline.logparse.rows import CoverageRow
 from kafka_rebalance.pipeline.logparse.story import DEFAULT_STORM_RULE, StormRule
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ class LogsRun:
     """What ``run_logs`` produced, for the CLI to print."""
 
     out_dir: str
-    summary: Row
+    summary: dict[str, Any]  # summary.json
     report: str
     answer: LogsAnswer
 
@@ -66,7 +66,7 @@ class LogFacts(TypedDict):
     """What either engine learnt beyond its tables, for the summary and the advice."""
 
     findings: list[GroupFindings]  # one per group (``story.findings``)
-    coverage: list[Row]  # per input file
+    coverage: list[CoverageRow]  # per input file
     lines_read: int
     events: int
     groups: int
@@ -266,11 +266,11 @@ def _run_spark(spark: Any, files: list[str], sources: dict[str, str], clusters: 
             "events": sum(f.events for f in facts), "groups": len(findings), "samples": [], "unreadable": unreadable}
 
 
-def _coverage(facts: list[SplitFacts], files: list[str], clusters: dict[str, str]) -> list[Row]:
+def _coverage(facts: list[SplitFacts], files: list[str], clusters: dict[str, str]) -> list[CoverageRow]:
     by_source: dict[str, list[SplitFacts]] = {}
     for split in facts:
         by_source.setdefault(split.source, []).append(split)
-    coverage = []
+    coverage: list[CoverageRow] = []
     for name in files:
         mine = by_source.get(name, [])
         firsts = [f.first_ms for f in mine if f.first_ms is not None]
@@ -383,7 +383,7 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
 
 
 def _summary(facts: LogFacts, frames: dict[str, Any], files: list[str], engine: str, advice_items: list[Advice],
-             skipped: list[tuple[str, str]]) -> Row:
+             skipped: list[tuple[str, str]]) -> dict[str, Any]:
     rebalances = frames["rebalances"]
     member_events = frames["member_events"]
     unrecognised = frames["unrecognised"]

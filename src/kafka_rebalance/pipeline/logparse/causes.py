@@ -9,8 +9,8 @@ import re
 from bisect import bisect_left, bisect_right
 
 from kafka_rebalance.pipeline.logparse.kinds import Cause, EventKind
-from kafka_rebalance.pipeline.logparse.rebalance import Rebalance
-from kafka_rebalance.pipeline.logparse.rows import Row
+from kafka_rebalance.pipeline.logparse.rebalance import CauseClaim, Rebalance
+from kafka_rebalance.pipeline.logparse.rows import MemberEventRow
 
 EVIDENCE_WINDOW_MS = 60_000
 EVIDENCE_CAP = 5
@@ -153,25 +153,25 @@ def near(first_ms: int | None, second_ms: int | None) -> bool:
     return first_ms is None or second_ms is None or abs(first_ms - second_ms) <= EVIDENCE_WINDOW_MS
 
 
-
-def client_causes(rebalances: list[Rebalance], member_events: list[Row]) -> None:
-    signals = [e for e in member_events if e["kind"] in ("poll_timeout", "leave_request", "heartbeat_failed")
-               and e["time_ms"] is not None]
+def client_causes(rebalances: list[Rebalance], member_events: list[MemberEventRow]) -> None:
+    # (time, member event) of the client signals with a time, in the order they were told
+    signals = [(at, e) for e in member_events if e["kind"] in ("poll_timeout", "leave_request", "heartbeat_failed")
+               and (at := e["time_ms"]) is not None]
     # The signals by time, so each rebalance finds those from the window before its start (and
     # the client's clock slack after) by binary search: a client's log of thousands of poll
     # timeouts and rebalances is not read once per rebalance.
-    by_time = sorted(range(len(signals)), key=lambda i: signals[i]["time_ms"])
-    times = [signals[i]["time_ms"] for i in by_time]
+    by_time = sorted(range(len(signals)), key=lambda i: signals[i][0])
+    times = [signals[i][0] for i in by_time]
     for r in rebalances:
         if r.start_ms is None:
             continue
         first = bisect_left(times, r.start_ms - EVIDENCE_WINDOW_MS)
         last = bisect_right(times, r.start_ms + CLIENT_CLOCK_SLACK_MS)
-        for e in map(signals.__getitem__, sorted(by_time[first:last])):  # in the order they were told
+        for _, e in map(signals.__getitem__, sorted(by_time[first:last])):  # in the order they were told
             cause = "poll_timeout" if e["kind"] == "poll_timeout" or "poll timeout" in (e["reason"] or "").lower() \
                 else ("left" if e["kind"] == "leave_request" else "session_timeout")
-            r.causes.append({"cause": cause, "member": e["member"], "detail": e["reason"],
-                             "events": [{"line": e["line"], "source": e["input"], "seq": None}]})
+            r.causes.append(CauseClaim(cause, e["member"], e["reason"],
+                                       [{"line": e["line"], "source": e["input"], "seq": None}]))
 
 
 def infer_joins(rebalances: list[Rebalance]) -> None:
@@ -181,11 +181,11 @@ def infer_joins(rebalances: list[Rebalance]) -> None:
     for r in rebalances:
         if not r.causes and r.members is not None and previous_members is not None:
             if r.members > previous_members:
-                r.causes.append({"cause": "joined", "member": None,
-                                 "detail": f"members {previous_members} -> {r.members} (inferred)", "events": r.evidence[:1]})
+                r.causes.append(CauseClaim("joined", None, f"members {previous_members} -> {r.members} (inferred)",
+                                           r.evidence[:1]))
             elif r.members < previous_members:
-                r.causes.append({"cause": "left", "member": None,
-                                 "detail": f"members {previous_members} -> {r.members} (inferred)", "events": r.evidence[:1]})
+                r.causes.append(CauseClaim("left", None, f"members {previous_members} -> {r.members} (inferred)",
+                                           r.evidence[:1]))
         if r.members is not None:
             previous_members = r.members
 
@@ -197,6 +197,5 @@ def not_logged(rebalances: list[Rebalance]) -> None:
         opening = r.evidence[0] if r.evidence else {}
         if not r.causes and r.source == "broker" and r.start_known and r.reason is None \
                 and opening.get("kind") == EventKind.PREPARING_REBALANCE:
-            r.causes.append({"cause": "not_logged", "member": None,
-                             "detail": f"brokers before Kafka {REASONS_FROM_VERSION} print no reason, and no line "
-                                       "before the rebalance explains it", "events": r.evidence[:1]})
+            r.causes.append(CauseClaim("not_logged", None, f"brokers before Kafka {REASONS_FROM_VERSION} print no reason, "
+                                       "and no line before the rebalance explains it", r.evidence[:1]))

@@ -9,7 +9,7 @@ from typing import assert_never
 from kafka_rebalance.model import GroupProtocol
 from kafka_rebalance.pipeline.logparse.kinds import EventKind, Library, Side, event_kind
 from kafka_rebalance.pipeline.logparse.rebalance import Rebalance
-from kafka_rebalance.pipeline.logparse.rows import Event, Row
+from kafka_rebalance.pipeline.logparse.rows import ClientRebalanceRow, Event
 
 # Client rebalances without generations starting this close together are one group rebalance.
 CLIENT_MERGE_MS = 5_000
@@ -21,12 +21,12 @@ _STREAMS_REBALANCING = {"PARTITIONS_REVOKED", "PARTITIONS_ASSIGNED", "REBALANCIN
 _ClientKey = tuple[str | None, str | None]
 
 
-def client_rebalances(cluster: str, group: str, events: list[Event]) -> list[Row]:
+def client_rebalances(cluster: str, group: str, events: list[Event]) -> list[ClientRebalanceRow]:
     """Per client (source + client id), one row per rebalance it took part in."""
-    rows: list[Row] = []
-    current: dict[_ClientKey, Row] = {}
+    rows: list[ClientRebalanceRow] = []
+    current: dict[_ClientKey, ClientRebalanceRow] = {}
 
-    def open_row(key: _ClientKey, event: Event) -> Row:
+    def open_row(key: _ClientKey, event: Event) -> ClientRebalanceRow:
         row = current.get(key)
         if row is None:
             row = {"cluster": cluster, "group": group, "source": event.get("source"),
@@ -59,12 +59,12 @@ def client_rebalances(cluster: str, group: str, events: list[Event]) -> list[Row
                 if row["generation"] is not None and row["generation"] != event.get("generation"):
                     close(key, event)
                     row = open_row(key, event)
-                row.update(generation=event.get("generation"), member=event.get("member") or row["member"],
-                           protocol=event.get("protocol") or row["protocol"])
+                row.update({"generation": event.get("generation"), "member": event.get("member") or row["member"],
+                            "protocol": event.get("protocol") or row["protocol"]})
             case EventKind.CLIENT_SYNCED:
                 row = open_row(key, event)
-                row.update(generation=event.get("generation"), member=event.get("member") or row["member"],
-                           protocol=event.get("protocol") or row["protocol"])
+                row.update({"generation": event.get("generation"), "member": event.get("member") or row["member"],
+                            "protocol": event.get("protocol") or row["protocol"]})
                 row["end_ms"] = event.get("time_ms")
             case EventKind.CLIENT_REVOKED:
                 row = open_row(key, event)
@@ -85,14 +85,16 @@ def client_rebalances(cluster: str, group: str, events: list[Event]) -> list[Row
                 state = event.get("state")
                 if state in ("JOINING", "RECONCILING", "ACKNOWLEDGING"):
                     row = open_row(key, event)
-                    row.update(member=event.get("member"), protocol=GroupProtocol.CONSUMER)
-                    if event.get("generation") is not None and event["generation"] > 0:
-                        row["generation"] = event["generation"]
+                    row.update({"member": event.get("member"), "protocol": GroupProtocol.CONSUMER})
+                    generation = event.get("generation")
+                    if generation is not None and generation > 0:
+                        row["generation"] = generation
                 elif state == "STABLE":
                     stable = current.get(key)
                     if stable is not None:
-                        if event.get("generation") is not None and event["generation"] > 0:
-                            stable["generation"] = event["generation"]
+                        generation = event.get("generation")
+                        if generation is not None and generation > 0:
+                            stable["generation"] = generation
                         close(key, event)
                 elif state in ("FENCED", "UNSUBSCRIBED", "FATAL", "LEAVING"):
                     ending = current.get(key)
@@ -109,7 +111,8 @@ def client_rebalances(cluster: str, group: str, events: list[Event]) -> list[Row
                 elif state == "steady":
                     close(key, event)
             case EventKind.CLIENT_STREAMS_STATE:
-                if event.get("line") and "stream-client" in event["line"]:
+                line = event.get("line")
+                if line and "stream-client" in line:
                     continue
                 state = event.get("state")
                 if state in _STREAMS_REBALANCING:
@@ -152,7 +155,7 @@ def _partition_list(text: str | None) -> list[str]:
     return [p.strip().strip("'") for p in inner.split(",") if p.strip()]
 
 
-def rebalances_from_clients(cluster: str, group: str, rows: list[Row]) -> list[Rebalance]:
+def rebalances_from_clients(cluster: str, group: str, rows: list[ClientRebalanceRow]) -> list[Rebalance]:
     """A group seen only in client logs: client rebalances of the same generation (or, without
     generations, starting within ``CLIENT_MERGE_MS`` of each other) are one group rebalance."""
     merged: list[Rebalance] = []

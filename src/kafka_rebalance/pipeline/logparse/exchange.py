@@ -23,14 +23,14 @@ from __future__ import annotations
 import gc
 import json
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import ExitStack
-from typing import Any
+from typing import Any, cast
 
 from kafka_rebalance.pipeline.logparse.findings import GroupFindings
 from kafka_rebalance.pipeline.logparse.layout import SyslogReference
 from kafka_rebalance.pipeline.logparse.parse import parse_numbered
-from kafka_rebalance.pipeline.logparse.rows import Event, Row
+from kafka_rebalance.pipeline.logparse.rows import Event
 from kafka_rebalance.pipeline.logparse.scan import ScanCounts, Split, scan
 from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES, arrow_schema, story_table_batch
 from kafka_rebalance.pipeline.logparse.split_facts import SplitFacts, move_fields
@@ -343,14 +343,15 @@ def _story_events(part: Any) -> list[Event]:
                 dense.append(name)
             elif nulls < size:
                 sparse.append(name)
-    events = [dict(zip(dense, values, strict=True))
-              for values in zip(*(part.column(name).to_pylist() for name in dense), strict=True)]
+    events: list[dict[str, Any]] = [dict(zip(dense, values, strict=True))
+                                     for values in zip(*(part.column(name).to_pylist() for name in dense), strict=True)]
     for name in sparse:
         column = part.column(name)
         at = pc.indices_nonzero(pc.is_valid(column)).to_pylist()
         for index, value in zip(at, column.drop_null().to_pylist(), strict=True):
             events[index][name] = value
-    return events
+    # The typed edge: the columns of ``events`` (``schemas.arrow_schema``) are ``rows.Event``'s fields.
+    return cast("list[Event]", events)
 
 
 class StoryParts:
@@ -360,7 +361,7 @@ class StoryParts:
     def __init__(self, directories: dict[str, str], name: str):
         self._directories = directories
         self._name = name
-        self._pending: dict[str, list[Row]] = {table: [] for table in STORY_TABLES}
+        self._pending: dict[str, list[Mapping[str, Any]]] = {table: [] for table in STORY_TABLES}
         self._writers: dict[str, Any] = {}
         # Each writer closes before its file is moved into place (last in, first out).
         self._files = ExitStack()

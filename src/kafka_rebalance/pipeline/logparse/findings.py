@@ -8,7 +8,13 @@ import statistics
 from collections import Counter, defaultdict
 from typing import TypedDict
 
-from kafka_rebalance.pipeline.logparse.rows import Row
+from kafka_rebalance.pipeline.logparse.rows import (
+    CauseRow,
+    EmptyPeriodRow,
+    MemberEventRow,
+    RebalanceRow,
+    StormRow,
+)
 
 INCIDENT_MS = 10_000
 
@@ -86,8 +92,8 @@ def findings_from_json(text: str) -> GroupFindings:
     return found
 
 
-def findings(cluster: str, group: str, rebalances: list[Row], member_events: list[Row], storm_rows: list[Row],
-             empty_periods: list[Row], causes: list[Row]) -> GroupFindings:
+def findings(cluster: str, group: str, rebalances: list[RebalanceRow], member_events: list[MemberEventRow],
+             storm_rows: list[StormRow], empty_periods: list[EmptyPeriodRow], causes: list[CauseRow]) -> GroupFindings:
     """What the advice rules need for one group (all numbers, no prose)."""
     durations = [r["duration_ms"] for r in rebalances if r["duration_ms"] is not None]
     generations = [g for r in rebalances for g in (r["generation"], r["old_generation"]) if g is not None]

@@ -20,7 +20,7 @@ import re
 from bisect import bisect_left, bisect_right, insort
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from typing import Any, assert_never
+from typing import assert_never
 
 from kafka_rebalance.model import GroupProtocol
 from kafka_rebalance.pipeline.logparse.catalogue import client_of
@@ -34,8 +34,8 @@ from kafka_rebalance.pipeline.logparse.causes import (
     near,
 )
 from kafka_rebalance.pipeline.logparse.kinds import EventKind, Library, Side, UnknownEventKind
-from kafka_rebalance.pipeline.logparse.rebalance import Rebalance
-from kafka_rebalance.pipeline.logparse.rows import Event, Row
+from kafka_rebalance.pipeline.logparse.rebalance import CauseClaim, Rebalance, Signal
+from kafka_rebalance.pipeline.logparse.rows import EmptyPeriodRow, Event, MemberEventRow
 
 MemberState = tuple[int | None, str | None]  # (member epoch, state) of a KIP-848 consumer
 
@@ -89,27 +89,27 @@ class GroupStory:
         self.rebalances: list[Rebalance] = []
         self.open: Rebalance | None = None
         self.awaiting_sync: Rebalance | None = None
-        self.member_events: list[Row] = []
+        self.member_events: list[MemberEventRow] = []
         # client -> times it failed, left or was fenced (``_rejoins``)
         self.departed: dict[str, list[int | None]] = {}
-        self.empty_periods: list[Row] = []
-        self.recent: list[Row] = []  # departures, joins and client signals not yet tied to a rebalance
+        self.empty_periods: list[EmptyPeriodRow] = []
+        self.recent: list[Signal] = []  # departures, joins and client signals not yet tied to a rebalance
         self.coordinator_moves = coordinator_moves or []
-        self.moves_by_partition: dict[Any, list[Event]] | None = None
+        self.moves_by_partition: dict[int | None, list[Event]] | None = None
         self.partition: int | None = None
         self.consumer_members = ConsumerMembers()
         self.last_epoch: int | None = None
         self.last_ms: int | None = None
         # (member, happening) -> the member event a rebalance's reason told, until the member's
         # own line (logged just before or after the reason) is read
-        self.from_reason: dict[tuple[str, str], dict[str, Any]] = {}
+        self.from_reason: dict[tuple[str, str], MemberEventRow] = {}
         # The member events by (member, happening): their times, ascending, and how many have no
         # time; and the static joins not yet named. A rebalance's reason is checked against them
         # (``_members_from_reason``): walking every member event instead made a storm of
         # thousands of rebalances in one group quadratic.
         self.happened_at: dict[tuple[str, str], list[int]] = {}
         self.happened_untimed: Counter[tuple[str, str]] = Counter()
-        self.unnamed_static_joins: list[Row] = []
+        self.unnamed_static_joins: list[MemberEventRow] = []
         # Each rebalance's place in ``rebalances``, and the consumer-protocol ones by the epoch
         # each was given (a later line may give it another: checked when read), so a target
         # assignment finds its rebalance without walking every one before it.
@@ -143,7 +143,7 @@ class GroupStory:
             self.open = None
 
     def _member_event(self, event: Event, kind: str, member: str | None = None,
-                      reason: str | None = None, *, learnt: str = "line") -> Row:
+                      reason: str | None = None, *, learnt: str = "line") -> MemberEventRow:
         """A member event; ``learnt``: from its own ``line``, or from a rebalance's ``reason``."""
         member = member or event.get("member") or event.get("client_id")
         happening = SAME_HAPPENING.get(kind)
@@ -152,12 +152,12 @@ class GroupStory:
             if told is not None and near(told["time_ms"], event.get("time_ms")):
                 # the member's own line, logged just after the reason that named it: one event
                 del self.from_reason[(member, happening)]
-                told.update(source="line", kind=kind, input=event.get("source"), side=event.get("side"),
-                            line=event.get("line"), generation=event.get("generation"))
+                told.update({"source": "line", "kind": kind, "input": event.get("source"), "side": event.get("side"),
+                             "line": event.get("line"), "generation": event.get("generation")})
                 if reason:
                     told["reason"] = reason
                 return told
-        row: Row = {"cluster": self.cluster, "group": self.group, "member": member, "time_ms": event.get("time_ms"),
+        row: MemberEventRow = {"cluster": self.cluster, "group": self.group, "member": member, "time_ms": event.get("time_ms"),
                "kind": kind, "client": client_of(member) if kind in ("failed", "left", "joined", "rejoined", "fenced")
                else (event.get("client_id") or client_of(member)), "reason": reason, "source": learnt,
                "input": event.get("source"), "side": event.get("side"), "generation": event.get("generation"),
@@ -198,7 +198,7 @@ class GroupStory:
         if partition is not None and event.get("side") == Side.BROKER and kind not in (
                 "coordinator_loaded", "coordinator_unloaded"):
             self.partition = partition
-        handler = _HANDLERS.get(kind)
+        handler = _HANDLERS.get(kind) if kind is not None else None
         if handler is None:
             raise UnknownEventKind(kind)
         handler(self, event)
@@ -306,8 +306,7 @@ class GroupStory:
                 target.during.append(f"{row['member']} {WHAT_HAPPENED.get(kind_cause, kind)}")
                 row["during_rebalance"] = True
         else:
-            self.recent.append({"cause": kind_cause, "member": row["member"], "detail": reason, "event": event,
-                                "departure": kind})
+            self.recent.append(Signal(kind_cause, row["member"], reason, event, kind))
 
     def _on_member_failed(self, event: Event) -> None:
         self._departure(event, "failed")
@@ -340,8 +339,7 @@ class GroupStory:
             if not self._at_start(target, event, row["member"]):
                 target.during.append(f"{row['member']} joined")
                 return
-        self.recent.append({"cause": cause, "member": row["member"], "detail": event.get("membership"), "event": event,
-                            "departure": None})
+        self.recent.append(Signal(cause, row["member"], event.get("membership"), event, None))
 
     def _at_start(self, rebalance: Rebalance, event: Event, member: str | None) -> bool:
         """Was this event (read while ``rebalance`` is open) at its start, so a cause? The
@@ -370,7 +368,7 @@ class GroupStory:
 
     def _on_members_not_rejoined(self, event: Event) -> None:
         target = self.open
-        for member in re.findall(r"[\w.\-]+", event.get("members_text") or event.get("line", "").split(":")[-1]):
+        for member in re.findall(r"[\w.\-]+", event.get("members_text") or (event.get("line") or "").split(":")[-1]):
             row = self._member_event(event, "failed", member=member, reason="did not rejoin in time")
             row["cause"] = "rebalance_timeout"
             if target is not None:
@@ -379,8 +377,7 @@ class GroupStory:
 
     def _on_group_loaded(self, event: Event) -> None:
         self._member_event(event, "coordinator_loaded", member="")
-        self.recent.append({"cause": "coordinator_moved", "member": None, "detail": event.get("line"), "event": event,
-                            "departure": None})
+        self.recent.append(Signal("coordinator_moved", None, event.get("line"), event, None))
 
     def _on_group_unloaded(self, event: Event) -> None:
         self._member_event(event, "coordinator_unloaded", member="")
@@ -398,8 +395,8 @@ class GroupStory:
         self._claim_recent(rebalance)
         # The epoch is bumped in the same coordinator write as the change that caused it: what
         # was logged in that millisecond comes before older evidence.
-        rebalance.causes.sort(key=lambda c: c["events"][0].get("time_ms") != event.get("time_ms")
-                              if c["events"] else True)
+        rebalance.causes.sort(key=lambda c: c.events[0].get("time_ms") != event.get("time_ms")
+                              if c.events else True)
         self.open = rebalance
 
     def _on_target_assignment(self, event: Event) -> None:
@@ -432,12 +429,11 @@ class GroupStory:
         self.consumer_members.pop(member)
 
     def _on_subscription_changed(self, event: Event) -> None:
-        self.recent.append({"cause": "metadata_changed", "member": event.get("member"),
-                            "detail": f"subscribed topics: {event.get('topics') or ''}", "event": event, "departure": None})
+        self.recent.append(Signal("metadata_changed", event.get("member"),
+                                  f"subscribed topics: {event.get('topics') or ''}", event, None))
 
     def _on_metadata_changed(self, event: Event) -> None:
-        self.recent.append({"cause": "metadata_changed", "member": None, "detail": "topic metadata changed",
-                            "event": event, "departure": None})
+        self.recent.append(Signal("metadata_changed", None, "topic metadata changed", event, None))
 
     def _on_group_converted(self, event: Event) -> None:
         """The online migration: epochs continue from the classic generation (and back)."""
@@ -456,15 +452,13 @@ class GroupStory:
     # -- client lines that explain a rebalance
     def _on_client_poll_timeout(self, event: Event) -> None:
         row = self._member_event(event, "poll_timeout", reason="consumer poll timeout has expired")
-        self._client_signal({"cause": "poll_timeout", "member": row["member"], "detail": row["reason"], "event": event,
-                             "departure": "client"})
+        self._client_signal(Signal("poll_timeout", row["member"], row["reason"], event, "client"))
 
     def _on_client_leave(self, event: Event) -> None:
         reason = event.get("reason")
         row = self._member_event(event, "leave_request", reason=reason)
         cause = "poll_timeout" if reason and "poll timeout" in reason.lower() else "left"
-        self._client_signal({"cause": cause, "member": row["member"], "detail": reason, "event": event,
-                             "departure": "client"})
+        self._client_signal(Signal(cause, row["member"], reason, event, "client"))
 
     def _on_client_heartbeat_failed(self, event: Event) -> None:
         self._member_event(event, "heartbeat_failed", reason=event.get("reason"))
@@ -475,8 +469,7 @@ class GroupStory:
     def _on_client_rejoin_requested(self, event: Event) -> None:
         reason = event.get("reason") or ""
         if "metadata" in reason or "subscription" in reason:
-            self._client_signal({"cause": "metadata_changed", "member": event.get("client_id"), "detail": reason,
-                                 "event": event, "departure": "client"})
+            self._client_signal(Signal("metadata_changed", event.get("client_id"), reason, event, "client"))
 
     def _on_client_rebalance_step(self, event: Event) -> None:
         """A step of a client's own rebalance (joining, synced, assigned, revoked, lost, state
@@ -487,34 +480,34 @@ class GroupStory:
         assignment, a reset generation, a failed join, a lost coordinator, a fenced epoch): kept
         in ``events`` as the context an operator reads, the broker's lines tell the story."""
 
-    def _client_signal(self, item: dict[str, Any]) -> None:
+    def _client_signal(self, item: Signal) -> None:
         """A client's line explains the next rebalance, or the one the coordinator opened just
         before it: the client's clock may run up to ``CLIENT_CLOCK_SLACK_MS`` ahead."""
-        target, time_ms = self.open, item["event"].get("time_ms")
+        target, time_ms = self.open, item.event.get("time_ms")
         if target is not None and target.start_ms is not None and time_ms is not None \
                 and 0 <= time_ms - target.start_ms <= CLIENT_CLOCK_SLACK_MS:
-            target.causes.append(self._cause(item["cause"], item["member"], item["detail"], [item["event"]]))
+            target.causes.append(self._cause(item.cause, item.member, item.detail, [item.event]))
             return
         self.recent.append(item)
 
     # -- causes
-    def _cause(self, cause: str, member: str | None, detail: str | None, events: list[Event]) -> Row:
-        return {"cause": cause, "member": member, "detail": detail, "events": events}
+    def _cause(self, cause: str, member: str | None, detail: str | None, events: list[Event]) -> CauseClaim:
+        return CauseClaim(cause, member, detail, events)
 
     def _claim_recent(self, rebalance: Rebalance) -> None:
         """Departures, joins and client signals shortly before a rebalance opened caused it."""
         start = rebalance.start_ms
         kept = []
         for item in self.recent:
-            time_ms = item["event"].get("time_ms")
-            slack = CLIENT_CLOCK_SLACK_MS if item["event"].get("side") == Side.CLIENT else 0
+            time_ms = item.event.get("time_ms")
+            slack = CLIENT_CLOCK_SLACK_MS if item.event.get("side") == Side.CLIENT else 0
             close = start is None or time_ms is None or -slack <= start - time_ms <= EVIDENCE_WINDOW_MS
             if close:
-                rebalance.causes.append(self._cause(item["cause"], item["member"], item["detail"], [item["event"]]))
-                if item["departure"] in ("failed", "fenced"):
-                    rebalance.failed.append(item["member"])
-                elif item["departure"] == "left":
-                    rebalance.left.append(item["member"])
+                rebalance.causes.append(self._cause(item.cause, item.member, item.detail, [item.event]))
+                if item.departure in ("failed", "fenced"):
+                    rebalance.failed.append(item.member)
+                elif item.departure == "left":
+                    rebalance.left.append(item.member)
             elif time_ms is not None and start is not None and time_ms > start + slack:
                 kept.append(item)
         self.recent = kept
@@ -527,8 +520,8 @@ class GroupStory:
         self._members_from_reason(rebalance)
         if rebalance.partition is not None:
             for move in self._moves_of(rebalance.partition):
-                if move.get("time_ms") is not None and start is not None \
-                        and 0 <= start - move["time_ms"] <= EVIDENCE_WINDOW_MS:
+                moved_ms = move.get("time_ms")
+                if moved_ms is not None and start is not None and 0 <= start - moved_ms <= EVIDENCE_WINDOW_MS:
                     rebalance.causes.append(self._cause("coordinator_moved", None, move.get("line"), [move]))
 
     def _moves_of(self, partition: int) -> list[Event]:
@@ -553,7 +546,7 @@ class GroupStory:
             unnamed = [e for e in self.unnamed_static_joins if near(e["time_ms"], start)] if static else []
             if len(unnamed) == 1:
                 # a static member's replacement, logged before the new member id is known: named now
-                unnamed[0].update(member=member, client=client_of(member))
+                unnamed[0].update({"member": member, "client": client_of(member)})
                 self.unnamed_static_joins.remove(unnamed[0])
                 self._index_happening(member, SAME_HAPPENING["joined"], unnamed[0]["time_ms"])
                 continue
@@ -579,9 +572,11 @@ class GroupStory:
         starts = sorted(r.start_ms for r in self.rebalances if r.start_ms is not None)
         for period in self.empty_periods:
             # the first rebalance to start after the group went empty ends the period
-            after = bisect_right(starts, period["start_ms"]) if period["start_ms"] is not None else len(starts)
-            period["end_ms"] = starts[after] if after < len(starts) else None
-            period["duration_ms"] = period["end_ms"] - period["start_ms"] if period["end_ms"] is not None else None
+            went_empty = period["start_ms"]
+            after = bisect_right(starts, went_empty) if went_empty is not None else len(starts)
+            ended = period["end_ms"] = starts[after] if after < len(starts) else None
+            # an end is a start after the period's own: the period has a start when it has an end
+            period["duration_ms"] = ended - went_empty if ended is not None and went_empty is not None else None
 
     @classmethod
     def handler_of(cls, kind: EventKind) -> Handler:

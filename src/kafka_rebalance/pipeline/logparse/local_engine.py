@@ -5,7 +5,7 @@ frame; the same parser, split bookkeeping (``split_facts``) and story the Spark 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,7 +13,7 @@ from kafka_rebalance.pipeline.logparse.findings import GroupFindings
 from kafka_rebalance.pipeline.logparse.inputs import read_text_lines
 from kafka_rebalance.pipeline.logparse.layout import SyslogReference
 from kafka_rebalance.pipeline.logparse.parse import READ_ERRORS, parse_lines
-from kafka_rebalance.pipeline.logparse.rows import Event, Row
+from kafka_rebalance.pipeline.logparse.rows import CoverageRow, Event
 from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES, events_frame, frame
 from kafka_rebalance.pipeline.logparse.split_facts import SplitFacts, unrecognised_rows
 from kafka_rebalance.pipeline.logparse.story import DEFAULT_STORM_RULE, StormRule, story_tables, tell
@@ -25,7 +25,7 @@ class LocalResult:
 
     frames: dict[str, Any]
     findings: list[GroupFindings]
-    coverage: list[Row]
+    coverage: list[CoverageRow]
     events: int
     groups: int
     lines_read: int
@@ -41,7 +41,7 @@ def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM
     events_by_group: dict[tuple[str, str], list[Event]] = defaultdict(list)
     moves: dict[str, list[Event]] = defaultdict(list)
     read: list[SplitFacts] = []
-    coverage = []
+    coverage: list[CoverageRow] = []
     samples: list[str] = []
     unreadable: list[tuple[str, str]] = []
     parsed: list[Event] = []
@@ -57,8 +57,9 @@ def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM
         for record in records:
             facts.add(record, last_group)
             parsed.append(record)
-            if record["kind"] is not None and record.get("group"):
-                events_by_group[(cluster, record["group"])].append(record)
+            group = record.get("group")
+            if record["kind"] is not None and group:
+                events_by_group[(cluster, group)].append(record)
         facts.lines = counter.count
         read.append(facts)
         moves[cluster].extend(facts.moves)
@@ -67,7 +68,7 @@ def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM
                          "broker_lines": facts.broker_lines, "client_lines": facts.client_lines,
                          "unrecognised_lines": facts.unrecognised_lines,
                          "first_ms": facts.first_ms, "last_ms": facts.last_ms})
-    rows: dict[str, list[Row]] = defaultdict(list)
+    rows: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     findings: list[GroupFindings] = []
     for (cluster, group), events in sorted(events_by_group.items()):
         told = tell(cluster, group, events, moves.get(cluster), rule)

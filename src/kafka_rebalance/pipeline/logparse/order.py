@@ -10,7 +10,7 @@ from kafka_rebalance.pipeline.logparse.rows import Event
 _TIME_ORDER = operator.itemgetter("time_ms", "source", "seq")
 
 
-def order_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def order_events(events: list[Event]) -> list[Event]:
     """Time order; lines without a time keep their place in their file (they sort at the last
     known time of that file)."""
     try:
@@ -39,7 +39,7 @@ _IDENTITY = ("kind", "time_ms", "member", "generation", "old_generation", "state
              "partitions", "from_state")
 
 
-def distinct_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def distinct_events(events: list[Event]) -> list[Event]:
     """Without repeats of the same line: a file given twice (a copy beside its rotated original,
     an excerpt pasted twice) must not double what it shows. Lines without a time are kept.
 

@@ -6,7 +6,32 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kafka_rebalance.model import GroupProtocol
-from kafka_rebalance.pipeline.logparse.rows import Event, Row
+from kafka_rebalance.pipeline.logparse.rows import Event
+
+
+@dataclass(frozen=True, slots=True)
+class CauseClaim:
+    """A cause of a rebalance (``kinds.Cause``) as the story finds it: who, in what words, and
+    the lines that show it (a ``causes`` row once the story is told)."""
+
+    cause: str
+    member: str | None
+    detail: str | None
+    events: list[Event]
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    """A departure, a join or a client's line not yet tied to a rebalance: the cause of the next
+    one to open within the evidence window (``group_story.GroupStory._claim_recent``).
+    ``departure``: how the member went (``failed``, ``left``, ``fenced``, a ``client``'s own
+    line), None for a join or a change."""
+
+    cause: str
+    member: str | None
+    detail: str | None
+    event: Event
+    departure: str | None
 
 
 @dataclass(slots=True)
@@ -28,11 +53,12 @@ class Rebalance:
     assignor: str | None = None
     assignor_ms: int | None = None
     stabilized_ms: int | None = None
-    failed: list[str] = field(default_factory=list)
-    left: list[str] = field(default_factory=list)
-    joined: list[str] = field(default_factory=list)
+    # members (None: a line that named none)
+    failed: list[str | None] = field(default_factory=list)
+    left: list[str | None] = field(default_factory=list)
+    joined: list[str | None] = field(default_factory=list)
     evidence: list[Event] = field(default_factory=list)
     source: str = "broker"
-    causes: list[Row] = field(default_factory=list)
+    causes: list[CauseClaim] = field(default_factory=list)
     clip_ms: int | None = None  # where an open rebalance is drawn to (the next one, or the log's end)
     during: list[str] = field(default_factory=list)  # what happened while it was open (never its cause)

@@ -11,10 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kafka_rebalance.pipeline.logparse.kinds import COORDINATOR_KINDS
-from kafka_rebalance.pipeline.logparse.rows import Event, Row
-
-# Fields of a coordinator move that the stories read (``group_story.GroupStory``).
-MOVE_FIELDS = ("cluster", "partition", "time_ms", "line", "source", "seq")
+from kafka_rebalance.pipeline.logparse.rows import Event, UnrecognisedRow
 
 
 def fill_client_group(record: Event, last_group: dict[str, str]) -> None:
@@ -23,15 +20,17 @@ def fill_client_group(record: Event, last_group: dict[str, str]) -> None:
     client = record.get("client_id")
     if record.get("side") != "client" or not client:
         return
-    if record.get("group"):
-        last_group[client] = record["group"]
+    group = record.get("group")
+    if group:
+        last_group[client] = group
     elif client in last_group:
         record["group"] = last_group[client]
 
 
-def move_fields(move: Event) -> Row:
+def move_fields(move: Event) -> Event:
     """What a story task needs of a coordinator move read in another task."""
-    return {name: move.get(name) for name in MOVE_FIELDS}
+    return {"cluster": move.get("cluster", ""), "partition": move.get("partition"), "time_ms": move.get("time_ms"),
+            "line": move.get("line"), "source": move.get("source"), "seq": move.get("seq")}
 
 
 @dataclass
@@ -101,7 +100,7 @@ class SplitFacts:
         return cls(**json.loads(text))
 
 
-def unrecognised_rows(facts: list[SplitFacts], files: list[str]) -> list[Row]:
+def unrecognised_rows(facts: list[SplitFacts], files: list[str]) -> list[UnrecognisedRow]:
     """Unrecognised shapes per (cluster, source): counts summed over splits (``facts`` in file
     order), the first line as the sample; most frequent first, then in file order."""
     order = {name: position for position, name in enumerate(files)}
@@ -115,7 +114,7 @@ def unrecognised_rows(facts: list[SplitFacts], files: list[str]) -> list[Row]:
             else:
                 counts[key] = count
                 first[key] = ((order[split.source], seq), line)
-    rows: list[Row] = []
+    rows: list[UnrecognisedRow] = []
     for key in sorted(counts, key=lambda k: (-counts[k], first[k][0])):
         cluster, source, shape = key
         rows.append({"cluster": cluster, "source": source, "shape": shape, "count": counts[key], "sample": first[key][1]})

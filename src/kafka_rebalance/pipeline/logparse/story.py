@@ -12,8 +12,9 @@ the causes no single line gives) -> ``findings``.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
-from typing import TypedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, TypedDict
 
 from kafka_rebalance.pipeline.logparse.catalogue import client_of
 from kafka_rebalance.pipeline.logparse.causes import EVIDENCE_CAP, client_causes, infer_joins, not_logged
@@ -22,8 +23,16 @@ from kafka_rebalance.pipeline.logparse.findings import GroupFindings, findings
 from kafka_rebalance.pipeline.logparse.group_story import GroupStory
 from kafka_rebalance.pipeline.logparse.order import distinct_events, order_events
 from kafka_rebalance.pipeline.logparse.parse import LineError
-from kafka_rebalance.pipeline.logparse.rebalance import Rebalance
-from kafka_rebalance.pipeline.logparse.rows import Event, Row
+from kafka_rebalance.pipeline.logparse.rebalance import CauseClaim, Rebalance
+from kafka_rebalance.pipeline.logparse.rows import (
+    CauseRow,
+    ClientRebalanceRow,
+    EmptyPeriodRow,
+    Event,
+    MemberEventRow,
+    RebalanceRow,
+    StormRow,
+)
 
 
 @dataclass(frozen=True)
@@ -49,21 +58,23 @@ STORY_FIELDS = frozenset((
 ))
 
 
-
-def storms(rebalances: list[Row], member_events: list[Row], rule: StormRule) -> list[Row]:
-    rows = sorted((r for r in rebalances if r["start_ms"] is not None), key=lambda r: (r["start_ms"], r["generation"] or 0))
-    clusters: list[list[Row]] = []
-    for row in rows:
-        if clusters and row["start_ms"] - clusters[-1][-1]["start_ms"] <= rule.gap_ms:
-            clusters[-1].append(row)
+def storms(rebalances: list[RebalanceRow], member_events: list[MemberEventRow], rule: StormRule) -> list[StormRow]:
+    # (start, row) of every rebalance that has a start, in order
+    rows = sorted(((r["start_ms"], r) for r in rebalances if r["start_ms"] is not None),
+                  key=lambda pair: (pair[0], pair[1]["generation"] or 0))
+    clusters: list[list[tuple[int, RebalanceRow]]] = []
+    for start_ms, row in rows:
+        if clusters and start_ms - clusters[-1][-1][0] <= rule.gap_ms:
+            clusters[-1].append((start_ms, row))
         else:
-            clusters.append([row])
-    out = []
-    for members in clusters:
-        if len(members) < rule.min_rebalances:
+            clusters.append([(start_ms, row)])
+    out: list[StormRow] = []
+    for cluster in clusters:
+        if len(cluster) < rule.min_rebalances:
             continue
-        start = members[0]["start_ms"]
-        end = max((r["end_ms"] if r["end_ms"] is not None else r["start_ms"]) for r in members)
+        members = [row for _, row in cluster]
+        start = cluster[0][0]
+        end = max((r["end_ms"] if r["end_ms"] is not None else start_ms) for start_ms, r in cluster)
         failing = Counter(client_of(m) for r in members for m in r["failed_members"])
         top, top_count = (failing.most_common(1)[0] if failing else (None, 0))
         out.append({"cluster": members[0]["cluster"], "group": members[0]["group"], "start_ms": start, "end_ms": end,
@@ -76,7 +87,7 @@ def storms(rebalances: list[Row], member_events: list[Row], rule: StormRule) -> 
     return out
 
 
-def _rebalance_row(r: Rebalance) -> Row:
+def _rebalance_row(r: Rebalance) -> RebalanceRow:
     primary = r.causes[0] if r.causes else None
     duration = r.end_ms - r.start_ms if r.end_ms is not None and r.start_ms is not None else None
     return {"cluster": r.cluster, "group": r.group, "generation": r.generation, "start_ms": r.start_ms,
@@ -86,24 +97,24 @@ def _rebalance_row(r: Rebalance) -> Row:
             "left_members": list(dict.fromkeys(r.left)), "joined_members": list(dict.fromkeys(r.joined)),
             "partition": r.partition, "protocol": r.protocol, "source": r.source, "start_known": r.start_known,
             "assignor": r.assignor, "assignor_ms": r.assignor_ms,
-            "cause": primary["cause"] if primary else "unknown", "cause_member": primary["member"] if primary else None,
+            "cause": primary.cause if primary else "unknown", "cause_member": primary.member if primary else None,
             "clip_ms": r.clip_ms if r.outcome == "open" else None, "during": list(dict.fromkeys(r.during))}
 
 
 class StoryRows(TypedDict):
     """One group's story: its rows of every story table, and its findings (one)."""
 
-    rebalances: list[Row]
-    member_events: list[Row]
-    client_rebalances: list[Row]
-    causes: list[Row]
-    empty_periods: list[Row]
-    storms: list[Row]
+    rebalances: list[RebalanceRow]
+    member_events: list[MemberEventRow]
+    client_rebalances: list[ClientRebalanceRow]
+    causes: list[CauseRow]
+    empty_periods: list[EmptyPeriodRow]
+    storms: list[StormRow]
     findings: list[GroupFindings]
 
 
-def story_tables(told: StoryRows) -> tuple[tuple[str, list[Row]], ...]:
-    """A story's rows per table, in ``tables.STORY_TABLES`` order."""
+def story_tables(told: StoryRows) -> tuple[tuple[str, Sequence[Mapping[str, Any]]], ...]:
+    """A story's rows per table, in ``schemas.STORY_TABLES`` order (as Arrow reads them)."""
     return (("rebalances", told["rebalances"]), ("member_events", told["member_events"]), ("storms", told["storms"]),
             ("empty_periods", told["empty_periods"]), ("client_rebalances", told["client_rebalances"]),
             ("causes", told["causes"]))
@@ -129,28 +140,28 @@ def tell(cluster: str, group: str, events: list[Event], coordinator_moves: list[
     infer_joins(rebalances)
     not_logged(rebalances)
     rows = [_rebalance_row(r) for r in rebalances]
-    causes = []
+    causes: list[CauseRow] = []
     for r, row in zip(rebalances, rows, strict=True):
-        chosen = r.causes or [{"cause": "unknown", "member": None, "detail": None, "events": r.evidence[:1]}]
+        chosen = r.causes or [CauseClaim("unknown", None, None, r.evidence[:1])]
         if len(chosen) > 1:
-            merged: dict[tuple[str, str | None], Row] = {}
+            merged: dict[tuple[str, str | None], CauseClaim] = {}
             for cause in chosen:
-                key = (cause["cause"], cause["member"])
+                key = (cause.cause, cause.member)
                 if key in merged:
-                    merged[key]["events"] = merged[key]["events"] + cause["events"]
+                    merged[key] = replace(merged[key], events=merged[key].events + cause.events)
                 else:
-                    merged[key] = dict(cause)
+                    merged[key] = cause
             chosen = list(merged.values())
         for cause in chosen:
-            events = cause["events"]
+            events = cause.events
             if len(events) == 1:
                 evidence = events if events[0] else []
             else:
                 evidence = sorted((e for e in events if e),
                                   key=lambda e: (e.get("time_ms") or 0, e.get("seq") or 0))[:EVIDENCE_CAP]
             causes.append({"cluster": cluster, "group": group, "generation": row["generation"],
-                           "start_ms": row["start_ms"], "cause": cause["cause"], "member": cause["member"],
-                           "detail": cause["detail"], "evidence": [e.get("line") or "" for e in evidence],
+                           "start_ms": row["start_ms"], "cause": cause.cause, "member": cause.member,
+                           "detail": cause.detail, "evidence": [e.get("line") or "" for e in evidence],
                            "evidence_sources": [_where(e) for e in evidence]})
     storm_rows = storms(rows, story.member_events, rule)
     return {"rebalances": rows, "member_events": story.member_events, "client_rebalances": clients,

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from kafka_rebalance.pipeline.logparse.rows import Row
 from kafka_rebalance.pipeline.report import svg
 from kafka_rebalance.pipeline.report.page import (
     Figure,
@@ -344,7 +343,7 @@ def advice_html(advice_items: Sequence[Any], groups_shown: int = 8) -> str:
     return f'<ul class="advice">{"".join(entries)}</ul>'
 
 
-def coverage_html(summary: Row) -> str:
+def coverage_html(summary: dict[str, Any]) -> str:
     rows = []
     for item in summary.get("coverage", []):
         first, last = item.get("first_ms"), item.get("last_ms")
