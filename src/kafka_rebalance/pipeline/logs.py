@@ -1,5 +1,5 @@
 """Rebalance forensics on Kafka logs: broker and client lines of any layout -> rebalances, their
-causes and the tables of ``logparse.tables``; on Spark for big inputs, in-process for a paste.
+causes and the tables of ``logparse.schemas``; on Spark for big inputs, in-process for a paste.
 
 The Spark engine never splits the whole log into lines: each task reads byte ranges of the
 files (``logparse.scan``), finds the few fixed gate phrases (``catalogue.GATE_SUBSTRINGS``) and
@@ -65,7 +65,7 @@ class LogsRun:
 class LogFacts(TypedDict):
     """What either engine learnt beyond its tables, for the summary and the advice."""
 
-    findings: list[GroupFindings]  # one per group (``story.findings``)
+    findings: list[GroupFindings]  # one per group (``findings.findings``)
     coverage: list[CoverageRow]  # per input file
     lines_read: int
     events: int

@@ -34,47 +34,8 @@ from kafka_rebalance.pipeline.logparse.causes import (
     near,
 )
 from kafka_rebalance.pipeline.logparse.kinds import EventKind, Library, Side, UnknownEventKind
-from kafka_rebalance.pipeline.logparse.rebalance import CauseClaim, Rebalance, Signal
+from kafka_rebalance.pipeline.logparse.rebalance import CauseClaim, ConsumerMembers, Rebalance, Signal
 from kafka_rebalance.pipeline.logparse.rows import EmptyPeriodRow, Event, MemberEventRow
-
-MemberState = tuple[int | None, str | None]  # (member epoch, state) of a KIP-848 consumer
-
-
-class ConsumerMembers:
-    """A consumer group's members and the epoch and state each reported last, counted by
-    (epoch, state): whether every member is stable at an epoch is one lookup, not a walk over
-    the members at each member's line (a group of thousands reconciling was quadratic)."""
-
-    def __init__(self) -> None:
-        self.states: dict[str | None, MemberState] = {}
-        self.counts: Counter[MemberState] = Counter()
-
-    def __len__(self) -> int:
-        return len(self.states)
-
-    def set(self, member: str | None, state: MemberState) -> None:
-        self.pop(member)
-        self.states[member] = state
-        self.counts[state] += 1
-
-    def setdefault(self, member: str | None, state: MemberState) -> None:
-        if member not in self.states:
-            self.set(member, state)
-
-    def pop(self, member: str | None) -> MemberState | None:
-        state = self.states.pop(member, None)
-        if state is not None:
-            self.counts[state] -= 1
-        return state
-
-    def clear(self) -> None:
-        self.states.clear()
-        self.counts.clear()
-
-    def all_in(self, state: MemberState) -> bool:
-        return self.counts[state] == len(self.states)
-
-
 
 # What a story does with one event of a kind (``GroupStory.handler_of``).
 Handler = Callable[["GroupStory", Event], None]

@@ -32,7 +32,7 @@ from kafka_rebalance.pipeline.logparse.kinds import Library, Side
 from kafka_rebalance.pipeline.logparse.layout import SyslogReference
 from kafka_rebalance.pipeline.logparse.rows import Event
 
-# The fields of an event, in table order, with their types (see ``tables``).
+# The fields of an event, in table order, with their types (``schemas``; typed as ``rows.Event``).
 EVENT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("source", "string"), ("seq", "long"), ("cluster", "string"), ("time_ms", "long"), ("kind", "string"),
     ("side", "string"), ("library", "string"), ("group", "string"), ("member", "string"),

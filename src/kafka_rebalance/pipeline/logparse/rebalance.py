@@ -1,8 +1,10 @@
-"""A rebalance as a group's story builds it (``group_story``, ``client_story``), before it
-becomes a row of the ``rebalances`` table (``story``)."""
+"""What a group's story builds as it reads (``group_story``, ``client_story``): a rebalance, the
+causes it finds and the signals waiting for the next rebalance, before they become rows of the
+``rebalances`` and ``causes`` tables (``story``); and a KIP-848 group's members with their epochs."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 from kafka_rebalance.model import GroupProtocol
@@ -62,3 +64,41 @@ class Rebalance:
     causes: list[CauseClaim] = field(default_factory=list)
     clip_ms: int | None = None  # where an open rebalance is drawn to (the next one, or the log's end)
     during: list[str] = field(default_factory=list)  # what happened while it was open (never its cause)
+
+
+MemberState = tuple[int | None, str | None]  # (member epoch, state) of a KIP-848 consumer
+
+
+class ConsumerMembers:
+    """A consumer group's members and the epoch and state each reported last, counted by
+    (epoch, state): whether every member is stable at an epoch is one lookup, not a walk over
+    the members at each member's line (a group of thousands reconciling was quadratic)."""
+
+    def __init__(self) -> None:
+        self.states: dict[str | None, MemberState] = {}
+        self.counts: Counter[MemberState] = Counter()
+
+    def __len__(self) -> int:
+        return len(self.states)
+
+    def set(self, member: str | None, state: MemberState) -> None:
+        self.pop(member)
+        self.states[member] = state
+        self.counts[state] += 1
+
+    def setdefault(self, member: str | None, state: MemberState) -> None:
+        if member not in self.states:
+            self.set(member, state)
+
+    def pop(self, member: str | None) -> MemberState | None:
+        state = self.states.pop(member, None)
+        if state is not None:
+            self.counts[state] -= 1
+        return state
+
+    def clear(self) -> None:
+        self.states.clear()
+        self.counts.clear()
+
+    def all_in(self, state: MemberState) -> bool:
+        return self.counts[state] == len(self.states)
