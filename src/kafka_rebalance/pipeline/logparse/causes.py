@@ -14,7 +14,6 @@ from kafka_rebalance.pipeline.logparse.rows import MemberEventRow
 
 EVIDENCE_WINDOW_MS = 60_000
 EVIDENCE_CAP = 5
-CLIENT_MERGE_MS = 5_000
 # A cause is at or before the rebalance's start. The coordinator logs a change and the
 # "Preparing to rebalance" it causes in one call (one clock: at the same time or before); a
 # client's line is written on another host, whose clock may run this much ahead.

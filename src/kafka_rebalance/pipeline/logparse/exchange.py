@@ -10,8 +10,8 @@ opaque rows: a scan task yields, per bucket of groups, Arrow IPC streams (lz4) o
 (``routes``); a story task reads its bucket's streams, sorts them with Arrow and tells each
 group's story. The coordinator moves of every split go to every bucket, and what the driver
 needs from a split (line counts, coverage, unrecognised shapes, the last group each client
-named) comes back through one story task as a small JSON document (``SplitFacts``), with the
-findings. Nothing passes through a filesystem the tasks share: inputs are opened by each task
+named: ``split_facts.SplitFacts``, which the local engine keeps too) comes back through one
+story task as a small JSON document, with the findings. Nothing passes through a filesystem the tasks share: inputs are opened by each task
 from their store, the tables written into ``--out``'s (``pipeline.io``).
 
 Memory: a scan task holds one batch of events and a few MB per bucket; a story task one
