@@ -11,8 +11,9 @@ opaque rows: a scan task yields, per bucket of groups, Arrow IPC streams (lz4) o
 group's story. The coordinator moves of every split go to every bucket, and what the driver
 needs from a split (line counts, coverage, unrecognised shapes, the last group each client
 named: ``split_facts.SplitFacts``, which the local engine keeps too) comes back through one
-story task as a small JSON document, with the findings. Nothing passes through a filesystem the tasks share: inputs are opened by each task
-from their store, the tables written into ``--out``'s (``pipeline.io``).
+story task as a small JSON document, with the findings. Nothing passes through a filesystem the
+tasks share: inputs are opened by each task from their store, the tables written into
+``--out``'s (``pipeline.io``).
 
 Memory: a scan task holds one batch of events and a few MB per bucket; a story task one
 bucket's events (``bucket_count`` keeps a bucket to about ``BUCKET_INPUT_BYTES`` of log text).
