@@ -24,7 +24,7 @@ from kafka_rebalance.pipeline.logparse.story import DEFAULT_STORM_RULE, tell
 from tests.conftest import TEST_SYSLOG
 
 LOGS = Path(__file__).resolve().parents[2] / "data" / "logs"
-# What makes two lines the same line (story.distinct_events)
+# What makes two lines the same line (order.distinct_events)
 IDENTITY = ("kind", "time_ms", "member", "generation", "old_generation", "state", "reason", "client_id", "partitions",
             "from_state")
 
