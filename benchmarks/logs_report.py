@@ -25,7 +25,8 @@ def write_tables(log: str, tables: Path) -> None:
     """The local engine's tables of ``log`` (one Parquet directory each) and its facts."""
     from kafka_rebalance.pipeline.io import StagedOutput
     from kafka_rebalance.pipeline.logparse.layout import SyslogReference
-    from kafka_rebalance.pipeline.logparse.tables import analyse_local, write_frame
+    from kafka_rebalance.pipeline.logparse.local_engine import analyse_local
+    from kafka_rebalance.pipeline.logparse.schemas import write_frame
 
     result = analyse_local([(str(Path(log).resolve()), "default")], syslog=SyslogReference(int(time.time() * 1000)))
     with StagedOutput(tables) as out:

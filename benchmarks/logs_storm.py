@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from kafka_rebalance.pipeline.logparse.layout import SyslogReference
-    from kafka_rebalance.pipeline.logparse.tables import analyse_local
+    from kafka_rebalance.pipeline.logparse.local_engine import analyse_local
 
     def analysed(storm: str, size: str, log: Path) -> dict:
         started = time.process_time()

@@ -33,8 +33,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from kafka_rebalance.pipeline.logparse import exchange, parse, scan
     from kafka_rebalance.pipeline.logparse.layout import SyslogReference
+    from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES
     from kafka_rebalance.pipeline.logparse.story import DEFAULT_STORM_RULE
-    from kafka_rebalance.pipeline.logparse.tables import STORY_TABLES
     print(f"imports (once per session, in the worker daemon)  {time.process_time() - started:.2f} CPU-s")
 
     syslog = SyslogReference(int(time.time() * 1000))

@@ -7,7 +7,7 @@ import dataclasses
 import pandas as pd
 
 from kafka_rebalance.pipeline.advice import Advice
-from kafka_rebalance.pipeline.logparse.tables import TABLES, frame, write_frame
+from kafka_rebalance.pipeline.logparse.schemas import TABLES, frame, write_frame
 from kafka_rebalance.pipeline.report.logs import (
     LOG_TABLES,
     REPORT_COLUMNS,

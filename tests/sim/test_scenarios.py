@@ -7,8 +7,7 @@ import json
 import pytest
 
 from kafka_rebalance.model import InvalidInput
-from kafka_rebalance.protocol.logformat import DEFAULT_EPOCH, epoch_ms, parse_rebalances
-from kafka_rebalance.sim import load_scenario, log_lines, run_simulation, simulate
+from kafka_rebalance.sim import load_scenario, run_simulation, simulate
 from tests.sim.helpers import SCENARIOS, base
 
 
@@ -136,27 +135,6 @@ def test_same_scenario_and_seed_give_byte_identical_json():
     a = json.dumps(simulate(scenario, seed=5))
     b = json.dumps(simulate(scenario, seed=5))
     assert a == b
-
-
-@pytest.mark.parametrize("name", ["cooperative-join", "eager-join"])
-def test_the_log_parses_back_into_the_same_rebalances(name):
-    run = run_simulation(SCENARIOS / f"{name}.yaml")
-    parsed = parse_rebalances(log_lines(run))
-    base_ms = epoch_ms(DEFAULT_EPOCH)
-    assert [(p["generation"], p["start_ms"] - base_ms, p["end_ms"] - base_ms) for p in parsed] == \
-        [(r["generation"], r["start_ms"], r["end_ms"]) for r in run.to_json()["rebalances"]]
-
-
-@pytest.mark.parametrize("style", ["modern", "legacy", "legacy-old"])
-def test_every_log_style_parses_back(style):
-    scenario = base(["c1", "c2"], [{"at_ms": 0, "join": "c1"}, {"at_ms": 0, "join": "c2"}, {"at_ms": 20000, "crash": "c2"},
-                                   {"at_ms": 40000, "leave": "c1"}], session_timeout_ms=10000)
-    run = run_simulation(scenario)
-    parsed = parse_rebalances(log_lines(run, style))
-    base_ms = epoch_ms(DEFAULT_EPOCH)
-    assert [(p["generation"], p["start_ms"] - base_ms, p["end_ms"] - base_ms, p["empty"]) for p in parsed] == \
-        [(r["generation"], r["start_ms"], r["end_ms"], not r["members"]) for r in run.to_json()["rebalances"]]
-    assert parsed[-1]["empty"]
 
 
 @pytest.mark.parametrize("mutation,field", [

@@ -80,7 +80,7 @@ def logs_command(files: tuple[str, ...], out_dir: str, clusters: tuple[str, ...]
     """Analyse Kafka logs FILE... (broker server.log, consumer application logs, rotated, .gz,
     directories of them, URLs of a store such as s3://bucket/prefix/ (credentials from the
     store's usual environment variables), or - to read a paste from stdin)."""
-    from kafka_rebalance.pipeline.logparse.tables import STDIN, expand_inputs
+    from kafka_rebalance.pipeline.logparse.inputs import STDIN, expand_inputs
 
     with bad_input_exits():
         expand_inputs(list(files))  # bad paths fail before anything starts

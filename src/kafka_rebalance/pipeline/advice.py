@@ -1,6 +1,6 @@
 """What to do about what the logs show, per group, with the numbers that justify it.
 
-Input is one findings dict per group (``logparse.story.findings``: counts, cadences, causes),
+Input is one findings dict per group (``logparse.findings.findings``: counts, cadences, causes),
 so this is plain Python.
 """
 

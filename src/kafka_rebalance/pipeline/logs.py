@@ -1,5 +1,5 @@
 """Rebalance forensics on Kafka logs: broker and client lines of any layout -> rebalances, their
-causes and the tables of ``logparse.tables``; on Spark for big inputs, in-process for a paste.
+causes and the tables of ``logparse.schemas``; on Spark for big inputs, in-process for a paste.
 
 The Spark engine never splits the whole log into lines: each task reads byte ranges of the
 files (``logparse.scan``), finds the few fixed gate phrases (``catalogue.GATE_SUBSTRINGS``) and
@@ -30,21 +30,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from kafka_rebalance.pipeline.logparse.findings import GroupFindings, findings_from_json
+from kafka_rebalance.pipeline.logparse.inputs import STDIN
 from kafka_rebalance.pipeline.logparse.layout import SyslogReference
-from kafka_rebalance.pipeline.logparse.rows import Row
-from kafka_rebalance.pipeline.logparse.story import (
-    DEFAULT_STORM_RULE,
-    GroupFindings,
-    StormRule,
-    findings_from_json,
-)
-from kafka_rebalance.pipeline.logparse.tables import STDIN
+from kafka_rebalance.pipeline.logparse.rows import CoverageRow
+from kafka_rebalance.pipeline.logparse.story import DEFAULT_STORM_RULE, StormRule
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from kafka_rebalance.pipeline.advice import Advice
-    from kafka_rebalance.pipeline.logparse.exchange import SplitFacts
+    from kafka_rebalance.pipeline.logparse.split_facts import SplitFacts
     from kafka_rebalance.pipeline.report.logs import LogsAnswer
 
 __all__ = ["StormRule", "LogsRun", "run_logs", "choose_engine", "LOCAL_ENGINE_LIMIT_BYTES",
@@ -61,7 +57,7 @@ class LogsRun:
     """What ``run_logs`` produced, for the CLI to print."""
 
     out_dir: str
-    summary: Row
+    summary: dict[str, Any]  # summary.json
     report: str
     answer: LogsAnswer
 
@@ -69,8 +65,8 @@ class LogsRun:
 class LogFacts(TypedDict):
     """What either engine learnt beyond its tables, for the summary and the advice."""
 
-    findings: list[GroupFindings]  # one per group (``story.findings``)
-    coverage: list[Row]  # per input file
+    findings: list[GroupFindings]  # one per group (``findings.findings``)
+    coverage: list[CoverageRow]  # per input file
     lines_read: int
     events: int
     groups: int
@@ -223,8 +219,9 @@ class Stopwatch:
 def _run_spark(spark: Any, files: list[str], sources: dict[str, str], clusters: dict[str, str], rule: StormRule,
                out: Any, progress: bool | None, watch: Stopwatch, syslog: SyslogReference) -> LogFacts:
     from kafka_rebalance.pipeline.io import delete_tree, list_files, sizes_of
-    from kafka_rebalance.pipeline.logparse.exchange import SplitFacts, bucket_count, fill_chains
-    from kafka_rebalance.pipeline.logparse.tables import STORY_TABLES, frame, write_frame
+    from kafka_rebalance.pipeline.logparse.exchange import bucket_count, fill_chains
+    from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES, frame, write_frame
+    from kafka_rebalance.pipeline.logparse.split_facts import SplitFacts, unrecognised_rows
     from kafka_rebalance.pipeline.spark import spark_progress
 
     events_dir = out.location("events")
@@ -261,7 +258,7 @@ def _run_spark(spark: Any, files: list[str], sources: dict[str, str], clusters: 
         if not list_files(directory):
             write_frame(frame(table, []), directory, table)
     display = [sources.get(name, name) for name in files]
-    _write_unrecognised(out, facts, display)
+    write_frame(frame("unrecognised", unrecognised_rows(facts, display)), out.location("unrecognised"), "unrecognised")
     coverage = _coverage(facts, display, clusters)
     watch.lap("counts and coverage")
     unreadable = [(f.source, f.unreadable) for f in facts if f.unreadable]
@@ -269,35 +266,11 @@ def _run_spark(spark: Any, files: list[str], sources: dict[str, str], clusters: 
             "events": sum(f.events for f in facts), "groups": len(findings), "samples": [], "unreadable": unreadable}
 
 
-def _write_unrecognised(out: Any, facts: list[SplitFacts], files: list[str]) -> None:
-    """Unrecognised shapes per (cluster, source): counts summed over splits (``facts`` in file
-    order), the first line as the sample; most frequent first, then in file order (as the local
-    engine lists them)."""
-    from kafka_rebalance.pipeline.logparse.tables import frame, write_frame
-
-    order = {name: position for position, name in enumerate(files)}
-    counts: dict[tuple[str, str, str], int] = {}
-    first: dict[tuple[str, str, str], tuple[tuple[int, int], str]] = {}  # (file order, seq), line
-    for split in facts:
-        for shape, (count, seq, line) in split.unrecognised.items():
-            key = (split.cluster, split.source, shape)
-            if key in counts:
-                counts[key] += count
-            else:
-                counts[key] = count
-                first[key] = ((order[split.source], seq), line)
-    rows: list[Row] = []
-    for key in sorted(counts, key=lambda k: (-counts[k], first[k][0])):
-        cluster, source, shape = key
-        rows.append({"cluster": cluster, "source": source, "shape": shape, "count": counts[key], "sample": first[key][1]})
-    write_frame(frame("unrecognised", rows), out.location("unrecognised"), "unrecognised")
-
-
-def _coverage(facts: list[SplitFacts], files: list[str], clusters: dict[str, str]) -> list[Row]:
+def _coverage(facts: list[SplitFacts], files: list[str], clusters: dict[str, str]) -> list[CoverageRow]:
     by_source: dict[str, list[SplitFacts]] = {}
     for split in facts:
         by_source.setdefault(split.source, []).append(split)
-    coverage = []
+    coverage: list[CoverageRow] = []
     for name in files:
         mine = by_source.get(name, [])
         firsts = [f.first_ms for f in mine if f.first_ms is not None]
@@ -340,12 +313,9 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
     ``syslog``: year-less syslog times fall no later than its instant (the caller decides it
     once for the run: ``logs`` takes the run's start or ``--year``; see ``logparse.layout``)."""
     from kafka_rebalance.pipeline.io import StagedOutput, join
-    from kafka_rebalance.pipeline.logparse.tables import (
-        analyse_local,
-        expand_inputs,
-        input_clusters,
-        write_frame,
-    )
+    from kafka_rebalance.pipeline.logparse.inputs import expand_inputs, input_clusters
+    from kafka_rebalance.pipeline.logparse.local_engine import analyse_local
+    from kafka_rebalance.pipeline.logparse.schemas import write_frame
 
     files, found_skipped = expand_inputs(paths)
     skipped = list(skipped or []) + found_skipped
@@ -413,7 +383,7 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
 
 
 def _summary(facts: LogFacts, frames: dict[str, Any], files: list[str], engine: str, advice_items: list[Advice],
-             skipped: list[tuple[str, str]]) -> Row:
+             skipped: list[tuple[str, str]]) -> dict[str, Any]:
     rebalances = frames["rebalances"]
     member_events = frames["member_events"]
     unrecognised = frames["unrecognised"]

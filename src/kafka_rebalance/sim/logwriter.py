@@ -6,7 +6,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from kafka_rebalance.protocol.logformat import DEFAULT_EPOCH, formatter
+from kafka_rebalance.protocol.logformat import formatter
+from kafka_rebalance.protocol.logline import DEFAULT_EPOCH
 from kafka_rebalance.sim.result import SimulationResult
 
 

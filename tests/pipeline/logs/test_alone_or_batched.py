@@ -14,7 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_rebalance.pipeline.logparse.tables import STORY_TABLES, analyse_local, input_clusters
+from kafka_rebalance.pipeline.logparse.inputs import input_clusters
+from kafka_rebalance.pipeline.logparse.local_engine import analyse_local
+from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES
 from tests.conftest import TEST_SYSLOG
 
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -88,7 +90,7 @@ def test_the_whole_corpus_at_once_and_every_excerpt_finds_something():
 
 def _keys(rows: dict, cluster_free: bool = True) -> dict[str, set]:
     def project(table: str, columns: tuple[str, ...]) -> set:
-        from kafka_rebalance.pipeline.logparse.tables import TABLES
+        from kafka_rebalance.pipeline.logparse.schemas import TABLES
 
         names = [c for c, _, _ in TABLES[table]]
         return {tuple(row[names.index(c)] for c in columns) for row in rows[table]}
@@ -142,7 +144,7 @@ def test_spark_gives_each_excerpt_what_the_local_engine_gives_it_alone(spark, tm
 
 
 def _skipped(table: str) -> set[int]:
-    from kafka_rebalance.pipeline.logparse.tables import TABLES
+    from kafka_rebalance.pipeline.logparse.schemas import TABLES
 
     names = [c for c, _, _ in TABLES[table]]
     return {names.index(c) for c in LOCAL_ONLY.get(table, ())}

@@ -10,6 +10,10 @@ from pathlib import Path
 import pytest
 
 from kafka_rebalance.pipeline.logparse.catalogue import MESSAGES
+from kafka_rebalance.pipeline.logparse.causes import CAUSE_TITLES, UnknownCause, cause_title
+from kafka_rebalance.pipeline.logparse.client_story import client_rebalances
+from kafka_rebalance.pipeline.logparse.group_story import _HANDLERS, GroupStory
+from kafka_rebalance.pipeline.logparse.inputs import read_text_lines
 from kafka_rebalance.pipeline.logparse.kinds import (
     COORDINATOR_KINDS,
     Cause,
@@ -21,16 +25,8 @@ from kafka_rebalance.pipeline.logparse.kinds import (
     event_kind,
 )
 from kafka_rebalance.pipeline.logparse.parse import LineError, parse_lines
-from kafka_rebalance.pipeline.logparse.story import (
-    _HANDLERS,
-    CAUSE_TITLES,
-    GroupStory,
-    UnknownCause,
-    cause_title,
-    client_rebalances,
-    tell,
-)
-from kafka_rebalance.pipeline.logparse.tables import fill_client_group, read_text_lines
+from kafka_rebalance.pipeline.logparse.split_facts import fill_client_group
+from kafka_rebalance.pipeline.logparse.story import tell
 from tests.conftest import TEST_SYSLOG
 
 EXCERPTS = Path(__file__).resolve().parents[2] / "data" / "excerpts"
@@ -110,7 +106,7 @@ def test_the_excerpts_stories_write_only_known_causes_and_member_event_kinds():
 def test_findings_have_exactly_their_declared_fields_and_cross_json_checked():
     import json
 
-    from kafka_rebalance.pipeline.logparse.story import GroupFindings, findings_from_json
+    from kafka_rebalance.pipeline.logparse.findings import GroupFindings, findings_from_json
 
     told = tell("c", "g", [{"kind": EventKind.PREPARING_REBALANCE, "side": Side.BROKER, "library": Library.BROKER,
                             "time_ms": 1, "source": "x.log", "seq": 0, "old_generation": 3, "line": "?"}])

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from kafka_rebalance.cli import cli, logs_cmd  # noqa: F401  (importing logs_cmd registers the command)
 from kafka_rebalance.pipeline.advice import advise
-from kafka_rebalance.pipeline.logparse.tables import analyse_local
+from kafka_rebalance.pipeline.logparse.local_engine import analyse_local
 from tests.conftest import TEST_SYSLOG
 from tests.pipeline.logs.test_alone_or_batched import _clean  # NaN and NA alike, arrays as tuples
 
@@ -105,7 +105,7 @@ def test_spark_answers_damaged_logs_as_the_local_engine_does(spark, tmp_path_fac
     same rows as the local engine's."""
     import pandas as pd
 
-    from kafka_rebalance.pipeline.logparse.tables import STORY_TABLES
+    from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES
     from kafka_rebalance.pipeline.logs import run_logs
 
     root = tmp_path_factory.mktemp("spark-fuzz")
@@ -129,7 +129,7 @@ def test_spark_answers_damaged_logs_as_the_local_engine_does(spark, tmp_path_fac
 def test_a_lone_carriage_return_is_no_line_break_in_a_file_as_on_stdin(tmp_path):
     """A file's lines end at "\\n" only, as a paste's and as the Spark engine's byte scan cut
     them: a "\\r" inside a line stays in it (found by the Spark-vs-local fuzz test above)."""
-    from kafka_rebalance.pipeline.logparse.tables import STDIN, read_text_lines
+    from kafka_rebalance.pipeline.logparse.inputs import STDIN, read_text_lines
 
     text = ("\x01\r[2016-09-12 11:02:17,310] INFO [GroupCoordinator 0]: Preparing to restabilize group clicks "
             "with old generation 3 (kafka.coordinator.GroupCoordinator)\nsecond\r\nthird")

@@ -10,9 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kafka_rebalance.pipeline.logparse.causes import CAUSE_TITLES, members_in_reason
+from kafka_rebalance.pipeline.logparse.inputs import read_text_lines
 from kafka_rebalance.pipeline.logparse.parse import parse_lines
-from kafka_rebalance.pipeline.logparse.story import CAUSE_TITLES, members_in_reason, tell
-from kafka_rebalance.pipeline.logparse.tables import fill_client_group, read_text_lines
+from kafka_rebalance.pipeline.logparse.split_facts import fill_client_group
+from kafka_rebalance.pipeline.logparse.story import tell
 from tests.conftest import TEST_SYSLOG
 
 EXCERPTS = Path(__file__).resolve().parents[2] / "data" / "excerpts"
@@ -146,7 +148,7 @@ def _line(time: str, message: str) -> dict:
 
 
 def test_a_client_line_counts_as_cause_only_within_the_clock_slack():
-    from kafka_rebalance.pipeline.logparse.story import CLIENT_CLOCK_SLACK_MS
+    from kafka_rebalance.pipeline.logparse.causes import CLIENT_CLOCK_SLACK_MS
 
     def rows(after_ms: int) -> list[dict]:
         events = [
@@ -200,7 +202,7 @@ def test_compose_records_run_together_are_each_read():
     ("03-broker-1.1-bare.log", "03-broker-1.1-bare.log"),
 ])
 def test_rotated_files_are_one_log(name, log):
-    from kafka_rebalance.pipeline.logparse.tables import input_clusters, rotated_log
+    from kafka_rebalance.pipeline.logparse.inputs import input_clusters, rotated_log
 
     assert rotated_log(name) == log
     assert input_clusters([name, "-"]) == {name: log, "-": "stdin"}
@@ -235,7 +237,7 @@ def test_client_only_causes_are_the_signals_in_each_rebalances_window(cycles, si
     (poll timeouts, leave requests, failed heartbeats) from ``EVIDENCE_WINDOW_MS`` before its
     start to ``CLIENT_CLOCK_SLACK_MS`` after it, edges included, each one cause, in the order
     they were logged."""
-    from kafka_rebalance.pipeline.logparse.story import CLIENT_CLOCK_SLACK_MS, EVIDENCE_WINDOW_MS
+    from kafka_rebalance.pipeline.logparse.causes import CLIENT_CLOCK_SLACK_MS, EVIDENCE_WINDOW_MS
 
     starts = sorted({minute * 60_000 + second * 7_000 for minute, second in cycles})
     events: list[dict] = []

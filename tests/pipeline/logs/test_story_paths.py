@@ -14,21 +14,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafka_rebalance.pipeline.logparse import exchange
+from kafka_rebalance.pipeline.logparse.inputs import read_text_lines
 from kafka_rebalance.pipeline.logparse.kinds import COORDINATOR_KINDS
+from kafka_rebalance.pipeline.logparse.order import distinct_events, order_events
 from kafka_rebalance.pipeline.logparse.parse import parse_lines
-from kafka_rebalance.pipeline.logparse.story import DEFAULT_STORM_RULE, distinct_events, order_events, tell
-from kafka_rebalance.pipeline.logparse.tables import (
-    STORY_TABLES,
-    arrow_schema,
-    fill_client_group,
-    frame,
-    read_text_lines,
-    story_table_batch,
-)
+from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES, arrow_schema, frame, story_table_batch
+from kafka_rebalance.pipeline.logparse.split_facts import fill_client_group
+from kafka_rebalance.pipeline.logparse.story import DEFAULT_STORM_RULE, tell
 from tests.conftest import TEST_SYSLOG
 
 LOGS = Path(__file__).resolve().parents[2] / "data" / "logs"
-# What makes two lines the same line (story.distinct_events)
+# What makes two lines the same line (order.distinct_events)
 IDENTITY = ("kind", "time_ms", "member", "generation", "old_generation", "state", "reason", "client_id", "partitions",
             "from_state")
 

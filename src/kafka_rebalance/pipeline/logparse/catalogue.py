@@ -2,9 +2,9 @@
 
 Each ``Message`` is one wording, written from the format string at the source named in its
 ``source``; a line is matched by searching (not anchoring) the message's regex in the
-unwrapped line, so any prefix layout works (see ``layout``). ``MARKERS`` are fixed phrases:
-a line that contains none of them cannot match any message, which is what the Spark job
-tests on the JVM before a line ever reaches Python.
+unwrapped line, so any prefix layout works (see ``layout``). A message's ``marker`` is a fixed
+phrase of it: its regex runs only on lines holding it. ``GATE_SUBSTRINGS`` are a few phrases,
+one of which every line a message matches holds: a line with none is never decoded (``scan``).
 
 Event kinds (the ``kind`` of a parsed line) are the members of ``kinds.EventKind``, grouped
 there by side (broker classic, broker KIP-848, client); several wordings (versions, libraries)
@@ -359,18 +359,17 @@ RELEVANT = re.compile(r"[Rr]ebalanc|REBALANC|[Gg]eneration|\b[Mm]ember|\b[Gg]rou
 # Lines written by a logger (a level, or a JSON record), as opposed to prose around a paste:
 # only these can count as unrecognised.
 LOG_LIKE = re.compile(r"\b(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL)\b|^\s*\{|^%\d\|")
-# The JVM-side gate (``contains`` in Spark, before any Python): every line MESSAGES can match
+# The gate (``scan``'s byte search in a Spark task, ``parse.passes_gate`` on a str): every line MESSAGES can match
 # contains one of these (broker lines name GroupCoordinator/GroupMetadataManager/GroupId, Java
 # client lines carry "groupId=", librdkafka and kafka-python name the group; Spring, Streams,
 # kafka-python's heartbeat and poll-timeout warnings are the exceptions listed). Most lines of
 # a broker log fail it at once; five substring tests cost about what reading the line does.
 GATE_SUBSTRINGS: tuple[str, ...] = ("roup", "partitions ", "State transition", "oll timeout", "eartbeat")
-# The commonest lines that pass the gate but are never about membership: dropped on the JVM
+# The commonest lines that pass the gate but are never about membership: dropped with the gate,
 # before the finer tests (the coordinator's offset expiry runs every few minutes on every broker).
 NOISE_SUBSTRINGS: tuple[str, ...] = ("expired offsets in", "TransactionCoordinator", "TransactionStateManager")
 
 _COMPILED: dict[str, re.Pattern[str]] = {m.pattern: re.compile(m.pattern) for m in MESSAGES}
-MARKERS: tuple[str, ...] = tuple(dict.fromkeys(m.marker for m in MESSAGES))
 
 LOGGER_SUFFIX = re.compile(r"\s\((?:kafka|org\.apache|state\.change|io\.confluent)[\w.$]*\)\s*$")
 BROKER_PREFIX = re.compile(r"\[GroupCoordinator (?:id=)?(?P<broker>\d+)(?: topic=__consumer_offsets partition=(?P<partition>\d+))?\]:? ")

@@ -10,9 +10,10 @@ opaque rows: a scan task yields, per bucket of groups, Arrow IPC streams (lz4) o
 (``routes``); a story task reads its bucket's streams, sorts them with Arrow and tells each
 group's story. The coordinator moves of every split go to every bucket, and what the driver
 needs from a split (line counts, coverage, unrecognised shapes, the last group each client
-named) comes back through one story task as a small JSON document (``SplitFacts``), with the
-findings. Nothing passes through a filesystem the tasks share: inputs are opened by each task
-from their store, the tables written into ``--out``'s (``pipeline.io``).
+named: ``split_facts.SplitFacts``, which the local engine keeps too) comes back through one
+story task as a small JSON document, with the findings. Nothing passes through a filesystem the
+tasks share: inputs are opened by each task from their store, the tables written into
+``--out``'s (``pipeline.io``).
 
 Memory: a scan task holds one batch of events and a few MB per bucket; a story task one
 bucket's events (``bucket_count`` keeps a bucket to about ``BUCKET_INPUT_BYTES`` of log text).
@@ -23,37 +24,23 @@ from __future__ import annotations
 import gc
 import json
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 
-from kafka_rebalance.pipeline.logparse.kinds import COORDINATOR_KINDS
+from kafka_rebalance.pipeline.logparse.findings import GroupFindings
 from kafka_rebalance.pipeline.logparse.layout import SyslogReference
 from kafka_rebalance.pipeline.logparse.parse import parse_numbered
-from kafka_rebalance.pipeline.logparse.rows import Event, Row
+from kafka_rebalance.pipeline.logparse.rows import Event
 from kafka_rebalance.pipeline.logparse.scan import ScanCounts, Split, scan
-from kafka_rebalance.pipeline.logparse.story import (
-    STORY_FIELDS,
-    GroupFindings,
-    StormRule,
-    StoryRows,
-    story_tables,
-    tell,
-)
-from kafka_rebalance.pipeline.logparse.tables import (
-    STORY_TABLES,
-    arrow_schema,
-    fill_client_group,
-    story_table_batch,
-)
+from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES, arrow_schema, story_table_batch
+from kafka_rebalance.pipeline.logparse.split_facts import SplitFacts, move_fields
+from kafka_rebalance.pipeline.logparse.story import STORY_FIELDS, StormRule, StoryRows, story_tables, tell
 
 ARROW_BATCH_ROWS = 10_000
 STORY_BATCH_ROWS = 20_000
 EVENT_SLICE_ROWS = 4096
 BUCKET_INPUT_BYTES = 512 * 1024 * 1024
-# Fields of a coordinator move that the stories read (``story.GroupStory``).
-MOVE_FIELDS = ("cluster", "partition", "time_ms", "line", "source", "seq")
 SORT_KEYS = [("cluster", "ascending"), ("group", "ascending"), ("source", "ascending"), ("seq", "ascending")]
 
 
@@ -65,39 +52,6 @@ def bucket_count(total_bytes: int, parallelism: int) -> int:
 def bucket_of(cluster: str, group: str, buckets: int) -> int:
     """The same bucket in every process (Python's own ``hash`` of a str is salted per process)."""
     return zlib.crc32(f"{cluster}\x00{group}".encode()) % buckets
-
-
-@dataclass
-class SplitFacts:
-    """What the driver needs from one split (JSON between the scan task and the driver)."""
-
-    index: int
-    source: str
-    cluster: str
-    start: int
-    lines: int = 0
-    events: int = 0
-    broker_lines: int = 0
-    client_lines: int = 0
-    unrecognised_lines: int = 0
-    first_ms: int | None = None
-    last_ms: int | None = None
-    # shape -> [count, seq of its first line, that line]: a JSON array, counted in place
-    unrecognised: dict[str, list[Any]] = field(default_factory=dict)
-    moves: list[Event] = field(default_factory=list)
-    # client -> the group it named last in this split (for lines of the next split naming none)
-    named_last: dict[str, str] = field(default_factory=dict)
-    # clients with lines naming no group before they named one in this split, in order (a dict:
-    # asked at each such line, a list made a split of many such clients quadratic)
-    unfilled: dict[str, None] = field(default_factory=dict)
-    unreadable: str | None = None
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), default=str)
-
-    @classmethod
-    def from_json(cls, text: str) -> SplitFacts:
-        return cls(**json.loads(text))
 
 
 # The rows a scan task hands the story tasks, through Spark's shuffle (``route``: see ``routes``).
@@ -231,7 +185,7 @@ def read_split(split: Split, index: int, cluster: str, source: str, routes: list
         with pq.ParquetWriter(path, schema, filesystem=filesystem) as writer:
             try:
                 for record in parse_numbered(scan(split, counts), source, cluster, syslog=syslog):
-                    _count(record, facts, last_group)
+                    facts.add(record, last_group)
                     group = record.get("group")
                     if record["kind"] is not None and group:
                         bucket = bucket_cache.get(group)
@@ -252,40 +206,8 @@ def read_split(split: Split, index: int, cluster: str, source: str, routes: list
             pq.write_table(schema.empty_table(), path, filesystem=filesystem)
     facts.lines = counts.lines
     if facts.moves:
-        yield exchange_batch(routes, index, MOVES, texts=[json.dumps(facts.moves, default=str)] * buckets)
+        yield exchange_batch(routes, index, MOVES, texts=[json.dumps([move_fields(move) for move in facts.moves], default=str)] * buckets)
     yield exchange_batch([routes[index % buckets]], index, FACTS, texts=[facts.to_json()])
-
-
-def _count(record: Event, facts: SplitFacts, last_group: dict[str, str]) -> None:
-    """Fill a client line's group and add the record to the split's facts (as ``analyse_local``
-    does per file)."""
-    if record["kind"] is None:
-        facts.unrecognised_lines += 1
-        shape = facts.unrecognised.get(record["shape"])
-        if shape is None:
-            facts.unrecognised[record["shape"]] = [1, record["seq"], record["line"]]
-        else:
-            shape[0] += 1
-        return
-    client = record.get("client_id")
-    if (record.get("side") == "client" and client and not record.get("group") and client not in last_group
-            and client not in facts.unfilled):
-        facts.unfilled[client] = None
-    before = last_group.get(client) if client else None
-    fill_client_group(record, last_group)
-    if client and record.get("group") and last_group.get(client) != before:
-        facts.named_last[client] = last_group[client]
-    facts.events += 1
-    if record["side"] == "broker":
-        facts.broker_lines += 1
-    elif record["side"] == "client":
-        facts.client_lines += 1
-    at = record.get("time_ms")
-    if at is not None:
-        facts.first_ms = at if facts.first_ms is None else min(facts.first_ms, at)
-        facts.last_ms = at if facts.last_ms is None else max(facts.last_ms, at)
-    if record["kind"] in COORDINATOR_KINDS:
-        facts.moves.append({name: record.get(name) for name in MOVE_FIELDS})
 
 
 def fill_chains(facts: list[SplitFacts]) -> dict[int, dict[str, str]]:
@@ -422,14 +344,15 @@ def _story_events(part: Any) -> list[Event]:
                 dense.append(name)
             elif nulls < size:
                 sparse.append(name)
-    events = [dict(zip(dense, values, strict=True))
-              for values in zip(*(part.column(name).to_pylist() for name in dense), strict=True)]
+    events: list[dict[str, Any]] = [dict(zip(dense, values, strict=True))
+                                     for values in zip(*(part.column(name).to_pylist() for name in dense), strict=True)]
     for name in sparse:
         column = part.column(name)
         at = pc.indices_nonzero(pc.is_valid(column)).to_pylist()
         for index, value in zip(at, column.drop_null().to_pylist(), strict=True):
             events[index][name] = value
-    return events
+    # The typed edge: the columns of ``events`` (``schemas.arrow_schema``) are ``rows.Event``'s fields.
+    return cast("list[Event]", events)
 
 
 class StoryParts:
@@ -439,7 +362,7 @@ class StoryParts:
     def __init__(self, directories: dict[str, str], name: str):
         self._directories = directories
         self._name = name
-        self._pending: dict[str, list[Row]] = {table: [] for table in STORY_TABLES}
+        self._pending: dict[str, list[Mapping[str, Any]]] = {table: [] for table in STORY_TABLES}
         self._writers: dict[str, Any] = {}
         # Each writer closes before its file is moved into place (last in, first out).
         self._files = ExitStack()

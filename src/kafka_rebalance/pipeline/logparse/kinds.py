@@ -5,7 +5,7 @@ Each is a ``StrEnum``: its members are the strings the tables hold (a Parquet co
 ``string``, an event read back from Arrow compares equal to the member), and code that
 dispatches on one ends in ``assert_never``, so adding a kind is a type error until every
 reader handles it. ``catalogue.MESSAGES`` uses only ``EventKind`` members, and the story has a
-handler for each (``story.handler_of``); tests enumerate both.
+handler for each (``group_story.GroupStory.handler_of``); tests enumerate both.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class EventKind(StrEnum):
 
 
 # Lines about a coordinator (a ``__consumer_offsets`` partition), not a group: every group
-# whose partition it is reads them as coordinator moves (``story.GroupStory._moves_of``).
+# whose partition it is reads them as coordinator moves (``group_story.GroupStory._moves_of``).
 COORDINATOR_KINDS: frozenset[EventKind] = frozenset((EventKind.COORDINATOR_LOADED, EventKind.COORDINATOR_UNLOADED))
 
 
@@ -109,7 +109,7 @@ class MemberEventKind(StrEnum):
 
 
 class Cause(StrEnum):
-    """Why a rebalance happened (``causes.cause``, ``rebalances.cause``); ``story.CAUSE_TITLES``
+    """Why a rebalance happened (``causes.cause``, ``rebalances.cause``); ``causes.CAUSE_TITLES``
     says each in words."""
 
     JOINED = "joined"

@@ -1,7 +1,8 @@
 """One log line -> one event (a dict of the fields of ``EVENT_COLUMNS``), without Spark.
 
-The same function runs on Spark's Python workers (over the candidate lines the JVM picked)
-and directly on a paste, so both engines see exactly the same events.
+The same function runs in a Spark scan task (over the lines ``scan``'s byte-level gate kept)
+and in the local engine (over every line of a file or a paste), so both engines see exactly the
+same events.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import re
 import zlib
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, cast
 
 from kafka_rebalance.pipeline.logparse import layout
 from kafka_rebalance.pipeline.logparse.catalogue import (
@@ -29,8 +30,9 @@ from kafka_rebalance.pipeline.logparse.catalogue import (
 )
 from kafka_rebalance.pipeline.logparse.kinds import Library, Side
 from kafka_rebalance.pipeline.logparse.layout import SyslogReference
+from kafka_rebalance.pipeline.logparse.rows import Event
 
-# The fields of an event, in table order, with their types (see ``tables``).
+# The fields of an event, in table order, with their types (``schemas``; typed as ``rows.Event``).
 EVENT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("source", "string"), ("seq", "long"), ("cluster", "string"), ("time_ms", "long"), ("kind", "string"),
     ("side", "string"), ("library", "string"), ("group", "string"), ("member", "string"),
@@ -46,8 +48,7 @@ _ALIASES = {"member2": "member", "reason2": "reason", "reason3": "reason", "reas
             "coordinator2": "coordinator"}
 _KEEP = {name for name, _ in EVENT_COLUMNS}
 LINE_CAP = 600
-# The wording of a line, for counting unrecognised lines by shape. Written in the common
-# subset of Python and Java regex: the Spark job computes the same shape on the JVM.
+# The wording of a line, for counting unrecognised lines by shape (``shape``).
 SHAPE_LEVEL = r"^.{0,120}?\b(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL)\b[\s:]*"
 SHAPE_SUBSTITUTIONS: tuple[tuple[str, str], ...] = (
     (r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", "<uuid>"),
@@ -98,11 +99,6 @@ def _match(text: str) -> tuple[_Plan, re.Match[str]] | None:
     return None
 
 
-def match_message(text: str) -> tuple[Message, re.Match[str]] | None:
-    found = _match(layout_strip_logger(text))
-    return None if found is None else (found[0].message, found[1])
-
-
 def layout_strip_logger(text: str) -> str:
     """Without log4j's trailing ``(logger.Name)``: greedy fields (reasons) must stop before it."""
     if not text.endswith(")"):
@@ -125,14 +121,14 @@ _LOGGER_SUFFIXES: dict[str, bool] = {}
 _LOGGER_SUFFIXES_KEPT = 1024
 
 
-def parse_line(raw: str, syslog: SyslogReference) -> dict[str, Any] | None:
+def parse_line(raw: str, syslog: SyslogReference) -> Event | None:
     """A raw line -> an event dict (``EVENT_COLUMNS`` minus source/seq/cluster), or None when
     the line holds no known message. A pure function of its arguments: a syslog time without
     a year is placed by ``syslog``."""
     return _parse_gated(raw, syslog) if passes_gate(raw) else None
 
 
-def _parse_gated(raw: str, syslog: SyslogReference) -> dict[str, Any] | None:
+def _parse_gated(raw: str, syslog: SyslogReference) -> Event | None:
     """``parse_line`` for a line known to pass the gate."""
     text, envelope_time, _ = layout.unwrap(raw, syslog)
     found = _match(layout_strip_logger(text))
@@ -160,7 +156,10 @@ def _parse_gated(raw: str, syslog: SyslogReference) -> dict[str, Any] | None:
     if member and member.endswith((".", ",")):
         event["member"] = member.rstrip(".,")
     event["line"] = text.strip()[:LINE_CAP]
-    return event
+    # The typed edge: every name set above is an ``EVENT_COLUMNS`` field (``_Plan`` keeps no
+    # other, ``_context`` sets only such), converted to its column's type (``plan.longs``);
+    # ``rows.Event`` declares each of them (tests/pipeline/logs/test_kinds.py checks both agree).
+    return cast("Event", event)
 
 
 # Several broker records on one line (a paste that lost its newlines): where one may start.
@@ -229,14 +228,14 @@ def _one_record_at_most(raw: str) -> bool:
 _MAX_JOINED = 8
 
 
-def _parse_records(raw: str, syslog: SyslogReference) -> list[dict[str, Any]]:
+def _parse_records(raw: str, syslog: SyslogReference) -> list[Event]:
     """``_parse_gated`` for every record on a line; a record without a time of its own has
     the time of the one before it on the line."""
     pieces = records_of(raw)
     if len(pieces) == 1:
         event = _parse_gated(raw, syslog)
         return [] if event is None else [event]
-    events: list[dict[str, Any]] = []
+    events: list[Event] = []
     for piece in pieces:
         event = _parse_gated(piece, syslog) if passes_gate(piece) else None
         if event is None:
@@ -290,7 +289,8 @@ def _context(event: dict[str, Any], text: str, prefix: str) -> None:
 
 
 def passes_gate(raw: str) -> bool:
-    """The Spark job's JVM prefilter, in Python: both engines read exactly the same lines."""
+    """``scan``'s byte-level gate on a str (the local engine reads every line through it): both
+    engines read exactly the same lines."""
     for phrase in GATE_SUBSTRINGS:
         if phrase in raw:
             break
@@ -324,7 +324,7 @@ def _starts_new_line(line: str, syslog: SyslogReference) -> bool:
 
 
 def parse_lines(lines: Iterable[str], source: str = "-", cluster: str = "default", *,
-                syslog: SyslogReference) -> Iterator[dict[str, Any]]:
+                syslog: SyslogReference) -> Iterator[Event]:
     """Parse every line of a file in order (``seq`` is the line index, ``line_no`` its number)."""
     return parse_numbered(((seq, raw, True) for seq, raw in enumerate(lines)), source, cluster, syslog=syslog,
                           line_numbers=True)
@@ -346,7 +346,7 @@ READ_ERRORS: tuple[type[BaseException], ...] = (OSError, EOFError, zlib.error)
 
 
 def parse_numbered(lines: Iterable[tuple[int, str, bool]], source: str = "-", cluster: str = "default", *,
-                   syslog: SyslogReference, line_numbers: bool = False) -> Iterator[dict[str, Any]]:
+                   syslog: SyslogReference, line_numbers: bool = False) -> Iterator[Event]:
     """``_parse_numbered`` with the last guard: a defect names the input and the line."""
     position: list[int | None] = [None]
 
@@ -366,7 +366,7 @@ def parse_numbered(lines: Iterable[tuple[int, str, bool]], source: str = "-", cl
 
 
 def _parse_numbered(lines: Iterable[tuple[int, str, bool]], source: str, cluster: str, syslog: SyslogReference, *,
-                    line_numbers: bool = False) -> Iterator[dict[str, Any]]:
+                    line_numbers: bool = False) -> Iterator[Event]:
     """Parse ``(seq, raw, owned)`` in file order, yielding one record per line that is an event,
     or an ``unrecognised`` record (kind None, ``shape``) for relevant lines matching nothing.
 
@@ -411,7 +411,7 @@ def _parse_numbered(lines: Iterable[tuple[int, str, bool]], source: str, cluster
         yield from _unrecognised(pending[1], source, pending[0], cluster, syslog)
 
 
-def _finish(event: dict[str, Any], source: str, seq: int, cluster: str, line_numbers: bool) -> dict[str, Any]:
+def _finish(event: Event, source: str, seq: int, cluster: str, line_numbers: bool) -> Event:
     event["source"] = source
     event["seq"] = seq
     event["cluster"] = cluster
@@ -420,7 +420,7 @@ def _finish(event: dict[str, Any], source: str, seq: int, cluster: str, line_num
     return event
 
 
-def _unrecognised(raw: str, source: str, seq: int, cluster: str, syslog: SyslogReference) -> Iterator[dict[str, Any]]:
+def _unrecognised(raw: str, source: str, seq: int, cluster: str, syslog: SyslogReference) -> Iterator[Event]:
     if relevant(raw):
         yield {"kind": None, "source": source, "seq": seq, "cluster": cluster, "shape": shape(raw, syslog),
                "line": layout.clean(raw).strip()[:LINE_CAP]}

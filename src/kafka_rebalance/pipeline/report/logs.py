@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from kafka_rebalance.pipeline.logparse.rows import Row
 from kafka_rebalance.pipeline.report import svg
 from kafka_rebalance.pipeline.report.page import (
     Figure,
@@ -27,7 +26,7 @@ from kafka_rebalance.pipeline.report.page import (
 )
 
 if TYPE_CHECKING:
-    from kafka_rebalance.pipeline.logparse.story import GroupFindings
+    from kafka_rebalance.pipeline.logparse.findings import GroupFindings
 
 LOG_TABLES = ("rebalances", "member_events", "storms", "empty_periods", "client_rebalances", "causes",
               "unrecognised")
@@ -344,7 +343,7 @@ def advice_html(advice_items: Sequence[Any], groups_shown: int = 8) -> str:
     return f'<ul class="advice">{"".join(entries)}</ul>'
 
 
-def coverage_html(summary: Row) -> str:
+def coverage_html(summary: dict[str, Any]) -> str:
     rows = []
     for item in summary.get("coverage", []):
         first, last = item.get("first_ms"), item.get("last_ms")
@@ -530,7 +529,7 @@ _REBALANCE_FIELDS = ("start", "old_generation", "generation", "duration_ms", "ou
 def group_answer(group: str, rebalances: pd.DataFrame, causes: pd.DataFrame, advice_items: Sequence[Any],
                  finding: GroupFindings | None = None) -> GroupAnswer:
     """One group's part of the answer from its rows of the rebalances and causes tables."""
-    from kafka_rebalance.pipeline.logparse.story import cause_title
+    from kafka_rebalance.pipeline.logparse.causes import cause_title
 
     columns = [c for c in _REBALANCE_FIELDS if c in rebalances.columns]
     rows = rebalances[columns].sort_values("start", ascending=False, kind="stable").head(GROUP_SECTION_ROWS)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import assert_never
 
-from kafka_rebalance.protocol.logformat import DEFAULT_EPOCH, OFFSETS_TOPIC, epoch_ms, format_timestamp
+from kafka_rebalance.protocol.logline import DEFAULT_EPOCH, OFFSETS_TOPIC, epoch_ms, format_timestamp
 from kafka_rebalance.protocol.logrecords import (
     ConsumerGroupConverted,
     ConsumerGroupEpochBumped,
