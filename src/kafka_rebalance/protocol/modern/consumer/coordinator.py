@@ -948,13 +948,21 @@ class ConsumerGroupCoordinator:
         answer's owner array, the new target kept as the assignor's (``TargetAssignment``).
         Whether Kafka counts the group's subscriptions as homogeneous."""
         previous = self.target
-        group = server.build_server_group_from_held(
-            self.subscription_metadata, self._server_members(), previous)
+        views = self._server_members()
+        extended = previous.extended_group(self.subscription_metadata, views)  # members only joined
+        numbering = None
+        group: server.ServerGroup | None
+        if extended is not None:
+            group, numbering = extended
+        else:
+            group = server.build_server_group_from_held(self.subscription_metadata, views, previous)
+        held_from_previous = group is not None
         if group is None:  # a target listed out of Java order, or two claims of one partition: the maps decide
             members = [self._assignor_member(m) for m in self.members.values()]
             group = server.build_server_group(self.subscription_metadata, _server_members(members))
         owner = server.server_assign_columnar(assignor, group)
-        self.target = TargetAssignment.computed(group, owner, list(self.members), previous)
+        self.target = TargetAssignment.computed(group, owner, list(self.members), previous, views=views,
+                                                numbering=numbering, held_from_previous=held_from_previous)
         # A target loaded in another order keeps that order while it holds (Kafka writes no record then).
         for member_id in previous.explicit_out_of_order():
             kept = previous[member_id]
