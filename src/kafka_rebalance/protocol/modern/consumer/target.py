@@ -18,7 +18,7 @@ import weakref
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from itertools import compress, islice, repeat
-from operator import is_
+from operator import is_, itemgetter
 
 import numpy as np
 
@@ -249,7 +249,11 @@ class TargetAssignment(MutableMapping[str, Partitions]):
         """What member ``member`` of the computation holds, topics in Java order (as the
         assignors write a target)."""
         assert self._group is not None and self._owner is not None
-        if self._held is None and self._scans < SCANS_BEFORE_SORTING:
+        held_before = self._group.held_indptr
+        if self._held is None and self._moved is not None and held_before[member] == held_before[member + 1]:
+            moved = self._moved  # it held nothing: it holds what moved to it (a member who joined)
+            numbers = moved[self._owner[moved] == member]
+        elif self._held is None and self._scans < SCANS_BEFORE_SORTING:
             self._scans += 1
             numbers = np.flatnonzero(self._owner == member)
         else:
@@ -353,18 +357,18 @@ class TargetAssignment(MutableMapping[str, Partitions]):
             in_step = bool((renumber[1:n] > renumber[:n - 1]).all())  # every member's slice where it was
             held = self._held[1] if in_step else _renumbered(self._held, renumber[:n], m)[1]
 
-        in_order = list(map(views.__getitem__, order.tolist()))
-        first = in_order[0]
+        in_order = itemgetter(*order.tolist())  # m >= 2: a tuple
+        first = views[int(order[0])]
         sequence = (group.subscription_sequence if first is before[int(numbering.order[0])]
                     else subscribed_name_order(first.subscribed_topics, topic_index, group.topic_keys))
         instance_ids = ((None,) * m if group.instance_ids.count(None) == n
                         and all(view.instance_id is None for view in joined)
-                        else tuple(view.instance_id for view in in_order))
+                        else tuple(view.instance_id for view in in_order(views)))
         extended = ServerGroup(
             topic_names=group.topic_names,
             partition_counts=group.partition_counts,
             topic_keys=group.topic_keys,
-            member_ids=tuple(view.member_id for view in in_order),
+            member_ids=in_order(ids),
             member_class=member_class,
             class_indptr=class_indptr,
             class_topics=class_topics,
