@@ -297,7 +297,8 @@ def test_members_joining_extend_the_last_group_and_give_the_same_targets() -> No
 
 
 def test_a_group_is_extended_only_by_members_who_joined() -> None:
-    """A member changed, left or listed again: the group is built anew (None)."""
+    """A member changed, left or listed again, or the topics changed: the group is built anew
+    (None)."""
     group = build_server_group({"a": 4}, [ServerMember(f"m{i}", ("a",), {}) for i in range(3)])
     views = [ServerMember(m, ("a",), {}) for m in group.member_ids]
     target = TargetAssignment.computed(group, np.array([0, 1, 2, 0]), group.member_ids, views=views)
@@ -305,9 +306,17 @@ def test_a_group_is_extended_only_by_members_who_joined() -> None:
     assert target.extended_group({"a": 4}, [*views, joiner]) is not None
     assert target.extended_group({"a": 5}, [*views, joiner]) is None  # the layout changed
     assert target.extended_group({"a": 4}, [*views[:2], joiner]) is None  # one left
-    assert target.extended_group({"a": 4}, [*views[:2], ServerMember(views[2].member_id, ("a",), {}), joiner]) is None
+    resubscribed = ServerMember(views[2].member_id, ("a", "b"), {})
+    assert target.extended_group({"a": 4}, [*views[:2], resubscribed, joiner]) is None  # one changed
     assert target.extended_group({"a": 4}, [*views, views[0]]) is None  # listed twice
     assert target.extended_group({"a": 4}, views) is None  # nobody joined
     extended, _ = target.extended_group({"a": 4}, [*views, joiner])  # type: ignore[misc]
-    assert np.array_equal(extended.current_owner,
-                          build_server_group_from_held({"a": 4}, [*views, joiner], target).current_owner)  # type: ignore[union-attr]
+    built = build_server_group_from_held({"a": 4}, [*views, joiner], target)
+    assert built is not None
+    # The same group, but for its numbering: the members keep theirs, the joiner takes the next.
+    assert extended.member_ids == (*group.member_ids, "m9")
+    walk = extended.iteration_order if extended.iteration_order is not None else range(4)
+    assert [extended.member_ids[i] for i in walk] == list(built.member_ids)
+    assert ([extended.member_ids[i] for i in extended.current_owner.tolist()]
+            == [built.member_ids[i] for i in built.current_owner.tolist()])
+    assert np.array_equal(np.diff(extended.held_indptr)[list(walk)], np.diff(built.held_indptr))

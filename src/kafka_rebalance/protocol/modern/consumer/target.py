@@ -18,7 +18,6 @@ import weakref
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from itertools import compress, islice, repeat
-from operator import is_, itemgetter
 
 import numpy as np
 
@@ -38,7 +37,7 @@ from kafka_rebalance.protocol.modern.consumer.assignment import Partitions
 SCANS_BEFORE_SORTING = 16
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
 class MemberNumbering:
     """A computation's members in the coordinator's order (the order they joined) and in the
     group's (Kafka's iteration order, ``coordinator_member_order``), kept so that the next
@@ -50,6 +49,9 @@ class MemberNumbering:
     order: np.ndarray  # member index in the group -> place in ``ids``
     hashes: np.ndarray  # ``String.hashCode`` of ``ids``
     views: Sequence[ServerMember] | None  # what the assignors saw of ``ids``, when the caller said
+    # The numbering ``extended_group`` extended into this one (``ids`` begins with its ids), else
+    # None; weak, so that a group's numberings do not pile up behind the last one.
+    extends: weakref.ref[MemberNumbering] | None = None
 
 
 def _numbering(group: ServerGroup, member_ids: Sequence[str], views: Sequence[ServerMember] | None) -> MemberNumbering:
@@ -76,6 +78,7 @@ class TargetAssignment(MutableMapping[str, Partitions]):
         self._numbering: MemberNumbering | None = None
         self._held: Holdings | None = None
         self._made: list[Partitions | None] = []  # computed members' sets made so far, by place in ``ids``
+        self._any_made = False  # some set in ``_made`` (or was: a set forgotten leaves it True)
         self._scans = 0  # members' targets found by a scan since the computation
         self._moved: np.ndarray | None = None  # partitions whose holder the computation changed
         self._changed: np.ndarray | None = None  # by member index: its target changed
@@ -109,13 +112,14 @@ class TargetAssignment(MutableMapping[str, Partitions]):
             for at in numbering.order[np.flatnonzero(target._changed_mask())].tolist():
                 made[at] = None
         target._made = made or [None] * len(numbering.ids)
+        target._any_made = made is not None
         return target
 
     def made_in(self, numbering: MemberNumbering) -> list[Partitions | None] | None:
         """The computed members' sets made so far (read since the computation), each at its
         member's place in ``numbering`` (None where not made); None when none is."""
         before = self._numbering
-        if before is None or self._made.count(None) == len(self._made):
+        if before is None or not self._any_made:
             return None
         if self.prefix_of(numbering):  # members only joined: places kept
             return [*self._made, *repeat(None, len(numbering.ids) - len(before.ids))]
@@ -131,8 +135,9 @@ class TargetAssignment(MutableMapping[str, Partitions]):
         """Whether this target is exactly the computed targets of the first members of
         ``numbering``, in its order (nothing set by hand or removed since)."""
         before = self._numbering
-        return (before is not None and self._entries is None
-                and before.ids == numbering.ids[:len(before.ids)])
+        if before is None or self._entries is not None:
+            return False
+        return (numbering.extends is not None and numbering.extends() is before) or before.ids == numbering.ids[:len(before.ids)]
 
     def laid_out_as(self, group: ServerGroup) -> bool:
         """Whether the last computation had the topics and partition counts of ``group``."""
@@ -205,6 +210,7 @@ class TargetAssignment(MutableMapping[str, Partitions]):
         made = self._made[at]
         if made is None:
             made = self._made[at] = self._partitions_of(int(numbering.index[at]))
+            self._any_made = True
         return made
 
     def __setitem__(self, member_id: str, target: Partitions) -> None:
@@ -305,7 +311,7 @@ class TargetAssignment(MutableMapping[str, Partitions]):
         n, m = len(before), len(views)
         if n == 0 or m <= n or group.num_members != n or group.same_subscriptions is None:
             return None
-        if not all(map(is_, islice(views, n), before)):
+        if before != views[:n]:  # the same objects, as a rule: compared by identity first, in C
             return None
         counts = group.partition_counts.tolist()
         if len(topics) != len(counts) or any(topics.get(name) != count
@@ -318,12 +324,12 @@ class TargetAssignment(MutableMapping[str, Partitions]):
                 return None  # a member listed twice: the builder says which
         ids = [*numbering.ids, *(view.member_id for view in joined)]
         hashes = np.concatenate((numbering.hashes, java_string_hashes(ids[n:])))
-        order = java_hash_order(hashes, capacity_after_puts(m))
-        index = np.empty_like(order)
-        index[order] = np.arange(m, dtype=np.int64)
-        renumber = np.full(n + 1, -1, dtype=np.int64)  # old member index -> new; the last: no holder
-        renumber[numbering.index] = index[:n]
-        current = np.take(renumber, owner)
+        # The members keep their numbers and the joiners take the next ones, so the holders are
+        # this answer's owner array as it is; Kafka's order is given as ``iteration_order``.
+        index = np.concatenate((numbering.index, np.arange(n, m, dtype=np.int64)))  # place -> member index
+        walk = index[java_hash_order(hashes, capacity_after_puts(m))]
+        order = np.empty_like(index)
+        order[index] = np.arange(m, dtype=np.int64)
 
         topic_index = {name: t for t, name in enumerate(group.topic_names)}
         class_of = {group.class_topics[a:b].tobytes(): c
@@ -338,9 +344,6 @@ class TargetAssignment(MutableMapping[str, Partitions]):
             if c == group.num_classes + len(added):
                 added.append(topic_set)
             joined_class.append(c)
-        member_class = np.empty(m, dtype=np.int64)
-        member_class[index[:n]] = group.member_class[numbering.index]
-        member_class[index[n:]] = joined_class
         class_indptr, class_topics = group.class_indptr, group.class_topics
         if added:
             class_indptr = np.concatenate((class_indptr, class_indptr[-1] + np.cumsum([len(a) for a in added])))
@@ -348,38 +351,30 @@ class TargetAssignment(MutableMapping[str, Partitions]):
         first_names = frozenset(before[0].subscribed_topics)
         same = group.same_subscriptions and all(frozenset(view.subscribed_topics) == first_names for view in joined)
 
-        held_counts = np.zeros(m, dtype=np.int64)
-        held_counts[renumber[:n]] = self._held_counts()
         held_indptr = np.zeros(m + 1, dtype=np.int64)
-        np.cumsum(held_counts, out=held_indptr[1:])
-        held = None
-        if self._held is not None:
-            in_step = bool((renumber[1:n] > renumber[:n - 1]).all())  # every member's slice where it was
-            held = self._held[1] if in_step else _renumbered(self._held, renumber[:n], m)[1]
-
-        in_order = itemgetter(*order.tolist())  # m >= 2: a tuple
-        first = views[int(order[0])]
-        sequence = (group.subscription_sequence if first is before[int(numbering.order[0])]
+        np.cumsum(self._held_counts(), out=held_indptr[1:n + 1])
+        held_indptr[n + 1:] = held_indptr[n]
+        first = views[int(order[walk[0]])]
+        first_before = before[int(numbering.order[group.iteration_order[0] if group.iteration_order is not None else 0])]
+        sequence = (group.subscription_sequence if first is first_before
                     else subscribed_name_order(first.subscribed_topics, topic_index, group.topic_keys))
-        instance_ids = ((None,) * m if group.instance_ids.count(None) == n
-                        and all(view.instance_id is None for view in joined)
-                        else tuple(view.instance_id for view in in_order(views)))
         extended = ServerGroup(
             topic_names=group.topic_names,
             partition_counts=group.partition_counts,
             topic_keys=group.topic_keys,
-            member_ids=in_order(ids),
-            member_class=member_class,
+            member_ids=(*group.member_ids, *ids[n:]),
+            member_class=np.concatenate((group.member_class, np.array(joined_class, dtype=np.int64))),
             class_indptr=class_indptr,
             class_topics=class_topics,
-            current_owner=current,
+            current_owner=owner,
             held_indptr=held_indptr,
-            held_given=held,
-            instance_ids=instance_ids,
+            held_given=self._held[1] if self._held is not None else None,
+            instance_ids=(*group.instance_ids, *(view.instance_id for view in joined)),
             same_subscriptions=same,
             subscription_sequence=sequence,
+            iteration_order=None if bool((walk == np.arange(m)).all()) else walk,
         )
-        return extended, MemberNumbering(ids, position, index, order, hashes, views)
+        return extended, MemberNumbering(ids, position, index, order, hashes, views, weakref.ref(numbering))
 
     def explicit_out_of_order(self) -> list[str]:
         """Members set one by one whose topics are not listed in Java order (a target loaded from
