@@ -337,7 +337,7 @@ def dict_api(members: int, topics: int, partitions_per_topic: int, runs: int) ->
             a, t, f = min(alone) * 1000, min(through) * 1000, min(floor) * 1000
             ca, c = min(its_alone) * 1000, min(coordinator) * 1000
             print(f"| {layout} | {assignor} | {a:.1f} | {t:.1f} | {t / a:.0f}x | {f:.1f} | {ca:.1f} | {c:.1f} "
-                  f"| {c / ca:.0f}x |", flush=True)
+                  f"| {c / ca:.1f}x |", flush=True)
 
 
 def _coordinator_join(topics: dict[str, int], targets: dict[str, dict[str, tuple[int, ...]]], assignor: str,

@@ -32,6 +32,10 @@ from kafka_rebalance.model import (
 )
 from kafka_rebalance.protocol.modern.consumer.assignment import Partitions
 
+# Below one partition in this many moved, the members whose target changed are read from the
+# moved partitions; above, from how many partitions each member kept (two counts, no scatter).
+MOVED_FEW = 4
+
 # A member's target is found by a scan of the owner array (0.3 ms at 500,000 partitions) for the
 # first few members read after a computation; then every member's at once, by one sort (1-20 ms).
 SCANS_BEFORE_SORTING = 16
@@ -82,6 +86,7 @@ class TargetAssignment(MutableMapping[str, Partitions]):
         self._scans = 0  # members' targets found by a scan since the computation
         self._moved: np.ndarray | None = None  # partitions whose holder the computation changed
         self._changed: np.ndarray | None = None  # by member index: its target changed
+        self._counts_after: np.ndarray | None = None  # by member index: partitions held (when most moved)
         # The target whose holdings the group's ``current_owner`` is (None: not known to be one).
         self._basis: weakref.ref[TargetAssignment] | None = None
 
@@ -148,12 +153,19 @@ class TargetAssignment(MutableMapping[str, Partitions]):
         """By member index of the computation: whether a partition moved to or from it."""
         if self._changed is None:
             assert self._group is not None and self._owner is not None
-            before = self._group.current_owner
-            moved = np.flatnonzero(before != self._owner)
-            changed = np.zeros(self._group.num_members + 1, dtype=bool)  # the last entry: no holder (-1)
-            changed[before[moved]] = True
-            changed[self._owner[moved]] = True
-            self._moved, self._changed = moved, changed[:-1]
+            before, owner, m = self._group.current_owner, self._owner, self._group.num_members
+            moving = before != owner
+            if MOVED_FEW * int(np.count_nonzero(moving)) <= len(owner):  # by the partitions that moved
+                moved = np.flatnonzero(moving)
+                changed = np.zeros(m + 1, dtype=bool)  # the last entry: no holder (-1)
+                changed[before[moved]] = True
+                changed[owner[moved]] = True
+                self._moved, self._changed = moved, changed[:-1]
+            else:  # most moved (range, a member joining): unchanged are those whose partitions all stayed
+                after = np.bincount(owner + 1, minlength=m + 1)[1:]  # -1 (no holder) counted apart
+                stayed = np.bincount(owner[~moving] + 1, minlength=m + 1)[1:]
+                self._counts_after = after
+                self._changed = (stayed != np.diff(self._group.held_indptr)) | (stayed != after)
         return self._changed
 
     def changed_members(self, previous: TargetAssignment) -> list[str]:
@@ -285,6 +297,8 @@ class TargetAssignment(MutableMapping[str, Partitions]):
         if self._held is not None:
             return np.diff(self._held[0])
         self._changed_mask()
+        if self._counts_after is not None:
+            return self._counts_after
         moved = self._moved
         assert moved is not None
         m = self._group.num_members
