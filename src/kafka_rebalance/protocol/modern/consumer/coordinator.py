@@ -990,20 +990,27 @@ class ConsumerGroupCoordinator:
             self._server_view, self._subscriptions, self._server_view_of = {}, {}, self.topics
             self._server_views_listed = []
         listed = self._server_views_listed
-        if len(listed) > len(self._server_view):  # the views were cleared since
-            listed = []
-        # The members listed last time are the first ones still, with the same views (a view
-        # dropped empties the list): only those who joined since are looked up.
-        views = [*listed, *map(self._server_view.get, islice(self.members, len(listed), None))]
-        # Found at C speed: usually one member is new, and a Python step per member costs more
-        # than the assignor (``None in views`` would call each view's ``__eq__``).
-        missing = list(compress(range(len(listed), len(views)), map(is_, islice(views, len(listed), None), repeat(None))))
-        if missing:
-            members = list(islice(self.members.values(), len(listed), None))
-            for i in missing:
-                views[i] = self._server_view[members[i - len(listed)].member_id] = self._server_member(members[i - len(listed)])
-        self._server_views_listed = views  # type: ignore[assignment]
-        return views  # type: ignore[return-value]
+        if listed and len(listed) <= len(self._server_view):
+            # The members listed last time are the first ones still, with the same views (a view
+            # dropped empties the list; fewer views than listed: they were cleared): only those
+            # who joined since are looked up.
+            joined = islice(self.members.values(), len(listed), None)
+            views = [*listed, *(self._server_view.get(m.member_id) or self._new_server_view(m) for m in joined)]
+        else:
+            views = list(map(self._server_view.get, self.members))  # type: ignore[arg-type]
+            # Found at C speed: usually one member is new, and a Python step per member costs
+            # more than the assignor (``None in views`` would call each view's ``__eq__``).
+            missing = list(compress(range(len(views)), map(is_, views, repeat(None))))
+            if missing:
+                members = list(self.members.values())
+                for i in missing:
+                    views[i] = self._new_server_view(members[i])
+        self._server_views_listed = views
+        return views
+
+    def _new_server_view(self, member: ConsumerGroupMember) -> server.ServerMember:
+        view = self._server_view[member.member_id] = self._server_member(member)
+        return view
 
     def _drop_server_view(self, member_id: str) -> None:
         if self._server_view.pop(member_id, None) is not None:
