@@ -263,21 +263,26 @@ def test_a_static_members_replacement_drops_the_old_subscription() -> None:
     assert group.subscription_metadata == {"b": 2, "c": 2}
 
 
-def test_members_joining_extend_the_last_group_and_give_the_same_targets() -> None:
+@pytest.mark.parametrize("sort_at_once", [False, True])
+def test_members_joining_extend_the_last_group_and_give_the_same_targets(sort_at_once: bool) -> None:
     """Members only joining: each computation's group is the last one's arrays extended
     (``TargetAssignment.extended_group``), not built again member by member; the targets are
     the dict API's, and the members whose target changed are those whose partitions moved,
-    and the joiner (Kafka's TargetAssignmentBuilder writes a record for each)."""
-    counts = {"a": 7, "b": 5, "c": 3}
+    and the joiner (Kafka's TargetAssignmentBuilder writes a record for each). Subscriptions
+    differ (the group renumbered in Kafka's order, its holdings moved when the member table
+    grows) or not (the members keep their numbers)."""
+    counts = {"a": 70, "b": 50, "c": 30}
     on_arrays = ConsumerGroupCoordinator("g", counts)
     on_dicts = ConsumerGroupCoordinator("g", counts, assign=through_dicts)
     built = []
     patch = pytest.MonkeyPatch()
+    if sort_at_once:  # every read sorts all holdings: the next group takes them as they are
+        patch.setattr(target_module, "SCANS_BEFORE_SORTING", 0)
     patch.setattr(server, "build_server_group_from_held",
                   lambda *args: built.append(1) or build_server_group_from_held(*args))
-    for i in range(40):
+    for i in range(60):  # the member table grows at 13, 25 and 49 members
         before = on_arrays.target
-        subscribed = ("a", "b", "c") if i % 3 else ("a", "b")
+        subscribed = ("a", "b", "c") if i < 20 or i % 3 else ("a", "b")  # homogeneous, then not
         request = ConsumerGroupHeartbeatRequest("g", f"member-{i}", 0, rebalance_timeout_ms=5000,
                                                 subscribed_topic_names=subscribed,
                                                 server_assignor="range" if i % 4 == 0 else "uniform",
@@ -293,7 +298,7 @@ def test_members_joining_extend_the_last_group_and_give_the_same_targets() -> No
         assert dict(after) == dict(on_dicts.target)
         assert [list(t) for t in after.values()] == [list(t) for t in on_dicts.target.values()]
     patch.undo()
-    assert len(built) == 2  # the first two only: nothing computed yet, then topic c subscribed
+    assert len(built) == 1  # the first only: nothing computed before it
 
 
 def test_a_group_is_extended_only_by_members_who_joined() -> None:

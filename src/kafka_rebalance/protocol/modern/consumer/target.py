@@ -18,6 +18,7 @@ import weakref
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from itertools import compress, islice, repeat
+from operator import itemgetter
 
 import numpy as np
 
@@ -338,12 +339,7 @@ class TargetAssignment(MutableMapping[str, Partitions]):
                 return None  # a member listed twice: the builder says which
         ids = [*numbering.ids, *(view.member_id for view in joined)]
         hashes = np.concatenate((numbering.hashes, java_string_hashes(ids[n:])))
-        # The members keep their numbers and the joiners take the next ones, so the holders are
-        # this answer's owner array as it is; Kafka's order is given as ``iteration_order``.
-        index = np.concatenate((numbering.index, np.arange(n, m, dtype=np.int64)))  # place -> member index
-        walk = index[java_hash_order(hashes, capacity_after_puts(m))]
-        order = np.empty_like(index)
-        order[index] = np.arange(m, dtype=np.int64)
+        in_kafka_order = java_hash_order(hashes, capacity_after_puts(m))  # places, as Kafka iterates them
 
         topic_index = {name: t for t, name in enumerate(group.topic_names)}
         class_of = {group.class_topics[a:b].tobytes(): c
@@ -364,11 +360,47 @@ class TargetAssignment(MutableMapping[str, Partitions]):
             class_topics = np.concatenate((class_topics, *added))
         first_names = frozenset(before[0].subscribed_topics)
         same = group.same_subscriptions and all(frozenset(view.subscribed_topics) == first_names for view in joined)
+        counts_before = self._held_counts()
+        held_before = self._held[1] if self._held is not None else None
 
+        if same:
+            # The members keep their numbers and the joiners take the next ones, so the holders
+            # are this answer's owner array as it is; Kafka's order goes in as ``iteration_order``
+            # (the homogeneous builder walks it; no pass over the partitions).
+            index = np.concatenate((numbering.index, np.arange(n, m, dtype=np.int64)))  # place -> member index
+            walk = index[in_kafka_order]
+            current, held = owner, held_before
+            member_ids = (*group.member_ids, *ids[n:])
+            member_class = np.concatenate((group.member_class, np.array(joined_class, dtype=np.int64)))
+            instance_ids = (*group.instance_ids, *(view.instance_id for view in joined))
+            held_counts = np.concatenate((counts_before, np.zeros(m - n, dtype=np.int64)))
+        else:
+            # Renumbered in Kafka's order (the heterogeneous builder would otherwise renumber the
+            # partitions and the holdings both, and back): the members keep their relative order
+            # unless the table grew, so the holdings are kept as they are then.
+            index = np.empty_like(in_kafka_order)
+            index[in_kafka_order] = np.arange(m, dtype=np.int64)
+            walk = index[in_kafka_order]  # 0..m-1: index order is Kafka's
+            renumber = np.full(n + 1, -1, dtype=np.int64)  # old member index -> new; the last: no holder
+            renumber[numbering.index] = index[:n]
+            current = np.take(renumber, owner)
+            held = held_before
+            if held_before is not None and not bool((renumber[1:n] > renumber[:n - 1]).all()):
+                assert self._held is not None
+                held = _renumbered(self._held, renumber[:n], m)[1]
+            in_order = itemgetter(*in_kafka_order.tolist())  # m >= 2: a tuple
+            member_ids = in_order(ids)
+            member_class = np.empty(m, dtype=np.int64)
+            member_class[index[:n]] = group.member_class[numbering.index]
+            member_class[index[n:]] = joined_class
+            instance_ids = tuple(view.instance_id for view in in_order(views))
+            held_counts = np.zeros(m, dtype=np.int64)
+            held_counts[renumber[:n]] = counts_before
+        order = np.empty_like(index)  # member index -> place
+        order[index] = np.arange(m, dtype=np.int64)
         held_indptr = np.zeros(m + 1, dtype=np.int64)
-        np.cumsum(self._held_counts(), out=held_indptr[1:n + 1])
-        held_indptr[n + 1:] = held_indptr[n]
-        first = views[int(order[walk[0]])]
+        np.cumsum(held_counts, out=held_indptr[1:])
+        first = views[int(in_kafka_order[0])]
         first_before = before[int(numbering.order[group.iteration_order[0] if group.iteration_order is not None else 0])]
         sequence = (group.subscription_sequence if first is first_before
                     else subscribed_name_order(first.subscribed_topics, topic_index, group.topic_keys))
@@ -376,14 +408,14 @@ class TargetAssignment(MutableMapping[str, Partitions]):
             topic_names=group.topic_names,
             partition_counts=group.partition_counts,
             topic_keys=group.topic_keys,
-            member_ids=(*group.member_ids, *ids[n:]),
-            member_class=np.concatenate((group.member_class, np.array(joined_class, dtype=np.int64))),
+            member_ids=member_ids,
+            member_class=member_class,
             class_indptr=class_indptr,
             class_topics=class_topics,
-            current_owner=owner,
+            current_owner=current,
             held_indptr=held_indptr,
-            held_given=self._held[1] if self._held is not None else None,
-            instance_ids=(*group.instance_ids, *(view.instance_id for view in joined)),
+            held_given=held,
+            instance_ids=instance_ids,
             same_subscriptions=same,
             subscription_sequence=sequence,
             iteration_order=None if bool((walk == np.arange(m)).all()) else walk,
