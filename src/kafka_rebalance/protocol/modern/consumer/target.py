@@ -5,7 +5,12 @@ A computed target is kept as the assignor's own answer, an owner per partition
 reconciliation, a record, a log line). At 10,000 members and 500,000 partitions, making every
 member's sets after every computation cost a hundred times the assignor's own time; most
 members read theirs one heartbeat at a time. The next computation reads the members' current
-assignment back from the same array (``HeldPartitions``), not from the sets.
+assignment back from the same array (``HeldPartitions``), not from the sets; when members only
+joined since, it extends the last computation's group instead (``extended_group``): the
+members keep their numbers, or are renumbered once in Kafka's order, and only the joiners are
+looked at. Nothing is done member by member after the assignor answers: no entry, no set, no
+comparison; which members' targets changed is read from the partitions that moved
+(``changed_members``), when asked.
 
 Entries set one by one (a group loaded from its records, a custom assignor's answer, a static
 member's target moved to its new member id) are kept as given. Iteration follows insertion, as a
