@@ -113,6 +113,22 @@ def test_homogeneous_builder_equals_kafkas_loops(group: ServerGroup) -> None:
     assert np.array_equal(uniform_assign(group), literal_homogeneous(group))
 
 
+@given(arrays_groups(homogeneous=True), st.permutations(range(12)), st.booleans())
+def test_homogeneous_builder_walks_an_iteration_order_without_renumbering(group: ServerGroup, shuffled, sorted_held) -> None:
+    """Members numbered otherwise than Kafka iterates them (``iteration_order``, as the
+    coordinator's group extended by joiners is): the answer of the group renumbered into that
+    order, mapped back; with the holdings given member by member too, or not."""
+    order = np.array([i for i in shuffled if i < group.num_members], dtype=np.int64)
+    if sorted_held:
+        group = dataclasses.replace(group, held_given=group.held_partitions)
+    walked = dataclasses.replace(group, iteration_order=order)
+    renumbered, back = walked.in_iteration_order()
+    expected = homogeneous_assign(renumbered)
+    if back is not None:
+        expected = np.where(expected >= 0, back[expected], -1)
+    assert np.array_equal(uniform_assign(walked), expected)
+
+
 @given(arrays_groups(homogeneous=False))
 def test_held_partitions_are_the_owner_array_member_by_member(group: ServerGroup) -> None:
     indptr, held = group.held_indptr, group.held_partitions

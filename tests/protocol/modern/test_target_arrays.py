@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kafka_rebalance.assignors import server
 from kafka_rebalance.assignors.server import ServerMember, build_server_group, build_server_group_from_held
 from kafka_rebalance.protocol.modern.consumer import target as target_module
 from kafka_rebalance.protocol.modern.consumer.assignment import partitions
@@ -134,7 +135,12 @@ def _same_targets(loaded, steps) -> None:
                 events.append(SessionTimeout(member_id))
                 del epochs[member_id]
         for event in events:
+            before = on_arrays.target
             answers = _run(on_arrays, event, now)
+            if on_arrays.target is not before:  # a computation: its changed members, read from the moves
+                after = on_arrays.target
+                assert after.changed_members(before) == [
+                    m for m in after if m not in before or after[m] != before[m]]
             assert answers == _run(on_dicts, event, now)
             for answer in answers:
                 if getattr(answer, "member_id", None) in epochs and answer.error_code == 0:
@@ -255,3 +261,67 @@ def test_a_static_members_replacement_drops_the_old_subscription() -> None:
         server_assignor="uniform", topic_partitions=())), 2)
     assert list(group.members) == ["o", "s2"]
     assert group.subscription_metadata == {"b": 2, "c": 2}
+
+
+@pytest.mark.parametrize("sort_at_once", [False, True])
+def test_members_joining_extend_the_last_group_and_give_the_same_targets(sort_at_once: bool) -> None:
+    """Members only joining: each computation's group is the last one's arrays extended
+    (``TargetAssignment.extended_group``), not built again member by member; the targets are
+    the dict API's, and the members whose target changed are those whose partitions moved,
+    and the joiner (Kafka's TargetAssignmentBuilder writes a record for each). Subscriptions
+    differ (the group renumbered in Kafka's order, its holdings moved when the member table
+    grows) or not (the members keep their numbers)."""
+    counts = {"a": 70, "b": 50, "c": 30}
+    on_arrays = ConsumerGroupCoordinator("g", counts)
+    on_dicts = ConsumerGroupCoordinator("g", counts, assign=through_dicts)
+    built = []
+    patch = pytest.MonkeyPatch()
+    if sort_at_once:  # every read sorts all holdings: the next group takes them as they are
+        patch.setattr(target_module, "SCANS_BEFORE_SORTING", 0)
+    patch.setattr(server, "build_server_group_from_held",
+                  lambda *args: built.append(1) or build_server_group_from_held(*args))
+    for i in range(60):  # the member table grows at 13, 25 and 49 members
+        before = on_arrays.target
+        subscribed = ("a", "b", "c") if i < 20 or i % 3 else ("a", "b")  # homogeneous, then not
+        request = ConsumerGroupHeartbeatRequest("g", f"member-{i}", 0, rebalance_timeout_ms=5000,
+                                                subscribed_topic_names=subscribed,
+                                                server_assignor="range" if i % 4 == 0 else "uniform",
+                                                topic_partitions=())
+        assert _run(on_arrays, Received("c", request), i) == _run(on_dicts, Received("c", request), i)
+        after = on_arrays.target
+        changed = after.changed_members(before)
+        assert changed == [m for m in after if m not in before or after[m] != before[m]]
+        assert f"member-{i}" in changed
+        if i % 5 == 0:  # some members read their targets (their sets are kept when unchanged)
+            for member_id in list(after)[: i // 2]:
+                after[member_id]
+        assert dict(after) == dict(on_dicts.target)
+        assert [list(t) for t in after.values()] == [list(t) for t in on_dicts.target.values()]
+    patch.undo()
+    assert len(built) == 1  # the first only: nothing computed before it
+
+
+def test_a_group_is_extended_only_by_members_who_joined() -> None:
+    """A member changed, left or listed again, or the topics changed: the group is built anew
+    (None)."""
+    group = build_server_group({"a": 4}, [ServerMember(f"m{i}", ("a",), {}) for i in range(3)])
+    views = [ServerMember(m, ("a",), {}) for m in group.member_ids]
+    target = TargetAssignment.computed(group, np.array([0, 1, 2, 0]), group.member_ids, views=views)
+    joiner = ServerMember("m9", ("a",), {})
+    assert target.extended_group({"a": 4}, [*views, joiner]) is not None
+    assert target.extended_group({"a": 5}, [*views, joiner]) is None  # the layout changed
+    assert target.extended_group({"a": 4}, [*views[:2], joiner]) is None  # one left
+    resubscribed = ServerMember(views[2].member_id, ("a", "b"), {})
+    assert target.extended_group({"a": 4}, [*views[:2], resubscribed, joiner]) is None  # one changed
+    assert target.extended_group({"a": 4}, [*views, views[0]]) is None  # listed twice
+    assert target.extended_group({"a": 4}, views) is None  # nobody joined
+    extended, _ = target.extended_group({"a": 4}, [*views, joiner])  # type: ignore[misc]
+    built = build_server_group_from_held({"a": 4}, [*views, joiner], target)
+    assert built is not None
+    # The same group, but for its numbering: the members keep theirs, the joiner takes the next.
+    assert extended.member_ids == (*group.member_ids, "m9")
+    walk = extended.iteration_order if extended.iteration_order is not None else range(4)
+    assert [extended.member_ids[i] for i in walk] == list(built.member_ids)
+    assert ([extended.member_ids[i] for i in extended.current_owner.tolist()]
+            == [built.member_ids[i] for i in built.current_owner.tolist()])
+    assert np.array_equal(np.diff(extended.held_indptr)[list(walk)], np.diff(built.held_indptr))

@@ -34,8 +34,10 @@ MAX_BALANCE_PASSES = 16
 def uniform_assign(group: ServerGroup) -> np.ndarray:
     """The target owner (member index or -1) of every global partition. Members are iterated
     in ``group.iteration_order`` (Kafka's ``GroupSpec.memberIds()`` order), else index order."""
+    if group.kafka_homogeneous:  # walks the members in that order itself: no renumbering of the partitions
+        return homogeneous_assign(group)
     ordered, order = group.in_iteration_order()
-    owner = homogeneous_assign(ordered) if ordered.kafka_homogeneous else heterogeneous_assign(ordered)
+    owner = heterogeneous_assign(ordered)
     if order is None:
         return owner
     return np.where(owner >= 0, order[owner], UNASSIGNED)
@@ -50,9 +52,13 @@ def homogeneous_assign(group: ServerGroup) -> np.ndarray:
     them when as many remain as members are left. Then the members below quota, in order,
     take the unassigned partitions in list order: first those nobody held (topics in the
     subscription's HashSet order, partitions ascending), then those given up (in the order
-    given up). Here every step is one pass over arrays.
+    given up). Here every step is one pass over arrays. The walk is over the members in
+    ``group.iteration_order`` (positions below), each member's own arrays stay by member index.
     """
     m = group.num_members
+    order = group.iteration_order
+    if order is not None and bool((order == np.arange(m)).all()):
+        order = None
     topics = group.first_member_topics  # ordered below only where the order matters
     if m == 0 or not len(topics):
         return np.full(group.num_partitions, UNASSIGNED, dtype=np.int64)
@@ -61,7 +67,7 @@ def homogeneous_assign(group: ServerGroup) -> np.ndarray:
     quota, extras = divmod(subscribed_total, m)
     first_assignment = int(group.held_indptr[-1]) == 0
     if first_assignment and len(topics) == group.num_topics:
-        return first_homogeneous_assignment(group, group.kafka_subscription_sequence, quota, extras)
+        return first_homogeneous_assignment(group, group.kafka_subscription_sequence, quota, extras, order)
     subscribed = np.zeros(group.num_topics, dtype=bool)
     subscribed[topics] = True
 
@@ -73,6 +79,8 @@ def homogeneous_assign(group: ServerGroup) -> np.ndarray:
         valid = (owner >= 0) & subscribed[group.partition_topic]
         held = np.bincount(owner[valid], minlength=m)
         result = np.where(valid, owner, UNASSIGNED)
+    if order is not None:
+        held = held[order]  # by position in the walk from here on
 
     position = np.arange(m, dtype=np.int64)
     if extras:
@@ -92,7 +100,14 @@ def homogeneous_assign(group: ServerGroup) -> np.ndarray:
     trimmed = np.flatnonzero(held > keep)
     given_up = np.zeros(0, dtype=np.int64)
     if len(trimmed):
-        sequence, member = group.held_in_iteration_order(trimmed)
+        if order is None:
+            sequence, member = group.held_in_iteration_order(trimmed)
+        else:  # read by member index, then each member's holdings put at its position in the walk
+            walk_position = np.empty(m, dtype=np.int64)
+            walk_position[order] = position
+            sequence, member = group.held_in_iteration_order(np.sort(order[trimmed]))
+            in_walk = np.argsort(walk_position[member], kind="stable")
+            sequence, member = sequence[in_walk], walk_position[member][in_walk]
         if len(topics) != group.num_topics:
             mine = subscribed[group.partition_topic[sequence]]
             sequence, member = sequence[mine], member[mine]
@@ -110,19 +125,21 @@ def homogeneous_assign(group: ServerGroup) -> np.ndarray:
         pool = np.repeat(group.topic_offsets[topics] - run_start, lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
         nobody = pool if first_assignment else pool[owner[pool] < 0]
     free = np.concatenate((nobody, given_up)) if len(given_up) else nobody
-    takers = np.repeat(position, target - keep)
+    takers = np.repeat(position if order is None else order, target - keep)
     assert len(takers) == len(free), "quotas must cover the unassigned partitions exactly"
     result[free] = takers
     return result
 
 
-def first_homogeneous_assignment(group: ServerGroup, topics: np.ndarray, quota: int, extras: int) -> np.ndarray:
+def first_homogeneous_assignment(group: ServerGroup, topics: np.ndarray, quota: int, extras: int,
+                                 order: np.ndarray | None = None) -> np.ndarray:
     """``homogeneous_assign`` when nobody holds anything and every topic is subscribed: nobody
     fills a larger quota, so the last ``extras`` members are the ones made to take one, and the
-    members in order take the partitions topic by topic in the subscription's order."""
+    members in order (``order``: member indices in the walk, else index order) take the
+    partitions topic by topic in the subscription's order."""
     m = group.num_members
     position = np.arange(m, dtype=np.int64)
-    takers = np.repeat(position, quota + (position >= m - extras))
+    takers = np.repeat(position if order is None else order, quota + (position >= m - extras))
     rank = np.empty(len(topics), dtype=np.int64)
     rank[topics] = np.arange(len(topics), dtype=np.int64)  # each topic's place in the subscription
     counts = group.partition_counts

@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from itertools import compress, repeat
+from itertools import compress, islice, repeat
 from operator import attrgetter, is_
 from typing import assert_never
 
@@ -281,10 +281,14 @@ class ConsumerGroupCoordinator:
         # (subscribed names, regex) -> the names the assignors see, for the same topics
         self._subscriptions: dict[tuple[tuple[str, ...], str | None], tuple[str, ...]] = {}
         self._server_view_of: dict[str, int] | None = None
+        # The views ``_server_members`` listed last, in the members' order.
+        self._server_views_listed: list[server.ServerMember] = []
         self._subscription_tuples: dict[tuple[str, ...], tuple[str, ...]] = {}
         # How many members send each distinct subscription, kept as members come, change and go:
         # the subscription metadata is read from the few distinct ones, not from every member.
         self._subscription_counts: Counter[Subscription] = Counter()
+        # How many members ask for each server assignor (None: none), kept likewise.
+        self._assignor_votes: Counter[str | None] = Counter()
         self.subscription_metadata: dict[str, int] = {}
         self.metadata_refresh_needed = False
         self.partition_epochs: dict[str, dict[int, int]] = {}
@@ -834,15 +838,20 @@ class ConsumerGroupCoordinator:
         if replaced is not None:
             old = self.members.pop(replaced)
             self._count_subscription(old, -1)
+            self._assignor_votes[old.server_assignor] -= 1
             self._remove_epochs(old)
             self.rebalance_timeout_epoch.pop(replaced, None)
             self._assignor_input.pop(replaced, None)
-            self._server_view.pop(replaced, None)
+            self._drop_server_view(replaced)
             if replaced in self.target:
                 self.target[member.member_id] = self.target.pop(replaced)
         old_member = self.members.get(member.member_id)
+        if old_member is None or old_member.server_assignor != member.server_assignor:
+            if old_member is not None:
+                self._assignor_votes[old_member.server_assignor] -= 1
+            self._assignor_votes[member.server_assignor] += 1
         if old_member is None or _assignor_view_changed(old_member, member):
-            self._server_view.pop(member.member_id, None)
+            self._drop_server_view(member.member_id)
         if old_member is None or _subscription(old_member) != _subscription(member):
             if old_member is not None:
                 self._count_subscription(old_member, -1)
@@ -915,7 +924,10 @@ class ConsumerGroupCoordinator:
 
     def preferred_assignor(self) -> str:
         """Kafka's ``computePreferredServerAssignor``: the assignor most members ask for."""
-        counts: Counter[str] = Counter(filter(None, map(_SERVER_ASSIGNOR, self.members.values())))
+        votes = self._assignor_votes
+        if votes.total() != len(self.members):  # the members were cleared since: counted again
+            votes = self._assignor_votes = Counter(map(_SERVER_ASSIGNOR, self.members.values()))
+        counts = {name: count for name, count in votes.items() if name and count}
         if not counts:
             return self.config.assignors[0]
         return max(sorted(counts), key=counts.__getitem__)
@@ -948,13 +960,21 @@ class ConsumerGroupCoordinator:
         answer's owner array, the new target kept as the assignor's (``TargetAssignment``).
         Whether Kafka counts the group's subscriptions as homogeneous."""
         previous = self.target
-        group = server.build_server_group_from_held(
-            self.subscription_metadata, self._server_members(), previous)
+        views = self._server_members()
+        extended = previous.extended_group(self.subscription_metadata, views)  # members only joined
+        numbering = None
+        group: server.ServerGroup | None
+        if extended is not None:
+            group, numbering = extended
+        else:
+            group = server.build_server_group_from_held(self.subscription_metadata, views, previous)
+        held_from_previous = group is not None
         if group is None:  # a target listed out of Java order, or two claims of one partition: the maps decide
             members = [self._assignor_member(m) for m in self.members.values()]
             group = server.build_server_group(self.subscription_metadata, _server_members(members))
         owner = server.server_assign_columnar(assignor, group)
-        self.target = TargetAssignment.computed(group, owner, list(self.members), previous)
+        self.target = TargetAssignment.computed(group, owner, list(self.members), previous, views=views,
+                                                numbering=numbering, held_from_previous=held_from_previous)
         # A target loaded in another order keeps that order while it holds (Kafka writes no record then).
         for member_id in previous.explicit_out_of_order():
             kept = previous[member_id]
@@ -968,15 +988,33 @@ class ConsumerGroupCoordinator:
         instance or rack changed, or the topics did."""
         if self._server_view_of is not self.topics:
             self._server_view, self._subscriptions, self._server_view_of = {}, {}, self.topics
-        views = list(map(self._server_view.get, self.members))
-        # Found at C speed: usually one member is new, and a Python step per member costs more
-        # than the assignor (``None in views`` would call each view's ``__eq__``).
-        missing = list(compress(range(len(views)), map(is_, views, repeat(None))))
-        if missing:
-            members = list(self.members.values())
-            for i in missing:
-                views[i] = self._server_view[members[i].member_id] = self._server_member(members[i])
-        return views  # type: ignore[return-value]
+            self._server_views_listed = []
+        listed = self._server_views_listed
+        if listed and len(listed) <= len(self._server_view):
+            # The members listed last time are the first ones still, with the same views (a view
+            # dropped empties the list; fewer views than listed: they were cleared): only those
+            # who joined since are looked up.
+            joined = islice(self.members.values(), len(listed), None)
+            views = [*listed, *(self._server_view.get(m.member_id) or self._new_server_view(m) for m in joined)]
+        else:
+            views = list(map(self._server_view.get, self.members))  # type: ignore[arg-type]
+            # Found at C speed: usually one member is new, and a Python step per member costs
+            # more than the assignor (``None in views`` would call each view's ``__eq__``).
+            missing = list(compress(range(len(views)), map(is_, views, repeat(None))))
+            if missing:
+                members = list(self.members.values())
+                for i in missing:
+                    views[i] = self._new_server_view(members[i])
+        self._server_views_listed = views
+        return views
+
+    def _new_server_view(self, member: ConsumerGroupMember) -> server.ServerMember:
+        view = self._server_view[member.member_id] = self._server_member(member)
+        return view
+
+    def _drop_server_view(self, member_id: str) -> None:
+        if self._server_view.pop(member_id, None) is not None:
+            self._server_views_listed = []
 
     def _server_member(self, member: ConsumerGroupMember) -> server.ServerMember:
         # Each distinct subscription resolved once, and one tuple shared by its members: the
@@ -1065,13 +1103,14 @@ class ConsumerGroupCoordinator:
         """Kafka's ``removeMember`` and ``cancelTimers``: the member, its partitions and timers go."""
         member = self.members.pop(member_id)
         self._count_subscription(member, -1)
+        self._assignor_votes[member.server_assignor] -= 1
         self._state_dirty = True
         self._remove_epochs(member)
         if member.instance_id is not None and self.static_members.get(member.instance_id) == member_id:
             del self.static_members[member.instance_id]
         self.target.pop(member_id, None)
         self._assignor_input.pop(member_id, None)
-        self._server_view.pop(member_id, None)
+        self._drop_server_view(member_id)
         self.subscription_metadata = self._subscription_metadata()
         out.append(CancelTimer(SessionTimeout(member_id)))
         if self.rebalance_timeout_epoch.pop(member_id, None) is not None:
