@@ -207,7 +207,7 @@ class BrokerState:
     async def create_partitions(self, request: Request, connection: str) -> Values:
         body = request.body
         results = []
-        for item in body.topics:  # type: ignore[attr-defined]
+        for item in attr(body, "topics", ()):
             topic = self.topics.get(item.name)
             count = int(item.count)
             if topic is None:
@@ -313,7 +313,7 @@ class BrokerState:
 
     async def list_offsets(self, request: Request, connection: str) -> Values:
         topics = []
-        for wanted_topic in request.body.topics:  # type: ignore[attr-defined]
+        for wanted_topic in attr(request.body, "topics", ()):
             topic = self.topics.get(wanted_topic.name)
             partitions: list[Values] = []
             for wanted in wanted_topic.partitions:

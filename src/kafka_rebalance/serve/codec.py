@@ -27,7 +27,7 @@ from typing import Any, TypeVar, cast
 from kio.index import UnknownAPIKey, UnknownEntity, load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode as KioErrorCode
 from kio.serial import entity_reader, entity_writer
-from kio.serial.errors import BufferUnderflow
+from kio.serial.errors import SerialError
 from kio.static.protocol import Entity, RequestPayload
 
 E = TypeVar("E", bound=Entity)
@@ -77,7 +77,7 @@ def decode_request(frame: bytes) -> Request:
     try:
         header, header_size = entity_reader(schema.__header_schema__)(frame, 0)
         body, body_size = entity_reader(schema)(frame, header_size)
-    except (BufferUnderflow, ValueError, TypeError, OverflowError, UnicodeDecodeError) as error:
+    except (SerialError, ValueError, TypeError, OverflowError, UnicodeDecodeError) as error:
         raise MalformedRequest(f"api key {api_key} v{api_version}: {error}") from None
     if header_size + body_size != len(frame):
         raise MalformedRequest(f"api key {api_key} v{api_version}: "
@@ -91,7 +91,7 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, values:
     header_schema = schema.__header_schema__
     out = io.BytesIO()
     out.write(b"\0\0\0\0")
-    entity_writer(header_schema)(out, header_schema(correlation_id=correlation_id))  # type: ignore[arg-type, call-arg]
+    entity_writer(header_schema)(out, header_schema(correlation_id=correlation_id))  # type: ignore[arg-type]
     entity_writer(schema)(out, build(schema, values))
     frame = out.getbuffer()
     struct.pack_into(">i", frame, 0, len(frame) - 4)
@@ -103,7 +103,7 @@ def build(schema: type[E], values: Mapping[str, object]) -> E:
     entities from mappings, tuples of them from sequences of mappings, milliseconds as
     timedeltas, error codes as kio's), else its default, else its zero value."""
     kwargs: dict[str, object] = {}
-    for item in fields(schema):  # type: ignore[arg-type]
+    for item in fields(schema):
         hint = _hints(schema)[item.name]
         if item.name in values:
             kwargs[item.name] = _convert(item, hint, values[item.name])
@@ -120,7 +120,7 @@ def _hints(schema: type[Any]) -> dict[str, Any]:
 
 
 def _nullable(hint: object) -> bool:
-    return isinstance(hint, types.UnionType | typing._UnionGenericAlias) and type(None) in typing.get_args(hint)  # type: ignore[attr-defined]
+    return typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in typing.get_args(hint)
 
 
 def _entity_of(hint: object) -> type[Any] | None:

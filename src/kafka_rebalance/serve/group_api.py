@@ -54,7 +54,7 @@ async def join_group(groups: Groups, request: Request, connection: str) -> Value
         member_id=member_id, group_instance_id=attr(body, "group_instance_id"),
         protocol_type=attr(body, "protocol_type", ""), protocols=protocols, reason=attr(body, "reason"),
         client_id=request.client_id, api_version=request.api_version)
-    response = _expect(await groups.ask(connection, join, consumer=False), cl.JoinGroupResponse)
+    response = _expect(await groups.ask_classic(connection, join), cl.JoinGroupResponse)
     return {"error_code": response.error_code, "generation_id": response.generation_id,
             "protocol_type": response.protocol_type, "protocol_name": response.protocol_name,
             "leader": response.leader, "skip_assignment": response.skip_assignment, "member_id": response.member_id,
@@ -72,7 +72,7 @@ async def sync_group(groups: Groups, request: Request, connection: str) -> Value
     sync = cl.SyncGroupRequest(attr(body, "group_id"), int(attr(body, "generation_id")), attr(body, "member_id"),
                                attr(body, "group_instance_id"), attr(body, "protocol_type"),
                                attr(body, "protocol_name"), assignments)
-    response = _expect(await groups.ask(connection, sync, consumer=False), cl.SyncGroupResponse)
+    response = _expect(await groups.ask_classic(connection, sync), cl.SyncGroupResponse)
     assignment = groups.assignment_bytes(response.assignment) if response.error_code is ErrorCode.NONE else b""
     return {"error_code": response.error_code, "protocol_type": response.protocol_type,
             "protocol_name": response.protocol_name, "assignment": assignment}
@@ -82,7 +82,7 @@ async def heartbeat(groups: Groups, request: Request, connection: str) -> Values
     body = request.body
     beat = cl.HeartbeatRequest(attr(body, "group_id"), int(attr(body, "generation_id")), attr(body, "member_id"),
                                attr(body, "group_instance_id"))
-    response = _expect(await groups.ask(connection, beat, consumer=False), cl.HeartbeatResponse)
+    response = _expect(await groups.ask_classic(connection, beat), cl.HeartbeatResponse)
     return {"error_code": response.error_code}
 
 
@@ -94,7 +94,7 @@ async def leave_group(groups: Groups, request: Request, connection: str) -> Valu
     else:
         identities = tuple(cl.MemberIdentity(m.member_id, m.group_instance_id, attr(m, "reason")) for m in members)
     leave = cl.LeaveGroupRequest(attr(body, "group_id"), identities)
-    response = _expect(await groups.ask(connection, leave, consumer=False), cl.LeaveGroupResponse)
+    response = _expect(await groups.ask_classic(connection, leave), cl.LeaveGroupResponse)
     return {"error_code": response.error_code,
             "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
                          "error_code": m.error_code} for m in response.members]}
@@ -112,12 +112,11 @@ async def offset_commit(groups: Groups, request: Request, connection: str) -> Va
                     for t in topics for p in t.partitions)
     response: GroupResponse
     if request.api_version >= 9 and groups.shard.group_type(group_id) == "consumer":
-        response = await groups.ask(connection, ce.OffsetCommitRequest(group_id, member_id, epoch, offsets),
-                                    consumer=True)
+        response = await groups.ask_consumer(connection, ce.OffsetCommitRequest(group_id, member_id, epoch, offsets))
     else:
         commit = cl.OffsetCommitRequest(group_id, epoch, member_id, attr(body, "group_instance_id"),
                                         tuple(cl.PartitionOffset(name, offset) for name, offset in offsets))
-        response = await groups.ask(connection, commit, consumer=False)
+        response = await groups.ask_classic(connection, commit)
     if not isinstance(response, ce.OffsetCommitResponse | cl.OffsetCommitResponse):
         raise TypeError(f"the coordinator answered {type(response).__name__} to an OffsetCommit")
     return {"topics": [{"name": t.name, "partitions": [
@@ -151,10 +150,9 @@ async def _fetch_group(groups: Groups, token: str, group_id: str, member_id: str
                       for p in attr(t, "partition_indexes", ()))
     response: GroupResponse
     if member_id is not None and groups.shard.group_type(group_id) == "consumer":
-        response = await groups.ask(token, ce.OffsetFetchRequest(group_id, member_id, member_epoch, names),
-                                    consumer=True)
+        response = await groups.ask_consumer(token, ce.OffsetFetchRequest(group_id, member_id, member_epoch, names))
     else:
-        response = await groups.ask(token, cl.OffsetFetchRequest(group_id, names), consumer=False)
+        response = await groups.ask_classic(token, cl.OffsetFetchRequest(group_id, names))
     offsets: list[tuple[str, int]]
     match response:
         case ce.OffsetFetchResponse():
@@ -173,7 +171,7 @@ async def _fetch_group(groups: Groups, token: str, group_id: str, member_id: str
 
 async def describe_groups(groups: Groups, request: Request, connection: str) -> Values:
     names = tuple(attr(request.body, "groups", ()))
-    response = _expect(await groups.ask(connection, cl.DescribeGroupsRequest(names), consumer=False),
+    response = _expect(await groups.ask_classic(connection, cl.DescribeGroupsRequest(names)),
                        cl.DescribeGroupsResponse)
     return {"groups": [{
         "error_code": g.error_code, "group_id": g.group_id, "group_state": g.group_state,
@@ -189,7 +187,7 @@ async def describe_groups(groups: Groups, request: Request, connection: str) -> 
 
 async def list_groups(groups: Groups, request: Request, connection: str) -> Values:
     states = tuple(attr(request.body, "states_filter", ()))
-    response = _expect(await groups.ask(connection, cl.ListGroupsRequest(states), consumer=False),
+    response = _expect(await groups.ask_classic(connection, cl.ListGroupsRequest(states)),
                        cl.ListGroupsResponse)
     return {"error_code": response.error_code,
             "groups": [{"group_id": g.group_id, "protocol_type": g.protocol_type, "group_state": g.group_state,
@@ -198,7 +196,7 @@ async def list_groups(groups: Groups, request: Request, connection: str) -> Valu
 
 async def delete_groups(groups: Groups, request: Request, connection: str) -> Values:
     names = tuple(attr(request.body, "groups_names", ()))
-    response = _expect(await groups.ask(connection, cl.DeleteGroupsRequest(names), consumer=False),
+    response = _expect(await groups.ask_classic(connection, cl.DeleteGroupsRequest(names)),
                        cl.DeleteGroupsResponse)
     return {"results": [{"group_id": r.group_id, "error_code": r.error_code} for r in response.results]}
 
@@ -220,7 +218,7 @@ async def consumer_group_heartbeat(groups: Groups, request: Request, connection:
         subscribed_topic_names=None if names is None else tuple(names),
         subscribed_topic_regex=attr(body, "subscribed_topic_regex"), server_assignor=attr(body, "server_assignor"),
         topic_partitions=owned_by_name, client_id=request.client_id, api_version=request.api_version)
-    response = _expect(await groups.ask(connection, beat, consumer=True), ce.ConsumerGroupHeartbeatResponse)
+    response = _expect(await groups.ask_consumer(connection, beat), ce.ConsumerGroupHeartbeatResponse)
     assignment = None if response.assignment is None else {"topic_partitions": [
         {"topic_id": topic_ids.get(t.topic, _NO_TOPIC_ID), "partitions": t.partitions} for t in response.assignment]}
     return {"error_code": response.error_code, "error_message": response.error_message,

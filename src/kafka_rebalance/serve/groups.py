@@ -66,15 +66,17 @@ class Groups:
     def now_ms(self) -> int:
         return int(self.loop.time() * 1000)
 
-    async def ask(self, token: str, request: cl.GroupRequest | ce.Request, consumer: bool) -> GroupResponse:
-        """Feeds ``request`` to the shard and waits for its response."""
+    async def ask_classic(self, token: str, request: cl.GroupRequest) -> GroupResponse:
+        """Feeds a classic-protocol request to the shard and waits for its response."""
+        return await self._ask(token, cl.Received(token, request))
+
+    async def ask_consumer(self, token: str, request: ce.Request) -> GroupResponse:
+        """Feeds a consumer-group request (KIP-848) to the shard and waits for its response."""
+        return await self._ask(token, ce.Received(token, request))
+
+    async def _ask(self, token: str, event: ce.Received | cl.Received) -> GroupResponse:
         future: asyncio.Future[GroupResponse] = self.loop.create_future()
         self._waiting[token] = future
-        event: ShardInput
-        if consumer:
-            event = ce.Received(token, request)  # type: ignore[arg-type]
-        else:
-            event = cl.Received(token, request)  # type: ignore[arg-type]
         try:
             self._feed(event)
             return await future

@@ -1,0 +1,16 @@
+"""Our own broker (``kafka_rebalance.serve.Broker``) on 127.0.0.1, in a background thread."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("kio")
+
+from kafka_rebalance.serve import Broker  # noqa: E402
+
+
+@pytest.fixture
+def served():
+    """A fresh broker per test; classic groups form without the 3 s initial delay."""
+    with Broker(group_initial_rebalance_delay_ms=0, num_partitions=3) as broker:
+        yield broker
