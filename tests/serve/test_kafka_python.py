@@ -71,7 +71,10 @@ EVERYTHING = {b"v%d" % i for i in range(RECORDS)}
 
 
 def _complete(seen: dict[str, set[bytes]], final: dict[str, set[int]]) -> bool:
-    return len(final) == 2 and all(final.values()) and set().union(*seen.values()) >= EVERYTHING
+    """Every record read, and the members' views agree on one generation: each owns some
+    partitions, none twice (under EAGER a member's view lags while the other's is new)."""
+    one_owner_each = sorted(p for parts in final.values() for p in parts) == [0, 1, 2]
+    return len(final) == 2 and all(final.values()) and one_owner_each and set().union(*seen.values()) >= EVERYTHING
 
 
 def _group_of_two(bootstrap: str, group: str) -> tuple[dict[str, set[bytes]], dict[str, set[int]]]:

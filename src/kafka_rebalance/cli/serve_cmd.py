@@ -13,7 +13,7 @@ from kafka_rebalance.cli.app import cli
 from kafka_rebalance.cli.errors import fail
 
 if TYPE_CHECKING:  # the serve extra (kio) is imported only when the command runs
-    from kafka_rebalance.serve.broker import BrokerConfig
+    from kafka_rebalance.serve.broker import BrokerConfig, BrokerState
 
 DEFAULT_MAX_REQUEST_BYTES = 100 * 1024 * 1024
 
@@ -51,8 +51,8 @@ async def _serve(config: BrokerConfig) -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
 
-    def started(bound: BrokerConfig) -> None:
-        sys.stdout.write(f"bootstrap {bound.host}:{bound.port}\n")
+    def started(state: BrokerState) -> None:
+        sys.stdout.write(f"bootstrap {state.config.host}:{state.config.port}\n")
         sys.stdout.flush()
 
     await run_broker(config, started, stop)

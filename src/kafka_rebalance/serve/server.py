@@ -21,12 +21,14 @@ import struct
 import threading
 from collections.abc import Callable
 from types import TracebackType
+from typing import TypeVar
 
 from kio.schema.errors import ErrorCode
 
 from kafka_rebalance.serve.broker import BrokerConfig, BrokerState
 from kafka_rebalance.serve.codec import MalformedRequest, UnsupportedApi, decode_request, encode_response
 
+T = TypeVar("T")
 API_VERSIONS_KEY = 18
 START_TIMEOUT_S = 10.0
 logger = logging.getLogger(__name__)
@@ -95,8 +97,8 @@ class KafkaServer:
                                self.state.api_versions_values(ErrorCode.unsupported_version))
 
 
-async def run_broker(config: BrokerConfig, started: Callable[[BrokerConfig], None], stop: asyncio.Event) -> None:
-    """Serves until ``stop`` is set; ``started`` gets the config with the bound port."""
+async def run_broker(config: BrokerConfig, started: Callable[[BrokerState], None], stop: asyncio.Event) -> None:
+    """Serves until ``stop`` is set; ``started`` gets the state, whose config has the bound port."""
     loop = asyncio.get_running_loop()
     holder: list[KafkaServer] = []
 
@@ -109,7 +111,7 @@ async def run_broker(config: BrokerConfig, started: Callable[[BrokerConfig], Non
     holder.append(KafkaServer(state))
     async with listener:
         await listener.start_serving()
-        started(bound)
+        started(state)
         await stop.wait()
         await holder[0].close_connections()
     state.groups.close()
@@ -132,6 +134,7 @@ class Broker:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
         self._error: BaseException | None = None
+        self._state: BrokerState | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -166,6 +169,18 @@ class Broker:
         finally:
             self._ready.set()
 
-    def _started(self, bound: BrokerConfig) -> None:
-        self.config = bound
+    def _started(self, state: BrokerState) -> None:
+        self.config = state.config
+        self._state = state
         self._ready.set()
+
+    def call(self, function: Callable[[BrokerState], T]) -> T:
+        """``function(state)`` run on the broker's loop, whose alone the state is (a test's look
+        at the coordinator's groups, say)."""
+        assert self._loop is not None and self._state is not None, "the broker is not running"
+        state = self._state
+
+        async def run() -> T:
+            return function(state)
+
+        return asyncio.run_coroutine_threadsafe(run(), self._loop).result(START_TIMEOUT_S)
