@@ -123,11 +123,19 @@ def _nullable(hint: object) -> bool:
     return typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in typing.get_args(hint)
 
 
+def _is_tuple(hint: object) -> bool:
+    """A tuple field, or an optional one."""
+    return typing.get_origin(hint) is tuple or any(typing.get_origin(a) is tuple for a in typing.get_args(hint))
+
+
 def _entity_of(hint: object) -> type[Any] | None:
-    """The nested entity class of a field (itself, optional, or a tuple of it), if any."""
-    for candidate in (hint, *typing.get_args(hint)):
-        if isinstance(candidate, type) and hasattr(candidate, "__type__"):
-            return candidate
+    """The nested entity class of a field (itself, a tuple of it, either optional), if any."""
+    if isinstance(hint, type) and hasattr(hint, "__type__"):
+        return hint
+    for argument in typing.get_args(hint):
+        entity = _entity_of(argument)
+        if entity is not None:
+            return entity
     return None
 
 
@@ -143,7 +151,7 @@ def _convert(item: Field[Any], hint: object, value: object) -> object:
             return tuple(build(entity, element) if isinstance(element, Mapping) else element
                          for element in cast(typing.Iterable[object], value))
         return tuple(cast(typing.Iterable[object], value))
-    if typing.get_origin(hint) is tuple:
+    if _is_tuple(hint):
         return tuple(cast(typing.Iterable[object], value))
     if kafka_type == "error_code":
         return KioErrorCode(int(cast(int, value)))
