@@ -8,6 +8,8 @@ import time
 import pytest
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
+from tests.serve.kio_client import Client, kio_request  # noqa: E402
+
 pytestmark = pytest.mark.broker
 RECORDS = 100
 DEADLINE_S = 15
@@ -37,6 +39,15 @@ def test_two_librdkafka_members_consume_every_record(served, group_protocol):
         owned = sorted(tp.partition for c in consumers for tp in c.assignment())
         assert owned == [0, 1, 2]
         assert served.call(lambda state: state.groups.shard.group_type("rg")) == group_protocol
+        client = Client(served.bootstrap)
+        listed = client.ask(kio_request("list_groups", 5, {}))
+        assert [(g.group_id, g.group_type) for g in listed.groups] == [("rg", group_protocol)]
+        if group_protocol == "consumer":
+            (described,) = client.ask(kio_request("consumer_group_describe", 1, {"group_ids": ["rg"]})).groups
+            assert (described.error_code, described.group_state, len(described.members)) == (0, "Stable", 2)
+            assert sorted(p for m in described.members for t in m.assignment.topic_partitions for p in t.partitions) \
+                == [0, 1, 2]
+        client.close()
     finally:
         for consumer in consumers:
             consumer.close()

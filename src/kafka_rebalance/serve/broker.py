@@ -88,6 +88,7 @@ class BrokerState:
             37: (0, 3, self.create_partitions),
             42: (0, 2, self.delete_groups),
             68: (0, 1, self.consumer_group_heartbeat),
+            69: (0, 1, self.consumer_group_describe),
         }
 
     def supports(self, api_key: int, api_version: int) -> bool:
@@ -379,7 +380,13 @@ class BrokerState:
 
     async def consumer_group_heartbeat(self, request: Request, connection: str) -> Values:
         return await group_api.consumer_group_heartbeat(self.groups, request, connection, self.topic_names,
-                                                        {name: t.topic_id for name, t in self.topics.items()})
+                                                        self._topic_ids())
+
+    async def consumer_group_describe(self, request: Request, connection: str) -> Values:
+        return group_api.consumer_group_describe(self.groups, request, self._topic_ids())
+
+    def _topic_ids(self) -> dict[str, uuid.UUID]:
+        return {name: topic.topic_id for name, topic in self.topics.items()}
 
 
 def valid_topic_name(name: object) -> bool:

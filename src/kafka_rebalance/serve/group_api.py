@@ -189,9 +189,9 @@ async def list_groups(groups: Groups, request: Request, connection: str) -> Valu
     states = tuple(attr(request.body, "states_filter", ()))
     response = _expect(await groups.ask_classic(connection, cl.ListGroupsRequest(states)),
                        cl.ListGroupsResponse)
-    return {"error_code": response.error_code,
-            "groups": [{"group_id": g.group_id, "protocol_type": g.protocol_type, "group_state": g.group_state,
-                        "group_type": g.group_type} for g in response.groups]}
+    listed: list[Values] = [{"group_id": g.group_id, "protocol_type": g.protocol_type, "group_state": g.group_state,
+                             "group_type": g.group_type} for g in response.groups]
+    return {"error_code": response.error_code, "groups": listed + consumer_groups_listed(groups, states)}
 
 
 async def delete_groups(groups: Groups, request: Request, connection: str) -> Values:
@@ -224,3 +224,44 @@ async def consumer_group_heartbeat(groups: Groups, request: Request, connection:
     return {"error_code": response.error_code, "error_message": response.error_message,
             "member_id": response.member_id, "member_epoch": response.member_epoch,
             "heartbeat_interval": response.heartbeat_interval_ms, "assignment": assignment}
+
+
+def consumer_group_describe(groups: Groups, request: Request, topic_ids: Mapping[str, uuid.UUID]) -> Values:
+    """ConsumerGroupDescribe, read from the shard's consumer groups as Kafka's coordinator reads
+    its own (``GroupMetadataManager.consumerGroupDescribe``): no request goes through ``handle``."""
+    described: list[Values] = []
+    for group_id in attr(request.body, "group_ids", ()):
+        group = groups.shard.consumer_groups.get(group_id)
+        if group is None:
+            described.append({"group_id": group_id, "error_code": ErrorCode.GROUP_ID_NOT_FOUND,
+                              "error_message": f"Group {group_id} not found.", "authorized_operations": -(2**31)})
+            continue
+        members = []
+        for member in group.members.values():
+            members.append({
+                "member_id": member.member_id, "instance_id": member.instance_id, "rack_id": member.rack_id,
+                "member_epoch": member.member_epoch, "client_id": member.client_id, "client_host": "",
+                "subscribed_topic_names": member.subscribed_topic_names,
+                "subscribed_topic_regex": member.subscribed_topic_regex,
+                "assignment": {"topic_partitions": _described_partitions(member.assignment.assigned, topic_ids)},
+                "target_assignment": {"topic_partitions": _described_partitions(group.target.get(member.member_id, {}),
+                                                                                topic_ids)},
+                "member_type": 0 if member.uses_classic_protocol else 1})
+        described.append({"group_id": group_id, "group_state": group.state.value, "group_epoch": group.group_epoch,
+                          "assignment_epoch": group.assignment_epoch,
+                          "assignor_name": groups.shard.consumer_config.assignors[0], "members": members,
+                          "authorized_operations": -(2**31)})
+    return {"groups": described}
+
+
+def _described_partitions(partitions: Mapping[str, frozenset[int]], topic_ids: Mapping[str, uuid.UUID]) -> list[Values]:
+    return [{"topic_id": topic_ids.get(topic, _NO_TOPIC_ID), "topic_name": topic, "partitions": sorted(numbers)}
+            for topic, numbers in sorted(partitions.items())]
+
+
+def consumer_groups_listed(groups: Groups, states_filter: tuple[str, ...]) -> list[Values]:
+    """The consumer groups a ListGroups adds to the classic coordinator's answer."""
+    wanted = {state.lower() for state in states_filter}
+    return [{"group_id": group_id, "protocol_type": ce.CONSUMER_PROTOCOL_TYPE, "group_state": group.state.value,
+             "group_type": "consumer"} for group_id, group in groups.shard.consumer_groups.items()
+            if not wanted or group.state.value.lower() in wanted]
