@@ -7,13 +7,21 @@ import asyncio
 import pytest
 
 aiokafka = pytest.importorskip("aiokafka")
+from kafka_rebalance.serve import Broker  # noqa: E402
+
 pytestmark = pytest.mark.broker
 RECORDS = 100
 DEADLINE_S = 15
 
 
-def test_an_aiokafka_group_of_two_consumes_every_record(served):
-    asyncio.run(asyncio.wait_for(_group_of_two(served.bootstrap), DEADLINE_S))
+def test_an_aiokafka_group_of_two_consumes_every_record(tmp_path):
+    """With ``--log``: the coordinator's rebalances are in the file, as Kafka 4.x logs them."""
+    log = tmp_path / "broker.log"
+    with Broker(group_initial_rebalance_delay_ms=0, num_partitions=3, log_path=str(log)) as served:
+        asyncio.run(asyncio.wait_for(_group_of_two(served.bootstrap), DEADLINE_S))
+    text = log.read_text()
+    assert "Preparing to rebalance group ag in state Empty with old generation 0" in text
+    assert "Stabilized group ag generation 2 with 2 members." in text
 
 
 async def _group_of_two(bootstrap: str) -> None:

@@ -30,13 +30,21 @@ DEFAULT_MAX_REQUEST_BYTES = 100 * 1024 * 1024
               help="Bytes kept in memory per partition; the oldest batches go first.")
 @click.option("--initial-rebalance-delay-ms", type=click.IntRange(0, 2**31 - 1), default=3000, show_default=True,
               help="group.initial.rebalance.delay.ms of classic groups.")
+@click.option("--log", "log_path", type=click.Path(dir_okay=False), default=None,
+              help="Append the group coordinator's log lines (Kafka 4.x's format, what `logs` reads) to this file.")
 def serve_command(listen: str, port: int, partitions: int, max_request_bytes: int, retention_bytes: int,
-                  initial_rebalance_delay_ms: int) -> None:
+                  initial_rebalance_delay_ms: int, log_path: str | None) -> None:
     """Run a Kafka broker in memory whose group coordinator is this package's. Prints
     'bootstrap HOST:PORT' first; SIGTERM or Ctrl-C stops it."""
     from kafka_rebalance.serve.broker import BrokerConfig
 
-    config = BrokerConfig(listen, port, partitions, retention_bytes, max_request_bytes, initial_rebalance_delay_ms)
+    if log_path is not None:
+        try:
+            open(log_path, "a", encoding="utf-8").close()
+        except OSError as error:
+            raise fail(f"--log {log_path}: {error.strerror or error}") from None
+    config = BrokerConfig(listen, port, partitions, retention_bytes, max_request_bytes, initial_rebalance_delay_ms,
+                          log_path)
     try:
         asyncio.run(_serve(config))
     except OSError as error:

@@ -18,9 +18,10 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafka_rebalance.protocol.classic.group import CoordinatorConfig
+from kafka_rebalance.protocol.effects import Log
 from kafka_rebalance.serve import group_api
 from kafka_rebalance.serve.codec import Request, milliseconds
-from kafka_rebalance.serve.groups import Groups, attr
+from kafka_rebalance.serve.groups import Groups, Values, attr
 from kafka_rebalance.serve.log import CorruptRecords, PartitionLog, split_batches
 
 NODE_ID = 0
@@ -31,8 +32,6 @@ _AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 _LATEST_TIMESTAMP = -1
 _EARLIEST_TIMESTAMP = -2
 
-Values = dict[str, object]
-
 
 @dataclass(frozen=True, slots=True)
 class BrokerConfig:
@@ -42,6 +41,7 @@ class BrokerConfig:
     retention_bytes: int = 64 * 1024 * 1024  # per partition, in memory
     max_request_bytes: int = 100 * 1024 * 1024  # socket.request.max.bytes
     group_initial_rebalance_delay_ms: int = 3000  # group.initial.rebalance.delay.ms
+    log_path: str | None = None  # the coordinator's log lines (Kafka 4.x format), appended
 
 
 @dataclass
@@ -57,13 +57,14 @@ Handler = Callable[[Request, str], Awaitable[Values | None]]
 class BrokerState:
     """Topics, logs and the group coordinator of one broker, on one event loop."""
 
-    def __init__(self, config: BrokerConfig, loop: asyncio.AbstractEventLoop):
+    def __init__(self, config: BrokerConfig, loop: asyncio.AbstractEventLoop,
+                 log_sink: Callable[[Log], None] | None = None):
         self.config = config
         self.loop = loop
         self.topics: dict[str, Topic] = {}
         self.topic_names: dict[uuid.UUID, str] = {}
         self.groups = Groups(loop, {}, CoordinatorConfig(
-            group_initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms, broker_id=NODE_ID))
+            group_initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms, broker_id=NODE_ID), log_sink)
         self._appended = asyncio.Event()
         self._next_producer_id = 1000
         # api key -> (min version, max version, handler): Kafka 4.1's ranges, within kio's schemas.

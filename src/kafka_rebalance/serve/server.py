@@ -25,8 +25,9 @@ from typing import TypeVar
 
 from kio.schema.errors import ErrorCode
 
-from kafka_rebalance.serve.broker import BrokerConfig, BrokerState
+from kafka_rebalance.serve.broker import NODE_ID, BrokerConfig, BrokerState
 from kafka_rebalance.serve.codec import MalformedRequest, UnsupportedApi, decode_request, encode_response
+from kafka_rebalance.serve.logfile import CoordinatorLog
 
 T = TypeVar("T")
 API_VERSIONS_KEY = 18
@@ -107,14 +108,19 @@ async def run_broker(config: BrokerConfig, started: Callable[[BrokerState], None
 
     listener = await asyncio.start_server(accept, config.host, config.port, start_serving=False)
     bound = dataclasses.replace(config, port=listener.sockets[0].getsockname()[1])
-    state = BrokerState(bound, loop)
-    holder.append(KafkaServer(state))
-    async with listener:
-        await listener.start_serving()
-        started(state)
-        await stop.wait()
-        await holder[0].close_connections()
-    state.groups.close()
+    with contextlib.ExitStack() as files:
+        log_sink = None
+        if config.log_path is not None:
+            out = files.enter_context(open(config.log_path, "a", encoding="utf-8"))
+            log_sink = CoordinatorLog(out, loop, NODE_ID).write
+        state = BrokerState(bound, loop, log_sink)
+        holder.append(KafkaServer(state))
+        async with listener:
+            await listener.start_serving()
+            started(state)
+            await stop.wait()
+            await holder[0].close_connections()
+        state.groups.close()
 
 
 class Broker:
@@ -126,9 +132,9 @@ class Broker:
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, *, num_partitions: int = 1,
                  group_initial_rebalance_delay_ms: int = 3000, max_request_bytes: int = 100 * 1024 * 1024,
-                 retention_bytes: int = 64 * 1024 * 1024):
+                 retention_bytes: int = 64 * 1024 * 1024, log_path: str | None = None):
         self.config = BrokerConfig(host, port, num_partitions, retention_bytes, max_request_bytes,
-                                   group_initial_rebalance_delay_ms)
+                                   group_initial_rebalance_delay_ms, log_path)
         self._ready = threading.Event()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
