@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -24,8 +25,6 @@ def test_prints_the_bootstrap_line_then_stops_on_sigterm():
         line = proc.stdout.readline()
         host, _, port = line.removeprefix("bootstrap ").strip().rpartition(":")
         assert line.startswith("bootstrap ") and host == "127.0.0.1" and int(port) > 0
-        import socket
-
         with socket.create_connection((host, int(port)), timeout=5):
             pass
         os.kill(proc.pid, signal.SIGTERM)
@@ -39,8 +38,6 @@ def test_prints_the_bootstrap_line_then_stops_on_sigterm():
 
 
 def test_a_port_in_use_is_one_line_and_exit_2():
-    import socket
-
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()

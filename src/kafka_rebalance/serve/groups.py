@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 from kafka_rebalance.protocol.classic import coordinator_events as cl
 from kafka_rebalance.protocol.classic.group import CoordinatorConfig
@@ -38,6 +38,8 @@ from kafka_rebalance.protocol.wire import (
 
 GroupResponse: TypeAlias = cl.GroupResponse | ce.Response
 Values: TypeAlias = dict[str, object]
+K = TypeVar("K")
+REMEMBERED_BYTES = 4096  # distinct subscriptions (and assignments) whose bytes are kept, the newest
 
 
 def partition_name(topic: str, partition: int) -> str:
@@ -123,7 +125,7 @@ class Groups:
     def subscription(self, metadata: bytes) -> cl.ConsumerProtocolSubscription:
         sub = decode_subscription(metadata)
         value = cl.ConsumerProtocolSubscription(sub.topics, sub.user_data, tuple(sub.owned_names()), sub.generation_id)
-        self._subscription_bytes[value] = bytes(metadata)
+        _remember(self._subscription_bytes, value, bytes(metadata))
         return value
 
     def subscription_bytes(self, value: cl.ConsumerProtocolSubscription) -> bytes:
@@ -135,7 +137,7 @@ class Groups:
 
     def assignment(self, data: bytes) -> tuple[str, ...]:
         names = tuple(decode_assignment(data).names())
-        self._assignment_bytes[names] = bytes(data)
+        _remember(self._assignment_bytes, names, bytes(data))
         return names
 
     def assignment_bytes(self, names: tuple[str, ...]) -> bytes:
@@ -143,6 +145,14 @@ class Groups:
         if known is not None:
             return known
         return encode_assignment(Assignment(group_by_topic(names)))
+
+
+def _remember(cache: dict[K, bytes], key: K, data: bytes) -> None:
+    """Keeps ``data`` as the newest entry, dropping the oldest beyond ``REMEMBERED_BYTES``."""
+    cache.pop(key, None)
+    cache[key] = data
+    if len(cache) > REMEMBERED_BYTES:
+        del cache[next(iter(cache))]
 
 
 def attr(entity: object, name: str, default: Any = None) -> Any:
