@@ -19,6 +19,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_rebalance.protocol.classic.group import CoordinatorConfig
 from kafka_rebalance.protocol.effects import Log
+from kafka_rebalance.protocol.modern.consumer.coordinator import ConsumerGroupConfig
 from kafka_rebalance.serve import group_api
 from kafka_rebalance.serve.codec import Request, milliseconds
 from kafka_rebalance.serve.groups import Groups, Values, attr
@@ -42,6 +43,7 @@ class BrokerConfig:
     max_request_bytes: int = 100 * 1024 * 1024  # socket.request.max.bytes
     group_initial_rebalance_delay_ms: int = 3000  # group.initial.rebalance.delay.ms
     log_path: str | None = None  # the coordinator's log lines (Kafka 4.x format), appended
+    consumer_heartbeat_interval_ms: int = 5000  # group.consumer.heartbeat.interval.ms
 
 
 @dataclass
@@ -64,7 +66,8 @@ class BrokerState:
         self.topics: dict[str, Topic] = {}
         self.topic_names: dict[uuid.UUID, str] = {}
         self.groups = Groups(loop, {}, CoordinatorConfig(
-            group_initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms, broker_id=NODE_ID), log_sink)
+            group_initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms, broker_id=NODE_ID),
+            ConsumerGroupConfig(heartbeat_interval_ms=config.consumer_heartbeat_interval_ms), log_sink)
         self._appended = asyncio.Event()
         self._next_producer_id = 1000
         # api key -> (min version, max version, handler): Kafka 4.1's ranges, within kio's schemas.

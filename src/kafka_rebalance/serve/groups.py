@@ -25,6 +25,7 @@ from kafka_rebalance.protocol.classic import coordinator_events as cl
 from kafka_rebalance.protocol.classic.group import CoordinatorConfig
 from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer, Log
 from kafka_rebalance.protocol.modern.consumer import coordinator_events as ce
+from kafka_rebalance.protocol.modern.consumer.coordinator import ConsumerGroupConfig
 from kafka_rebalance.protocol.modern.shard import GroupCoordinatorShard, ShardInput, ShardTimer
 from kafka_rebalance.protocol.wire import (
     Assignment,
@@ -54,10 +55,10 @@ def split_partition_name(name: str) -> tuple[str, int]:
 class Groups:
     """One coordinator shard on an asyncio loop."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, topics: Mapping[str, int], config: CoordinatorConfig,
-                 log_sink: Callable[[Log], None] | None = None):
+    def __init__(self, loop: asyncio.AbstractEventLoop, topics: Mapping[str, int], classic_config: CoordinatorConfig,
+                 consumer_config: ConsumerGroupConfig, log_sink: Callable[[Log], None] | None = None):
         self.loop = loop
-        self.shard = GroupCoordinatorShard(topics, classic_config=config)
+        self.shard = GroupCoordinatorShard(topics, classic_config, consumer_config)
         self.records: list[object] = []
         self._log_sink = log_sink
         self._waiting: dict[str, asyncio.Future[GroupResponse]] = {}
