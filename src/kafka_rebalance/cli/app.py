@@ -10,7 +10,7 @@ import click
 
 # Each command's module, which adds it to ``cli`` when imported.
 COMMAND_MODULES = {name: f"kafka_rebalance.cli.{name}_cmd"
-                   for name in ("assign", "describe", "lab", "logs", "simulate", "soak")}
+                   for name in ("assign", "describe", "lab", "logs", "serve", "simulate", "soak")}
 
 
 class _CommandsOnDemand(click.Group):

@@ -12,6 +12,8 @@ EXTRA_OF_MODULE = {
     "pyspark": "spark",
     "pandas": "spark",
     "matplotlib": "spark",
+    "kio": "serve",
+    "crc32c": "serve",
 }
 
 

@@ -1,0 +1,193 @@
+"""The TCP side: Kafka's frames on asyncio streams, one task per connection.
+
+As Kafka's ``SocketServer`` mutes a channel while its request is processed, a connection's
+requests are handled one at a time, in order, and each response is written before the next
+request is read. A frame larger than ``max_request_bytes`` (``socket.request.max.bytes``) or of
+negative size, a frame that does not parse, a version this broker does not serve: the
+connection is closed (Kafka's ``InvalidReceiveException`` / ``InvalidRequestException``), except
+an ApiVersions of an unknown version, answered in v0 with UNSUPPORTED_VERSION and the versions
+this broker serves (``ApiVersionsRequest``'s rule, KIP-511). Whatever happens on one connection
+ends at most that connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import itertools
+import logging
+import struct
+import threading
+from collections.abc import Callable
+from types import TracebackType
+from typing import TypeVar
+
+from kio.schema.errors import ErrorCode
+
+from kafka_rebalance.serve.broker import NODE_ID, BrokerConfig, BrokerState
+from kafka_rebalance.serve.codec import MalformedRequest, UnsupportedApi, decode_request, encode_response
+from kafka_rebalance.serve.logfile import CoordinatorLog
+
+T = TypeVar("T")
+API_VERSIONS_KEY = 18
+START_TIMEOUT_S = 10.0
+logger = logging.getLogger(__name__)
+
+
+class KafkaServer:
+    """One broker's listener and its connections."""
+
+    def __init__(self, state: BrokerState):
+        self.state = state
+        self._connection_ids = itertools.count(1)
+        self._open: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
+
+    async def serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connection = f"c{next(self._connection_ids)}"
+        task = asyncio.current_task()
+        assert task is not None
+        self._open[task] = writer
+        try:
+            while True:
+                (size,) = struct.unpack(">i", await reader.readexactly(4))
+                if not 0 <= size <= self.state.config.max_request_bytes:
+                    raise MalformedRequest(f"frame size {size} (limit {self.state.config.max_request_bytes})")
+                response = await self._respond(await reader.readexactly(size), connection)
+                if response is not None:
+                    writer.write(response)
+                    await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass  # the client went away
+        except MalformedRequest as error:
+            logger.info("closing %s: %s", connection, error)
+        except asyncio.CancelledError:
+            pass  # the broker stops
+        except Exception as error:  # a request this broker cannot serve must not end the others
+            logger.warning("closing %s after %s: %s", connection, type(error).__name__, error)
+        finally:
+            del self._open[task]
+            writer.close()
+            with contextlib.suppress(ConnectionError):
+                await writer.wait_closed()
+
+    async def close_connections(self) -> None:
+        """Ends every connection: a request waiting (a fetch, a JoinGroup) is dropped."""
+        tasks = list(self._open)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _respond(self, frame: bytes, connection: str) -> bytes | None:
+        try:
+            request = decode_request(frame)
+        except UnsupportedApi as unknown:
+            return self._unsupported(unknown.api_key, unknown.api_version, unknown.correlation_id)
+        if not self.state.supports(request.api_key, request.api_version):
+            return self._unsupported(request.api_key, request.api_version, request.correlation_id)
+        handler = self.state.apis[request.api_key][2]
+        values = await handler(request, f"{connection}:{request.correlation_id}")
+        if values is None:
+            return None
+        return encode_response(request.api_key, request.api_version, request.correlation_id, values)
+
+    def _unsupported(self, api_key: int, api_version: int, correlation_id: int) -> bytes:
+        if api_key != API_VERSIONS_KEY:
+            raise MalformedRequest(f"api key {api_key} version {api_version} is not served")
+        return encode_response(API_VERSIONS_KEY, 0, correlation_id,
+                               self.state.api_versions_values(ErrorCode.unsupported_version))
+
+
+async def run_broker(config: BrokerConfig, started: Callable[[BrokerState], None], stop: asyncio.Event) -> None:
+    """Serves until ``stop`` is set; ``started`` gets the state, whose config has the bound port."""
+    loop = asyncio.get_running_loop()
+    holder: list[KafkaServer] = []
+
+    async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await holder[0].serve_connection(reader, writer)
+
+    listener = await asyncio.start_server(accept, config.host, config.port, start_serving=False)
+    bound = dataclasses.replace(config, port=listener.sockets[0].getsockname()[1])
+    with contextlib.ExitStack() as files:
+        log_sink = None
+        if config.log_path is not None:
+            out = files.enter_context(open(config.log_path, "a", encoding="utf-8"))
+            log_sink = CoordinatorLog(out, loop, NODE_ID).write
+        state = BrokerState(bound, loop, log_sink)
+        holder.append(KafkaServer(state))
+        async with listener:
+            await listener.start_serving()
+            started(state)
+            await stop.wait()
+            await holder[0].close_connections()
+        state.groups.close()
+
+
+class Broker:
+    """The broker in a background thread with its own event loop, for tests and notebooks::
+
+        with Broker() as broker:
+            KafkaProducer(bootstrap_servers=broker.bootstrap)
+    """
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, num_partitions: int = 1,
+                 group_initial_rebalance_delay_ms: int = 3000, max_request_bytes: int = 100 * 1024 * 1024,
+                 retention_bytes: int = 64 * 1024 * 1024, log_path: str | None = None,
+                 consumer_heartbeat_interval_ms: int = 5000):
+        self.config = BrokerConfig(host, port, num_partitions, retention_bytes, max_request_bytes,
+                                   group_initial_rebalance_delay_ms, log_path, consumer_heartbeat_interval_ms)
+        self._ready = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._error: BaseException | None = None
+        self._state: BrokerState | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.config.host}:{self.config.port}"
+
+    def __enter__(self) -> Broker:
+        self._thread = threading.Thread(target=self._run, name="kafka-rebalance-serve", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(START_TIMEOUT_S):
+            raise RuntimeError(f"the broker did not start within {START_TIMEOUT_S} s")
+        if self._error is not None:
+            raise RuntimeError(f"the broker did not start: {self._error}") from self._error
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        if self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        if self._thread is not None:
+            self._thread.join(START_TIMEOUT_S)
+
+    def _run(self) -> None:
+        async def main() -> None:
+            self._loop = asyncio.get_running_loop()
+            self._stop = asyncio.Event()
+            await run_broker(self.config, self._started, self._stop)
+
+        try:
+            asyncio.run(main())
+        except BaseException as error:  # reported to the thread that waits in __enter__
+            self._error = error
+        finally:
+            self._ready.set()
+
+    def _started(self, state: BrokerState) -> None:
+        self.config = state.config
+        self._state = state
+        self._ready.set()
+
+    def call(self, function: Callable[[BrokerState], T]) -> T:
+        """``function(state)`` run on the broker's loop, whose alone the state is (a test's look
+        at the coordinator's groups, say)."""
+        assert self._loop is not None and self._state is not None, "the broker is not running"
+        state = self._state
+
+        async def run() -> T:
+            return function(state)
+
+        return asyncio.run_coroutine_threadsafe(run(), self._loop).result(START_TIMEOUT_S)
