@@ -147,6 +147,17 @@ def _topic_partitions(pairs: Iterable[tuple[str, Sequence[int]]]) -> bytes:
     return struct.pack(">i", len(pairs)) + b"".join(_string(t) + _int32_array(list(ps)) for t, ps in pairs)
 
 
+def group_by_topic(names: Iterable[str]) -> TopicPartitions:
+    """'topic-partition' strings -> ((topic, (partitions...)), ...), topics and numbers sorted."""
+    by_topic: dict[str, list[int]] = {}
+    for name in names:
+        topic, _, number = name.rpartition("-")
+        if not topic or not number.isdigit():
+            raise InvalidInput("partition", f"{name!r} is not 'topic-partition'")
+        by_topic.setdefault(topic, []).append(int(number))
+    return tuple((t, tuple(sorted(by_topic[t]))) for t in sorted(by_topic))
+
+
 def _sorted_pairs(pairs: TopicPartitions) -> list[tuple[str, list[int]]]:
     merged: dict[str, set[int]] = {}
     for topic, numbers in pairs:
