@@ -77,6 +77,13 @@ class GroupStory:
         # assignment finds its rebalance without walking every one before it.
         self.place: dict[int, int] = {}
         self.consumer_epochs: dict[int | None, list[Rebalance]] = {}
+        # Departures read while a rebalance was open and told as what happened during it: a later
+        # line may prove it had completed before them (``_completed_by_later``), making them the
+        # next one's cause. By the rebalance's id: (its member event, the line, how it went).
+        self.departed_during: dict[int, list[tuple[MemberEventRow, Event, str]]] = {}
+        # Whether a consumer group's members report their epochs (DEBUG in 4.x): only then can
+        # the story tell that every member is gone.
+        self.member_epochs_logged = False
 
     # -- helpers
     def _new(self, event: Event, *, old_generation: int | None, start_known: bool = True,
@@ -222,7 +229,29 @@ class GroupStory:
         rebalance.clip_ms = event.get("time_ms")
         rebalance.evidence.append(event)
         self.open = None
+        self._departures_after(rebalance, event)
         return True
+
+    def _departures_after(self, rebalance: Rebalance, event: Event) -> None:
+        """The departures told as during ``rebalance`` that the reason of the "Preparing" line
+        proving it complete names: they came after it completed, and caused the next one."""
+        named = {member for member, *_ in members_in_reason(event.get("reason"))}
+        if not named:
+            return
+        kept = []
+        for row, line, kind in self.departed_during.pop(id(rebalance), []):
+            if row["member"] not in named:
+                kept.append((row, line, kind))
+                continue
+            row["during_rebalance"] = False
+            told = f"{row['member']} {WHAT_HAPPENED.get(row.get('cause') or kind, kind)}"
+            rebalance.during = [text for text in rebalance.during if text != told]
+            departed = rebalance.failed if kind in ("failed", "fenced") else rebalance.left
+            if row["member"] in departed:
+                departed.remove(row["member"])
+            self.recent.append(Signal(row.get("cause") or kind, row["member"], row["reason"], line, kind))
+        if kept:
+            self.departed_during[id(rebalance)] = kept
 
     def _on_stabilized(self, event: Event) -> None:
         generation = event.get("generation")
@@ -289,6 +318,7 @@ class GroupStory:
             else:
                 target.during.append(f"{row['member']} {WHAT_HAPPENED.get(kind_cause, kind)}")
                 row["during_rebalance"] = True
+                self.departed_during.setdefault(id(target), []).append((row, event, kind))
         else:
             self.recent.append(Signal(kind_cause, row["member"], reason, event, kind))
 
@@ -375,7 +405,7 @@ class GroupStory:
         self._member_event(event, "coordinator_write_failed", member="", reason=reason)
         detail = f"the coordinator failed to write to __consumer_offsets: {reason or 'an error'}"
         under_way = self.open or self.awaiting_sync
-        if under_way is not None:
+        if under_way is not None and detail not in under_way.during:
             under_way.during.append(detail)
         self.recent.append(Signal("storage_error", None, detail, event, None))
 
@@ -408,9 +438,17 @@ class GroupStory:
         rebalance.assignor = event.get("assignor")
         rebalance.assignor_ms = event.get("took_ms")
         rebalance.evidence.append(event)
+        if rebalance is self.open and self.member_epochs_logged and not self.consumer_members:
+            # every member that reported an epoch has left or been fenced: the target is empty,
+            # and the epoch is done (ConsumerGroup's state EMPTY)
+            rebalance.end_ms = event.get("time_ms")
+            rebalance.members = 0
+            rebalance.outcome = "empty"
+            self.open = None
 
     def _on_member_epoch(self, event: Event) -> None:
         member = event.get("member")
+        self.member_epochs_logged = True
         self.consumer_members.set(member, (event.get("generation"), event.get("state")))
         rebalance = self.open
         if rebalance is None or rebalance.protocol is not GroupProtocol.CONSUMER:
@@ -531,8 +569,17 @@ class GroupStory:
                     if move.get("kind") == EventKind.COORDINATOR_WRITE_FAILED:
                         detail = f"a write to __consumer_offsets-{rebalance.partition} was refused: {move.get('reason')}"
                         rebalance.causes.append(self._cause("storage_error", None, detail, [move]))
+                        self._prolonged(rebalance, detail)
                     else:
                         rebalance.causes.append(self._cause("coordinator_moved", None, move.get("line"), [move]))
+
+    def _prolonged(self, rebalance: Rebalance, detail: str) -> None:
+        """A failed write that opened ``rebalance`` ended the one before it, if that one never
+        got its assignment stored (``superseded``): what happened during it."""
+        place = self.place.get(id(rebalance), 0)
+        previous = self.rebalances[place - 1] if place > 0 else None
+        if previous is not None and previous.outcome == "superseded" and detail not in previous.during:
+            previous.during.append(detail)
 
     def _moves_of(self, partition: int) -> list[Event]:
         """The coordinator moves of one ``__consumer_offsets`` partition, in their order (indexed
