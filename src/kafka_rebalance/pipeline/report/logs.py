@@ -613,8 +613,10 @@ def cause_basis(cause: str, first: Evidence | None) -> str:
         return f"the broker gives no reason (before Kafka {REASONS_FROM_VERSION}) and no line before it explains it"
     if detail.endswith("(inferred)"):
         return f"inferred from the group's member count ({detail.removesuffix(' (inferred)')})"
-    if lines and ("Preparing to rebalance group" in lines[0] or "Preparing to restabilize" in lines[0]):
-        return "the coordinator's reason for the rebalance names it"
+    opening = [line for line in lines if "Preparing to rebalance group" in line or "Preparing to restabilize" in line]
+    if opening:
+        also = ", and a line before it shows it" if len(lines) > len(opening) else ""
+        return "the coordinator's reason for the rebalance names it" + also
     window = EVIDENCE_WINDOW_MS // 1000
     if lines:
         return f"the first line at or before its start (within {window} s) that explains it"
