@@ -29,11 +29,12 @@ class Advice:
     advice: str
     rule: str = ""  # which finding this is, to list the groups that share it together
     cluster: str = "default"
+    protocol: str = "classic"  # the group protocol whose settings the advice names (GroupProtocol values)
 
     def as_dict(self) -> dict[str, str]:
         # (dataclasses.asdict deep-copies every field: slow for the thousands a big log gives)
         return {"group": self.group, "severity": self.severity, "finding": self.finding, "advice": self.advice,
-                "rule": self.rule, "cluster": self.cluster}
+                "rule": self.rule, "cluster": self.cluster, "protocol": self.protocol}
 
 
 def _value(row: Any, name: str) -> Any:
@@ -77,7 +78,8 @@ def advise_group(row: Any) -> list[Advice]:
     items = _advise(row, group)
     items.extend(_advise_causes(row, group))
     items.extend(_advise_coordinator(row, group))
-    return [Advice(i.group, i.severity, i.finding, i.advice, i.rule, cluster) for i in items]
+    protocol = "consumer" if consumer_protocol_only(row) else "classic"
+    return [Advice(i.group, i.severity, i.finding, i.advice, i.rule, cluster, protocol) for i in items]
 
 
 def _advise_causes(row: Any, group: str) -> list[Advice]:
@@ -296,9 +298,18 @@ RULE_TITLES = {
 }
 
 
+def rule_title(item: Advice) -> str:
+    """The title a finding is listed under: its rule's, and whose groups (the advice names each
+    protocol's own settings)."""
+    title = RULE_TITLES.get(item.rule, item.rule or item.finding)
+    return f"{title} (KIP-848 consumer groups)" if item.protocol == "consumer" else title
+
+
 def by_rule(items: list[Advice]) -> list[tuple[str, list[Advice]]]:
-    """Advice grouped by finding: problems first, then the findings shared by most groups."""
-    grouped: dict[str, list[Advice]] = {}
+    """Advice grouped by finding and group protocol (each told in its own settings), under its
+    title (``rule_title``): problems first, then the findings shared by most groups."""
+    grouped: dict[tuple[str, str], list[Advice]] = {}
     for item in items:
-        grouped.setdefault(item.rule or item.finding, []).append(item)
-    return sorted(grouped.items(), key=lambda kv: (kv[1][0].severity != "problem", -len(kv[1]), kv[0]))
+        grouped.setdefault((item.rule or item.finding, item.protocol), []).append(item)
+    return sorted(((rule_title(told[0]), told) for told in grouped.values()),
+                  key=lambda kv: (kv[1][0].severity != "problem", -len(kv[1]), kv[0]))

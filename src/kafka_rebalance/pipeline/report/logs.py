@@ -326,15 +326,14 @@ def storms_figure(findings: pd.DataFrame, storms: pd.DataFrame) -> Figure:
 def advice_html(advice_items: Sequence[Any], groups_shown: int = 8) -> str:
     """One entry per finding, with the advice once and the groups it applies to (the details of
     each group folded away)."""
-    from kafka_rebalance.pipeline.advice import RULE_TITLES, by_rule
+    from kafka_rebalance.pipeline.advice import by_rule
 
     ordered = by_rule(list(advice_items))
     entries = []
-    for rule, items in ordered:
+    for title, items in ordered:
         groups = [i.group for i in items]
         named = ", ".join(html.escape(g) for g in groups[:groups_shown])
         more = f" and {len(groups) - groups_shown} more" if len(groups) > groups_shown else ""
-        title = RULE_TITLES.get(rule, rule)
         details = "".join(f"<li>{html.escape(i.group)}: {html.escape(i.finding)}</li>" for i in items[:200])
         entries.append(
             f'<li><span class="{items[0].severity}">{html.escape(title)}</span> '
