@@ -61,7 +61,7 @@ def _value(value):
 def test_the_edge_excerpts_cover_both_protocols_from_0_10_to_4():
     assert set(EXPECTED) == {p.name for p in EDGES.iterdir() if p.name != "expected.json"}
     versions = {case["kafka"] for case in EXPECTED.values()}
-    assert {"2.0", "2.4", "3.6", "3.8", "4.0"} <= versions
+    assert {"0.10.1-0.10.2", "2.0", "2.4", "3.6", "3.8", "4.0"} <= versions
     assert any("GroupMetadataManager.java" in case["format_strings"] for case in EXPECTED.values())
 
 
@@ -148,6 +148,27 @@ def test_the_refused_write_line_and_its_exception_are_one_event_at_the_error_lin
     events = [e for e in parse_lines(lines, "x.log", syslog=TEST_SYSLOG) if e["kind"] == "coordinator_write_failed"]
     (event,) = events
     assert event["partition"] == 44 and event["line_no"] == 3 and event["time_ms"] is not None
+
+
+def test_the_new_coordinators_load_and_unload_lines_are_a_coordinator_move():
+    result = analysed("08-broker-4.0-coordinator-moved.log")
+    causes = result.frames["causes"]
+    (moved,) = causes[causes["cause"] == "coordinator_moved"].to_dict("records")
+    lines = " ".join(moved["evidence"])
+    assert "Scheduling unloading of metadata for __consumer_offsets-18" in lines
+    assert "Finished loading of metadata from __consumer_offsets-18" in lines
+
+
+def test_each_protocols_advice_is_listed_under_its_own_title():
+    """The report lists a finding once with its advice for every group it applies to: a KIP-848
+    group's advice (its own settings) is never folded under a classic group's."""
+    from kafka_rebalance.pipeline.advice import by_rule
+
+    items = advise([*analysed("02-broker-2.4-closing-lines-missing.log").findings,
+                    *analysed("06-broker-4.0-consumer-group-epochs.log").findings])
+    titles = {title: {item.group for item in told} for title, told in by_rule(items)}
+    assert titles["Members removed by session timeout"] == {"audit"}
+    assert titles["Members removed by session timeout (KIP-848 consumer groups)"] == {"orders"}
 
 
 def test_not_coordinator_told_to_a_client_is_a_cause_with_advice():
