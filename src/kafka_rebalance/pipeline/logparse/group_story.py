@@ -552,6 +552,8 @@ class GroupStory:
                     rebalance.failed.append(item.member)
                 elif item.departure == "left":
                     rebalance.left.append(item.member)
+                elif item.departure is None and item.cause in ("joined", "static_joined", "restarted"):
+                    rebalance.joined.append(item.member)
             elif time_ms is not None and start is not None and time_ms > start + slack:
                 kept.append(item)
         self.recent = kept
