@@ -194,6 +194,12 @@ def test_kip848_groups_are_told_and_advised_in_their_own_settings(name):
     assert "group.consumer.heartbeat.interval.ms" in timeouts.advice
     (storms,) = [a for a in items if a.rule == "storms"]
     assert "group.consumer.assignors" in storms.advice
+    # members joining, leaving and fenced, each with the epoch it caused
+    rows = result.frames["rebalances"].sort_values("start").to_dict("records")
+    told = [(list(r["joined_members"]), list(r["left_members"]), list(r["failed_members"])) for r in rows]
+    if name.startswith("06"):
+        assert told == [(["Ab12cD34eF56gH78iJ90kA"], [], []), ([], [], ["Xy98wV76uT54sR32qP10oA"]),
+                        ([], ["Ab12cD34eF56gH78iJ90kA"], [])]
 
 
 def test_the_classic_groups_advice_keeps_the_classic_settings():

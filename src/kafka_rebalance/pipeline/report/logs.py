@@ -166,7 +166,8 @@ def rebalance_timeline_figure(timeline: pd.DataFrame, departures: pd.DataFrame, 
                               groups: list[str]) -> Figure:
     caption = ("Each bar is one rebalance, from \"Preparing to rebalance\" until the group was stable again "
                "(grey: ended empty, hatched: never completed, drawn to the next rebalance or the end of the "
-               "log); red crosses are members removed by session timeout or fenced, orange ticks members that left "
+               "log; one whose start or end is not in the log is drawn from or to the first or last line that "
+               "shows it, and has no length in the durations figure); red crosses are members removed by session timeout or fenced, orange ticks members that left "
                "(or whose poll timeout expired), green pluses members that joined; shaded spans are storms. "
                f"Top {TOP_GROUPS} groups by rebalances.")
     if timeline.empty:
