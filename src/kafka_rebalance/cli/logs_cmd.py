@@ -47,6 +47,18 @@ def _syslog_reference(year: str | None) -> SyslogReference:
         raise InvalidInput("--year", str(exc)) from None
 
 
+def _refuse_empty(expanded: list[str], stdin_text: str | None) -> None:
+    """Inputs with no line to read (an empty file, /dev/null, an empty paste) are bad input:
+    one line naming them, before anything is written."""
+    from kafka_rebalance.model import InvalidInput
+    from kafka_rebalance.pipeline.logparse.inputs import STDIN, holds_text
+
+    if any(holds_text(source, stdin_text) for source in expanded):
+        return
+    named = ", ".join("standard input" if source == STDIN else source for source in expanded)
+    raise InvalidInput(named, "empty input: no lines to read")
+
+
 @cli.command("logs")
 @click.argument("files", nargs=-1, required=True)
 @click.option("--out", "out_dir", default="rebalance-logs", show_default=True,
@@ -83,13 +95,14 @@ def logs_command(files: tuple[str, ...], out_dir: str, clusters: tuple[str, ...]
     from kafka_rebalance.pipeline.logparse.inputs import STDIN, expand_inputs
 
     with bad_input_exits():
-        expand_inputs(list(files))  # bad paths fail before anything starts
+        expanded, _ = expand_inputs(list(files))  # bad paths fail before anything starts
         labels = _cluster_labels(clusters, files)
         syslog = _syslog_reference(year)
         stdin_text = None
         if STDIN in files:
             raw = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
             stdin_text = raw.decode("utf-8", errors="replace")
+        _refuse_empty(expanded, stdin_text)
         from kafka_rebalance.pipeline.logs import StormRule, run_logs
 
         # Spark starts inside, once --out is known to be writable.

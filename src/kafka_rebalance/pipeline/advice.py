@@ -29,11 +29,12 @@ class Advice:
     advice: str
     rule: str = ""  # which finding this is, to list the groups that share it together
     cluster: str = "default"
+    protocol: str = "classic"  # the group protocol whose settings the advice names (GroupProtocol values)
 
     def as_dict(self) -> dict[str, str]:
         # (dataclasses.asdict deep-copies every field: slow for the thousands a big log gives)
         return {"group": self.group, "severity": self.severity, "finding": self.finding, "advice": self.advice,
-                "rule": self.rule, "cluster": self.cluster}
+                "rule": self.rule, "cluster": self.cluster, "protocol": self.protocol}
 
 
 def _value(row: Any, name: str) -> Any:
@@ -64,29 +65,41 @@ def _version_tuple(text: str | None) -> tuple[int, ...] | None:
         return None
 
 
+def consumer_protocol_only(row: Any) -> bool:
+    """Did every rebalance of the group run KIP-848's consumer protocol? Then its settings are
+    the broker's ``group.consumer.*`` and the server assignor, not the classic consumer's."""
+    protocols = _value(row, "protocols")
+    return protocols is not None and len(list(protocols)) > 0 and set(protocols) == {"consumer"}
+
+
 def advise_group(row: Any) -> list[Advice]:
     group = str(_value(row, "group"))
     cluster = str(_value(row, "cluster") or "default")
     items = _advise(row, group)
     items.extend(_advise_causes(row, group))
-    return [Advice(i.group, i.severity, i.finding, i.advice, i.rule, cluster) for i in items]
+    items.extend(_advise_coordinator(row, group))
+    protocol = "consumer" if consumer_protocol_only(row) else "classic"
+    return [Advice(i.group, i.severity, i.finding, i.advice, i.rule, cluster, protocol) for i in items]
 
 
 def _advise_causes(row: Any, group: str) -> list[Advice]:
     """Advice from what caused the rebalances (restarts, clustered timeouts, coordinator moves)."""
     items = []
     restarts = int(_value(row, "restart_rebalances") or 0)
+    session = "group.consumer.session.timeout.ms (a broker setting)" if consumer_protocol_only(row) \
+        else "session.timeout.ms"
     if restarts >= 2 and not _value(row, "static_members_seen"):
         items.append(Advice(
             group, "problem", f"{restarts} rebalances were members restarting (a member left or failed, then the "
             "same client joined again)",
             f"A rolling restart cost {restarts} rebalances. With static membership (group.instance.id set, and "
-            "session.timeout.ms longer than one restart) a restarted consumer takes its partitions back without a "
+            f"{session} longer than one restart) a restarted consumer takes its partitions back without a "
             "rebalance: it would cost none.", rule="restarts"))
     clustered = int(_value(row, "clustered_session_timeouts") or 0)
     if clustered >= 3:
+        # counted by client, as the session-timeouts finding's "different client(s)" are
         items.append(Advice(
-            group, "problem", f"{clustered} different members timed out within one minute",
+            group, "problem", f"{clustered} different clients timed out within one minute",
             "Session timeouts of many members at once point at a shared cause (a broker or network pause, a GC "
             "pause on a shared host, the coordinator moving) rather than at one slow consumer.",
             rule="clustered-timeouts"))
@@ -108,6 +121,37 @@ def _advise_causes(row: Any, group: str) -> list[Advice]:
     return items
 
 
+def _advise_coordinator(row: Any, group: str) -> list[Advice]:
+    """Advice from the coordinator's own trouble: writes to __consumer_offsets refused, and
+    clients told NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE."""
+    items = []
+    causes = _value(row, "cause_counts") or {}
+    stored = int(causes.get("storage_error", 0))
+    writes = int(_value(row, "coordinator_write_failures") or 0)
+    if stored or writes:
+        parts = [f"{stored} rebalance(s) after the coordinator failed to store the group's metadata"] if stored else []
+        if writes:
+            parts.append(f"{writes} failed write(s) of its metadata or offsets")
+        items.append(Advice(
+            group, "problem", "; ".join(parts),
+            "The group's __consumer_offsets partition refused the write (NotEnoughReplicas: fewer in-sync replicas "
+            "than min.insync.replicas), so the coordinator answered COORDINATOR_NOT_AVAILABLE and the group "
+            "rebalanced again. Bring the partition's replicas back in sync (look for under-replicated "
+            "__consumer_offsets partitions and the brokers they miss); check offsets.topic.replication.factor "
+            "(3 in production) is above min.insync.replicas for that topic, so one broker down does not stop "
+            "the group's writes.", rule="coordinator-writes"))
+    answered = int(causes.get("coordinator_error", 0))
+    if answered:
+        items.append(Advice(
+            group, "note", f"{answered} rebalance(s) after clients were told NOT_COORDINATOR or "
+            "COORDINATOR_NOT_AVAILABLE",
+            "The group's coordinator moved (its __consumer_offsets partition changed leader) or could not write. "
+            "Check broker restarts and leader elections of __consumer_offsets, and that its partitions have "
+            "in-sync replicas (offsets.topic.replication.factor above min.insync.replicas).",
+            rule="coordinator-errors"))
+    return items
+
+
 def _advise(row: Any, group: str) -> list[Advice]:
     items: list[Advice] = []
     failures = int(_value(row, "failures") or 0)
@@ -116,12 +160,18 @@ def _advise(row: Any, group: str) -> list[Advice]:
         most = most.asDict() if hasattr(most, "asDict") else dict(most)
     version = _version_tuple(_value(row, "kafka_python_version"))
     old_python = version is not None and version < KAFKA_PYTHON_BACKGROUND_HEARTBEAT
+    kip848 = consumer_protocol_only(row)
 
     if most and (most.get("failures") or 0) >= STEADY_MIN_FAILURES and most.get("mean_interval_ms"):
         mean = float(most["mean_interval_ms"])
         spread = float(most.get("sd_interval_ms") or 0.0)
         if mean > 0 and spread / mean < STEADY_CADENCE_CV:
-            if old_python:
+            if kip848:
+                advice = ("Failures at a steady period mean the processing loop keeps overrunning a timeout: "
+                          "processing is slower than max.poll.interval.ms allows (the member's rebalance timeout "
+                          "under KIP-848 too), or the member misses group.consumer.session.timeout.ms. Lower "
+                          "max.poll.records or raise max.poll.interval.ms so one batch fits comfortably.")
+            elif old_python:
                 advice = ("This client (kafka-python before 1.4) sends heartbeats only from poll(), so a batch that "
                           "takes longer than session_timeout_ms to process gets it removed. Keep each poll's work "
                           "below session_timeout_ms with a smaller max_poll_records, or upgrade to kafka-python 1.4+ "
@@ -137,15 +187,24 @@ def _advise(row: Any, group: str) -> list[Advice]:
     during = int(_value(row, "failures_during_rebalances") or 0)
     if failures and not any(i.finding.startswith("client ") for i in items):
         # A member that timed out while a rebalance was under way did not cause it: said so.
-        finding = f"{failures} member(s) removed by session timeout"
+        finding = f"{failures} member(s) removed by session timeout" + (" or fenced" if kip848 else "")
+        clients = int(_value(row, "failed_clients") or failures)
+        if clients != failures:
+            # counted by member id: a client restarted in between rejoined under a new one
+            finding += f" ({clients} different client(s))"
         if during:
             finding += (f", {during} of them while a rebalance was under way (not its cause)" if during < failures
                         else " while a rebalance was under way (not its cause)")
+        heartbeats = ("The coordinator stopped hearing heartbeats. Under KIP-848 the broker sets both: check "
+                      "group.consumer.heartbeat.interval.ms is at most a third of group.consumer.session.timeout.ms "
+                      "(broker defaults, or the group's own configuration), then GC pauses and network between "
+                      "consumers and the coordinator." if kip848 else
+                      "The coordinator stopped hearing heartbeats. Check heartbeat.interval.ms is at most a third of "
+                      "session.timeout.ms (three chances to heartbeat before expiry), then GC pauses and network "
+                      "between consumers and the coordinator.")
         items.append(Advice(
             group, "problem" if failures >= STEADY_MIN_FAILURES else "note", finding,
-            "The coordinator stopped hearing heartbeats. Check heartbeat.interval.ms is at most a third of "
-            "session.timeout.ms (three chances to heartbeat before expiry), then GC pauses and network between "
-            "consumers and the coordinator." + (
+            heartbeats + (
                 " Members that stop heartbeating during a rebalance are often busy in their revocation callback "
                 "or still processing a batch: keep onPartitionsRevoked short." if during else ""),
             rule="session-timeouts"))
@@ -174,6 +233,12 @@ def _advise(row: Any, group: str) -> list[Advice]:
             advice = (f"One client ({_value(row, 'largest_storm_client')}) fails, rejoins and fails again: the loop "
                       "the seed describes, with reprocessing after every rebalance. Fix the per-batch processing "
                       "time (smaller max.poll.records, longer max.poll.interval.ms) rather than restarting.")
+        elif kip848:
+            advice = ("Many group epochs close together (a rolling restart or autoscaling): every member that "
+                      "joins or leaves bumps the epoch. Static membership (group.instance.id) lets a bounced "
+                      "consumer come back within group.consumer.session.timeout.ms without one; the server "
+                      "assignor (group.consumer.assignors on the broker, group.remote.assignor on the consumer; "
+                      "'uniform' or 'range') decides how many partitions move each time.")
         else:
             advice = ("Many rebalances close together (a rolling restart or autoscaling). Static membership "
                       "(group.instance.id) lets a bounced consumer come back within session.timeout.ms without a "
@@ -182,11 +247,16 @@ def _advise(row: Any, group: str) -> list[Advice]:
                             advice, rule="storms"))
     median = _value(row, "median_duration_ms")
     if median is not None and median >= SLOW_REBALANCE_MS:
-        items.append(Advice(
-            group, "note", f"rebalances take {_seconds(float(median))} (median)",
-            "The join phase waits for every member to rejoin, up to the rebalance timeout (max.poll.interval.ms), "
-            "and a member busy in its processing loop delays everyone. Smaller batches shorten it; "
-            "cooperative-sticky keeps unaffected partitions consuming while it lasts.", rule="slow-rebalances"))
+        slow = ("An epoch is done when every member has revoked what it gives up and taken its new partitions: a "
+                "member learns its target only on its next heartbeat (group.consumer.heartbeat.interval.ms) and "
+                "revokes only between batches, up to its rebalance timeout (max.poll.interval.ms). Smaller batches "
+                "and a shorter heartbeat interval shorten it; the other members keep consuming meanwhile."
+                if kip848 else
+                "The join phase waits for every member to rejoin, up to the rebalance timeout (max.poll.interval.ms), "
+                "and a member busy in its processing loop delays everyone. Smaller batches shorten it; "
+                "cooperative-sticky keeps unaffected partitions consuming while it lasts.")
+        items.append(Advice(group, "note", f"rebalances take {_seconds(float(median))} (median)", slow,
+                            rule="slow-rebalances"))
     generation = _value(row, "max_generation")
     if generation is not None and generation >= HIGH_GENERATION:
         items.append(Advice(
@@ -223,12 +293,23 @@ RULE_TITLES = {
     "clustered-timeouts": "Session timeouts clustered in time",
     "coordinator-moves": "Rebalances after the coordinator moved",
     "open-rebalances": "Rebalances that never completed",
+    "coordinator-writes": "The coordinator failed to write to __consumer_offsets",
+    "coordinator-errors": "Clients told NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE",
 }
 
 
+def rule_title(item: Advice) -> str:
+    """The title a finding is listed under: its rule's, and whose groups (the advice names each
+    protocol's own settings)."""
+    title = RULE_TITLES.get(item.rule, item.rule or item.finding)
+    return f"{title} (KIP-848 consumer groups)" if item.protocol == "consumer" else title
+
+
 def by_rule(items: list[Advice]) -> list[tuple[str, list[Advice]]]:
-    """Advice grouped by finding: problems first, then the findings shared by most groups."""
-    grouped: dict[str, list[Advice]] = {}
+    """Advice grouped by finding and group protocol (each told in its own settings), under its
+    title (``rule_title``): problems first, then the findings shared by most groups."""
+    grouped: dict[tuple[str, str], list[Advice]] = {}
     for item in items:
-        grouped.setdefault(item.rule or item.finding, []).append(item)
-    return sorted(grouped.items(), key=lambda kv: (kv[1][0].severity != "problem", -len(kv[1]), kv[0]))
+        grouped.setdefault((item.rule or item.finding, item.protocol), []).append(item)
+    return sorted(((rule_title(told[0]), told) for told in grouped.values()),
+                  key=lambda kv: (kv[1][0].severity != "problem", -len(kv[1]), kv[0]))

@@ -52,7 +52,7 @@ def test_session_timeouts_clustered_in_time():
         member = f"consumer-g-{i}-{_uuid(i)}"
         lines.append(_line(i * 5, f"Member {member} in group g has failed, removing it from the group"))
     lines += _rebalance(0, 7, f"removing member consumer-g-0-{_uuid(0)} on heartbeat expiration")
-    assert _advice(lines)["clustered-timeouts"] == "4 different members timed out within one minute"
+    assert _advice(lines)["clustered-timeouts"] == "4 different clients timed out within one minute"
 
 
 def test_the_same_consumer_leaving_on_poll_timeout_at_a_period():

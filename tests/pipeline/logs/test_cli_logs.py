@@ -132,4 +132,9 @@ def test_a_binary_file_given_by_name_is_bad_input(tmp_path):
 def test_any_bytes_on_stdin_never_crash(tmp_path_factory, data):
     out = tmp_path_factory.mktemp("fuzz") / "out"
     result = run(["-", "--out", str(out)], data)
+    if not data.decode("utf-8", errors="replace").strip():
+        # nothing but blanks: bad input, one line naming it, nothing written
+        assert result.exit_code == 2 and "standard input: empty input" in result.stderr, result.output
+        assert not out.exists()
+        return
     assert result.exit_code == 0, result.output

@@ -224,7 +224,8 @@ def _at(second: int, msg: str, template: str = LEGACY) -> str:
 
 def test_missing_lines_never_merge_rebalances():
     """GroupCoordinator.onCompleteJoin: each stabilize is one generation; a missing "Preparing"
-    line gets a rebalance of its own, and one that never completes stays open."""
+    line gets a rebalance of its own (no length: its start is not in the log), and one whose
+    closing line is missing is completed by the later generation that proves it made its own."""
     lines = [
         _at(0, "Preparing to rebalance group g in state Stable with old generation 1 (__consumer_offsets-3) (reason: r)"),
         _at(1, "Stabilized group g generation 2 (__consumer_offsets-3) with 2 members"),
@@ -232,14 +233,16 @@ def test_missing_lines_never_merge_rebalances():
         # the next "Preparing" line is missing
         _at(30, "Stabilized group g generation 3 (__consumer_offsets-3) with 2 members"),
         _at(60, "Preparing to rebalance group g in state Stable with old generation 3 (__consumer_offsets-3) (reason: r)"),
-        # never completes; the next one starts from generation 3 again after a restart of the log? no: from 4
+        # its closing line is missing: old generation 5 below proves generation 4 was made
         _at(120, "Preparing to rebalance group g in state PreparingRebalance with old generation 5 (__consumer_offsets-3) "
                  "(reason: r)"),
     ]
     rows = _story(lines)["rebalances"]
     assert [(r["old_generation"], r["generation"], r["outcome"]) for r in rows] == [
-        (1, 2, "stable"), (2, 3, "stable"), (3, None, "open"), (5, None, "open")]
-    assert rows[1]["start_known"] is False
+        (1, 2, "stable"), (2, 3, "stable"), (3, 4, "stable"), (5, None, "open")]
+    assert rows[1]["start_known"] is False and rows[1]["duration_ms"] is None
+    # completed, its end not in the log: no length, drawn to the line that proved it
+    assert rows[2]["end_ms"] is None and rows[2]["duration_ms"] is None
     assert rows[2]["clip_ms"] == MS + 120_000
 
 

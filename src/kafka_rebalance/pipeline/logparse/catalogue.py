@@ -45,6 +45,9 @@ _GC = "core/src/main/scala/kafka/coordinator/group/GroupCoordinator.scala"
 _GMM = "core/src/main/scala/kafka/coordinator/group/GroupMetadataManager.scala"
 _NEW = "group-coordinator/src/main/java/org/apache/kafka/coordinator/group/GroupMetadataManager.java (trunk, 3.7+/4.x)"
 # The online migration's INFO lines came after the mirrored trunk (4.0+).
+_RT = ("group-coordinator/src/main/java/org/apache/kafka/coordinator/group/runtime/CoordinatorRuntime.java 3.7-3.9, "
+       "coordinator-common/src/main/java/org/apache/kafka/coordinator/common/runtime/CoordinatorRuntime.java 4.x")
+_PARTITION = "core/src/main/scala/kafka/cluster/Partition.scala appendRecordsToLeader (logged by ReplicaManager.appendToLocalLog)"
 _NEW4 = "group-coordinator/src/main/java/org/apache/kafka/coordinator/group/GroupMetadataManager.java (4.0+)"
 _AC = "clients/.../consumer/internals/AbstractCoordinator.java"
 _CC = "clients/.../consumer/internals/ConsumerCoordinator.java"
@@ -159,6 +162,35 @@ MESSAGES: tuple[Message, ...] = (
     Message(K.COORDINATOR_UNLOADED, Side.BROKER, Library.BROKER,
             r"Resigned as the group coordinator for partition (?P<partition>\d+)", f"{_GC} 2.8-3.9",
             "Resigned as the group coordinator for partition "),
+    Message(K.COORDINATOR_LOADED, Side.BROKER, Library.BROKER,
+            r"Finished loading of metadata from __consumer_offsets-(?P<partition>\d+) with epoch \d+", _RT,
+            "Finished loading of metadata from __consumer_offsets-"),
+    Message(K.COORDINATOR_UNLOADED, Side.BROKER, Library.BROKER,
+            r"Scheduling unloading of metadata for __consumer_offsets-(?P<partition>\d+) with epoch \d+", _RT,
+            "Scheduling unloading of metadata for __consumer_offsets-"),
+    # A write to the group's __consumer_offsets partition refused: fewer in-sync replicas than
+    # min.insync.replicas (the exception's line under ReplicaManager's ERROR "Error processing
+    # append operation on partition __consumer_offsets-N"; the coordinator answers
+    # COORDINATOR_NOT_AVAILABLE and, in SyncGroup, rebalances again).
+    Message(K.COORDINATOR_WRITE_FAILED, Side.BROKER, Library.BROKER,
+            r"NotEnoughReplicasException: The size of the current ISR .*? is insufficient to satisfy the min\.isr "
+            r"requirement of \d+ for partition __consumer_offsets-(?P<partition>\d+)",
+            f"{_PARTITION} 2.1-4.x", "is insufficient to satisfy the min.isr requirement", {"reason": "NotEnoughReplicas"}),
+    Message(K.COORDINATOR_WRITE_FAILED, Side.BROKER, Library.BROKER,
+            r"NotEnoughReplicasException: Number of insync replicas for partition __consumer_offsets-(?P<partition>\d+) "
+            r"is \[\d+\], below required minimum \[\d+\]",
+            f"{_PARTITION} 0.10-2.0", "Number of insync replicas for partition __consumer_offsets-",
+            {"reason": "NotEnoughReplicas"}),
+    Message(K.GROUP_WRITE_FAILED, Side.BROKER, Library.BROKER,
+            rf"Metadata from group {G} with generation (?P<generation>-?\d+) failed when appending to log due to "
+            r"(?P<reason>\S+)", f"{_GMM} storeGroup 0.10-3.9 (DEBUG)", "failed when appending to log due to "),
+    Message(K.GROUP_WRITE_FAILED, Side.BROKER, Library.BROKER,
+            rf"Appending metadata message for group {G} generation (?P<generation>-?\d+) failed due to (?:unexpected "
+            r"error: )?(?P<reason>[^\s,]+)", f"{_GMM} storeGroup 0.10-3.9 (ERROR)", "Appending metadata message for group "),
+    Message(K.GROUP_WRITE_FAILED, Side.BROKER, Library.BROKER,
+            rf"Offset commit .*? from group {G}, consumer {M} with generation (?P<generation>-?\d+) failed when "
+            r"appending to log due to (?P<reason>\S+)", f"{_GMM} storeOffsets 0.10-3.9 (DEBUG)",
+            "failed when appending to log due to "),
     # ---------------------------------------------------------------- broker, KIP-848 consumer groups
     Message(K.GROUP_EPOCH_BUMPED, Side.BROKER, Library.BROKER_KIP848,
             rf"\[GroupId {G}\] Bumped group epoch to (?P<generation>\d+)", _NEW, "Bumped group epoch to "),
@@ -355,7 +387,10 @@ IGNORED_PATTERN = re.compile("|".join(f"(?:{p})" for p in IGNORED))
 # Lines that look like they are about group membership. What matches none of MESSAGES nor
 # IGNORED is counted as unrecognised (by shape), so coverage is visible.
 RELEVANT = re.compile(r"[Rr]ebalanc|REBALANC|[Gg]eneration|\b[Mm]ember|\b[Gg]roup\b|groupId|[Aa]ssignment|"
-                      r"assigned partitions|[Rr]evok|[Hh]eartbeat|[Cc]oordinator|[Ee]poch")
+                      r"assigned partitions|[Rr]evok|[Hh]eartbeat|[Cc]oordinator|[Ee]poch|"
+                      # ReplicaManager's ERROR over a refused write to a coordinator's partition: read with the
+                      # exception's line after it (``parse._parse_numbered`` joins them)
+                      r"append operation on partition __consumer_offsets")
 # Lines written by a logger (a level, or a JSON record), as opposed to prose around a paste:
 # only these can count as unrecognised.
 LOG_LIKE = re.compile(r"\b(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL)\b|^\s*\{|^%\d\|")
@@ -364,7 +399,8 @@ LOG_LIKE = re.compile(r"\b(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL)\b|^\s*\{
 # client lines carry "groupId=", librdkafka and kafka-python name the group; Spring, Streams,
 # kafka-python's heartbeat and poll-timeout warnings are the exceptions listed). Most lines of
 # a broker log fail it at once; five substring tests cost about what reading the line does.
-GATE_SUBSTRINGS: tuple[str, ...] = ("roup", "partitions ", "State transition", "oll timeout", "eartbeat")
+GATE_SUBSTRINGS: tuple[str, ...] = ("roup", "partitions ", "State transition", "oll timeout", "eartbeat",
+                                    "NotEnoughReplicasException", "append operation on partition __consumer_offsets")
 # The commonest lines that pass the gate but are never about membership: dropped with the gate,
 # before the finer tests (the coordinator's offset expiry runs every few minutes on every broker).
 NOISE_SUBSTRINGS: tuple[str, ...] = ("expired offsets in", "TransactionCoordinator", "TransactionStateManager")

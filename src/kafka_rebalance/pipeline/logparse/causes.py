@@ -53,7 +53,8 @@ CAUSE_TITLES: dict[Cause, str] = {
     Cause.LEADER_REJOINED: "the leader rejoined (metadata change)",
     Cause.COORDINATOR_MOVED: "the group coordinator moved",
     Cause.SYNC_TIMEOUT: "members did not sync in time",
-    Cause.STORAGE_ERROR: "the coordinator failed to store the assignment",
+    Cause.STORAGE_ERROR: "the coordinator failed to store the group's metadata or offsets",
+    Cause.COORDINATOR_ERROR: "the coordinator could not serve the group (NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE)",
     Cause.UNKNOWN: "not in the log",
     Cause.NOT_LOGGED: f"not logged by this version (brokers print the reason from Kafka {REASONS_FROM_VERSION})",
 }
@@ -94,6 +95,10 @@ _REASON_MEMBERS: tuple[tuple[re.Pattern[str], str, str, str], ...] = (
     (re.compile(r"Removing (?:[A-Za-z]*Set)?[(\[](?P<members>[^)\]]*)[)\]] on pending sync request expiration"), "failed",
      "sync_timeout", " on pending sync request expiration"),
 )
+# A client's answer from a coordinator that could not serve it (Errors.NOT_COORDINATOR's and
+# COORDINATOR_NOT_AVAILABLE's names and messages, as AbstractCoordinator logs them).
+COORDINATOR_ERRORS = re.compile(r"NOT_COORDINATOR|COORDINATOR_NOT_AVAILABLE|This is not the correct coordinator|"
+                                r"The coordinator is not available|NotCoordinator|CoordinatorNotAvailable")
 WHAT_HAPPENED = {"joined": "joined", "rejoined": "rejoined", "left": "left", "poll_timeout": "left (poll timeout)",
                   "failed": "failed (session timeout)", "session_timeout": "failed (session timeout)", "fenced": "was fenced", "sync_timeout": "did not sync in time",
                   "rebalance_timeout": "did not rejoin in time"}

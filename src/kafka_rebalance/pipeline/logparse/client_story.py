@@ -127,7 +127,8 @@ def client_rebalances(cluster: str, group: str, events: list[Event]) -> list[Cli
                   | EventKind.MEMBER_FAILED | EventKind.MEMBER_LEFT | EventKind.MEMBER_JOINED
                   | EventKind.MEMBERS_NOT_REJOINED | EventKind.GROUP_EMPTY | EventKind.GROUP_DEAD
                   | EventKind.GROUP_LOADED | EventKind.GROUP_UNLOADED | EventKind.COORDINATOR_LOADED
-                  | EventKind.COORDINATOR_UNLOADED | EventKind.GROUP_EPOCH_BUMPED | EventKind.TARGET_ASSIGNMENT
+                  | EventKind.COORDINATOR_UNLOADED | EventKind.COORDINATOR_WRITE_FAILED | EventKind.GROUP_WRITE_FAILED
+                  | EventKind.GROUP_EPOCH_BUMPED | EventKind.TARGET_ASSIGNMENT
                   | EventKind.MEMBER_EPOCH | EventKind.MEMBER_FENCED | EventKind.SUBSCRIPTION_CHANGED
                   | EventKind.METADATA_CHANGED | EventKind.GROUP_CONVERTED | EventKind.CONVERSION_REFUSED):
                 raise AssertionError(f"a broker's line on the client side: {kind}")

@@ -54,7 +54,8 @@ class GroupFindings(TypedDict):
     max_generation: int | None
     first_ms: int | None
     last_ms: int | None
-    failures: int
+    failures: int  # session timeouts and fencings, one per member id removed
+    failed_clients: int  # the clients they were (a restarted client's new member id is the same client)
     failures_during_rebalances: int
     most_failing: MostFailing | None
     kafka_python_version: str | None
@@ -72,6 +73,7 @@ class GroupFindings(TypedDict):
     static_members_seen: bool
     clustered_session_timeouts: int
     coordinator_moves: int
+    coordinator_write_failures: int  # the coordinator's failed writes of the group's metadata or offsets
     empty_periods: int
     longest_empty_ms: int | None
     cause_counts: dict[str, int]  # Cause -> rebalances it caused
@@ -104,8 +106,10 @@ def findings(cluster: str, group: str, rebalances: list[RebalanceRow], member_ev
     versions = []
     leaves = 0
     static_members_seen = False
+    write_failures = 0
     for e in member_events:
         kind = e["kind"]
+        write_failures += kind == "coordinator_write_failed"
         if kind in ("failed", "fenced"):
             if e.get("cause") != "rebalance_timeout":
                 failures.append(e)
@@ -140,7 +144,7 @@ def findings(cluster: str, group: str, rebalances: list[RebalanceRow], member_ev
     poll_client, poll_times = max(poll_by_client.items(), key=lambda kv: len(kv[1]), default=(None, []))
     poll_gaps = [b - a for a, b in zip(poll_times, poll_times[1:], strict=False)]
     # session timeouts of different members close together: a shared cause
-    timeout_times = sorted((e["time_ms"], e["client"]) for e in failures if e["time_ms"] is not None)
+    timeout_times = sorted((e["time_ms"], e["client"] or e["member"] or "?") for e in failures if e["time_ms"] is not None)
     clustered = 0
     for i, (t, _) in enumerate(timeout_times):
         clients = set()
@@ -161,7 +165,8 @@ def findings(cluster: str, group: str, rebalances: list[RebalanceRow], member_ev
         "max_generation": max(generations) if generations else None,
         "first_ms": min((r["start_ms"] for r in rebalances if r["start_ms"] is not None), default=None),
         "last_ms": max((r["end_ms"] or r["start_ms"] for r in rebalances if r["start_ms"] is not None), default=None),
-        "failures": len(failures), "failures_during_rebalances": failures_during, "most_failing": most_failing,
+        "failures": len(failures), "failed_clients": len({e["client"] or e["member"] for e in failures}),
+        "failures_during_rebalances": failures_during, "most_failing": most_failing,
         "kafka_python_version": min(versions) if versions else None,
         "poll_timeout_leaves": sum(len(v) for v in poll_by_client.values()),
         "poll_timeout_client": poll_client, "poll_timeout_client_count": len(poll_times),
@@ -175,6 +180,7 @@ def findings(cluster: str, group: str, rebalances: list[RebalanceRow], member_ev
         "static_members_seen": static_members_seen,
         "clustered_session_timeouts": clustered,
         "coordinator_moves": cause_counts.get("coordinator_moved", 0),
+        "coordinator_write_failures": write_failures,
         "empty_periods": len(empty_periods),
         "longest_empty_ms": max((p["end_ms"] - p["start_ms"] for p in empty_periods
                                  if p["end_ms"] is not None and p["start_ms"] is not None), default=None),

@@ -26,6 +26,7 @@ from kafka_rebalance.model import GroupProtocol
 from kafka_rebalance.pipeline.logparse.catalogue import client_of
 from kafka_rebalance.pipeline.logparse.causes import (
     CLIENT_CLOCK_SLACK_MS,
+    COORDINATOR_ERRORS,
     EVIDENCE_WINDOW_MS,
     SAME_HAPPENING,
     WHAT_HAPPENED,
@@ -76,6 +77,13 @@ class GroupStory:
         # assignment finds its rebalance without walking every one before it.
         self.place: dict[int, int] = {}
         self.consumer_epochs: dict[int | None, list[Rebalance]] = {}
+        # Departures read while a rebalance was open and told as what happened during it: a later
+        # line may prove it had completed before them (``_completed_by_later``), making them the
+        # next one's cause. By the rebalance's id: (its member event, the line, how it went).
+        self.departed_during: dict[int, list[tuple[MemberEventRow, Event, str]]] = {}
+        # Whether a consumer group's members report their epochs (DEBUG in 4.x): only then can
+        # the story tell that every member is gone.
+        self.member_epochs_logged = False
 
     # -- helpers
     def _new(self, event: Event, *, old_generation: int | None, start_known: bool = True,
@@ -170,7 +178,7 @@ class GroupStory:
         if current is not None and current.old_generation == old:
             current.evidence.append(event)
             return
-        if current is not None:
+        if current is not None and not self._completed_by_later(current, old, event):
             self._close_open(event.get("time_ms"))
         previous = self.awaiting_sync
         if previous is not None and previous.generation == old and event.get("state") == "CompletingRebalance" \
@@ -191,7 +199,8 @@ class GroupStory:
         if current is not None and (generation is None or current.old_generation is None
                                     or current.old_generation == generation - 1):
             return current
-        if current is not None:
+        if current is not None and not self._completed_by_later(
+                current, None if generation is None else generation - 1, event):
             self._close_open(event.get("time_ms"))
         awaiting = self.awaiting_sync
         if awaiting is not None and awaiting.generation == generation:
@@ -200,6 +209,49 @@ class GroupStory:
         self._claim_recent(rebalance)
         self.open = rebalance
         return rebalance
+
+    def _completed_by_later(self, rebalance: Rebalance, reached: int | None, event: Event) -> bool:
+        """Did the group reach generation ``reached`` after ``rebalance`` opened from an older
+        one? Then ``rebalance`` made the generation after its old one and completed, though its
+        closing line is missing: a later "Preparing to rebalance ... with old generation N" or
+        "Stabilized group ... generation N+1" proves generation N was made (GroupCoordinator
+        bumps the generation only in ``onCompleteJoin``, by one). Its end is not in the log
+        (``end_ms`` None, so no length); it is drawn to the line that proved it. From
+        CompletingRebalance, that generation never got its assignment: ``superseded``."""
+        old = rebalance.old_generation
+        if rebalance.protocol is not GroupProtocol.CLASSIC or old is None or reached is None or reached <= old:
+            return False
+        made = old + 1
+        self._set_generation(rebalance, made)
+        never_synced = reached == made and event.get("kind") == EventKind.PREPARING_REBALANCE \
+            and event.get("state") == "CompletingRebalance"
+        rebalance.outcome = "superseded" if never_synced else "stable"
+        rebalance.clip_ms = event.get("time_ms")
+        rebalance.evidence.append(event)
+        self.open = None
+        self._departures_after(rebalance, event)
+        return True
+
+    def _departures_after(self, rebalance: Rebalance, event: Event) -> None:
+        """The departures told as during ``rebalance`` that the reason of the "Preparing" line
+        proving it complete names: they came after it completed, and caused the next one."""
+        named = {member for member, *_ in members_in_reason(event.get("reason"))}
+        if not named:
+            return
+        kept = []
+        for row, line, kind in self.departed_during.pop(id(rebalance), []):
+            if row["member"] not in named:
+                kept.append((row, line, kind))
+                continue
+            row["during_rebalance"] = False
+            told = f"{row['member']} {WHAT_HAPPENED.get(row.get('cause') or kind, kind)}"
+            rebalance.during = [text for text in rebalance.during if text != told]
+            departed = rebalance.failed if kind in ("failed", "fenced") else rebalance.left
+            if row["member"] in departed:
+                departed.remove(row["member"])
+            self.recent.append(Signal(row.get("cause") or kind, row["member"], row["reason"], line, kind))
+        if kept:
+            self.departed_during[id(rebalance)] = kept
 
     def _on_stabilized(self, event: Event) -> None:
         generation = event.get("generation")
@@ -266,6 +318,7 @@ class GroupStory:
             else:
                 target.during.append(f"{row['member']} {WHAT_HAPPENED.get(kind_cause, kind)}")
                 row["during_rebalance"] = True
+                self.departed_during.setdefault(id(target), []).append((row, event, kind))
         else:
             self.recent.append(Signal(kind_cause, row["member"], reason, event, kind))
 
@@ -343,6 +396,19 @@ class GroupStory:
     def _on_group_unloaded(self, event: Event) -> None:
         self._member_event(event, "coordinator_unloaded", member="")
 
+    def _on_group_write_failed(self, event: Event) -> None:
+        """The coordinator failed to write the group's metadata or offsets to __consumer_offsets
+        (GroupMetadataManager's storeGroup / storeOffsets): the cause of the rebalance it opens
+        next (a failed SyncGroup's "Error ... when storing group assignment"), and what went
+        wrong while the rebalance it belongs to was open."""
+        reason = event.get("reason")
+        self._member_event(event, "coordinator_write_failed", member="", reason=reason)
+        detail = f"the coordinator failed to write to __consumer_offsets: {reason or 'an error'}"
+        under_way = self.open or self.awaiting_sync
+        if under_way is not None and detail not in under_way.during:
+            under_way.during.append(detail)
+        self.recent.append(Signal("storage_error", None, detail, event, None))
+
     # -- KIP-848 consumer groups
     def _on_group_epoch_bumped(self, event: Event) -> None:
         epoch = event.get("generation")
@@ -372,9 +438,17 @@ class GroupStory:
         rebalance.assignor = event.get("assignor")
         rebalance.assignor_ms = event.get("took_ms")
         rebalance.evidence.append(event)
+        if rebalance is self.open and self.member_epochs_logged and not self.consumer_members:
+            # every member that reported an epoch has left or been fenced: the target is empty,
+            # and the epoch is done (ConsumerGroup's state EMPTY)
+            rebalance.end_ms = event.get("time_ms")
+            rebalance.members = 0
+            rebalance.outcome = "empty"
+            self.open = None
 
     def _on_member_epoch(self, event: Event) -> None:
         member = event.get("member")
+        self.member_epochs_logged = True
         self.consumer_members.set(member, (event.get("generation"), event.get("state")))
         rebalance = self.open
         if rebalance is None or rebalance.protocol is not GroupProtocol.CONSUMER:
@@ -407,8 +481,8 @@ class GroupStory:
         self._member_event(event, "conversion_refused", member="", reason=event.get("reason"))
 
     def _on_coordinator_move(self, event: Event) -> None:
-        """A coordinator loaded or resigned a ``__consumer_offsets`` partition: such lines name
-        no group; every story reads them as ``coordinator_moves`` (``_moves_of``)."""
+        """A coordinator loaded, resigned or failed to write a ``__consumer_offsets`` partition:
+        such lines name no group; every story reads them as ``coordinator_moves`` (``_moves_of``)."""
 
     # -- client lines that explain a rebalance
     def _on_client_poll_timeout(self, event: Event) -> None:
@@ -432,13 +506,22 @@ class GroupStory:
         if "metadata" in reason or "subscription" in reason:
             self._client_signal(Signal("metadata_changed", event.get("client_id"), reason, event, "client"))
 
+    def _on_client_coordinator_trouble(self, event: Event) -> None:
+        """A client's failed JoinGroup/SyncGroup or lost coordinator: when the coordinator
+        answered NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE (it moved, or could not write), a
+        cause of the rebalance that follows; else context (``_on_client_context``)."""
+        reason = event.get("reason") or ""
+        if COORDINATOR_ERRORS.search(reason):
+            self._client_signal(Signal("coordinator_error", event.get("member") or event.get("client_id"),
+                                       reason.strip(" :."), event, None))
+
     def _on_client_rebalance_step(self, event: Event) -> None:
         """A step of a client's own rebalance (joining, synced, assigned, revoked, lost, state
         changes): ``client_rebalances`` reads these over the group's ordered events."""
 
     def _on_client_context(self, event: Event) -> None:
         """A client line that neither opens, closes nor explains a rebalance (the leader's
-        assignment, a reset generation, a failed join, a lost coordinator, a fenced epoch): kept
+        assignment, a reset generation, a fenced epoch): kept
         in ``events`` as the context an operator reads, the broker's lines tell the story."""
 
     def _client_signal(self, item: Signal) -> None:
@@ -469,6 +552,8 @@ class GroupStory:
                     rebalance.failed.append(item.member)
                 elif item.departure == "left":
                     rebalance.left.append(item.member)
+                elif item.departure is None and item.cause in ("joined", "static_joined", "restarted"):
+                    rebalance.joined.append(item.member)
             elif time_ms is not None and start is not None and time_ms > start + slack:
                 kept.append(item)
         self.recent = kept
@@ -483,7 +568,20 @@ class GroupStory:
             for move in self._moves_of(rebalance.partition):
                 moved_ms = move.get("time_ms")
                 if moved_ms is not None and start is not None and 0 <= start - moved_ms <= EVIDENCE_WINDOW_MS:
-                    rebalance.causes.append(self._cause("coordinator_moved", None, move.get("line"), [move]))
+                    if move.get("kind") == EventKind.COORDINATOR_WRITE_FAILED:
+                        detail = f"a write to __consumer_offsets-{rebalance.partition} was refused: {move.get('reason')}"
+                        rebalance.causes.append(self._cause("storage_error", None, detail, [move]))
+                        self._prolonged(rebalance, detail)
+                    else:
+                        rebalance.causes.append(self._cause("coordinator_moved", None, move.get("line"), [move]))
+
+    def _prolonged(self, rebalance: Rebalance, detail: str) -> None:
+        """A failed write that opened ``rebalance`` ended the one before it, if that one never
+        got its assignment stored (``superseded``): what happened during it."""
+        place = self.place.get(id(rebalance), 0)
+        previous = self.rebalances[place - 1] if place > 0 else None
+        if previous is not None and previous.outcome == "superseded" and detail not in previous.during:
+            previous.during.append(detail)
 
     def _moves_of(self, partition: int) -> list[Event]:
         """The coordinator moves of one ``__consumer_offsets`` partition, in their order (indexed
@@ -591,15 +689,18 @@ class GroupStory:
                 return cls._on_client_commit_failed
             case EventKind.CLIENT_REJOIN_REQUESTED:
                 return cls._on_client_rejoin_requested
-            case EventKind.COORDINATOR_LOADED | EventKind.COORDINATOR_UNLOADED:
+            case EventKind.COORDINATOR_LOADED | EventKind.COORDINATOR_UNLOADED | EventKind.COORDINATOR_WRITE_FAILED:
                 return cls._on_coordinator_move
+            case EventKind.GROUP_WRITE_FAILED:
+                return cls._on_group_write_failed
+            case EventKind.CLIENT_JOIN_FAILED | EventKind.CLIENT_COORDINATOR_LOST:
+                return cls._on_client_coordinator_trouble
             case (EventKind.CLIENT_JOIN_START | EventKind.CLIENT_JOINED | EventKind.CLIENT_SYNCED
                   | EventKind.CLIENT_ASSIGNED | EventKind.CLIENT_REVOKED | EventKind.CLIENT_LOST
                   | EventKind.CLIENT_MEMBER_STATE | EventKind.CLIENT_RECONCILING | EventKind.CLIENT_JOIN_STATE
                   | EventKind.CLIENT_STREAMS_STATE):
                 return cls._on_client_rebalance_step
-            case (EventKind.CLIENT_LEADER_ASSIGNED | EventKind.CLIENT_RESET | EventKind.CLIENT_JOIN_FAILED
-                  | EventKind.CLIENT_COORDINATOR_LOST | EventKind.CLIENT_FENCED):
+            case EventKind.CLIENT_LEADER_ASSIGNED | EventKind.CLIENT_RESET | EventKind.CLIENT_FENCED:
                 return cls._on_client_context
             case _:
                 assert_never(kind)

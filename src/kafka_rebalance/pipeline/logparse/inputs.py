@@ -25,6 +25,13 @@ def read_text_lines(source: str, stdin_text: str | None = None) -> Iterator[str]
         yield from fh
 
 
+def holds_text(source: str, stdin_text: str | None = None) -> bool:
+    """Does ``source`` hold a line that is not blank? Read up to the first such line only: an
+    empty file, ``/dev/null`` or an empty paste is nothing to analyse (``logs`` says so and
+    writes nothing)."""
+    return any(line.strip() for line in read_text_lines(source, stdin_text))
+
+
 def expand_inputs(paths: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
     """Paths as given (``-`` for stdin, files, directories searched recursively) -> the text
     files to read, and (path, why) for each file of a directory that was skipped. A path that

@@ -30,6 +30,10 @@ class EventKind(StrEnum):
     GROUP_UNLOADED = "group_unloaded"
     COORDINATOR_LOADED = "coordinator_loaded"
     COORDINATOR_UNLOADED = "coordinator_unloaded"
+    # the coordinator failed to write to __consumer_offsets: a group's metadata or offsets, or
+    # any write to a partition (NotEnoughReplicas)
+    GROUP_WRITE_FAILED = "group_write_failed"
+    COORDINATOR_WRITE_FAILED = "coordinator_write_failed"
     # broker, KIP-848 consumer groups
     GROUP_EPOCH_BUMPED = "group_epoch_bumped"
     TARGET_ASSIGNMENT = "target_assignment"
@@ -63,8 +67,9 @@ class EventKind(StrEnum):
 
 
 # Lines about a coordinator (a ``__consumer_offsets`` partition), not a group: every group
-# whose partition it is reads them as coordinator moves (``group_story.GroupStory._moves_of``).
-COORDINATOR_KINDS: frozenset[EventKind] = frozenset((EventKind.COORDINATOR_LOADED, EventKind.COORDINATOR_UNLOADED))
+# whose partition it is reads them (``group_story.GroupStory._moves_of``): a move, or a write refused.
+COORDINATOR_KINDS: frozenset[EventKind] = frozenset((EventKind.COORDINATOR_LOADED, EventKind.COORDINATOR_UNLOADED,
+                                                    EventKind.COORDINATOR_WRITE_FAILED))
 
 
 class Side(StrEnum):
@@ -104,6 +109,7 @@ class MemberEventKind(StrEnum):
     GROUP_DEAD = "group_dead"
     COORDINATOR_LOADED = "coordinator_loaded"
     COORDINATOR_UNLOADED = "coordinator_unloaded"
+    COORDINATOR_WRITE_FAILED = "coordinator_write_failed"
     CONVERTED = "converted"
     CONVERSION_REFUSED = "conversion_refused"
 
@@ -124,6 +130,7 @@ class Cause(StrEnum):
     COORDINATOR_MOVED = "coordinator_moved"
     SYNC_TIMEOUT = "sync_timeout"
     STORAGE_ERROR = "storage_error"
+    COORDINATOR_ERROR = "coordinator_error"
     UNKNOWN = "unknown"
     NOT_LOGGED = "not_logged"
 

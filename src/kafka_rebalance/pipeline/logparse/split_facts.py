@@ -30,7 +30,8 @@ def fill_client_group(record: Event, last_group: dict[str, str]) -> None:
 def move_fields(move: Event) -> Event:
     """What a story task needs of a coordinator move read in another task."""
     return {"cluster": move.get("cluster", ""), "partition": move.get("partition"), "time_ms": move.get("time_ms"),
-            "line": move.get("line"), "source": move.get("source"), "seq": move.get("seq")}
+            "line": move.get("line"), "source": move.get("source"), "seq": move.get("seq"), "kind": move.get("kind"),
+            "reason": move.get("reason")}
 
 
 @dataclass

@@ -89,7 +89,9 @@ def storms(rebalances: list[RebalanceRow], member_events: list[MemberEventRow], 
 
 def _rebalance_row(r: Rebalance) -> RebalanceRow:
     primary = r.causes[0] if r.causes else None
-    duration = r.end_ms - r.start_ms if r.end_ms is not None and r.start_ms is not None else None
+    # A rebalance whose opening line is not in the input has no length: its first line seen is
+    # no start (``start_known``), and a length from it would be a few ms that feed every median.
+    duration = r.end_ms - r.start_ms if r.start_known and r.end_ms is not None and r.start_ms is not None else None
     return {"cluster": r.cluster, "group": r.group, "generation": r.generation, "start_ms": r.start_ms,
             "end_ms": r.end_ms if r.outcome != "open" else None, "duration_ms": duration if r.outcome != "open" else None,
             "reason": r.reason, "members": r.members, "old_generation": r.old_generation, "leader": r.leader,
@@ -98,7 +100,10 @@ def _rebalance_row(r: Rebalance) -> RebalanceRow:
             "partition": r.partition, "protocol": r.protocol, "source": r.source, "start_known": r.start_known,
             "assignor": r.assignor, "assignor_ms": r.assignor_ms,
             "cause": primary.cause if primary else "unknown", "cause_member": primary.member if primary else None,
-            "clip_ms": r.clip_ms if r.outcome == "open" else None, "during": list(dict.fromkeys(r.during))}
+            # drawn to: an open rebalance's next line, or the line that proved a rebalance whose
+            # closing line is missing complete (``group_story.GroupStory._completed_by_later``)
+            "clip_ms": r.clip_ms if r.outcome == "open" or r.end_ms is None else None,
+            "during": list(dict.fromkeys(r.during))}
 
 
 class StoryRows(TypedDict):

@@ -43,7 +43,8 @@ EVIDENCE_LINES = 5
 # the rest (list columns above all) cost more to convert to pandas than anything else here.
 REPORT_COLUMNS = {
     "rebalances": ("group", "cluster", "old_generation", "generation", "start", "end", "duration_ms", "members", "outcome", "reason",
-                   "cause", "cause_member", "failed_members", "left_members", "drawn_until"),
+                   "cause", "cause_member", "failed_members", "left_members", "drawn_until", "start_known",
+                   "joined_members", "during", "protocol"),
     "member_events": ("group", "cluster", "member", "time", "kind", "client"),
     "causes": ("cluster", "group", "generation", "start", "cause", "detail", "evidence"),
     "client_rebalances": ("start", "group", "cluster", "client", "client_library", "generation", "protocol",
@@ -165,7 +166,8 @@ def rebalance_timeline_figure(timeline: pd.DataFrame, departures: pd.DataFrame, 
                               groups: list[str]) -> Figure:
     caption = ("Each bar is one rebalance, from \"Preparing to rebalance\" until the group was stable again "
                "(grey: ended empty, hatched: never completed, drawn to the next rebalance or the end of the "
-               "log); red crosses are members removed by session timeout or fenced, orange ticks members that left "
+               "log; one whose start or end is not in the log is drawn from or to the first or last line that "
+               "shows it, and has no length in the durations figure); red crosses are members removed by session timeout or fenced, orange ticks members that left "
                "(or whose poll timeout expired), green pluses members that joined; shaded spans are storms. "
                f"Top {TOP_GROUPS} groups by rebalances.")
     if timeline.empty:
@@ -325,15 +327,14 @@ def storms_figure(findings: pd.DataFrame, storms: pd.DataFrame) -> Figure:
 def advice_html(advice_items: Sequence[Any], groups_shown: int = 8) -> str:
     """One entry per finding, with the advice once and the groups it applies to (the details of
     each group folded away)."""
-    from kafka_rebalance.pipeline.advice import RULE_TITLES, by_rule
+    from kafka_rebalance.pipeline.advice import by_rule
 
     ordered = by_rule(list(advice_items))
     entries = []
-    for rule, items in ordered:
+    for title, items in ordered:
         groups = [i.group for i in items]
         named = ", ".join(html.escape(g) for g in groups[:groups_shown])
         more = f" and {len(groups) - groups_shown} more" if len(groups) > groups_shown else ""
-        title = RULE_TITLES.get(rule, rule)
         details = "".join(f"<li>{html.escape(i.group)}: {html.escape(i.finding)}</li>" for i in items[:200])
         entries.append(
             f'<li><span class="{items[0].severity}">{html.escape(title)}</span> '
@@ -400,6 +401,14 @@ class RebalanceLine:
     cause_title: str
     cause_member: str
     evidence: tuple[Evidence, ...]
+    start_known: bool = True
+    protocol: str = "classic"
+    # the members that failed, left or joined with it (at its start or while it was open)
+    failed: tuple[str, ...] = ()
+    left: tuple[str, ...] = ()
+    joined: tuple[str, ...] = ()
+    during: tuple[str, ...] = ()  # what happened while it was open (never its cause)
+    cause_basis: str = ""  # why this cause was chosen, in words
 
     def generations(self) -> str:
         """``old -> new`` (or what of it the log gave)."""
@@ -409,10 +418,13 @@ class RebalanceLine:
         return f"{'?' if old is None else old} -> {'?' if new is None else new}"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"start": self.start, "old_generation": self.old_generation, "generation": self.generation,
+        return {"start": self.start, "start_known": self.start_known, "old_generation": self.old_generation,
+                "generation": self.generation, "protocol": self.protocol,
                 "duration_ms": self.duration_ms, "length": self.length, "outcome": self.outcome,
-                "members": self.members, "cause": self.cause, "cause_title": self.cause_title,
-                "cause_member": self.cause_member or None,
+                "members": self.members, "failed": list(self.failed), "left": list(self.left),
+                "joined": list(self.joined), "during": list(self.during), "cause": self.cause,
+                "cause_title": self.cause_title, "cause_member": self.cause_member or None,
+                "cause_basis": self.cause_basis,
                 "evidence": [{"cause": e.cause, "detail": e.detail or None, "lines": list(e.lines)}
                              for e in self.evidence]}
 
@@ -523,7 +535,12 @@ def logs_answer(summary: dict[str, Any], frames: dict[str, pd.DataFrame], findin
 
 # The rebalances table's fields a rebalance is told with.
 _REBALANCE_FIELDS = ("start", "old_generation", "generation", "duration_ms", "outcome", "members", "cause",
-                     "cause_member")
+                     "cause_member", "start_known", "protocol", "failed_members", "left_members", "joined_members",
+                     "during")
+# The length of a rebalance whose opening line is not in the input.
+STARTED_BEFORE_THE_LOG = "started before the log"
+# The length of a rebalance a later generation proved complete, whose closing line is missing.
+END_NOT_IN_THE_LOG = "completed (end not in the log)"
 
 
 def group_answer(group: str, rebalances: pd.DataFrame, causes: pd.DataFrame, advice_items: Sequence[Any],
@@ -542,14 +559,20 @@ def group_answer(group: str, rebalances: pd.DataFrame, causes: pd.DataFrame, adv
         told = r.get("cause")
         cause = told if isinstance(told, str) else ""
         member = r.get("cause_member")
+        start_known = r.get("start_known")
+        opened_in_log = not isinstance(start_known, bool | np.bool_) or bool(start_known)
+        duration = _optional_int(r.get("duration_ms"))
+        told_evidence = evidence.of(float(generation) if generation is not None else -1.0, start)
         lines.append(RebalanceLine(
             start="" if start is None or pd.isna(start) else f"{start:%Y-%m-%d %H:%M:%S.%f}"[:-3],
             old_generation=_optional_int(r.get("old_generation")), generation=generation,
-            duration_ms=_optional_int(r.get("duration_ms")),
-            length="never completed" if outcome == "open" else _ms_text(r.get("duration_ms")),
+            duration_ms=duration if opened_in_log else None, length=_length(opened_in_log, outcome, duration),
             outcome=outcome, members=_optional_int(r.get("members")), cause=cause,
             cause_title=cause_title(cause) if cause else "", cause_member=member if isinstance(member, str) else "",
-            evidence=evidence.of(float(generation) if generation is not None else -1.0, start)))
+            evidence=told_evidence, start_known=opened_in_log, protocol=str(r.get("protocol") or "classic"),
+            failed=_texts(r.get("failed_members")), left=_texts(r.get("left_members")),
+            joined=_texts(r.get("joined_members")), during=_texts(r.get("during")),
+            cause_basis=cause_basis(cause, told_evidence[0] if told_evidence else None)))
     known: Mapping[str, object] = finding or {}
     numbers = {key: int(value) for key, _, _ in _GROUP_NUMBERS
                if isinstance(value := known.get(key), int | float) and not pd.isna(value)}
@@ -557,6 +580,47 @@ def group_answer(group: str, rebalances: pd.DataFrame, causes: pd.DataFrame, adv
     return GroupAnswer(group=group, cluster=cluster, rebalance_count=len(rebalances), rebalances=tuple(lines),
                        numbers=numbers,
                        findings=tuple(Finding(a.severity, a.finding, a.advice, a.rule) for a in advice_items))
+
+
+def _length(start_known: bool, outcome: str, duration_ms: int | None) -> str:
+    """A rebalance's length in words: none without its start, none without its end."""
+    if not start_known:
+        return STARTED_BEFORE_THE_LOG
+    if outcome == "open":
+        return "never completed"
+    if duration_ms is None:
+        return END_NOT_IN_THE_LOG
+    return _ms_text(duration_ms)
+
+
+def _texts(values: Any) -> tuple[str, ...]:
+    """A list column's strings (an Arrow list, a numpy array or a list; None: a member the line
+    did not name)."""
+    if values is None or (isinstance(values, float) and pd.isna(values)):
+        return ()
+    return tuple(str(v) if v is not None else "(unnamed)" for v in list(values))
+
+
+def cause_basis(cause: str, first: Evidence | None) -> str:
+    """Why the story chose a rebalance's cause (its first; ``group_story``'s rules), in words."""
+    from kafka_rebalance.pipeline.logparse.causes import EVIDENCE_WINDOW_MS, REASONS_FROM_VERSION
+
+    lines = first.lines if first is not None else ()
+    detail = first.detail if first is not None else ""
+    if cause == "unknown":
+        return "no line at or before its start explains it"
+    if cause == "not_logged":
+        return f"the broker gives no reason (before Kafka {REASONS_FROM_VERSION}) and no line before it explains it"
+    if detail.endswith("(inferred)"):
+        return f"inferred from the group's member count ({detail.removesuffix(' (inferred)')})"
+    opening = [line for line in lines if "Preparing to rebalance group" in line or "Preparing to restabilize" in line]
+    if opening:
+        also = ", and a line before it shows it" if len(lines) > len(opening) else ""
+        return "the coordinator's reason for the rebalance names it" + also
+    window = EVIDENCE_WINDOW_MS // 1000
+    if lines:
+        return f"the first line at or before its start (within {window} s) that explains it"
+    return f"a line at or before its start (within {window} s) explains it"
 
 
 class _CauseEvidence:
@@ -619,6 +683,7 @@ def group_section(group: GroupAnswer) -> str:
             f"<tr><td>{html.escape(r.start)}</td><td>{html.escape(r.generations())}</td>"
             f"<td>{html.escape(r.outcome)}</td><td>{html.escape(r.length)}</td>"
             f"<td>{'' if r.members is None else r.members}</td><td>{html.escape(r.cause_title)}{member}"
+            + (f"<br><small>while open: {html.escape('; '.join(r.during))}</small>" if r.during else "")
             + (f"<details><summary>evidence</summary><ul>{details}</ul></details>" if details else "")
             + "</td></tr>")
     note = (f'<p class="caption">the latest {len(group.rebalances)} of {group.rebalance_count} rebalances</p>'

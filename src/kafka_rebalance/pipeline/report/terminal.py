@@ -124,7 +124,7 @@ def print_group(group: GroupAnswer, console: Console) -> None:
         _say(console, group.number_text(), indent=2)
     if group.rebalances:
         rows = [(r.start[11:] if len(days) == 1 else r.start[:19], r.generations(), r.length, r.outcome,
-                 r.cause_title, r.cause_member) for r in group.rebalances]
+                 r.cause_title, r.cause_member, r.during) for r in group.rebalances]
         headers = ("start", "generation", "length", "outcome")
         widths = [max(len(headers[c]), *(len(row[c]) for row in rows)) for c in range(4)]
         # What is left of the line is the cause's: its words wrap, its member id breaks after dashes.
@@ -133,8 +133,10 @@ def print_group(group: GroupAnswer, console: Console) -> None:
         for header, width in zip(headers, widths, strict=True):
             table.add_column(header, overflow="fold", min_width=min(width, cause_width))
         table.add_column("cause", overflow="fold", max_width=cause_width)
-        for start, generations, length, outcome, cause, member in rows:
+        for start, generations, length, outcome, cause, member, during in rows:
             told = cause + (f"\n({wrap_id(member, cause_width - 2)})" if member else "")
+            if during:
+                told += "\nwhile open: " + "; ".join(during)
             table.add_row(start, generations, length, outcome, told)
         console.print(Padding(table, (0, 0, 0, INDENT), expand=False))
     for finding in group.findings:
