@@ -19,14 +19,9 @@ from kafka_rebalance.pipeline.lab import (
     simulation_schema,
     swept_columns,
 )
-from kafka_rebalance.pipeline.migration import migration_answer
-from kafka_rebalance.pipeline.report.lab import (
-    has_load,
-    lab_answer,
-    lag_figure,
-    load_comparison,
-    load_section,
-)
+from kafka_rebalance.pipeline.load_answer import load_answer
+from kafka_rebalance.pipeline.migration import has_load, migration_answer
+from kafka_rebalance.pipeline.report.lab import lab_answer, lag_figure, load_section
 from kafka_rebalance.pipeline.report.terminal import print_lab_answer
 from kafka_rebalance.pipeline.sweep import parse_sweep
 
@@ -74,13 +69,20 @@ def test_a_skewed_run_yields_its_lag_series_and_load_figures(tables):
 
 def test_the_comparison_and_its_sentences(tables):
     sims, _ = tables
-    comparison = load_comparison(sims)
-    assert list(comparison["strategy"]) == ["range (eager)", "cooperative-sticky", "KIP-848 uniform", "load-aware"]
-    answer = lab_answer("skew", sims)
-    assert len(answer.load_aware) == 1
-    assert re.match(r"small-skew: load-aware's maximum lag is [\d,]+ records against [\d,]+ for cooperative-sticky "
-                    r"\([+-]\d+%\); p99 record delay", answer.load_aware[0])
-    assert answer.as_dict()["load_aware"] == answer.load_aware
+    answer = load_answer(sims)
+    assert [f.title for f in answer.figures] == ["range (eager)", "cooperative-sticky", "KIP-848 uniform", "load-aware"]
+    for figures in answer.figures:
+        assert figures.produce_per_s == pytest.approx(1400, rel=0.01) and figures.behind_s >= 0
+        assert figures.keeps_up == (figures.end_lag <= figures.produce_per_s)
+    lab = lab_answer("skew", sims)
+    assert lab.load_aware == answer
+    assert re.match(r"small-skew: load-aware (pays off|does not pay off|makes no difference); ",
+                    answer.sentences()[0])
+    assert answer.sentences()[-1].startswith("Overall: load-aware ")
+    as_dict = lab.as_dict()["load_aware"]
+    assert as_dict["situations"][0]["sentence"] == answer.sentences()[0]
+    assert as_dict["verdict"]["verdict"] in ("pays off", "does not pay off", "makes no difference")
+    assert {"keeps_up", "end_lag", "behind_s", "drain_max_s"} <= set(as_dict["figures"][0])
     # the skewed runs stay out of "should we migrate?" (their churn is another question)
     assert {f.churn for f in migration_answer(sims).figures} == {"crashes"}
 
@@ -90,10 +92,11 @@ def test_the_section_and_the_plot(tables):
     figure = lag_figure(sims, lag)
     assert figure is not None and "<svg" in figure.image
     assert set(figure.data["strategy"]) == set(PROTOCOLS)
-    html = load_section(sims, lab_answer("skew", sims).load_aware, figure)
+    html = load_section(lab_answer("skew", sims).load_aware, figure)
     assert "Does load-aware assignment pay off?" in html and "figures/max_lag_over_time.csv" in html
     header = html[html.index("<thead>"):html.index("</thead>")]
-    assert header.count("<th>") <= 9  # fits the page
+    assert header.count("<th>") <= 10  # fits the page
+    assert "keeps up" in header and "lag at end" in header and "drain" in header
     assert lag_figure(sims, lag.iloc[0:0]) is None
 
 
