@@ -100,8 +100,9 @@ def load_verdicts(figures: Sequence[LoadFigures]) -> tuple[LoadVerdict, ...]:
         notable = abs(difference) > max(BEHIND_SLACK_S, MARGIN * max(new.behind_s, old.behind_s))
         if not keeping_up:
             kind = LoadVerdictKind.DOES_NOT
-            why = (f"no strategy keeps up (load-aware {new.end_lag:,.0f} records behind at the end, cooperative-sticky "
-                   f"{old.end_lag:,.0f}): the skew is beyond what assigning whole partitions can fix")
+            why = (f"no strategy keeps up (load-aware ends {new.end_lag:,.0f} records behind, cooperative-sticky "
+                   f"{old.end_lag:,.0f}): a partition needs more than one consumer or the group more consumers, "
+                   "which no assignment fixes")
         elif new.keeps_up != old.keeps_up:
             kind = LoadVerdictKind.PAYS_OFF if new.keeps_up else LoadVerdictKind.DOES_NOT
             why = f"load-aware {_behind(new)}, cooperative-sticky {_behind(old)}"

@@ -158,6 +158,8 @@ class ChurnVerdict:
     verdict: Verdict
     kip848_s: float
     cooperative_s: float
+    kip848_moved: float
+    cooperative_moved: float
     # DEPENDS: the longest interval measured at which KIP-848 is within MARGIN, and its figure;
     # WAIT: the shortest interval measured and its figure (still beyond MARGIN); None when not measured
     interval_ms: int | None = None
@@ -166,11 +168,13 @@ class ChurnVerdict:
     def sentence(self) -> str:
         """The verdict and why, in one sentence."""
         compared = (f"KIP-848 uniform leaves {_change(self.kip848_s, self.cooperative_s)} partition-seconds "
-                    f"unowned than cooperative-sticky ({self.kip848_s:,.1f} against {self.cooperative_s:,.1f})")
+                    f"unowned than cooperative-sticky ({self.kip848_s:,.1f} against {self.cooperative_s:,.1f}, "
+                    f"moving {self.kip848_moved:,.0f} partitions against {self.cooperative_moved:,.0f})")
         default = f"{DEFAULT_HEARTBEAT_MS:,} ms"
         match self.verdict:
             case Verdict.MIGRATE:
-                return f"{self.churn}: migrate; {compared} at the default heartbeat interval of {default}."
+                within = f", within the {MARGIN:.0%} margin," if self.kip848_s > self.cooperative_s else ""
+                return f"{self.churn}: migrate; {compared}{within} at the default heartbeat interval of {default}."
             case Verdict.DEPENDS:
                 assert self.interval_ms is not None and self.at_interval_s is not None
                 return (f"{self.churn}: it depends on {HEARTBEAT_SETTING}; at the default {default} {compared}, at "
@@ -285,19 +289,18 @@ def churn_verdicts(figures: Sequence[ChurnFigures], heartbeat: Sequence[Heartbea
         if new is None or old is None:
             continue
         limit = old.unowned_partition_s * (1 + MARGIN)
+        measured = (new.unowned_partition_s, old.unowned_partition_s, new.partitions_moved, old.partitions_moved)
         if new.unowned_partition_s <= limit:
-            out.append(ChurnVerdict(churn, Verdict.MIGRATE, new.unowned_partition_s, old.unowned_partition_s))
+            out.append(ChurnVerdict(churn, Verdict.MIGRATE, *measured))
             continue
         shorter = sorted((h for h in heartbeat if h.churn == churn and h.interval_ms < DEFAULT_HEARTBEAT_MS),
                          key=lambda h: -h.interval_ms)
         enough = next((h for h in shorter if h.unowned_partition_s <= limit), None)
         if enough is not None:
-            out.append(ChurnVerdict(churn, Verdict.DEPENDS, new.unowned_partition_s, old.unowned_partition_s,
-                                    enough.interval_ms, enough.unowned_partition_s))
+            out.append(ChurnVerdict(churn, Verdict.DEPENDS, *measured, enough.interval_ms, enough.unowned_partition_s))
         else:
             shortest = shorter[-1] if shorter else None
-            out.append(ChurnVerdict(churn, Verdict.WAIT, new.unowned_partition_s, old.unowned_partition_s,
-                                    None if shortest is None else shortest.interval_ms,
+            out.append(ChurnVerdict(churn, Verdict.WAIT, *measured, None if shortest is None else shortest.interval_ms,
                                     None if shortest is None else shortest.unowned_partition_s))
     return tuple(out)
 
@@ -327,13 +330,17 @@ def overall_verdict(verdicts: Sequence[ChurnVerdict]) -> OverallVerdict | None:
             f"partitions unowned in {len(losing)} of {count} situations ({', '.join(losing)}); at {needed:,} ms it is "
             f"no worse in all {count}, for {DEFAULT_HEARTBEAT_MS / needed:g} times the heartbeats to the "
             "coordinator."))
-    with_setting = [f"{v.churn} (with {HEARTBEAT_SETTING} at {v.interval_ms:,} ms)" for v in verdicts
-                    if v.verdict is Verdict.DEPENDS]
-    good = names[Verdict.MIGRATE] + with_setting
+    by_interval: dict[int, list[str]] = {}
+    for v in verdicts:
+        if v.verdict is Verdict.DEPENDS and v.interval_ms is not None:
+            by_interval.setdefault(v.interval_ms, []).append(v.churn)
+    good = [", ".join(names[Verdict.MIGRATE])] if names[Verdict.MIGRATE] else []
+    good += [f"{' and '.join(churns)} with {HEARTBEAT_SETTING} at {interval:,} ms"
+             for interval, churns in sorted(by_interval.items(), reverse=True)]
     return OverallVerdict(Verdict.DEPENDS, (
-        f"it depends on your group's churn: migrate if it mostly sees {', '.join(good) or 'none of these'}; wait if "
-        f"it sees {', '.join(names[Verdict.WAIT])}, where KIP-848 uniform leaves more partitions unowned at every "
-        "heartbeat interval measured."))
+        f"it depends on your group's churn: migrate if it mostly sees {', or '.join(good)}; wait if it sees "
+        f"{', '.join(names[Verdict.WAIT])}, where KIP-848 uniform leaves more partitions unowned at every heartbeat "
+        "interval measured."))
 
 
 def eager_sentence(figures: Sequence[ChurnFigures]) -> str:
@@ -385,7 +392,9 @@ def heartbeat_explanation(figures: Sequence[ChurnFigures], heartbeat: Sequence[H
         "Why: a KIP-848 member learns its assignment only from a heartbeat response, so a partition that moves is "
         "released at its old owner's next heartbeat and taken at its new owner's next one, each hand-off waiting on "
         f"{HEARTBEAT_SETTING} ({DEFAULT_HEARTBEAT_MS:,} ms by default), where a classic group hands out every "
-        f"assignment in the SyncGroup response that ends the rebalance; over {', '.join(churns)}, KIP-848 uniform "
+        "assignment in the SyncGroup response that ends the rebalance; and a new KIP-848 group has no initial "
+        "rebalance delay (group.initial.rebalance.delay.ms is the classic protocol's), so its first member takes "
+        "every partition and hands them on, heartbeat by heartbeat, as the others join; over {', '.join(churns)}, KIP-848 uniform "
         f"moved {new_moved:,.0f} partitions ({new_each:,.1f} partition-seconds unowned each) against "
         f"{old_moved:,.0f} ({old_each:,.1f} each) for cooperative-sticky, and at {shortest:,} ms heartbeats "
         f"{short_moved:,.0f} ({short_each:,.1f} each): {short_total:,.1f} partition-seconds unowned in all against "
@@ -460,6 +469,7 @@ def churn_figures(sims: pd.DataFrame) -> tuple[ChurnFigures, ...]:
         pause_max=("member_pause_max_ms", "mean"), duplicates=("records_processed_twice", "mean"),
         rebalances=("rebalances", "mean"), unstable=("longest_unstable_ms", "mean"),
         stw=("stop_the_world_partition_ms", "mean"), moved=("partitions_moved", "mean")).reset_index()
+    grouped = grouped[grouped.groupby("scenario")["setup"].transform("nunique") > 1]  # nothing to compare
     grouped["order"] = grouped["setup"].map(SETUPS.index)
     grouped = grouped.sort_values(["scenario", "order"])
     return tuple(
@@ -487,7 +497,7 @@ def heartbeat_figures(sims: pd.DataFrame) -> tuple[HeartbeatFigures, ...]:
     ok = ok[ok["setup"] == CONSUMER_UNIFORM].copy()
     if ok.empty:
         return ()
-    ok["interval"] = ok[HEARTBEAT_COLUMN].fillna(DEFAULT_HEARTBEAT_MS).astype(int)
+    ok["interval"] = pd.to_numeric(ok[HEARTBEAT_COLUMN], errors="coerce").fillna(DEFAULT_HEARTBEAT_MS).astype(int)
     ok["unowned"] = pd.to_numeric(extra_metric(ok, "unowned_partition_ms"), errors="coerce")
     grouped = ok.groupby(["scenario", "interval"], sort=False).agg(
         unowned=("unowned", "mean"), moved=("partitions_moved", "mean")).reset_index()

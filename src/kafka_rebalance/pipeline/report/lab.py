@@ -405,10 +405,19 @@ def heartbeat_table(answer: MigrationAnswer) -> pd.DataFrame:
 
 
 def verdict_list(lines: Sequence[str], *, strong: Sequence[str] = ()) -> str:
-    """An answer's sentences as the report's verdict list; the ``strong`` ones in bold."""
-    return '<ul class="verdict">' + "".join(
-        f"<li><b>{html.escape(line)}</b></li>" if line in strong else f"<li>{html.escape(line)}</li>"
-        for line in lines) + "</ul>"
+    """An answer's sentences as the report's verdict list: each verdict's head (the words before
+    its first ";": the situation and the verdict) in bold, the ``strong`` lines all in bold."""
+    def item(line: str) -> str:
+        if line in strong:
+            return f"<li><b>{html.escape(line)}</b></li>"
+        head, sep, rest = line.partition("; ")
+        return f"<li><b>{html.escape(head)}</b>; {html.escape(rest)}</li>" if sep else f"<li>{html.escape(line)}</li>"
+    return '<ul class="verdict">' + "".join(item(line) for line in lines) + "</ul>"
+
+
+def how_to_read(caption: str) -> str:
+    """A section's notes on its figures, after the answer."""
+    return f'<p class="caption"><b>How to read this:</b> {caption}</p>'
 
 
 def migration_section(answer: MigrationAnswer) -> str:
@@ -433,7 +442,8 @@ def migration_section(answer: MigrationAnswer) -> str:
     why = answer.explanation()
     heartbeat = heartbeat_table(answer)
     if why:
-        body += f"<h3>Why KIP-848 leaves partitions unowned longer</h3><p>{html.escape(why)}</p>"
+        body += (f"<h3>Why KIP-848 leaves partitions unowned longer</h3>"
+                 f'<p class="verdict">{html.escape(why.removeprefix("Why: "))}</p>')
     if not heartbeat.empty:
         body += (f"<p class=\"caption\">Partition-seconds unowned: cooperative-sticky, and KIP-848 uniform at each "
                  f"{HEARTBEAT_SETTING} measured.</p>" + table(heartbeat, limit=50))
@@ -446,7 +456,7 @@ def migration_section(answer: MigrationAnswer) -> str:
                    "upgraded stay in it as classic members); 'same restarts, no upgrade' is the rolling-restart "
                    "churn of the group it starts from. Unstable: time with a rebalance open, in total and the "
                    "longest stretch.</p>")
-    return section("Should we migrate to KIP-848?", body, caption)
+    return section("Should we migrate to KIP-848?", body + how_to_read(caption))
 
 
 # --------------------------------------------------------------------------- does load-aware pay off?
@@ -530,9 +540,10 @@ def load_section(answer: LoadAnswer, lag: Figure | None) -> str:
                "is load-aware without the loads.")
     lines = answer.sentences()
     overall = answer.overall()
-    body = verdict_list(lines, strong=lines[-1:] if overall is not None else ()) + table(load_table(answer), limit=200)
+    body = (verdict_list(lines, strong=lines[-1:] if overall is not None else ()) + table(load_table(answer), limit=200)
+            + how_to_read(caption))
     if lag is not None:
         body += (f"<h3>{html.escape(lag.title)}</h3><p class=\"caption\">{lag.caption}</p>"
                  f'<div class="figure">{lag.image}</div>'
                  f'<p class="csv">Data: <a href="figures/{lag.name}.csv">figures/{lag.name}.csv</a></p>')
-    return section("Does load-aware assignment pay off?", body, caption)
+    return section("Does load-aware assignment pay off?", body)
