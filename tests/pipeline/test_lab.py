@@ -3,7 +3,6 @@ the report, and what the built-in sweep must show."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pandas as pd
