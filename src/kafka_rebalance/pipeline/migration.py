@@ -393,12 +393,13 @@ def heartbeat_explanation(figures: Sequence[ChurnFigures], heartbeat: Sequence[H
         "released at its old owner's next heartbeat and taken at its new owner's next one, each hand-off waiting on "
         f"{HEARTBEAT_SETTING} ({DEFAULT_HEARTBEAT_MS:,} ms by default), where a classic group hands out every "
         "assignment in the SyncGroup response that ends the rebalance; and a new KIP-848 group has no initial "
-        "rebalance delay (group.initial.rebalance.delay.ms is the classic protocol's), so its first member takes "
-        "every partition and hands them on, heartbeat by heartbeat, as the others join; over {', '.join(churns)}, KIP-848 uniform "
-        f"moved {new_moved:,.0f} partitions ({new_each:,.1f} partition-seconds unowned each) against "
-        f"{old_moved:,.0f} ({old_each:,.1f} each) for cooperative-sticky, and at {shortest:,} ms heartbeats "
-        f"{short_moved:,.0f} ({short_each:,.1f} each): {short_total:,.1f} partition-seconds unowned in all against "
-        f"{new_total:,.1f} at {DEFAULT_HEARTBEAT_MS:,} ms and {old_total:,.1f} for cooperative-sticky.")
+        "rebalance delay (group.initial.rebalance.delay.ms is the classic protocol's): its first member takes every "
+        "partition and hands them on, heartbeat by heartbeat, as the others join. "
+        f"Over {', '.join(churns)}, KIP-848 uniform moved {new_moved:,.0f} partitions ({new_each:,.1f} "
+        f"partition-seconds unowned each) against {old_moved:,.0f} ({old_each:,.1f} each) for cooperative-sticky; "
+        f"at {shortest:,} ms heartbeats {short_moved:,.0f} ({short_each:,.1f} each), {short_total:,.1f} "
+        f"partition-seconds unowned in all against {new_total:,.1f} at {DEFAULT_HEARTBEAT_MS:,} ms and "
+        f"{old_total:,.1f} for cooperative-sticky.")
 
 
 def upgrade_sentence(cost: UpgradeCost) -> str:

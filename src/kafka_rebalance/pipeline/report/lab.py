@@ -51,7 +51,7 @@ from kafka_rebalance.pipeline.report.page import (
 pyplot()  # the reports' style and the off-screen backend, before this module draws anything
 
 STRATEGY_ORDER = ["range", "roundrobin", "sticky", "cooperative-sticky"]
-STOP_COLOUR = "#D55E00"  # Okabe-Ito vermillion: a stop-the-world pause
+STOP_COLOUR = "#000000"  # a stop-the-world pause: black, no member's colour
 EAGER_STRATEGIES = ("range", "roundrobin", "sticky")
 # Columns that identify a configuration apart from the strategy (for picking comparable runs).
 _CONFIG_COLUMNS = ["scenario", "seed", "group_size", "total_partitions", "session_timeout_ms",
@@ -95,10 +95,10 @@ _RESULT_COLUMNS = {"run_id", "sweep", "label", "strategy", "rebalances", "partit
 
 
 def _member_colours(members: Sequence[str]) -> dict[str, str]:
-    # Okabe-Ito without black and vermillion (those mark pauses and hand-offs), then Tol's muted
+    # Okabe-Ito without black (it marks pauses), then Tol's muted
     # colours: told apart with the common colour-vision deficiencies.
-    palette = ["#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#CC79A7", "#882255", "#44AA99", "#999933",
-               "#DDCC77", "#332288", "#AA4499"]
+    palette = ["#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#882255", "#44AA99",
+               "#999933", "#DDCC77", "#332288"]
     return {m: palette[i % len(palette)] for i, m in enumerate(sorted(members, key=_natural_key))}
 
 
@@ -112,7 +112,7 @@ def ownership_figure(sims: pd.DataFrame, ownership: pd.DataFrame | None, rebalan
                      run_ids: list[str]) -> Figure:
     title = "Partition ownership over time, per strategy"
     caption = ("The same scenario and seed under each strategy. Each row is a partition, coloured by the member "
-               "consuming it; grey bands are rebalances. Vermillion marks a stop-the-world pause: the partition was "
+               "consuming it; grey bands are rebalances. Black marks a stop-the-world pause: the partition was "
                "revoked and given back to the same member (often milliseconds, so drawn wider than it lasted); "
                "hatching marks a hand-off to another member, during which nobody consumes the partition. EAGER "
                "strategies revoke everything at every rebalance, so every row stops; cooperative-sticky only "
@@ -404,14 +404,17 @@ def heartbeat_table(answer: MigrationAnswer) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def verdict_list(lines: Sequence[str], *, strong: Sequence[str] = ()) -> str:
-    """An answer's sentences as the report's verdict list: each verdict's head (the words before
-    its first ";": the situation and the verdict) in bold, the ``strong`` lines all in bold."""
+def verdict_list(lines: Sequence[str], *, strong: Sequence[str] = (), heads: bool = True) -> str:
+    """An answer's sentences as the report's verdict list: with ``heads``, each verdict's head
+    (the words before its first ";": the situation and the verdict) in bold; the ``strong``
+    lines all in bold."""
     def item(line: str) -> str:
         if line in strong:
             return f"<li><b>{html.escape(line)}</b></li>"
         head, sep, rest = line.partition("; ")
-        return f"<li><b>{html.escape(head)}</b>; {html.escape(rest)}</li>" if sep else f"<li>{html.escape(line)}</li>"
+        if heads and sep:
+            return f"<li><b>{html.escape(head)}</b>; {html.escape(rest)}</li>"
+        return f"<li>{html.escape(line)}</li>"
     return '<ul class="verdict">' + "".join(item(line) for line in lines) + "</ul>"
 
 
@@ -449,7 +452,7 @@ def migration_section(answer: MigrationAnswer) -> str:
                  f"{HEARTBEAT_SETTING} measured.</p>" + table(heartbeat, limit=50))
     body += "<h3>Every protocol, per churn</h3>" + table(comparison_table(answer), limit=200)
     if answer.costs:
-        body += ("<h3>What the migration costs</h3>" + verdict_list([upgrade_sentence(c) for c in answer.costs])
+        body += ("<h3>What the migration costs</h3>" + verdict_list([upgrade_sentence(c) for c in answer.costs], heads=False)
                  + table(cost_table(answer), limit=50)
                  + "<p class=\"caption\">The 'migration' churn restarts every member once, one at a time, with "
                    "group.protocol=consumer (the first ConsumerGroupHeartbeat converts the group; members not yet "
