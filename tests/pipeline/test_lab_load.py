@@ -60,8 +60,16 @@ def test_a_skewed_run_yields_its_lag_series_and_load_figures(tables):
     skewed = sims[sims["scenario"] == "small-skew"]
     assert has_load(sims).tolist() == (sims["scenario"] == "small-skew").tolist()
     for metrics in skewed["extra_metrics"]:
-        assert {"max_lag_records", "p99_delay_ms", "drain_p50_ms", "max_moved_per_rebalance"} <= set(metrics)
+        assert {"max_lag_records", "p99_delay_ms", "drain_p50_ms", "max_moved_per_rebalance", "end_lag_records",
+                "produce_records_per_s", "behind_ms"} <= set(metrics)
+        assert metrics["produce_records_per_s"] == pytest.approx(1400, rel=0.01)
+        assert 0 <= metrics["behind_ms"] <= 70000
     assert set(lag["strategy"]) == set(PROTOCOLS)
+    # the group's lag at the end is the lag table's last total; behind: samples above one second of production
+    for run_id, run in lag.groupby("run_id"):
+        metrics = dict(sims.set_index("run_id").loc[run_id, "extra_metrics"])
+        assert metrics["end_lag_records"] == run.sort_values("time_ms")["total_lag"].iloc[-1]
+        assert metrics["behind_ms"] == 5000 * (run["total_lag"] > metrics["produce_records_per_s"]).sum()
     per_run = lag.groupby("run_id")["time_ms"].agg(["count", "max"])
     assert (per_run["count"] == 14).all() and (per_run["max"] == 70000).all()  # a sample every 5 s
     assert (lag["max_lag"] <= lag["total_lag"]).all()
