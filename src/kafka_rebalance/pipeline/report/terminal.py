@@ -105,8 +105,7 @@ def print_logs_answer(answer: LogsAnswer, console: Console) -> None:
     more = answer.more_groups + max(len(answer.groups) - TERMINAL_GROUPS, 0)
     if more:
         _say(console, f"{more:,} more group{'s' if more != 1 else ''} in {answer.report}", style="bold", path=True)
-    _say(console, f"tables in {answer.tables}/", path=True)
-    _say(console, f"report: {answer.report}", path=True)
+    _say(console, f"wrote the tables and the report to {answer.tables}/; open {answer.report}", path=True)
 
 
 def print_group(group: GroupAnswer, console: Console) -> None:
