@@ -43,7 +43,8 @@ def test_the_verdict_follows_the_figures():
     # both keep up: how long each was behind decides, beyond the margin
     slower = load_verdicts(_pair("moving", (500, 195), (500, 170)))[0]
     assert slower.kind is LoadVerdictKind.DOES_NOT
-    assert "both keep up, but load-aware is behind for 195 s against 170 s" in slower.sentence
+    assert "both keep up, but load-aware is behind (more than one second of production) for 195 s against 170 s" in (
+        slower.sentence)
     assert load_verdicts(_pair("moving", (500, 120), (500, 170)))[0].kind is LoadVerdictKind.PAYS_OFF
     assert load_verdicts(_pair("moving", (500, 172), (500, 170)))[0].kind is LoadVerdictKind.NO_DIFFERENCE
     # nobody keeps up: no assignment fixes it

@@ -109,8 +109,8 @@ def load_verdicts(figures: Sequence[LoadFigures]) -> tuple[LoadVerdict, ...]:
         elif notable:
             kind = LoadVerdictKind.PAYS_OFF if difference < 0 else LoadVerdictKind.DOES_NOT
             state = "both keep up" if new.keeps_up else "both fall behind"
-            why = (f"{state}, but load-aware is behind for {new.behind_s:,.0f} s against {old.behind_s:,.0f} s "
-                   f"(drain after a rebalance: {new.drain_max_s:,.1f} s at most against {old.drain_max_s:,.1f} s)")
+            why = (f"{state}, but load-aware is behind (more than one second of production) for "
+                   f"{new.behind_s:,.0f} s against {old.behind_s:,.0f} s")
         else:
             kind = LoadVerdictKind.NO_DIFFERENCE
             state = "both keep up" if new.keeps_up else "both fall behind"

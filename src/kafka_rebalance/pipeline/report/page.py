@@ -25,11 +25,12 @@ if TYPE_CHECKING:
 
 # Above this many drawn elements a vector figure gets heavy for a browser: use PNG.
 SVG_ELEMENT_LIMIT = 4000
-# Okabe-Ito: colours told apart with the common colour-vision deficiencies; each strategy has its
-# own line style and marker as well, so no two are told apart by colour alone.
+# Okabe-Ito (and one of Tol's muted colours): told apart with the common colour-vision
+# deficiencies; each strategy has its own line style and marker as well, so no two are told
+# apart by colour alone.
 STRATEGY_COLOURS = {
     "range": "#D55E00",  # vermillion
-    "eager": "#D55E00",  # the lab's eager protocol is range
+    "eager": "#882255",  # Tol's wine: the lab's eager protocol (range), told apart from a range sweep
     "roundrobin": "#E69F00",  # orange
     "sticky": "#56B4E9",  # sky blue
     "cooperative-sticky": "#0072B2",  # blue
@@ -37,7 +38,7 @@ STRATEGY_COLOURS = {
     "consumer-range": "#CC79A7",  # reddish purple
     "load-aware": "#000000",
 }
-FALLBACK_COLOURS = ["#999999", "#F0E442", "#882255", "#44AA99", "#332288", "#999933"]
+FALLBACK_COLOURS = ["#999999", "#44AA99", "#332288", "#999933", "#F0E442"]
 STRATEGY_STYLES = {
     "range": ("-", "o"), "eager": ("-", "o"), "roundrobin": (":", "v"), "sticky": ("-.", "D"),
     "cooperative-sticky": ("--", "s"), "consumer-uniform": (":", "^"), "consumer-range": ("-.", "P"),
