@@ -19,14 +19,9 @@ from kafka_rebalance.pipeline.lab import (
     simulation_schema,
     swept_columns,
 )
-from kafka_rebalance.pipeline.migration import migration_answer
-from kafka_rebalance.pipeline.report.lab import (
-    has_load,
-    lab_answer,
-    lag_figure,
-    load_comparison,
-    load_section,
-)
+from kafka_rebalance.pipeline.load_answer import load_answer
+from kafka_rebalance.pipeline.migration import has_load, migration_answer
+from kafka_rebalance.pipeline.report.lab import lab_answer, lag_figure, load_section
 from kafka_rebalance.pipeline.report.terminal import print_lab_answer
 from kafka_rebalance.pipeline.sweep import parse_sweep
 
@@ -65,8 +60,16 @@ def test_a_skewed_run_yields_its_lag_series_and_load_figures(tables):
     skewed = sims[sims["scenario"] == "small-skew"]
     assert has_load(sims).tolist() == (sims["scenario"] == "small-skew").tolist()
     for metrics in skewed["extra_metrics"]:
-        assert {"max_lag_records", "p99_delay_ms", "drain_p50_ms", "max_moved_per_rebalance"} <= set(metrics)
+        assert {"max_lag_records", "p99_delay_ms", "drain_p50_ms", "max_moved_per_rebalance", "end_lag_records",
+                "produce_records_per_s", "behind_ms"} <= set(metrics)
+        assert metrics["produce_records_per_s"] == pytest.approx(1400, rel=0.01)
+        assert 0 <= metrics["behind_ms"] <= 70000
     assert set(lag["strategy"]) == set(PROTOCOLS)
+    # the group's lag at the end is the lag table's last total; behind: samples above one second of production
+    for run_id, run in lag.groupby("run_id"):
+        metrics = dict(sims.set_index("run_id").loc[run_id, "extra_metrics"])
+        assert metrics["end_lag_records"] == run.sort_values("time_ms")["total_lag"].iloc[-1]
+        assert metrics["behind_ms"] == 5000 * (run["total_lag"] > metrics["produce_records_per_s"]).sum()
     per_run = lag.groupby("run_id")["time_ms"].agg(["count", "max"])
     assert (per_run["count"] == 14).all() and (per_run["max"] == 70000).all()  # a sample every 5 s
     assert (lag["max_lag"] <= lag["total_lag"]).all()
@@ -74,13 +77,20 @@ def test_a_skewed_run_yields_its_lag_series_and_load_figures(tables):
 
 def test_the_comparison_and_its_sentences(tables):
     sims, _ = tables
-    comparison = load_comparison(sims)
-    assert list(comparison["strategy"]) == ["range (eager)", "cooperative-sticky", "KIP-848 uniform", "load-aware"]
-    answer = lab_answer("skew", sims)
-    assert len(answer.load_aware) == 1
-    assert re.match(r"small-skew: load-aware's maximum lag is [\d,]+ records against [\d,]+ for cooperative-sticky "
-                    r"\([+-]\d+%\); p99 record delay", answer.load_aware[0])
-    assert answer.as_dict()["load_aware"] == answer.load_aware
+    answer = load_answer(sims)
+    assert [f.title for f in answer.figures] == ["range (eager)", "cooperative-sticky", "KIP-848 uniform", "load-aware"]
+    for figures in answer.figures:
+        assert figures.produce_per_s == pytest.approx(1400, rel=0.01) and figures.behind_s >= 0
+        assert figures.keeps_up == (figures.end_lag <= figures.produce_per_s)
+    lab = lab_answer("skew", sims)
+    assert lab.load_aware == answer
+    assert re.match(r"small-skew: load-aware (pays off|does not pay off|makes no difference); ",
+                    answer.sentences()[0])
+    assert answer.sentences()[-1].startswith("Overall: load-aware ")
+    as_dict = lab.as_dict()["load_aware"]
+    assert as_dict["situations"][0]["sentence"] == answer.sentences()[0]
+    assert as_dict["verdict"]["verdict"] in ("pays off", "does not pay off", "makes no difference")
+    assert {"keeps_up", "end_lag", "behind_s", "drain_max_s"} <= set(as_dict["figures"][0])
     # the skewed runs stay out of "should we migrate?" (their churn is another question)
     assert {f.churn for f in migration_answer(sims).figures} == {"crashes"}
 
@@ -90,10 +100,11 @@ def test_the_section_and_the_plot(tables):
     figure = lag_figure(sims, lag)
     assert figure is not None and "<svg" in figure.image
     assert set(figure.data["strategy"]) == set(PROTOCOLS)
-    html = load_section(sims, lab_answer("skew", sims).load_aware, figure)
+    html = load_section(lab_answer("skew", sims).load_aware, figure)
     assert "Does load-aware assignment pay off?" in html and "figures/max_lag_over_time.csv" in html
     header = html[html.index("<thead>"):html.index("</thead>")]
-    assert header.count("<th>") <= 9  # fits the page
+    assert header.count("<th>") <= 10  # fits the page
+    assert "keeps up" in header and "lag at end" in header and "drain" in header
     assert lag_figure(sims, lag.iloc[0:0]) is None
 
 

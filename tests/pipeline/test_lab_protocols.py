@@ -45,8 +45,10 @@ def test_bad_churn_runs_name_the_field(spec: dict, field: str) -> None:
 def test_report_answers_should_we_migrate(spark, tmp_path) -> None:
     from kafka_rebalance.pipeline.lab import run_lab
 
-    result = run_lab(spark, parse_sweep(churn_sweep("rolling-restart", "crashes", "migration")),
-                     str(tmp_path / "out"), progress=False)
+    sweep = churn_sweep("rolling-restart", "crashes", "migration")
+    sweep["runs"].append({"churn": "rolling-restart", "service": {"members": 6, "partitions": 12},
+                          "grid": {"protocol": ["consumer-uniform"], "consumer_heartbeat_interval_ms": [1000]}})
+    result = run_lab(spark, parse_sweep(sweep), str(tmp_path / "out"), progress=False)
     assert result.failed == 0
     sims = pd.read_parquet(tmp_path / "out" / "simulations")
     assert set(sims["strategy"]) == set(PROTOCOLS)
@@ -54,17 +56,32 @@ def test_report_answers_should_we_migrate(spark, tmp_path) -> None:
     assert (kip848["records_lost"] == 0).all()
     unowned = sims["extra_metrics"].map(lambda m: dict(m)["unowned_partition_ms"])
     assert (unowned > 0).all()
+    # A verdict per churn and overall, in the terminal's answer, --json and the page alike.
+    answer = result.answer.migration
+    assert {v.churn for v in answer.verdicts()} == {"rolling-restart", "crashes"}
+    assert answer.overall() is not None
+    assert [(h.churn, h.interval_ms) for h in answer.heartbeat] == [("rolling-restart", 5000),
+                                                                    ("rolling-restart", 1000)]
+    as_json = result.answer.as_dict()["migration"]
+    assert as_json["verdict"]["verdict"] in ("migrate", "wait", "it depends")
+    assert [s["churn"] for s in as_json["situations"]] == [v.churn for v in answer.verdicts()]
     page = (tmp_path / "out" / "report.html").read_text()
     assert "Should we migrate to KIP-848?" in page
-    assert re.search(r"rolling-restart: KIP-848 \(uniform\) leaves [\d,.]+ partition-seconds unowned against", page)
+    assert re.search(r"<b>rolling-restart: (migrate|wait|it depends on group.consumer.heartbeat.interval.ms)</b>; "
+                     r"(at the default 5,000 ms )?KIP-848 uniform leaves", page)
+    assert "<b>Overall: " in page and "Why KIP-848 leaves partitions unowned longer" in page
     section = page[page.index("Should we migrate"):]
-    header = section[section.index("<thead>"):section.index("</thead>")]
-    assert header.count("<th>") <= 8  # fits the page
+    heartbeat = section[section.index("<thead>"):section.index("</thead>")]
+    assert "KIP-848 5,000 ms (default)" in heartbeat and "KIP-848 1,000 ms" in heartbeat
+    comparison = section[section.index("Every protocol, per churn"):]
+    header = comparison[comparison.index("<thead>"):comparison.index("</thead>")]
+    assert header.count("<th>") <= 9  # fits the page
     # What the migration itself costs, with numbers, next to a plain rolling restart.
     migration = sims[sims["scenario"] == "migration"]
     assert (migration["records_lost"] == 0).all() and (migration["error"].isna()).all()
-    assert re.search(r"Rolling upgrade cooperative-sticky -&gt; KIP-848 uniform: [\d,.]+ \([\d,.]+\) partition-seconds "
-                     r"unowned", page)
+    assert re.search(r"Upgrading cooperative-sticky to KIP-848 uniform one member at a time leaves partitions "
+                     r"unowned for [\d,.]+ partition-seconds \((more|less) than the [\d,.]+ of the same restarts "
+                     r"without upgrading\)", page)
     cost = section[section.index("<h3>What the migration costs"):]
     cost_header = cost[cost.index("<thead>"):cost.index("</thead>")]
-    assert cost_header.count("<th>") <= 6  # fits the page
+    assert cost_header.count("<th>") <= 7  # fits the page

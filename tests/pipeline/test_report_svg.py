@@ -57,3 +57,13 @@ def test_names_are_escaped():
                              "end": [pd.Timestamp("2024-05-01 00:00:30")], "outcome": ["stable"]})
     image = rebalance_timeline_figure(timeline, pd.DataFrame(), pd.DataFrame(), ["<b>&\"x"]).image
     assert "<b>" not in image and "&lt;b&gt;&amp;&quot;x" in image
+
+
+def test_simultaneous_marks_are_one_mark_that_says_how_many():
+    from kafka_rebalance.pipeline.report.svg import Axis, Panel
+
+    panel = Panel(["a", "b"], Axis(0.0, 100.0, 100.0, 900.0), 0.0)
+    drawn = panel.marks([(0, 50.0)] * 12 + [(1, 50.0), (0, 10.0)], "x", "#000000")
+    assert drawn == 3
+    svg = "".join(panel.parts)
+    assert svg.count("<path") == 1 and svg.count("<text") == 1 and ">12</text>" in svg

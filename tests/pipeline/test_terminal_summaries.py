@@ -46,13 +46,17 @@ def test_lab_tells_its_checks_and_the_migration_verdict(width, terminal):
     flat = " ".join(text.split())
     assert ("✓" if terminal else "ok") + " cooperative-sticky: stop-the-world is 0 partition-ms" in flat
     assert ("✗" if terminal else "NO") + " records lost over all runs: 3" in flat
-    assert ("typical: KIP-848 (uniform) leaves 12.5 partition-seconds unowned against 80.1 for cooperative-sticky "
-            "(-84%); 9 rebalances against 18; 0 records processed twice against 120; longest unstable stretch "
-            "1.2 s against 9.8 s.") in flat and "Should we migrate to KIP-848?" in flat
-    assert "storm / sticky / seed 3" in flat and "report: lab-out/report.html" in text
+    assert ("- typical: migrate; KIP-848 uniform leaves 84% fewer partition-seconds unowned than cooperative-sticky "
+            "(12.5 against 80.1, moving 0 partitions against 0) at the default heartbeat interval of 5,000 ms.") in flat
+    assert "- Overall: migrate: in all 1 situations" in flat and "Should we migrate to KIP-848?" in flat
+    assert "storm / sticky / seed 3" in flat
+    assert text.splitlines()[-1] == "wrote the tables and the report to lab-out/; open lab-out/report.html"
     as_json = json.loads(json.dumps(LAB.as_dict()))
     assert as_json["checks"][1] == {"passed": False, "statement": LAB.checks[1][1]}
-    assert as_json["migration"]["verdict"] == LAB.migration.sentences()
+    assert as_json["migration"]["sentences"] == LAB.migration.sentences()
+    assert as_json["migration"]["verdict"] == {"verdict": "migrate", "sentence": LAB.migration.overall().sentence}
+    assert as_json["migration"]["situations"][0]["verdict"] == "migrate"
+    assert as_json["load_aware"]["verdict"] is None  # no load scenario
     assert as_json["migration"]["figures"][0]["setup"] == {"group_protocol": "consumer", "rebalance_protocol": None,
                                                            "strategy": None, "assignor": "uniform"}
 

@@ -24,10 +24,28 @@ def test_json_and_log(tmp_path):
     assert "Stabilized group" in log.read_text()
 
 
-def test_timeline_output():
+def test_the_answer_first_the_timeline_on_request(tmp_path):
     done = run("simulate", str(SCENARIOS / "eager-join.yaml"))
     assert done.returncode == 0
-    assert "generation 2" in done.stdout and "revoked" in done.stdout and "stop_the_world_partition_ms" in done.stdout
+    first = done.stdout.splitlines()[0]
+    assert first.startswith("eager-join: 2 rebalance(s) in ") and "generation" not in done.stdout.split("what it cost")[1]
+    assert "stop_the_world_partition_ms" in done.stdout and "final assignment" in done.stdout
+    assert "revoked" not in done.stdout and done.stdout.rstrip().endswith("add --timeline for the 2 rebalance(s) one by one")
+    log = tmp_path / "server.log"
+    timeline = run("simulate", str(SCENARIOS / "eager-join.yaml"), "--timeline", "--log", str(log))
+    assert timeline.stdout.startswith(done.stdout.split("add --timeline")[0])  # the same answer, first
+    assert "generation 2" in timeline.stdout and "revoked" in timeline.stdout
+    assert timeline.stdout.rstrip().endswith(f"wrote the coordinator's log to {log}")
+
+
+def test_a_load_scenario_tells_its_load_table_early():
+    done = run("simulate", str(SCENARIOS / "skewed-load.yaml"))
+    assert done.returncode == 0
+    lines = done.stdout.splitlines()
+    assert len(lines) < 60  # 698 with the timeline
+    load = next(i for i, line in enumerate(lines) if line.startswith("load"))
+    assert load < next(i for i, line in enumerate(lines) if line.startswith("final assignment"))
+    assert any("group lag at the end (records)" in line and "(falls behind)" in line for line in lines)
 
 
 def test_bad_scenario_is_one_line_exit_2(tmp_path):

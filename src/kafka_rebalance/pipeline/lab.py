@@ -25,6 +25,9 @@ from kafka_rebalance.model import RebalanceProtocol
 from kafka_rebalance.pipeline.sweep import Run, Sweep
 
 if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
     from kafka_rebalance.pipeline.report.lab import LabAnswer
     from kafka_rebalance.sim import Scenario
     from kafka_rebalance.sim.result import RebalanceRecord, SimulationResult
@@ -307,13 +310,22 @@ def load_metrics(result: SimulationResult, rebalance_table: Sequence[tuple[objec
     """A run's load figures for ``extra_metrics`` (``result.load`` set): ``max_lag_records``,
     ``max_total_lag_records``, ``p99_delay_ms``, the longest and median drain after a rebalance
     (``drain_max_ms``, ``drain_p50_ms``, over the rebalances that drained), how many did not drain
-    by the end (``undrained_rebalances``), and the most partitions one rebalance moved
-    (``max_moved_per_rebalance``, from the rebalances table)."""
+    by the end (``undrained_rebalances``), the most partitions one rebalance moved
+    (``max_moved_per_rebalance``, from the rebalances table), the group's lag at the end
+    (``end_lag_records``), the mean produce rate (``produce_records_per_s``) and how long the
+    group was behind (``behind_ms``: samples whose total lag exceeded one second of that rate)."""
     load = result.load
     assert load is not None
     drained = sorted(d for d in load.drain_ms if d is not None)
     moved = [int(row[10]) for row in rebalance_table if isinstance(row[10], int)]
+    totals = group_lag(result)
+    end_s = max(1, int(load.time_ms[-1])) / 1000 if load.time_ms.size else 1.0
+    rate = load.records_produced / end_s
+    sample_ms = float(load.time_ms[1] - load.time_ms[0]) if load.time_ms.size > 1 else 0.0
     return {
+        "end_lag_records": float(totals[-1]) if totals.size else 0.0,
+        "produce_records_per_s": rate,
+        "behind_ms": float((totals > rate).sum()) * sample_ms,
         "max_lag_records": float(load.max_lag), "max_total_lag_records": float(load.max_total_lag),
         "p99_delay_ms": float(load.p99_delay_ms),
         "drain_max_ms": float(drained[-1]) if drained else 0.0,
@@ -323,10 +335,17 @@ def load_metrics(result: SimulationResult, rebalance_table: Sequence[tuple[objec
     }
 
 
+def group_lag(result: SimulationResult) -> NDArray[np.int64]:
+    """The group's total lag at each sample of the load model (owned and unowned partitions)."""
+    load = result.load
+    assert load is not None
+    return load.member_lag.sum(axis=1) + load.unowned_lag if load.member_lag.size else load.unowned_lag
+
+
 def lag_rows(run: Run, strategy: str, result: SimulationResult) -> Iterator[tuple[object, ...]]:
     load = result.load
     assert load is not None
-    totals = load.member_lag.sum(axis=1) + load.unowned_lag if load.member_lag.size else load.unowned_lag
+    totals = group_lag(result)
     for time_ms, worst, total in zip(load.time_ms.tolist(), load.max_lag_series.tolist(), totals.tolist(),
                                      strict=True):
         yield (run.run_id, run.scenario_name, strategy, run.seed, time_ms, worst, total)

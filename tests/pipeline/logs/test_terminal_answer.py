@@ -88,7 +88,7 @@ def test_plain_text_tells_every_rebalance_and_finding_within_the_width(every_fix
             assert squeezed(finding["advice"]) in squeezed(text)
     order = [text.index(f"Group {g['group']}:") for g in document["top_groups"]]
     assert order == sorted(order)
-    assert f"report: {document['report']}" in text
+    assert f"open {document['report']}" in text
 
 
 def test_a_narrow_terminal_wraps_a_member_id_after_its_dashes(every_fixture):

@@ -6,16 +6,32 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import matplotlib
 import matplotlib.patches
 import matplotlib.pyplot as plt
+import matplotlib.ticker
 import pandas as pd
 from matplotlib.figure import Figure as MplFigure
 
-from kafka_rebalance.pipeline.migration import MigrationAnswer, extra_metric, has_load, migration_answer
+from kafka_rebalance.pipeline.load_answer import (
+    LOAD_NAMES,
+    LOAD_ORDER,
+    NO_LOAD_ANSWER,
+    LoadAnswer,
+    load_answer,
+)
+from kafka_rebalance.pipeline.migration import (
+    DEFAULT_HEARTBEAT_MS,
+    HEARTBEAT_SETTING,
+    MARGIN,
+    MigrationAnswer,
+    eager_sentence,
+    migration_answer,
+    upgrade_sentence,
+)
 from kafka_rebalance.pipeline.report.page import (
     Figure,
     cards,
@@ -28,12 +44,14 @@ from kafka_rebalance.pipeline.report.page import (
     render,
     section,
     strategy_colour,
+    strategy_style,
     table,
 )
 
 pyplot()  # the reports' style and the off-screen backend, before this module draws anything
 
 STRATEGY_ORDER = ["range", "roundrobin", "sticky", "cooperative-sticky"]
+STOP_COLOUR = "#000000"  # a stop-the-world pause: black, no member's colour
 EAGER_STRATEGIES = ("range", "roundrobin", "sticky")
 # Columns that identify a configuration apart from the strategy (for picking comparable runs).
 _CONFIG_COLUMNS = ["scenario", "seed", "group_size", "total_partitions", "session_timeout_ms",
@@ -77,8 +95,10 @@ _RESULT_COLUMNS = {"run_id", "sweep", "label", "strategy", "rebalances", "partit
 
 
 def _member_colours(members: Sequence[str]) -> dict[str, str]:
-    palette = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
-               "#9c755f", "#bab0ac"]
+    # Okabe-Ito without black (it marks pauses), then Tol's muted
+    # colours: told apart with the common colour-vision deficiencies.
+    palette = ["#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#882255", "#44AA99",
+               "#999933", "#DDCC77", "#332288"]
     return {m: palette[i % len(palette)] for i, m in enumerate(sorted(members, key=_natural_key))}
 
 
@@ -92,7 +112,7 @@ def ownership_figure(sims: pd.DataFrame, ownership: pd.DataFrame | None, rebalan
                      run_ids: list[str]) -> Figure:
     title = "Partition ownership over time, per strategy"
     caption = ("The same scenario and seed under each strategy. Each row is a partition, coloured by the member "
-               "consuming it; grey bands are rebalances. Red marks a stop-the-world pause: the partition was "
+               "consuming it; grey bands are rebalances. Black marks a stop-the-world pause: the partition was "
                "revoked and given back to the same member (often milliseconds, so drawn wider than it lasted); "
                "hatching marks a hand-off to another member, during which nobody consumes the partition. EAGER "
                "strategies revoke everything at every rebalance, so every row stops; cooperative-sticky only "
@@ -137,7 +157,7 @@ def ownership_figure(sims: pd.DataFrame, ownership: pd.DataFrame | None, rebalan
                     gap_mid = (previous.end_ms + interval.start_ms) / 2000
                     gap = max((interval.start_ms - previous.end_ms) / 1000, min_gap_s)
                     if interval.member == previous.member:
-                        ax.broken_barh([(gap_mid - gap / 2, gap)], (y - 0.45, 0.9), facecolors="#d62728", linewidth=0)
+                        ax.broken_barh([(gap_mid - gap / 2, gap)], (y - 0.45, 0.9), facecolors=STOP_COLOUR, linewidth=0)
                     else:
                         ax.broken_barh([(previous.end_ms / 1000, (interval.start_ms - previous.end_ms) / 1000)],
                                        (y - 0.38, 0.76), facecolors="none", edgecolor="#1d2733", hatch="///",
@@ -161,7 +181,7 @@ def ownership_figure(sims: pd.DataFrame, ownership: pd.DataFrame | None, rebalan
     axes[-1, 0].set_xlabel("simulated time (s)")
     handles = [matplotlib.patches.Patch(color=colours[m], label=m) for m in members[:12]]
     handles.append(matplotlib.patches.Patch(color="#9aa5b1", alpha=0.4, label="rebalance"))
-    handles.append(matplotlib.patches.Patch(color="#d62728", label="stop-the-world (revoked, same owner; widened)"))
+    handles.append(matplotlib.patches.Patch(color=STOP_COLOUR, label="stop-the-world (revoked, same owner; widened)"))
     handles.append(matplotlib.patches.Patch(facecolor="none", edgecolor="#1d2733", hatch="///",
                                             label="hand-off to a new owner"))
     fig.legend(handles=handles, loc="upper center", ncol=min(len(handles), 4), frameon=False,
@@ -281,13 +301,13 @@ class LabAnswer:
     failed_runs: list[str]  # "scenario / strategy / seed: error" of the first few failed runs
     tables: str
     report: str
-    # "does load-aware assignment pay off?" in sentences with numbers (empty: no run has a load model)
-    load_aware: list[str] = field(default_factory=list)
+    # "does load-aware assignment pay off?" (empty: no run has a load model)
+    load_aware: LoadAnswer = NO_LOAD_ANSWER
 
     def as_dict(self) -> dict[str, Any]:
         return {"sweep": self.sweep, "totals": dict(self.totals),
                 "checks": [{"passed": passed, "statement": text} for passed, text in self.checks],
-                "migration": self.migration.as_dict(), "load_aware": self.load_aware, "failed_runs": self.failed_runs,
+                "migration": self.migration.as_dict(), "load_aware": self.load_aware.as_dict(), "failed_runs": self.failed_runs,
                 "tables": self.tables, "report": self.report}
 
 
@@ -301,13 +321,13 @@ def lab_answer(sweep_name: str, sims: pd.DataFrame, tables: str = "", report: st
         totals=[("simulations", len(sims)), ("scenarios", int(sims["scenario"].nunique())),
                 ("strategies", int(sims["strategy"].nunique())), ("failed runs", len(failed)),
                 ("rebalances simulated", int(sims["rebalances"].fillna(0).sum()))],
-        checks=lab_checks(sims), migration=migration_answer(sims), load_aware=load_verdict(load_comparison(sims)),
+        checks=lab_checks(sims), migration=migration_answer(sims), load_aware=load_answer(sims),
         failed_runs=[f"{r.scenario} / {r.strategy} / seed {r.seed}: {r.error}"
                      for r in failed.head(FAILED_RUNS_TOLD).itertuples()],
         tables=tables, report=report)
 
 
-def render_lab_report(answer: LabAnswer, sims: pd.DataFrame, summary: pd.DataFrame, figures: list[Figure],
+def render_lab_report(answer: LabAnswer, sims: pd.DataFrame, summary: pd.DataFrame, figures: Sequence[Figure],
                       lag: Figure | None = None) -> str:
     failed = sims[sims["error"].notna()]
     sections = [cards(answer.totals)]
@@ -318,7 +338,7 @@ def render_lab_report(answer: LabAnswer, sims: pd.DataFrame, summary: pd.DataFra
     migrate = migration_section(answer.migration)
     if migrate:
         sections.append(migrate)
-    load = load_section(sims, answer.load_aware, lag)
+    load = load_section(answer.load_aware, lag)
     if load:
         sections.append(load)
     sections.extend(figure_section(f) for f in figures)
@@ -347,59 +367,65 @@ def comparison_table(answer: MigrationAnswer) -> pd.DataFrame:
         "rebalances": round(row.rebalances),
         "longest unstable s": round(row.longest_unstable_s, 1),
         "stop-the-world partition-s": round(row.stop_the_world_partition_s, 1),
+        "partitions moved": round(row.partitions_moved),
     } for row in answer.figures])
 
 
 def cost_table(answer: MigrationAnswer) -> pd.DataFrame:
-    """What each rolling upgrade costs, the plain rolling restart in brackets."""
+    """What each rolling upgrade costs, beside the same restarts without upgrading."""
     return pd.DataFrame([{
         "rolling upgrade": f"{cost.source.title} -> {cost.target.title}",
-        "unowned partition-s (plain restart)": f"{cost.unowned_partition_s:,.1f}" + (
-            f" ({cost.plain_restart_unowned_partition_s:,.1f})"
-            if cost.plain_restart_unowned_partition_s is not None else ""),
-        "records twice": round(cost.records_twice),
+        "unowned partition-s": round(cost.unowned_partition_s, 1),
+        "same restarts, no upgrade": ("-" if cost.plain_restart_unowned_partition_s is None
+                                      else round(cost.plain_restart_unowned_partition_s, 1)),
         "rebalances": round(cost.rebalances),
-        "unstable s total / longest": f"{cost.unstable_s:,.1f} / {cost.longest_unstable_s:,.1f}",
+        "unstable s (longest)": f"{cost.unstable_s:,.1f} ({cost.longest_unstable_s:,.1f})",
+        "records twice": round(cost.records_twice),
         "stop-the-world partition-s": round(cost.stop_the_world_partition_s, 1),
     } for cost in answer.costs])
 
 
-@dataclass(frozen=True)
-class HeadToHead:
-    """One group of a comparison table: its rows by label, the ``new`` and ``old`` ones, their
-    ``value`` (``a`` and ``b``) and the change from ``b`` to ``a`` in percent."""
-
-    group: str
-    by: dict[str, pd.Series]
-    new: pd.Series
-    old: pd.Series
-    a: float
-    b: float
-    change: str
-
-
-def head_to_head(comparison: pd.DataFrame, group: str, label: str, new: str, old: str,
-                 value: str) -> list[HeadToHead]:
-    """Per ``group`` of ``comparison`` that has both a ``new`` and an ``old`` row (by ``label``)."""
-    out: list[HeadToHead] = []
-    if comparison.empty:
-        return out
-    for name, rows in comparison.groupby(group, sort=False):
-        by = {str(r[label]): r for _, r in rows.iterrows()}
-        if new in by and old in by:
-            a, b = float(by[new][value]), float(by[old][value])
-            out.append(HeadToHead(str(name), by, by[new], by[old], a, b,
-                                  f"{(a - b) / b * 100:+.0f}%" if b else "n/a"))
-    return out
+def heartbeat_table(answer: MigrationAnswer) -> pd.DataFrame:
+    """Partition-seconds unowned per churn: cooperative-sticky, then KIP-848 uniform at each
+    heartbeat interval measured (longest first)."""
+    if not answer.heartbeat:
+        return pd.DataFrame()
+    cooperative = {row.churn: row.unowned_partition_s for row in answer.figures if row.setup.title == "cooperative-sticky"}
+    intervals = sorted({h.interval_ms for h in answer.heartbeat}, reverse=True)
+    rows = []
+    for churn in dict.fromkeys(h.churn for h in answer.heartbeat):
+        row: dict[str, object] = {"churn": churn, "cooperative-sticky": round(cooperative[churn], 1)
+                                  if churn in cooperative else "-"}
+        measured = {h.interval_ms: h for h in answer.heartbeat if h.churn == churn}
+        for interval in intervals:
+            name = f"KIP-848 {interval:,} ms" + (" (default)" if interval == DEFAULT_HEARTBEAT_MS else "")
+            row[name] = round(measured[interval].unowned_partition_s, 1) if interval in measured else "-"
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
-def verdict_list(lines: Sequence[str]) -> str:
-    """An answer's sentences as the report's verdict list."""
-    return '<ul class="verdict">' + "".join(f"<li>{html.escape(line)}</li>" for line in lines) + "</ul>"
+def verdict_list(lines: Sequence[str], *, strong: Sequence[str] = (), heads: bool = True) -> str:
+    """An answer's sentences as the report's verdict list: with ``heads``, each verdict's head
+    (the words before its first ";": the situation and the verdict) in bold; the ``strong``
+    lines all in bold."""
+    def item(line: str) -> str:
+        if line in strong:
+            return f"<li><b>{html.escape(line)}</b></li>"
+        head, sep, rest = line.partition("; ")
+        if heads and sep:
+            return f"<li><b>{html.escape(head)}</b>; {html.escape(rest)}</li>"
+        return f"<li>{html.escape(line)}</li>"
+    return '<ul class="verdict">' + "".join(item(line) for line in lines) + "</ul>"
+
+
+def how_to_read(caption: str) -> str:
+    """A section's notes on its figures, after the answer."""
+    return f'<p class="caption"><b>How to read this:</b> {caption}</p>'
 
 
 def migration_section(answer: MigrationAnswer) -> str:
-    """The comparison per churn and setup, and what the migration costs, under the verdict."""
+    """The verdicts per churn and overall, why, the figures behind them (per churn and setup, per
+    heartbeat interval), and what the migration costs."""
     if not answer.figures:
         return ""
     caption = ("The same churn under each protocol (sim/churn.py: a typical service's costs, see "
@@ -407,78 +433,58 @@ def migration_section(answer: MigrationAnswer) -> str:
                "member, the longest time it owned nothing between two periods of owning something (includes "
                "a restarted member's own downtime). Longest unstable: the longest stretch of back-to-back "
                "rebalances (a cooperative follow-up belongs to the rebalance before it). Both simulators "
-               "charge the listener work (revocation_ms, assignment_ms) to the application thread.")
+               "charge the listener work (revocation_ms, assignment_ms) to the application thread. "
+               f"The verdict: migrate when KIP-848 uniform leaves at most {MARGIN:.0%} more partition-seconds "
+               "unowned than cooperative-sticky at the default heartbeat interval; it depends on the heartbeat "
+               "interval when a shorter one measured brings it there; wait otherwise.")
+    verdicts = [v.sentence() for v in answer.verdicts()]
+    overall = answer.overall()
+    lines = [*verdicts, *([f"Overall: {overall.sentence}"] if overall is not None else [])]
+    eager = eager_sentence(answer.figures)
+    body = verdict_list([*lines, *([eager] if eager else [])], strong=lines[-1:] if overall is not None else ())
+    why = answer.explanation()
+    heartbeat = heartbeat_table(answer)
+    if why:
+        body += (f"<h3>Why KIP-848 leaves partitions unowned longer</h3>"
+                 f'<p class="verdict">{html.escape(why.removeprefix("Why: "))}</p>')
+    if not heartbeat.empty:
+        body += (f"<p class=\"caption\">Partition-seconds unowned: cooperative-sticky, and KIP-848 uniform at each "
+                 f"{HEARTBEAT_SETTING} measured.</p>" + table(heartbeat, limit=50))
+    body += "<h3>Every protocol, per churn</h3>" + table(comparison_table(answer), limit=200)
     if answer.costs:
-        caption += (" What the migration costs: the 'migration' churn restarts every member once, one at a time, "
-                    "with group.protocol=consumer (the first ConsumerGroupHeartbeat converts the group; members not "
-                    "yet upgraded stay in it as classic members); in brackets the same restarts without upgrading. "
-                    "Unstable: time with a rebalance open, in total and the longest stretch.")
-    body = verdict_list(answer.sentences()) + table(comparison_table(answer), limit=200)
-    if answer.costs:
-        body += "<h3>What the migration costs</h3>" + table(cost_table(answer), limit=50)
-    return section("Should we migrate to KIP-848?", body, caption)
+        body += ("<h3>What the migration costs</h3>" + verdict_list([upgrade_sentence(c) for c in answer.costs], heads=False)
+                 + table(cost_table(answer), limit=50)
+                 + "<p class=\"caption\">The 'migration' churn restarts every member once, one at a time, with "
+                   "group.protocol=consumer (the first ConsumerGroupHeartbeat converts the group; members not yet "
+                   "upgraded stay in it as classic members); 'same restarts, no upgrade' is the rolling-restart "
+                   "churn of the group it starts from. Unstable: time with a rebalance open, in total and the "
+                   "longest stretch.</p>")
+    return section("Should we migrate to KIP-848?", body + how_to_read(caption))
 
 
 # --------------------------------------------------------------------------- does load-aware pay off?
 
-LOAD_ORDER = ("eager", "range", "cooperative-sticky", "consumer-uniform", "load-aware")
-LOAD_NAMES = {"eager": "range (eager)", "range": "range (eager)", "cooperative-sticky": "cooperative-sticky",
-              "consumer-uniform": "KIP-848 uniform", "load-aware": "load-aware"}
-_LOAD_KEYS = ("max_lag_records", "p99_delay_ms", "drain_p50_ms", "drain_max_ms", "undrained_rebalances",
-              "max_moved_per_rebalance")
-
-
-def load_comparison(sims: pd.DataFrame) -> pd.DataFrame:
-    """Per skewed-load scenario and strategy (means over seeds): the lag, record delay, drain
-    times and moves that answer "does load-aware assignment pay off?"."""
-    ok = sims[sims["error"].isna() & has_load(sims) & sims["strategy"].isin(LOAD_ORDER)].copy()
-    if ok.empty:
-        return pd.DataFrame()
-    for key in _LOAD_KEYS:
-        ok[key] = pd.to_numeric(extra_metric(ok, key), errors="coerce")
-    grouped = ok.groupby(["scenario", "strategy"], sort=False).agg(
-        runs=("run_id", "count"), max_lag=("max_lag_records", "mean"), p99=("p99_delay_ms", "mean"),
-        drain_p50=("drain_p50_ms", "mean"), drain_max=("drain_max_ms", "mean"),
-        undrained=("undrained_rebalances", "mean"), moved=("partitions_moved", "mean"),
-        moved_max=("max_moved_per_rebalance", "max"), rebalances=("rebalances", "mean")).reset_index()
-    grouped["order"] = grouped["strategy"].map(LOAD_ORDER.index)
-    grouped = grouped.sort_values(["scenario", "order"])
-    return pd.DataFrame({
-        "scenario": grouped["scenario"],
-        "strategy": grouped["strategy"].map(LOAD_NAMES),
-        "max lag (records)": grouped["max_lag"].round(0),
-        "p99 delay s": (grouped["p99"] / 1000).round(1),
-        "drain p50 / max s": [f"{a / 1000:.1f} / {b / 1000:.1f}" for a, b in
-                              zip(grouped["drain_p50"], grouped["drain_max"], strict=True)],
-        "not drained": grouped["undrained"].round(1),
-        "partitions moved": grouped["moved"].round(0),
-        "most moved in one rebalance": grouped["moved_max"].round(0),
-        "rebalances": grouped["rebalances"].round(0),
-    }).reset_index(drop=True)
-
-
-def load_verdict(comparison: pd.DataFrame) -> list[str]:
-    """Sentences with numbers: load-aware against cooperative-sticky (and the others), per scenario."""
-    lines: list[str] = []
-    for pair in head_to_head(comparison, "scenario", "strategy", "load-aware", "cooperative-sticky",
-                             "max lag (records)"):
-        scenario, by, new, old, a, b, change = pair.group, pair.by, pair.new, pair.old, pair.a, pair.b, pair.change
-        line = (f"{scenario}: load-aware's maximum lag is {a:,.0f} records against {b:,.0f} for cooperative-sticky "
-                f"({change}); p99 record delay {float(new['p99 delay s']):,.1f} s against "
-                f"{float(old['p99 delay s']):,.1f} s; at most {int(new['most moved in one rebalance'])} partitions "
-                f"moved in one rebalance against {int(old['most moved in one rebalance'])} "
-                f"({int(new['partitions moved'])} against {int(old['partitions moved'])} in all).")
-        others = [f"{name} {float(by[name]['max lag (records)']):,.0f}" for name in
-                  ("range (eager)", "KIP-848 uniform") if name in by]
-        if others:
-            line += " Maximum lag of " + ", ".join(others) + "."
-        lines.append(line)
-    return lines
+def load_table(answer: LoadAnswer) -> pd.DataFrame:
+    """Per load scenario and strategy: whether it keeps up, how long it was behind, its drains
+    after rebalances, its lag at the end and at worst, the partitions it moved."""
+    return pd.DataFrame([{
+        "scenario": f.scenario,
+        "strategy": f.title,
+        "keeps up": "yes" if f.keeps_up else "no",
+        "lag at end (records)": round(f.end_lag),
+        "behind s": round(f.behind_s),
+        "drain p50 / max s": f"{f.drain_p50_s:.1f} / {f.drain_max_s:.1f}",
+        "not drained": round(f.undrained, 1),
+        "max lag (records)": round(f.max_lag),
+        "p99 delay s": round(f.p99_delay_s, 1),
+        "moved (most in one)": f"{f.moved:,.0f} ({f.moved_max:,.0f})",
+    } for f in answer.figures])
 
 
 def lag_figure(sims: pd.DataFrame, lag: pd.DataFrame) -> Figure | None:
-    """The highest consumer lag over time, one line per strategy, one panel per skewed-load
-    scenario (the first seed of each); None when no run had a load model."""
+    """The highest consumer lag over time: small multiples, one row per load scenario (the first
+    seed of each), one panel per strategy, the other strategies faint behind it (so no line hides
+    another); None when no run had a load model."""
     if lag.empty:
         return None
     first_seed = lag.groupby("scenario")["seed"].transform("min")
@@ -486,43 +492,61 @@ def lag_figure(sims: pd.DataFrame, lag: pd.DataFrame) -> Figure | None:
     scenarios = list(dict.fromkeys(data["scenario"]))
     if not scenarios:
         return None
-    fig, axes = plt.subplots(len(scenarios), 1, figsize=(11, 3.4 * len(scenarios)), squeeze=False)
+    strategies = sorted(data["strategy"].unique(), key=LOAD_ORDER.index)
+    fig, axes = plt.subplots(len(scenarios), len(strategies), figsize=(11, 2.2 * len(scenarios) + 0.4),
+                             squeeze=False, sharex=True, sharey="row")
     elements = 0
-    for ax, scenario in zip(axes[:, 0], scenarios, strict=True):
+    for row, scenario in enumerate(scenarios):
         mine = data[data["scenario"] == scenario]
-        strategies = sorted(mine["strategy"].unique(), key=LOAD_ORDER.index)
-        for i, strategy in enumerate(strategies):
+        for column, strategy in enumerate(strategies):
+            ax = axes[row, column]
+            for other in strategies:
+                line = mine[mine["strategy"] == other].sort_values("time_ms")
+                if other != strategy and not line.empty:
+                    ax.plot(line["time_ms"] / 1000, line["max_lag"], color="#c8ced6", linewidth=0.8)
+                    elements += len(line)
             line = mine[mine["strategy"] == strategy].sort_values("time_ms")
-            ax.plot(line["time_ms"] / 1000, line["max_lag"], label=LOAD_NAMES[strategy],
-                    color=strategy_colour(strategy, i), linewidth=1.6)
+            style, marker = strategy_style(strategy)
+            ax.plot(line["time_ms"] / 1000, line["max_lag"], color=strategy_colour(strategy, column),
+                    linestyle=style, marker=marker, markevery=max(1, len(line) // 8), markersize=4, linewidth=1.8)
             elements += len(line)
-        ax.set_title(str(scenario), loc="left", fontsize=10)
-        ax.set_ylabel("max consumer lag (records)")
-        ax.grid(color="#e9ecef")
-        ax.legend(frameon=False, ncol=5, loc="upper left")
-    axes[-1, 0].set_xlabel("simulated time (s)")
+            if row == 0:
+                ax.set_title(LOAD_NAMES[strategy], loc="left", fontsize=10, color=strategy_colour(strategy, column))
+            if column == 0:
+                ax.set_ylabel(f"{scenario}\nmax lag (records)", fontsize=9)
+            ax.grid(color="#e9ecef")
+            ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    for ax in axes[-1, :]:
+        ax.set_xlabel("simulated time (s)")
     fig.tight_layout()
     caption = ("At each sample, the highest lag of any consumer (records produced and not yet consumed on the "
                "partitions it owns), from the load model: per-partition produce rates, each consumer's capacity "
-               "shared among its partitions, no consumption while a partition is unowned or its owner paused.")
+               "shared among its partitions, no consumption while a partition is unowned or its owner paused. "
+               "One row per scenario, one panel per strategy (the same vertical scale along a row); the other "
+               "strategies are drawn in light grey behind each panel.")
     return Figure("max_lag_over_time", "Maximum consumer lag over time, per strategy", caption,
                   render(fig, elements), data[["scenario", "strategy", "seed", "time_ms", "max_lag", "total_lag"]])
 
 
-def load_section(sims: pd.DataFrame, verdict: list[str], lag: Figure | None) -> str:
-    """The comparison per skewed-load scenario and strategy, and the lag plot, under ``verdict``."""
-    comparison = load_comparison(sims)
-    if comparison.empty:
+def load_section(answer: LoadAnswer, lag: Figure | None) -> str:
+    """The verdicts per load scenario and overall, the figures behind them, the lag plot."""
+    if not answer.figures:
         return ""
-    caption = ("Skewed produce rates (sim/load.py) under each strategy, on the same events. Max lag: the highest "
-               "lag of any consumer at any time. p99 delay: the 99th percentile of the time from a record's "
-               "production to its consumption (first in, first out per partition; a record still waiting at the "
-               "end counts the time until the end). Drain: after each rebalance, the time until the group's lag "
-               "is back on its pre-rebalance trajectory; 'not drained': rebalances after which it never was. "
-               "Partitions moved: changes of owner, in all and the most in one rebalance.")
-    body = verdict_list(verdict) + table(comparison, limit=200)
+    caption = ("Skewed produce rates (sim/load.py) under each strategy, on the same events. Keeps up: the group's "
+               "lag at the end is within one second of production (its lag stays bounded). Behind: the time the "
+               "group's lag exceeded one second of production. Drain: after each rebalance, the time until the "
+               "group's lag is back on its pre-rebalance trajectory; 'not drained': rebalances after which it "
+               "never was. Max lag: the highest lag of any consumer at any time. p99 delay: the 99th percentile "
+               "of the time from a record's production to its consumption (first in, first out per partition; a "
+               "record still waiting at the end counts the time until the end). Moved: changes of owner, in all "
+               "and the most in one rebalance. The verdict compares load-aware with cooperative-sticky, which "
+               "is load-aware without the loads.")
+    lines = answer.sentences()
+    overall = answer.overall()
+    body = (verdict_list(lines, strong=lines[-1:] if overall is not None else ()) + table(load_table(answer), limit=200)
+            + how_to_read(caption))
     if lag is not None:
         body += (f"<h3>{html.escape(lag.title)}</h3><p class=\"caption\">{lag.caption}</p>"
                  f'<div class="figure">{lag.image}</div>'
                  f'<p class="csv">Data: <a href="figures/{lag.name}.csv">figures/{lag.name}.csv</a></p>')
-    return section("Does load-aware assignment pay off?", body, caption)
+    return section("Does load-aware assignment pay off?", body)

@@ -25,14 +25,25 @@ if TYPE_CHECKING:
 
 # Above this many drawn elements a vector figure gets heavy for a browser: use PNG.
 SVG_ELEMENT_LIMIT = 4000
+# Okabe-Ito (and one of Tol's muted colours): told apart with the common colour-vision
+# deficiencies; each strategy has its own line style and marker as well, so no two are told
+# apart by colour alone.
 STRATEGY_COLOURS = {
-    "range": "#d1495b",
-    "roundrobin": "#edae49",
-    "sticky": "#00798c",
-    "cooperative-sticky": "#30a14e",
+    "range": "#D55E00",  # vermillion
+    "eager": "#882255",  # Tol's wine: the lab's eager protocol (range), told apart from a range sweep
+    "roundrobin": "#E69F00",  # orange
+    "sticky": "#56B4E9",  # sky blue
+    "cooperative-sticky": "#0072B2",  # blue
+    "consumer-uniform": "#009E73",  # bluish green
+    "consumer-range": "#CC79A7",  # reddish purple
+    "load-aware": "#000000",
 }
-FALLBACK_COLOURS = ["#66a182", "#8d96a3", "#2e4057", "#b8336a", "#726da8", "#7d938a"]
-
+FALLBACK_COLOURS = ["#999999", "#44AA99", "#332288", "#999933", "#F0E442"]
+STRATEGY_STYLES = {
+    "range": ("-", "o"), "eager": ("-", "o"), "roundrobin": (":", "v"), "sticky": ("-.", "D"),
+    "cooperative-sticky": ("--", "s"), "consumer-uniform": (":", "^"), "consumer-range": ("-.", "P"),
+    "load-aware": ("-", "x"),
+}
 
 
 @cache
@@ -66,6 +77,11 @@ class Figure:
 
 def strategy_colour(strategy: str, index: int = 0) -> str:
     return STRATEGY_COLOURS.get(strategy, FALLBACK_COLOURS[index % len(FALLBACK_COLOURS)])
+
+
+def strategy_style(strategy: str) -> tuple[str, str]:
+    """A strategy's line style and marker (matplotlib's names)."""
+    return STRATEGY_STYLES.get(strategy, ("-", "."))
 
 
 def render(fig: MplFigure, elements: int = 0) -> str:

@@ -140,17 +140,25 @@ class Panel:
 
     def marks(self, points: Iterable[tuple[float, float]], shape: str, colour: str, size: float = 4.0,
               width: float = 1.5) -> int:
-        """``points`` (row, value) as one path of ``shape``: "x", "+", "|" (stroked) or "o" (filled)."""
+        """``points`` (row, value) as one path of ``shape``: "x", "+", "|" (stroked) or "o" (filled).
+        Points that fall on the same pixel (12 members failing at once) are one mark with their
+        count written beside it. The count of marks drawn."""
         x, y = self.axis.x, self.y
         s = size
         draw = {"x": f"m{-s:g} {-s:g}l{2 * s:g} {2 * s:g}m0 {-2 * s:g}l{-2 * s:g} {2 * s:g}",
                 "+": f"m{-s:g} 0h{2 * s:g}m{-s:g} {-s:g}v{2 * s:g}",
                 "|": f"m0 {-s:g}v{2 * s:g}",
                 "o": f"m{-s:g} 0a{s:g} {s:g} 0 1 0 {2 * s:g} 0a{s:g} {s:g} 0 1 0 {-2 * s:g} 0"}[shape]
-        pieces = [f"M{x(value):.1f} {y(row):.1f}{draw}" for row, value in points]
+        at: dict[tuple[float, float], int] = {}
+        for row, value in points:
+            where = (round(x(value), 1), round(y(row), 1))
+            at[where] = at.get(where, 0) + 1
+        pieces = [f"M{px:.1f} {py:.1f}{draw}" for px, py in at]
         if pieces:
             paint = f'fill="{colour}"' if shape == "o" else f'fill="none" stroke="{colour}" stroke-width="{width:g}"'
             self.parts.append(f'<path d="{"".join(pieces)}" {paint}/>')
+            self.parts.extend(f'<text x="{px + s + 2:.1f}" y="{py - s:.1f}" font-size="{FONT_SIZE - 2:g}" '
+                              f'fill="{colour}">{count}</text>' for (px, py), count in at.items() if count > 1)
         return len(pieces)
 
     def lines(self, segments: Iterable[tuple[float, float, float, float]], colour: str, width: float = 1.0) -> None:

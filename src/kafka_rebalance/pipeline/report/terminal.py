@@ -105,8 +105,7 @@ def print_logs_answer(answer: LogsAnswer, console: Console) -> None:
     more = answer.more_groups + max(len(answer.groups) - TERMINAL_GROUPS, 0)
     if more:
         _say(console, f"{more:,} more group{'s' if more != 1 else ''} in {answer.report}", style="bold", path=True)
-    _say(console, f"tables in {answer.tables}/", path=True)
-    _say(console, f"report: {answer.report}", path=True)
+    _say(console, f"wrote the tables and the report to {answer.tables}/; open {answer.report}", path=True)
 
 
 def print_group(group: GroupAnswer, console: Console) -> None:
@@ -175,25 +174,21 @@ def print_lab_answer(answer: LabAnswer, console: Console) -> None:
         for passed, text in answer.checks:
             mark = ("ok" if passed else "NO") if _plain(console) else ("✓" if passed else "✗")
             _say(console, f"{mark} {text}", style="green" if passed else "bold red", indent=2)
-    verdict = answer.migration.sentences()
-    if verdict:
-        console.print()
-        _say(console, "Should we migrate to KIP-848?", style="bold cyan")
-        for line in verdict:
-            _say(console, f"- {line}", indent=2)
-    if answer.load_aware:
-        console.print()
-        _say(console, "Does load-aware assignment pay off?", style="bold cyan")
-        for line in answer.load_aware:
-            _say(console, f"- {line}", indent=2)
+    for question, lines in (("Should we migrate to KIP-848?", answer.migration.sentences()),
+                            ("Does load-aware assignment pay off?", answer.load_aware.sentences())):
+        if lines:
+            console.print()
+            _say(console, question, style="bold cyan")
+            for line in lines:
+                overall = line.startswith("Overall: ")
+                _say(console, f"- {line}", style="bold" if overall else "", indent=2)
     if answer.failed_runs:
         console.print()
         _say(console, "Failed runs", style="bold red")
         for line in answer.failed_runs:
             _say(console, line, indent=2)
     console.print()
-    _say(console, f"tables in {answer.tables}/", path=True)
-    _say(console, f"report: {answer.report}", path=True)
+    _say(console, f"wrote the tables and the report to {answer.tables}/; open {answer.report}", path=True)
 
 
 # --------------------------------------------------------------------------- soak
