@@ -27,10 +27,10 @@ run: setup
 test: setup
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(PY) -m mypy
-	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=25
+	$(PY) -m pytest -q -n 2 --dist loadfile --durations=25
 
 test-fast: setup
-	$(PY) -m pytest -q -n 2 -m "$(FAST)" --durations=10
+	$(PY) -m pytest -q -n 2 --dist loadfile -m "$(FAST)" --durations=10
 
 bench: setup
 	$(PY) -m pip install --quiet -e '.[bench]'

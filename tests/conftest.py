@@ -46,23 +46,18 @@ TEST_SYSLOG = _test_syslog()
 # standalone cluster or a broker (``make test-fast``).
 _PROCESS_MARKERS = {"spark": "spark", "s3_server": "s3", "standalone": "cluster", "broker": "broker"}
 
-# Tests that share a session-wide process run on one pytest-xdist worker per process, so it starts
-# once and never twice at a time: the local SparkSession and the S3 server on one ("jvm"); the
-# standalone cluster (with an S3 server and a local SparkSession of its own, to compare with) on
-# one ("cluster"), so that its minutes run beside the local session's tests, not after them. The
-# broker is no group: Tansu starts in a fraction of a second, so each worker that runs a broker
-# test starts its own, and the broker tests' minutes of waiting for rebalances spread over both
-# workers. Tests that start their own Spark (the CLI on a terminal) are free to run beside them.
-_SHARED_PROCESS_GROUPS = {"standalone": "cluster", "spark": "jvm", "s3_server": "jvm"}
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """As each test is collected, so before ``-m`` deselects by marker."""
+    fixtures = set(getattr(item, "fixturenames", ()))
+    for fixture, marker in _PROCESS_MARKERS.items():
+        if fixture in fixtures:
+            item.add_marker(marker)
 
 
-@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by marker
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        fixtures = set(getattr(item, "fixturenames", ()))
-        for fixture, marker in _PROCESS_MARKERS.items():
-            if fixture in fixtures:
-                item.add_marker(marker)
-        group = next((_SHARED_PROCESS_GROUPS[name] for name in _SHARED_PROCESS_GROUPS if name in fixtures), None)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
+# ``make test`` deals whole files to its two pytest-xdist workers (``--dist loadfile``), so a
+# module's fixture (the packaging test's venv, a lab run several tests read) is built once. Each
+# worker that needs a session-wide process (the local SparkSession, the S3 server, the broker)
+# starts its own. (``--dist loadgroup`` with ``xdist_group`` markers would keep them on one worker,
+# but pytest-xdist 3.8 tags a test's group on a node id that pytest 9 no longer reads: no group
+# was ever formed.)

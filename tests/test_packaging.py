@@ -15,9 +15,8 @@ import pytest
 
 from tests.conftest import ROOT
 
-# Building the wheel and installing it with its dependencies into a fresh venv costs a minute:
-# every test of the module runs on the one xdist worker that builds it, so it is built once.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("packaging")]
+# Building the wheel and installing it with its dependencies into a fresh venv costs a minute.
+pytestmark = pytest.mark.slow
 
 TIMEOUT_S = 400
 SNAPSHOT = {"topics": {"t": 4}, "members": [{"member_id": "a", "topics": ["t"]}, {"member_id": "b", "topics": ["t"]}]}
