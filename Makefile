@@ -1,11 +1,17 @@
 # Two entry points for a new machine (Python >= 3.11 and Java 17 assumed):
 #   make run    set up .venv and run the main job on its embedded default
 #   make test   set up .venv and run the test suite (what .ci/run does)
+# and the inner loop on that .venv:
+#   make test-fast   the tests that need no JVM, S3 server, cluster or broker, and none marked slow
 VENV  := .venv
 PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup run test bench lint
+# Every test that starts a JVM, moto's S3 server, a standalone cluster or a broker carries the marker
+# of it (tests/conftest.py sets it from the fixture it uses); "slow" marks the seconds-long rest.
+FAST  := not spark and not s3 and not cluster and not broker and not slow
+
+.PHONY: setup run test test-fast bench lint
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -21,7 +27,10 @@ run: setup
 test: setup
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(PY) -m mypy
-	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=25
+	$(PY) -m pytest -q -n 2 --dist loadfile --durations=25
+
+test-fast: setup
+	$(PY) -m pytest -q -n 2 --dist loadfile -m "$(FAST)" --durations=10
 
 bench: setup
 	$(PY) -m pip install --quiet -e '.[bench]'

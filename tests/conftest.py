@@ -16,6 +16,14 @@ DATA = ROOT / "tests" / "data"
 if str(ROOT / "benchmarks") not in sys.path:
     sys.path.insert(0, str(ROOT / "benchmarks"))
 
+# Every JVM the tests start (the local SparkSession, the Spark commands run as a user runs them,
+# the standalone master, workers and executors) runs short jobs, for which C2's background
+# compilation and G1's threads cost more CPU than they save: the C1 compiler alone and the serial
+# collector take about 40% less (the lab's test sweeps on local[2]: 48 -> 26 CPU-seconds). The
+# launcher notes the variable on its stderr, which Spark's commands send to their log file with
+# the rest of the JVM's output. Set it yourself to run the tests with other options.
+os.environ.setdefault("JDK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+
 settings.register_profile("ci", max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("stress", max_examples=3000, deadline=None, suppress_health_check=list(HealthCheck))
@@ -33,15 +41,23 @@ def _test_syslog():  # type: ignore[no-untyped-def]
 TEST_SYSLOG = _test_syslog()
 
 
-# Tests that share a session-wide process (the local SparkSession, the S3 server, the broker) run
-# on one pytest-xdist worker per process, so each starts once and never twice at a time. Tests
-# that start their own Spark (the CLI on a terminal) are free to run beside them.
-_SHARED_PROCESS_GROUPS = {"spark": "jvm", "s3_server": "jvm", "standalone": "jvm", "broker": "broker"}
+# A test that uses a session-wide process carries that process's marker, whether or not its module
+# says so, so that one marker expression leaves out every test needing a JVM, the S3 server, a
+# standalone cluster or a broker (``make test-fast``).
+_PROCESS_MARKERS = {"spark": "spark", "s3_server": "s3", "standalone": "cluster", "broker": "broker"}
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        fixtures = set(getattr(item, "fixturenames", ()))
-        group = next((_SHARED_PROCESS_GROUPS[name] for name in _SHARED_PROCESS_GROUPS if name in fixtures), None)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """As each test is collected, so before ``-m`` deselects by marker."""
+    fixtures = set(getattr(item, "fixturenames", ()))
+    for fixture, marker in _PROCESS_MARKERS.items():
+        if fixture in fixtures:
+            item.add_marker(marker)
+
+
+# ``make test`` deals whole files to its two pytest-xdist workers (``--dist loadfile``), so a
+# module's fixture (the packaging test's venv, a lab run several tests read) is built once. Each
+# worker that needs a session-wide process (the local SparkSession, the S3 server, the broker)
+# starts its own. (``--dist loadgroup`` with ``xdist_group`` markers would keep them on one worker,
+# but pytest-xdist 3.8 tags a test's group on a node id that pytest 9 no longer reads: no group
+# was ever formed.)

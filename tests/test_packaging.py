@@ -15,6 +15,9 @@ import pytest
 
 from tests.conftest import ROOT
 
+# Building the wheel and installing it with its dependencies into a fresh venv costs a minute.
+pytestmark = pytest.mark.slow
+
 TIMEOUT_S = 400
 SNAPSHOT = {"topics": {"t": 4}, "members": [{"member_id": "a", "topics": ["t"]}, {"member_id": "b", "topics": ["t"]}]}
 SCENARIO = {"name": "tiny", "group": "g", "topics": {"t": 2}, "consumers": [{"id": "c1", "strategies": ["cooperative-sticky"], "subscribe": ["t"]}],

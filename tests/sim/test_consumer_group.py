@@ -139,6 +139,7 @@ def rolling_restart(protocol: dict[str, Any], members: int = 100, partitions: in
     })
 
 
+@pytest.mark.slow  # 100 consumers, both protocols: seconds of CPU
 def test_rolling_restart_of_100_consumers_kip848_vs_cooperative_sticky() -> None:
     """The issue's done-when: under KIP-848 a rolling restart of 100 consumers has no
     stop-the-world and leaves fewer partition-seconds unowned than cooperative-sticky. The

@@ -4,6 +4,7 @@ record lost, the group settles. About 1,500 schedules in total."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -14,6 +15,7 @@ PROPERTY = settings(max_examples=1500, deadline=None, database=None, derandomize
                     suppress_health_check=list(HealthCheck))
 
 
+@pytest.mark.slow  # a minute of CPU; the soak regression folders replay what it has found
 @PROPERTY
 @given(st.integers(min_value=0, max_value=2**48))
 def test_random_schedules_keep_every_invariant(seed):
