@@ -75,13 +75,17 @@ from kafka_rebalance.protocol.modern.consumer.coordinator import (
     ConsumerGroupCoordinator,
     ProtocolError,
 )
+from kafka_rebalance.protocol.modern.consumer.coordinator_records import (
+    PersistConsumerGroup,
+    group_tombstones,
+)
 from kafka_rebalance.protocol.modern.consumer.member import (
     ConsumerMembershipManager,
     ConsumerMemberState,
     MemberConfig,
 )
 from kafka_rebalance.protocol.modern.consumer.migration import consumer_group_for_heartbeat, downgraded
-from kafka_rebalance.protocol.modern.consumer.records import ConsumerGroupRecords, records_of, replay
+from kafka_rebalance.protocol.modern.consumer.records import OffsetsTopicRecord, group_records, replay
 from kafka_rebalance.sim.classic_member import (
     ClassicDisconnect,
     ClassicFindCoordinator,
@@ -181,10 +185,9 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         self.protocol_of: dict[str, GroupProtocol] = {c.id: scenario.group_protocol for c in scenario.consumers}
         self.coordinator_available = True
         self.coordinator_epoch = 0
-        # __consumer_offsets as the classic coordinator wrote it (a new one loads it after a
-        # failover); a consumer group's records are taken when its coordinator resigns.
-        self.offsets_records: list[cl.PersistedRecord] = []
-        self.consumer_group_records: ConsumerGroupRecords | None = None
+        # __consumer_offsets as the coordinators wrote it, the classic group's records and the
+        # consumer group's alike: a new coordinator loads the group from it after a failover.
+        self.offsets_records: list[OffsetsTopicRecord] = []
         # Armed deadlines, and the deadline of each timer's one queue entry (moved forward lazily).
         self.coordinator_timers: dict[GroupTimer, int] = {}
         self.coordinator_scheduled: dict[GroupTimer, int] = {}
@@ -336,7 +339,6 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         if not coordinator.group_id:
             coordinator.group_id = self.scenario.group
         self.classic_coordinator = None
-        self.offsets_records = []  # the classic group's tombstone; the consumer group's records follow
         self.coordinator_timers.clear()
         if group is not None:
             coordinator.offsets.update(group.offsets)
@@ -359,6 +361,9 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         if group is not None and not group.members:
             self.life_starts_ms.append(self.now)  # an empty classic group replaced: epochs start again
         if group is not None and group.members:
+            # convertToConsumerGroup writes the consumer group whole (the classic group's
+            # metadata is superseded: a replay finds a consumer group; its offsets stay).
+            self.offsets_records.extend(group_records(coordinator))
             self._on_log(ConsumerGroupConverted(self.now, self.scenario.group, "upgrade"))
             self._coordinator_output([ArmTimer(ce.SessionTimeout(m.member_id), self.now + m.session_timeout_ms)
                                       for m in group.members.values()])
@@ -375,7 +380,8 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         self.classic_coordinator = self._new_classic_coordinator()
         empty = ce.ClassicGroupSnapshot(self.scenario.group, 0, None, None, "Empty", ())
         conversion = downgraded(empty, offsets, self.offsets_partition)
-        self.offsets_records = list(conversion.records)
+        self.offsets_records.extend(group_tombstones(self.scenario.group, ()))
+        self.offsets_records.extend(conversion.records)
         self._classic_output(self.classic_coordinator.handle(conversion, self.now))
 
     def _downgrade_group(self, classic: ce.ClassicGroupSnapshot) -> None:
@@ -388,7 +394,7 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         self.coordinator_timers.clear()
         self.classic_coordinator = self._new_classic_coordinator()
         conversion = downgraded(classic, offsets, self.offsets_partition)
-        self.offsets_records = list(conversion.records)
+        self.offsets_records.extend(conversion.records)  # after the consumer group's tombstones
         self._classic_output(self.classic_coordinator.handle(conversion, self.now))
         self._on_log(ConsumerGroupConverted(self.now, self.scenario.group, "downgrade"))
 
@@ -462,6 +468,8 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
                     self._coordinator_effect(item)
                 case ce.ConvertedToClassic(classic=classic):
                     self._downgrade_group(classic)
+                case PersistConsumerGroup(record=record):
+                    self.offsets_records.append(record)
                 case _:
                     assert_never(item)
 
@@ -717,6 +725,7 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         else:
             request = ce.OffsetCommitRequest(self.scenario.group, proc.machine.member_id, epoch, entries)
             outputs = self.coordinator.handle(ce.Received(proc.connection, request), self.now)
+        self.offsets_records.extend(o.record for o in outputs if isinstance(o, PersistConsumerGroup))
         for output in outputs:
             if isinstance(output, ce.Respond | cl.Respond):
                 code = getattr(output.response, "error_code", ErrorCode.NONE)
@@ -943,21 +952,22 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
             self._classic_output(self.classic_coordinator.handle(cl.Resign(partition), self.now))
             self.classic_coordinator = self._new_classic_coordinator(partitions=(partition,))
             self._classic_output(self.classic_coordinator.handle(cl.BeginLoading(partition), self.now))
-        else:
-            self.consumer_group_records = records_of(self.coordinator)
         self._push(self.now + self.cfg.coordinator_load_ms,
                    CoordinatorLoaded(self.broker, partition, self.coordinator_epoch))
 
     def _coordinator_loaded(self) -> None:
         self.coordinator_available = True
         if self.classic_coordinator is not None:
+            _, classic_records = replay(self.offsets_records, self.topics, self.group_config)
             self._classic_output(self.classic_coordinator.handle(
-                cl.LoadCompleted(self.offsets_partition, tuple(self.offsets_records)), self.now))
-            self._unfence_stored(self.offsets_records)
-        elif self.consumer_group_records is not None:
-            self.coordinator = replay(self.consumer_group_records, self.topics, self.group_config,
-                                      seed=self.rng.getrandbits(32))
-            self.consumer_group_records = None
+                cl.LoadCompleted(self.offsets_partition, classic_records), self.now))
+            self._unfence_stored(classic_records)
+        else:
+            seed = self.rng.getrandbits(32)
+            groups, _ = replay(self.offsets_records, self.topics, self.group_config, seed=seed)
+            group = groups.get(self.scenario.group)
+            self.coordinator = group if group is not None else ConsumerGroupCoordinator(
+                self.scenario.group, self.topics, self.group_config, seed=seed)
             self._coordinator_output(self.coordinator.handle(ce.GroupLoaded(), self.now))
 
     def _close(self, proc: ConsumerGroupProcess) -> None:

@@ -35,6 +35,7 @@ from kafka_rebalance.protocol.modern.consumer.coordinator import (
     ServerAssign,
     default_server_assign,
 )
+from kafka_rebalance.protocol.modern.consumer.coordinator_records import PersistConsumerGroup
 from kafka_rebalance.protocol.modern.consumer.migration import consumer_group_for_heartbeat, downgraded
 
 
@@ -50,7 +51,8 @@ ShardTimer: TypeAlias = ConsumerGroupTimer | cl.CoordinatorTimer
 ShardInput: TypeAlias = (ce.Received | cl.Received | ConsumerGroupTimer | cl.SessionExpired | cl.PendingMemberExpired
                          | cl.NewMemberJoinTimeout | cl.InitialDelayExpired | cl.RebalanceTimeout | cl.SyncTimeout
                          | ce.TopicsChanged)
-ShardOutput: TypeAlias = (ce.Respond | cl.Respond | ArmTimer[ShardTimer] | CancelTimer[ShardTimer] | Log | cl.Persist)
+ShardOutput: TypeAlias = (ce.Respond | cl.Respond | ArmTimer[ShardTimer] | CancelTimer[ShardTimer] | Log | cl.Persist
+                          | PersistConsumerGroup)
 
 # Classic requests a consumer group answers itself (its members still on the classic protocol).
 _CLASSIC_IN_CONSUMER_GROUP = (cl.JoinGroupRequest, cl.SyncGroupRequest, cl.HeartbeatRequest, cl.LeaveGroupRequest,
@@ -176,7 +178,7 @@ class GroupCoordinatorShard:
                          out: list[ShardOutput]) -> None:
         for item in items:
             match item:
-                case ce.Respond() | Log():
+                case ce.Respond() | Log() | PersistConsumerGroup():
                     out.append(item)
                 case ArmTimer(timer=timer, deadline_ms=deadline):
                     out.append(ArmTimer(ConsumerGroupTimer(group.group_id, timer), deadline))

@@ -24,6 +24,8 @@ from itertools import compress, repeat
 from operator import attrgetter, is_
 from typing import assert_never
 
+import numpy as np
+
 from kafka_rebalance.assignors import server
 from kafka_rebalance.model import GroupProtocol
 from kafka_rebalance.model.java import kafka_random_uuid
@@ -77,6 +79,18 @@ from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
     SessionTimeout,
     TopicPartitions,
     TopicsChanged,
+)
+from kafka_rebalance.protocol.modern.consumer.coordinator_records import (
+    ClassicMemberMetadata,
+    ConsumerGroupCurrentMemberAssignmentRecord,
+    ConsumerGroupMemberMetadataRecord,
+    ConsumerGroupMetadataRecord,
+    ConsumerGroupRecord,
+    ConsumerGroupTargetAssignmentMemberRecord,
+    ConsumerGroupTargetAssignmentMetadataRecord,
+    PersistConsumerGroup,
+    group_tombstones,
+    member_tombstones,
 )
 from kafka_rebalance.protocol.modern.consumer.target import TargetAssignment
 
@@ -177,15 +191,6 @@ class ConsumerGroupConfig:
 
 
 @dataclass(frozen=True, slots=True)
-class ClassicMemberMetadata:
-    """A member that speaks the classic protocol inside a consumer group (Kafka's
-    ``ConsumerGroupMemberMetadataValue.ClassicMemberMetadata``)."""
-
-    session_timeout_ms: int
-    protocols: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
 class ConsumerGroupMember:
     member_id: str
     instance_id: str | None = None
@@ -234,6 +239,21 @@ def _assignor_view_changed(old: ConsumerGroupMember, new: ConsumerGroupMember) -
     return (old.subscribed_topic_names != new.subscribed_topic_names
             or old.subscribed_topic_regex != new.subscribed_topic_regex
             or old.instance_id != new.instance_id or old.rack_id != new.rack_id)
+
+
+def _metadata_changed(old: ConsumerGroupMember, new: ConsumerGroupMember) -> bool:
+    """Whether ``new`` needs another ConsumerGroupMemberMetadata record than ``old``'s."""
+    return (old.instance_id != new.instance_id or old.rack_id != new.rack_id or old.client_id != new.client_id
+            or old.rebalance_timeout_ms != new.rebalance_timeout_ms
+            or old.subscribed_topic_names != new.subscribed_topic_names
+            or old.subscribed_topic_regex != new.subscribed_topic_regex
+            or old.server_assignor != new.server_assignor or old.classic != new.classic)
+
+
+def _member_metadata_record(group_id: str, member: ConsumerGroupMember) -> ConsumerGroupMemberMetadataRecord:
+    return ConsumerGroupMemberMetadataRecord(
+        group_id, member.member_id, member.instance_id, member.rack_id, member.client_id, member.rebalance_timeout_ms,
+        member.subscribed_topic_names, member.subscribed_topic_regex, member.server_assignor, member.classic)
 
 
 def _to_message(assignment: Partitions) -> tuple[TopicPartitions, ...]:
@@ -293,6 +313,10 @@ class ConsumerGroupCoordinator:
         self.state = ConsumerGroupState.EMPTY
         self._state_dirty = True
         self.join_timeouts: set[str] = set()
+        # The records of the changes ``handle`` is making, written out with its answer; and every
+        # topic a target may hold partitions of (the layout on which targets are compared).
+        self._records: list[ConsumerGroupRecord | cl.OffsetCommitRecord] = []
+        self._target_topics: dict[str, int] = {}
 
     @classmethod
     def loaded(cls, group_id: str, topics: Mapping[str, int], group_epoch: int, assignment_epoch: int,
@@ -307,7 +331,12 @@ class ConsumerGroupCoordinator:
             group._put_member(member, None)
         group.target = TargetAssignment({member_id: partitions(target) for member_id, target in targets.items()})
         group.subscription_metadata = group._subscription_metadata()
+        group._target_topics = dict(group.subscription_metadata)
+        for target in group.target.values():
+            for topic, numbers in target.items():
+                group._target_topics[topic] = max(group._target_topics.get(topic, 0), max(numbers) + 1)
         group._update_state([], 0)
+        group._records.clear()  # what was loaded is written already (or written whole: ``group_records``)
         return group
 
     # ------------------------------------------------------------------ entry point
@@ -357,7 +386,15 @@ class ConsumerGroupCoordinator:
             case _:
                 assert_never(event)
         self._update_state(out, now_ms)
+        self._write_records(out)
         return out
+
+    def _write_records(self, out: list[Output]) -> None:
+        """The records of this call's changes go out with its answers, as Kafka's
+        ``CoordinatorResult`` carries them."""
+        if self._records:
+            out.extend(map(PersistConsumerGroup, self._records))
+            self._records = []
 
     def _on_loaded(self, out: list[Output], now_ms: int) -> None:
         """Kafka's ``onLoaded`` for a consumer group: every member, classic ones too, gets a session
@@ -823,6 +860,7 @@ class ConsumerGroupCoordinator:
             answers.append(cl.LeaveGroupResponseMember(member.member_id, identity.group_instance_id, ErrorCode.NONE))
         if removed:
             self.group_epoch += 1
+            self._records.append(self._metadata_record())
             self._state_dirty = True
             out.append(Log(ConsumerGroupEpochBumped(now_ms, self.group_id, self.group_epoch)))
         return cl.LeaveGroupResponse(ErrorCode.NONE, tuple(answers))
@@ -838,9 +876,13 @@ class ConsumerGroupCoordinator:
             self.rebalance_timeout_epoch.pop(replaced, None)
             self._assignor_input.pop(replaced, None)
             self._server_view.pop(replaced, None)
+            self._records.extend(member_tombstones(self.group_id, replaced))
             if replaced in self.target:
-                self.target[member.member_id] = self.target.pop(replaced)
+                moved = self.target[member.member_id] = self.target.pop(replaced)
+                self._records.append(ConsumerGroupTargetAssignmentMemberRecord(self.group_id, member.member_id, moved))
         old_member = self.members.get(member.member_id)
+        if old_member is None or _metadata_changed(old_member, member):
+            self._records.append(_member_metadata_record(self.group_id, member))
         if old_member is None or _assignor_view_changed(old_member, member):
             self._server_view.pop(member.member_id, None)
         if old_member is None or _subscription(old_member) != _subscription(member):
@@ -854,6 +896,8 @@ class ConsumerGroupCoordinator:
             self._remove_epochs(old_member)
         self._state_dirty = True
         self.members[member.member_id] = member
+        self._records.append(ConsumerGroupCurrentMemberAssignmentRecord(self.group_id, member.member_id,
+                                                                        member.assignment))
         if member.instance_id is not None:
             self.static_members[member.instance_id] = member.member_id
         self._add_epochs(member)
@@ -911,6 +955,7 @@ class ConsumerGroupCoordinator:
             if bump:
                 self._state_dirty = True
                 self.group_epoch += 1
+                self._records.append(self._metadata_record())
                 out.append(Log(ConsumerGroupEpochBumped(now_ms, self.group_id, self.group_epoch)))
 
     def preferred_assignor(self) -> str:
@@ -924,6 +969,7 @@ class ConsumerGroupCoordinator:
         if self.group_epoch <= self.assignment_epoch:
             return
         assignor = self.preferred_assignor()
+        before = self.target
         if self._assign is default_server_assign:
             homogeneous = self._compute_target(assignor)
         else:
@@ -939,9 +985,42 @@ class ConsumerGroupCoordinator:
             self.target = TargetAssignment(target)
             homogeneous = len({m.subscribed_topics for m in members}) <= 1
         self.assignment_epoch = self.group_epoch
+        self._record_target(before)
         self._state_dirty = True
         took = modelled_assignor_time_ms(assignor, sum(self.subscription_metadata.values()), homogeneous)
         out.append(Log(ConsumerTargetAssignmentComputed(now_ms, self.group_id, self.group_epoch, assignor, took)))
+
+    def _record_target(self, before: TargetAssignment) -> None:
+        """The target records of a computation (Kafka's ``TargetAssignmentBuilder.build``): one per
+        member whose target changed or that had none, then the assignment epoch."""
+        for topic, count in self.subscription_metadata.items():
+            if self._target_topics.get(topic, 0) < count:
+                self._target_topics[topic] = count
+        target = self.target
+        for member_id in self._changed_targets(before):
+            self._records.append(ConsumerGroupTargetAssignmentMemberRecord(self.group_id, member_id, target[member_id]))
+        self._records.append(ConsumerGroupTargetAssignmentMetadataRecord(self.group_id, self.assignment_epoch))
+
+    def _changed_targets(self, before: TargetAssignment) -> list[str]:
+        """The members whose target differs from ``before``, in the target's order: found on the
+        two targets' owner arrays over every topic a target may hold, so that a computation in a
+        large group reads only the changed members' sets."""
+        members = list(self.target)
+        index = dict(zip(members, range(len(members)), strict=True))
+        names = sorted(self._target_topics)
+        counts = np.fromiter(map(self._target_topics.__getitem__, names), dtype=np.int64, count=len(names))
+        old = before.current_assignment(names, counts, index)
+        new = self.target.current_assignment(names, counts, index)
+        if old is None or new is None:  # a target listed out of Java order: compared set by set
+            return [m for m in members if m not in before or before[m] != self.target[m]]
+        moved = old[0] != new[0]
+        changed = np.zeros(len(members) + 1, dtype=bool)  # the last entry: no holder (-1)
+        changed[old[0][moved]] = True
+        changed[new[0][moved]] = True
+        return [m for m, differs in zip(members, changed[:-1].tolist(), strict=True) if differs or m not in before]
+
+    def _metadata_record(self) -> ConsumerGroupMetadataRecord:
+        return ConsumerGroupMetadataRecord(self.group_id, self.group_epoch, tuple(self.subscription_metadata.items()))
 
     def _compute_target(self, assignor: str) -> bool:
         """The built-in assignors on arrays: the members' current targets read from the last
@@ -1039,6 +1118,7 @@ class ConsumerGroupCoordinator:
 
         if migration.validate_online_downgrade(self, member_id):
             classic = migration.classic_group_from_consumer(self, member_id)
+            self._records.extend(group_tombstones(self.group_id, self.members))
             for mid in list(self.members):
                 out.append(CancelTimer(SessionTimeout(mid)))
                 if self.rebalance_timeout_epoch.pop(mid, None) is not None:
@@ -1053,17 +1133,20 @@ class ConsumerGroupCoordinator:
             self._state_dirty = False
             out.append(Log(ConsumerGroupStateChanged(now_ms, self.group_id, self.state.value, "Dead")))
             self.state = ConsumerGroupState.DEAD
+            self._write_records(out)
             # "Converted the consumer group to a classic group" is logged by whoever runs the
             # classic group, after its rebalance started (convertToClassicGroup's order).
             out.append(ConvertedToClassic(classic))
             return
         self._remove(member_id, out)
         self.group_epoch += 1
+        self._records.append(self._metadata_record())
         out.append(Log(ConsumerGroupEpochBumped(now_ms, self.group_id, self.group_epoch)))
 
     def _remove(self, member_id: str, out: list[Output]) -> None:
         """Kafka's ``removeMember`` and ``cancelTimers``: the member, its partitions and timers go."""
         member = self.members.pop(member_id)
+        self._records.extend(member_tombstones(self.group_id, member_id))
         self._count_subscription(member, -1)
         self._state_dirty = True
         self._remove_epochs(member)
@@ -1113,6 +1196,8 @@ class ConsumerGroupCoordinator:
                 return OffsetCommitResponse(code)
         for partition, offset in request.offsets:
             self.offsets[partition] = offset
+        self._records.append(cl.OffsetCommitRecord(self.group_id, tuple(
+            cl.PartitionOffset(partition, offset) for partition, offset in request.offsets)))
         return OffsetCommitResponse(ErrorCode.NONE)
 
     def _classic_offset_commit(self, request: cl.OffsetCommitRequest) -> cl.OffsetCommitResponse:
@@ -1131,6 +1216,7 @@ class ConsumerGroupCoordinator:
                                     f" does not match the member epoch {member.member_epoch}.")
         for entry in request.offsets:
             self.offsets[entry.partition] = entry.offset
+        self._records.append(cl.OffsetCommitRecord(self.group_id, request.offsets))
         return cl.OffsetCommitResponse(ErrorCode.NONE)
 
     def _offset_fetch(self, request: OffsetFetchRequest) -> OffsetFetchResponse:

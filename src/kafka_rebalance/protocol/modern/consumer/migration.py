@@ -40,7 +40,6 @@ from kafka_rebalance.protocol.modern.consumer.assignment import (
     to_strings,
 )
 from kafka_rebalance.protocol.modern.consumer.coordinator import (
-    ClassicMemberMetadata,
     ConsumerGroupConfig,
     ConsumerGroupCoordinator,
     ConsumerGroupMember,
@@ -53,6 +52,7 @@ from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
     ClassicGroupMember,
     ClassicGroupSnapshot,
 )
+from kafka_rebalance.protocol.modern.consumer.coordinator_records import ClassicMemberMetadata
 
 
 def _parse(assignment: tuple[str, ...]) -> dict[str, frozenset[int]]:
