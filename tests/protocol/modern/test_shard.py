@@ -4,11 +4,21 @@ facts from Kafka's GroupMetadataManagerTest (group-coordinator, Kafka 4.1)."""
 from __future__ import annotations
 
 from kafka_rebalance.protocol.classic import coordinator_events as cl
-from kafka_rebalance.protocol.effects import ArmTimer
+from kafka_rebalance.protocol.effects import ArmTimer, Log
 from kafka_rebalance.protocol.errors import ErrorCode
+from kafka_rebalance.protocol.logrecords import ConsumerGroupLoaded
 from kafka_rebalance.protocol.modern.consumer import coordinator_events as ce
 from kafka_rebalance.protocol.modern.consumer.coordinator import ConsumerGroupConfig
-from kafka_rebalance.protocol.modern.shard import ConsumerGroupTimer, GroupCoordinatorShard, ShardOutput
+from kafka_rebalance.protocol.modern.consumer.records import replay
+from kafka_rebalance.protocol.modern.shard import (
+    AppendRecord,
+    ConsumerGroupTimer,
+    GroupCoordinatorShard,
+    PartitionLoaded,
+    PartitionLoading,
+    PartitionResigned,
+    ShardOutput,
+)
 
 TOPICS = {"foo": 6, "bar": 3}
 
@@ -104,3 +114,75 @@ def test_an_empty_classic_group_is_replaced_by_a_consumer_group() -> None:
     [response] = responses(shard.handle(heartbeat("billing", "m1", 0), 0))
     assert isinstance(response, ce.ConsumerGroupHeartbeatResponse) and response.error_code is ErrorCode.NONE
     assert shard.group_type("billing") == "consumer"
+
+
+def appended(out: list[ShardOutput], log: list[AppendRecord]) -> list[ShardOutput]:
+    log.extend(o for o in out if isinstance(o, AppendRecord))
+    return out
+
+
+def test_a_new_coordinator_loads_classic_and_consumer_groups_from_the_records_the_old_one_appended() -> None:
+    """Coordinator failover (CoordinatorRuntime's unload and load, GroupMetadataManager.replay then
+    onLoaded): the old shard resigns (a waiting JoinGroup gets NOT_COORDINATOR, its groups are
+    gone); the new one answers COORDINATOR_NOT_AVAILABLE to a heartbeat and
+    COORDINATOR_LOAD_IN_PROGRESS to a JoinGroup while it loads; loaded from the appended records,
+    it holds the same consumer group (epochs, members, targets, offsets) and the classic group as
+    stored."""
+    old = GroupCoordinatorShard(TOPICS)
+    log: list[AppendRecord] = []
+    appended(old.handle(heartbeat("orders", "m1", 0), 0), log)
+    appended(old.handle(heartbeat("orders", "m2", 0, ("foo",)), 10), log)
+    appended(old.handle(ce.Received("c", ce.OffsetCommitRequest("orders", "m1", 1, (("bar-0", 5),))), 20), log)
+    appended(old.handle(cl.Received("c", cl.OffsetCommitRequest("billing", -1, "", None, (cl.PartitionOffset("foo-0", 3),))),
+                        0), log)
+    [first] = responses(appended(old.handle(join_classic("billing"), 0), log))
+    assert isinstance(first, cl.JoinGroupResponse)
+    rejoin = cl.Received("conn-classic", cl.JoinGroupRequest(
+        "billing", 10000, 10000, first.member_id, None, "consumer",
+        (cl.JoinGroupRequestProtocol("range", cl.ConsumerProtocolSubscription(("foo",))),)))
+    appended(old.handle(rejoin, 0), log)  # waits for the initial rebalance delay
+    orders, billing = (old.classic.partition_for(g) for g in ("orders", "billing"))
+
+    resigned = old.handle(PartitionResigned(billing), 100) + old.handle(PartitionResigned(orders), 100)
+    assert [r.error_code for r in responses(resigned)] == [ErrorCode.NOT_COORDINATOR]
+    assert old.group_type("orders") is None and old.group_type("billing") is None
+
+    new = GroupCoordinatorShard(TOPICS, partitions=())
+    for partition in {orders, billing}:
+        new.handle(PartitionLoading(partition), 100)
+    [busy] = responses(new.handle(heartbeat("orders", "m1", 2), 150))
+    assert isinstance(busy, ce.ConsumerGroupHeartbeatResponse) and busy.error_code is ErrorCode.COORDINATOR_NOT_AVAILABLE
+    [loading] = responses(new.handle(rejoin, 150))
+    assert isinstance(loading, cl.JoinGroupResponse) and loading.error_code is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+
+    loaded = []
+    for partition in sorted({orders, billing}):
+        loaded += new.handle(PartitionLoaded(partition, tuple(a.record for a in log if a.partition == partition)), 200)
+    assert new.group_type("orders") == "consumer" and new.group_type("billing") == "classic"
+    billing_group = new.classic.group("billing")  # stored as its offsets (no generation was stored)
+    assert billing_group is not None and billing_group.offsets == {"foo-0": 3}
+    group = new.consumer_groups["orders"]
+    assert (group.group_epoch, group.assignment_epoch) == (2, 2)
+    assert list(group.members) == ["m1", "m2"] and group.offsets == {"bar-0": 5}
+    assert ConsumerGroupLoaded(200, "orders", 2) in [o.record for o in loaded if isinstance(o, Log)]
+    [answer] = responses(new.handle(heartbeat("orders", "m1", 1), 300))
+    assert isinstance(answer, ce.ConsumerGroupHeartbeatResponse) and answer.error_code is ErrorCode.NONE
+
+
+def test_a_classic_join_to_an_empty_consumer_group_converts_it_to_a_classic_group() -> None:
+    """GroupMetadataManager.classicGroupJoin -> getOrMaybeCreateClassicGroup: an empty consumer
+    group is deleted (its records tombstoned) and a classic group takes the JoinGroup; the
+    offsets stay."""
+    shard = GroupCoordinatorShard(TOPICS)
+    log: list[AppendRecord] = []
+    appended(shard.handle(heartbeat("orders", "m1", 0), 0), log)
+    appended(shard.handle(ce.Received("c", ce.OffsetCommitRequest("orders", "m1", 1, (("foo-1", 9),))), 5), log)
+    appended(shard.handle(heartbeat("orders", "m1", -1), 10), log)
+    assert not shard.consumer_groups["orders"].members
+    [response] = responses(appended(shard.handle(join_classic("orders"), 20), log))
+    assert isinstance(response, cl.JoinGroupResponse) and response.error_code is ErrorCode.MEMBER_ID_REQUIRED
+    assert shard.group_type("orders") == "classic"
+    group = shard.classic.group("orders")
+    assert group is not None and group.offsets == {"foo-1": 9}
+    groups, classic = replay([a.record for a in log], TOPICS)
+    assert groups == {} and any(isinstance(r, cl.GroupMetadataRecord) for r in classic)

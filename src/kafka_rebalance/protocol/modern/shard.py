@@ -14,17 +14,31 @@ the classic ``GroupCoordinator`` (every classic group of the broker) and one
 ``ConsumerGroupCoordinator`` per consumer group. A consumer group's timers carry no group id,
 so the shard names them: ``ConsumerGroupTimer(group_id, timer)``. When a consumer group's last
 consumer-protocol member leaves and it converts back (``ConvertedToClassic``), the shard loads
-the classic group into the classic coordinator, as ``convertToClassicGroup`` does.
+the classic group into the classic coordinator, as ``convertToClassicGroup`` does; a JoinGroup to
+an empty consumer group converts it to an empty classic group (``classicGroupJoinToClassicGroup``).
+
+Every change goes out as ``AppendRecord(partition, record)``, classic and consumer groups alike:
+the caller appends them to its copy of the partition (``__consumer_offsets`` is the log). The
+partition's life cycle comes in as Kafka's coordinator runtime drives it: ``PartitionResigned``
+(the groups are dropped; the classic coordinator answers its waiting JoinGroup/SyncGroup
+NOT_COORDINATOR), ``PartitionLoading`` (requests are answered COORDINATOR_NOT_AVAILABLE, classic
+ones COORDINATOR_LOAD_IN_PROGRESS), ``PartitionLoaded(records)`` (classic groups replayed by the
+classic coordinator, consumer groups by ``records.replay``, then ``onLoaded``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TypeAlias, assert_never
 
 from kafka_rebalance.protocol.classic import coordinator_events as cl
-from kafka_rebalance.protocol.classic.coordinator import ClassicGroup, CoordinatorConfig, GroupCoordinator
+from kafka_rebalance.protocol.classic.coordinator import (
+    ClassicGroup,
+    CoordinatorConfig,
+    GroupCoordinator,
+    PartitionStatus,
+)
 from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer, Log
 from kafka_rebalance.protocol.errors import ErrorCode
 from kafka_rebalance.protocol.modern.consumer import coordinator_events as ce
@@ -35,8 +49,43 @@ from kafka_rebalance.protocol.modern.consumer.coordinator import (
     ServerAssign,
     default_server_assign,
 )
-from kafka_rebalance.protocol.modern.consumer.coordinator_records import PersistConsumerGroup
+from kafka_rebalance.protocol.modern.consumer.coordinator_records import (
+    PersistConsumerGroup,
+    group_tombstones,
+)
 from kafka_rebalance.protocol.modern.consumer.migration import consumer_group_for_heartbeat, downgraded
+from kafka_rebalance.protocol.modern.consumer.records import OffsetsTopicRecord, group_records, replay
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionLoading:
+    """This coordinator became the leader of ``__consumer_offsets`` partition ``partition`` and
+    reads it (``CoordinatorRuntime.scheduleLoadOperation``)."""
+
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionLoaded:
+    """The partition's records, in log order, are read: its groups are replayed."""
+
+    partition: int
+    records: tuple[OffsetsTopicRecord, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionResigned:
+    """This coordinator no longer leads the partition (``scheduleUnloadOperation``)."""
+
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class AppendRecord:
+    """Append ``record`` to ``__consumer_offsets`` partition ``partition``."""
+
+    partition: int
+    record: OffsetsTopicRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,9 +99,8 @@ class ConsumerGroupTimer:
 ShardTimer: TypeAlias = ConsumerGroupTimer | cl.CoordinatorTimer
 ShardInput: TypeAlias = (ce.Received | cl.Received | ConsumerGroupTimer | cl.SessionExpired | cl.PendingMemberExpired
                          | cl.NewMemberJoinTimeout | cl.InitialDelayExpired | cl.RebalanceTimeout | cl.SyncTimeout
-                         | ce.TopicsChanged)
-ShardOutput: TypeAlias = (ce.Respond | cl.Respond | ArmTimer[ShardTimer] | CancelTimer[ShardTimer] | Log | cl.Persist
-                          | PersistConsumerGroup)
+                         | ce.TopicsChanged | PartitionLoading | PartitionLoaded | PartitionResigned)
+ShardOutput: TypeAlias = (ce.Respond | cl.Respond | ArmTimer[ShardTimer] | CancelTimer[ShardTimer] | Log | AppendRecord)
 
 # Classic requests a consumer group answers itself (its members still on the classic protocol).
 _CLASSIC_IN_CONSUMER_GROUP = (cl.JoinGroupRequest, cl.SyncGroupRequest, cl.HeartbeatRequest, cl.LeaveGroupRequest,
@@ -64,9 +112,11 @@ class GroupCoordinatorShard:
 
     def __init__(self, topics: Mapping[str, int], classic_config: CoordinatorConfig | None = None,
                  consumer_config: ConsumerGroupConfig | None = None, assign: ServerAssign = default_server_assign,
-                 seed: int = 0):
+                 seed: int = 0, partitions: Iterable[int] | None = None):
+        """``partitions``: the ``__consumer_offsets`` partitions this coordinator leads, loaded
+        (None: every partition)."""
         self.topics = dict(topics)
-        self.classic = GroupCoordinator(classic_config, seed)
+        self.classic = GroupCoordinator(classic_config, seed, partitions=partitions)
         self.consumer_config = consumer_config or ConsumerGroupConfig()
         self.consumer_groups: dict[str, ConsumerGroupCoordinator] = {}
         self._assign = assign
@@ -86,6 +136,9 @@ class GroupCoordinatorShard:
                 self._received(connection, request, now_ms, out)
             case cl.Received(connection=connection, request=request):
                 group = self.consumer_groups.get(getattr(request, "group_id", ""))
+                if group is not None and isinstance(request, cl.JoinGroupRequest) and not group.members:
+                    self._classic_when_empty(group, now_ms, out)
+                    group = None
                 if group is not None and isinstance(request, _CLASSIC_IN_CONSUMER_GROUP):
                     self._consumer_output(group, group.handle(ce.Received(connection, request), now_ms), now_ms, out)
                 else:
@@ -101,11 +154,62 @@ class GroupCoordinatorShard:
                 self.topics = dict(topics)
                 for group in list(self.consumer_groups.values()):
                     self._consumer_output(group, group.handle(event, now_ms), now_ms, out)
+            case PartitionResigned(partition=partition):
+                self._drop_consumer_groups(partition)
+                self._classic_output(self.classic.handle(cl.Resign(partition), now_ms), out)
+            case PartitionLoading(partition=partition):
+                self._drop_consumer_groups(partition)
+                self._classic_output(self.classic.handle(cl.BeginLoading(partition), now_ms), out)
+            case PartitionLoaded(partition=partition, records=records):
+                self._load(partition, records, now_ms, out)
             case _:
                 assert_never(event)
         return out
 
+    def _classic_when_empty(self, group: ConsumerGroupCoordinator, now_ms: int, out: list[ShardOutput]) -> None:
+        """Kafka's ``classicGroupJoin``: a JoinGroup to an empty consumer group converts it to a
+        classic group (``getOrMaybeCreateClassicGroup`` deletes the empty consumer group); only
+        a non-empty one takes classic members. Its offsets stay, its generations start again."""
+        group_id = group.group_id
+        del self.consumer_groups[group_id]
+        partition = self.classic.partition_for(group_id)
+        empty = ce.ClassicGroupSnapshot(group_id, 0, None, None, "Empty", ())
+        conversion = downgraded(empty, dict(group.offsets), partition)
+        out.extend(AppendRecord(partition, record) for record in group_tombstones(group_id, ()))
+        out.extend(AppendRecord(partition, record) for record in conversion.records)
+        self._classic_output(self.classic.handle(conversion, now_ms), out)
+
+    def _drop_consumer_groups(self, partition: int) -> None:
+        """A consumer group's state lives in its records; an unloaded coordinator forgets it (its
+        timers, named by group, find no group when they fire)."""
+        for group_id in [g for g in self.consumer_groups if self.classic.partition_for(g) == partition]:
+            del self.consumer_groups[group_id]
+
+    def _load(self, partition: int, records: tuple[OffsetsTopicRecord, ...], now_ms: int,
+              out: list[ShardOutput]) -> None:
+        """``GroupMetadataManager.replay`` of every record, then ``onLoaded`` of every group."""
+        groups, classic_records = replay(records, self.topics, self.consumer_config, self._assign, self._seed)
+        self._classic_output(self.classic.handle(cl.LoadCompleted(partition, classic_records), now_ms), out)
+        for group_id, group in groups.items():
+            self.consumer_groups[group_id] = group
+            self._consumer_output(group, group.handle(ce.GroupLoaded(), now_ms), now_ms, out)
+
+    def _unavailable(self, group_id: str) -> ErrorCode | None:
+        """Why this coordinator cannot serve ``group_id`` now (Kafka's runtime: not the leader
+        of its partition, or still loading it), or None."""
+        partitions = self.classic.partitions
+        if partitions is None:
+            return None
+        status = partitions.get(self.classic.partition_for(group_id))
+        if status is None:
+            return ErrorCode.NOT_COORDINATOR
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE if status is PartitionStatus.LOADING else None
+
     def _received(self, connection: str, request: ce.Request, now_ms: int, out: list[ShardOutput]) -> None:
+        unavailable = self._unavailable(request.group_id)
+        if unavailable is not None:
+            self._error(connection, request, unavailable, None, out)
+            return
         group = self.consumer_groups.get(request.group_id)
         if group is None and isinstance(request, ce.ConsumerGroupHeartbeatRequest):
             group = self._group_for_heartbeat(connection, request, now_ms, out)
@@ -113,7 +217,7 @@ class GroupCoordinatorShard:
                 return
         if group is None:
             # OffsetCommit/OffsetFetch with a member epoch: only a consumer group has members with epochs.
-            self._not_found(connection, request, f"Group {request.group_id} not found.", out)
+            self._error(connection, request, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {request.group_id} not found.", out)
             return
         self._consumer_output(group, group.handle(ce.Received(connection, request), now_ms), now_ms, out)
 
@@ -123,7 +227,8 @@ class GroupCoordinatorShard:
         a consumer group here: absent, or classic."""
         classic = self.classic.group(request.group_id)
         if classic is None and request.member_epoch != ce.JOIN_GROUP_MEMBER_EPOCH:
-            self._not_found(connection, request, f"Consumer group {request.group_id} not found.", out)
+            self._error(connection, request, ErrorCode.GROUP_ID_NOT_FOUND,
+                        f"Consumer group {request.group_id} not found.", out)
             return None
         snapshot = classic_snapshot(classic) if classic is not None else None
         try:
@@ -137,6 +242,11 @@ class GroupCoordinatorShard:
             # The classic group is replaced: its pending requests are answered, its offsets move.
             group.offsets.update(classic.offsets)
             del self.classic.groups[request.group_id]
+            if classic.members:
+                # convertToConsumerGroup writes the consumer group whole (the classic group's
+                # metadata is superseded: a replay finds a consumer group; its offsets stay).
+                partition = self.classic.partition_for(request.group_id)
+                out.extend(AppendRecord(partition, record) for record in group_records(group))
             for member in classic.members.values():
                 if member.join_connection is not None:
                     out.append(cl.Respond(member.join_connection, cl.JoinGroupResponse(
@@ -149,8 +259,8 @@ class GroupCoordinatorShard:
         return group
 
     @staticmethod
-    def _not_found(connection: str, request: ce.Request, message: str, out: list[ShardOutput]) -> None:
-        code = ErrorCode.GROUP_ID_NOT_FOUND
+    def _error(connection: str, request: ce.Request, code: ErrorCode, message: str | None,
+               out: list[ShardOutput]) -> None:
         match request:
             case ce.ConsumerGroupHeartbeatRequest():
                 out.append(ce.Respond(connection, ce.ConsumerGroupHeartbeatResponse(code, error_message=message)))
@@ -169,8 +279,10 @@ class GroupCoordinatorShard:
                     out.append(ArmTimer(timer, deadline))
                 case CancelTimer(timer=timer):
                     out.append(CancelTimer(timer))
-                case cl.Respond() | Log() | cl.Persist():
+                case cl.Respond() | Log():
                     out.append(item)
+                case cl.Persist(partition=partition, record=record):
+                    out.append(AppendRecord(partition, record))
                 case _:
                     assert_never(item)
 
@@ -178,19 +290,23 @@ class GroupCoordinatorShard:
                          out: list[ShardOutput]) -> None:
         for item in items:
             match item:
-                case ce.Respond() | Log() | PersistConsumerGroup():
+                case ce.Respond() | Log():
                     out.append(item)
+                case PersistConsumerGroup(record=record):
+                    out.append(AppendRecord(self.classic.partition_for(group.group_id), record))
                 case ArmTimer(timer=timer, deadline_ms=deadline):
                     out.append(ArmTimer(ConsumerGroupTimer(group.group_id, timer), deadline))
                 case CancelTimer(timer=timer):
                     out.append(CancelTimer(ConsumerGroupTimer(group.group_id, timer)))
                 case ce.ConvertedToClassic(classic=classic):
-                    # convertToClassicGroup: the consumer group's timers go with it; the classic
-                    # group loads from the records the conversion writes and rebalances.
+                    # convertToClassicGroup: the consumer group's timers go with it (its records
+                    # are tombstoned); the classic group loads from the records the conversion
+                    # writes and rebalances.
                     del self.consumer_groups[group.group_id]
                     partition = self.classic.partition_for(group.group_id)
-                    self._classic_output(self.classic.handle(downgraded(classic, dict(group.offsets), partition), now_ms),
-                                         out)
+                    conversion = downgraded(classic, dict(group.offsets), partition)
+                    out.extend(AppendRecord(partition, record) for record in conversion.records)
+                    self._classic_output(self.classic.handle(conversion, now_ms), out)
                 case _:
                     assert_never(item)
 

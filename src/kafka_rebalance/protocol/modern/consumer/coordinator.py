@@ -241,6 +241,9 @@ def _assignor_view_changed(old: ConsumerGroupMember, new: ConsumerGroupMember) -
             or old.instance_id != new.instance_id or old.rack_id != new.rack_id)
 
 
+_UNASSIGNED = MemberAssignment()  # a member's before its first reconciliation (what a replay assumes without a record)
+
+
 def _metadata_changed(old: ConsumerGroupMember, new: ConsumerGroupMember) -> bool:
     """Whether ``new`` needs another ConsumerGroupMemberMetadata record than ``old``'s."""
     return (old.instance_id != new.instance_id or old.rack_id != new.rack_id or old.client_id != new.client_id
@@ -896,8 +899,9 @@ class ConsumerGroupCoordinator:
             self._remove_epochs(old_member)
         self._state_dirty = True
         self.members[member.member_id] = member
-        self._records.append(ConsumerGroupCurrentMemberAssignmentRecord(self.group_id, member.member_id,
-                                                                        member.assignment))
+        if old_member is not None or member.assignment != _UNASSIGNED:  # a new member's comes with its reconciliation
+            self._records.append(ConsumerGroupCurrentMemberAssignmentRecord(self.group_id, member.member_id,
+                                                                            member.assignment))
         if member.instance_id is not None:
             self.static_members[member.instance_id] = member.member_id
         self._add_epochs(member)
