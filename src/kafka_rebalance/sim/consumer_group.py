@@ -73,7 +73,6 @@ from kafka_rebalance.protocol.modern.consumer.assignment import to_strings
 from kafka_rebalance.protocol.modern.consumer.coordinator import (
     ConsumerGroupConfig,
     ConsumerGroupCoordinator,
-    ProtocolError,
 )
 from kafka_rebalance.protocol.modern.consumer.coordinator_records import (
     PersistConsumerGroup,
@@ -86,6 +85,7 @@ from kafka_rebalance.protocol.modern.consumer.member import (
 )
 from kafka_rebalance.protocol.modern.consumer.migration import consumer_group_for_heartbeat, downgraded
 from kafka_rebalance.protocol.modern.consumer.records import OffsetsTopicRecord, group_records, replay
+from kafka_rebalance.protocol.modern.consumer.validation import ProtocolError
 from kafka_rebalance.sim.classic_member import (
     ClassicDisconnect,
     ClassicFindCoordinator,

@@ -3,6 +3,10 @@ facts from Kafka's GroupMetadataManagerTest (group-coordinator, Kafka 4.1)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
 from kafka_rebalance.protocol.classic import coordinator_events as cl
 from kafka_rebalance.protocol.effects import ArmTimer, Log
 from kafka_rebalance.protocol.errors import ErrorCode
@@ -186,3 +190,60 @@ def test_a_classic_join_to_an_empty_consumer_group_converts_it_to_a_classic_grou
     assert group is not None and group.offsets == {"foo-1": 9}
     groups, classic = replay([a.record for a in log], TOPICS)
     assert groups == {} and any(isinstance(r, cl.GroupMetadataRecord) for r in classic)
+
+
+JOIN = {"member_id": "m", "member_epoch": 0, "rebalance_timeout_ms": 5000, "subscribed_topic_names": ("foo",),
+        "topic_partitions": ()}
+
+
+@pytest.mark.parametrize(("fields", "code", "message"), [
+    ({"group_id": "", "member_id": "m", "member_epoch": 1}, ErrorCode.INVALID_REQUEST, "GroupId can't be empty."),
+    ({"group_id": "   ", "member_id": "m", "member_epoch": 1}, ErrorCode.INVALID_REQUEST, "GroupId can't be empty."),
+    ({**JOIN, "rebalance_timeout_ms": -1}, ErrorCode.INVALID_REQUEST,
+     "RebalanceTimeoutMs must be provided in first request."),
+    ({**JOIN, "topic_partitions": None}, ErrorCode.INVALID_REQUEST, "TopicPartitions must be empty when (re-)joining."),
+    ({**JOIN, "subscribed_topic_names": None}, ErrorCode.INVALID_REQUEST,
+     "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining."),
+    ({"member_id": "", "member_epoch": 1, "api_version": 0}, ErrorCode.INVALID_REQUEST, "MemberId can't be empty."),
+    ({**JOIN, "member_id": ""}, ErrorCode.INVALID_REQUEST, "MemberId can't be empty."),  # v1: always named
+    ({"member_id": "m", "member_epoch": 1, "instance_id": ""}, ErrorCode.INVALID_REQUEST, "InstanceId can't be empty."),
+    ({"member_id": "m", "member_epoch": 1, "rack_id": ""}, ErrorCode.INVALID_REQUEST, "RackId can't be empty."),
+    ({"member_id": "m", "member_epoch": 1, "server_assignor": "bar"}, ErrorCode.UNSUPPORTED_ASSIGNOR,
+     "ServerAssignor bar is not supported. Supported assignors: uniform, range."),
+    ({"member_id": "m", "member_epoch": -2, "rebalance_timeout_ms": 5000, "subscribed_topic_names": ("foo", "bar"),
+      "topic_partitions": ()}, ErrorCode.INVALID_REQUEST, "InstanceId can't be null."),
+    ({"member_id": "m", "member_epoch": -3}, ErrorCode.INVALID_REQUEST, "MemberEpoch is invalid."),
+])
+def test_a_heartbeat_is_validated_before_any_group_is_looked_up(fields: dict[str, Any], code: ErrorCode,
+                                                                message: str) -> None:
+    """GroupMetadataManagerTest#testConsumerHeartbeatRequestValidation, with Kafka 4.1's rules
+    (GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid, its
+    GroupCoordinatorServiceTest#testConsumerGroupHeartbeatRequestValidation: checked in the service,
+    before the shard): an invalid request is answered with its error whatever the group (here
+    none: not GROUP_ID_NOT_FOUND), creates no group, converts no classic group, and is refused
+    so even by a coordinator still loading the group's partition."""
+    request = ce.ConsumerGroupHeartbeatRequest(**{"group_id": "fooup", **fields})
+    shard = GroupCoordinatorShard(TOPICS)
+    [response] = responses(shard.handle(ce.Received("c", request), 0))
+    assert isinstance(response, ce.ConsumerGroupHeartbeatResponse)
+    assert (response.error_code, response.error_message) == (code, message)
+    assert shard.group_type(request.group_id) is None and not shard.consumer_groups
+
+    shard.handle(join_classic("fooup"), 0)  # an empty classic group a valid join would replace
+    [again] = responses(shard.handle(ce.Received("c", request), 0))
+    assert isinstance(again, ce.ConsumerGroupHeartbeatResponse) and again.error_code is code
+    assert shard.group_type("fooup") == "classic"
+
+    loading = GroupCoordinatorShard(TOPICS, partitions=())
+    loading.handle(PartitionLoading(loading.classic.partition_for(request.group_id)), 0)
+    [refused] = responses(loading.handle(ce.Received("c", request), 0))
+    assert isinstance(refused, ce.ConsumerGroupHeartbeatResponse) and refused.error_code is code
+
+
+def test_a_valid_heartbeat_for_no_group_is_group_id_not_found() -> None:
+    """The contrast: the same member epoch 1, valid, to a group the coordinator does not have."""
+    shard = GroupCoordinatorShard(TOPICS)
+    request = ce.ConsumerGroupHeartbeatRequest("fooup", "m", 1)
+    [response] = responses(shard.handle(ce.Received("c", request), 0))
+    assert isinstance(response, ce.ConsumerGroupHeartbeatResponse)
+    assert response.error_code is ErrorCode.GROUP_ID_NOT_FOUND

@@ -45,7 +45,6 @@ from kafka_rebalance.protocol.modern.consumer import coordinator_events as ce
 from kafka_rebalance.protocol.modern.consumer.coordinator import (
     ConsumerGroupConfig,
     ConsumerGroupCoordinator,
-    ProtocolError,
     ServerAssign,
     default_server_assign,
 )
@@ -55,6 +54,7 @@ from kafka_rebalance.protocol.modern.consumer.coordinator_records import (
 )
 from kafka_rebalance.protocol.modern.consumer.migration import consumer_group_for_heartbeat, downgraded
 from kafka_rebalance.protocol.modern.consumer.records import OffsetsTopicRecord, group_records, replay
+from kafka_rebalance.protocol.modern.consumer.validation import ProtocolError, validate_heartbeat
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +206,14 @@ class GroupCoordinatorShard:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE if status is PartitionStatus.LOADING else None
 
     def _received(self, connection: str, request: ce.Request, now_ms: int, out: list[ShardOutput]) -> None:
+        if isinstance(request, ce.ConsumerGroupHeartbeatRequest):
+            # GroupCoordinatorService.consumerGroupHeartbeat: the request is checked on its own
+            # before it is routed to a partition, let alone a group.
+            try:
+                validate_heartbeat(request, self.consumer_config.assignors)
+            except ProtocolError as error:
+                self._error(connection, request, error.code, error.message, out)
+                return
         unavailable = self._unavailable(request.group_id)
         if unavailable is not None:
             self._error(connection, request, unavailable, None, out)

@@ -54,7 +54,6 @@ from kafka_rebalance.protocol.modern.consumer.assignment import (
     to_strings,
 )
 from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
-    CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION,
     CONSUMER_PROTOCOL_TYPE,
     JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -93,6 +92,7 @@ from kafka_rebalance.protocol.modern.consumer.coordinator_records import (
     member_tombstones,
 )
 from kafka_rebalance.protocol.modern.consumer.target import TargetAssignment
+from kafka_rebalance.protocol.modern.consumer.validation import ProtocolError, validate_heartbeat
 
 
 class ConsumerGroupState(Enum):
@@ -113,15 +113,6 @@ VALID_PREVIOUS_GROUP_STATES: Mapping[ConsumerGroupState, frozenset[ConsumerGroup
     ConsumerGroupState.DEAD: frozenset({ConsumerGroupState.EMPTY}),
 }
 GROUP_STATES = StateTable("ConsumerGroupState", VALID_PREVIOUS_GROUP_STATES)
-
-
-class ProtocolError(Exception):
-    """An error Kafka answers a request with (its ``ApiException``s)."""
-
-    def __init__(self, code: ErrorCode, message: str):
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 @dataclass(frozen=True, slots=True)
@@ -423,7 +414,7 @@ class ConsumerGroupCoordinator:
         if fast is not None:
             return fast
         try:
-            self._validate(request)
+            validate_heartbeat(request, self.config.assignors)
             if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
                 return self._leave(request, out, now_ms)
             return self._regular_heartbeat(request, now_ms, out)
@@ -451,43 +442,6 @@ class ConsumerGroupCoordinator:
         return ConsumerGroupHeartbeatResponse(ErrorCode.NONE, member_id=member.member_id,
                                               member_epoch=member.assignment.member_epoch,
                                               heartbeat_interval_ms=self.config.heartbeat_interval_ms)
-
-    def _validate(self, request: ConsumerGroupHeartbeatRequest) -> None:
-        """Kafka 4.1's ``GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid``.
-        From version 1 (KIP-1082) the consumer names itself, so every request carries a member id."""
-
-        def empty(value: str | None) -> bool:
-            return value is not None and not value.strip()
-
-        epoch = request.member_epoch
-        names_itself = (request.api_version >= CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION or epoch > 0
-                        or epoch == LEAVE_GROUP_MEMBER_EPOCH)
-        if names_itself and not request.member_id.strip():
-            raise ProtocolError(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
-        if empty(request.group_id):
-            raise ProtocolError(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
-        if empty(request.instance_id):
-            raise ProtocolError(ErrorCode.INVALID_REQUEST, "InstanceId can't be empty.")
-        if empty(request.rack_id):
-            raise ProtocolError(ErrorCode.INVALID_REQUEST, "RackId can't be empty.")
-        if epoch == JOIN_GROUP_MEMBER_EPOCH:
-            if request.rebalance_timeout_ms == -1:
-                raise ProtocolError(ErrorCode.INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request.")
-            if request.topic_partitions is None or request.topic_partitions:
-                raise ProtocolError(ErrorCode.INVALID_REQUEST, "TopicPartitions must be empty when (re-)joining.")
-            # An empty list of names is a member subscribed to nothing, still in the group.
-            if request.subscribed_topic_names is None and request.subscribed_topic_regex is None:
-                raise ProtocolError(ErrorCode.INVALID_REQUEST, "Either SubscribedTopicNames or SubscribedTopicRegex "
-                                    "must be non-null when (re-)joining.")
-        elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            if request.instance_id is None:
-                raise ProtocolError(ErrorCode.INVALID_REQUEST, "InstanceId can't be null.")
-        elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            raise ProtocolError(ErrorCode.INVALID_REQUEST, "MemberEpoch is invalid.")
-        if request.server_assignor is not None and request.server_assignor not in self.config.assignors:
-            raise ProtocolError(ErrorCode.UNSUPPORTED_ASSIGNOR,
-                                f"ServerAssignor {request.server_assignor} is not supported. Supported assignors: "
-                                f"{', '.join(self.config.assignors)}.")
 
     def _new_member_id(self) -> str:
         """A version 0 join (Kafka 3.7-3.9 consumers): the coordinator names the member."""

@@ -43,7 +43,6 @@ from kafka_rebalance.protocol.modern.consumer.coordinator import (
     ConsumerGroupConfig,
     ConsumerGroupCoordinator,
     ConsumerGroupMember,
-    ProtocolError,
     ServerAssign,
     default_server_assign,
 )
@@ -53,6 +52,7 @@ from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
     ClassicGroupSnapshot,
 )
 from kafka_rebalance.protocol.modern.consumer.coordinator_records import ClassicMemberMetadata
+from kafka_rebalance.protocol.modern.consumer.validation import ProtocolError
 
 
 def _parse(assignment: tuple[str, ...]) -> dict[str, frozenset[int]]:
