@@ -51,7 +51,6 @@ from kafka_rebalance.protocol.classic.coordinator import (
 from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer, Log
 from kafka_rebalance.protocol.errors import ErrorCode
 from kafka_rebalance.protocol.logrecords import (
-    CONSUMER_GROUP_RECORD_TYPES,
     ConsumerGroupConverted,
     ConsumerGroupEpochBumped,
     ConsumerGroupLoaded,
@@ -1085,22 +1084,6 @@ def run_consumer_group(scenario: Scenario, seed: int | None = None) -> Simulatio
     return ConsumerGroupSide(scenario, seed).run()
 
 
-def consumer_group_log_lines(run: SimulationResult, debug: bool = True) -> list[str]:
-    """The broker log of a consumer-group run in the 4.x new group coordinator's format (with
-    the DEBUG assignment-state lines that show each member reaching the new epoch)."""
-    from kafka_rebalance.protocol.modern.consumer.logformat import format_consumer_group_line
-
-    lines = []
-    for logged in run.log_records:
-        record = logged.record
-        if not isinstance(record, CONSUMER_GROUP_RECORD_TYPES):
-            continue
-        line = format_consumer_group_line(record, broker_id=logged.broker_id, partition=logged.partition, debug=debug)
-        if line is not None:
-            lines.append(line)
-    return lines
-
-
 def _not_available(request: ce.Request) -> ce.ClassicResponse:
     """A classic member's request while the consumer group's new coordinator loads it."""
     code = ErrorCode.COORDINATOR_NOT_AVAILABLE
@@ -1123,4 +1106,4 @@ def _not_available(request: ce.Request) -> ce.ClassicResponse:
             assert_never(request)
 
 
-__all__ = ["ConsumerGroupSide", "consumer_group_log_lines", "run_consumer_group"]
+__all__ = ["ConsumerGroupSide", "run_consumer_group"]
