@@ -24,11 +24,17 @@ partition's life cycle comes in as Kafka's coordinator runtime drives it: ``Part
 NOT_COORDINATOR), ``PartitionLoading`` (requests are answered COORDINATOR_NOT_AVAILABLE, classic
 ones COORDINATOR_LOAD_IN_PROGRESS), ``PartitionLoaded(records)`` (classic groups replayed by the
 classic coordinator, consumer groups by ``records.replay``, then ``onLoaded``).
+
+Member ids are drawn from random streams: each consumer group's starts at ``seeds()`` when the
+shard creates the group (joined, converted or loaded), and the classic coordinator's at
+``classic_seed`` (or at ``seeds()`` when the shard first needs a classic coordinator; it lets
+go of one that a conversion left without groups). A caller that owns the randomness (the
+simulator) decides there where each stream starts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TypeAlias, assert_never
 
@@ -38,9 +44,11 @@ from kafka_rebalance.protocol.classic.coordinator import (
     CoordinatorConfig,
     GroupCoordinator,
     PartitionStatus,
+    coordinator_partition,
 )
 from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer, Log
 from kafka_rebalance.protocol.errors import ErrorCode
+from kafka_rebalance.protocol.logrecords import ConsumerGroupConverted
 from kafka_rebalance.protocol.modern.consumer import coordinator_events as ce
 from kafka_rebalance.protocol.modern.consumer.coordinator import (
     ConsumerGroupConfig,
@@ -112,22 +120,51 @@ class GroupCoordinatorShard:
 
     def __init__(self, topics: Mapping[str, int], classic_config: CoordinatorConfig | None = None,
                  consumer_config: ConsumerGroupConfig | None = None, assign: ServerAssign = default_server_assign,
-                 seed: int = 0, partitions: Iterable[int] | None = None):
+                 seed: int = 0, partitions: Iterable[int] | None = None, *, seeds: Callable[[], int] | None = None,
+                 classic_seed: int | None = None):
         """``partitions``: the ``__consumer_offsets`` partitions this coordinator leads, loaded
-        (None: every partition)."""
+        (None: every partition). ``seed``: every random stream's start, unless ``seeds`` (and
+        ``classic_seed``, the classic coordinator's, created now) say otherwise."""
         self.topics = dict(topics)
-        self.classic = GroupCoordinator(classic_config, seed, partitions=partitions)
+        self.classic_config = classic_config or CoordinatorConfig()
         self.consumer_config = consumer_config or ConsumerGroupConfig()
         self.consumer_groups: dict[str, ConsumerGroupCoordinator] = {}
+        self.partitions: dict[int, PartitionStatus] | None = (
+            None if partitions is None else dict.fromkeys(partitions, PartitionStatus.LOADED))
         self._assign = assign
-        self._seed = seed
+        self._seeds = seeds if seeds is not None else lambda: seed
+        self._classic: GroupCoordinator | None = None
+        if seeds is None or classic_seed is not None:
+            self._classic = self._new_classic(seed if classic_seed is None else classic_seed)
+
+    def _new_classic(self, seed: int) -> GroupCoordinator:
+        led = None if self.partitions is None else [p for p, s in self.partitions.items() if s is PartitionStatus.LOADED]
+        classic = GroupCoordinator(self.classic_config, seed, partitions=led)
+        if self.partitions is not None:
+            for partition, status in self.partitions.items():
+                if status is PartitionStatus.LOADING:
+                    classic.handle(cl.BeginLoading(partition), 0)
+        return classic
+
+    @property
+    def classic(self) -> GroupCoordinator:
+        """The classic coordinator, created when first needed."""
+        if self._classic is None:
+            self._classic = self._new_classic(self._seeds())
+        return self._classic
+
+    def partition_for(self, group_id: str) -> int:
+        return coordinator_partition(group_id, self.classic_config.offsets_topic_num_partitions)
+
+    def classic_group(self, group_id: str) -> ClassicGroup | None:
+        """The classic group ``group_id``, if the group is classic here (a read-only view)."""
+        return self._classic.group(group_id) if self._classic is not None else None
 
     def group_type(self, group_id: str) -> str | None:
         """``"consumer"``, ``"classic"`` or None (no such group)."""
         if group_id in self.consumer_groups:
             return "consumer"
-        group = self.classic.group(group_id)
-        return "classic" if group is not None else None
+        return "classic" if self.classic_group(group_id) is not None else None
 
     def handle(self, event: ShardInput, now_ms: int) -> list[ShardOutput]:
         out: list[ShardOutput] = []
@@ -141,6 +178,9 @@ class GroupCoordinatorShard:
                     group = None
                 if group is not None and isinstance(request, _CLASSIC_IN_CONSUMER_GROUP):
                     self._consumer_output(group, group.handle(ce.Received(connection, request), now_ms), now_ms, out)
+                elif self._classic is None and self._unavailable(getattr(request, "group_id", "")) is not None:
+                    # No classic group loaded here: answered as the consumer groups' requests are.
+                    out.append(cl.Respond(connection, _not_available(request)))
                 else:
                     self._classic_output(self.classic.handle(event, now_ms), out)
             case ConsumerGroupTimer(group_id=group_id, timer=timer):
@@ -149,17 +189,26 @@ class GroupCoordinatorShard:
                     self._consumer_output(group, group.handle(timer, now_ms), now_ms, out)
             case (cl.SessionExpired() | cl.PendingMemberExpired() | cl.NewMemberJoinTimeout() | cl.InitialDelayExpired()
                   | cl.RebalanceTimeout() | cl.SyncTimeout()):
-                self._classic_output(self.classic.handle(event, now_ms), out)
+                if self._classic is not None:
+                    self._classic_output(self._classic.handle(event, now_ms), out)
             case ce.TopicsChanged(topics=topics):
                 self.topics = dict(topics)
                 for group in list(self.consumer_groups.values()):
                     self._consumer_output(group, group.handle(event, now_ms), now_ms, out)
             case PartitionResigned(partition=partition):
                 self._drop_consumer_groups(partition)
-                self._classic_output(self.classic.handle(cl.Resign(partition), now_ms), out)
+                if self.partitions is None:  # led every partition: now all but this one
+                    num_partitions = self.classic_config.offsets_topic_num_partitions
+                    self.partitions = dict.fromkeys(range(num_partitions), PartitionStatus.LOADED)
+                self.partitions.pop(partition, None)
+                if self._classic is not None:
+                    self._classic_output(self._classic.handle(cl.Resign(partition), now_ms), out)
             case PartitionLoading(partition=partition):
                 self._drop_consumer_groups(partition)
-                self._classic_output(self.classic.handle(cl.BeginLoading(partition), now_ms), out)
+                if self.partitions is not None:
+                    self.partitions[partition] = PartitionStatus.LOADING
+                if self._classic is not None:
+                    self._classic_output(self._classic.handle(cl.BeginLoading(partition), now_ms), out)
             case PartitionLoaded(partition=partition, records=records):
                 self._load(partition, records, now_ms, out)
             case _:
@@ -172,7 +221,7 @@ class GroupCoordinatorShard:
         a non-empty one takes classic members. Its offsets stay, its generations start again."""
         group_id = group.group_id
         del self.consumer_groups[group_id]
-        partition = self.classic.partition_for(group_id)
+        partition = self.partition_for(group_id)
         empty = ce.ClassicGroupSnapshot(group_id, 0, None, None, "Empty", ())
         conversion = downgraded(empty, dict(group.offsets), partition)
         out.extend(AppendRecord(partition, record) for record in group_tombstones(group_id, ()))
@@ -182,14 +231,17 @@ class GroupCoordinatorShard:
     def _drop_consumer_groups(self, partition: int) -> None:
         """A consumer group's state lives in its records; an unloaded coordinator forgets it (its
         timers, named by group, find no group when they fire)."""
-        for group_id in [g for g in self.consumer_groups if self.classic.partition_for(g) == partition]:
+        for group_id in [g for g in self.consumer_groups if self.partition_for(g) == partition]:
             del self.consumer_groups[group_id]
 
     def _load(self, partition: int, records: tuple[OffsetsTopicRecord, ...], now_ms: int,
               out: list[ShardOutput]) -> None:
         """``GroupMetadataManager.replay`` of every record, then ``onLoaded`` of every group."""
-        groups, classic_records = replay(records, self.topics, self.consumer_config, self._assign, self._seed)
-        self._classic_output(self.classic.handle(cl.LoadCompleted(partition, classic_records), now_ms), out)
+        if self.partitions is not None:
+            self.partitions[partition] = PartitionStatus.LOADED
+        groups, classic_records = replay(records, self.topics, self.consumer_config, self._assign, self._seeds)
+        if self._classic is not None or classic_records:
+            self._classic_output(self.classic.handle(cl.LoadCompleted(partition, classic_records), now_ms), out)
         for group_id, group in groups.items():
             self.consumer_groups[group_id] = group
             self._consumer_output(group, group.handle(ce.GroupLoaded(), now_ms), now_ms, out)
@@ -197,10 +249,10 @@ class GroupCoordinatorShard:
     def _unavailable(self, group_id: str) -> ErrorCode | None:
         """Why this coordinator cannot serve ``group_id`` now (Kafka's runtime: not the leader
         of its partition, or still loading it), or None."""
-        partitions = self.classic.partitions
+        partitions = self.partitions
         if partitions is None:
             return None
-        status = partitions.get(self.classic.partition_for(group_id))
+        status = partitions.get(self.partition_for(group_id))
         if status is None:
             return ErrorCode.NOT_COORDINATOR
         return ErrorCode.COORDINATOR_NOT_AVAILABLE if status is PartitionStatus.LOADING else None
@@ -233,7 +285,8 @@ class GroupCoordinatorShard:
                              out: list[ShardOutput]) -> ConsumerGroupCoordinator | None:
         """``getOrMaybeCreateConsumerGroup(groupId, memberEpoch == 0)`` for a group id that is not
         a consumer group here: absent, or classic."""
-        classic = self.classic.group(request.group_id)
+        seed = self._seeds()
+        classic = self.classic_group(request.group_id)
         if classic is None and request.member_epoch != ce.JOIN_GROUP_MEMBER_EPOCH:
             self._error(connection, request, ErrorCode.GROUP_ID_NOT_FOUND,
                         f"Consumer group {request.group_id} not found.", out)
@@ -241,30 +294,45 @@ class GroupCoordinatorShard:
         snapshot = classic_snapshot(classic) if classic is not None else None
         try:
             group = consumer_group_for_heartbeat(snapshot, request.member_epoch, self.topics, self.consumer_config,
-                                                 self._assign, self._seed)
+                                                 self._assign, seed)
         except ProtocolError as error:
             out.append(ce.Respond(connection, ce.ConsumerGroupHeartbeatResponse(error.code, error_message=error.message)))
             return None
         group.group_id = request.group_id
         if classic is not None:
-            # The classic group is replaced: its pending requests are answered, its offsets move.
-            group.offsets.update(classic.offsets)
-            del self.classic.groups[request.group_id]
-            if classic.members:
-                # convertToConsumerGroup writes the consumer group whole (the classic group's
-                # metadata is superseded: a replay finds a consumer group; its offsets stay).
-                partition = self.classic.partition_for(request.group_id)
-                out.extend(AppendRecord(partition, record) for record in group_records(group))
-            for member in classic.members.values():
-                if member.join_connection is not None:
-                    out.append(cl.Respond(member.join_connection, cl.JoinGroupResponse(
-                        ErrorCode.REBALANCE_IN_PROGRESS, member_id=member.member_id)))
-                if member.sync_connection is not None:
-                    out.append(cl.Respond(member.sync_connection, cl.SyncGroupResponse(ErrorCode.REBALANCE_IN_PROGRESS)))
-                out.append(ArmTimer(ConsumerGroupTimer(request.group_id, ce.SessionTimeout(member.member_id)),
-                                    now_ms + member.session_timeout_ms))
+            self._upgrade(classic, group, now_ms, out)
         self.consumer_groups[request.group_id] = group
         return group
+
+    def _upgrade(self, classic: ClassicGroup, group: ConsumerGroupCoordinator, now_ms: int,
+                 out: list[ShardOutput]) -> None:
+        """``convertToConsumerGroup``: the classic group is replaced (its timers go with it); its
+        pending JoinGroup/SyncGroup are answered REBALANCE_IN_PROGRESS, its offsets move, and every
+        member gets a session timeout of its own classic session."""
+        group_id = classic.group_id
+        group.offsets.update(classic.offsets)
+        assert self._classic is not None
+        del self._classic.groups[group_id]
+        for timer in _classic_timers(classic):
+            out.append(CancelTimer(timer))
+        if not self._classic.groups:
+            self._classic = None  # the next classic group starts a classic coordinator again
+        if not classic.members:
+            return
+        # The consumer group written whole (the classic group's metadata is superseded: a replay
+        # finds a consumer group; its offsets stay).
+        partition = self.partition_for(group_id)
+        out.extend(AppendRecord(partition, record) for record in group_records(group))
+        for member in classic.members.values():
+            if member.join_connection is not None:
+                out.append(cl.Respond(member.join_connection, cl.JoinGroupResponse(
+                    ErrorCode.REBALANCE_IN_PROGRESS, member_id=member.member_id)))
+            if member.sync_connection is not None:
+                out.append(cl.Respond(member.sync_connection, cl.SyncGroupResponse(ErrorCode.REBALANCE_IN_PROGRESS)))
+        out.append(Log(ConsumerGroupConverted(now_ms, group_id, "upgrade")))
+        for member in classic.members.values():
+            out.append(ArmTimer(ConsumerGroupTimer(group_id, ce.SessionTimeout(member.member_id)),
+                                now_ms + member.session_timeout_ms))
 
     @staticmethod
     def _error(connection: str, request: ce.Request, code: ErrorCode, message: str | None,
@@ -301,7 +369,7 @@ class GroupCoordinatorShard:
                 case ce.Respond() | Log():
                     out.append(item)
                 case PersistConsumerGroup(record=record):
-                    out.append(AppendRecord(self.classic.partition_for(group.group_id), record))
+                    out.append(AppendRecord(self.partition_for(group.group_id), record))
                 case ArmTimer(timer=timer, deadline_ms=deadline):
                     out.append(ArmTimer(ConsumerGroupTimer(group.group_id, timer), deadline))
                 case CancelTimer(timer=timer):
@@ -311,10 +379,11 @@ class GroupCoordinatorShard:
                     # are tombstoned); the classic group loads from the records the conversion
                     # writes and rebalances.
                     del self.consumer_groups[group.group_id]
-                    partition = self.classic.partition_for(group.group_id)
+                    partition = self.partition_for(group.group_id)
                     conversion = downgraded(classic, dict(group.offsets), partition)
                     out.extend(AppendRecord(partition, record) for record in conversion.records)
                     self._classic_output(self.classic.handle(conversion, now_ms), out)
+                    out.append(Log(ConsumerGroupConverted(now_ms, group.group_id, "downgrade")))
                 case _:
                     assert_never(item)
 
@@ -327,3 +396,36 @@ def classic_snapshot(group: ClassicGroup) -> ce.ClassicGroupSnapshot:
                               m.session_timeout_ms, m.protocol_names, tuple(m.metadata(group.protocol_name).topics),
                               tuple(m.assignment))
         for m in group.members.values()))
+
+
+def _classic_timers(group: ClassicGroup) -> list[cl.CoordinatorTimer]:
+    """Every timer the classic coordinator may hold for ``group`` (cancelled when it converts)."""
+    group_id = group.group_id
+    timers: list[cl.CoordinatorTimer] = [cl.InitialDelayExpired(group_id), cl.RebalanceTimeout(group_id),
+                                         cl.SyncTimeout(group_id, group.generation)]
+    for member_id in [*group.members, *group.pending_members]:
+        timers += [cl.SessionExpired(group_id, member_id), cl.NewMemberJoinTimeout(group_id, member_id),
+                   cl.PendingMemberExpired(group_id, member_id)]
+    return timers
+
+
+def _not_available(request: cl.GroupRequest) -> cl.GroupResponse:
+    """A classic request for a partition still loading, on a coordinator with no classic group."""
+    code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+    match request:
+        case cl.JoinGroupRequest(member_id=member_id):
+            return cl.JoinGroupResponse(code, member_id=member_id)
+        case cl.SyncGroupRequest():
+            return cl.SyncGroupResponse(code)
+        case cl.HeartbeatRequest():
+            return cl.HeartbeatResponse(code)
+        case cl.LeaveGroupRequest():
+            return cl.LeaveGroupResponse(code)
+        case cl.OffsetCommitRequest():
+            return cl.OffsetCommitResponse(code)
+        case cl.OffsetFetchRequest():
+            return cl.OffsetFetchResponse(code)
+        case cl.DescribeGroupsRequest() | cl.ListGroupsRequest() | cl.DeleteGroupsRequest():
+            raise AssertionError(f"{request!r} names no one group")
+        case _:
+            assert_never(request)

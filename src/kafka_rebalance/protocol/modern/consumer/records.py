@@ -13,7 +13,7 @@ the classic members' pending join timeouts, and the metadata refresh deadline.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeAlias, assert_never
 
 from kafka_rebalance.protocol.classic import coordinator_events as cl
@@ -61,8 +61,8 @@ def group_records(group: ConsumerGroupCoordinator) -> list[ConsumerGroupRecord]:
 
 
 def replay(records: Iterable[OffsetsTopicRecord], topics: Mapping[str, int], config: ConsumerGroupConfig | None = None,
-           assign: ServerAssign = default_server_assign,
-           seed: int = 0) -> tuple[dict[str, ConsumerGroupCoordinator], tuple[cl.PersistedRecord, ...]]:
+           assign: ServerAssign = default_server_assign, seed: int | Callable[[], int] = 0,
+           ) -> tuple[dict[str, ConsumerGroupCoordinator], tuple[cl.PersistedRecord, ...]]:
     """The partition's records in log order -> its consumer groups, rebuilt (each group's timers
     come from ``handle(GroupLoaded(), now)``: ``onLoaded``), and the records of every other group,
     for the classic coordinator's ``LoadCompleted``.
@@ -70,7 +70,8 @@ def replay(records: Iterable[OffsetsTopicRecord], topics: Mapping[str, int], con
     Each key keeps its last value; a tombstone removes it. A group whose consumer group records
     are live is a consumer group: the classic records written before it converted (its
     GroupMetadata, which ``convertToConsumerGroup`` tombstones) are not replayed, only its
-    offsets. A group converted back has its consumer group records tombstoned and is classic."""
+    offsets. A group converted back has its consumer group records tombstoned and is classic.
+    ``seed``: where each group's random stream starts (a function: called once per group)."""
     live: dict[RecordKey, ConsumerGroupValue] = {}
     classic: list[cl.PersistedRecord] = []
     for record in records:
@@ -106,7 +107,7 @@ def replay(records: Iterable[OffsetsTopicRecord], topics: Mapping[str, int], con
             case _:
                 assert_never(record)
     groups = {group_id: replay_group(group_id, values[group_id], offsets.get(group_id, {}), topics, config, assign,
-                                     seed)
+                                     seed() if callable(seed) else seed)
               for group_id in sorted(consumer)}
     return groups, tuple(record for record in classic if record.group_id not in consumer)
 
