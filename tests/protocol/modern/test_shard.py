@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from kafka_rebalance.protocol.classic import coordinator_events as cl
-from kafka_rebalance.protocol.effects import ArmTimer, Log
+from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer, Log
 from kafka_rebalance.protocol.errors import ErrorCode
-from kafka_rebalance.protocol.logrecords import ConsumerGroupLoaded
+from kafka_rebalance.protocol.logrecords import ConsumerGroupConverted, ConsumerGroupLoaded
 from kafka_rebalance.protocol.modern.consumer import coordinator_events as ce
 from kafka_rebalance.protocol.modern.consumer.coordinator import ConsumerGroupConfig
 from kafka_rebalance.protocol.modern.consumer.records import replay
@@ -247,3 +247,29 @@ def test_a_valid_heartbeat_for_no_group_is_group_id_not_found() -> None:
     [response] = responses(shard.handle(ce.Received("c", request), 0))
     assert isinstance(response, ce.ConsumerGroupHeartbeatResponse)
     assert response.error_code is ErrorCode.GROUP_ID_NOT_FOUND
+
+
+def test_an_upgrade_converts_the_classic_group_and_writes_the_consumer_group_whole() -> None:
+    """GroupMetadataManager.convertToConsumerGroup: a classic group with a member waiting for its
+    JoinGroup answer, a consumer's first heartbeat: the waiting JoinGroup gets
+    REBALANCE_IN_PROGRESS, the classic group's timers are cancelled, "upgrade" is logged, the
+    consumer group's records are appended (a replay of them is the live group) and the classic
+    coordinator, left without groups, is let go."""
+    shard = GroupCoordinatorShard(TOPICS)
+    log: list[AppendRecord] = []
+    [first] = responses(appended(shard.handle(join_classic("billing"), 0), log))
+    assert isinstance(first, cl.JoinGroupResponse)
+    rejoin = cl.Received("conn-classic", cl.JoinGroupRequest(
+        "billing", 10000, 10000, first.member_id, None, "consumer",
+        (cl.JoinGroupRequestProtocol("range", cl.ConsumerProtocolSubscription(("foo",))),)))
+    appended(shard.handle(rejoin, 0), log)  # waits in the join phase (initial rebalance delay)
+    out = appended(shard.handle(heartbeat("billing", "m1", 0), 10), log)
+    answers = {type(r).__name__: r for r in responses(out)}
+    assert answers["JoinGroupResponse"].error_code is ErrorCode.REBALANCE_IN_PROGRESS
+    assert answers["ConsumerGroupHeartbeatResponse"].error_code is ErrorCode.NONE
+    assert CancelTimer(cl.SessionExpired("billing", first.member_id)) in out
+    assert ConsumerGroupConverted(10, "billing", "upgrade") in [o.record for o in out if isinstance(o, Log)]
+    assert shard.group_type("billing") == "consumer" and shard.classic_group("billing") is None
+    groups, _ = replay([a.record for a in log], TOPICS)
+    live = shard.consumer_groups["billing"]
+    assert groups["billing"].members == live.members and dict(groups["billing"].target) == dict(live.target)
