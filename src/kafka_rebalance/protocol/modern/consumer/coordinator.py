@@ -23,8 +23,6 @@ from itertools import compress, repeat
 from operator import attrgetter, is_
 from typing import assert_never
 
-import numpy as np
-
 from kafka_rebalance.assignors import server
 from kafka_rebalance.model import GroupProtocol
 from kafka_rebalance.model.java import kafka_random_uuid
@@ -246,10 +244,8 @@ class ConsumerGroupCoordinator(ClassicMembers):
         self.state = ConsumerGroupState.EMPTY
         self._state_dirty = True
         self.join_timeouts: set[str] = set()
-        # The records of the changes ``handle`` is making, written out with its answer; and every
-        # topic a target may hold partitions of (the layout on which targets are compared).
+        # The records of the changes ``handle`` is making, written out with its answer.
         self._records: list[ConsumerGroupRecord | cl.OffsetCommitRecord] = []
-        self._target_topics: dict[str, int] = {}
 
     @classmethod
     def loaded(cls, group_id: str, topics: Mapping[str, int], group_epoch: int, assignment_epoch: int,
@@ -264,10 +260,6 @@ class ConsumerGroupCoordinator(ClassicMembers):
             group._put_member(member, None)
         group.target = TargetAssignment({member_id: partitions(target) for member_id, target in targets.items()})
         group.subscription_metadata = group._subscription_metadata()
-        group._target_topics = dict(group.subscription_metadata)
-        for target in group.target.values():
-            for topic, numbers in target.items():
-                group._target_topics[topic] = max(group._target_topics.get(topic, 0), max(numbers) + 1)
         group._update_state([], 0)
         group._records.clear()  # what was loaded is written already (or written whole: ``group_records``)
         return group
@@ -673,31 +665,25 @@ class ConsumerGroupCoordinator(ClassicMembers):
     def _record_target(self, before: TargetAssignment) -> None:
         """The target records of a computation (Kafka's ``TargetAssignmentBuilder.build``): one per
         member whose target changed or that had none, then the assignment epoch."""
-        for topic, count in self.subscription_metadata.items():
-            if self._target_topics.get(topic, 0) < count:
-                self._target_topics[topic] = count
         target = self.target
         for member_id in self._changed_targets(before):
             self._records.append(ConsumerGroupTargetAssignmentMemberRecord(self.group_id, member_id, target[member_id]))
         self._records.append(ConsumerGroupTargetAssignmentMetadataRecord(self.group_id, self.assignment_epoch))
 
     def _changed_targets(self, before: TargetAssignment) -> list[str]:
-        """The members whose target differs from ``before``, in the target's order: found on the
-        two targets' owner arrays over every topic a target may hold, so that a computation in a
-        large group reads only the changed members' sets."""
-        members = list(self.target)
-        index = dict(zip(members, range(len(members)), strict=True))
-        names = sorted(self._target_topics)
-        counts = np.fromiter(map(self._target_topics.__getitem__, names), dtype=np.int64, count=len(names))
-        old = before.current_assignment(names, counts, index)
-        new = self.target.current_assignment(names, counts, index)
-        if old is None or new is None:  # a target listed out of Java order: compared set by set
-            return [m for m in members if m not in before or before[m] != self.target[m]]
-        moved = old[0] != new[0]
-        changed = np.zeros(len(members) + 1, dtype=bool)  # the last entry: no holder (-1)
-        changed[old[0][moved]] = True
-        changed[new[0][moved]] = True
-        return [m for m, differs in zip(members, changed[:-1].tolist(), strict=True) if differs or m not in before]
+        """The members whose target differs from ``before`` (or who had none), in the target's
+        order, found without making any member's set: a target is written as it is made, and a
+        computation keeps the sets already made of the members whose target did not change
+        (``TargetAssignment.computed``), as a custom assignor's answer keeps an unchanged target
+        as the same object. So a member whose set is the very one ``before`` had is unchanged;
+        any other is written (after a load: every member once)."""
+        target = self.target
+        if self._assign is not default_server_assign:  # every target set one by one
+            return [m for m in target if m not in before or before[m] is not target[m]]
+        made, was = target.made(), before.made()
+        if was and not made:  # none kept: the topics' layout changed (or every target did): set by set
+            return [m for m in target if m not in before or before[m] != target[m]]
+        return [m for m in target if (kept := made.get(m)) is None or kept is not was.get(m)]
 
     def _metadata_record(self) -> ConsumerGroupMetadataRecord:
         return ConsumerGroupMetadataRecord(self.group_id, self.group_epoch, tuple(self.subscription_metadata.items()))
