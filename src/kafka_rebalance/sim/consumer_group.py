@@ -179,12 +179,12 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
             group_max_session_timeout_ms=self.cfg.group_max_session_timeout_ms,
             offsets_topic_num_partitions=self.cfg.offsets_topic_num_partitions,
             broker_id=self.broker), self.group_config, partitions=partitions, seeds=self._group_seed,
-            classic_seed=classic_seed)
+            classic_seed=classic_seed, classic_seeds=lambda: self.rng.getrandbits(32))
 
     def _group_seed(self) -> int:
-        """Where a coordinator's member-id stream starts (the shard asks when it creates a consumer
-        group or its classic coordinator): the seed drawn for the consumer group at the start or
-        at a load, else a fresh draw, as the simulator has always drawn them."""
+        """Where a consumer group's member-id stream starts (the shard asks when it creates one):
+        the seed drawn for it at the start or at a load, else a fresh draw, as the simulator has
+        always drawn them (a classic coordinator's: a fresh draw when the shard starts one)."""
         seed = self.pending_group_seed
         if seed is None:
             return self.rng.getrandbits(32)

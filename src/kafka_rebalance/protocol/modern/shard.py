@@ -27,8 +27,8 @@ classic coordinator, consumer groups by ``records.replay``, then ``onLoaded``).
 
 Member ids are drawn from random streams: each consumer group's starts at ``seeds()`` when the
 shard creates the group (joined, converted or loaded), and the classic coordinator's at
-``classic_seed`` (or at ``seeds()`` when the shard first needs a classic coordinator; it lets
-go of one that a conversion left without groups). A caller that owns the randomness (the
+``classic_seed`` (or at ``classic_seeds()`` when the shard first needs a classic coordinator; it
+lets go of one that a conversion left without groups). A caller that owns the randomness (the
 simulator) decides there where each stream starts.
 """
 
@@ -121,10 +121,11 @@ class GroupCoordinatorShard:
     def __init__(self, topics: Mapping[str, int], classic_config: CoordinatorConfig | None = None,
                  consumer_config: ConsumerGroupConfig | None = None, assign: ServerAssign = default_server_assign,
                  seed: int = 0, partitions: Iterable[int] | None = None, *, seeds: Callable[[], int] | None = None,
-                 classic_seed: int | None = None):
+                 classic_seed: int | None = None, classic_seeds: Callable[[], int] | None = None):
         """``partitions``: the ``__consumer_offsets`` partitions this coordinator leads, loaded
-        (None: every partition). ``seed``: every random stream's start, unless ``seeds`` (and
-        ``classic_seed``, the classic coordinator's, created now) say otherwise."""
+        (None: every partition). ``seed``: every random stream's start, unless ``seeds`` (each
+        consumer group's), ``classic_seed`` (the classic coordinator's, created now) or
+        ``classic_seeds`` (the classic coordinator's when first needed) say otherwise."""
         self.topics = dict(topics)
         self.classic_config = classic_config or CoordinatorConfig()
         self.consumer_config = consumer_config or ConsumerGroupConfig()
@@ -133,6 +134,7 @@ class GroupCoordinatorShard:
             None if partitions is None else dict.fromkeys(partitions, PartitionStatus.LOADED))
         self._assign = assign
         self._seeds = seeds if seeds is not None else lambda: seed
+        self._classic_seeds = classic_seeds if classic_seeds is not None else self._seeds
         self._classic: GroupCoordinator | None = None
         if seeds is None or classic_seed is not None:
             self._classic = self._new_classic(seed if classic_seed is None else classic_seed)
@@ -150,7 +152,7 @@ class GroupCoordinatorShard:
     def classic(self) -> GroupCoordinator:
         """The classic coordinator, created when first needed."""
         if self._classic is None:
-            self._classic = self._new_classic(self._seeds())
+            self._classic = self._new_classic(self._classic_seeds())
         return self._classic
 
     def partition_for(self, group_id: str) -> int:
