@@ -593,7 +593,16 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         if classic is not None:
             return classic.offsets
         group = self.shard.consumer_groups.get(group_id)
-        return group.offsets if group is not None else {}
+        if group is not None:
+            return group.offsets
+        # No group loaded (a new coordinator still loading it): what the partition holds.
+        committed: dict[str, int] = {}
+        for record in self.offsets_records:
+            if type(record) is cl.OffsetCommitRecord and record.group_id == group_id:
+                committed.update((entry.partition, entry.offset) for entry in record.offsets)
+            elif type(record) is cl.GroupTombstone and record.group_id == group_id:
+                committed.clear()
+        return committed
 
     def _stop_consuming(self, proc: ConsumerGroupProcess, partition: str) -> None:
         proc.positions.pop(partition, None)
