@@ -170,13 +170,17 @@ def test_upgrade_events_are_refused_with_one_clear_line() -> None:
 def test_debug_assignment_state_lines_show_each_member_reaching_the_epoch() -> None:
     """GroupMetadataManager.maybeReconcile's DEBUG line with Utils.assignmentToString's
     ``[<topic id>-<n>, ...]``: the log shows every member reaching the new epoch STABLE."""
-    from kafka_rebalance.sim.consumer_group import consumer_group_log_lines
+    from kafka_rebalance.protocol.logrecords import CONSUMER_GROUP_RECORD_TYPES
+    from kafka_rebalance.protocol.modern.consumer.logformat import format_consumer_group_line
 
     run = run_consumer_group(scenario(["c1", "c2"], [{"at_ms": 0, "join": "c1"}, {"at_ms": 3000, "join": "c2"}],
                                       end_ms=30000))
+    lines = [format_consumer_group_line(logged.record, broker_id=logged.broker_id, partition=logged.partition,
+                                        debug=True)
+             for logged in run.log_records if isinstance(logged.record, CONSUMER_GROUP_RECORD_TYPES)]
     states = [re.search(r"Member (\S+) new assignment state: epoch=(\d+), previousEpoch=-?\d+, state=(\w+), "
                         r"assignedPartitions=\[([^]]*)\] and revokedPartitions=\[[^]]*\]\. \(", line)
-              for line in consumer_group_log_lines(run) if " DEBUG " in line]
+              for line in lines if line is not None and " DEBUG " in line]
     assert all(states)
     last = {m.group(1): (int(m.group(2)), m.group(3), m.group(4).count("-")) for m in states if m}
     assert sorted(last.values()) == [(2, "STABLE", 3), (2, "STABLE", 3)]

@@ -1,6 +1,11 @@
-"""The simulator for KIP-848 consumer groups (``group_protocol: consumer``): one
-``ConsumerGroupCoordinator`` and one ``ConsumerMembershipManager`` per consumer process, on the
-same virtual clock, network latency, traffic and metrics as the classic simulator.
+"""The simulator for KIP-848 consumer groups (``group_protocol: consumer``, and groups migrating
+between the protocols): the group's coordinator (``GroupCoordinatorShard``, which holds the group
+as a classic or a consumer group and converts it) and one ``ConsumerMembershipManager`` (or a
+classic member, ``sim.classic_member``) per consumer process (``sim.consumer_group_process``), on
+the same virtual clock, network latency, traffic and metrics as the classic simulator. The
+simulator only delivers: requests, timers and the ``__consumer_offsets`` partition's movements go
+to the coordinator, whose records it appends to its copy of the partition (the log a new
+coordinator loads after a failover) and whose log records it reads.
 
 Modelling choices (beyond those of ``sim.classic_side``, which this follows):
 - Heartbeats run on the consumer's background thread (the new consumer's design): a stalled
@@ -34,20 +39,17 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, assert_never
+from typing import assert_never
 
-from kafka_rebalance.model import GroupProtocol, RebalanceProtocol
+from kafka_rebalance.model import GroupProtocol
 from kafka_rebalance.model.java import kafka_random_uuid
 from kafka_rebalance.protocol.classic import consumer_events as cc_events
 from kafka_rebalance.protocol.classic import coordinator_events as cl
 from kafka_rebalance.protocol.classic.consumer import ConsumerConfig
-from kafka_rebalance.protocol.classic.coordinator import GroupCoordinator
-from kafka_rebalance.protocol.classic.group import ClassicGroup, CoordinatorConfig, coordinator_partition
+from kafka_rebalance.protocol.classic.group import CoordinatorConfig, coordinator_partition
 from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer, Log
 from kafka_rebalance.protocol.errors import ErrorCode
 from kafka_rebalance.protocol.logrecords import (
-    CONSUMER_GROUP_RECORD_TYPES,
     ConsumerGroupConverted,
     ConsumerGroupEpochBumped,
     ConsumerGroupLoaded,
@@ -68,16 +70,23 @@ from kafka_rebalance.protocol.modern.consumer import member_events as me
 from kafka_rebalance.protocol.modern.consumer.assignment import to_strings
 from kafka_rebalance.protocol.modern.consumer.coordinator import (
     ConsumerGroupConfig,
-    ConsumerGroupCoordinator,
-    ProtocolError,
 )
 from kafka_rebalance.protocol.modern.consumer.member import (
     ConsumerMembershipManager,
     ConsumerMemberState,
     MemberConfig,
 )
-from kafka_rebalance.protocol.modern.consumer.migration import consumer_group_for_heartbeat, downgraded
-from kafka_rebalance.protocol.modern.consumer.records import ConsumerGroupRecords, records_of, replay
+from kafka_rebalance.protocol.modern.consumer.records import OffsetsTopicRecord
+from kafka_rebalance.protocol.modern.shard import (
+    AppendRecord,
+    ConsumerGroupTimer,
+    GroupCoordinatorShard,
+    PartitionLoaded,
+    PartitionLoading,
+    PartitionResigned,
+    ShardInput,
+    ShardOutput,
+)
 from kafka_rebalance.sim.classic_member import (
     ClassicDisconnect,
     ClassicFindCoordinator,
@@ -86,7 +95,8 @@ from kafka_rebalance.sim.classic_member import (
     ClassicOutput,
     ClassicSend,
 )
-from kafka_rebalance.sim.driver import AppProcess, ClassicRebalanceLog, Driver
+from kafka_rebalance.sim.consumer_group_process import ConsumerGroupProcess, ListenerCallback
+from kafka_rebalance.sim.driver import ClassicRebalanceLog, Driver
 from kafka_rebalance.sim.events import (
     AppActivity,
     AppWakes,
@@ -121,46 +131,6 @@ from kafka_rebalance.sim.scenario_events import (
     TopicsGrown,
 )
 
-# What the member asks the application thread to run, in order (inside poll()).
-ListenerCallback = me.CommitOffsets | me.PartitionsRevoked | me.PartitionsAssigned | me.PartitionsLost
-
-
-@dataclass(slots=True, kw_only=True)
-class ConsumerGroupProcess(AppProcess[ConsumerGroupDeferrable]):
-    """One run of a consumer process (a restart is a new ConsumerGroupProcess with the same name)."""
-
-    machine: ConsumerMembershipManager | ClassicMembership
-    auto_commit_interval_ms: int
-    busy: bool = False  # running listener callbacks or a batch
-    closing: bool = False
-    next_commit_ms: int = 0
-    callbacks: list[list[ListenerCallback]] = field(default_factory=list)
-    timer_events: dict[MemberTimer, MemberTimerFires] = field(default_factory=dict)  # one per timer
-    error_answer_ms: int = -1  # when the coordinator last answered its heartbeat with an error
-
-    @property
-    def flowing(self) -> bool:
-        return (self.alive and self.continuous and not self.paused and not self.stalled and not self.busy
-                and self.machine.state is not ConsumerMemberState.FATAL)
-
-    @property
-    def generation(self) -> int:
-        return self.machine.member_epoch
-
-    @property
-    def member_id(self) -> str:
-        return self.machine.member_id
-
-    @property
-    def classic_member(self) -> tuple[str, int] | None:
-        machine = self.machine
-        return (machine.member_id, machine.member_epoch) if isinstance(machine, ClassicMembership) else None
-
-    @property
-    def rebalance_protocol(self) -> RebalanceProtocol | None:
-        machine = self.machine
-        return machine.cc.protocol if isinstance(machine, ClassicMembership) else None
-
 
 class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, ConsumerGroupDeferrable]):
     def __init__(self, scenario: Scenario, seed: int | None = None):
@@ -175,21 +145,25 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         # Each consumer incarnation names itself (KIP-1082); its own stream keeps latency draws
         # where they were.
         self.member_id_rng = random.Random(f"member-ids/{self.seed}")
-        self.coordinator = ConsumerGroupCoordinator(scenario.group, self.topics, config,
-                                                    seed=self.rng.getrandbits(32))
-        # A rolling upgrade starts from a running classic group: the classic coordinator serves it
-        # until the first ConsumerGroupHeartbeat converts it (protocol/modern/consumer/migration.py).
-        self.classic_coordinator: GroupCoordinator | None = None
+        # The coordinators' member-id streams start where the simulator has always drawn them
+        # from its main stream (``_group_seed``): the consumer group's first one now.
+        self.pending_group_seed: int | None = self.rng.getrandbits(32)
+        # The protocol the group speaks (as the coordinator last showed it): a rolling upgrade
+        # starts from a running classic group, which the first ConsumerGroupHeartbeat converts.
+        self.group_protocol = scenario.group_protocol
+        classic_seed = None
         if scenario.group_protocol is GroupProtocol.CLASSIC:
-            self.classic_coordinator = self._new_classic_coordinator()
+            self.pending_group_seed = None
+            classic_seed = self.rng.getrandbits(32)
+        # The group's coordinator: every request, timer and partition event goes to it.
+        self.shard = self._new_shard(None, classic_seed)
         # The protocol each consumer runs when it next starts (``upgrade`` / ``downgrade`` events change it).
         self.protocol_of: dict[str, GroupProtocol] = {c.id: scenario.group_protocol for c in scenario.consumers}
         self.coordinator_available = True
         self.coordinator_epoch = 0
-        # __consumer_offsets as the classic coordinator wrote it (a new one loads it after a
-        # failover); a consumer group's records are taken when its coordinator resigns.
-        self.offsets_records: list[cl.PersistedRecord] = []
-        self.consumer_group_records: ConsumerGroupRecords | None = None
+        # __consumer_offsets as the coordinators wrote it, the classic group's records and the
+        # consumer group's alike: a new coordinator loads the group from it after a failover.
+        self.offsets_records: list[OffsetsTopicRecord] = []
         # Armed deadlines, and the deadline of each timer's one queue entry (moved forward lazily).
         self.coordinator_timers: dict[GroupTimer, int] = {}
         self.coordinator_scheduled: dict[GroupTimer, int] = {}
@@ -204,13 +178,24 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
 
     # ------------------------------------------------------------------ set-up helpers
 
-    def _new_classic_coordinator(self, partitions: tuple[int, ...] | None = None) -> GroupCoordinator:
-        return GroupCoordinator(CoordinatorConfig(
+    def _new_shard(self, partitions: tuple[int, ...] | None, classic_seed: int | None) -> GroupCoordinatorShard:
+        return GroupCoordinatorShard(self.topics, CoordinatorConfig(
             group_initial_rebalance_delay_ms=self.cfg.group_initial_rebalance_delay_ms,
             group_min_session_timeout_ms=self.cfg.group_min_session_timeout_ms,
             group_max_session_timeout_ms=self.cfg.group_max_session_timeout_ms,
             offsets_topic_num_partitions=self.cfg.offsets_topic_num_partitions,
-            broker_id=self.broker), seed=self.rng.getrandbits(32), partitions=partitions)
+            broker_id=self.broker), self.group_config, partitions=partitions, seeds=self._group_seed,
+            classic_seed=classic_seed, classic_seeds=lambda: self.rng.getrandbits(32))
+
+    def _group_seed(self) -> int:
+        """Where a consumer group's member-id stream starts (the shard asks when it creates one):
+        the seed drawn for it at the start or at a load, else a fresh draw, as the simulator has
+        always drawn them (a classic coordinator's: a fresh draw when the shard starts one)."""
+        seed = self.pending_group_seed
+        if seed is None:
+            return self.rng.getrandbits(32)
+        self.pending_group_seed = None
+        return seed
 
     def _respond(self, connection: str, response: ce.Response | cl.GroupResponse) -> None:
         arrival = self._in_order_arrival(self.response_arrival_ms, connection)
@@ -285,148 +270,50 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
     def _deliver_to_coordinator(self, arrives: GroupRequestArrives) -> None:
         connection, request, ignore_response = arrives.connection, arrives.request, arrives.ignore_response
         self.requester_sent_ms = arrives.sent_ms
-        if not self.coordinator_available:
-            if isinstance(request, ce.ConsumerGroupHeartbeatRequest):
-                if not ignore_response:
-                    self._respond(connection, ce.ConsumerGroupHeartbeatResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE))
-            elif self.classic_coordinator is not None:  # loading: it answers COORDINATOR_LOAD_IN_PROGRESS
-                assert not isinstance(request, ce.OffsetCommitRequest | ce.OffsetFetchRequest)
-                self._classic_output(self.classic_coordinator.handle(cl.Received(connection, request), self.now))
-            else:
-                self._respond(connection, _not_available(request))
-            return
-        if isinstance(request, ce.ConsumerGroupHeartbeatRequest) and request.member_epoch == 0:
+        if (self.coordinator_available and isinstance(request, ce.ConsumerGroupHeartbeatRequest)
+                and request.member_epoch == 0):
             topics = request.subscribed_topic_names or ()
             for topic in topics:
                 self.topic_wanted.setdefault(topic, self.now)
-        if (self.classic_coordinator is None and isinstance(request, cl.JoinGroupRequest)
-                and not self.coordinator.members):
-            self._classic_when_empty()
-        if self.classic_coordinator is not None:
-            if not isinstance(request, ce.ConsumerGroupHeartbeatRequest):
-                assert not isinstance(request, ce.OffsetCommitRequest | ce.OffsetFetchRequest)
-                self._classic_output(self.classic_coordinator.handle(cl.Received(connection, request), self.now))
-                return
-            if not self._upgrade_group(connection, request):
-                return
+        event: ShardInput
+        if isinstance(request, ce.ConsumerGroupHeartbeatRequest | ce.OffsetCommitRequest | ce.OffsetFetchRequest):
+            event = ce.Received(connection, request)
+        else:
+            event = cl.Received(connection, request)
         self.requester = connection
-        out = self.coordinator.handle(ce.Received(connection, request), self.now)
-        if ignore_response:
-            out = [o for o in out if not (isinstance(o, ce.Respond) and o.connection == connection)]
-        self._coordinator_output(out)
+        self._to_shard(event, connection if ignore_response else None)
         self.requester = None
 
-    def _classic_group(self) -> ClassicGroup | None:
-        assert self.classic_coordinator is not None
-        return self.classic_coordinator.group(self.scenario.group)
-
-    def _upgrade_group(self, connection: str, request: ce.ConsumerGroupHeartbeatRequest) -> bool:
-        """The first ConsumerGroupHeartbeat to the classic group: Kafka's ``convertToConsumerGroup``
-        (pending JoinGroup/SyncGroup answered REBALANCE_IN_PROGRESS, a session timeout per member)."""
-        group = self._classic_group()
-        snapshot = None
-        if group is not None:
-            snapshot = ce.ClassicGroupSnapshot(group.group_id, group.generation, group.protocol_type,
-                                               group.protocol_name, group.state.value, tuple(
-                ce.ClassicGroupMember(m.member_id, m.group_instance_id, m.client_id, m.rebalance_timeout_ms,
-                                      m.session_timeout_ms, m.protocol_names,
-                                      tuple(m.metadata(group.protocol_name).topics), tuple(m.assignment))
-                for m in group.members.values()))
-        try:
-            coordinator = consumer_group_for_heartbeat(snapshot, request.member_epoch, self.topics, self.group_config,
-                                                       seed=self.rng.getrandbits(32))
-        except ProtocolError as error:
-            self._respond(connection, ce.ConsumerGroupHeartbeatResponse(error.code, error_message=error.message))
-            return False
-        if not coordinator.group_id:
-            coordinator.group_id = self.scenario.group
-        self.classic_coordinator = None
-        self.offsets_records = []  # the classic group's tombstone; the consumer group's records follow
-        self.coordinator_timers.clear()
-        if group is not None:
-            coordinator.offsets.update(group.offsets)
-            for m in group.members.values():
-                # The consumer group counts each member as the owner of its classic assignment
-                # only (ConsumerGroup.fromClassicGroup). After a downgrade that assignment is the
-                # member's target (ClassicGroup.fromConsumerGroup), without what it was still
-                # revoking: a consumer-protocol member converting the group back at once finds
-                # those partitions free while the classic member still holds them, Kafka's own
-                # window; from here the group no longer stands behind that hold.
-                proc = self._process_of_member(m.member_id)
-                if proc is not None and proc.alive:
-                    self._fence_partitions(proc, [p for p in proc.held if p not in m.assignment])
-                if m.join_connection is not None:
-                    self._respond(m.join_connection,
-                                  cl.JoinGroupResponse(ErrorCode.REBALANCE_IN_PROGRESS, member_id=m.member_id))
-                if m.sync_connection is not None:
-                    self._respond(m.sync_connection, cl.SyncGroupResponse(ErrorCode.REBALANCE_IN_PROGRESS))
-        self.coordinator = coordinator
-        if group is not None and not group.members:
-            self.life_starts_ms.append(self.now)  # an empty classic group replaced: epochs start again
-        if group is not None and group.members:
-            self._on_log(ConsumerGroupConverted(self.now, self.scenario.group, "upgrade"))
-            self._coordinator_output([ArmTimer(ce.SessionTimeout(m.member_id), self.now + m.session_timeout_ms)
-                                      for m in group.members.values()])
-        return True
-
-    def _classic_when_empty(self) -> None:
-        """Kafka's ``classicGroupJoin``: a JoinGroup to an empty consumer group converts it to a
-        classic group (``classicGroupJoinToClassicGroup``, "Converted the empty consumer group to
-        a classic group"); only a non-empty one takes classic members. Its offsets stay, its
-        generations start again."""
-        offsets = dict(self.coordinator.offsets)
-        self.coordinator_timers.clear()
-        self.life_starts_ms.append(self.now)
-        self.classic_coordinator = self._new_classic_coordinator()
-        empty = ce.ClassicGroupSnapshot(self.scenario.group, 0, None, None, "Empty", ())
-        conversion = downgraded(empty, offsets, self.offsets_partition)
-        self.offsets_records = list(conversion.records)
-        self._classic_output(self.classic_coordinator.handle(conversion, self.now))
-
-    def _downgrade_group(self, classic: ce.ClassicGroupSnapshot) -> None:
-        """The last consumer-protocol member left while classic ones remain: Kafka's
-        ``convertToClassicGroup``. The consumer group's timers go with it; the classic group is
-        loaded from the records the conversion writes (its members keep their target assignment,
-        their sessions restart) and starts a rebalance, then the conversion is logged (what that
-        does to a member still revoking: ``_upgrade_group``)."""
-        offsets = dict(self.coordinator.offsets)
-        self.coordinator_timers.clear()
-        self.classic_coordinator = self._new_classic_coordinator()
-        conversion = downgraded(classic, offsets, self.offsets_partition)
-        self.offsets_records = list(conversion.records)
-        self._classic_output(self.classic_coordinator.handle(conversion, self.now))
-        self._on_log(ConsumerGroupConverted(self.now, self.scenario.group, "downgrade"))
-
-    def _classic_output(self, out: list[cl.CoordinatorOutput]) -> None:
-        """The classic coordinator's outputs (before the group converts, or after it converted back)."""
-        for item in out:
-            if type(item) is Log and type(item.record) is Stabilized:
-                self._fence_absent(item.record.generation, out)
-            match item:
-                case cl.Respond(connection=connection, response=response):
-                    if isinstance(response, cl.JoinGroupResponse) and response.member_id:
-                        self._name_member(response.member_id, connection)
-                    self._respond(connection, response)
-                case ArmTimer() | CancelTimer() | Log():
-                    self._coordinator_effect(item)
-                case cl.Persist(record=record):
-                    self.offsets_records.append(record)
+    def _to_shard(self, event: ShardInput, ignore_responses_to: str | None = None) -> None:
+        """One event to the coordinator, and what it did: its outputs, and whether the group changed
+        protocol meanwhile (a conversion voids the timers of the protocol it leaves, and a group
+        converted without members starts its epochs again)."""
+        group_id = self.scenario.group
+        had_classic_group = self.shard.classic_group(group_id) is not None
+        out = self.shard.handle(event, self.now)
+        if ignore_responses_to is not None:
+            out = [o for o in out if not (isinstance(o, ce.Respond) and o.connection == ignore_responses_to)]
+        self._shard_output(out)
+        now_type = self.shard.group_type(group_id)
+        if now_type is None:
+            return
+        protocol = GroupProtocol.CLASSIC if now_type == "classic" else GroupProtocol.CONSUMER
+        if protocol is self.group_protocol:
+            return
+        self.group_protocol = protocol
+        to_classic = protocol is GroupProtocol.CLASSIC
+        for timer in [t for t in self.coordinator_timers if isinstance(t, ConsumerGroupTimer) is to_classic]:
+            del self.coordinator_timers[timer]
+        converted = any(type(o) is Log and type(o.record) is ConsumerGroupConverted for o in out)
+        if protocol is GroupProtocol.CLASSIC:
+            self.pending_group_seed = None
+        if not converted and (protocol is GroupProtocol.CLASSIC or had_classic_group):
+            self.life_starts_ms.append(self.now)  # an empty group replaced: epochs start again
 
     def _name_member(self, member_id: str, connection: str) -> None:
         proc = self.connections.get(connection)
         if proc is not None:
             self.member_names[member_id] = proc.name
-
-    def _coordinator_effect(self, item: ArmTimer[ce.Timer] | CancelTimer[ce.Timer] | ArmTimer[cl.CoordinatorTimer]
-                            | CancelTimer[cl.CoordinatorTimer] | Log) -> None:
-        """A timer or log record of either coordinator (classic before a conversion, then the consumer group)."""
-        match item:
-            case ArmTimer(timer=timer, deadline_ms=deadline):
-                self._arm_coordinator_timer(timer, deadline)
-            case CancelTimer(timer=timer):
-                self.coordinator_timers.pop(timer, None)
-            case Log(record=record):
-                self._on_log(record)
 
     def _arm_coordinator_timer(self, timer: GroupTimer, deadline: int) -> None:
         self.coordinator_timers[timer] = deadline
@@ -435,7 +322,7 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
             self.coordinator_scheduled[timer] = deadline
             self._push(deadline, GroupTimerFires(self.coordinator_epoch, timer))
 
-    def _coordinator_output(self, out: list[ce.Output]) -> None:
+    def _shard_output(self, out: list[ShardOutput]) -> None:
         now = self.now
         for item in out:
             if type(item) is ArmTimer:  # the session timeout every heartbeat moves on
@@ -463,10 +350,20 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
             match item:
                 case ce.Respond():
                     raise AssertionError("answered above")
-                case ArmTimer() | CancelTimer() | Log():
-                    self._coordinator_effect(item)
-                case ce.ConvertedToClassic(classic=classic):
-                    self._downgrade_group(classic)
+                case cl.Respond(connection=classic_connection, response=classic_response):
+                    if isinstance(classic_response, cl.JoinGroupResponse) and classic_response.member_id:
+                        self._name_member(classic_response.member_id, classic_connection)
+                    self._respond(classic_connection, classic_response)
+                case ArmTimer(timer=timer, deadline_ms=deadline):
+                    self._arm_coordinator_timer(timer, deadline)
+                case CancelTimer(timer=timer):
+                    self.coordinator_timers.pop(timer, None)
+                case Log(record=record):
+                    if type(record) is Stabilized:
+                        self._fence_absent(record.generation, out)
+                    self._on_log(record)
+                case AppendRecord(record=record):
+                    self.offsets_records.append(record)
                 case _:
                     assert_never(item)
 
@@ -486,10 +383,7 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         del self.coordinator_timers[timer]
         if not self.coordinator_available:
             return
-        if isinstance(timer, ce.SessionTimeout | ce.RebalanceTimeout | ce.ClassicJoinTimeout | ce.ClassicSyncTimeout):
-            self._coordinator_output(self.coordinator.handle(timer, time))
-        elif self.classic_coordinator is not None:
-            self._classic_output(self.classic_coordinator.handle(timer, time))
+        self._to_shard(timer)
 
     # ------------------------------------------------------------------ member side
 
@@ -684,8 +578,7 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         revoking = set(proc.machine.pending_revocation)
         wanted = [p for p in proc.machine.owned if p not in proc.positions and p not in revoking] if consuming else []
         if wanted:
-            group = self._classic_group() if self.classic_coordinator is not None else None
-            committed = group.offsets if group is not None else self.coordinator.offsets
+            committed = self._committed_offsets()
             for partition in wanted:
                 holder = self.open_ownership.get(partition)
                 if holder is not None and holder[0] != proc.name:
@@ -700,6 +593,23 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         else:
             self._app_poll(proc)
 
+    def _committed_offsets(self) -> dict[str, int]:
+        group_id = self.scenario.group
+        classic = self.shard.classic_group(group_id)
+        if classic is not None:
+            return classic.offsets
+        group = self.shard.consumer_groups.get(group_id)
+        if group is not None:
+            return group.offsets
+        # No group loaded (a new coordinator still loading it): what the partition holds.
+        committed: dict[str, int] = {}
+        for record in self.offsets_records:
+            if type(record) is cl.OffsetCommitRecord and record.group_id == group_id:
+                committed.update((entry.partition, entry.offset) for entry in record.offsets)
+            elif type(record) is cl.GroupTombstone and record.group_id == group_id:
+                committed.clear()
+        return committed
+
     def _stop_consuming(self, proc: ConsumerGroupProcess, partition: str) -> None:
         proc.positions.pop(partition, None)
         self._end_ownership(partition, proc.name)
@@ -710,20 +620,20 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         epoch = proc.machine.member_epoch
         entries = tuple(sorted(offsets.items()))
         code = ErrorCode.NONE
+        event: ShardInput
         if isinstance(proc.machine, ClassicMembership):
             # A classic consumer's OffsetCommit (below v9: the generation id), to whichever group it is.
-            classic = cl.OffsetCommitRequest(self.scenario.group, epoch, proc.machine.member_id, proc.spec.group_instance_id,
-                                             tuple(cl.PartitionOffset(p, o) for p, o in entries))
-            if self.classic_coordinator is not None:
-                outputs: list[Any] = self.classic_coordinator.handle(cl.Received(proc.connection, classic), self.now)
-                self.offsets_records.extend(o.record for o in outputs if isinstance(o, cl.Persist))
-            else:
-                outputs = self.coordinator.handle(ce.Received(proc.connection, classic), self.now)
+            event = cl.Received(proc.connection, cl.OffsetCommitRequest(
+                self.scenario.group, epoch, proc.machine.member_id, proc.spec.group_instance_id,
+                tuple(cl.PartitionOffset(p, o) for p, o in entries)))
         else:
-            request = ce.OffsetCommitRequest(self.scenario.group, proc.machine.member_id, epoch, entries)
-            outputs = self.coordinator.handle(ce.Received(proc.connection, request), self.now)
-        for output in outputs:
-            if isinstance(output, ce.Respond | cl.Respond):
+            event = ce.Received(proc.connection, ce.OffsetCommitRequest(self.scenario.group, proc.machine.member_id,
+                                                                        epoch, entries))
+        # Straight to the coordinator (no latency, never lost): only its answer and records count.
+        for output in self.shard.handle(event, self.now):
+            if isinstance(output, AppendRecord):
+                self.offsets_records.append(output.record)
+            elif isinstance(output, ce.Respond | cl.Respond):
                 code = getattr(output.response, "error_code", ErrorCode.NONE)
         self._record_commit(proc.name, proc.incarnation, epoch, entries, code)
 
@@ -910,8 +820,7 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
                 pass
             case _:
                 assert_never(event)
-        if self.classic_coordinator is None:  # a classic group's consumers notice on their own
-            self._coordinator_output(self.coordinator.handle(ce.TopicsChanged(tuple(sorted(self.topics.items()))), now))
+        self._to_shard(ce.TopicsChanged(tuple(sorted(self.topics.items()))))  # (a classic group's consumers notice on their own)
 
     def _subscribe(self, proc: ConsumerGroupProcess, change: SubscriptionChanged) -> None:
         for topic in change.topics or ():
@@ -940,36 +849,30 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         """Leadership of the group's ``__consumer_offsets`` partition moves to the next broker:
         the old coordinator resigns (a classic group's waiting JoinGroup/SyncGroup get
         NOT_COORDINATOR), its in-memory timers are gone, and the new one loads the partition for
-        ``coordinator_load_ms``, then replays the group from its records: a classic group from
-        its GroupMetadata and offset records (``LoadCompleted``), a consumer group (classic
-        members included, with their state) from the consumer group's records
-        (``records.replay``, then ``GroupLoaded``: Kafka's ``onLoaded``)."""
+        ``coordinator_load_ms``, then replays the group from the records the old one wrote
+        (``offsets_records``; Kafka's ``GroupMetadataManager.replay`` and ``onLoaded``)."""
         self.coordinator_available = False
         self.coordinator_epoch += 1
         self.coordinator_scheduled.clear()
         self.coordinator_timers.clear()
         self.broker = (self.broker + 1) % self.cfg.brokers
         partition = self.offsets_partition
-        if self.classic_coordinator is not None:
-            self._classic_output(self.classic_coordinator.handle(cl.Resign(partition), self.now))
-            self.classic_coordinator = self._new_classic_coordinator(partitions=(partition,))
-            self._classic_output(self.classic_coordinator.handle(cl.BeginLoading(partition), self.now))
-        else:
-            self.consumer_group_records = records_of(self.coordinator)
+        self._to_shard(PartitionResigned(partition))
+        classic_seed = self.rng.getrandbits(32) if self.group_protocol is GroupProtocol.CLASSIC else None
+        self.shard = self._new_shard((), classic_seed)
+        self._to_shard(PartitionLoading(partition))
         self._push(self.now + self.cfg.coordinator_load_ms,
                    CoordinatorLoaded(self.broker, partition, self.coordinator_epoch))
 
     def _coordinator_loaded(self) -> None:
         self.coordinator_available = True
-        if self.classic_coordinator is not None:
-            self._classic_output(self.classic_coordinator.handle(
-                cl.LoadCompleted(self.offsets_partition, tuple(self.offsets_records)), self.now))
-            self._unfence_stored(self.offsets_records)
-        elif self.consumer_group_records is not None:
-            self.coordinator = replay(self.consumer_group_records, self.topics, self.group_config,
-                                      seed=self.rng.getrandbits(32))
-            self.consumer_group_records = None
-            self._coordinator_output(self.coordinator.handle(ce.GroupLoaded(), self.now))
+        classic = self.group_protocol is GroupProtocol.CLASSIC
+        if not classic:
+            self.pending_group_seed = self.rng.getrandbits(32)
+        self._to_shard(PartitionLoaded(self.offsets_partition, tuple(self.offsets_records)))
+        if classic:
+            self._unfence_stored(record for record in self.offsets_records
+                                 if isinstance(record, cl.GroupMetadataRecord | cl.GroupTombstone))
 
     def _close(self, proc: ConsumerGroupProcess) -> None:
         """consumer.close(): commit and revoke through the listener, send the leave heartbeat."""
@@ -1029,8 +932,8 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
             case ConsumerTargetAssignmentComputed(epoch=epoch, assignor=assignor):
                 recorder.formed(epoch, assignor)
             case ConsumerGroupStateChanged(new_state=new_state):
-                if new_state in ("Stable", "Empty") and recorder.open is not None:
-                    coordinator = self.coordinator
+                coordinator = self.shard.consumer_groups.get(self.scenario.group)
+                if new_state in ("Stable", "Empty") and recorder.open is not None and coordinator is not None:
                     recorder.complete(self.now, coordinator.group_epoch, GroupProtocol.CONSUMER, None,
                                       [self._name(m) for m in coordinator.members], None,
                                       {self._name(m): tuple(to_strings(target))
@@ -1043,10 +946,27 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
                 proc = self._process_of_member(member_id)
                 if proc is not None and proc.held and proc.fenced_ms == NOT_FENCED:
                     self._hold_afresh(proc, frozenset(assigned), generation=epoch)
-            case ConsumerGroupConverted() | ConsumerGroupLoaded():
+            case ConsumerGroupConverted(direction=direction):
+                if direction == "upgrade":
+                    self._fence_beyond_classic_assignment()
+            case ConsumerGroupLoaded():
                 pass
             case _:
                 assert_never(record)
+
+    def _fence_beyond_classic_assignment(self) -> None:
+        """The classic group converted: the consumer group counts each of its members as the
+        owner of its classic assignment only (ConsumerGroup.fromClassicGroup). After a downgrade
+        that assignment is the member's target (ClassicGroup.fromConsumerGroup), without what it
+        was still revoking: a consumer-protocol member converting the group back at once finds
+        those partitions free while the classic member still holds them, Kafka's own window; from
+        here the group no longer stands behind that hold."""
+        group = self.shard.consumer_groups[self.scenario.group]
+        for member_id, member in group.members.items():
+            proc = self._process_of_member(member_id)
+            if member.classic is not None and proc is not None and proc.alive:
+                assigned = set(to_strings(member.assignment.assigned))
+                self._fence_partitions(proc, [p for p in proc.held if p not in assigned])
 
     def _assigned_now(self) -> dict[str, frozenset[str]]:
         """What each running consumer is assigned when a rebalance begins."""
@@ -1064,15 +984,17 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
     # ------------------------------------------------------------------ results
 
     def _final_group(self) -> tuple[str, tuple[str, ...]]:
-        if self.classic_coordinator is not None:  # never converted
-            group = self._classic_group()
-            if group is None:
-                return "Empty", ()
-            return group.state.value, tuple(self._name(m) for m in group.members)
-        return self.coordinator.state.value, tuple(self._name(m) for m in self.coordinator.members)
+        group_id = self.scenario.group
+        classic = self.shard.classic_group(group_id)
+        if classic is not None:
+            return classic.state.value, tuple(self._name(m) for m in classic.members)
+        group = self.shard.consumer_groups.get(group_id)
+        if group is None:
+            return "Empty", ()
+        return group.state.value, tuple(self._name(m) for m in group.members)
 
     def _group_protocol_now(self) -> GroupProtocol:
-        return GroupProtocol.CLASSIC if self.classic_coordinator is not None else GroupProtocol.CONSUMER
+        return self.group_protocol
 
     def _finish(self) -> SimulationResult:
         state, members = self._final_group()
@@ -1086,42 +1008,4 @@ def run_consumer_group(scenario: Scenario, seed: int | None = None) -> Simulatio
     return ConsumerGroupSide(scenario, seed).run()
 
 
-def consumer_group_log_lines(run: SimulationResult, debug: bool = True) -> list[str]:
-    """The broker log of a consumer-group run in the 4.x new group coordinator's format (with
-    the DEBUG assignment-state lines that show each member reaching the new epoch)."""
-    from kafka_rebalance.protocol.modern.consumer.logformat import format_consumer_group_line
-
-    lines = []
-    for logged in run.log_records:
-        record = logged.record
-        if not isinstance(record, CONSUMER_GROUP_RECORD_TYPES):
-            continue
-        line = format_consumer_group_line(record, broker_id=logged.broker_id, partition=logged.partition, debug=debug)
-        if line is not None:
-            lines.append(line)
-    return lines
-
-
-def _not_available(request: ce.Request) -> ce.ClassicResponse:
-    """A classic member's request while the consumer group's new coordinator loads it."""
-    code = ErrorCode.COORDINATOR_NOT_AVAILABLE
-    match request:
-        case cl.JoinGroupRequest(member_id=member_id):
-            return cl.JoinGroupResponse(code, member_id=member_id)
-        case cl.SyncGroupRequest():
-            return cl.SyncGroupResponse(code)
-        case cl.HeartbeatRequest():
-            return cl.HeartbeatResponse(code)
-        case cl.LeaveGroupRequest():
-            return cl.LeaveGroupResponse(code)
-        case cl.OffsetCommitRequest():
-            return cl.OffsetCommitResponse(code)
-        case cl.OffsetFetchRequest():
-            return cl.OffsetFetchResponse(code)
-        case ce.ConsumerGroupHeartbeatRequest() | ce.OffsetCommitRequest() | ce.OffsetFetchRequest():
-            raise AssertionError(f"not a classic request: {request!r}")
-        case _:
-            assert_never(request)
-
-
-__all__ = ["ConsumerGroupSide", "consumer_group_log_lines", "run_consumer_group"]
+__all__ = ["ConsumerGroupSide", "run_consumer_group"]

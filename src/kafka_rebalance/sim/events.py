@@ -27,6 +27,7 @@ from kafka_rebalance.protocol.classic.coordinator_events import (
 )
 from kafka_rebalance.protocol.modern.consumer import coordinator_events as ce
 from kafka_rebalance.protocol.modern.consumer import member_events as me
+from kafka_rebalance.protocol.modern.shard import ConsumerGroupTimer
 
 
 class AppActivity(Enum):
@@ -150,7 +151,7 @@ class GroupResponseArrives:
     response: ce.Response | GroupResponse
 
 
-GroupTimer = ce.Timer | CoordinatorTimer  # the classic coordinator's, before a group converts
+GroupTimer = ConsumerGroupTimer | CoordinatorTimer  # the consumer group's, or the classic coordinator's
 MemberTimer = me.Timer | ConsumerTimer  # a classic member's, in a rolling upgrade
 
 

@@ -13,7 +13,6 @@ from kafka_rebalance.protocol.modern.consumer.assignment import (
     partitions,
 )
 from kafka_rebalance.protocol.modern.consumer.coordinator import (
-    ClassicMemberMetadata,
     ConsumerGroupCoordinator,
     ConsumerGroupMember,
 )
@@ -23,6 +22,7 @@ from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
     Respond,
     SessionTimeout,
 )
+from kafka_rebalance.protocol.modern.consumer.coordinator_records import ClassicMemberMetadata
 from tests.protocol.modern.helpers import MockPartitionAssignor
 
 TOPICS = {"foo": 2, "bar": 1, "zar": 1}

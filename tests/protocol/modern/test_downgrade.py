@@ -29,7 +29,6 @@ from kafka_rebalance.protocol.modern.consumer.assignment import (
     partitions,
 )
 from kafka_rebalance.protocol.modern.consumer.coordinator import (
-    ClassicMemberMetadata,
     ConsumerGroupConfig,
     ConsumerGroupCoordinator,
     ConsumerGroupMember,
@@ -40,6 +39,7 @@ from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
     Received,
     SessionTimeout,
 )
+from kafka_rebalance.protocol.modern.consumer.coordinator_records import ClassicMemberMetadata
 from kafka_rebalance.protocol.modern.consumer.migration import downgrade_reason, downgraded
 from tests.protocol.modern.helpers import MockPartitionAssignor
 

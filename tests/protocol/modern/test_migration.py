@@ -10,7 +10,6 @@ from kafka_rebalance.protocol.modern.consumer.assignment import MemberAssignment
 from kafka_rebalance.protocol.modern.consumer.coordinator import (
     ConsumerGroupConfig,
     ConsumerGroupState,
-    ProtocolError,
 )
 from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
     ClassicGroupMember,
@@ -22,6 +21,7 @@ from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
     SessionTimeout,
 )
 from kafka_rebalance.protocol.modern.consumer.migration import consumer_group_for_heartbeat
+from kafka_rebalance.protocol.modern.consumer.validation import ProtocolError
 from tests.protocol.modern.helpers import MockPartitionAssignor
 
 TOPICS = {"foo": 1, "bar": 1}

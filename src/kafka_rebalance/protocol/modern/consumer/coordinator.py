@@ -15,10 +15,9 @@ assignment until it rejoins under a new member id or its session expires.
 from __future__ import annotations
 
 import random
-import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from enum import Enum
 from itertools import compress, islice, repeat
 from operator import attrgetter, is_
@@ -51,15 +50,12 @@ from kafka_rebalance.protocol.modern.consumer.assignment import (
     sorted_numbers,
     to_strings,
 )
+from kafka_rebalance.protocol.modern.consumer.classic_members import ClassicMembers
 from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
-    CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION,
-    CONSUMER_PROTOCOL_TYPE,
     JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     ClassicJoinTimeout,
-    ClassicRequest,
-    ClassicResponse,
     ClassicSyncTimeout,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -78,7 +74,24 @@ from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
     TopicPartitions,
     TopicsChanged,
 )
+from kafka_rebalance.protocol.modern.consumer.coordinator_records import (
+    ConsumerGroupCurrentMemberAssignmentRecord,
+    ConsumerGroupMemberMetadataRecord,
+    ConsumerGroupMetadataRecord,
+    ConsumerGroupRecord,
+    ConsumerGroupTargetAssignmentMemberRecord,
+    ConsumerGroupTargetAssignmentMetadataRecord,
+    PersistConsumerGroup,
+    group_tombstones,
+    member_tombstones,
+)
+from kafka_rebalance.protocol.modern.consumer.group_member import (
+    ConsumerGroupConfig,
+    ConsumerGroupMember,
+    subscribed_topics,
+)
 from kafka_rebalance.protocol.modern.consumer.target import TargetAssignment
+from kafka_rebalance.protocol.modern.consumer.validation import ProtocolError, validate_heartbeat
 
 
 class ConsumerGroupState(Enum):
@@ -99,15 +112,6 @@ VALID_PREVIOUS_GROUP_STATES: Mapping[ConsumerGroupState, frozenset[ConsumerGroup
     ConsumerGroupState.DEAD: frozenset({ConsumerGroupState.EMPTY}),
 }
 GROUP_STATES = StateTable("ConsumerGroupState", VALID_PREVIOUS_GROUP_STATES)
-
-
-class ProtocolError(Exception):
-    """An error Kafka answers a request with (its ``ApiException``s)."""
-
-    def __init__(self, code: ErrorCode, message: str):
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,69 +160,6 @@ def modelled_assignor_time_ms(assignor: str, partition_count: int, homogeneous: 
     return int(at_benchmark * partition_count / _BENCHMARK_PARTITIONS)
 
 
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupConfig:
-    """The broker's ``group.consumer.*`` settings (Kafka's defaults)."""
-
-    session_timeout_ms: int = 45000
-    heartbeat_interval_ms: int = 5000
-    max_size: int = 2**31 - 1
-    assignors: tuple[str, ...] = ("uniform", "range")  # the first is the default
-    migration_policy: str = "bidirectional"  # disabled | upgrade | downgrade | bidirectional
-    classic_max_size: int = 2**31 - 1
-
-    @property
-    def upgrade_enabled(self) -> bool:
-        return self.migration_policy in ("upgrade", "bidirectional")
-
-    @property
-    def downgrade_enabled(self) -> bool:
-        return self.migration_policy in ("downgrade", "bidirectional")
-
-
-@dataclass(frozen=True, slots=True)
-class ClassicMemberMetadata:
-    """A member that speaks the classic protocol inside a consumer group (Kafka's
-    ``ConsumerGroupMemberMetadataValue.ClassicMemberMetadata``)."""
-
-    session_timeout_ms: int
-    protocols: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupMember:
-    member_id: str
-    instance_id: str | None = None
-    rack_id: str | None = None
-    rebalance_timeout_ms: int = -1
-    client_id: str = ""
-    subscribed_topic_names: tuple[str, ...] = ()
-    subscribed_topic_regex: str | None = None
-    server_assignor: str | None = None
-    assignment: MemberAssignment = field(default_factory=MemberAssignment)
-    classic: ClassicMemberMetadata | None = None
-
-    @property
-    def member_epoch(self) -> int:
-        return self.assignment.member_epoch
-
-    @property
-    def uses_classic_protocol(self) -> bool:
-        return self.classic is not None
-
-    def subscribed_topics(self, topics: Mapping[str, int]) -> frozenset[str]:
-        return _subscribed_topics(self.subscribed_topic_names, self.subscribed_topic_regex, topics)
-
-
-def _subscribed_topics(names: Sequence[str], regex: str | None, topics: Mapping[str, int]) -> frozenset[str]:
-    """The topics of ``topics`` that a subscription to ``names`` and ``regex`` takes."""
-    subscribed = {t for t in names if t in topics}
-    if regex is not None:
-        pattern = re.compile(regex)
-        subscribed.update(t for t in topics if pattern.fullmatch(t))
-    return frozenset(subscribed)
-
-
 Subscription = tuple[tuple[str, ...], str | None]  # (subscribed names, regex)
 
 
@@ -236,16 +177,26 @@ def _assignor_view_changed(old: ConsumerGroupMember, new: ConsumerGroupMember) -
             or old.instance_id != new.instance_id or old.rack_id != new.rack_id)
 
 
+_UNASSIGNED = MemberAssignment()  # a member's before its first reconciliation (what a replay assumes without a record)
+
+
+def _metadata_changed(old: ConsumerGroupMember, new: ConsumerGroupMember) -> bool:
+    """Whether ``new`` needs another ConsumerGroupMemberMetadata record than ``old``'s."""
+    return (old.instance_id != new.instance_id or old.rack_id != new.rack_id or old.client_id != new.client_id
+            or old.rebalance_timeout_ms != new.rebalance_timeout_ms
+            or old.subscribed_topic_names != new.subscribed_topic_names
+            or old.subscribed_topic_regex != new.subscribed_topic_regex
+            or old.server_assignor != new.server_assignor or old.classic != new.classic)
+
+
+def _member_metadata_record(group_id: str, member: ConsumerGroupMember) -> ConsumerGroupMemberMetadataRecord:
+    return ConsumerGroupMemberMetadataRecord(
+        group_id, member.member_id, member.instance_id, member.rack_id, member.client_id, member.rebalance_timeout_ms,
+        member.subscribed_topic_names, member.subscribed_topic_regex, member.server_assignor, member.classic)
+
+
 def _to_message(assignment: Partitions) -> tuple[TopicPartitions, ...]:
     return tuple(TopicPartitions(topic, sorted_numbers(assignment[topic])) for topic in sorted(assignment))
-
-
-def _parse_partitions(names: Sequence[str]) -> Partitions:
-    out: dict[str, set[int]] = {}
-    for name in names:
-        topic, _, number = name.rpartition("-")
-        out.setdefault(topic, set()).add(int(number))
-    return partitions(out)
 
 
 def _from_message(topic_partitions: Sequence[TopicPartitions] | None) -> Partitions | None:
@@ -257,9 +208,9 @@ def _from_message(topic_partitions: Sequence[TopicPartitions] | None) -> Partiti
     return partitions(out)
 
 
-class ConsumerGroupCoordinator:
-    """One consumer group (``group.protocol=consumer``) on its coordinator. One entry point:
-    ``handle(event, now_ms) -> list[Output]``."""
+class ConsumerGroupCoordinator(ClassicMembers):
+    """One consumer group (``group.protocol=consumer``) on its coordinator, its classic members
+    (``ClassicMembers``) included. One entry point: ``handle(event, now_ms) -> list[Output]``."""
 
     def __init__(self, group_id: str, topics: Mapping[str, int], config: ConsumerGroupConfig | None = None,
                  assign: ServerAssign = default_server_assign, seed: int = 0):
@@ -297,6 +248,8 @@ class ConsumerGroupCoordinator:
         self.state = ConsumerGroupState.EMPTY
         self._state_dirty = True
         self.join_timeouts: set[str] = set()
+        # The records of the changes ``handle`` is making, written out with its answer.
+        self._records: list[ConsumerGroupRecord | cl.OffsetCommitRecord] = []
 
     @classmethod
     def loaded(cls, group_id: str, topics: Mapping[str, int], group_epoch: int, assignment_epoch: int,
@@ -312,6 +265,7 @@ class ConsumerGroupCoordinator:
         group.target = TargetAssignment({member_id: partitions(target) for member_id, target in targets.items()})
         group.subscription_metadata = group._subscription_metadata()
         group._update_state([], 0)
+        group._records.clear()  # what was loaded is written already (or written whole: ``group_records``)
         return group
 
     # ------------------------------------------------------------------ entry point
@@ -361,7 +315,15 @@ class ConsumerGroupCoordinator:
             case _:
                 assert_never(event)
         self._update_state(out, now_ms)
+        self._write_records(out)
         return out
+
+    def _write_records(self, out: list[Output]) -> None:
+        """The records of this call's changes go out with its answers, as Kafka's
+        ``CoordinatorResult`` carries them."""
+        if self._records:
+            out.extend(map(PersistConsumerGroup, self._records))
+            self._records = []
 
     def _on_loaded(self, out: list[Output], now_ms: int) -> None:
         """Kafka's ``onLoaded`` for a consumer group: every member, classic ones too, gets a session
@@ -387,7 +349,7 @@ class ConsumerGroupCoordinator:
         if fast is not None:
             return fast
         try:
-            self._validate(request)
+            validate_heartbeat(request, self.config.assignors)
             if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
                 return self._leave(request, out, now_ms)
             return self._regular_heartbeat(request, now_ms, out)
@@ -415,43 +377,6 @@ class ConsumerGroupCoordinator:
         return ConsumerGroupHeartbeatResponse(ErrorCode.NONE, member_id=member.member_id,
                                               member_epoch=member.assignment.member_epoch,
                                               heartbeat_interval_ms=self.config.heartbeat_interval_ms)
-
-    def _validate(self, request: ConsumerGroupHeartbeatRequest) -> None:
-        """Kafka 4.1's ``GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid``.
-        From version 1 (KIP-1082) the consumer names itself, so every request carries a member id."""
-
-        def empty(value: str | None) -> bool:
-            return value is not None and not value.strip()
-
-        epoch = request.member_epoch
-        names_itself = (request.api_version >= CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION or epoch > 0
-                        or epoch == LEAVE_GROUP_MEMBER_EPOCH)
-        if names_itself and not request.member_id.strip():
-            raise ProtocolError(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
-        if empty(request.group_id):
-            raise ProtocolError(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
-        if empty(request.instance_id):
-            raise ProtocolError(ErrorCode.INVALID_REQUEST, "InstanceId can't be empty.")
-        if empty(request.rack_id):
-            raise ProtocolError(ErrorCode.INVALID_REQUEST, "RackId can't be empty.")
-        if epoch == JOIN_GROUP_MEMBER_EPOCH:
-            if request.rebalance_timeout_ms == -1:
-                raise ProtocolError(ErrorCode.INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request.")
-            if request.topic_partitions is None or request.topic_partitions:
-                raise ProtocolError(ErrorCode.INVALID_REQUEST, "TopicPartitions must be empty when (re-)joining.")
-            # An empty list of names is a member subscribed to nothing, still in the group.
-            if request.subscribed_topic_names is None and request.subscribed_topic_regex is None:
-                raise ProtocolError(ErrorCode.INVALID_REQUEST, "Either SubscribedTopicNames or SubscribedTopicRegex "
-                                    "must be non-null when (re-)joining.")
-        elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            if request.instance_id is None:
-                raise ProtocolError(ErrorCode.INVALID_REQUEST, "InstanceId can't be null.")
-        elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            raise ProtocolError(ErrorCode.INVALID_REQUEST, "MemberEpoch is invalid.")
-        if request.server_assignor is not None and request.server_assignor not in self.config.assignors:
-            raise ProtocolError(ErrorCode.UNSUPPORTED_ASSIGNOR,
-                                f"ServerAssignor {request.server_assignor} is not supported. Supported assignors: "
-                                f"{', '.join(self.config.assignors)}.")
 
     def _new_member_id(self) -> str:
         """A version 0 join (Kafka 3.7-3.9 consumers): the coordinator names the member."""
@@ -615,222 +540,6 @@ class ConsumerGroupCoordinator:
         return ConsumerGroupHeartbeatResponse(ErrorCode.NONE, member_id=request.member_id,
                                               member_epoch=request.member_epoch)
 
-    # ------------------------------------------------------------------ classic members in a consumer group
-
-    def _classic(self, request: ClassicRequest, now_ms: int, out: list[Output]) -> ClassicResponse:
-        """A classic member's request to this consumer group; errors as Kafka answers them."""
-        try:
-            match request:
-                case cl.JoinGroupRequest():
-                    return self._classic_join(request, now_ms, out)
-                case cl.SyncGroupRequest():
-                    return self._classic_sync(request, now_ms, out)
-                case cl.HeartbeatRequest():
-                    return self._classic_heartbeat(request, now_ms, out)
-                case cl.LeaveGroupRequest():
-                    return self._classic_leave(request, now_ms, out)
-                case cl.OffsetCommitRequest():
-                    return self._classic_offset_commit(request)
-                case cl.OffsetFetchRequest():
-                    # Below version 9 there is no member id nor epoch: validateOffsetFetch accepts it.
-                    return cl.OffsetFetchResponse(ErrorCode.NONE, tuple(
-                        cl.PartitionOffset(p, self.offsets.get(p, -1)) for p in request.partitions))
-                case _:
-                    assert_never(request)
-        except ProtocolError as error:
-            match request:
-                case cl.JoinGroupRequest():
-                    return cl.JoinGroupResponse(error.code, member_id=request.member_id)
-                case cl.SyncGroupRequest():
-                    return cl.SyncGroupResponse(error.code)
-                case cl.HeartbeatRequest():
-                    return cl.HeartbeatResponse(error.code)
-                case cl.LeaveGroupRequest():
-                    return cl.LeaveGroupResponse(error.code)
-                case cl.OffsetCommitRequest():
-                    return cl.OffsetCommitResponse(error.code)
-                case cl.OffsetFetchRequest():
-                    return cl.OffsetFetchResponse(error.code)
-                case _:
-                    assert_never(request)
-
-    def _classic_member(self, member_id: str, instance_id: str | None) -> ConsumerGroupMember:
-        """Kafka's ``validateConsumerGroupMember`` and ``throwIfMemberDoesNotUseClassicProtocol``."""
-        if instance_id is None:
-            member = self.members.get(member_id)
-            if member is None:
-                raise ProtocolError(ErrorCode.UNKNOWN_MEMBER_ID,
-                                    f"Member {member_id} is not a member of group {self.group_id}.")
-        else:
-            static_id = self.static_members.get(instance_id)
-            if static_id is None:
-                raise ProtocolError(ErrorCode.UNKNOWN_MEMBER_ID,
-                                    f"Member with instance id {instance_id} is not a member of group {self.group_id}.")
-            if static_id != member_id:
-                raise ProtocolError(ErrorCode.FENCED_INSTANCE_ID,
-                                    f"Static member {member_id} with instance id {instance_id} was fenced by member "
-                                    f"{static_id}.")
-            member = self.members[static_id]
-        if member.classic is None:
-            raise ProtocolError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member.member_id} does not use the classic protocol.")
-        return member
-
-    def _supports_classic_protocols(self, protocol_type: str, names: Sequence[str]) -> bool:
-        """Kafka's ``ConsumerGroup.supportsClassicProtocols``."""
-        if protocol_type != CONSUMER_PROTOCOL_TYPE:
-            return False
-        if not self.members:
-            return bool(names)
-        classic = [m.classic for m in self.members.values() if m.classic is not None]
-        return any(all(name in c.protocols for c in classic) for name in names)
-
-    def _classic_join(self, request: cl.JoinGroupRequest, now_ms: int, out: list[Output]) -> cl.JoinGroupResponse:
-        """Kafka's ``classicGroupJoinToConsumerGroup``: a classic member (re)joins a consumer group;
-        its JoinGroup is a heartbeat that reports its subscription and owned partitions."""
-        member_id = request.member_id
-        unknown = member_id == ""
-        if unknown:
-            member_id = f"{request.client_id}-{self._new_member_id()}"
-        self._throw_if_full(member_id)
-        names = tuple(p.name for p in request.protocols)
-        if not self._supports_classic_protocols(request.protocol_type, names):
-            raise ProtocolError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, f"Member {member_id}'s protocols are not supported.")
-        if unknown and request.group_instance_id is None:
-            # JoinGroupRequest.requiresKnownMemberId: send the id back, the member joins again with it.
-            return cl.JoinGroupResponse(ErrorCode.MEMBER_ID_REQUIRED, member_id=member_id)
-        replaced: str | None = None
-        if request.group_instance_id is None:
-            member = self.members.get(member_id)
-            if member is None:
-                out.append(Log(ConsumerMemberJoined(now_ms, self.group_id, member_id, None, GroupProtocol.CLASSIC)))
-                member = ConsumerGroupMember(member_id)
-        elif unknown:
-            existing_id = self.static_members.get(request.group_instance_id)
-            if existing_id is None:
-                out.append(Log(ConsumerMemberJoined(now_ms, self.group_id, member_id, request.group_instance_id,
-                                                    GroupProtocol.CLASSIC)))
-                member = ConsumerGroupMember(member_id, instance_id=request.group_instance_id)
-            else:
-                existing = self.members[existing_id]
-                out.append(Log(ConsumerStaticMemberReplaced(now_ms, self.group_id, request.group_instance_id, GroupProtocol.CLASSIC,
-                                                            member_id, existing_id)))
-                member = replace(existing, member_id=member_id,
-                                 assignment=replace(existing.assignment, member_epoch=0, previous_member_epoch=0))
-                replaced = existing_id
-        else:
-            member = self._classic_member(member_id, request.group_instance_id)
-        subscription = request.protocols[0].metadata
-        updated = replace(
-            member, instance_id=request.group_instance_id if request.group_instance_id is not None else member.instance_id,
-            rebalance_timeout_ms=(request.rebalance_timeout_ms if request.rebalance_timeout_ms != -1
-                                  else member.rebalance_timeout_ms),
-            subscribed_topic_names=self._shared_subscription(tuple(subscription.topics)), client_id=request.client_id,
-            classic=ClassicMemberMetadata(request.session_timeout_ms, names))
-        subscription_changed = updated.subscribed_topic_names != member.subscribed_topic_names
-        self._put_member(updated, replaced)
-        self._refresh_epoch(subscription_changed, out, now_ms)
-        self._maybe_compute_target(out, now_ms)
-        owned = _parse_partitions(subscription.owned_partitions)
-        updated = self._reconcile(member_id, owned, now_ms, out)
-        self.join_timeouts.discard(member_id)
-        out.append(CancelTimer(ClassicJoinTimeout(member_id)))
-        out.append(ArmTimer(SessionTimeout(member_id), now_ms + request.session_timeout_ms))
-        out.append(ArmTimer(ClassicSyncTimeout(member_id), now_ms + request.rebalance_timeout_ms))
-        return cl.JoinGroupResponse(ErrorCode.NONE, generation_id=updated.member_epoch,
-                                    protocol_type=CONSUMER_PROTOCOL_TYPE, protocol_name=names[0], member_id=member_id)
-
-    def _throw_if_rebalance_in_progress(self, member: ConsumerGroupMember, now_ms: int, out: list[Output]) -> None:
-        """Kafka's ``throwIfRebalanceInProgress``."""
-        if self.group_epoch > member.member_epoch and member.assignment.state is not MemberAssignmentState.UNREVOKED_PARTITIONS:
-            self._arm_join_timeout_if_absent(member, now_ms, out)
-            raise ProtocolError(ErrorCode.REBALANCE_IN_PROGRESS,
-                                f"A new rebalance is triggered in group {self.group_id} and member "
-                                f"{member.member_id} should rejoin to catch up.")
-
-    def _arm_join_timeout_if_absent(self, member: ConsumerGroupMember, now_ms: int, out: list[Output]) -> None:
-        if member.member_id not in self.join_timeouts:
-            self.join_timeouts.add(member.member_id)
-            out.append(ArmTimer(ClassicJoinTimeout(member.member_id), now_ms + member.rebalance_timeout_ms))
-
-    def _classic_sync(self, request: cl.SyncGroupRequest, now_ms: int, out: list[Output]) -> cl.SyncGroupResponse:
-        """Kafka's ``classicGroupSyncToConsumerGroup``: the member's current assignment."""
-        member = self._classic_member(request.member_id, request.group_instance_id)
-        if member.member_epoch != request.generation_id:
-            raise ProtocolError(ErrorCode.ILLEGAL_GENERATION,
-                                f"The request generation id {request.generation_id} is not equal to the member epoch "
-                                f"{member.member_epoch} of member {member.member_id}.")
-        assert member.classic is not None
-        protocol_name = member.classic.protocols[0]
-        if ((request.protocol_type is not None and request.protocol_type != CONSUMER_PROTOCOL_TYPE)
-                or (request.protocol_name is not None and request.protocol_name != protocol_name)):
-            raise ProtocolError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "The protocol does not match the join response.")
-        self._throw_if_rebalance_in_progress(member, now_ms, out)
-        out.append(CancelTimer(ClassicSyncTimeout(member.member_id)))
-        out.append(ArmTimer(SessionTimeout(member.member_id), now_ms + member.classic.session_timeout_ms))
-        return cl.SyncGroupResponse(ErrorCode.NONE, protocol_type=request.protocol_type,
-                                    protocol_name=request.protocol_name,
-                                    assignment=tuple(to_strings(member.assignment.assigned)))
-
-    def waiting_on_unreleased_partition(self, member: ConsumerGroupMember) -> bool:
-        """Kafka's ``ConsumerGroup.waitingOnUnreleasedPartition``."""
-        if member.assignment.state is not MemberAssignmentState.UNRELEASED_PARTITIONS:
-            return False
-        for topic, numbers in self.target.get(member.member_id, {}).items():
-            have = member.assignment.assigned.get(topic, frozenset())
-            if any(n not in have and self.current_partition_epoch(topic, n) != -1 for n in numbers):
-                return True
-        return False
-
-    def _classic_heartbeat(self, request: cl.HeartbeatRequest, now_ms: int, out: list[Output]) -> cl.HeartbeatResponse:
-        """Kafka's ``classicGroupHeartbeatToConsumerGroup``: REBALANCE_IN_PROGRESS tells the member
-        to rejoin when the group moved on, it must revoke, or its unreleased partitions are free."""
-        member = self._classic_member(request.member_id, request.group_instance_id)
-        if member.member_epoch != request.generation_id:
-            raise ProtocolError(ErrorCode.ILLEGAL_GENERATION,
-                                f"The request generation id {request.generation_id} is not equal to the member epoch "
-                                f"{member.member_epoch} of member {member.member_id}.")
-        assert member.classic is not None
-        out.append(ArmTimer(SessionTimeout(member.member_id), now_ms + member.classic.session_timeout_ms))
-        state = member.assignment.state
-        if (member.member_epoch < self.group_epoch or state is MemberAssignmentState.UNREVOKED_PARTITIONS
-                or (state is MemberAssignmentState.UNRELEASED_PARTITIONS and not self.waiting_on_unreleased_partition(member))):
-            self._arm_join_timeout_if_absent(member, now_ms, out)
-            return cl.HeartbeatResponse(ErrorCode.REBALANCE_IN_PROGRESS)
-        return cl.HeartbeatResponse(ErrorCode.NONE)
-
-    def _classic_leave(self, request: cl.LeaveGroupRequest, now_ms: int, out: list[Output]) -> cl.LeaveGroupResponse:
-        """Kafka's ``classicGroupLeaveToConsumerGroup``: remove each valid member, one epoch bump."""
-        answers = []
-        removed = False
-        for identity in request.members:
-            try:
-                if identity.group_instance_id is None:
-                    member = self.members.get(identity.member_id)
-                    if member is None:
-                        raise ProtocolError(ErrorCode.UNKNOWN_MEMBER_ID, "unknown member")
-                else:
-                    static_id = self.static_members.get(identity.group_instance_id)
-                    if static_id is None:
-                        raise ProtocolError(ErrorCode.UNKNOWN_MEMBER_ID, "unknown instance id")
-                    if identity.member_id and identity.member_id != static_id:
-                        raise ProtocolError(ErrorCode.FENCED_INSTANCE_ID, "fenced instance id")
-                    member = self.members[static_id]
-                if member.classic is None:
-                    raise ProtocolError(ErrorCode.UNKNOWN_MEMBER_ID, "not a classic member")
-            except ProtocolError as error:
-                answers.append(cl.LeaveGroupResponseMember(identity.member_id, identity.group_instance_id, error.code))
-                continue
-            out.append(Log(ConsumerMemberLeft(now_ms, self.group_id, member.member_id, identity.group_instance_id,
-                                              temporarily=False)))
-            self._remove(member.member_id, out)
-            removed = True
-            answers.append(cl.LeaveGroupResponseMember(member.member_id, identity.group_instance_id, ErrorCode.NONE))
-        if removed:
-            self.group_epoch += 1
-            self._state_dirty = True
-            out.append(Log(ConsumerGroupEpochBumped(now_ms, self.group_id, self.group_epoch)))
-        return cl.LeaveGroupResponse(ErrorCode.NONE, tuple(answers))
-
     # ------------------------------------------------------------------ group bookkeeping
 
     def _put_member(self, member: ConsumerGroupMember, replaced: str | None) -> None:
@@ -843,13 +552,17 @@ class ConsumerGroupCoordinator:
             self.rebalance_timeout_epoch.pop(replaced, None)
             self._assignor_input.pop(replaced, None)
             self._drop_server_view(replaced)
+            self._records.extend(member_tombstones(self.group_id, replaced))
             if replaced in self.target:
-                self.target[member.member_id] = self.target.pop(replaced)
+                moved = self.target[member.member_id] = self.target.pop(replaced)
+                self._records.append(ConsumerGroupTargetAssignmentMemberRecord(self.group_id, member.member_id, moved))
         old_member = self.members.get(member.member_id)
         if old_member is None or old_member.server_assignor != member.server_assignor:
             if old_member is not None:
                 self._assignor_votes[old_member.server_assignor] -= 1
             self._assignor_votes[member.server_assignor] += 1
+        if old_member is None or _metadata_changed(old_member, member):
+            self._records.append(_member_metadata_record(self.group_id, member))
         if old_member is None or _assignor_view_changed(old_member, member):
             self._drop_server_view(member.member_id)
         if old_member is None or _subscription(old_member) != _subscription(member):
@@ -863,6 +576,9 @@ class ConsumerGroupCoordinator:
             self._remove_epochs(old_member)
         self._state_dirty = True
         self.members[member.member_id] = member
+        if old_member is not None or member.assignment != _UNASSIGNED:  # a new member's comes with its reconciliation
+            self._records.append(ConsumerGroupCurrentMemberAssignmentRecord(self.group_id, member.member_id,
+                                                                            member.assignment))
         if member.instance_id is not None:
             self.static_members[member.instance_id] = member.member_id
         self._add_epochs(member)
@@ -907,7 +623,7 @@ class ConsumerGroupCoordinator:
         # Each distinct subscription resolved once: thousands of members share a few.
         subscribed: set[str] = set()
         for names, regex in self._subscription_counts:
-            subscribed |= _subscribed_topics(names, regex, self.topics)
+            subscribed |= subscribed_topics(names, regex, self.topics)
         return {topic: self.topics[topic] for topic in sorted(subscribed)}
 
     def _refresh_epoch(self, bump: bool, out: list[Output], now_ms: int) -> None:
@@ -920,6 +636,7 @@ class ConsumerGroupCoordinator:
             if bump:
                 self._state_dirty = True
                 self.group_epoch += 1
+                self._records.append(self._metadata_record())
                 out.append(Log(ConsumerGroupEpochBumped(now_ms, self.group_id, self.group_epoch)))
 
     def preferred_assignor(self) -> str:
@@ -936,6 +653,7 @@ class ConsumerGroupCoordinator:
         if self.group_epoch <= self.assignment_epoch:
             return
         assignor = self.preferred_assignor()
+        before = self.target
         if self._assign is default_server_assign:
             homogeneous = self._compute_target(assignor)
         else:
@@ -951,9 +669,21 @@ class ConsumerGroupCoordinator:
             self.target = TargetAssignment(target)
             homogeneous = len({m.subscribed_topics for m in members}) <= 1
         self.assignment_epoch = self.group_epoch
+        self._record_target(before)
         self._state_dirty = True
         took = modelled_assignor_time_ms(assignor, sum(self.subscription_metadata.values()), homogeneous)
         out.append(Log(ConsumerTargetAssignmentComputed(now_ms, self.group_id, self.group_epoch, assignor, took)))
+
+    def _record_target(self, before: TargetAssignment) -> None:
+        """The target records of a computation (Kafka's ``TargetAssignmentBuilder.build``): one per
+        member whose target changed or that had none, then the assignment epoch."""
+        target = self.target
+        for member_id in target.changed_members(before):
+            self._records.append(ConsumerGroupTargetAssignmentMemberRecord(self.group_id, member_id, target[member_id]))
+        self._records.append(ConsumerGroupTargetAssignmentMetadataRecord(self.group_id, self.assignment_epoch))
+
+    def _metadata_record(self) -> ConsumerGroupMetadataRecord:
+        return ConsumerGroupMetadataRecord(self.group_id, self.group_epoch, tuple(self.subscription_metadata.items()))
 
     def _compute_target(self, assignor: str) -> bool:
         """The built-in assignors on arrays: the members' current targets read from the last
@@ -1073,10 +803,9 @@ class ConsumerGroupCoordinator:
     def _fence(self, member_id: str, out: list[Output], now_ms: int) -> None:
         """Kafka's ``consumerGroupFenceMember``: remove the member, bump the group epoch; or, when
         it was the last member on the consumer protocol, convert the group back to classic."""
-        from kafka_rebalance.protocol.modern.consumer import migration
-
-        if migration.validate_online_downgrade(self, member_id):
-            classic = migration.classic_group_from_consumer(self, member_id)
+        if self.downgrade_allowed(member_id):
+            classic = self.classic_group_without(member_id)
+            self._records.extend(group_tombstones(self.group_id, self.members))
             for mid in list(self.members):
                 out.append(CancelTimer(SessionTimeout(mid)))
                 if self.rebalance_timeout_epoch.pop(mid, None) is not None:
@@ -1091,17 +820,28 @@ class ConsumerGroupCoordinator:
             self._state_dirty = False
             out.append(Log(ConsumerGroupStateChanged(now_ms, self.group_id, self.state.value, "Dead")))
             self.state = ConsumerGroupState.DEAD
+            self._write_records(out)
             # "Converted the consumer group to a classic group" is logged by whoever runs the
             # classic group, after its rebalance started (convertToClassicGroup's order).
             out.append(ConvertedToClassic(classic))
             return
         self._remove(member_id, out)
+        self._bump_epoch(out, now_ms)
+
+    def _bump_epoch(self, out: list[Output], now_ms: int) -> None:
+        """A member removed: the group epoch moves on (and is written)."""
         self.group_epoch += 1
+        self._state_dirty = True
+        self._records.append(self._metadata_record())
         out.append(Log(ConsumerGroupEpochBumped(now_ms, self.group_id, self.group_epoch)))
+
+    def _record(self, record: ConsumerGroupRecord | cl.OffsetCommitRecord) -> None:
+        self._records.append(record)
 
     def _remove(self, member_id: str, out: list[Output]) -> None:
         """Kafka's ``removeMember`` and ``cancelTimers``: the member, its partitions and timers go."""
         member = self.members.pop(member_id)
+        self._records.extend(member_tombstones(self.group_id, member_id))
         self._count_subscription(member, -1)
         self._assignor_votes[member.server_assignor] -= 1
         self._state_dirty = True
@@ -1152,25 +892,9 @@ class ConsumerGroupCoordinator:
                 return OffsetCommitResponse(code)
         for partition, offset in request.offsets:
             self.offsets[partition] = offset
+        self._records.append(cl.OffsetCommitRecord(self.group_id, tuple(
+            cl.PartitionOffset(partition, offset) for partition, offset in request.offsets)))
         return OffsetCommitResponse(ErrorCode.NONE)
-
-    def _classic_offset_commit(self, request: cl.OffsetCommitRequest) -> cl.OffsetCommitResponse:
-        """Kafka's ``ConsumerGroup.validateOffsetCommit`` for an OffsetCommit below version 9 (what a
-        classic consumer sends): the generation id is checked against the member epoch, and a member
-        on the consumer protocol must use version 9 or above."""
-        if not (request.generation_id < 0 and not self.members):
-            member = self.members.get(request.member_id)
-            if member is None:
-                raise ProtocolError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {request.member_id} is not a member.")
-            if not member.uses_classic_protocol:
-                raise ProtocolError(ErrorCode.UNSUPPORTED_VERSION, "OffsetCommit version 9 or above must be used "
-                                    "by members using the modern group protocol")
-            if request.generation_id != member.member_epoch:
-                raise ProtocolError(ErrorCode.ILLEGAL_GENERATION, f"The received generation id {request.generation_id}"
-                                    f" does not match the member epoch {member.member_epoch}.")
-        for entry in request.offsets:
-            self.offsets[entry.partition] = entry.offset
-        return cl.OffsetCommitResponse(ErrorCode.NONE)
 
     def _offset_fetch(self, request: OffsetFetchRequest) -> OffsetFetchResponse:
         """Kafka's ``ConsumerGroup.validateOffsetFetch``."""
@@ -1182,3 +906,10 @@ class ConsumerGroupCoordinator:
                 code = ErrorCode.ILLEGAL_GENERATION if member.uses_classic_protocol else ErrorCode.STALE_MEMBER_EPOCH
                 return OffsetFetchResponse(code)
         return OffsetFetchResponse(ErrorCode.NONE, tuple((p, self.offsets.get(p, -1)) for p in request.partitions))
+
+
+__all__ = [
+    "GROUP_STATES", "VALID_PREVIOUS_GROUP_STATES", "ConsumerGroupConfig", "ConsumerGroupCoordinator",
+    "ConsumerGroupMember", "ConsumerGroupState", "MemberSubscriptionAndAssignment", "ServerAssign",
+    "default_server_assign", "modelled_assignor_time_ms",
+]

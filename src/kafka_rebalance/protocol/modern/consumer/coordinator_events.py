@@ -13,6 +13,7 @@ from typing import TypeAlias
 from kafka_rebalance.protocol.classic import coordinator_events as classic
 from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer, Log
 from kafka_rebalance.protocol.errors import ErrorCode
+from kafka_rebalance.protocol.modern.consumer.coordinator_records import PersistConsumerGroup
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 """ConsumerGroupHeartbeatRequest.LEAVE_GROUP_MEMBER_EPOCH: the member leaves the group."""
@@ -197,4 +198,4 @@ class Respond:
     response: Response
 
 
-Output: TypeAlias = Respond | ArmTimer[Timer] | CancelTimer[Timer] | Log | ConvertedToClassic
+Output: TypeAlias = Respond | ArmTimer[Timer] | CancelTimer[Timer] | Log | ConvertedToClassic | PersistConsumerGroup

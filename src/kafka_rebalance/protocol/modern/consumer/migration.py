@@ -16,7 +16,9 @@ rebalance starts.
 
 The classic side is described by ``ClassicGroupSnapshot`` (what the classic coordinator
 persists in its GroupMetadata record: generation, protocol, members with subscription and
-assignment).
+assignment). The way back is decided by the consumer group itself (``classic_members``: its
+``ConvertedToClassic`` output); this module builds what the classic coordinator loads from it.
+It depends on the coordinator, never the other way round.
 """
 
 from __future__ import annotations
@@ -37,22 +39,20 @@ from kafka_rebalance.protocol.modern.consumer.assignment import (
     MemberAssignment,
     MemberAssignmentState,
     partitions,
-    to_strings,
 )
 from kafka_rebalance.protocol.modern.consumer.coordinator import (
-    ClassicMemberMetadata,
     ConsumerGroupConfig,
     ConsumerGroupCoordinator,
     ConsumerGroupMember,
-    ProtocolError,
     ServerAssign,
     default_server_assign,
 )
 from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
     CONSUMER_PROTOCOL_TYPE,
-    ClassicGroupMember,
     ClassicGroupSnapshot,
 )
+from kafka_rebalance.protocol.modern.consumer.coordinator_records import ClassicMemberMetadata
+from kafka_rebalance.protocol.modern.consumer.validation import ProtocolError
 
 
 def _parse(assignment: tuple[str, ...]) -> dict[str, frozenset[int]]:
@@ -108,47 +108,6 @@ def consumer_group_from_classic(classic: ClassicGroupSnapshot, topics: Mapping[s
     # fromClassicGroup writes no subscription metadata: the first heartbeat computes it and bumps.
     group.subscription_metadata = {}
     return group
-
-
-def validate_online_downgrade(group: ConsumerGroupCoordinator, leaving_member_id: str) -> bool:
-    """Kafka's ``validateOnlineDowngradeWithFencedMember``: the leaving member is the last one on
-    the consumer protocol, others remain, the policy allows it and they fit group.max.size."""
-    leaving = group.members.get(leaving_member_id)
-    others = [m for mid, m in group.members.items() if mid != leaving_member_id]
-    return (leaving is not None and not leaving.uses_classic_protocol and bool(others)
-            and all(m.uses_classic_protocol for m in others) and group.config.downgrade_enabled
-            and len(others) <= group.config.classic_max_size)
-
-
-def classic_group_from_consumer(group: ConsumerGroupCoordinator, leaving_member_id: str) -> ClassicGroupSnapshot:
-    """Kafka's ``ClassicGroup.fromConsumerGroup``: generation = the group epoch, every remaining
-    member with its target assignment; the protocol is the one all members support (the first
-    protocol of the first member that every member lists)."""
-    members = []
-    for member_id, member in group.members.items():
-        if member_id == leaving_member_id:
-            continue
-        classic = member.classic
-        assert classic is not None
-        members.append(ClassicGroupMember(
-            member_id, member.instance_id, member.client_id, member.rebalance_timeout_ms, classic.session_timeout_ms,
-            classic.protocols, member.subscribed_topic_names, tuple(to_strings(group.target.get(member_id, {})))))
-    return ClassicGroupSnapshot(group.group_id, group.group_epoch, CONSUMER_PROTOCOL_TYPE, select_protocol(members),
-                                "Stable", tuple(members))
-
-
-def select_protocol(members: list[ClassicGroupMember]) -> str | None:
-    """Kafka's ``ClassicGroup.selectProtocol``: among the protocols every member supports, each
-    member votes for the first it lists; the most votes win (ties: the earliest candidate)."""
-    if not members:
-        return None
-    candidates = [p for p in members[0].protocols if all(p in m.protocols for m in members)]
-    if not candidates:
-        return None
-    votes = {p: 0 for p in candidates}
-    for m in members:
-        votes[next(p for p in m.protocols if p in votes)] += 1
-    return max(candidates, key=lambda p: votes[p])
 
 
 def downgrade_reason(group_id: str) -> str:
