@@ -11,7 +11,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kafka_rebalance.sim.soak import random_schedule, schedule_yaml
+from kafka_rebalance.sim.schedules import random_schedule, schedule_yaml
 
 from kafka_rebalance.model import GroupProtocol
 from kafka_rebalance.protocol.modern.consumer.coordinator import ConsumerGroupCoordinator
