@@ -367,7 +367,7 @@ def _coordinator_join(topics: dict[str, int], targets: dict[str, dict[str, tuple
     )
     from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
         ConsumerGroupHeartbeatRequest,
-        Received,
+        RequestReceived,
     )
     from kafka_rebalance.protocol.modern.consumer.target import TargetAssignment
 
@@ -384,7 +384,7 @@ def _coordinator_join(topics: dict[str, int], targets: dict[str, dict[str, tuple
                                                 subscribed_topic_names=subscription, server_assignor=assignor,
                                                 topic_partitions=())
         start = time.process_time()
-        group.handle(Received("c", request), now_ms)
+        group.handle(RequestReceived("c", request), now_ms)
         return time.process_time() - start
 
     join("newMember", 1)

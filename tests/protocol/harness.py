@@ -25,7 +25,7 @@ from kafka_rebalance.protocol.classic.coordinator_events import (
     PartitionOffset,
     Persist,
     PersistedRecord,
-    Received,
+    RequestReceived,
     Respond,
     SyncGroupRequest,
     SyncGroupRequestAssignment,
@@ -112,7 +112,7 @@ class Broker:
         return self._apply(self.coordinator.handle(event, self.now))
 
     def send(self, connection: str, request: GroupRequest, at: int | None = None) -> Step:
-        return self.handle(Received(connection, request), at)
+        return self.handle(RequestReceived(connection, request), at)
 
     def advance(self, until: int) -> list[Step]:
         """Fire every timer due up to ``until``, in deadline order."""

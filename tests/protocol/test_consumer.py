@@ -10,7 +10,7 @@ from kafka_rebalance.protocol.classic.consumer_events import (
     PartitionLoadsMeasured,
     PartitionsAssigned,
     Poll,
-    Received,
+    ResponseReceived,
     RetryFetch,
     Send,
 )
@@ -40,11 +40,11 @@ def joined_consumer() -> tuple[ConsumerCoordinator, list]:
     (join,) = sends(cc.handle(Poll(), 0))
     assert isinstance(join.request, JoinGroupRequest) and join.node_id == 0
     metadata = join.request.protocols[0].metadata
-    out = cc.handle(Received(JoinGroupResponse(ErrorCode.NONE, 1, "consumer", "range", "m1", False, "m1",
+    out = cc.handle(ResponseReceived(JoinGroupResponse(ErrorCode.NONE, 1, "consumer", "range", "m1", False, "m1",
                                                (JoinGroupResponseMember("m1", None, metadata),))), 10)
     (sync,) = sends(out)
     assert isinstance(sync.request, SyncGroupRequest) and sync.request.assignments[0].assignment == ("t0-0", "t0-1")
-    out = cc.handle(Received(SyncGroupResponse(ErrorCode.NONE, "consumer", "range", ("t0-0", "t0-1"))), 20)
+    out = cc.handle(ResponseReceived(SyncGroupResponse(ErrorCode.NONE, "consumer", "range", ("t0-0", "t0-1"))), 20)
     assert cc.state is ClassicMemberState.STABLE
     return cc, out
 
@@ -64,20 +64,20 @@ def test_a_failed_offset_fetch_is_retried_with_the_new_coordinator():
     NOT_COORDINATOR the consumer first finds the coordinator again (markCoordinatorUnknown).
     Before issue 11 the retry timer was armed and never handled."""
     cc, _ = joined_consumer()
-    out = cc.handle(Received(OffsetFetchResponse(ErrorCode.NOT_COORDINATOR)), 30)
+    out = cc.handle(ResponseReceived(OffsetFetchResponse(ErrorCode.NOT_COORDINATOR)), 30)
     assert sends(out) == [Send(FindCoordinatorRequest("g"), ANY_BROKER)]
     assert ArmTimer(RetryFetch(), 130) in out
     assert cc.coordinator_id is None
     assert sends(cc.handle(RetryFetch(), 130)) == []  # still looking for the coordinator
-    out = cc.handle(Received(FindCoordinatorResponse(ErrorCode.NONE, 2)), 140)
+    out = cc.handle(ResponseReceived(FindCoordinatorResponse(ErrorCode.NONE, 2)), 140)
     assert sends(out) == [Send(OffsetFetchRequest("g", ("t0-0", "t0-1")), 2)]
-    out = cc.handle(Received(OffsetFetchResponse(ErrorCode.NONE, (PartitionOffset("t0-0", 5), PartitionOffset("t0-1", -1)))), 150)
+    out = cc.handle(ResponseReceived(OffsetFetchResponse(ErrorCode.NONE, (PartitionOffset("t0-0", 5), PartitionOffset("t0-1", -1)))), 150)
     assert CommittedOffsetsFetched((PartitionOffset("t0-0", 5), PartitionOffset("t0-1", -1))) in out
 
 
 def test_load_in_progress_offset_fetch_is_retried_on_the_same_coordinator():
     cc, _ = joined_consumer()
-    out = cc.handle(Received(OffsetFetchResponse(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)), 30)
+    out = cc.handle(ResponseReceived(OffsetFetchResponse(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)), 30)
     assert sends(out) == [] and ArmTimer(RetryFetch(), 130) in out
     assert sends(cc.handle(RetryFetch(), 130)) == [Send(OffsetFetchRequest("g", ("t0-0", "t0-1")), 0)]
 
@@ -87,10 +87,10 @@ def test_join_answered_not_coordinator_finds_the_coordinator_and_rejoins():
     unknown; the join is retried once FindCoordinator has answered."""
     cc = ConsumerCoordinator(ConsumerConfig("c", "g", ("range",), topics=("t0",)), {"t0": 2}, coordinator_id=0)
     cc.handle(Poll(), 0)
-    out = cc.handle(Received(JoinGroupResponse(ErrorCode.NOT_COORDINATOR)), 5)
+    out = cc.handle(ResponseReceived(JoinGroupResponse(ErrorCode.NOT_COORDINATOR)), 5)
     assert sends(out) == [Send(FindCoordinatorRequest("g"), ANY_BROKER)]
     assert not cc.ready_to_join  # no coordinator yet
-    cc.handle(Received(FindCoordinatorResponse(ErrorCode.NONE, 1)), 10)
+    cc.handle(ResponseReceived(FindCoordinatorResponse(ErrorCode.NONE, 1)), 10)
     assert cc.ready_to_join
     (join,) = sends(cc.handle(Poll(), 11))
     assert isinstance(join.request, JoinGroupRequest) and join.node_id == 1
@@ -100,7 +100,7 @@ def test_a_consumer_without_a_coordinator_finds_it_first():
     """AbstractCoordinator.ensureCoordinatorReady: FindCoordinator before any group request."""
     cc = ConsumerCoordinator(ConsumerConfig("c", "g", ("range",), topics=("t0",)), {"t0": 2})
     assert sends(cc.handle(Poll(), 0)) == [Send(FindCoordinatorRequest("g"), ANY_BROKER)]
-    cc.handle(Received(FindCoordinatorResponse(ErrorCode.NONE, 4)), 5)
+    cc.handle(ResponseReceived(FindCoordinatorResponse(ErrorCode.NONE, 4)), 5)
     (join,) = sends(cc.handle(Poll(), 6))
     assert join.node_id == 4
 
@@ -111,7 +111,7 @@ def test_skip_assignment_leader_does_not_run_the_assignor():
                              {"t0": 2}, coordinator_id=0)
     (join,) = sends(cc.handle(Poll(), 0))
     metadata = join.request.protocols[0].metadata
-    out = cc.handle(Received(JoinGroupResponse(ErrorCode.NONE, 3, "consumer", "range", "i-1", True, "i-1",
+    out = cc.handle(ResponseReceived(JoinGroupResponse(ErrorCode.NONE, 3, "consumer", "range", "i-1", True, "i-1",
                                                (JoinGroupResponseMember("i-1", "i", metadata),))), 10)
     (sync,) = sends(out)
     assert sync.request.assignments == ()
@@ -125,7 +125,7 @@ def _leader_assignment(*loads_events: PartitionLoadsMeasured) -> dict[str, tuple
     metadata = join.request.protocols[0].metadata
     for event in loads_events:
         assert cc.handle(event, 5) == []
-    out = cc.handle(Received(JoinGroupResponse(ErrorCode.NONE, 1, "consumer", "load-aware", "m1", False, "m1", (
+    out = cc.handle(ResponseReceived(JoinGroupResponse(ErrorCode.NONE, 1, "consumer", "load-aware", "m1", False, "m1", (
         JoinGroupResponseMember("m1", None, metadata), JoinGroupResponseMember("m2", None, metadata)))), 10)
     (sync,) = sends(out)
     return {a.member_id: a.assignment for a in sync.request.assignments}

@@ -11,8 +11,8 @@ from kafka_rebalance.protocol.classic.consumer_events import (
     Disconnect,
     HeartbeatDue,
     Poll,
-    Received,
     RequestTimedOut,
+    ResponseReceived,
     RetryFetch,
     RetryFindCoordinator,
     RetryJoin,
@@ -47,10 +47,10 @@ def consumer(max_poll_interval_ms=300000, request_timeout_ms=30000, strategy="ra
                                               request_timeout_ms=request_timeout_ms), {"t0": 2}, coordinator_id=0)
 
 
-def join_response(cc: ConsumerCoordinator, join: Send, generation=1) -> Received:
+def join_response(cc: ConsumerCoordinator, join: Send, generation=1) -> ResponseReceived:
     metadata = join.request.protocols[0].metadata
     strategy = join.request.protocols[0].name
-    return Received(JoinGroupResponse(ErrorCode.NONE, generation, "consumer", strategy, "m1", False, "m1",
+    return ResponseReceived(JoinGroupResponse(ErrorCode.NONE, generation, "consumer", strategy, "m1", False, "m1",
                                       (JoinGroupResponseMember("m1", None, metadata),)))
 
 
@@ -59,8 +59,8 @@ def stable_consumer(strategy="range") -> ConsumerCoordinator:
     cc = consumer(strategy=strategy)
     (join,) = sends(cc.handle(Poll(), 0))
     cc.handle(join_response(cc, join), 10)
-    cc.handle(Received(SyncGroupResponse(ErrorCode.NONE, "consumer", strategy, ("t0-0", "t0-1"))), 20)
-    cc.handle(Received(OffsetFetchResponse(ErrorCode.NONE, ())), 30)
+    cc.handle(ResponseReceived(SyncGroupResponse(ErrorCode.NONE, "consumer", strategy, ("t0-0", "t0-1"))), 20)
+    cc.handle(ResponseReceived(OffsetFetchResponse(ErrorCode.NONE, ())), 30)
     assert cc.state is ClassicMemberState.STABLE
     return cc
 
@@ -82,7 +82,7 @@ def test_every_other_request_waits_request_timeout_ms():
     (join,) = sends(cc.handle(Poll(), 0))
     out = cc.handle(join_response(cc, join), 10)
     assert CancelTimer(JOIN) in out and ArmTimer(SYNC, 10 + 30000) in out
-    out = cc.handle(Received(SyncGroupResponse(ErrorCode.NONE, "consumer", "range", ("t0-0", "t0-1"))), 20)
+    out = cc.handle(ResponseReceived(SyncGroupResponse(ErrorCode.NONE, "consumer", "range", ("t0-0", "t0-1"))), 20)
     assert CancelTimer(SYNC) in out and ArmTimer(FETCH, 20 + 30000) in out
     out = cc.handle(HeartbeatDue(), 3010)
     assert Send(HeartbeatRequest("g", 1, "m1", None), 0) in out and ArmTimer(HEARTBEAT, 3010 + 30000) in out
@@ -109,7 +109,7 @@ def test_a_new_member_whose_join_response_is_lost_joins_again_without_a_member_i
     assert sends(out) == [Send(FindCoordinatorRequest("g"), ANY_BROKER)]
     assert ArmTimer(RetryJoin(), 30100) in out
     assert cc.coordinator_id is None and cc.state is ClassicMemberState.UNJOINED and cc.rejoin_needed
-    cc.handle(Received(FindCoordinatorResponse(ErrorCode.NONE, 2)), 30050)
+    cc.handle(ResponseReceived(FindCoordinatorResponse(ErrorCode.NONE, 2)), 30050)
     assert not cc.ready_to_join  # still backing off
     cc.handle(RetryJoin(), 30100)
     (join,) = sends(cc.handle(Poll(), 30100))
@@ -122,9 +122,9 @@ def test_a_member_that_got_its_id_retries_the_join_with_it():
     retried JoinGroup after a timeout carries that member id."""
     cc = consumer(max_poll_interval_ms=10000)
     cc.handle(Poll(), 0)
-    cc.handle(Received(JoinGroupResponse(ErrorCode.MEMBER_ID_REQUIRED, member_id="m7")), 5)
+    cc.handle(ResponseReceived(JoinGroupResponse(ErrorCode.MEMBER_ID_REQUIRED, member_id="m7")), 5)
     cc.handle(JOIN, 5 + 30000)
-    cc.handle(Received(FindCoordinatorResponse(ErrorCode.NONE, 0)), 30010)
+    cc.handle(ResponseReceived(FindCoordinatorResponse(ErrorCode.NONE, 0)), 30010)
     cc.handle(RetryJoin(), 30105)
     (join,) = sends(cc.handle(Poll(), 30105))
     assert join.request.member_id == "m7"
@@ -138,7 +138,7 @@ def test_a_lost_sync_group_response_rejoins_with_the_generation():
     cc.handle(join_response(cc, join), 10)
     out = cc.handle(SYNC, 10 + 30000)
     assert Disconnect(0) in out and cc.coordinator_id is None
-    cc.handle(Received(FindCoordinatorResponse(ErrorCode.NONE, 0)), 30020)
+    cc.handle(ResponseReceived(FindCoordinatorResponse(ErrorCode.NONE, 0)), 30020)
     cc.handle(RetryJoin(), 30110)
     (rejoin,) = sends(cc.handle(Poll(), 30110))
     assert isinstance(rejoin.request, JoinGroupRequest)
@@ -152,13 +152,13 @@ def test_a_timeout_fails_every_request_in_flight_on_the_connection():
     cc = consumer()
     (join,) = sends(cc.handle(Poll(), 0))
     cc.handle(join_response(cc, join), 10)
-    cc.handle(Received(SyncGroupResponse(ErrorCode.NONE, "consumer", "range", ("t0-0", "t0-1"))), 20)  # OffsetFetch sent
+    cc.handle(ResponseReceived(SyncGroupResponse(ErrorCode.NONE, "consumer", "range", ("t0-0", "t0-1"))), 20)  # OffsetFetch sent
     cc.handle(HeartbeatDue(), 3010)  # a heartbeat is lost
     out = cc.handle(FETCH, 20 + 30000)  # the OffsetFetch times out first
     assert Disconnect(0) in out and CancelTimer(HEARTBEAT) in out
     assert ArmTimer(RetryFetch(), 30020 + 100) in out
-    assert cc.handle(Received(OffsetFetchResponse(ErrorCode.NONE, ())), 30030) == []  # its connection is closed
-    out = cc.handle(Received(FindCoordinatorResponse(ErrorCode.NONE, 0)), 30040)
+    assert cc.handle(ResponseReceived(OffsetFetchResponse(ErrorCode.NONE, ())), 30030) == []  # its connection is closed
+    out = cc.handle(ResponseReceived(FindCoordinatorResponse(ErrorCode.NONE, 0)), 30040)
     assert sends(out) == [Send(OffsetFetchRequest("g", ("t0-0", "t0-1")), 0)]
 
 
@@ -170,7 +170,7 @@ def test_a_lost_heartbeat_times_out_at_its_own_deadline():
     cc.handle(HeartbeatDue(), 3020)  # lost
     for sent in range(6020, 33021, 3000):
         out = cc.handle(HeartbeatDue(), sent)
-        out += cc.handle(Received(HeartbeatResponse(ErrorCode.NONE)), sent + 5)
+        out += cc.handle(ResponseReceived(HeartbeatResponse(ErrorCode.NONE)), sent + 5)
         assert ArmTimer(HEARTBEAT, 3020 + 30000) in out
     assert Disconnect(0) in cc.handle(HEARTBEAT, 33020)
     assert cc.coordinator_id is None
@@ -179,7 +179,7 @@ def test_a_lost_heartbeat_times_out_at_its_own_deadline():
 def test_an_answer_in_time_cancels_the_timeout():
     cc = stable_consumer()
     cc.handle(HeartbeatDue(), 3020)
-    assert CancelTimer(HEARTBEAT) in cc.handle(Received(HeartbeatResponse(ErrorCode.NONE)), 3030)
+    assert CancelTimer(HEARTBEAT) in cc.handle(ResponseReceived(HeartbeatResponse(ErrorCode.NONE)), 3030)
     assert cc.handle(HEARTBEAT, 33020) == []  # a stale timer event does nothing
 
 
@@ -204,10 +204,10 @@ def test_an_error_that_marks_the_coordinator_unknown_fails_the_requests_in_fligh
     (join,) = sends(cc.handle(Poll(), 0))
     cc.handle(join_response(cc, join), 10)  # SyncGroup in flight
     cc.handle(HeartbeatDue(), 3010)
-    out = cc.handle(Received(HeartbeatResponse(ErrorCode.NOT_COORDINATOR)), 3020)
+    out = cc.handle(ResponseReceived(HeartbeatResponse(ErrorCode.NOT_COORDINATOR)), 3020)
     assert Disconnect(0) in out and CancelTimer(SYNC) in out and ArmTimer(RetryJoin(), 3120) in out
     assert sends(out) == [Send(FindCoordinatorRequest("g"), ANY_BROKER)]
-    cc.handle(Received(FindCoordinatorResponse(ErrorCode.NONE, 1)), 3030)
+    cc.handle(ResponseReceived(FindCoordinatorResponse(ErrorCode.NONE, 1)), 3030)
     cc.handle(RetryJoin(), 3120)
     (rejoin,) = sends(cc.handle(Poll(), 3120))
     assert isinstance(rejoin.request, JoinGroupRequest) and rejoin.node_id == 1
@@ -219,7 +219,7 @@ def test_a_failed_sync_group_leaves_the_assignment_of_the_generation_before():
     (``assignment_generation``), though its generation is the new one."""
     cc = stable_consumer("cooperative-sticky")  # keeps its partitions through the rebalance
     cc.handle(HeartbeatDue(), 2990)
-    cc.handle(Received(HeartbeatResponse(ErrorCode.REBALANCE_IN_PROGRESS)), 3000)
+    cc.handle(ResponseReceived(HeartbeatResponse(ErrorCode.REBALANCE_IN_PROGRESS)), 3000)
     (join,) = sends(cc.handle(Poll(), 3000))
     cc.handle(join_response(cc, join, generation=2), 3010)
     cc.handle(SYNC, 3010 + 30000)

@@ -370,8 +370,8 @@ def test_describe_groups():
 
 
 def _received(request):
-    from kafka_rebalance.protocol.classic.coordinator_events import Received
-    return Received("admin", request)
+    from kafka_rebalance.protocol.classic.coordinator_events import RequestReceived
+    return RequestReceived("admin", request)
 
 
 def test_list_groups_with_a_state_filter():

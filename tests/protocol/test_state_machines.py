@@ -21,7 +21,7 @@ from kafka_rebalance.protocol.classic.coordinator_events import (
     OffsetFetchRequest,
     PartitionOffset,
     PersistedMember,
-    Received,
+    RequestReceived,
     Resign,
     Respond,
 )
@@ -226,7 +226,7 @@ def test_a_member_stored_twice_is_one_member():
     member = PersistedMember("m-1", None, "consumer", 20000, 10000, subscription, ("t0-0",))
     coordinator.handle(LoadCompleted(coordinator.partition_for(GROUP), (
         GroupMetadataRecord(GROUP, "consumer", 3, "range", "m-1", (member, member)),)), 0)
-    out = coordinator.handle(Received("c", JoinGroupRequest(GROUP, 10000, 20000, "m-1", None, "consumer", (
+    out = coordinator.handle(RequestReceived("c", JoinGroupRequest(GROUP, 10000, 20000, "m-1", None, "consumer", (
         JoinGroupRequestProtocol("range", subscription),))), 1)
     assert [o.response.error_code for o in out if isinstance(o, Respond)] == [ErrorCode.NONE]
     assert coordinator.group(GROUP).supported_protocols["range"] == 1

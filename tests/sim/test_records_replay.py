@@ -11,7 +11,6 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kafka_rebalance.sim.schedules import random_schedule, schedule_yaml
 
 from kafka_rebalance.model import GroupProtocol
 from kafka_rebalance.protocol.modern.consumer.coordinator import ConsumerGroupCoordinator
@@ -19,6 +18,7 @@ from kafka_rebalance.protocol.modern.consumer.records import replay
 from kafka_rebalance.sim.consumer_group import ConsumerGroupSide
 from kafka_rebalance.sim.events import ConsumerGroupEvent
 from kafka_rebalance.sim.scenario import load_scenario
+from kafka_rebalance.sim.schedules import random_schedule, schedule_yaml
 
 PROPERTY = settings(max_examples=40, deadline=None, database=None, derandomize=True,
                     suppress_health_check=list(HealthCheck))

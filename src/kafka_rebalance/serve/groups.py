@@ -71,13 +71,13 @@ class Groups:
 
     async def ask_classic(self, token: str, request: cl.GroupRequest) -> GroupResponse:
         """Feeds a classic-protocol request to the shard and waits for its response."""
-        return await self._ask(token, cl.Received(token, request))
+        return await self._ask(token, cl.RequestReceived(token, request))
 
     async def ask_consumer(self, token: str, request: ce.Request) -> GroupResponse:
         """Feeds a consumer-group request (KIP-848) to the shard and waits for its response."""
-        return await self._ask(token, ce.Received(token, request))
+        return await self._ask(token, ce.RequestReceived(token, request))
 
-    async def _ask(self, token: str, event: ce.Received | cl.Received) -> GroupResponse:
+    async def _ask(self, token: str, event: ce.RequestReceived | cl.RequestReceived) -> GroupResponse:
         future: asyncio.Future[GroupResponse] = self.loop.create_future()
         self._waiting[token] = future
         try:

@@ -63,7 +63,7 @@ class ClassicDisconnect:
 
 
 # (PollReturned: the application's loop is stuck outside poll(), a ``stall``)
-ClassicInput = (me.Input | cc_events.ConsumerTimer | cc_events.Received | cc_events.MetadataUpdate
+ClassicInput = (me.Input | cc_events.ConsumerTimer | cc_events.ResponseReceived | cc_events.MetadataUpdate
                 | cc_events.PollReturned)
 ClassicOutput = (ClassicSend | ClassicFindCoordinator | ClassicDisconnect | ArmTimer[cc_events.ConsumerTimer]
                  | CancelTimer[cc_events.ConsumerTimer] | me.CommitOffsets | me.PartitionsRevoked
@@ -138,11 +138,11 @@ class ClassicMembership:
                     self.held = []
                     if self.cc.wants_poll and not self.left and self.cc.in_poll:
                         self._run(cc_events.Poll(), now_ms, out)
-            case me.Received(response=response):
+            case me.ResponseReceived(response=response):
                 raise AssertionError(f"{response!r}: a classic member gets no ConsumerGroupHeartbeat answer")
             case me.RequestFailed() | me.HeartbeatDue() | me.PollTimerExpired():
                 pass  # the new consumer's inputs; the classic machine has its own timers
-            case (cc_events.Received() | cc_events.MetadataUpdate() | cc_events.PollReturned() | cc_events.HeartbeatDue()
+            case (cc_events.ResponseReceived() | cc_events.MetadataUpdate() | cc_events.PollReturned() | cc_events.HeartbeatDue()
                   | cc_events.PollIntervalExpired()
                   | cc_events.RetryJoin() | cc_events.RetryFetch() | cc_events.RetryFindCoordinator()
                   | cc_events.RequestTimedOut()):

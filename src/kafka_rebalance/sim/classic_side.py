@@ -76,10 +76,10 @@ from kafka_rebalance.protocol.classic.consumer_events import (
     PartitionsRevoked,
     Poll,
     PollReturned,
+    ResponseReceived,
     Send,
     Subscribe,
 )
-from kafka_rebalance.protocol.classic.consumer_events import Received as ConsumerReceived
 from kafka_rebalance.protocol.classic.coordinator import GroupCoordinator
 from kafka_rebalance.protocol.classic.coordinator_events import (
     BeginLoading,
@@ -100,7 +100,7 @@ from kafka_rebalance.protocol.classic.coordinator_events import (
     PartitionOffset,
     Persist,
     PersistedRecord,
-    Received,
+    RequestReceived,
     Resign,
     Respond,
 )
@@ -286,7 +286,7 @@ class ClassicGroupSide(Driver[ClassicProcess, SimEvent, DeferrableEvent]):
             self._push(arrival, FindCoordinatorArrives(proc.wire, request))
             return
         if send is not proc.last_send or arrives is None:  # else: the same immutable request again (heartbeats)
-            arrives = RequestArrives(send.node_id, Received(proc.wire, request))
+            arrives = RequestArrives(send.node_id, RequestReceived(proc.wire, request))
             proc.last_send, proc.last_arrives = send, arrives
         if arrival <= now and sent_ms is not None and ahead_arrives_ms < now:
             # Sent in the past (a summarised auto-commit): it has arrived by now. (A request ahead
@@ -295,7 +295,7 @@ class ClassicGroupSide(Driver[ClassicProcess, SimEvent, DeferrableEvent]):
         else:
             self._push(arrival, arrives)
 
-    def _deliver_request(self, broker_id: int, received: Received) -> None:
+    def _deliver_request(self, broker_id: int, received: RequestReceived) -> None:
         coordinator = self.brokers.get(broker_id)
         if coordinator is None:
             coordinator = self.brokers[broker_id] = self._new_coordinator(broker_id, loaded=False)
@@ -401,7 +401,7 @@ class ClassicGroupSide(Driver[ClassicProcess, SimEvent, DeferrableEvent]):
                 loads = self._measured_loads(proc)  # the leader measures what it is about to assign
                 if loads is not None:
                     self._to_consumer(proc, PartitionLoadsMeasured(loads))
-        self._to_consumer(proc, ConsumerReceived(response))
+        self._to_consumer(proc, ResponseReceived(response))
         self._maybe_poll(proc)
 
     def _to_consumer(self, proc: ClassicProcess, event: ConsumerInput, sent_ms: int | None = None) -> None:

@@ -250,11 +250,11 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         if isinstance(response, ce.ConsumerGroupHeartbeatResponse):
             if response.error_code is not ErrorCode.NONE:
                 proc.error_answer_ms = self.now
-            self._member_input(proc, me.Received(response))
+            self._member_input(proc, me.ResponseReceived(response))
         elif isinstance(response, ce.OffsetCommitResponse | ce.OffsetFetchResponse):
             raise AssertionError(f"{response!r}: OffsetCommit and OffsetFetch go straight to the coordinator")
         else:  # to a classic member (a rolling upgrade)
-            self._member_input(proc, cc_events.Received(response))
+            self._member_input(proc, cc_events.ResponseReceived(response))
 
     # ------------------------------------------------------------------ coordinator side
 
@@ -277,9 +277,9 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
                 self.topic_wanted.setdefault(topic, self.now)
         event: ShardInput
         if isinstance(request, ce.ConsumerGroupHeartbeatRequest | ce.OffsetCommitRequest | ce.OffsetFetchRequest):
-            event = ce.Received(connection, request)
+            event = ce.RequestReceived(connection, request)
         else:
-            event = cl.Received(connection, request)
+            event = cl.RequestReceived(connection, request)
         self.requester = connection
         self._to_shard(event, connection if ignore_response else None)
         self.requester = None
@@ -341,7 +341,7 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
                             and proc.machine.heartbeat_interval_ms == response.heartbeat_interval_ms
                             and proc.alive and not proc.paused):
                         # Nothing in it for the member but the end of its request: deliver at once.
-                        self._member_input(proc, me.Received(response))
+                        self._member_input(proc, me.ResponseReceived(response))
                         continue
                 elif type(response) is cl.JoinGroupResponse and response.member_id:
                     self._name_member(response.member_id, connection)
@@ -503,7 +503,7 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
             # Any broker answers FindCoordinator from the partition's leader (no latency modelled).
             found = (cl.FindCoordinatorResponse(ErrorCode.NONE, self.broker) if self.coordinator_available
                      else cl.FindCoordinatorResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE))
-            self._member_input(proc, cc_events.Received(found))
+            self._member_input(proc, cc_events.ResponseReceived(found))
 
     def _send_heartbeat(self, proc: ConsumerGroupProcess, request: ce.ConsumerGroupHeartbeatRequest,
                         ignore_response: bool) -> None:
@@ -623,11 +623,11 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
         event: ShardInput
         if isinstance(proc.machine, ClassicMembership):
             # A classic consumer's OffsetCommit (below v9: the generation id), to whichever group it is.
-            event = cl.Received(proc.connection, cl.OffsetCommitRequest(
+            event = cl.RequestReceived(proc.connection, cl.OffsetCommitRequest(
                 self.scenario.group, epoch, proc.machine.member_id, proc.spec.group_instance_id,
                 tuple(cl.PartitionOffset(p, o) for p, o in entries)))
         else:
-            event = ce.Received(proc.connection, ce.OffsetCommitRequest(self.scenario.group, proc.machine.member_id,
+            event = ce.RequestReceived(proc.connection, ce.OffsetCommitRequest(self.scenario.group, proc.machine.member_id,
                                                                         epoch, entries))
         # Straight to the coordinator (no latency, never lost): only its answer and records count.
         for output in self.shard.handle(event, self.now):

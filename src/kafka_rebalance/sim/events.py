@@ -23,7 +23,7 @@ from kafka_rebalance.protocol.classic.coordinator_events import (
     FindCoordinatorRequest,
     FindCoordinatorResponse,
     GroupResponse,
-    Received,
+    RequestReceived,
 )
 from kafka_rebalance.protocol.modern.consumer import coordinator_events as ce
 from kafka_rebalance.protocol.modern.consumer import member_events as me
@@ -46,7 +46,7 @@ class RequestArrives:
     """A consumer's group request reaches broker ``broker_id`` (as the coordinator's input)."""
 
     broker_id: int
-    received: Received
+    received: RequestReceived
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     Output,
-    Received,
+    RequestReceived,
     Respond,
     TopicPartitions,
 )
@@ -66,7 +66,7 @@ class Context:
     def heartbeat(self, **fields: object) -> ConsumerGroupHeartbeatResponse:
         fields.setdefault("group_id", "fooup")
         request = ConsumerGroupHeartbeatRequest(**fields)  # type: ignore[arg-type]
-        self.outputs = self.group.handle(Received("c", request), self.now)
+        self.outputs = self.group.handle(RequestReceived("c", request), self.now)
         responses = [o.response for o in self.outputs if isinstance(o, Respond)]
         assert len(responses) == 1
         response = responses[0]

@@ -18,7 +18,7 @@ from kafka_rebalance.protocol.modern.consumer.coordinator import (
 )
 from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
     ClassicJoinTimeout,
-    Received,
+    RequestReceived,
     Respond,
     SessionTimeout,
 )
@@ -44,7 +44,7 @@ def group(assignor: MockPartitionAssignor) -> ConsumerGroupCoordinator:
 
 
 def respond(g: ConsumerGroupCoordinator, request: cl.GroupRequest, now: int = 0):
-    out = g.handle(Received("c", request), now)  # type: ignore[arg-type]
+    out = g.handle(RequestReceived("c", request), now)  # type: ignore[arg-type]
     [response] = [o.response for o in out if isinstance(o, Respond)]
     return response, out
 

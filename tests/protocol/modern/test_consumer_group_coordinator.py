@@ -394,14 +394,14 @@ def test_offset_commit_validation() -> None:
     from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
         OffsetCommitRequest,
         OffsetFetchRequest,
-        Received,
+        RequestReceived,
         Respond,
     )
 
     ctx = two_member_group(MockPartitionAssignor())
 
     def commit(member: str, epoch: int) -> ErrorCode:
-        out = ctx.group.handle(Received("c", OffsetCommitRequest("fooup", member, epoch, (("foo-0", 5),))), 0)
+        out = ctx.group.handle(RequestReceived("c", OffsetCommitRequest("fooup", member, epoch, (("foo-0", 5),))), 0)
         response = out[0]
         assert isinstance(response, Respond)
         return response.response.error_code
@@ -409,12 +409,12 @@ def test_offset_commit_validation() -> None:
     assert commit("nobody", 10) is ErrorCode.UNKNOWN_MEMBER_ID
     assert commit("m1", 9) is ErrorCode.STALE_MEMBER_EPOCH
     assert commit("m1", 10) is ErrorCode.NONE
-    out = ctx.group.handle(Received("c", OffsetFetchRequest("fooup", "m1", 10, ("foo-0", "foo-1"))), 0)
+    out = ctx.group.handle(RequestReceived("c", OffsetFetchRequest("fooup", "m1", 10, ("foo-0", "foo-1"))), 0)
     fetched = out[0]
     assert isinstance(fetched, Respond)
     assert fetched.response.offsets == (("foo-0", 5), ("foo-1", -1))  # type: ignore[union-attr]
     empty = make_context(MockPartitionAssignor(), TOPICS)
-    out = empty.group.handle(Received("c", OffsetCommitRequest("fooup", "", -1, (("foo-0", 1),))), 0)
+    out = empty.group.handle(RequestReceived("c", OffsetCommitRequest("fooup", "", -1, (("foo-0", 1),))), 0)
     assert out[0].response.error_code is ErrorCode.NONE  # type: ignore[union-attr]
 
 

@@ -30,7 +30,7 @@ from kafka_rebalance.protocol.modern.consumer.member_events import (
     PartitionsRevoked,
     Poll,
     PollTimerExpired,
-    Received,
+    ResponseReceived,
     Send,
     Subscribe,
     Unsubscribe,
@@ -61,14 +61,14 @@ def through_reconciliation(m: ConsumerMembershipManager, out: list[Output], now:
             return seen, done
 
 
-def ok(epoch: int, assignment: dict[str, list[int]] | None = None, member_id: str = "m1") -> Received:
+def ok(epoch: int, assignment: dict[str, list[int]] | None = None, member_id: str = "m1") -> ResponseReceived:
     tps = None if assignment is None else tuple(TopicPartitions(t, tuple(ps)) for t, ps in sorted(assignment.items()))
-    return Received(ConsumerGroupHeartbeatResponse(ErrorCode.NONE, member_id=member_id, member_epoch=epoch,
+    return ResponseReceived(ConsumerGroupHeartbeatResponse(ErrorCode.NONE, member_id=member_id, member_epoch=epoch,
                                                    heartbeat_interval_ms=5000, assignment=tps))
 
 
-def error(code: ErrorCode) -> Received:
-    return Received(ConsumerGroupHeartbeatResponse(code))
+def error(code: ErrorCode) -> ResponseReceived:
+    return ResponseReceived(ConsumerGroupHeartbeatResponse(code))
 
 
 def joined(instance_id: str | None = None, auto_commit: bool = True) -> ConsumerMembershipManager:

@@ -17,7 +17,7 @@ from kafka_rebalance.protocol.classic.coordinator_events import (
     RebalanceTimeout,
     SessionExpired,
 )
-from kafka_rebalance.protocol.classic.coordinator_events import Received as ClassicReceived
+from kafka_rebalance.protocol.classic.coordinator_events import RequestReceived as ClassicReceived
 from kafka_rebalance.protocol.classic.coordinator_events import Respond as ClassicRespond
 from kafka_rebalance.protocol.classic.group import GroupState
 from kafka_rebalance.protocol.effects import ArmTimer, Log
@@ -36,7 +36,7 @@ from kafka_rebalance.protocol.modern.consumer.coordinator import (
 from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
     ConsumerGroupHeartbeatRequest,
     ConvertedToClassic,
-    Received,
+    RequestReceived,
     SessionTimeout,
 )
 from kafka_rebalance.protocol.modern.consumer.coordinator_records import ClassicMemberMetadata
@@ -73,7 +73,7 @@ def test_the_classic_group_after_a_downgrade_rebalances_with_its_members_assignm
     timeout, 45 s) are armed, and the group is PREPARING_REBALANCE."""
     group = kafka_mixed_group()
     if how == "leave":
-        out = group.handle(Received("c2", ConsumerGroupHeartbeatRequest("group-id", "member-2", -1)), 1000)
+        out = group.handle(RequestReceived("c2", ConsumerGroupHeartbeatRequest("group-id", "member-2", -1)), 1000)
     else:
         out = group.handle(SessionTimeout("member-2"), 1000)
     [converted] = [o for o in out if isinstance(o, ConvertedToClassic)]
@@ -100,7 +100,7 @@ def test_the_remaining_classic_member_rejoins_and_gets_the_next_generation() -> 
     REBALANCE_IN_PROGRESS (GroupMetadataManager.classicGroupHeartbeat in PreparingRebalance);
     it rejoins with its member id, which completes the join phase: generation 11, it leads."""
     group = kafka_mixed_group()
-    out = group.handle(Received("c2", ConsumerGroupHeartbeatRequest("group-id", "member-2", -1)), 1000)
+    out = group.handle(RequestReceived("c2", ConsumerGroupHeartbeatRequest("group-id", "member-2", -1)), 1000)
     [converted] = [o for o in out if isinstance(o, ConvertedToClassic)]
     classic = GroupCoordinator()
     classic.handle(downgraded(converted.classic, {}, partition=7), 1000)

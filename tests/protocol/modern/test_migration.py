@@ -16,7 +16,7 @@ from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
     ClassicGroupSnapshot,
     ConsumerGroupHeartbeatRequest,
     ConvertedToClassic,
-    Received,
+    RequestReceived,
     Respond,
     SessionTimeout,
 )
@@ -51,7 +51,7 @@ def test_heartbeat_converts_a_stable_classic_group() -> None:
     m1 = group.members["member-id-1"]
     assert (m1.assignment.member_epoch, m1.assignment.state, m1.rebalance_timeout_ms) == (0, MemberAssignmentState.STABLE, 10000)
     assert m1.classic is not None and m1.classic.session_timeout_ms == 5000
-    out = group.handle(Received("c", join("member-id-2")), 0)
+    out = group.handle(RequestReceived("c", join("member-id-2")), 0)
     response = next(o.response for o in out if isinstance(o, Respond))
     assert (response.member_epoch, response.assignment) == (1, ())  # type: ignore[union-attr]
     assert group.members["member-id-2"].assignment.state is MemberAssignmentState.UNRELEASED_PARTITIONS
@@ -65,7 +65,7 @@ def test_empty_classic_group_is_replaced_and_a_busy_one_is_not_a_consumer_group(
     protocol cannot be upgraded: GROUP_ID_NOT_FOUND)."""
     empty = ClassicGroupSnapshot("group-id", 0, None, None, "Empty", ())
     group = consumer_group_for_heartbeat(empty, 0, TOPICS, assign=MockPartitionAssignor())
-    out = group.handle(Received("c", join("m")), 0)
+    out = group.handle(RequestReceived("c", join("m")), 0)
     assert next(o.response for o in out if isinstance(o, Respond)).member_epoch == 1  # type: ignore[union-attr]
     other = ClassicGroupSnapshot("group-id", 3, "connect", "default", "PreparingRebalance",
                                  (classic_member("x", ()),))
@@ -97,7 +97,7 @@ def mixed_group(policy: str = "bidirectional", classic_max_size: int = 2**31 - 1
                                    (classic_member("classic-1", ("foo-0", "bar-0"), ("range", "roundrobin")),))
     config = ConsumerGroupConfig(migration_policy=policy, classic_max_size=classic_max_size)
     group = consumer_group_for_heartbeat(classic, 0, TOPICS, config, assignor)
-    group.handle(Received("c", join("new")), 0)
+    group.handle(RequestReceived("c", join("new")), 0)
     return group
 
 
@@ -111,7 +111,7 @@ def test_last_consumer_protocol_member_leaving_converts_back_to_classic() -> Non
         group = mixed_group()
         epoch = group.group_epoch
         if leave == "heartbeat":
-            out = group.handle(Received("c", ConsumerGroupHeartbeatRequest("group-id", "new", -1)), 10)
+            out = group.handle(RequestReceived("c", ConsumerGroupHeartbeatRequest("group-id", "new", -1)), 10)
         else:
             out = group.handle(SessionTimeout("new"), 45000)
         [converted] = [o for o in out if isinstance(o, ConvertedToClassic)]
@@ -120,7 +120,7 @@ def test_last_consumer_protocol_member_leaving_converts_back_to_classic() -> Non
         assert [(m.member_id, m.assignment, m.session_timeout_ms) for m in classic.members] == [
             ("classic-1", ("foo-0",), 5000)]
         assert group.state is ConsumerGroupState.DEAD and group.members == {}
-        response = next(o.response for o in group.handle(Received("c", join("late")), 20) if isinstance(o, Respond))
+        response = next(o.response for o in group.handle(RequestReceived("c", join("late")), 20) if isinstance(o, Respond))
         assert response.error_code is ErrorCode.GROUP_ID_NOT_FOUND
 
 
@@ -131,7 +131,7 @@ def test_no_downgrade_when_policy_or_size_forbid(policy: str, classic_max_size: 
     simply removed (group epoch bumped) and the group stays a consumer group."""
     group = mixed_group(policy, classic_max_size)
     epoch = group.group_epoch
-    out = group.handle(Received("c", ConsumerGroupHeartbeatRequest("group-id", "new", -1)), 10)
+    out = group.handle(RequestReceived("c", ConsumerGroupHeartbeatRequest("group-id", "new", -1)), 10)
     assert not any(isinstance(o, ConvertedToClassic) for o in out)
     assert group.group_epoch == epoch + 1 and list(group.members) == ["classic-1"]
 

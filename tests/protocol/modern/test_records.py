@@ -21,7 +21,7 @@ from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
     GroupLoaded,
     OffsetCommitRequest,
     RebalanceTimeout,
-    Received,
+    RequestReceived,
     Respond,
 )
 from kafka_rebalance.protocol.modern.consumer.coordinator_records import (
@@ -71,10 +71,10 @@ def reconciling_group() -> tuple[ConsumerGroupCoordinator, MockPartitionAssignor
     assignor.prepare({"member-1": {"foo": [0, 1, 2], "bar": [0, 1]}, "member-2": {"foo": [3, 4, 5]},
                       "member-3": {"bar": [2]}})
     log: list[OffsetsTopicRecord] = list(group_records(group))
-    log += written(group, [group.handle(Received("c2", ConsumerGroupHeartbeatRequest(
+    log += written(group, [group.handle(RequestReceived("c2", ConsumerGroupHeartbeatRequest(
         "group-id", "member-2", 0, rebalance_timeout_ms=30000, subscribed_topic_names=("foo",),
         server_assignor="range", topic_partitions=())), 100)])
-    log += written(group, [group.handle(Received("c1", ConsumerGroupHeartbeatRequest(
+    log += written(group, [group.handle(RequestReceived("c1", ConsumerGroupHeartbeatRequest(
         "group-id", "member-1", 10, topic_partitions=tps(foo=range(6), bar=range(2)))), 200)])
     return group, assignor, log
 
@@ -83,7 +83,7 @@ def test_a_replayed_group_is_the_group_its_records_describe() -> None:
     """GroupMetadataManager.replay of the consumer group's records gives back its epochs, members
     (with their classic metadata), target assignment, subscription metadata and offsets."""
     group, assignor, log = reconciling_group()
-    log += written(group, [group.handle(Received("c3", OffsetCommitRequest("group-id", "member-1", 10, (("foo-0", 17),))),
+    log += written(group, [group.handle(RequestReceived("c3", OffsetCommitRequest("group-id", "member-1", 10, (("foo-0", 17),))),
                                         250)])
     assert group.members["member-1"].assignment.state is MemberAssignmentState.UNREVOKED_PARTITIONS
     assert group.members["member-2"].assignment.state is MemberAssignmentState.UNRELEASED_PARTITIONS
@@ -123,7 +123,7 @@ def test_the_replayed_group_answers_as_the_old_one_would() -> None:
         ("c2", ConsumerGroupHeartbeatRequest("group-id", "member-2", 11, topic_partitions=())),
     ]
     for connection, request in heartbeats:
-        answers = [[o.response for o in g.handle(Received(connection, request), 400) if isinstance(o, Respond)]
+        answers = [[o.response for o in g.handle(RequestReceived(connection, request), 400) if isinstance(o, Respond)]
                    for g in (group, loaded)]
         assert answers[0] == answers[1]
     assert {m: loaded.members[m].assignment.state for m in loaded.members} == {
@@ -142,8 +142,8 @@ def kinds(out: list[object]) -> list[str]:
     return names
 
 
-def join(member: str, topics: tuple[str, ...], epoch: int = 0) -> Received:
-    return Received(f"c-{member}", ConsumerGroupHeartbeatRequest(
+def join(member: str, topics: tuple[str, ...], epoch: int = 0) -> RequestReceived:
+    return RequestReceived(f"c-{member}", ConsumerGroupHeartbeatRequest(
         "group-id", member, epoch, rebalance_timeout_ms=30000, subscribed_topic_names=topics,
         topic_partitions=() if epoch == 0 else None))
 
@@ -159,7 +159,7 @@ def test_a_member_joining_an_empty_group_writes_each_record_kind_once() -> None:
     [epoch] = [o.record for o in out if isinstance(o, PersistConsumerGroup)
                and isinstance(o.record, ConsumerGroupMetadataRecord)]
     assert epoch == ConsumerGroupMetadataRecord("group-id", 1, (("foo", 6),))
-    assert kinds(group.handle(Received("c-m1", ConsumerGroupHeartbeatRequest("group-id", "m1", 1)), 100)) == []
+    assert kinds(group.handle(RequestReceived("c-m1", ConsumerGroupHeartbeatRequest("group-id", "m1", 1)), 100)) == []
 
 
 def test_target_records_only_for_the_members_whose_target_changed() -> None:
@@ -181,7 +181,7 @@ def test_a_member_leaving_tombstones_its_records_and_bumps_the_epoch() -> None:
     again under the same id comes last in the coordinator's order, as in the live group."""
     group = ConsumerGroupCoordinator("group-id", TOPICS)
     log = written(group, [group.handle(join(m, ("foo",)), 0) for m in ("m1", "m2")])
-    out = group.handle(Received("c-m1", ConsumerGroupHeartbeatRequest("group-id", "m1", -1)), 10)
+    out = group.handle(RequestReceived("c-m1", ConsumerGroupHeartbeatRequest("group-id", "m1", -1)), 10)
     assert kinds(out)[:4] == ["-ConsumerGroupCurrentMemberAssignment", "-ConsumerGroupTargetAssignmentMember",
                               "-ConsumerGroupMemberMetadata", "ConsumerGroupMetadata"]
     log += written(group, [out])
@@ -199,10 +199,10 @@ def test_a_static_member_replaced_moves_its_records_to_the_new_member_id() -> No
     group = ConsumerGroupCoordinator("group-id", TOPICS)
     request = ConsumerGroupHeartbeatRequest("group-id", "m1", 0, instance_id="i1", rebalance_timeout_ms=30000,
                                             subscribed_topic_names=("foo",), topic_partitions=())
-    log = written(group, [group.handle(Received("c1", request), 0)])
-    log += written(group, [group.handle(Received("c1", ConsumerGroupHeartbeatRequest(
+    log = written(group, [group.handle(RequestReceived("c1", request), 0)])
+    log += written(group, [group.handle(RequestReceived("c1", ConsumerGroupHeartbeatRequest(
         "group-id", "m1", -2, instance_id="i1")), 10)])
-    out = group.handle(Received("c2", replace(request, member_id="m1b")), 20)
+    out = group.handle(RequestReceived("c2", replace(request, member_id="m1b")), 20)
     assert kinds(out)[:4] == ["-ConsumerGroupCurrentMemberAssignment", "-ConsumerGroupTargetAssignmentMember",
                               "-ConsumerGroupMemberMetadata", "ConsumerGroupTargetAssignmentMember"]
     log += written(group, [out])
@@ -215,8 +215,8 @@ def test_a_downgrade_tombstones_the_consumer_group() -> None:
     """convertToClassicGroup -> ConsumerGroup.createGroupTombstoneRecords: every member's records,
     the assignment epoch and the group epoch deleted; a replay finds no consumer group."""
     group, assignor, log = reconciling_group()
-    out = group.handle(Received("c2", ConsumerGroupHeartbeatRequest("group-id", "member-2", -1)), 300)
-    out += group.handle(Received("c1", ConsumerGroupHeartbeatRequest("group-id", "member-1", -1)), 300)
+    out = group.handle(RequestReceived("c2", ConsumerGroupHeartbeatRequest("group-id", "member-2", -1)), 300)
+    out += group.handle(RequestReceived("c1", ConsumerGroupHeartbeatRequest("group-id", "member-1", -1)), 300)
     log += written(group, [out])
     assert kinds(out)[-2:] == ["-ConsumerGroupTargetAssignmentMetadata", "-ConsumerGroupMetadata"]
     assert replay(log, TOPICS, assign=assignor)[0] == {}

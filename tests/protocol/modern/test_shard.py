@@ -27,15 +27,15 @@ from kafka_rebalance.protocol.modern.shard import (
 TOPICS = {"foo": 6, "bar": 3}
 
 
-def heartbeat(group: str, member: str, epoch: int, topics: tuple[str, ...] | None = ("foo", "bar")) -> ce.Received:
-    return ce.Received(f"conn-{member}", ce.ConsumerGroupHeartbeatRequest(
+def heartbeat(group: str, member: str, epoch: int, topics: tuple[str, ...] | None = ("foo", "bar")) -> ce.RequestReceived:
+    return ce.RequestReceived(f"conn-{member}", ce.ConsumerGroupHeartbeatRequest(
         group, member, epoch, rebalance_timeout_ms=5000, subscribed_topic_names=topics,
         server_assignor="range" if epoch == 0 else None, topic_partitions=() if epoch == 0 else None))
 
 
-def join_classic(group: str, connection: str = "conn-classic") -> cl.Received:
+def join_classic(group: str, connection: str = "conn-classic") -> cl.RequestReceived:
     subscription = cl.ConsumerProtocolSubscription(("foo",))
-    return cl.Received(connection, cl.JoinGroupRequest(group, 10000, 10000, "", None, "consumer",
+    return cl.RequestReceived(connection, cl.JoinGroupRequest(group, 10000, 10000, "", None, "consumer",
                                                        (cl.JoinGroupRequestProtocol("range", subscription),)))
 
 
@@ -90,7 +90,7 @@ def test_consumer_heartbeat_to_a_classic_group_that_cannot_upgrade() -> None:
     shard = GroupCoordinatorShard(TOPICS, consumer_config=ConsumerGroupConfig(migration_policy="disabled"))
     [first] = responses(shard.handle(join_classic("billing"), 0))
     assert isinstance(first, cl.JoinGroupResponse)
-    shard.handle(cl.Received("conn-classic", cl.JoinGroupRequest(
+    shard.handle(cl.RequestReceived("conn-classic", cl.JoinGroupRequest(
         "billing", 10000, 10000, first.member_id, None, "consumer",
         (cl.JoinGroupRequestProtocol("range", cl.ConsumerProtocolSubscription(("foo",))),))), 0)
     for epoch in (0, 5):
@@ -136,12 +136,12 @@ def test_a_new_coordinator_loads_classic_and_consumer_groups_from_the_records_th
     log: list[AppendRecord] = []
     appended(old.handle(heartbeat("orders", "m1", 0), 0), log)
     appended(old.handle(heartbeat("orders", "m2", 0, ("foo",)), 10), log)
-    appended(old.handle(ce.Received("c", ce.OffsetCommitRequest("orders", "m1", 1, (("bar-0", 5),))), 20), log)
-    appended(old.handle(cl.Received("c", cl.OffsetCommitRequest("billing", -1, "", None, (cl.PartitionOffset("foo-0", 3),))),
+    appended(old.handle(ce.RequestReceived("c", ce.OffsetCommitRequest("orders", "m1", 1, (("bar-0", 5),))), 20), log)
+    appended(old.handle(cl.RequestReceived("c", cl.OffsetCommitRequest("billing", -1, "", None, (cl.PartitionOffset("foo-0", 3),))),
                         0), log)
     [first] = responses(appended(old.handle(join_classic("billing"), 0), log))
     assert isinstance(first, cl.JoinGroupResponse)
-    rejoin = cl.Received("conn-classic", cl.JoinGroupRequest(
+    rejoin = cl.RequestReceived("conn-classic", cl.JoinGroupRequest(
         "billing", 10000, 10000, first.member_id, None, "consumer",
         (cl.JoinGroupRequestProtocol("range", cl.ConsumerProtocolSubscription(("foo",))),)))
     appended(old.handle(rejoin, 0), log)  # waits for the initial rebalance delay
@@ -180,7 +180,7 @@ def test_a_classic_join_to_an_empty_consumer_group_converts_it_to_a_classic_grou
     shard = GroupCoordinatorShard(TOPICS)
     log: list[AppendRecord] = []
     appended(shard.handle(heartbeat("orders", "m1", 0), 0), log)
-    appended(shard.handle(ce.Received("c", ce.OffsetCommitRequest("orders", "m1", 1, (("foo-1", 9),))), 5), log)
+    appended(shard.handle(ce.RequestReceived("c", ce.OffsetCommitRequest("orders", "m1", 1, (("foo-1", 9),))), 5), log)
     appended(shard.handle(heartbeat("orders", "m1", -1), 10), log)
     assert not shard.consumer_groups["orders"].members
     [response] = responses(appended(shard.handle(join_classic("orders"), 20), log))
@@ -224,19 +224,19 @@ def test_a_heartbeat_is_validated_before_any_group_is_looked_up(fields: dict[str
     so even by a coordinator still loading the group's partition."""
     request = ce.ConsumerGroupHeartbeatRequest(**{"group_id": "fooup", **fields})
     shard = GroupCoordinatorShard(TOPICS)
-    [response] = responses(shard.handle(ce.Received("c", request), 0))
+    [response] = responses(shard.handle(ce.RequestReceived("c", request), 0))
     assert isinstance(response, ce.ConsumerGroupHeartbeatResponse)
     assert (response.error_code, response.error_message) == (code, message)
     assert shard.group_type(request.group_id) is None and not shard.consumer_groups
 
     shard.handle(join_classic("fooup"), 0)  # an empty classic group a valid join would replace
-    [again] = responses(shard.handle(ce.Received("c", request), 0))
+    [again] = responses(shard.handle(ce.RequestReceived("c", request), 0))
     assert isinstance(again, ce.ConsumerGroupHeartbeatResponse) and again.error_code is code
     assert shard.group_type("fooup") == "classic"
 
     loading = GroupCoordinatorShard(TOPICS, partitions=())
     loading.handle(PartitionLoading(loading.classic.partition_for(request.group_id)), 0)
-    [refused] = responses(loading.handle(ce.Received("c", request), 0))
+    [refused] = responses(loading.handle(ce.RequestReceived("c", request), 0))
     assert isinstance(refused, ce.ConsumerGroupHeartbeatResponse) and refused.error_code is code
 
 
@@ -244,7 +244,7 @@ def test_a_valid_heartbeat_for_no_group_is_group_id_not_found() -> None:
     """The contrast: the same member epoch 1, valid, to a group the coordinator does not have."""
     shard = GroupCoordinatorShard(TOPICS)
     request = ce.ConsumerGroupHeartbeatRequest("fooup", "m", 1)
-    [response] = responses(shard.handle(ce.Received("c", request), 0))
+    [response] = responses(shard.handle(ce.RequestReceived("c", request), 0))
     assert isinstance(response, ce.ConsumerGroupHeartbeatResponse)
     assert response.error_code is ErrorCode.GROUP_ID_NOT_FOUND
 
@@ -259,7 +259,7 @@ def test_an_upgrade_converts_the_classic_group_and_writes_the_consumer_group_who
     log: list[AppendRecord] = []
     [first] = responses(appended(shard.handle(join_classic("billing"), 0), log))
     assert isinstance(first, cl.JoinGroupResponse)
-    rejoin = cl.Received("conn-classic", cl.JoinGroupRequest(
+    rejoin = cl.RequestReceived("conn-classic", cl.JoinGroupRequest(
         "billing", 10000, 10000, first.member_id, None, "consumer",
         (cl.JoinGroupRequestProtocol("range", cl.ConsumerProtocolSubscription(("foo",))),)))
     appended(shard.handle(rejoin, 0), log)  # waits in the join phase (initial rebalance delay)

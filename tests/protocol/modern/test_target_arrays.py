@@ -25,7 +25,7 @@ from kafka_rebalance.protocol.modern.consumer.coordinator import (
 )
 from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
     ConsumerGroupHeartbeatRequest,
-    Received,
+    RequestReceived,
     Respond,
     SessionTimeout,
     TopicPartitions,
@@ -103,7 +103,7 @@ def _same_targets(loaded, steps) -> None:
             slot, subscribed, assignor, static = args
             member_id = f"m{slot}-{joined}"
             joined += 1
-            events.append(Received("c", ConsumerGroupHeartbeatRequest(
+            events.append(RequestReceived("c", ConsumerGroupHeartbeatRequest(
                 "g", member_id, 0, instance_id=f"i{slot}" if static else None, rebalance_timeout_ms=5000,
                 subscribed_topic_names=tuple(sorted(subscribed)), server_assignor=assignor, topic_partitions=())))
             epochs[member_id], owned[member_id] = 0, ()
@@ -116,20 +116,20 @@ def _same_targets(loaded, steps) -> None:
         elif epochs:
             member_id = sorted(epochs)[args[0] % len(epochs)]
             if kind == "heartbeat":
-                events.append(Received("c", ConsumerGroupHeartbeatRequest(
+                events.append(RequestReceived("c", ConsumerGroupHeartbeatRequest(
                     "g", member_id, epochs[member_id], topic_partitions=owned[member_id])))
             elif kind == "resubscribe":
-                events.append(Received("c", ConsumerGroupHeartbeatRequest(
+                events.append(RequestReceived("c", ConsumerGroupHeartbeatRequest(
                     "g", member_id, epochs[member_id], topic_partitions=owned[member_id],
                     subscribed_topic_names=tuple(sorted(args[1])))))
             elif kind == "regex":
-                events.append(Received("c", ConsumerGroupHeartbeatRequest(
+                events.append(RequestReceived("c", ConsumerGroupHeartbeatRequest(
                     "g", member_id, epochs[member_id], topic_partitions=owned[member_id],
                     subscribed_topic_names=(), subscribed_topic_regex=args[1])))
             elif kind == "leave":
                 static = args[1] and on_arrays.members.get(member_id, None) is not None \
                     and on_arrays.members[member_id].instance_id is not None
-                events.append(Received("c", ConsumerGroupHeartbeatRequest("g", member_id, -2 if static else -1)))
+                events.append(RequestReceived("c", ConsumerGroupHeartbeatRequest("g", member_id, -2 if static else -1)))
                 del epochs[member_id]
             else:
                 events.append(SessionTimeout(member_id))
@@ -221,7 +221,7 @@ def test_a_member_leaving_its_only_topic_keeps_nothing_of_it() -> None:
                 ConsumerGroupHeartbeatRequest("g", "x", 1, topic_partitions=(TopicPartitions("t", (0, 1, 2)),),
                                               subscribed_topic_names=("u",))]
     for now, request in enumerate(requests):
-        assert _run(on_arrays, Received("c", request), now) == _run(on_dicts, Received("c", request), now)
+        assert _run(on_arrays, RequestReceived("c", request), now) == _run(on_dicts, RequestReceived("c", request), now)
     assert dict(on_arrays.target) == dict(on_dicts.target)
     assert on_arrays.target["x"] == {}
 
@@ -230,7 +230,7 @@ def test_claims_of_topics_missing_from_an_empty_layout_are_dropped() -> None:
     """A loaded target naming a topic the metadata no longer has, with no topic left at all."""
     members = [ConsumerGroupMember("x", rebalance_timeout_ms=5000, subscribed_topic_names=("a",))]
     group = ConsumerGroupCoordinator.loaded("g", {}, 1, 1, members, {"x": partitions({"a": [0]})})
-    _run(group, Received("c", ConsumerGroupHeartbeatRequest("g", "y", 0, rebalance_timeout_ms=5000,
+    _run(group, RequestReceived("c", ConsumerGroupHeartbeatRequest("g", "y", 0, rebalance_timeout_ms=5000,
                                                             subscribed_topic_names=("a",), topic_partitions=())), 1)
     assert dict(group.target) == {"x": {}, "y": {}}
 
@@ -255,8 +255,8 @@ def test_a_static_members_replacement_drops_the_old_subscription() -> None:
     group = ConsumerGroupCoordinator.loaded("g", {"a": 2, "b": 2, "c": 2}, 1, 1, [
         ConsumerGroupMember("s1", instance_id="i1", rebalance_timeout_ms=5000, subscribed_topic_names=("a",)),
         ConsumerGroupMember("o", rebalance_timeout_ms=5000, subscribed_topic_names=("b",))], {})
-    _run(group, Received("c", ConsumerGroupHeartbeatRequest("g", "s1", -2, instance_id="i1")), 1)
-    _run(group, Received("c", ConsumerGroupHeartbeatRequest(
+    _run(group, RequestReceived("c", ConsumerGroupHeartbeatRequest("g", "s1", -2, instance_id="i1")), 1)
+    _run(group, RequestReceived("c", ConsumerGroupHeartbeatRequest(
         "g", "s2", 0, instance_id="i1", rebalance_timeout_ms=5000, subscribed_topic_names=("c",),
         server_assignor="uniform", topic_partitions=())), 2)
     assert list(group.members) == ["o", "s2"]
@@ -287,7 +287,7 @@ def test_members_joining_extend_the_last_group_and_give_the_same_targets(sort_at
                                                 subscribed_topic_names=subscribed,
                                                 server_assignor="range" if i % 4 == 0 else "uniform",
                                                 topic_partitions=())
-        assert _run(on_arrays, Received("c", request), i) == _run(on_dicts, Received("c", request), i)
+        assert _run(on_arrays, RequestReceived("c", request), i) == _run(on_dicts, RequestReceived("c", request), i)
         after = on_arrays.target
         changed = after.changed_members(before)
         assert changed == [m for m in after if m not in before or after[m] != before[m]]

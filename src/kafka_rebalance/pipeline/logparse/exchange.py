@@ -228,7 +228,7 @@ def fill_chains(facts: list[SplitFacts]) -> dict[int, dict[str, str]]:
     return needed
 
 
-class Received:
+class BucketDelivery:
     """What a story task got from the exchange: its bucket's events, every split's coordinator
     moves, and the facts routed to it."""
 
@@ -275,7 +275,7 @@ def tell_received(batches: Iterable[Any], rule: StormRule, story_dirs: dict[str,
     ``story_dirs``, paths or URLs) and ``TOLD_DDL`` rows: the findings, then the facts."""
     import pyarrow as pa
 
-    received = Received()
+    received = BucketDelivery()
     for batch in batches:
         received.add(batch)
     table = received.events()

@@ -72,8 +72,8 @@ from kafka_rebalance.protocol.classic.consumer_events import (
     Poll,
     PollIntervalExpired,
     PollReturned,
-    Received,
     RequestTimedOut,
+    ResponseReceived,
     RetryFetch,
     RetryFindCoordinator,
     RetryJoin,
@@ -285,7 +285,7 @@ class ConsumerCoordinator:
         match event:
             case HeartbeatDue():
                 self._heartbeat_timer(now_ms, out)
-            case Received(response=response):
+            case ResponseReceived(response=response):
                 self._on_response(response, now_ms, out)
             case Poll(positions=positions):
                 self._poll(positions, now_ms, out)

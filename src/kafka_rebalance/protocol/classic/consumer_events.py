@@ -1,7 +1,7 @@
 """Every input and output of the classic consumer-side coordinator (``classic.consumer``).
 
 Inputs (``ConsumerInput``):
-- ``Received(response)``: a response from the group coordinator (or FindCoordinator's).
+- ``ResponseReceived(response)``: a response from the group coordinator (or FindCoordinator's).
 - The application, explicitly: ``Poll(positions)`` (the application called
   ``KafkaConsumer.poll``; ``positions`` are its consumed positions, what auto-commit commits),
   ``PollReturned()`` (poll returned records and the application is processing them, outside
@@ -47,7 +47,7 @@ def _no_positions() -> Mapping[str, int]:
 # --------------------------------------------------------------------------- inputs
 
 @dataclass(frozen=True, slots=True)
-class Received:
+class ResponseReceived:
     response: GroupResponse | FindCoordinatorResponse
 
 
@@ -149,7 +149,7 @@ class RequestTimedOut:
 ConsumerTimer = (HeartbeatDue | PollIntervalExpired | RetryJoin | RetryFetch | RetryFindCoordinator
                  | RequestTimedOut)
 AppInput = Poll | PollReturned | AutoCommitDue | Subscribe | MetadataUpdate | PartitionLoadsMeasured | Close
-ConsumerInput = Received | AppInput | ConsumerTimer
+ConsumerInput = ResponseReceived | AppInput | ConsumerTimer
 
 
 # --------------------------------------------------------------------------- outputs

@@ -76,7 +76,7 @@ from kafka_rebalance.protocol.classic.coordinator_events import (
     PersistedMember,
     PersistedRecord,
     RebalanceTimeout,
-    Received,
+    RequestReceived,
     Resign,
     Respond,
     SessionExpired,
@@ -156,7 +156,7 @@ class GroupCoordinator:
     def handle(self, event: CoordinatorInput, now_ms: int) -> list[CoordinatorOutput]:
         out: list[CoordinatorOutput] = []
         match event:
-            case Received(connection=connection, request=HeartbeatRequest() as heartbeat):
+            case RequestReceived(connection=connection, request=HeartbeatRequest() as heartbeat):
                 answer = _HEARTBEAT_ANSWERS[self._heartbeat(heartbeat, now_ms, out)]
                 # Outputs are immutable: the same answer on the same connection is the same Respond
                 # (heartbeats are half of all requests).
@@ -164,7 +164,7 @@ class GroupCoordinator:
                 if reply is None or reply.response is not answer:
                     reply = self._heartbeat_replies[connection] = Respond(connection, answer)
                 out.append(reply)
-            case Received(connection=connection, request=request):
+            case RequestReceived(connection=connection, request=request):
                 self._request(connection, request, now_ms, out)
             case SessionExpired() | PendingMemberExpired() | NewMemberJoinTimeout() | InitialDelayExpired() \
                     | RebalanceTimeout() | SyncTimeout():

@@ -7,7 +7,7 @@ bytes, the typed value travels instead: a protocol's ``metadata`` is the
 ``TopicPartition.toString()`` strings (``"t0-1"``). Throttle times and authorized operations
 are left out (the coordinator never throttles here).
 
-Inputs (``CoordinatorInput``): ``Received(connection, request)``, the coordinator's timers,
+Inputs (``CoordinatorInput``): ``RequestReceived(connection, request)``, the coordinator's timers,
 and the partition life cycle of ``__consumer_offsets`` (``BeginLoading``, ``LoadCompleted``,
 ``Resign``), and a consumer group converted back (``ConsumerGroupDowngraded``). Outputs (``CoordinatorOutput``): ``Respond(connection, response)``,
 ``ArmTimer``/``CancelTimer`` of those timers, ``Log`` records and ``Persist`` (a record
@@ -318,7 +318,7 @@ PersistedRecord = GroupMetadataRecord | OffsetCommitRecord | GroupTombstone
 # --------------------------------------------------------------------------- inputs
 
 @dataclass(frozen=True, slots=True)
-class Received:
+class RequestReceived:
     """A request arrived on ``connection``."""
 
     connection: str
@@ -408,7 +408,7 @@ class ConsumerGroupDowngraded:
 
 CoordinatorTimer = (SessionExpired | PendingMemberExpired | NewMemberJoinTimeout | InitialDelayExpired
                     | RebalanceTimeout | SyncTimeout)
-CoordinatorInput = Received | CoordinatorTimer | BeginLoading | LoadCompleted | Resign | ConsumerGroupDowngraded
+CoordinatorInput = RequestReceived | CoordinatorTimer | BeginLoading | LoadCompleted | Resign | ConsumerGroupDowngraded
 
 
 # --------------------------------------------------------------------------- outputs

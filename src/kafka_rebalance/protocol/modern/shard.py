@@ -105,7 +105,7 @@ class ConsumerGroupTimer:
 
 
 ShardTimer: TypeAlias = ConsumerGroupTimer | cl.CoordinatorTimer
-ShardInput: TypeAlias = (ce.Received | cl.Received | ConsumerGroupTimer | cl.SessionExpired | cl.PendingMemberExpired
+ShardInput: TypeAlias = (ce.RequestReceived | cl.RequestReceived | ConsumerGroupTimer | cl.SessionExpired | cl.PendingMemberExpired
                          | cl.NewMemberJoinTimeout | cl.InitialDelayExpired | cl.RebalanceTimeout | cl.SyncTimeout
                          | ce.TopicsChanged | PartitionLoading | PartitionLoaded | PartitionResigned)
 ShardOutput: TypeAlias = (ce.Respond | cl.Respond | ArmTimer[ShardTimer] | CancelTimer[ShardTimer] | Log | AppendRecord)
@@ -171,15 +171,15 @@ class GroupCoordinatorShard:
     def handle(self, event: ShardInput, now_ms: int) -> list[ShardOutput]:
         out: list[ShardOutput] = []
         match event:
-            case ce.Received(connection=connection, request=request):
+            case ce.RequestReceived(connection=connection, request=request):
                 self._received(connection, request, now_ms, out)
-            case cl.Received(connection=connection, request=request):
+            case cl.RequestReceived(connection=connection, request=request):
                 group = self.consumer_groups.get(getattr(request, "group_id", ""))
                 if group is not None and isinstance(request, cl.JoinGroupRequest) and not group.members:
                     self._classic_when_empty(group, now_ms, out)
                     group = None
                 if group is not None and isinstance(request, _CLASSIC_IN_CONSUMER_GROUP):
-                    self._consumer_output(group, group.handle(ce.Received(connection, request), now_ms), now_ms, out)
+                    self._consumer_output(group, group.handle(ce.RequestReceived(connection, request), now_ms), now_ms, out)
                 elif self._classic is None and self._unavailable(getattr(request, "group_id", "")) is not None:
                     # No classic group loaded here: answered as the consumer groups' requests are.
                     out.append(cl.Respond(connection, _not_available(request)))
@@ -281,7 +281,7 @@ class GroupCoordinatorShard:
             # OffsetCommit/OffsetFetch with a member epoch: only a consumer group has members with epochs.
             self._error(connection, request, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {request.group_id} not found.", out)
             return
-        self._consumer_output(group, group.handle(ce.Received(connection, request), now_ms), now_ms, out)
+        self._consumer_output(group, group.handle(ce.RequestReceived(connection, request), now_ms), now_ms, out)
 
     def _group_for_heartbeat(self, connection: str, request: ce.ConsumerGroupHeartbeatRequest, now_ms: int,
                              out: list[ShardOutput]) -> ConsumerGroupCoordinator | None:

@@ -68,7 +68,7 @@ from kafka_rebalance.protocol.modern.consumer.coordinator_events import (
     OffsetFetchResponse,
     Output,
     RebalanceTimeout,
-    Received,
+    RequestReceived,
     Respond,
     SessionTimeout,
     TopicPartitions,
@@ -273,7 +273,7 @@ class ConsumerGroupCoordinator(ClassicMembers):
     def handle(self, event: Input, now_ms: int) -> list[Output]:
         out: list[Output] = []
         match event:
-            case Received(connection=connection, request=request):
+            case RequestReceived(connection=connection, request=request):
                 match request:
                     case ConsumerGroupHeartbeatRequest():
                         out.append(Respond(connection, self._heartbeat(request, now_ms, out)))

@@ -102,7 +102,7 @@ Response: TypeAlias = ConsumerGroupHeartbeatResponse | OffsetCommitResponse | Of
 
 
 @dataclass(frozen=True, slots=True)
-class Received:
+class RequestReceived:
     """A request arrives from ``connection``."""
 
     connection: str
@@ -188,7 +188,7 @@ class GroupLoaded:
 
 
 Timer: TypeAlias = SessionTimeout | RebalanceTimeout | ClassicJoinTimeout | ClassicSyncTimeout
-Input: TypeAlias = (Received | SessionTimeout | RebalanceTimeout | ClassicJoinTimeout | ClassicSyncTimeout | TopicsChanged
+Input: TypeAlias = (RequestReceived | SessionTimeout | RebalanceTimeout | ClassicJoinTimeout | ClassicSyncTimeout | TopicsChanged
                     | GroupLoaded)
 
 

@@ -48,8 +48,8 @@ from kafka_rebalance.protocol.modern.consumer.member_events import (
     PartitionsRevoked,
     Poll,
     PollTimerExpired,
-    Received,
     RequestFailed,
+    ResponseReceived,
     Send,
     Subscribe,
     Unsubscribe,
@@ -202,7 +202,7 @@ class ConsumerMembershipManager:
         match event:  # the two inputs of every heartbeat first
             case HeartbeatDue():
                 self.heartbeat_due = True
-            case Received(response=response):
+            case ResponseReceived(response=response):
                 # Every answer the network delivers is handled, also one to a heartbeat sent before
                 # a leave or a fencing reset the request state: Kafka completes each request with
                 # its own handler (AbstractHeartbeatRequestManager.makeHeartbeatRequest's

@@ -43,7 +43,7 @@ class CallbacksCompleted:
 
 
 @dataclass(frozen=True, slots=True)
-class Received:
+class ResponseReceived:
     response: ConsumerGroupHeartbeatResponse
 
 
@@ -63,7 +63,7 @@ class PollTimerExpired:
 
 
 Timer: TypeAlias = HeartbeatDue | PollTimerExpired
-Input: TypeAlias = Subscribe | Poll | Unsubscribe | CallbacksCompleted | Received | RequestFailed | HeartbeatDue | PollTimerExpired
+Input: TypeAlias = Subscribe | Poll | Unsubscribe | CallbacksCompleted | ResponseReceived | RequestFailed | HeartbeatDue | PollTimerExpired
 
 
 @dataclass(frozen=True, slots=True)
