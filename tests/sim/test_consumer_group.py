@@ -15,7 +15,6 @@ from kafka_rebalance.model import InvalidInput
 from kafka_rebalance.protocol.logrecords import ConsumerGroupEpochBumped, ConsumerMemberFenced
 from kafka_rebalance.protocol.modern.consumer.logformat import format_consumer_group_line
 from kafka_rebalance.sim import load_scenario, run_simulation
-from kafka_rebalance.sim.consumer_group import run_consumer_group
 from kafka_rebalance.sim.ownership_metrics import comparison_metrics
 
 
@@ -43,7 +42,7 @@ def test_a_joining_member_gets_partitions_only_after_their_owners_released_them(
     """GroupMetadataManagerTest.testReconciliationProcess at group scale: the join bumps the
     epoch once, owners keep consuming what they keep (no stop-the-world), and a moved partition
     has one owner at a time; nothing is consumed twice or lost."""
-    run = run_consumer_group(scenario(["c1", "c2", "c3"], [
+    run = run_simulation(scenario(["c1", "c2", "c3"], [
         {"at_ms": 0, "join": "c1"}, {"at_ms": 0, "join": "c2"}, {"at_ms": 30000, "join": "c3"}]))
     result = run.to_json()
     assert result["metrics"]["stop_the_world_partition_ms"] == 0
@@ -62,7 +61,7 @@ def test_static_member_restart_within_session_timeout_keeps_its_partitions_witho
     testStaticMemberGetsBackAssignmentUponRejoin: close() sends epoch -2; the restarted
     instance gets the same partitions back and the group epoch does not move."""
     consumers = [{"id": c, "subscribe": ["t0"], "group_instance_id": c} for c in ("c1", "c2")]
-    run = run_consumer_group(scenario(consumers, [
+    run = run_simulation(scenario(consumers, [
         {"at_ms": 0, "join": "c1"}, {"at_ms": 0, "join": "c2"},
         {"at_ms": 40000, "restart": "c2", "after_ms": 10000}]))
     bumps = [lr.record for lr in run.log_records if isinstance(lr.record, ConsumerGroupEpochBumped)]
@@ -74,7 +73,7 @@ def test_static_member_restart_within_session_timeout_keeps_its_partitions_witho
 def test_a_crash_is_fenced_one_session_timeout_after_the_last_heartbeat() -> None:
     """GroupMetadataManagerTest.testSessionTimeoutExpiration: group.consumer.session.timeout.ms
     (45 s) after the last heartbeat the member is fenced and its partitions reassigned."""
-    run = run_consumer_group(scenario(["c1", "c2"], [
+    run = run_simulation(scenario(["c1", "c2"], [
         {"at_ms": 0, "join": "c1"}, {"at_ms": 0, "join": "c2"}, {"at_ms": 30000, "crash": "c1"}]))
     [fenced] = [lr.record for lr in run.log_records if isinstance(lr.record, ConsumerMemberFenced)]
     assert fenced.reason == "the member session expired."
@@ -87,7 +86,7 @@ def test_a_stalled_application_leaves_on_poll_timeout_and_rejoins_when_it_polls_
     max.poll.interval.ms the background thread sends a leave heartbeat (epoch -1); the group
     moves on; the next poll() rejoins with epoch 0."""
     consumers = [{"id": c, "subscribe": ["t0"], "max_poll_interval_ms": 20000} for c in ("c1", "c2")]
-    run = run_consumer_group(scenario(consumers, [
+    run = run_simulation(scenario(consumers, [
         {"at_ms": 0, "join": "c1"}, {"at_ms": 0, "join": "c2"}, {"at_ms": 30000, "stall": "c1", "for_ms": 40000}]))
     reasons = [r["reason"] for r in run.to_json()["rebalances"]]
     assert "member c1 left" in reasons and reasons[-1] == "member c1 joined"
@@ -97,7 +96,7 @@ def test_a_stalled_application_leaves_on_poll_timeout_and_rejoins_when_it_polls_
 
 def test_log_lines_are_kafkas_format_strings() -> None:
     """GroupMetadataManager's INFO lines through the shard's LogContext prefix."""
-    run = run_consumer_group(scenario(["c1"], [{"at_ms": 0, "join": "c1"}], end_ms=10000))
+    run = run_simulation(scenario(["c1"], [{"at_ms": 0, "join": "c1"}], end_ms=10000))
     lines = [line for lr in run.log_records
              if (line := format_consumer_group_line(lr.record, broker_id=lr.broker_id, partition=lr.partition))]
     assert re.fullmatch(
@@ -110,7 +109,7 @@ def test_log_lines_are_kafkas_format_strings() -> None:
 
 def test_same_scenario_same_result() -> None:
     s = scenario(["c1", "c2"], [{"at_ms": 0, "join": "c1"}, {"at_ms": 5000, "join": "c2"}])
-    assert json.dumps(run_consumer_group(s).to_json()) == json.dumps(run_consumer_group(s).to_json())
+    assert json.dumps(run_simulation(s).to_json()) == json.dumps(run_simulation(s).to_json())
 
 
 @pytest.mark.parametrize(("field", "value"), [("assignor", "sticky"), ("group_protocol", "kip848")])
@@ -148,7 +147,7 @@ def test_rolling_restart_of_100_consumers_kip848_vs_cooperative_sticky() -> None
     simulators charge the 500 ms of revocation work."""
     kip848 = rolling_restart({"group_protocol": "consumer", "assignor": "uniform"})
     cooperative = rolling_restart({"group_protocol": "classic"})
-    new = run_consumer_group(kip848)
+    new = run_simulation(kip848)
     old = run_simulation(cooperative)
     assert new.to_json()["metrics"]["stop_the_world_partition_ms"] == 0
     never_two_owners(new.to_json())
@@ -173,7 +172,7 @@ def test_debug_assignment_state_lines_show_each_member_reaching_the_epoch() -> N
     from kafka_rebalance.protocol.logrecords import CONSUMER_GROUP_RECORD_TYPES
     from kafka_rebalance.protocol.modern.consumer.logformat import format_consumer_group_line
 
-    run = run_consumer_group(scenario(["c1", "c2"], [{"at_ms": 0, "join": "c1"}, {"at_ms": 3000, "join": "c2"}],
+    run = run_simulation(scenario(["c1", "c2"], [{"at_ms": 0, "join": "c1"}, {"at_ms": 3000, "join": "c2"}],
                                       end_ms=30000))
     lines = [format_consumer_group_line(logged.record, broker_id=logged.broker_id, partition=logged.partition,
                                         debug=True)

@@ -11,8 +11,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_rebalance.sim import load_scenario
-from kafka_rebalance.sim.consumer_group import run_consumer_group
+from kafka_rebalance.sim import load_scenario, run_simulation
 
 NAMES = ["c1", "c2", "c3", "c4"]
 
@@ -44,7 +43,7 @@ def test_random_schedules_keep_the_invariants(schedule: list[tuple[int, dict[str
         "produce": [{"topic": "t0", "records_per_s": 50, "keys": 40}, {"topic": "t1", "records_per_s": 20, "keys": 20}],
         "events": events, "end_ms": 400000,
     })
-    run = run_consumer_group(scenario)
+    run = run_simulation(scenario)
     assert run.ownership_conflicts == 0
     by_partition: dict[str, list[tuple[int, int]]] = {}
     for o in run.to_json()["ownership"]:

@@ -827,9 +827,6 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
             self.topic_wanted.setdefault(topic, self.now)
         self._member_input(proc, me.Subscribe(change.topics or (), change.pattern))
 
-    def _coordinator_fails_over(self) -> None:
-        self._fail_over()
-
     def _switch_protocol(self, event: ProtocolSwitch) -> None:
         # A rolling upgrade's (or downgrade's) step: stop the consumer, start it again with
         # group.protocol=consumer (or classic).
@@ -845,7 +842,7 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
             self._close(proc)
         self._push(self.now + event.after_ms, ProcessStarts(event.consumer))
 
-    def _fail_over(self) -> None:
+    def _coordinator_fails_over(self) -> None:
         """Leadership of the group's ``__consumer_offsets`` partition moves to the next broker:
         the old coordinator resigns (a classic group's waiting JoinGroup/SyncGroup get
         NOT_COORDINATOR), its in-memory timers are gone, and the new one loads the partition for
@@ -1004,8 +1001,4 @@ class ConsumerGroupSide(Driver[ConsumerGroupProcess, ConsumerGroupEvent, Consume
             fenced=lambda proc: not proc.alive and proc.machine.state is ConsumerMemberState.FATAL)
 
 
-def run_consumer_group(scenario: Scenario, seed: int | None = None) -> SimulationResult:
-    return ConsumerGroupSide(scenario, seed).run()
-
-
-__all__ = ["ConsumerGroupSide", "run_consumer_group"]
+__all__ = ["ConsumerGroupSide"]
