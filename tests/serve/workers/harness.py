@@ -42,6 +42,7 @@ class Worker:
         self.history: list[tuple[float, int | None, list[int]]] = []  # (monotonic s, generation, partitions)
         self.records: list[tuple[int, int]] = []
         self.commits: dict[int, int] = {}
+        self.revocations: list[list[int]] = []  # partitions revoked, per listener call
         self.closed = False
         self.ready = threading.Event()
         self.lock = threading.Lock()
@@ -60,6 +61,8 @@ class Worker:
                     self.history.append((time.monotonic(), event.get("g"), self.assignment))
                 elif "r" in event:
                     self.records.extend(tuple(r) for r in event["r"])
+                elif "revoked" in event:
+                    self.revocations.append(sorted(event["revoked"]))
                 elif "c" in event:
                     self.commits.update({int(p): o for p, o in event["c"].items()})
                 elif "closed" in event:

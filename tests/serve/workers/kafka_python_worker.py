@@ -4,8 +4,9 @@ argv[1]: a JSON object: bootstrap, group, topic, client_id, assignor (a key of A
 session_ms, heartbeat_ms, poll_ms, process_s (seconds of "processing" after each poll),
 instance_id (group.instance.id, optional). Prints JSON lines: {"ready": true} once built, then,
 after a "go" line on stdin, {"a": [partitions], "g": generation, "t": monotonic seconds} per
-assignment change, {"r": [[partition, offset], ...]} per batch (after committing it),
-{"c": {partition: next offset}} per commit; "close" on stdin closes it (LeaveGroup, unless
+assignment change, {"revoked": [...]} and {"assigned": [...]} from the rebalance listener,
+{"r": [[partition, offset], ...]} per batch (after committing it), {"c": {partition: next
+offset}} per commit; "close" on stdin closes it (LeaveGroup, unless
 static), {"closed": true} when done. A SIGKILL from the test is a crash."""
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ def main() -> None:
 
         logging.basicConfig(filename=config["log_file"], level=config.get("log_level", "INFO"),
                             format="%(asctime)s %(name)s %(message)s")
-    from kafka import KafkaConsumer
+    from kafka import ConsumerRebalanceListener, KafkaConsumer
     from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor as KPCooperative
     from kafka.coordinator.assignors.range import RangePartitionAssignor as KPRange
     from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor as KPRoundRobin
@@ -43,7 +44,6 @@ def main() -> None:
     }
     assignor = assignors[config["assignor"]]
     consumer = KafkaConsumer(
-        config["topic"],
         bootstrap_servers=config["bootstrap"],
         group_id=config["group"],
         client_id=config["client_id"],
@@ -62,6 +62,15 @@ def main() -> None:
         with lock:
             sys.stdout.write(json.dumps(obj) + "\n")
             sys.stdout.flush()
+
+    class Listener(ConsumerRebalanceListener):
+        def on_partitions_revoked(self, revoked):
+            emit({"revoked": sorted(tp.partition for tp in revoked)})
+
+        def on_partitions_assigned(self, assigned):
+            emit({"assigned": sorted(tp.partition for tp in assigned)})
+
+    consumer.subscribe([config["topic"]], listener=Listener())
 
     emit({"ready": True})
     sys.stdin.readline()
