@@ -13,10 +13,14 @@ in a group on ``kafka-rebalance serve``. One scenario per client and protocol, i
 4. a member killed (SIGKILL) without leaving: its partitions move to the others within the
    session timeout, and each new owner starts where the killed one committed.
 
-Every member is static (a dynamic member's restart is a new member: nothing to keep)."""
+Every member is static (a dynamic member's restart is a new member: nothing to keep), but
+KafkaJS's: it has no group.instance.id, and skips step 3. KafkaJS 2.2 comes from npm
+(tests/serve/kafkajs: package.json and its lockfile), installed by ``npm ci`` on first use."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import time
 
 import pytest
@@ -28,7 +32,7 @@ from kafka import KafkaProducer  # noqa: E402
 from kafka.admin import KafkaAdminClient, NewTopic  # noqa: E402
 
 from kafka_rebalance.serve import Broker  # noqa: E402
-from tests.serve.workers.harness import Worker, assignments, settled, start, wait_until  # noqa: E402
+from tests.serve.workers.harness import KAFKAJS_DIR, Worker, assignments, settled, start, wait_until  # noqa: E402
 
 pytestmark = pytest.mark.broker
 PARTITIONS = 6
@@ -45,7 +49,19 @@ CLIENTS = [
     ("confluent-kafka", "range", False),
     ("confluent-kafka", "cooperative-sticky", True),
     ("confluent-kafka", "consumer", True),
+    ("kafkajs", "roundrobin", False),
 ]
+NPM_CI_TIMEOUT_S = 180
+
+
+@pytest.fixture(scope="module")
+def kafkajs_installed():
+    """``npm ci`` into tests/serve/kafkajs/node_modules (gitignored) unless it is there."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.skip("KafkaJS needs Node.js and npm")
+    if not (KAFKAJS_DIR / "node_modules" / "kafkajs").is_dir():
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=KAFKAJS_DIR, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=NPM_CI_TIMEOUT_S)
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +84,9 @@ def _consumed(workers: list[Worker]) -> set[tuple[int, int]]:
 
 
 @pytest.mark.parametrize(("client", "kind", "incremental"), CLIENTS, ids=[f"{c}-{k}" for c, k, _ in CLIENTS])
-def test_a_client_group_on_serve(served, client, kind, incremental):
+def test_a_client_group_on_serve(served, request, client, kind, incremental):
+    if client == "kafkajs":
+        request.getfixturevalue("kafkajs_installed")
     topic = group = f"{client}-{kind}"
     admin = KafkaAdminClient(bootstrap_servers=served.bootstrap, request_timeout_ms=5000)
     admin.create_topics([NewTopic(topic, PARTITIONS, 1)])
@@ -79,7 +97,8 @@ def test_a_client_group_on_serve(served, client, kind, incremental):
     key = "protocol" if client == "confluent-kafka" else "assignor"
 
     def worker(i: int) -> Worker:
-        return Worker(client, {**base, key: kind, "client_id": f"m{i}", "instance_id": f"i{i}"})
+        static = {} if client == "kafkajs" else {"instance_id": f"i{i}"}
+        return Worker(client, {**base, key: kind, "client_id": f"m{i}", **static})
 
     workers = [worker(0), worker(1)]
     try:
@@ -107,15 +126,16 @@ def test_a_client_group_on_serve(served, client, kind, incremental):
         assert wait_until(lambda: _consumed(workers) >= everything, STEP_TIMEOUT_S), everything - _consumed(workers)
 
         # 3. A static member's restart keeps its partitions.
-        kept = after["m1"]
-        if kind == "consumer":
-            workers[1].close()
-        else:
-            workers[1].kill()
-        workers[1] = worker(1)
-        start(workers[1:2])
-        assert wait_until(lambda: workers[1].assignment == kept, STEP_TIMEOUT_S), (kept, assignments(workers))
-        assert settled(workers, PARTITIONS, QUIET_S, STEP_TIMEOUT_S) == after
+        if client != "kafkajs":
+            kept = after["m1"]
+            if kind == "consumer":
+                workers[1].close()
+            else:
+                workers[1].kill()
+            workers[1] = worker(1)
+            start(workers[1:2])
+            assert wait_until(lambda: workers[1].assignment == kept, STEP_TIMEOUT_S), (kept, assignments(workers))
+            assert settled(workers, PARTITIONS, QUIET_S, STEP_TIMEOUT_S) == after
 
         # 4. A killed member's partitions move within the session timeout; the new owners
         # start where it committed.
