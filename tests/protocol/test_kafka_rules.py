@@ -436,3 +436,27 @@ def test_resigning_answers_waiting_joins_with_not_coordinator():
 def test_protocols_helper_offers_one_subscription_per_protocol():
     assert [p.name for p in protocols(names=("range", "roundrobin"))] == ["range", "roundrobin"]
     assert isinstance(protocols()[0], JoinGroupRequestProtocol)
+
+
+def test_a_pending_member_outlives_the_join_phase_it_missed():
+    """KIP-394 ids handed out with MEMBER_ID_REQUIRED stay pending when a join phase completes
+    without them: GroupMetadataManager.completeClassicGroupJoin removes only members that did not
+    rejoin, never ClassicGroup's pendingJoinMembers (they go on their own session timeout,
+    GroupMetadataManagerTest.testHeartbeatExpirationShouldRemovePendingMember), and a pending
+    member's JoinGroup is accepted in any state ("Pending dynamic member ... joins group",
+    GroupMetadataManagerTest.testJoinGroupCompletionWhenPendingMemberJoins). Seen on serve with
+    group.initial.rebalance.delay.ms=0: a consumer that learnt its id just before the group
+    formed was answered UNKNOWN_MEMBER_ID."""
+    broker = Broker.with_config(group_initial_rebalance_delay_ms=0)
+    first = broker.join("a", at=0).responses["a"]
+    pending = broker.join("p", at=0).responses["p"]
+    assert first.error_code is pending.error_code is ErrorCode.MEMBER_ID_REQUIRED
+    broker.join("a", first.member_id)
+    broker.advance(broker.now + 1)  # the initial delay (0 ms) is over: the group forms with a alone
+    assert broker.state is GroupState.COMPLETING_REBALANCE and list(broker.group.members) == [first.member_id]
+    assert pending.member_id in broker.group.pending_members
+    step = broker.join("p", pending.member_id)
+    assert "p" not in step.responses or step.responses["p"].error_code is ErrorCode.NONE
+    assert broker.state is GroupState.PREPARING_REBALANCE
+    assert sorted(broker.group.members) == sorted([first.member_id, pending.member_id])
+    assert not broker.group.pending_members

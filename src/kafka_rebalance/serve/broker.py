@@ -44,6 +44,7 @@ class BrokerConfig:
     group_initial_rebalance_delay_ms: int = 3000  # group.initial.rebalance.delay.ms
     log_path: str | None = None  # the coordinator's log lines (Kafka 4.x format), appended
     consumer_heartbeat_interval_ms: int = 5000  # group.consumer.heartbeat.interval.ms
+    consumer_session_timeout_ms: int = 45000  # group.consumer.session.timeout.ms
 
 
 @dataclass
@@ -67,7 +68,8 @@ class BrokerState:
         self.topic_names: dict[uuid.UUID, str] = {}
         self.groups = Groups(loop, {}, CoordinatorConfig(
             group_initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms, broker_id=NODE_ID),
-            ConsumerGroupConfig(heartbeat_interval_ms=config.consumer_heartbeat_interval_ms), log_sink)
+            ConsumerGroupConfig(session_timeout_ms=config.consumer_session_timeout_ms,
+                                heartbeat_interval_ms=config.consumer_heartbeat_interval_ms), log_sink)
         self._appended = asyncio.Event()
         self._next_producer_id = 1000
         # api key -> (min version, max version, handler): Kafka 4.1's ranges, within kio's schemas.

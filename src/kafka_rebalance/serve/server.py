@@ -133,9 +133,10 @@ class Broker:
     def __init__(self, host: str = "127.0.0.1", port: int = 0, *, num_partitions: int = 1,
                  group_initial_rebalance_delay_ms: int = 3000, max_request_bytes: int = 100 * 1024 * 1024,
                  retention_bytes: int = 64 * 1024 * 1024, log_path: str | None = None,
-                 consumer_heartbeat_interval_ms: int = 5000):
+                 consumer_heartbeat_interval_ms: int = 5000, consumer_session_timeout_ms: int = 45000):
         self.config = BrokerConfig(host, port, num_partitions, retention_bytes, max_request_bytes,
-                                   group_initial_rebalance_delay_ms, log_path, consumer_heartbeat_interval_ms)
+                                   group_initial_rebalance_delay_ms, log_path, consumer_heartbeat_interval_ms,
+                                   consumer_session_timeout_ms)
         self._ready = threading.Event()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None

@@ -326,7 +326,8 @@ class GroupCoordinator:
             if member.join_connection is None and member.group_instance_id is None:
                 self._log(out, MemberFailed(now, group.group_id, member.member_id))
                 self._remove_member(group, member.member_id, out)
-        group.pending_members.clear()
+        # Pending (KIP-394) ids outlive the join phase, as in Kafka's completeClassicGroupJoin:
+        # they join later or expire on their own timer (PendingMemberExpired).
         joined = [m for m in group.members.values() if m.join_connection is not None]
         group.in_initial_delay = False
         if not group.members:
