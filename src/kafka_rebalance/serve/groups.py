@@ -10,6 +10,12 @@ timer completes it) finds the request that waits for it. ``ArmTimer`` / ``Cancel
 ``handle``. Outputs the broker does not act on (the ``__consumer_offsets`` records) are kept in
 ``records``, in order.
 
+A coordinator move (``move_coordinator`` then ``reload_from_records``, what ``serve/control.py``
+drives): the requests waiting on the shard are answered with the move's error (Kafka's
+``onResignation``), every group request gets that error while the move lasts, and a new shard is
+built from the records (classic groups: ``LoadCompleted``; consumer groups: their records replayed,
+then ``GroupLoaded``, Kafka's ``onLoaded``).
+
 The consumer protocol's bytes (a JoinGroup member's subscription, a SyncGroup assignment) are
 read with ``protocol/wire.py``; a response hands back the bytes the member sent for the same
 value, as Kafka passes them through untouched (so their version and user data survive).
@@ -18,15 +24,23 @@ value, as Kafka passes them through untouched (so their version and user data su
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
-from typing import Any, TypeAlias, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeAlias, TypeVar, assert_never
 
 from kafka_rebalance.protocol.classic import coordinator_events as cl
 from kafka_rebalance.protocol.classic.group import CoordinatorConfig
 from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer, Log
+from kafka_rebalance.protocol.errors import ErrorCode
 from kafka_rebalance.protocol.modern.consumer import coordinator_events as ce
 from kafka_rebalance.protocol.modern.consumer.coordinator import ConsumerGroupConfig
-from kafka_rebalance.protocol.modern.shard import GroupCoordinatorShard, ShardInput, ShardTimer
+from kafka_rebalance.protocol.modern.consumer.records import records_of, replay
+from kafka_rebalance.protocol.modern.shard import (
+    ConsumerGroupTimer,
+    GroupCoordinatorShard,
+    ShardInput,
+    ShardOutput,
+    ShardTimer,
+)
 from kafka_rebalance.protocol.wire import (
     Assignment,
     Subscription,
@@ -38,6 +52,7 @@ from kafka_rebalance.protocol.wire import (
 )
 
 GroupResponse: TypeAlias = cl.GroupResponse | ce.Response
+GroupRequest: TypeAlias = cl.GroupRequest | ce.Request
 Values: TypeAlias = dict[str, object]
 K = TypeVar("K")
 REMEMBERED_BYTES = 4096  # distinct subscriptions (and assignments) whose bytes are kept, the newest
@@ -58,10 +73,15 @@ class Groups:
     def __init__(self, loop: asyncio.AbstractEventLoop, topics: Mapping[str, int], classic_config: CoordinatorConfig,
                  consumer_config: ConsumerGroupConfig, log_sink: Callable[[Log], None] | None = None):
         self.loop = loop
+        self.classic_config = classic_config
         self.shard = GroupCoordinatorShard(topics, classic_config, consumer_config)
         self.records: list[object] = []
+        # While the coordinator moves: the error every group request gets, and until when (loop time).
+        self.unavailable: tuple[ErrorCode, float] | None = None
+        # Called after every input the shard handled (the script's "when a group ..." triggers).
+        self.observers: list[Callable[[], None]] = []
         self._log_sink = log_sink
-        self._waiting: dict[str, asyncio.Future[GroupResponse]] = {}
+        self._waiting: dict[str, tuple[asyncio.Future[GroupResponse], GroupRequest]] = {}
         self._timers: dict[ShardTimer, asyncio.TimerHandle] = {}
         self._subscription_bytes: dict[cl.ConsumerProtocolSubscription, bytes] = {}
         self._assignment_bytes: dict[tuple[str, ...], bytes] = {}
@@ -78,13 +98,70 @@ class Groups:
         return await self._ask(token, ce.Received(token, request))
 
     async def _ask(self, token: str, event: ce.Received | cl.Received) -> GroupResponse:
+        if self.unavailable is not None:
+            code, until = self.unavailable
+            if self.loop.time() < until:
+                return coordinator_error(event.request, code)
         future: asyncio.Future[GroupResponse] = self.loop.create_future()
-        self._waiting[token] = future
+        self._waiting[token] = (future, event.request)
         try:
             self._feed(event)
             return await future
         finally:
             self._waiting.pop(token, None)
+
+    def feed(self, event: ShardInput, now_ms: int | None = None) -> None:
+        """An input for the shard from outside a request (a fault the control drives: a request
+        nobody waits for, a timer fired early); ``now_ms`` defaults to the loop's clock."""
+        self._feed(event, now_ms)
+
+    def fire_timer(self, timer: ShardTimer, now_ms: int | None = None) -> None:
+        """Fires ``timer`` now (its armed handle cancelled) rather than at its deadline."""
+        handle = self._timers.pop(timer, None)
+        if handle is not None:
+            handle.cancel()
+        self._feed(timer, now_ms)
+
+    def move_coordinator(self, code: ErrorCode, until: float) -> None:
+        """The coordinator resigns: waiting requests get ``code`` (``onResignation``), its timers
+        stop, and every group request gets ``code`` until ``until`` (loop time)."""
+        self.unavailable = (code, until)
+        for future, request in list(self._waiting.values()):
+            if not future.done():
+                future.set_result(coordinator_error(request, code))
+        self.close()
+
+    def reload_from_records(self) -> None:
+        """The new coordinator: a shard built from ``records`` (what the old one persisted) and
+        from the consumer groups' records, loaded now. The one place a coordinator move builds
+        its shard (to re-point when the shard loads and unloads partitions itself)."""
+        old = self.shard
+        now = self.now_ms()
+        self.unavailable = None
+        self.shard = GroupCoordinatorShard(old.topics, self.classic_config, old.consumer_config)
+        by_partition: dict[int, list[cl.PersistedRecord]] = {}
+        for item in self.records:
+            # A classic group since upgraded to a consumer group loads from its consumer records.
+            if isinstance(item, cl.Persist) and item.record.group_id not in old.consumer_groups:
+                by_partition.setdefault(item.partition, []).append(item.record)
+        for partition, records in sorted(by_partition.items()):
+            self._apply(self.shard.classic.handle(cl.LoadCompleted(partition, tuple(records)), now))
+        for group_id, group in old.consumer_groups.items():
+            loaded = replay(records_of(group), old.topics, old.consumer_config)
+            self.shard.consumer_groups[group_id] = loaded
+            for item in loaded.handle(ce.GroupLoaded(), now):
+                match item:
+                    case ArmTimer(timer=timer, deadline_ms=deadline):
+                        self._apply([ArmTimer[ShardTimer](ConsumerGroupTimer(group_id, timer), deadline)])
+                    case CancelTimer(timer=timer):
+                        self._apply([CancelTimer[ShardTimer](ConsumerGroupTimer(group_id, timer))])
+                    case ce.Respond() | Log():
+                        self._apply([item])
+                    case ce.ConvertedToClassic():
+                        raise AssertionError("a group being loaded does not convert")
+                    case _:
+                        assert_never(item)
+        self._notify()
 
     def topics_changed(self, topics: Mapping[str, int]) -> None:
         self._feed(ce.TopicsChanged(tuple(sorted(topics.items()))))
@@ -94,13 +171,21 @@ class Groups:
             handle.cancel()
         self._timers.clear()
 
-    def _feed(self, event: ShardInput) -> None:
-        for item in self.shard.handle(event, self.now_ms()):
+    def _feed(self, event: ShardInput, now_ms: int | None = None) -> None:
+        self._apply(self.shard.handle(event, self.now_ms() if now_ms is None else now_ms))
+        self._notify()
+
+    def _notify(self) -> None:
+        for observer in list(self.observers):
+            observer()
+
+    def _apply(self, outputs: Sequence[ShardOutput | cl.CoordinatorOutput]) -> None:
+        for item in outputs:
             match item:
                 case ce.Respond(connection=token, response=response) | cl.Respond(connection=token, response=response):
-                    future = self._waiting.get(token)
-                    if future is not None and not future.done():
-                        future.set_result(response)
+                    waiting = self._waiting.get(token)
+                    if waiting is not None and not waiting[0].done():
+                        waiting[0].set_result(response)
                 case ArmTimer(timer=timer, deadline_ms=deadline_ms):
                     previous = self._timers.pop(timer, None)
                     if previous is not None:
@@ -146,6 +231,38 @@ class Groups:
         if known is not None:
             return known
         return encode_assignment(Assignment(group_by_topic(names)))
+
+
+def coordinator_error(request: GroupRequest, code: ErrorCode) -> GroupResponse:
+    """The answer of a coordinator that does not have the group now (Kafka's
+    ``validateGroupStatus``: NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS)."""
+    match request:
+        case cl.JoinGroupRequest(member_id=member_id):
+            return cl.JoinGroupResponse(code, member_id=member_id)
+        case cl.SyncGroupRequest():
+            return cl.SyncGroupResponse(code)
+        case cl.HeartbeatRequest():
+            return cl.HeartbeatResponse(code)
+        case cl.LeaveGroupRequest():
+            return cl.LeaveGroupResponse(code)
+        case cl.OffsetCommitRequest():
+            return cl.OffsetCommitResponse(code)
+        case cl.OffsetFetchRequest():
+            return cl.OffsetFetchResponse(code)
+        case cl.DescribeGroupsRequest(groups=names):
+            return cl.DescribeGroupsResponse(tuple(cl.DescribedGroup(code, name, "", "", "", ()) for name in names))
+        case cl.ListGroupsRequest():
+            return cl.ListGroupsResponse(code, ())
+        case cl.DeleteGroupsRequest(groups_names=names):
+            return cl.DeleteGroupsResponse(tuple(cl.DeletableGroupResult(name, code) for name in names))
+        case ce.ConsumerGroupHeartbeatRequest():
+            return ce.ConsumerGroupHeartbeatResponse(code, error_message=code.name)
+        case ce.OffsetCommitRequest():
+            return ce.OffsetCommitResponse(code)
+        case ce.OffsetFetchRequest():
+            return ce.OffsetFetchResponse(code)
+        case _:
+            assert_never(request)
 
 
 def _remember(cache: dict[K, bytes], key: K, data: bytes) -> None:
