@@ -33,7 +33,7 @@ from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer, Log
 from kafka_rebalance.protocol.errors import ErrorCode
 from kafka_rebalance.protocol.modern.consumer import coordinator_events as ce
 from kafka_rebalance.protocol.modern.consumer.coordinator import ConsumerGroupConfig
-from kafka_rebalance.protocol.modern.consumer.records import records_of, replay
+from kafka_rebalance.protocol.modern.consumer.records import ConsumerGroupRecords, records_of, replay
 from kafka_rebalance.protocol.modern.shard import (
     ConsumerGroupTimer,
     GroupCoordinatorShard,
@@ -80,6 +80,7 @@ class Groups:
         self.unavailable: tuple[ErrorCode, float] | None = None
         # Called after every input the shard handled (the script's "when a group ..." triggers).
         self.observers: list[Callable[[], None]] = []
+        self._consumer_group_records: list[ConsumerGroupRecords] = []  # a move's, until it loads them
         self._log_sink = log_sink
         self._waiting: dict[str, tuple[asyncio.Future[GroupResponse], GroupRequest]] = {}
         self._timers: dict[ShardTimer, asyncio.TimerHandle] = {}
@@ -124,30 +125,36 @@ class Groups:
 
     def move_coordinator(self, code: ErrorCode, until: float) -> None:
         """The coordinator resigns: waiting requests get ``code`` (``onResignation``), its timers
-        stop, and every group request gets ``code`` until ``until`` (loop time)."""
+        stop, its groups are what their records say (``reload_from_records`` loads them into the
+        new, empty shard), and every group request gets ``code`` until ``until`` (loop time)."""
         self.unavailable = (code, until)
         for future, request in list(self._waiting.values()):
             if not future.done():
                 future.set_result(coordinator_error(request, code))
         self.close()
+        old = self.shard
+        self._consumer_group_records = [records_of(group) for group in old.consumer_groups.values()]
+        self.shard = GroupCoordinatorShard(old.topics, self.classic_config, old.consumer_config)
 
     def reload_from_records(self) -> None:
-        """The new coordinator: a shard built from ``records`` (what the old one persisted) and
-        from the consumer groups' records, loaded now. The one place a coordinator move builds
-        its shard (to re-point when the shard loads and unloads partitions itself)."""
-        old = self.shard
+        """The new coordinator loads the groups: classic ones from ``records`` (what the old one
+        persisted), consumer groups from their records, both as of now. The one place a
+        coordinator move loads its shard (to re-point when the shard loads and unloads
+        ``__consumer_offsets`` partitions itself)."""
         now = self.now_ms()
         self.unavailable = None
-        self.shard = GroupCoordinatorShard(old.topics, self.classic_config, old.consumer_config)
+        moved, self._consumer_group_records = self._consumer_group_records, []
+        consumer_ids = {records.group_id for records in moved}
         by_partition: dict[int, list[cl.PersistedRecord]] = {}
         for item in self.records:
             # A classic group since upgraded to a consumer group loads from its consumer records.
-            if isinstance(item, cl.Persist) and item.record.group_id not in old.consumer_groups:
+            if isinstance(item, cl.Persist) and item.record.group_id not in consumer_ids:
                 by_partition.setdefault(item.partition, []).append(item.record)
-        for partition, records in sorted(by_partition.items()):
-            self._apply(self.shard.classic.handle(cl.LoadCompleted(partition, tuple(records)), now))
-        for group_id, group in old.consumer_groups.items():
-            loaded = replay(records_of(group), old.topics, old.consumer_config)
+        for partition, persisted in sorted(by_partition.items()):
+            self._apply(self.shard.classic.handle(cl.LoadCompleted(partition, tuple(persisted)), now))
+        for records in moved:
+            group_id = records.group_id
+            loaded = replay(records, self.shard.topics, self.shard.consumer_config)
             self.shard.consumer_groups[group_id] = loaded
             for item in loaded.handle(ce.GroupLoaded(), now):
                 match item:
