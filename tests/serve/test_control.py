@@ -29,7 +29,7 @@ def _broker(**options: object) -> Broker:
 
 
 def _topic(broker: Broker, partitions: int = 6) -> None:
-    broker.call(lambda state: state.create_topic(TOPIC, partitions))
+    broker.create_topic(TOPIC, partitions)
 
 
 def _members(broker: Broker, group: str, names: list[str], **config: object) -> list[Member]:

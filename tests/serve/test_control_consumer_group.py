@@ -50,7 +50,7 @@ def _poll_until(consumers: list[Any], condition: Any, what: str) -> Any:
 
 def test_an_expired_consumer_group_member_is_fenced_and_rejoins():
     with Broker(consumer_heartbeat_interval_ms=500) as broker:
-        broker.call(lambda state: state.create_topic(TOPIC, 4))
+        broker.create_topic(TOPIC, 4)
         consumers = [_consumer(broker, name) for name in ("a", "b")]
         try:
             before = _poll_until(consumers, lambda: (m := _members(broker)) and len(m) == 2 and m, "two members")
@@ -66,7 +66,7 @@ def test_an_expired_consumer_group_member_is_fenced_and_rejoins():
 
 def test_a_coordinator_move_replays_the_consumer_group():
     with Broker(consumer_heartbeat_interval_ms=500) as broker:
-        broker.call(lambda state: state.create_topic(TOPIC, 4))
+        broker.create_topic(TOPIC, 4)
         consumers = [_consumer(broker, name) for name in ("a", "b")]
         try:
             before = _poll_until(consumers, lambda: (m := _members(broker)) and len(m) == 2

@@ -13,10 +13,12 @@ An action is one mapping in the scenario's words (``docs/scenario.md``)::
 
 What needs the coordinator goes through its entry point with the inputs it already has: an
 expired member is its session timer fired now (a classic ``SessionExpired``, a consumer group's
-``SessionTimeout``); a forced rebalance of a classic group is its leader's JoinGroup during
-Stable with the same metadata (Kafka's ``GroupCoordinator.doJoinGroup``: "Updating metadata for
-leader ... during Stable"), the answer nobody waits for: the leader's client learns of the
-rebalance from its next heartbeat, as every other member does.
+``SessionTimeout``); a forced rebalance of a classic group is a member that joins (with the leader's
+protocols; KIP-394's MEMBER_ID_REQUIRED round first) and leaves at once: the join moves the Stable group to PreparingRebalance ("Adding new member ..."), the leave takes the
+stand-in out before the join phase can complete, and every real member learns of the rebalance
+from its next heartbeat (REBALANCE_IN_PROGRESS) and rejoins with what it owns. (Rejoining as the
+leader instead would complete a one-member group's join phase on the leader's behalf, and its
+client would lose its partitions to ILLEGAL_GENERATION.)
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from kafka_rebalance.serve.broker import BrokerState
 from kafka_rebalance.serve.faults import GROUP_APIS
 
 FORCED_REASON = "forced by kafka-rebalance serve"
+STAND_IN_CLIENT_ID = "kafka-rebalance-serve-control"  # the member a forced rebalance adds and removes
 _tokens = itertools.count(1)
 
 
@@ -179,6 +182,15 @@ def _expired(expire: Expire, member_ids: list[str]) -> str:
     return f"expired {', '.join(member_ids)} of {expire.group}"
 
 
+def group_state(state: BrokerState, group_id: str) -> tuple[str, int] | None:
+    shard = state.groups.shard
+    consumer_group = shard.consumer_groups.get(group_id)
+    if consumer_group is not None:
+        return consumer_group.state.value, consumer_group.group_epoch
+    classic = shard.classic.group(group_id)
+    return None if classic is None else (classic.state.value, classic.generation)
+
+
 def force_rebalance(state: BrokerState, group_id: str) -> str:
     groups = state.groups
     if group_id in groups.shard.consumer_groups:
@@ -190,11 +202,22 @@ def force_rebalance(state: BrokerState, group_id: str) -> str:
     if group.state is not GroupState.STABLE or group.leader is None:
         raise ControlError(f"{group_id} is {group.state.value}: only a Stable group can be forced to rebalance")
     leader = group.members[group.leader]
-    join = cl.JoinGroupRequest(group_id, leader.session_timeout_ms, leader.rebalance_timeout_ms, leader.member_id,
-                               leader.group_instance_id, group.protocol_type or "", leader.protocols,
-                               reason=FORCED_REASON, client_id=leader.client_id)
-    groups.feed(cl.Received(f"control:{next(_tokens)}", join))
-    return f"{group_id} rebalances (generation {group.generation} ends)"
+    token = f"control:{next(_tokens)}"
+    generation = group.generation
+
+    def join(member_id: str, suffix: str) -> None:
+        groups.feed(cl.Received(f"{token}/{suffix}", cl.JoinGroupRequest(
+            group_id, leader.session_timeout_ms, leader.rebalance_timeout_ms, member_id, None,
+            group.protocol_type or "", leader.protocols, reason=FORCED_REASON, client_id=STAND_IN_CLIENT_ID)))
+
+    pending = set(group.pending_members)
+    join("", "join")  # answered MEMBER_ID_REQUIRED with the stand-in's id
+    stand_ins = group.pending_members - pending
+    for member_id in stand_ins:
+        join(member_id, "rejoin")
+    groups.feed(cl.Received(f"{token}/leave", cl.LeaveGroupRequest(
+        group_id, tuple(cl.MemberIdentity(member_id, None, FORCED_REASON) for member_id in stand_ins))))
+    return f"{group_id} rebalances (generation {generation} ends)"
 
 
 def coordinator_failover(state: BrokerState, failover: CoordinatorFailover) -> str:

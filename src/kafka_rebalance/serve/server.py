@@ -35,6 +35,7 @@ from kafka_rebalance.serve.control import (
     Drop,
     Expire,
     ForceRebalance,
+    group_state,
     run_action,
 )
 from kafka_rebalance.serve.ctl import start_control
@@ -213,6 +214,15 @@ class Broker:
             return function(state)
 
         return asyncio.run_coroutine_threadsafe(run(), self._loop).result(START_TIMEOUT_S)
+
+    def create_topic(self, name: str, partitions: int) -> None:
+        """A topic, before any client asks for it (so a group's first assignment sees its partitions)."""
+        self.call(lambda state: state.create_topic(name, partitions))
+
+    def group_state(self, group_id: str) -> tuple[str, int] | None:
+        """(state, generation) of a classic group, (state, group epoch) of a consumer group, as the
+        coordinator holds them; None: no such group."""
+        return self.call(lambda state: group_state(state, group_id))
 
     # ------------------------------------------------------------------ rebalances on command (serve/control.py)
 
