@@ -96,4 +96,6 @@ async def describe_consumer_group(bootstrap: str, group: str) -> Any | None:
     finally:
         await connection.close()
     (described,) = answer.groups
-    return described if int(described.error_code) == 0 else None
+    # A consumer group that exists has a group epoch (Tansu answers any id without an error).
+    exists = int(described.error_code) == 0 and (int(described.group_epoch) > 0 or described.members)
+    return described if exists else None
