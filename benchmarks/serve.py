@@ -9,7 +9,8 @@ section 6). Each broker is its own process on 127.0.0.1; the clients are aiokafk
 
     PYTHONPATH=src python benchmarks/serve.py [--members 100] [--restarts 10] [--mb 64]
 
-serve runs with group.initial.rebalance.delay.ms 0 (Tansu has no such delay). Prints one table.
+serve runs with group.initial.rebalance.delay.ms 0 (Tansu has no such delay) and a retention
+above the bytes produced (both keep them in memory). Prints one table.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssigno
 SRC = Path(__file__).resolve().parents[1] / "src"
 RECORD = b"x" * 1024
 GROUP_DEADLINE_S = 60.0
+BYTES_DEADLINE_S = 120.0
+RETENTION_BYTES = 4 * 1024**3
 
 
 def free_port() -> int:
@@ -46,8 +49,10 @@ def free_port() -> int:
 
 def start_serve() -> tuple[subprocess.Popen[bytes], str]:
     env = {**os.environ, "PYTHONPATH": str(SRC)}
+    # Retention above the benchmark's bytes: Tansu keeps everything in memory too.
     proc = subprocess.Popen([sys.executable, "-m", "kafka_rebalance.cli", "serve", "--port", "0",
-                             "--initial-rebalance-delay-ms", "0"], stdout=subprocess.PIPE, env=env)
+                             "--initial-rebalance-delay-ms", "0", "--retention-bytes", str(RETENTION_BYTES)],
+                            stdout=subprocess.PIPE, env=env)
     assert proc.stdout is not None
     line = proc.stdout.readline().decode()
     return proc, line.removeprefix("bootstrap ").strip()
@@ -159,6 +164,8 @@ async def produce_fetch(bootstrap: str, megabytes: int) -> tuple[float, float]:
         start = time.monotonic()
         read = 0
         while read < count:
+            if time.monotonic() - start > BYTES_DEADLINE_S:
+                raise RuntimeError(f"fetched {read} of {count} records in {BYTES_DEADLINE_S} s")
             batches = await consumer.getmany(tp, timeout_ms=1000, max_records=100_000)
             read += sum(len(records) for records in batches.values())
         fetched = megabytes / (time.monotonic() - start)
