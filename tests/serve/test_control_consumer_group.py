@@ -1,5 +1,6 @@
 """Rebalances on command for a KIP-848 consumer group, with librdkafka's ``group.protocol=consumer``:
-an expired member is fenced and rejoins; a coordinator move replays the group from its records."""
+an expired member is fenced and rejoins; a coordinator move replays the group from its records;
+the server assignor decides the assignment."""
 
 from __future__ import annotations
 
@@ -79,6 +80,34 @@ def test_a_coordinator_move_replays_the_consumer_group():
                 for consumer in consumers:
                     consumer.poll(0.05)
             assert _members(broker) == before
+        finally:
+            for consumer in consumers:
+                consumer.close()
+
+
+
+@pytest.mark.parametrize(("assignor", "expected"), [
+    ("range", [["events-0", "other-0"], ["events-1", "other-1"]]),  # a range of each topic per member
+    ("uniform", [["events-0", "events-1"], ["other-0", "other-1"]]),  # the partitions dealt as one list
+])
+def test_the_server_assignor_decides_the_consumer_groups_assignment(assignor, expected):
+    """``server_assignor`` set before the group forms decides the members' assignment (two topics
+    of two partitions, two members)."""
+    with Broker(consumer_heartbeat_interval_ms=500) as broker:
+        broker.create_topic(TOPIC, 2)
+        broker.create_topic("other", 2)
+        assert broker.set_server_assignor(assignor) == f"server assignor {assignor}"
+        consumers = []
+        for name in ("a", "b"):
+            consumer = _consumer(broker, name)
+            consumer.subscribe([TOPIC, "other"])
+            consumers.append(consumer)
+        try:
+            def owned() -> list[list[str]] | None:
+                parts = sorted(sorted(f"{tp.topic}-{tp.partition}" for tp in c.assignment()) for c in consumers)
+                return parts if sum(map(len, parts)) == 4 and all(parts) else None
+
+            assert _poll_until(consumers, owned, "two members, 4 partitions") == expected
         finally:
             for consumer in consumers:
                 consumer.close()
