@@ -223,6 +223,8 @@ def force_rebalance(state: BrokerState, group_id: str) -> str:
 def coordinator_failover(state: BrokerState, failover: CoordinatorFailover) -> str:
     """The coordinator moves: ``error`` for ``for_ms``, then the groups are loaded from their records."""
     groups = state.groups
+    if groups.unavailable is not None:
+        raise ControlError("the coordinator is moving already")
     code = ErrorCode[failover.error]
     groups.move_coordinator(code, state.loop.time() + failover.for_ms / 1000)
     state.loop.call_later(failover.for_ms / 1000, groups.reload_from_records)

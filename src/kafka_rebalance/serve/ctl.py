@@ -8,8 +8,11 @@ or ``{"ok": false, "error": "..."}``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import socket
+import stat
 from typing import Any
 
 from kafka_rebalance.model import InvalidInput
@@ -31,7 +34,15 @@ async def start_control(state: BrokerState, path: str) -> asyncio.Server:
         finally:
             writer.close()
 
+    if os.path.exists(path) and stat.S_ISSOCK(os.stat(path).st_mode):
+        os.unlink(path)  # a previous serve's, left behind by a kill
     return await asyncio.start_unix_server(serve, path, limit=MAX_LINE_BYTES)
+
+
+def stop_control(server: asyncio.Server, path: str) -> None:
+    server.close()
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
 
 
 def answer(state: BrokerState, line: bytes) -> dict[str, Any]:

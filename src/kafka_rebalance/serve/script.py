@@ -90,7 +90,6 @@ class ScriptRunner:
 
     def __init__(self, state: BrokerState, script: Script):
         self.state = state
-        self.fired: list[tuple[int, str]] = []  # (index, what it did), in firing order
         self._start = state.loop.time()
         self._waiting = [(index, event) for index, event in enumerate(script.events) if event.when is not None]
         for index, event in enumerate(script.events):
@@ -117,4 +116,3 @@ class ScriptRunner:
         except ControlError as error:
             done = f"not done: {error}"
         logger.info("script event %d: %s", index, done)
-        self.fired.append((index, done))

@@ -38,7 +38,7 @@ from kafka_rebalance.serve.control import (
     group_state,
     run_action,
 )
-from kafka_rebalance.serve.ctl import start_control
+from kafka_rebalance.serve.ctl import start_control, stop_control
 from kafka_rebalance.serve.logfile import CoordinatorLog
 from kafka_rebalance.serve.script import Script, ScriptRunner
 
@@ -137,8 +137,8 @@ async def run_broker(config: BrokerConfig, started: Callable[[BrokerState], None
                 ScriptRunner(state, script)
             started(state)
             await stop.wait()
-            if control is not None:
-                control.close()
+            if control is not None and control_path is not None:
+                stop_control(control, control_path)
             await holder[0].close_connections()
         state.groups.close()
 
