@@ -46,11 +46,13 @@ def test_rolling_upgrade_group_and_describe(broker, workers):
     # Tansu leaves the chosen protocol out of DescribeGroups (docs/clients.md); Kafka names it.
     assert groups["upgrade-group"]["protocol"] in ("sticky", None) and groups["upgrade-group"]["members"] == 4
 
-    described = cli("describe", "--bootstrap-server", broker, "--group", "upgrade-group", "--json", "--what-if", "leave=" + "x")
-    assert described.returncode == 2 and "no such member" in described.stderr
     out = cli("describe", "--bootstrap-server", broker, "--group", "upgrade-group", "--json")
     assert out.returncode == 0, out.stderr
     info = json.loads(out.stdout)
+    # Tansu returns no member metadata: describe says so and assigns nothing from it.
+    refusal = "no such member" if info["member_metadata"] else "no member metadata"
+    described = cli("describe", "--bootstrap-server", broker, "--group", "upgrade-group", "--json", "--what-if", "leave=" + "x")
+    assert described.returncode == 2 and refusal in described.stderr
     assert info["assignor"] in ("sticky", None) and len(info["members"]) == 4
     assert {m["member_id"].rsplit("-", 5)[0] for m in info["members"]} == set(kinds)
     if any(m["assigned"] for m in info["members"]):  # Kafka; Tansu returns member ids only (docs/clients.md)
@@ -59,9 +61,12 @@ def test_rolling_upgrade_group_and_describe(broker, workers):
         assert info["balance"]["spread"] == 0
     leaver = next(m["member_id"] for m in info["members"] if m["member_id"].startswith("new-b-"))
     what_if = cli("describe", "--bootstrap-server", broker, "--group", "upgrade-group", "--json", "--what-if", f"leave={leaver}", "--what-if", "join=1", "--what-if", "strategy=sticky")
-    assert what_if.returncode == 0, what_if.stderr
-    w = json.loads(what_if.stdout)["what_if"]
-    assert w["strategy"] == "sticky" and set(w["assignment"]) == {m["member_id"] for m in info["members"]} - {leaver} | {"new-member-1"}
+    if info["member_metadata"]:
+        assert what_if.returncode == 0, what_if.stderr
+        w = json.loads(what_if.stdout)["what_if"]
+        assert w["strategy"] == "sticky" and set(w["assignment"]) == {m["member_id"] for m in info["members"]} - {leaver} | {"new-member-1"}
+    else:
+        assert what_if.returncode == 2 and "no member metadata" in what_if.stderr
 
     members["new-b"].close()
     del members["new-b"]

@@ -73,8 +73,12 @@ def _print_groups(result: dict[str, Any]) -> None:
 
 def _print_group(result: dict[str, Any]) -> None:
     console = console_for()
-    console.print(Text(f"{result['group']}  state {_shown(result['state'])}  assignor {_shown(result['assignor'])}  "
-                       f"total lag {_shown(result['total_lag'])}", style="bold" if console.is_terminal else ""))
+    epoch = f"  group epoch {result['group_epoch']}" if "group_epoch" in result else ""
+    console.print(Text(f"{result['group']}  state {_shown(result['state'])}  assignor {_shown(result['assignor'])}"
+                       f"{epoch}  total lag {_shown(result['total_lag'])}", style="bold" if console.is_terminal else ""))
+    if not result.get("member_metadata", True):
+        console.print(Text("the broker returned no member metadata: the members' subscriptions and assignments, "
+                           "so the partitions' lag and the balance, are unknown", overflow="fold"))
     # A third of the line for member ids (the rest for their partitions), broken after dashes.
     id_width = max(MEMBER_ID_MIN_WIDTH, min(max((len(m["member_id"]) for m in result["members"]), default=0),
                                             console.width // 3))
@@ -84,14 +88,19 @@ def _print_group(result: dict[str, Any]) -> None:
     members.add_column("topics", overflow="fold")
     members.add_column("owned", overflow="fold")
     members.add_column("assigned", overflow="fold")
+    consumer_group = result.get("group_type") == "consumer"  # KIP-848: each member's target too
+    if consumer_group:
+        members.add_column("target", overflow="fold")
     for m in result["members"]:
         who = [wrap_id(str(m["member_id"]), id_width), f"client {_shown(m['client_id'])}",
                f"host {_shown(m['host'])}"]
         if m.get("group_instance_id"):
             who.append(f"instance {m['group_instance_id']}")
-        members.add_row("\n".join(who), _shown(m["generation"]), _shown(m["topics"]), _shown(m["owned"]),
-                        _shown(m["assigned"]))
+        cells = ["\n".join(who), _shown(m["generation"]), _shown(m["topics"]), _shown(m["owned"]), _shown(m["assigned"])]
+        members.add_row(*cells, *([_shown(m["target"])] if consumer_group else []))
     console.print(members)
+    if not result.get("member_metadata", True):
+        return
     lag = table_for(console, "partitions")
     for column in ("partition", "owner", "committed", "end", "lag"):
         lag.add_column(column, overflow="fold")

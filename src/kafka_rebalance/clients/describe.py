@@ -102,7 +102,9 @@ async def _describe(bootstrap: str, group: str | None, what_if: WhatIf | None, o
             consumer = AIOKafkaConsumer(**kwargs, enable_auto_commit=False)
             await consumer.start()
             try:
-                return await _group(admin, consumer, group, what_if)
+                # ConsumerGroupDescribe goes on a plaintext connection of its own (clients/consumer_groups.py).
+                plaintext = not any(options.get(key) for key in SECURITY_OPTIONS)
+                return await _group(admin, consumer, group, what_if, bootstrap if plaintext else None)
             finally:
                 await consumer.stop()
         except KafkaError as exc:
@@ -132,20 +134,25 @@ async def _list_groups(admin: AIOKafkaAdminClient) -> dict[str, Any]:
     return {"groups": sorted(out, key=lambda g: g["group"])}
 
 
-async def _group(admin: AIOKafkaAdminClient, consumer: AIOKafkaConsumer, group: str, what_if: WhatIf | None) -> dict[str, Any]:
-    from aiokafka.structs import TopicPartition
-
+async def _group(admin: AIOKafkaAdminClient, consumer: AIOKafkaConsumer, group: str, what_if: WhatIf | None,
+                 plaintext_bootstrap: str | None) -> dict[str, Any]:
     raws = await _describe_raw(admin, [group])
-    if not raws:
-        raise DescribeError(f"group {group!r} does not exist")
-    error_code, group_id, state, protocol_type, protocol, raw_members = raws[0][:6]
+    error_code, group_id, state, protocol_type, protocol, raw_members = raws[0][:6] if raws else (69, group, "", "", "", [])
     # Kafka answers an unknown group with state Dead (or GROUP_ID_NOT_FOUND, 69); Tansu with
-    # Empty. Either way no members and no protocol type, unlike a real group left empty.
+    # Empty. Either way no members and no protocol type, unlike a real group left empty. A
+    # consumer group (KIP-848) is not a classic group: ConsumerGroupDescribe describes it.
     if error_code == 69 or (not raw_members and (state in ("Dead", "") or not protocol_type)):
+        if plaintext_bootstrap is not None:
+            from kafka_rebalance.clients.consumer_groups import describe_consumer_group
+
+            described = await describe_consumer_group(plaintext_bootstrap, group)
+            if described is not None:
+                return await _consumer_group(admin, consumer, described, what_if)
         raise DescribeError(f"group {group!r} does not exist")
     if error_code:
         raise DescribeError(f"describing group {group!r} failed with error code {error_code}")
     members = []
+    metadata_known = True
     for raw in raw_members:
         member_id, *rest = raw
         # DescribeGroups v4+ adds group_instance_id after member_id.
@@ -153,6 +160,7 @@ async def _group(admin: AIOKafkaAdminClient, consumer: AIOKafkaConsumer, group: 
             instance_id, client_id, client_host, metadata, assignment_bytes = rest
         else:
             instance_id, (client_id, client_host, metadata, assignment_bytes) = None, rest
+        metadata_known = metadata_known and bool(metadata)
         sub = decode_subscription(metadata) if metadata else None
         assignment = decode_assignment(assignment_bytes) if assignment_bytes else None
         members.append(
@@ -169,13 +177,58 @@ async def _group(admin: AIOKafkaAdminClient, consumer: AIOKafkaConsumer, group: 
                 "assigned": assignment.names() if assignment else [],
             }
         )
+    head = {"group": group_id, "group_type": "classic", "state": state, "protocol_type": protocol_type,
+            "assignor": protocol or None}  # Tansu leaves it empty
+    if not metadata_known:
+        # Tansu: members without their subscriptions. Their topics, and so the partitions, the
+        # lag, the balance and any next assignment, are unknown: none is made up.
+        if what_if is not None:
+            raise DescribeError(f"the broker returned no member metadata for {group!r}: no subscriptions to assign from")
+        return {**head, "member_metadata": False, "members": members, "partitions": [], "total_lag": None,
+                "balance": None, "stickiness": None, "unassigned": None}
+    return await _with_lag(admin, consumer, head, members, what_if, protocol or None)
+
+
+async def _consumer_group(admin: AIOKafkaAdminClient, consumer: AIOKafkaConsumer, described: Any,
+                          what_if: WhatIf | None) -> dict[str, Any]:
+    """A KIP-848 group from ConsumerGroupDescribe: each member's subscription, its current
+    assignment (what it owns) and its target; the group epoch and the server assignor."""
+    if what_if is not None:
+        raise DescribeError(f"--what-if runs client-side assignors; {described.group_id!r} is a consumer group "
+                            f"(KIP-848) assigned by the broker's {described.assignor_name!r}")
+
+    def names(assignment: Any) -> list[str]:
+        return [f"{t.topic_name}-{p}" for t in assignment.topic_partitions for p in sorted(t.partitions)]
+
+    members = [{"member_id": m.member_id, "client_id": m.client_id, "host": m.client_host,
+                "group_instance_id": m.instance_id, "topics": sorted(m.subscribed_topic_names),
+                "subscribed_topic_regex": m.subscribed_topic_regex, "subscription_version": None,
+                "owned": names(m.assignment), "generation": int(m.member_epoch), "rack": m.rack_id,
+                "assigned": names(m.assignment), "target": names(m.target_assignment)}
+               for m in described.members]
+    head = {"group": str(described.group_id), "group_type": "consumer", "state": described.group_state,
+            "protocol_type": "consumer",
+            "assignor": described.assignor_name or None, "group_epoch": int(described.group_epoch),
+            "assignment_epoch": int(described.assignment_epoch)}
+    return await _with_lag(admin, consumer, head, members, None, None)
+
+
+async def _with_lag(admin: AIOKafkaAdminClient, consumer: AIOKafkaConsumer, head: dict[str, Any],
+                    members: list[dict[str, Any]], what_if: WhatIf | None, protocol: str | None) -> dict[str, Any]:
+    """The partitions of the members' topics with their committed and end offsets (OffsetFetch,
+    ListOffsets), balance, stickiness and the what-if."""
+    from aiokafka.structs import TopicPartition
+
     topics = sorted({t for m in members for t in m["topics"]})
-    await consumer.topics()  # fetch metadata for all topics
-    counts = {t: len(consumer.partitions_for_topic(t) or ()) for t in topics}
-    tps = [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or ())]
+    # The topics' partitions from a Metadata request of their own (the consumer's cluster view
+    # holds only what its bootstrap asked for).
+    described = await admin.describe_topics(topics) if topics else []
+    numbers = {d["topic"]: sorted(p["partition"] for p in d["partitions"]) for d in described if d["error_code"] == 0}
+    counts = {t: len(numbers.get(t, ())) for t in topics}
+    tps = [TopicPartition(t, p) for t in topics for p in numbers.get(t, ())]
     end = await consumer.end_offsets(tps) if tps else {}
     # Named partitions: Tansu cannot answer an OffsetFetch for "all partitions".
-    committed = await admin.list_consumer_group_offsets(group, partitions=tps) if tps else {}
+    committed = await admin.list_consumer_group_offsets(head["group"], partitions=tps) if tps else {}
     owner = {p: m["member_id"] for m in members for p in m["assigned"]}
     lag = []
     for tp in tps:
@@ -184,16 +237,16 @@ async def _group(admin: AIOKafkaAdminClient, consumer: AIOKafkaConsumer, group: 
         e = end.get(tp)
         lag.append({"partition": f"{tp.topic}-{tp.partition}", "owner": owner.get(f"{tp.topic}-{tp.partition}"), "committed": c_offset, "end": e, "lag": (e - c_offset) if (e is not None and c_offset is not None) else e})
     out: dict[str, Any] = {
-        "group": group_id,
-        "state": state,
-        "protocol_type": protocol_type,
-        "assignor": protocol or None,  # Tansu leaves it empty
+        **head,
+        "member_metadata": True,
         "members": members,
         "partitions": lag,
         "total_lag": sum(row["lag"] or 0 for row in lag),
         **figures(members, counts),
     }
     if what_if is not None:
+        if what_if.strategy is None and protocol is None:
+            raise DescribeError(f"the broker reported no assignor for {head['group']!r}: give --what-if strategy=NAME")
         out["what_if"] = next_assignment(members, counts, protocol, what_if, lag_loads(lag, counts))
     return out
 

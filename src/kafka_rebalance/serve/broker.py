@@ -22,6 +22,7 @@ from kafka_rebalance.protocol.effects import Log
 from kafka_rebalance.protocol.modern.consumer.coordinator import ConsumerGroupConfig
 from kafka_rebalance.serve import group_api
 from kafka_rebalance.serve.codec import Request, milliseconds
+from kafka_rebalance.serve.faults import GROUP_APIS, ResponseFaults
 from kafka_rebalance.serve.groups import Groups, Values, attr
 from kafka_rebalance.serve.log import CorruptRecords, PartitionLog, split_batches
 
@@ -70,6 +71,7 @@ class BrokerState:
             group_initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms, broker_id=NODE_ID),
             ConsumerGroupConfig(session_timeout_ms=config.consumer_session_timeout_ms,
                                 heartbeat_interval_ms=config.consumer_heartbeat_interval_ms), log_sink)
+        self.response_faults = ResponseFaults(loop)
         self._appended = asyncio.Event()
         self._next_producer_id = 1000
         # api key -> (min version, max version, handler): Kafka 4.1's ranges, within kio's schemas.
@@ -96,6 +98,9 @@ class BrokerState:
             68: (0, 1, self.consumer_group_heartbeat),
             69: (0, 1, self.consumer_group_describe),
         }
+        for key, name in GROUP_APIS.items():  # their responses can be delayed or dropped (serve/faults.py)
+            low, high, handler = self.apis[key]
+            self.apis[key] = (low, high, self.response_faults.wrap(name, handler))
 
     def supports(self, api_key: int, api_version: int) -> bool:
         api = self.apis.get(api_key)
@@ -111,10 +116,11 @@ class BrokerState:
         topic = Topic(name, uuid.uuid4())
         self.topics[name] = topic
         self.topic_names[topic.topic_id] = name
-        self._add_partitions(topic, partitions)
+        self.add_partitions(topic, partitions)
         return topic
 
-    def _add_partitions(self, topic: Topic, count: int) -> None:
+    def add_partitions(self, topic: Topic, count: int) -> None:
+        """CreatePartitions' effect (and the control's ``add_partitions``): ``topic`` grows to ``count``."""
         while len(topic.partitions) < count:
             topic.partitions.append(PartitionLog(self.config.retention_bytes))
         self.groups.topics_changed(topic_counts(self.topics))
@@ -225,7 +231,7 @@ class BrokerState:
                                                  f"{count} would not be an increase."})
             else:
                 if not attr(body, "validate_only", False):
-                    self._add_partitions(topic, count)
+                    self.add_partitions(topic, count)
                 results.append({"name": item.name, "error_code": ErrorCode.none})
         return {"results": results}
 

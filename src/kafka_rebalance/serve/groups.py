@@ -7,8 +7,14 @@ correlation id and the request's index within a batch), so a response the shard 
 (a JoinGroup held until the join phase completes, answered when another member's request or a
 timer completes it) finds the request that waits for it. ``ArmTimer`` / ``CancelTimer`` become
 ``loop.call_at`` handles, one per timer (re-armed: replaced), that feed the timer back into
-``handle``. Outputs the broker does not act on (the ``__consumer_offsets`` records) are kept in
-``records``, in order.
+``handle``. The records the shard appends to ``__consumer_offsets`` are kept in ``records``, per
+partition and in order: the log a coordinator loads.
+
+A coordinator move (``move_coordinator`` then ``reload_from_records``, what ``serve/control.py``
+drives): the requests waiting on the shard are answered with the move's error (Kafka's
+``onResignation``), the shard resigns every ``__consumer_offsets`` partition, every group request
+gets that error while the move lasts, and a new shard loads every partition from the records
+(``PartitionLoading``, then ``PartitionLoaded``: Kafka's ``replay`` and ``onLoaded``).
 
 The consumer protocol's bytes (a JoinGroup member's subscription, a SyncGroup assignment) are
 read with ``protocol/wire.py``; a response hands back the bytes the member sent for the same
@@ -18,15 +24,26 @@ value, as Kafka passes them through untouched (so their version and user data su
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
-from typing import Any, TypeAlias, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeAlias, TypeVar, assert_never
 
 from kafka_rebalance.protocol.classic import coordinator_events as cl
 from kafka_rebalance.protocol.classic.group import CoordinatorConfig
 from kafka_rebalance.protocol.effects import ArmTimer, CancelTimer, Log
+from kafka_rebalance.protocol.errors import ErrorCode
 from kafka_rebalance.protocol.modern.consumer import coordinator_events as ce
 from kafka_rebalance.protocol.modern.consumer.coordinator import ConsumerGroupConfig
-from kafka_rebalance.protocol.modern.shard import GroupCoordinatorShard, ShardInput, ShardTimer
+from kafka_rebalance.protocol.modern.consumer.records import OffsetsTopicRecord
+from kafka_rebalance.protocol.modern.shard import (
+    AppendRecord,
+    GroupCoordinatorShard,
+    PartitionLoaded,
+    PartitionLoading,
+    PartitionResigned,
+    ShardInput,
+    ShardOutput,
+    ShardTimer,
+)
 from kafka_rebalance.protocol.wire import (
     Assignment,
     Subscription,
@@ -38,6 +55,7 @@ from kafka_rebalance.protocol.wire import (
 )
 
 GroupResponse: TypeAlias = cl.GroupResponse | ce.Response
+GroupRequest: TypeAlias = cl.GroupRequest | ce.Request
 Values: TypeAlias = dict[str, object]
 K = TypeVar("K")
 REMEMBERED_BYTES = 4096  # distinct subscriptions (and assignments) whose bytes are kept, the newest
@@ -58,10 +76,16 @@ class Groups:
     def __init__(self, loop: asyncio.AbstractEventLoop, topics: Mapping[str, int], classic_config: CoordinatorConfig,
                  consumer_config: ConsumerGroupConfig, log_sink: Callable[[Log], None] | None = None):
         self.loop = loop
+        self.classic_config = classic_config
         self.shard = GroupCoordinatorShard(topics, classic_config, consumer_config)
-        self.records: list[object] = []
+        self.consumer_config = consumer_config
+        self.records: dict[int, list[OffsetsTopicRecord]] = {}  # __consumer_offsets, per partition
+        # While the coordinator moves: the error every group request gets, and until when (loop time).
+        self.unavailable: tuple[ErrorCode, float] | None = None
+        # Called after every input the shard handled (the script's "when a group ..." triggers).
+        self.observers: list[Callable[[], None]] = []
         self._log_sink = log_sink
-        self._waiting: dict[str, asyncio.Future[GroupResponse]] = {}
+        self._waiting: dict[str, tuple[asyncio.Future[GroupResponse], GroupRequest]] = {}
         self._timers: dict[ShardTimer, asyncio.TimerHandle] = {}
         self._subscription_bytes: dict[cl.ConsumerProtocolSubscription, bytes] = {}
         self._assignment_bytes: dict[tuple[str, ...], bytes] = {}
@@ -78,13 +102,53 @@ class Groups:
         return await self._ask(token, ce.RequestReceived(token, request))
 
     async def _ask(self, token: str, event: ce.RequestReceived | cl.RequestReceived) -> GroupResponse:
+        if self.unavailable is not None:
+            code, until = self.unavailable
+            if self.loop.time() < until:
+                return coordinator_error(event.request, code)
         future: asyncio.Future[GroupResponse] = self.loop.create_future()
-        self._waiting[token] = future
+        self._waiting[token] = (future, event.request)
         try:
             self._feed(event)
             return await future
         finally:
             self._waiting.pop(token, None)
+
+    def feed(self, event: ShardInput, now_ms: int | None = None) -> None:
+        """An input for the shard from outside a request (a fault the control drives: a request
+        nobody waits for, a timer fired early); ``now_ms`` defaults to the loop's clock."""
+        self._feed(event, now_ms)
+
+    def fire_timer(self, timer: ShardTimer, now_ms: int | None = None) -> None:
+        """Fires ``timer`` now (its armed handle cancelled) rather than at its deadline."""
+        handle = self._timers.pop(timer, None)
+        if handle is not None:
+            handle.cancel()
+        self._feed(timer, now_ms)
+
+    def move_coordinator(self, code: ErrorCode, until: float) -> None:
+        """The coordinator resigns: waiting requests get ``code`` (``onResignation``), its timers
+        stop, and a new coordinator starts loading every ``__consumer_offsets`` partition
+        (``reload_from_records`` completes the load); every group request gets ``code`` until
+        ``until`` (loop time)."""
+        self.unavailable = (code, until)
+        for future, request in list(self._waiting.values()):
+            if not future.done():
+                future.set_result(coordinator_error(request, code))
+        partitions = range(self.classic_config.offsets_topic_num_partitions)
+        for partition in partitions:
+            self._feed(PartitionResigned(partition))
+        self.close()
+        self.shard = GroupCoordinatorShard(self.shard.topics, self.classic_config, self.consumer_config, partitions=())
+        for partition in partitions:
+            self._feed(PartitionLoading(partition))
+
+    def reload_from_records(self) -> None:
+        """The new coordinator has read the partitions: it replays each one's records
+        (``GroupMetadataManager.replay``, then ``onLoaded``), as it would after any move."""
+        self.unavailable = None
+        for partition in range(self.classic_config.offsets_topic_num_partitions):
+            self._feed(PartitionLoaded(partition, tuple(self.records.get(partition, ()))))
 
     def topics_changed(self, topics: Mapping[str, int]) -> None:
         self._feed(ce.TopicsChanged(tuple(sorted(topics.items()))))
@@ -94,13 +158,21 @@ class Groups:
             handle.cancel()
         self._timers.clear()
 
-    def _feed(self, event: ShardInput) -> None:
-        for item in self.shard.handle(event, self.now_ms()):
+    def _feed(self, event: ShardInput, now_ms: int | None = None) -> None:
+        self._apply(self.shard.handle(event, self.now_ms() if now_ms is None else now_ms))
+        self._notify()
+
+    def _notify(self) -> None:
+        for observer in list(self.observers):
+            observer()
+
+    def _apply(self, outputs: Sequence[ShardOutput]) -> None:
+        for item in outputs:
             match item:
                 case ce.Respond(connection=token, response=response) | cl.Respond(connection=token, response=response):
-                    future = self._waiting.get(token)
-                    if future is not None and not future.done():
-                        future.set_result(response)
+                    waiting = self._waiting.get(token)
+                    if waiting is not None and not waiting[0].done():
+                        waiting[0].set_result(response)
                 case ArmTimer(timer=timer, deadline_ms=deadline_ms):
                     previous = self._timers.pop(timer, None)
                     if previous is not None:
@@ -113,9 +185,10 @@ class Groups:
                 case Log():
                     if self._log_sink is not None:
                         self._log_sink(item)
+                case AppendRecord(partition=partition, record=record):
+                    self.records.setdefault(partition, []).append(record)
                 case _:
-                    # The group's __consumer_offsets log: cl.Persist today, typed records later.
-                    self.records.append(item)
+                    assert_never(item)
 
     def _fire(self, timer: ShardTimer) -> None:
         self._timers.pop(timer, None)
@@ -146,6 +219,38 @@ class Groups:
         if known is not None:
             return known
         return encode_assignment(Assignment(group_by_topic(names)))
+
+
+def coordinator_error(request: GroupRequest, code: ErrorCode) -> GroupResponse:
+    """The answer of a coordinator that does not have the group now (Kafka's
+    ``validateGroupStatus``: NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS)."""
+    match request:
+        case cl.JoinGroupRequest(member_id=member_id):
+            return cl.JoinGroupResponse(code, member_id=member_id)
+        case cl.SyncGroupRequest():
+            return cl.SyncGroupResponse(code)
+        case cl.HeartbeatRequest():
+            return cl.HeartbeatResponse(code)
+        case cl.LeaveGroupRequest():
+            return cl.LeaveGroupResponse(code)
+        case cl.OffsetCommitRequest():
+            return cl.OffsetCommitResponse(code)
+        case cl.OffsetFetchRequest():
+            return cl.OffsetFetchResponse(code)
+        case cl.DescribeGroupsRequest(groups=names):
+            return cl.DescribeGroupsResponse(tuple(cl.DescribedGroup(code, name, "", "", "", ()) for name in names))
+        case cl.ListGroupsRequest():
+            return cl.ListGroupsResponse(code, ())
+        case cl.DeleteGroupsRequest(groups_names=names):
+            return cl.DeleteGroupsResponse(tuple(cl.DeletableGroupResult(name, code) for name in names))
+        case ce.ConsumerGroupHeartbeatRequest():
+            return ce.ConsumerGroupHeartbeatResponse(code, error_message=code.name)
+        case ce.OffsetCommitRequest():
+            return ce.OffsetCommitResponse(code)
+        case ce.OffsetFetchRequest():
+            return ce.OffsetFetchResponse(code)
+        case _:
+            assert_never(request)
 
 
 def _remember(cache: dict[K, bytes], key: K, data: bytes) -> None:

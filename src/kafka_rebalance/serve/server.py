@@ -27,7 +27,20 @@ from kio.schema.errors import ErrorCode
 
 from kafka_rebalance.serve.broker import NODE_ID, BrokerConfig, BrokerState
 from kafka_rebalance.serve.codec import MalformedRequest, UnsupportedApi, decode_request, encode_response
+from kafka_rebalance.serve.control import Action as ControlAction
+from kafka_rebalance.serve.control import (
+    AddPartitions,
+    CoordinatorFailover,
+    Delay,
+    Drop,
+    Expire,
+    ForceRebalance,
+    group_state,
+    run_action,
+)
+from kafka_rebalance.serve.ctl import start_control, stop_control
 from kafka_rebalance.serve.logfile import CoordinatorLog
+from kafka_rebalance.serve.script import Script, ScriptRunner
 
 T = TypeVar("T")
 API_VERSIONS_KEY = 18
@@ -98,8 +111,10 @@ class KafkaServer:
                                self.state.api_versions_values(ErrorCode.unsupported_version))
 
 
-async def run_broker(config: BrokerConfig, started: Callable[[BrokerState], None], stop: asyncio.Event) -> None:
-    """Serves until ``stop`` is set; ``started`` gets the state, whose config has the bound port."""
+async def run_broker(config: BrokerConfig, started: Callable[[BrokerState], None], stop: asyncio.Event,
+                     script: Script | None = None, control_path: str | None = None) -> None:
+    """Serves until ``stop`` is set; ``started`` gets the state, whose config has the bound port.
+    ``script``'s events run from the start; ``control_path``: the control socket (``serve/ctl.py``)."""
     loop = asyncio.get_running_loop()
     holder: list[KafkaServer] = []
 
@@ -115,10 +130,15 @@ async def run_broker(config: BrokerConfig, started: Callable[[BrokerState], None
             log_sink = CoordinatorLog(out, loop, NODE_ID).write
         state = BrokerState(bound, loop, log_sink)
         holder.append(KafkaServer(state))
+        control = await start_control(state, control_path) if control_path is not None else None
         async with listener:
             await listener.start_serving()
+            if script is not None:
+                ScriptRunner(state, script)
             started(state)
             await stop.wait()
+            if control is not None and control_path is not None:
+                stop_control(control, control_path)
             await holder[0].close_connections()
         state.groups.close()
 
@@ -133,7 +153,10 @@ class Broker:
     def __init__(self, host: str = "127.0.0.1", port: int = 0, *, num_partitions: int = 1,
                  group_initial_rebalance_delay_ms: int = 3000, max_request_bytes: int = 100 * 1024 * 1024,
                  retention_bytes: int = 64 * 1024 * 1024, log_path: str | None = None,
-                 consumer_heartbeat_interval_ms: int = 5000, consumer_session_timeout_ms: int = 45000):
+                 consumer_heartbeat_interval_ms: int = 5000, consumer_session_timeout_ms: int = 45000,
+                 script: Script | None = None, control_path: str | None = None):
+        self.script = script
+        self.control_path = control_path
         self.config = BrokerConfig(host, port, num_partitions, retention_bytes, max_request_bytes,
                                    group_initial_rebalance_delay_ms, log_path, consumer_heartbeat_interval_ms,
                                    consumer_session_timeout_ms)
@@ -168,7 +191,7 @@ class Broker:
         async def main() -> None:
             self._loop = asyncio.get_running_loop()
             self._stop = asyncio.Event()
-            await run_broker(self.config, self._started, self._stop)
+            await run_broker(self.config, self._started, self._stop, self.script, self.control_path)
 
         try:
             asyncio.run(main())
@@ -192,3 +215,46 @@ class Broker:
             return function(state)
 
         return asyncio.run_coroutine_threadsafe(run(), self._loop).result(START_TIMEOUT_S)
+
+    def create_topic(self, name: str, partitions: int) -> None:
+        """A topic, before any client asks for it (so a group's first assignment sees its partitions)."""
+        self.call(lambda state: state.create_topic(name, partitions))
+
+    def group_state(self, group_id: str) -> tuple[str, int] | None:
+        """(state, generation) of a classic group, (state, group epoch) of a consumer group, as the
+        coordinator holds them; None: no such group."""
+        return self.call(lambda state: group_state(state, group_id))
+
+    # ------------------------------------------------------------------ rebalances on command (serve/control.py)
+
+    def expire_member(self, group: str, *, client_id: str | None = None, instance_id: str | None = None,
+                      member_id: str | None = None) -> str:
+        """The member's session ends now (named by exactly one of the three)."""
+        expire = Expire(group=group, client_id=client_id, instance_id=instance_id, member_id=member_id)
+        return self.act(ControlAction(expire=expire))
+
+    def force_rebalance(self, group: str) -> str:
+        """A Stable classic group rebalances (its leader's rejoin, as Kafka sees it)."""
+        return self.act(ControlAction(force_rebalance=ForceRebalance(group=group)))
+
+    def delay_responses(self, api: str, delay_ms: int, for_ms: int) -> str:
+        """``api``'s responses (``faults.GROUP_APIS``: join_group, heartbeat, ...) wait ``delay_ms``."""
+        return self.act(ControlAction(delay=Delay(api=api, ms=delay_ms, for_ms=for_ms)))
+
+    def drop_responses(self, api: str, for_ms: int) -> str:
+        return self.act(ControlAction(drop=Drop(api=api, for_ms=for_ms)))
+
+    def move_coordinator(self, error: str = "NOT_COORDINATOR", for_ms: int = 1000) -> str:
+        """``error`` for ``for_ms``, then every group reloaded from its records."""
+        return self.act(ControlAction(coordinator_failover=CoordinatorFailover(error=error, for_ms=for_ms)))
+
+    def add_partitions(self, topic: str, count: int) -> str:
+        return self.act(ControlAction(add_partitions=AddPartitions(topic=topic, count=count)))
+
+    def set_server_assignor(self, name: str) -> str:
+        """The consumer groups' default server assignor (``group.consumer.assignors``' first)."""
+        return self.act(ControlAction(server_assignor=name))
+
+    def act(self, action: ControlAction) -> str:
+        """Any action of ``serve/control.py`` (a script event's action part); raises ``ControlError``."""
+        return self.call(lambda state: run_action(state, action))
