@@ -460,3 +460,23 @@ def test_a_pending_member_outlives_the_join_phase_it_missed():
     assert broker.state is GroupState.PREPARING_REBALANCE
     assert sorted(broker.group.members) == sorted([first.member_id, pending.member_id])
     assert not broker.group.pending_members
+
+
+def test_a_requested_rebalance_moves_a_stable_group_to_preparing_rebalance() -> None:
+    """``RebalanceRequested`` (serve's forced rebalance) reaches Kafka's ``prepareRebalance``: the
+    Stable group goes to PreparingRebalance with the reason logged, members learn it from their
+    next heartbeat (REBALANCE_IN_PROGRESS, as GroupMetadataManagerTest's
+    testHeartbeatDuringPreparingRebalance), and no member is added or removed. A group that is
+    not Stable is left alone: it is rebalancing already, or has nobody to rebalance."""
+    from kafka_rebalance.protocol.classic.coordinator_events import RebalanceRequested
+
+    broker, ids = stable_group(2)
+    members = set(broker.group.members)
+    step = broker.handle(RebalanceRequested(GROUP, "forced by a test"))
+    assert broker.state is GroupState.PREPARING_REBALANCE
+    assert [getattr(r, "reason", None) for r in step.logs if r.KIND == "preparing_rebalance"] == ["forced by a test"]
+    assert set(broker.group.members) == members
+    assert broker.heartbeat("c0", ids["c0"]) is ErrorCode.REBALANCE_IN_PROGRESS
+    again = broker.handle(RebalanceRequested(GROUP, "twice"))
+    assert again.outputs == [] and broker.state is GroupState.PREPARING_REBALANCE
+    assert broker.handle(RebalanceRequested("no-such-group", "x")).outputs == []

@@ -11,19 +11,15 @@ An action is one mapping in the scenario's words (``docs/scenario.md``)::
     add_partitions: {topic: t0, count: 6}
     server_assignor: range
 
-What needs the coordinator goes through its entry point with the inputs it already has: an
-expired member is its session timer fired now (a classic ``SessionExpired``, a consumer group's
-``SessionTimeout``); a forced rebalance of a classic group is a member that joins (with the leader's
-protocols; KIP-394's MEMBER_ID_REQUIRED round first) and leaves at once: the join moves the Stable group to PreparingRebalance ("Adding new member ..."), the leave takes the
-stand-in out before the join phase can complete, and every real member learns of the rebalance
-from its next heartbeat (REBALANCE_IN_PROGRESS) and rejoins with what it owns. (Rejoining as the
-leader instead would complete a one-member group's join phase on the leader's behalf, and its
-client would lose its partitions to ILLEGAL_GENERATION.)
+What needs the coordinator goes through its entry point: an expired member is its session timer
+fired now (a classic ``SessionExpired``, a consumer group's ``SessionTimeout``); a forced
+rebalance of a classic group is the coordinator's ``RebalanceRequested`` input, which takes a
+Stable group to PreparingRebalance as Kafka's ``prepareRebalance`` does, and every member learns
+it from its next heartbeat (REBALANCE_IN_PROGRESS) and rejoins with what it owns.
 """
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import replace
 from typing import Any, Literal
 
@@ -40,8 +36,6 @@ from kafka_rebalance.serve.broker import BrokerState
 from kafka_rebalance.serve.faults import GROUP_APIS
 
 FORCED_REASON = "forced by kafka-rebalance serve"
-STAND_IN_CLIENT_ID = "kafka-rebalance-serve-control"  # the member a forced rebalance adds and removes
-_tokens = itertools.count(1)
 
 
 class ControlError(Exception):
@@ -201,22 +195,8 @@ def force_rebalance(state: BrokerState, group_id: str) -> str:
         raise ControlError(f"no group {group_id}")
     if group.state is not GroupState.STABLE or group.leader is None:
         raise ControlError(f"{group_id} is {group.state.value}: only a Stable group can be forced to rebalance")
-    leader = group.members[group.leader]
-    token = f"control:{next(_tokens)}"
     generation = group.generation
-
-    def join(member_id: str, suffix: str) -> None:
-        groups.feed(cl.RequestReceived(f"{token}/{suffix}", cl.JoinGroupRequest(
-            group_id, leader.session_timeout_ms, leader.rebalance_timeout_ms, member_id, None,
-            group.protocol_type or "", leader.protocols, reason=FORCED_REASON, client_id=STAND_IN_CLIENT_ID)))
-
-    pending = set(group.pending_members)
-    join("", "join")  # answered MEMBER_ID_REQUIRED with the stand-in's id
-    stand_ins = group.pending_members - pending
-    for member_id in stand_ins:
-        join(member_id, "rejoin")
-    groups.feed(cl.RequestReceived(f"{token}/leave", cl.LeaveGroupRequest(
-        group_id, tuple(cl.MemberIdentity(member_id, None, FORCED_REASON) for member_id in stand_ins))))
+    groups.feed(cl.RebalanceRequested(group_id, FORCED_REASON))
     return f"{group_id} rebalances (generation {generation} ends)"
 
 

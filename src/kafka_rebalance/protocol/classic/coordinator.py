@@ -75,6 +75,7 @@ from kafka_rebalance.protocol.classic.coordinator_events import (
     Persist,
     PersistedMember,
     PersistedRecord,
+    RebalanceRequested,
     RebalanceTimeout,
     RequestReceived,
     Resign,
@@ -184,6 +185,10 @@ class GroupCoordinator:
                     group = self.groups.get(record.group_id)
                     if isinstance(record, GroupMetadataRecord) and group is not None and group.members:
                         self._prepare_rebalance(group, reason, now_ms, out)
+            case RebalanceRequested(group_id=group_id, reason=reason):
+                group = self.groups.get(group_id)
+                if group is not None and group.state is GroupState.STABLE:
+                    self._prepare_rebalance(group, reason, now_ms, out)
             case _:
                 assert_never(event)
         return out

@@ -408,7 +408,19 @@ class ConsumerGroupDowngraded:
 
 CoordinatorTimer = (SessionExpired | PendingMemberExpired | NewMemberJoinTimeout | InitialDelayExpired
                     | RebalanceTimeout | SyncTimeout)
-CoordinatorInput = RequestReceived | CoordinatorTimer | BeginLoading | LoadCompleted | Resign | ConsumerGroupDowngraded
+@dataclass(frozen=True, slots=True)
+class RebalanceRequested:
+    """An operator asks a Stable group to rebalance (serve's control: a test's command). Kafka
+    calls ``prepareRebalance`` from inside the coordinator (a member's changed metadata, a
+    leader's rejoin); this input reaches the same step from outside, so members learn it as
+    they would learn any rebalance: REBALANCE_IN_PROGRESS on their next heartbeat."""
+
+    group_id: str
+    reason: str
+
+
+CoordinatorInput = (RequestReceived | CoordinatorTimer | BeginLoading | LoadCompleted | Resign | ConsumerGroupDowngraded
+                    | RebalanceRequested)
 
 
 # --------------------------------------------------------------------------- outputs

@@ -107,7 +107,8 @@ class ConsumerGroupTimer:
 ShardTimer: TypeAlias = ConsumerGroupTimer | cl.CoordinatorTimer
 ShardInput: TypeAlias = (ce.RequestReceived | cl.RequestReceived | ConsumerGroupTimer | cl.SessionExpired | cl.PendingMemberExpired
                          | cl.NewMemberJoinTimeout | cl.InitialDelayExpired | cl.RebalanceTimeout | cl.SyncTimeout
-                         | ce.TopicsChanged | PartitionLoading | PartitionLoaded | PartitionResigned)
+                         | ce.TopicsChanged | PartitionLoading | PartitionLoaded | PartitionResigned
+                         | cl.RebalanceRequested)
 ShardOutput: TypeAlias = (ce.Respond | cl.Respond | ArmTimer[ShardTimer] | CancelTimer[ShardTimer] | Log | AppendRecord)
 
 # Classic requests a consumer group answers itself (its members still on the classic protocol).
@@ -190,7 +191,7 @@ class GroupCoordinatorShard:
                 if group is not None:
                     self._consumer_output(group, group.handle(timer, now_ms), now_ms, out)
             case (cl.SessionExpired() | cl.PendingMemberExpired() | cl.NewMemberJoinTimeout() | cl.InitialDelayExpired()
-                  | cl.RebalanceTimeout() | cl.SyncTimeout()):
+                  | cl.RebalanceTimeout() | cl.SyncTimeout() | cl.RebalanceRequested()):
                 if self._classic is not None:
                     self._classic_output(self._classic.handle(event, now_ms), out)
             case ce.TopicsChanged(topics=topics):
