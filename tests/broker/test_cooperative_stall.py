@@ -17,8 +17,10 @@ has rejoined), so every join outlasts the poll, and a member can drop every assi
 given: the stall. The loop of poll (1.5 s) and Tansu's join (about 6 s, four loops) lock in
 phase, so a member that drops one join tends to drop every one after it. Both assignors (ours
 and kafka-python's own) go through the same kafka-python coordinator code; the leader's logs
-show ours assigning 3 + 3 in every round, to members that never take it. Which pairs stall
-depends on start-up timing, so on Tansu the comparison is recorded, not required (xfail)."""
+show ours assigning 3 + 3 in every round, to members that never take it. Which pairs stall on
+Tansu depends on start-up timing, not on the assignor (ours balanced 0 of 2 pairs where
+kafka-python's own balanced 1-2 of 2 in two runs, and at least as often in two others), so no test
+asserts a comparison there: it could only be an xfail, a test that cannot fail."""
 
 from __future__ import annotations
 
@@ -82,24 +84,6 @@ def test_on_serve_our_cooperative_sticky_balances_the_pair_every_time():
                 for worker in pair:
                     worker.kill()
     assert all(balanced.values()), (balanced, _histories(pairs))
-
-
-@pytest.mark.xfail(strict=False, reason="kafka-python 3.0.12 drops joins that finish between polls, phase-locked "
-                   "with Tansu's ~6 s joins: which pairs stall depends on start-up timing, not on the assignor")
-def test_on_tansu_ours_balances_at_least_as_often_as_kafka_pythons(broker):
-    """Two tries of each, side by side on one broker (one group each), 30 s each."""
-    _create_topic(broker, "stall")
-    groups = {f"{kind}-{i}": kind for kind in ("ours-cooperative-sticky", "cooperative-sticky") for i in range(2)}
-    pairs = _pairs(broker, "stall", groups)
-    try:
-        balanced = _balanced_within(pairs, 30)
-    finally:
-        for pair in pairs.values():
-            for worker in pair:
-                worker.kill()
-    ours = sum(ok for group, ok in balanced.items() if group.startswith("ours-"))
-    theirs = sum(ok for group, ok in balanced.items() if not group.startswith("ours-"))
-    assert ours >= theirs, (balanced, _histories(pairs))
 
 
 def _histories(pairs: dict[str, list[Worker]]) -> dict[str, list[tuple[float, int | None, list[int]]]]:
