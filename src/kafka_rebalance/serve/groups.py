@@ -43,6 +43,7 @@ from kafka_rebalance.protocol.modern.shard import (
     ShardInput,
     ShardOutput,
     ShardTimer,
+    coordinator_error,
 )
 from kafka_rebalance.protocol.wire import (
     Assignment,
@@ -219,38 +220,6 @@ class Groups:
         if known is not None:
             return known
         return encode_assignment(Assignment(group_by_topic(names)))
-
-
-def coordinator_error(request: GroupRequest, code: ErrorCode) -> GroupResponse:
-    """The answer of a coordinator that does not have the group now (Kafka's
-    ``validateGroupStatus``: NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS)."""
-    match request:
-        case cl.JoinGroupRequest(member_id=member_id):
-            return cl.JoinGroupResponse(code, member_id=member_id)
-        case cl.SyncGroupRequest():
-            return cl.SyncGroupResponse(code)
-        case cl.HeartbeatRequest():
-            return cl.HeartbeatResponse(code)
-        case cl.LeaveGroupRequest():
-            return cl.LeaveGroupResponse(code)
-        case cl.OffsetCommitRequest():
-            return cl.OffsetCommitResponse(code)
-        case cl.OffsetFetchRequest():
-            return cl.OffsetFetchResponse(code)
-        case cl.DescribeGroupsRequest(groups=names):
-            return cl.DescribeGroupsResponse(tuple(cl.DescribedGroup(code, name, "", "", "", ()) for name in names))
-        case cl.ListGroupsRequest():
-            return cl.ListGroupsResponse(code, ())
-        case cl.DeleteGroupsRequest(groups_names=names):
-            return cl.DeleteGroupsResponse(tuple(cl.DeletableGroupResult(name, code) for name in names))
-        case ce.ConsumerGroupHeartbeatRequest():
-            return ce.ConsumerGroupHeartbeatResponse(code, error_message=code.name)
-        case ce.OffsetCommitRequest():
-            return ce.OffsetCommitResponse(code)
-        case ce.OffsetFetchRequest():
-            return ce.OffsetFetchResponse(code)
-        case _:
-            assert_never(request)
 
 
 def _remember(cache: dict[K, bytes], key: K, data: bytes) -> None:

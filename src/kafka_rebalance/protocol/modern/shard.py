@@ -183,7 +183,7 @@ class GroupCoordinatorShard:
                     self._consumer_output(group, group.handle(ce.RequestReceived(connection, request), now_ms), now_ms, out)
                 elif self._classic is None and self._unavailable(getattr(request, "group_id", "")) is not None:
                     # No classic group loaded here: answered as the consumer groups' requests are.
-                    out.append(cl.Respond(connection, _not_available(request)))
+                    out.append(cl.Respond(connection, classic_coordinator_error(request, ErrorCode.COORDINATOR_NOT_AVAILABLE)))
                 else:
                     self._classic_output(self.classic.handle(event, now_ms), out)
             case ConsumerGroupTimer(group_id=group_id, timer=timer):
@@ -412,9 +412,23 @@ def _classic_timers(group: ClassicGroup) -> list[cl.CoordinatorTimer]:
     return timers
 
 
-def _not_available(request: cl.GroupRequest) -> cl.GroupResponse:
-    """A classic request for a partition still loading, on a coordinator with no classic group."""
-    code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+def coordinator_error(request: cl.GroupRequest | ce.Request, code: ErrorCode) -> cl.GroupResponse | ce.Response:
+    """The answer of a coordinator that does not have the request's group now (Kafka's
+    ``validateGroupStatus``: NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, or
+    COORDINATOR_NOT_AVAILABLE while a partition loads on a coordinator with no classic group)."""
+    match request:
+        case ce.ConsumerGroupHeartbeatRequest():
+            return ce.ConsumerGroupHeartbeatResponse(code, error_message=code.name)
+        case ce.OffsetCommitRequest():
+            return ce.OffsetCommitResponse(code)
+        case ce.OffsetFetchRequest():
+            return ce.OffsetFetchResponse(code)
+        case _:
+            return classic_coordinator_error(request, code)
+
+
+def classic_coordinator_error(request: cl.GroupRequest, code: ErrorCode) -> cl.GroupResponse:
+    """``coordinator_error`` of a classic-protocol request."""
     match request:
         case cl.JoinGroupRequest(member_id=member_id):
             return cl.JoinGroupResponse(code, member_id=member_id)
@@ -428,7 +442,11 @@ def _not_available(request: cl.GroupRequest) -> cl.GroupResponse:
             return cl.OffsetCommitResponse(code)
         case cl.OffsetFetchRequest():
             return cl.OffsetFetchResponse(code)
-        case cl.DescribeGroupsRequest() | cl.ListGroupsRequest() | cl.DeleteGroupsRequest():
-            raise AssertionError(f"{request!r} names no one group")
+        case cl.DescribeGroupsRequest(groups=names):
+            return cl.DescribeGroupsResponse(tuple(cl.DescribedGroup(code, name, "", "", "", ()) for name in names))
+        case cl.ListGroupsRequest():
+            return cl.ListGroupsResponse(code, ())
+        case cl.DeleteGroupsRequest(groups_names=names):
+            return cl.DeleteGroupsResponse(tuple(cl.DeletableGroupResult(name, code) for name in names))
         case _:
             assert_never(request)
