@@ -68,9 +68,7 @@ from kafka_rebalance.protocol.logrecords import (
 from kafka_rebalance.protocol.modern.consumer import coordinator_events as ce
 from kafka_rebalance.protocol.modern.consumer import member_events as me
 from kafka_rebalance.protocol.modern.consumer.assignment import to_strings
-from kafka_rebalance.protocol.modern.consumer.coordinator import (
-    ConsumerGroupConfig,
-)
+from kafka_rebalance.protocol.modern.consumer.coordinator import ConsumerGroupConfig
 from kafka_rebalance.protocol.modern.consumer.member import (
     ConsumerMembershipManager,
     ConsumerMemberState,
@@ -115,11 +113,7 @@ from kafka_rebalance.sim.events import (
     RequestTimesOut,
     ScenarioStep,
 )
-from kafka_rebalance.sim.result import (
-    NOT_FENCED,
-    LoggedRecord,
-    SimulationResult,
-)
+from kafka_rebalance.sim.result import NOT_FENCED, LoggedRecord, SimulationResult
 from kafka_rebalance.sim.scenario import ConsumerSpec, Scenario
 from kafka_rebalance.sim.scenario_events import (
     ConsumerDowngrades,
