@@ -1,4 +1,4 @@
-"""``kafka-rebalance serve``: a Kafka broker whose group coordinator is ours (issue 34)."""
+"""``kafka-rebalance serve``: a Kafka broker whose group coordinator is ours."""
 
 from __future__ import annotations
 

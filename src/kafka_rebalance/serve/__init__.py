@@ -1,4 +1,4 @@
-"""``kafka-rebalance serve``: a Kafka broker around our group coordinator (issue 34).
+"""``kafka-rebalance serve``: a Kafka broker around our group coordinator.
 
 Real Kafka clients connect, create topics, produce, fetch and join groups whose coordinator is
 ``protocol/modern/shard.py``'s ``GroupCoordinatorShard`` (classic groups and KIP-848 consumer

@@ -1,4 +1,4 @@
-"""Rebalances on command (issue 34, section 3): the faults a script, ``serve ctl`` and the
+"""Rebalances on command: the faults a script, ``serve ctl`` and the
 ``Broker`` methods force on a running broker, one action at a time.
 
 An action is one mapping in the scenario's words (``docs/scenario.md``)::

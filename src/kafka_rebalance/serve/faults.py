@@ -1,4 +1,4 @@
-"""Faults on the group APIs' responses (issue 34, section 3): for a while, one API's responses
+"""Faults on the group APIs' responses: for a while, one API's responses
 are delayed or dropped.
 
 The request still reaches the coordinator (its effects happen); only its answer is late or never
