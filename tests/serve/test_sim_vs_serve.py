@@ -28,7 +28,7 @@ QUIET_S = 1.5
 
 
 def _generations(workers: list[Worker]) -> set[int]:
-    return {g for w in workers for _, g, _ in w.history if g is not None and g >= 0}
+    return {g for w in workers for g in w.generations if g >= 0}
 
 
 def _real() -> tuple[list[list[int]], dict[str, list[int]]]:

@@ -43,6 +43,7 @@ class Worker:
         self.records: list[tuple[int, int]] = []
         self.commits: dict[int, int] = {}
         self.revocations: list[list[int]] = []  # partitions revoked, per listener call
+        self.generations: set[int] = set()  # every generation reported, by polls or by the listener
         self.closed = False
         self.ready = threading.Event()
         self.lock = threading.Lock()
@@ -56,6 +57,8 @@ class Worker:
             except ValueError:
                 continue
             with self.lock:
+                if isinstance(event.get("g"), int):
+                    self.generations.add(event["g"])
                 if "a" in event:
                     self.assignment = sorted(event["a"])
                     self.history.append((time.monotonic(), event.get("g"), self.assignment))

@@ -4,7 +4,8 @@ argv[1]: a JSON object: bootstrap, group, topic, client_id, assignor (a key of A
 session_ms, heartbeat_ms, poll_ms, process_s (seconds of "processing" after each poll),
 instance_id (group.instance.id, optional). Prints JSON lines: {"ready": true} once built, then,
 after a "go" line on stdin, {"a": [partitions], "g": generation, "t": monotonic seconds} per
-assignment change, {"revoked": [...]} and {"assigned": [...]} from the rebalance listener,
+assignment change, {"revoked": [...], "g": ...} and {"assigned": [...], "g": ...} from the
+rebalance listener (so a generation replaced within one poll is still seen),
 {"r": [[partition, offset], ...]} per batch (after committing it), {"c": {partition: next
 offset}} per commit; "close" on stdin closes it (LeaveGroup, unless
 static), {"closed": true} when done. A SIGKILL from the test is a crash."""
@@ -65,10 +66,15 @@ def main() -> None:
 
     class Listener(ConsumerRebalanceListener):
         def on_partitions_revoked(self, revoked):
-            emit({"revoked": sorted(tp.partition for tp in revoked)})
+            emit({"revoked": sorted(tp.partition for tp in revoked), "g": generation_id()})
 
         def on_partitions_assigned(self, assigned):
-            emit({"assigned": sorted(tp.partition for tp in assigned)})
+            # Called inside poll at the end of each join, so a generation that a second join
+            # replaces within the same poll is still reported.
+            emit({"assigned": sorted(tp.partition for tp in assigned), "g": generation_id()})
+
+    def generation_id() -> int | None:
+        return consumer._coordinator._generation.generation_id if consumer._coordinator._generation else None
 
     consumer.subscribe([config["topic"]], listener=Listener())
 
@@ -89,7 +95,7 @@ def main() -> None:
             except Exception as error:  # a rebalance took them away first: not committed
                 emit({"commit_failed": type(error).__name__})
             emit({"r": records})
-        generation = consumer._coordinator._generation.generation_id if consumer._coordinator._generation else None
+        generation = generation_id()
         now = sorted(tp.partition for tp in consumer.assignment())
         if (now, generation) != last:
             last = (now, generation)
