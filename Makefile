@@ -24,10 +24,14 @@ setup: $(STAMP)
 run: setup
 	$(VENV)/bin/kafka-rebalance lab --out lab-out
 
+# mypy runs beside the tests (they spend much of their time waiting on brokers and JVMs); its
+# verdict is printed and counted once they end.
 test: setup
 	$(VENV)/bin/ruff check src tests benchmarks
-	$(PY) -m mypy
-	$(PY) -m pytest -q -n 2 --dist loadfile --durations=25
+	@$(PY) -m mypy > .mypy.out 2>&1 & mypy=$$!; \
+	$(PY) -m pytest -q -n 2 --dist loadfile --durations=25; tests=$$?; \
+	wait $$mypy; typed=$$?; cat .mypy.out; rm -f .mypy.out; \
+	exit $$(( tests || typed ))
 
 test-fast: setup
 	$(PY) -m pytest -q -n 2 --dist loadfile -m "$(FAST)" --durations=10

@@ -34,16 +34,19 @@ def core_venv(tmp_path_factory):
     where = tmp_path_factory.mktemp("wheel")
     # Build from a copy: an in-tree build leaves an egg-info behind in src/.
     source = where / "source"
-    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".venv", ".git", "__pycache__", "*.egg-info", "build", "dist", "lab-out", "out", ".hypothesis"))
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".venv", ".git", "__pycache__", "*.egg-info", "build", "dist", "lab-out", "out",
+                                                                ".hypothesis", "tests", "benchmarks", "node_modules"))
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(where), str(source)],
                            capture_output=True, text=True, timeout=TIMEOUT_S, env=clean_env())
     if built.returncode != 0:
         pytest.fail(f"building the wheel failed: {built.stderr[-2000:]}")
     wheel = next(where.glob("kafka_rebalance-*.whl"))
     env_dir = where / "venv"
-    venv.create(env_dir, with_pip=True)
+    # No pip of its own (ensurepip costs seconds): the test's pip installs into it (``--python``).
+    venv.create(env_dir, with_pip=False)
     python = env_dir / "bin" / "python"
-    installed = subprocess.run([str(python), "-m", "pip", "install", "--quiet", str(wheel)], capture_output=True, text=True, timeout=TIMEOUT_S, env=clean_env())
+    installed = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", str(wheel)],
+                               capture_output=True, text=True, timeout=TIMEOUT_S, env=clean_env())
     if installed.returncode != 0:
         pytest.skip(f"could not install the wheel's dependencies (offline?): {installed.stderr[-500:]}")
     return env_dir
@@ -54,7 +57,8 @@ def run(env_dir, *args, stdin=None):
 
 
 def test_core_install_has_no_spark_or_kafka(core_venv):
-    listed = subprocess.run([str(core_venv / "bin" / "python"), "-m", "pip", "list", "--format=json"], capture_output=True, text=True, check=True, env=clean_env())
+    listed = subprocess.run([sys.executable, "-m", "pip", "--python", str(core_venv / "bin" / "python"), "list", "--format=json"],
+                            capture_output=True, text=True, check=True, env=clean_env())
     names = {p["name"].lower() for p in json.loads(listed.stdout)}
     assert {"numpy", "pyarrow", "pydantic", "click", "rich"} <= names
     assert not names & {"pyspark", "pandas", "matplotlib", "kafka-python", "aiokafka"}

@@ -87,6 +87,28 @@ def start_together(workers: list[Worker], timeout_s: float = 60) -> None:
         w.go()
 
 
+STEP_TIMEOUT_S = 60
+SETTLE_S = 2.0
+
+
+def wait_stable(live: list[Worker], partitions: int) -> dict[str, list[int]]:
+    """The assignment once every partition has one owner among ``live``, counts within one of
+    each other, unchanged for ``SETTLE_S``."""
+    deadline = time.monotonic() + STEP_TIMEOUT_S
+    last, since = None, time.monotonic()
+    while time.monotonic() < deadline:
+        snapshot = {w.name: list(w.assignment) for w in live}
+        if snapshot != last:
+            last, since = snapshot, time.monotonic()
+        owned = [p for parts in snapshot.values() for p in parts]
+        sizes = [len(parts) for parts in snapshot.values()]
+        settled = sorted(owned) == list(range(partitions)) and max(sizes) - min(sizes) <= 1
+        if settled and time.monotonic() - since >= SETTLE_S:
+            return snapshot
+        time.sleep(0.2)
+    pytest.fail(f"group did not settle: {last}")
+
+
 class Worker:
     """A consumer process and what it has reported."""
 

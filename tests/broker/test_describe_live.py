@@ -9,8 +9,7 @@ import time
 
 import pytest
 
-from tests.broker.conftest import SRC, Worker, start_together
-from tests.broker.test_churn import wait_stable
+from tests.broker.conftest import SRC, Worker, start_together, wait_stable
 
 pytestmark = pytest.mark.broker
 

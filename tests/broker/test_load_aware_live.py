@@ -10,8 +10,7 @@ import threading
 
 import pytest
 
-from tests.broker.conftest import Worker, start_together
-from tests.broker.test_churn import wait_stable
+from tests.broker.conftest import Worker, start_together, wait_stable
 
 pytestmark = pytest.mark.broker
 
