@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.broker.test_describe_live import cli
+from tests.serve.workers.harness import run_cli as cli
 
 pytestmark = pytest.mark.broker
 RECORDS = 32

@@ -137,3 +137,10 @@ def settled(workers: list[Worker], partitions: int, quiet_s: float, timeout_s: f
             return snapshot
         time.sleep(0.05)
     return None
+
+
+def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """``kafka-rebalance`` from this checkout's source in its own process."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-c", "from kafka_rebalance.cli import main; main()", *args],
+                          capture_output=True, text=True, timeout=timeout, env=env)
