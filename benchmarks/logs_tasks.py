@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
                                             syslog=syslog))
             task_s = time.process_time() - started
             started = time.process_time()
-            told = list(exchange.tell_received(rows, DEFAULT_STORM_RULE,
+            told = list(exchange.tell_received(rows, DEFAULT_STORM_RULE, exchange.routes(1), str(out / "events"),
                                                {table: str(out / table) for table in STORY_TABLES}, "00000"))
             story_s = time.process_time() - started
         finally:

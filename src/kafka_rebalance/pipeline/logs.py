@@ -147,13 +147,14 @@ def choose_engine(engine: str, files: list[str], master: str | None) -> str:
 
 def scan_and_tell(spark: Any, files: list[str], sizes: dict[str, int], sources: dict[str, str],
                   clusters: dict[str, str], syslog: SyslogReference, events_dir: str, buckets: int,
-                  story_dirs: dict[str, str], rule: StormRule, inherited: dict[int, dict[str, str]] | None = None
-                  ) -> Any:
+                  story_dirs: dict[str, str], rule: StormRule) -> Any:
     """Files -> ``exchange.TOLD_DDL`` rows: a finding per group and the ``SplitFacts`` of every
     split. One job: scan tasks read their byte ranges (from any store, themselves) and write
     their part of ``events`` into ``events_dir``; their events cross Spark's shuffle to one
     story task per bucket of groups, which writes its part of every story table into
-    ``story_dirs`` (``logparse.exchange``). ``sources``: the name a file is shown as (the
+    ``story_dirs`` (``logparse.exchange``); client lines naming no group whose client named one
+    in a split before are filled in by the story tasks, in the same job (``exchange.read_split``).
+    ``sources``: the name a file is shown as (the
     paste from stdin is read from a file but is ``-``)."""
     from kafka_rebalance.pipeline.logparse.exchange import (
         EXCHANGE_DDL,
@@ -170,7 +171,6 @@ def scan_and_tell(spark: Any, files: list[str], sizes: dict[str, int], sources: 
     splits = plan_splits([(name, sizes[name]) for name in files], size_per_split)
     index_of = {(s.path, s.start): i for i, s in enumerate(splits)}
     tasks = pack_splits(splits, sizes, max(parallelism, -(-total // size_per_split)))
-    chains = dict(inherited or {})
     keys = routes(buckets)
 
     def scan_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -179,14 +179,14 @@ def scan_and_tell(spark: Any, files: list[str], sizes: dict[str, int], sources: 
                 index = index_of[(split.path, split.start)]
                 source = sources.get(split.path, split.path)
                 yield from read_split(split, index, _cluster_for(source, clusters), source, keys, events_dir,
-                                      chains.get(index), syslog=syslog)
+                                      syslog=syslog)
 
     def story_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
 
         context = TaskContext.get()
         name = f"{context.partitionId() if context is not None else 0:05d}"
-        yield from tell_received(batches, rule, story_dirs, name)
+        yield from tell_received(batches, rule, keys, events_dir, story_dirs, name)
 
     scanned = _one_row_each(spark, len(tasks)).mapInArrow(scan_task, EXCHANGE_DDL)
     return scanned.repartition(buckets, "route").mapInArrow(story_task, TOLD_DDL)
@@ -218,8 +218,8 @@ class Stopwatch:
 
 def _run_spark(spark: Any, files: list[str], sources: dict[str, str], clusters: dict[str, str], rule: StormRule,
                out: Any, progress: bool | None, watch: Stopwatch, syslog: SyslogReference) -> LogFacts:
-    from kafka_rebalance.pipeline.io import delete_tree, list_files, sizes_of
-    from kafka_rebalance.pipeline.logparse.exchange import bucket_count, fill_chains
+    from kafka_rebalance.pipeline.io import list_files, sizes_of
+    from kafka_rebalance.pipeline.logparse.exchange import bucket_count
     from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES, frame, write_frame
     from kafka_rebalance.pipeline.logparse.split_facts import SplitFacts, unrecognised_rows
     from kafka_rebalance.pipeline.spark import spark_progress
@@ -228,28 +228,14 @@ def _run_spark(spark: Any, files: list[str], sources: dict[str, str], clusters: 
     story_dirs = {table: out.location(table) for table in STORY_TABLES}
     sizes = sizes_of(files)
     buckets = bucket_count(sum(sizes.values()), spark.sparkContext.defaultParallelism)
-    inherited: dict[int, dict[str, str]] = {}
-    report_loading: threading.Thread | None = None
     with spark_progress(spark, "reading logs", enabled=progress):
-        while True:
-            told = scan_and_tell(spark, files, sizes, sources, clusters, syslog, events_dir, buckets,
-                                 story_dirs, rule, inherited)
-            if report_loading is None:
-                # pandas (for the report) loads while the driver only waits for the
-                # job; started once the job is planned, so it does not hold the GIL while it is.
-                report_loading = threading.Thread(target=importlib.import_module,
-                                                  args=("kafka_rebalance.pipeline.report.logs",), daemon=True)
-                report_loading.start()
-            rows = told.collect()
-            facts = [SplitFacts.from_json(row[1]) for row in rows if row[1] is not None]
-            wanted = fill_chains(facts)
-            # Client lines naming no group take the one their client named last, maybe in the
-            # split before: known only now, so the run is done again, told what it was.
-            if not wanted or inherited:
-                break
-            inherited = wanted
-            for directory in (events_dir, *story_dirs.values()):
-                delete_tree(directory)
+        told = scan_and_tell(spark, files, sizes, sources, clusters, syslog, events_dir, buckets, story_dirs, rule)
+        # pandas (for the report) loads while the driver only waits for the job; started once
+        # the job is planned, so it does not hold the GIL while it is.
+        threading.Thread(target=importlib.import_module, args=("kafka_rebalance.pipeline.report.logs",),
+                         daemon=True).start()
+        rows = told.collect()
+    facts = [SplitFacts.from_json(row[1]) for row in rows if row[1] is not None]
     watch.lap("read, parse and stories (Spark)")
     facts.sort(key=lambda f: f.index)  # splits are numbered in file order (``scan.plan_splits``)
     findings = sorted((findings_from_json(row[0]) for row in rows if row[0] is not None),
