@@ -105,8 +105,7 @@ def tiny_splits(spark, tmp_path_factory):
     """The Spark engine with splits of a few hundred bytes and a bucket per few KB of input:
     client lines that name no group land in a split after the one where their client named it
     (filled by the story tasks), and groups are told in many story tasks. The run's Spark jobs
-    are counted (in a job group of their own; without adaptive execution, which plans a shuffle
-    as a job of its own, as ``logs.LOGS_SPARK_CONF`` does)."""
+    are counted (in a job group of their own)."""
     from kafka_rebalance.pipeline import logs
     from kafka_rebalance.pipeline.logparse import exchange
 
@@ -121,15 +120,12 @@ def tiny_splits(spark, tmp_path_factory):
     patch.setattr(logs, "MAX_SPLIT_BYTES", 300)
     patch.setattr(exchange, "BUCKET_INPUT_BYTES", 2_000)
     context = spark.sparkContext
-    adaptive = spark.conf.get("spark.sql.adaptive.enabled")
-    spark.conf.set("spark.sql.adaptive.enabled", "false")
     context.setJobGroup("tiny-splits", "the logs job on tiny splits")
     try:
         spark_run = logs.run_logs(spark, [str(inputs)], str(root / "spark"), engine="spark", progress=False, syslog=TEST_SYSLOG)
         jobs = len(context.statusTracker().getJobIdsForGroup("tiny-splits"))
     finally:
         patch.undo()
-        spark.conf.set("spark.sql.adaptive.enabled", adaptive)
         context.setLocalProperty("spark.jobGroup.id", None)
     local_run = logs.run_logs(None, [str(inputs)], str(root / "local"), engine="local", syslog=TEST_SYSLOG)
     return root, spark_run, local_run, jobs
