@@ -15,8 +15,9 @@ comes back through one story task as a small JSON document, with the findings. N
 through a filesystem the tasks share: inputs are opened by each task from their store, the
 tables written into ``--out``'s (``pipeline.io``).
 
-Memory: a scan task holds one batch of events and a few MB per bucket; a story task one
-bucket's events (``bucket_count`` keeps a bucket to about ``BUCKET_INPUT_BYTES`` of log text).
+Memory: a scan task holds one batch of events and about 10 MB per bucket (``PAYLOAD_BYTES``);
+a story task one bucket's events (``bucket_count`` keeps a bucket to about
+``BUCKET_INPUT_BYTES`` of log text).
 """
 
 from __future__ import annotations
@@ -63,8 +64,10 @@ Told = tuple[str | None, str | None]
 EVENTS, MOVES, FACTS, UNREADABLE = "events", "moves", "facts", "unreadable"
 # Client lines naming no group that a split before may name (``read_split``), and what each split named.
 ORPHANS, NAMED = "orphans", "named"
-# A bucket's events leave a scan task once this much (Arrow IPC, lz4) has gathered for it.
-PAYLOAD_BYTES = 4 * 1024 * 1024
+# A bucket's events leave a scan task once this much (Arrow IPC, lz4) has gathered for it. PySpark's
+# ``partitionBy`` then holds rows until about ten per bucket have come (fewer once its chunks pass
+# 10 MB per bucket): at 1 MB a scan task holds about 10 MB per bucket.
+PAYLOAD_BYTES = 1024 * 1024
 
 
 def to_every_bucket(buckets: int, row: ExchangeRow) -> Iterator[Routed]:
