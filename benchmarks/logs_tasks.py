@@ -51,11 +51,11 @@ def main(argv: list[str] | None = None) -> int:
             records = sum(1 for _ in parse.parse_numbered(scan.scan(split), source, syslog=syslog))
             parse_s = time.process_time() - started
             started = time.process_time()
-            rows = list(exchange.read_split(split, 0, "default", source, exchange.routes(1), str(out / "events"),
+            rows = list(exchange.read_split(split, 0, "default", source, 1, str(out / "events"),
                                             syslog=syslog))
             task_s = time.process_time() - started
             started = time.process_time()
-            told = list(exchange.tell_received(rows, DEFAULT_STORM_RULE,
+            told = list(exchange.tell_received(rows, DEFAULT_STORM_RULE, 1, str(out / "events"),
                                                {table: str(out / table) for table in STORY_TABLES}, "00000"))
             story_s = time.process_time() - started
         finally:

@@ -104,7 +104,8 @@ def test_every_column_of_every_table_is_the_same(both_engines, table):
 def tiny_splits(spark, tmp_path_factory):
     """The Spark engine with splits of a few hundred bytes and a bucket per few KB of input:
     client lines that name no group land in a split after the one where their client named it
-    (read again with the group carried over), and groups are told in many story tasks."""
+    (filled by the story tasks), and groups are told in many story tasks. The run's Spark jobs
+    are counted (in a job group of their own)."""
     from kafka_rebalance.pipeline import logs
     from kafka_rebalance.pipeline.logparse import exchange
 
@@ -118,24 +119,29 @@ def tiny_splits(spark, tmp_path_factory):
     patch.setattr(logs, "MIN_SPLIT_BYTES", 300)
     patch.setattr(logs, "MAX_SPLIT_BYTES", 300)
     patch.setattr(exchange, "BUCKET_INPUT_BYTES", 2_000)
+    context = spark.sparkContext
+    context.setJobGroup("tiny-splits", "the logs job on tiny splits")
     try:
         spark_run = logs.run_logs(spark, [str(inputs)], str(root / "spark"), engine="spark", progress=False, syslog=TEST_SYSLOG)
+        jobs = len(context.statusTracker().getJobIdsForGroup("tiny-splits"))
     finally:
         patch.undo()
+        context.setLocalProperty("spark.jobGroup.id", None)
     local_run = logs.run_logs(None, [str(inputs)], str(root / "local"), engine="local", syslog=TEST_SYSLOG)
-    return root, spark_run, local_run
+    return root, spark_run, local_run, jobs
 
 
 @pytest.mark.parametrize("table", sorted(EVERY_COLUMN))
 def test_tiny_splits_and_many_buckets_give_the_same_tables(tiny_splits, table):
-    root, spark_run, local_run = tiny_splits
+    root, spark_run, local_run, _ = tiny_splits
     _same_tables(root / "spark", root / "local", table, some=table not in ("storms", "empty_periods", "unrecognised"))
     for key in ("lines_read", "lines_matched", "groups", "rebalances", "client_rebalances"):
         assert spark_run.summary[key] == local_run.summary[key], key
 
 
 def test_a_client_line_naming_no_group_is_filled_from_the_split_before(tiny_splits):
-    root, _, _ = tiny_splits
+    """In the one job (no second run told what the first learnt), the ``events`` rows included."""
+    root, _, _, jobs = tiny_splits
     from kafka_rebalance.pipeline.logparse.scan import plan_splits
 
     name = "clients-python-rdkafka-streams.log"
@@ -150,6 +156,7 @@ def test_a_client_line_naming_no_group_is_filled_from_the_split_before(tiny_spli
     # The premise: such a line is in a later split than the line naming its group.
     assert any(split_of(seq) > split_of(log.rfind(b'Group "pricing"', 0, seq)) for seq in joins["seq"])
     assert len(joins) > 0 and set(joins["group"]) == {"pricing"}
+    assert jobs == 1
 
 
 def test_an_unreadable_gz_is_skipped_on_spark_too(spark, tmp_path):

@@ -4,11 +4,12 @@ causes and the tables of ``logparse.schemas``; on Spark for big inputs, in-proce
 The Spark engine never splits the whole log into lines: each task reads byte ranges of the
 files (``logparse.scan``), finds the few fixed gate phrases (``catalogue.GATE_SUBSTRINGS``) and
 decodes only the lines holding one, and the line after each (to join lines a terminal wrapped),
-which ``logparse.parse`` reads. The events then never enter the JVM (``logparse.exchange``): a
-scan task writes its part of the ``events`` table and one Arrow file per bucket of groups; a
-story task reads one bucket, sorts it and tells each group's story (``logparse.story.tell``),
-writing its part of every story table. Spark schedules both as ``range`` -> ``mapInArrow`` ->
-``collect`` jobs, and only small JSON documents come back to the driver (per split: counts,
+which ``logparse.parse`` reads. The events then never enter the JVM as rows
+(``logparse.exchange``): a scan task writes its part of the ``events`` table and Arrow streams
+per bucket of groups; a story task reads one bucket, sorts it and tells each group's story
+(``logparse.story.tell``), writing its part of every story table. Spark runs both as one RDD
+job (``parallelize`` -> ``mapPartitions`` scan -> ``partitionBy`` bucket -> ``mapPartitions``
+story -> ``collect``), and only small JSON documents come back to the driver (per split: counts,
 coverage, unrecognised shapes, coordinator moves; per group: the findings). Memory is bounded
 by a batch of events in a scan task and a bucket of groups in a story task, not by the log.
 
@@ -37,7 +38,6 @@ from kafka_rebalance.pipeline.logparse.rows import CoverageRow
 from kafka_rebalance.pipeline.logparse.story import DEFAULT_STORM_RULE, StormRule
 
 if TYPE_CHECKING:
-    import pyarrow as pa
 
     from kafka_rebalance.pipeline.advice import Advice
     from kafka_rebalance.pipeline.logparse.split_facts import SplitFacts
@@ -109,19 +109,17 @@ def text_bytes(files: list[str], stdin_text: str | None = None) -> int:
 
 
 # The driver JVM (all of Spark on a local master) for ``logs``: the client compiler only. The
-# JVM's share of the job (a shuffle of the events, Arrow hand-overs, Parquet) is small; C2's
+# JVM's share of the job (a shuffle of opaque bytes) is small; C2's
 # compile threads cost more CPU than they win back (measured when the JVM still split the
 # lines, on a 200 MB log: 22.6 -> 16.5 CPU-s for the first run in a session).
 LOGS_DRIVER_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
-# The logs sessions' own class archive (``spark.class_archive_options``): their jobs load Arrow,
-# shuffle and SQL-parser classes the other commands' do not.
+# The logs sessions' own class archive (``spark.class_archive_options``): their jobs load
+# Python-RDD and shuffle classes the other commands' do not.
 LOGS_CLASS_ARCHIVE = "logs"
 LOGS_WORKER_DAEMON = "kafka_rebalance.pipeline.logparse.worker_daemon"
-# The job is two Python stages around one shuffle of opaque rows: nothing for adaptive
-# re-planning or generated code to improve, and both cost the first run of a session CPU in
-# the driver JVM (a planning thread pool; compiling the generated code; measured on 200 MB:
-# the first run's JVM 3.8 -> 3.5 CPU-s, one run each at load 9-10).
-LOGS_SPARK_CONF = {"spark.sql.adaptive.enabled": "false", "spark.sql.codegen.wholeStage": "false"}
+# The shuffle moves Arrow streams already compressed (lz4): compressing them again, and
+# checksumming them (only to diagnose a corrupt block), cost the JVM CPU for nothing.
+LOGS_SPARK_CONF = {"spark.shuffle.compress": "false", "spark.shuffle.checksum.enabled": "false"}
 
 MIN_SPLIT_BYTES = 128 * 1024 * 1024
 MAX_SPLIT_BYTES = 1024 * 1024 * 1024
@@ -147,60 +145,52 @@ def choose_engine(engine: str, files: list[str], master: str | None) -> str:
 
 def scan_and_tell(spark: Any, files: list[str], sizes: dict[str, int], sources: dict[str, str],
                   clusters: dict[str, str], syslog: SyslogReference, events_dir: str, buckets: int,
-                  story_dirs: dict[str, str], rule: StormRule, inherited: dict[int, dict[str, str]] | None = None
-                  ) -> Any:
-    """Files -> ``exchange.TOLD_DDL`` rows: a finding per group and the ``SplitFacts`` of every
+                  story_dirs: dict[str, str], rule: StormRule) -> Any:
+    """Files -> an RDD of ``exchange.Told``: a finding per group and the ``SplitFacts`` of every
     split. One job: scan tasks read their byte ranges (from any store, themselves) and write
     their part of ``events`` into ``events_dir``; their events cross Spark's shuffle to one
     story task per bucket of groups, which writes its part of every story table into
-    ``story_dirs`` (``logparse.exchange``). ``sources``: the name a file is shown as (the
-    paste from stdin is read from a file but is ``-``)."""
-    from kafka_rebalance.pipeline.logparse.exchange import (
-        EXCHANGE_DDL,
-        TOLD_DDL,
-        read_split,
-        routes,
-        tell_received,
-    )
+    ``story_dirs`` (``logparse.exchange``); client lines naming no group whose client named one
+    in a split before are filled in by the story tasks, in the same job (``exchange.read_split``).
+    ``sources``: the name a file is shown as (the paste from stdin is read from a file but is ``-``).
+
+    RDDs, not DataFrames: the JVM only moves opaque bytes between Python tasks, so nothing is
+    planned by Catalyst nor converted to Arrow or rows in the JVM, which the first job of a
+    session paid for in JVM CPU (class loading, interpreted and freshly compiled code)."""
+    from kafka_rebalance.pipeline.logparse.exchange import Routed, Told, read_split, tell_received
     from kafka_rebalance.pipeline.logparse.scan import pack_splits, plan_splits
 
     total = sum(sizes.values())
-    parallelism = spark.sparkContext.defaultParallelism
+    context = spark.sparkContext
+    parallelism = context.defaultParallelism
     size_per_split = split_bytes(total, parallelism)
     splits = plan_splits([(name, sizes[name]) for name in files], size_per_split)
     index_of = {(s.path, s.start): i for i, s in enumerate(splits)}
     tasks = pack_splits(splits, sizes, max(parallelism, -(-total // size_per_split)))
-    chains = dict(inherited or {})
-    keys = routes(buckets)
 
-    def scan_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for task in _task_numbers(batches):
+    def scan_task(numbers: Iterable[int]) -> Iterator[Routed]:
+        for task in numbers:
             for split in tasks[task]:
                 index = index_of[(split.path, split.start)]
                 source = sources.get(split.path, split.path)
-                yield from read_split(split, index, _cluster_for(source, clusters), source, keys, events_dir,
-                                      chains.get(index), syslog=syslog)
+                yield from read_split(split, index, _cluster_for(source, clusters), source, buckets, events_dir,
+                                      syslog=syslog)
 
-    def story_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def story_task(rows: Iterable[Routed]) -> Iterator[Told]:
         from pyspark import TaskContext
 
-        context = TaskContext.get()
-        name = f"{context.partitionId() if context is not None else 0:05d}"
-        yield from tell_received(batches, rule, story_dirs, name)
+        task = TaskContext.get()
+        name = f"{task.partitionId() if task is not None else 0:05d}"
+        yield from tell_received(rows, rule, buckets, events_dir, story_dirs, name)
 
-    scanned = _one_row_each(spark, len(tasks)).mapInArrow(scan_task, EXCHANGE_DDL)
-    return scanned.repartition(buckets, "route").mapInArrow(story_task, TOLD_DDL)
-
-
-def _one_row_each(spark: Any, count: int) -> Any:
-    """Task numbers 0..count-1, one per partition (so one per task: no core waits while another
-    runs two). ``range`` is planned in the JVM: no Python worker is started to build it."""
-    return spark.range(0, count, 1, count)
+    # one task number per partition (so one per task: no core waits while another runs two)
+    scanned = context.parallelize(range(len(tasks)), len(tasks)).mapPartitions(scan_task)
+    # the key is the bucket: partition ``bucket`` of ``buckets`` gets it
+    return scanned.partitionBy(buckets, _bucket_itself).mapPartitions(story_task)
 
 
-def _task_numbers(batches: Iterable[pa.RecordBatch]) -> Iterator[int]:
-    for batch in batches:
-        yield from batch.column("id").to_pylist()
+def _bucket_itself(bucket: int) -> int:
+    return bucket
 
 
 class Stopwatch:
@@ -218,8 +208,8 @@ class Stopwatch:
 
 def _run_spark(spark: Any, files: list[str], sources: dict[str, str], clusters: dict[str, str], rule: StormRule,
                out: Any, progress: bool | None, watch: Stopwatch, syslog: SyslogReference) -> LogFacts:
-    from kafka_rebalance.pipeline.io import delete_tree, list_files, sizes_of
-    from kafka_rebalance.pipeline.logparse.exchange import bucket_count, fill_chains
+    from kafka_rebalance.pipeline.io import list_files, sizes_of
+    from kafka_rebalance.pipeline.logparse.exchange import bucket_count
     from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES, frame, write_frame
     from kafka_rebalance.pipeline.logparse.split_facts import SplitFacts, unrecognised_rows
     from kafka_rebalance.pipeline.spark import spark_progress
@@ -228,28 +218,14 @@ def _run_spark(spark: Any, files: list[str], sources: dict[str, str], clusters: 
     story_dirs = {table: out.location(table) for table in STORY_TABLES}
     sizes = sizes_of(files)
     buckets = bucket_count(sum(sizes.values()), spark.sparkContext.defaultParallelism)
-    inherited: dict[int, dict[str, str]] = {}
-    report_loading: threading.Thread | None = None
     with spark_progress(spark, "reading logs", enabled=progress):
-        while True:
-            told = scan_and_tell(spark, files, sizes, sources, clusters, syslog, events_dir, buckets,
-                                 story_dirs, rule, inherited)
-            if report_loading is None:
-                # pandas (for the report) loads while the driver only waits for the
-                # job; started once the job is planned, so it does not hold the GIL while it is.
-                report_loading = threading.Thread(target=importlib.import_module,
-                                                  args=("kafka_rebalance.pipeline.report.logs",), daemon=True)
-                report_loading.start()
-            rows = told.collect()
-            facts = [SplitFacts.from_json(row[1]) for row in rows if row[1] is not None]
-            wanted = fill_chains(facts)
-            # Client lines naming no group take the one their client named last, maybe in the
-            # split before: known only now, so the run is done again, told what it was.
-            if not wanted or inherited:
-                break
-            inherited = wanted
-            for directory in (events_dir, *story_dirs.values()):
-                delete_tree(directory)
+        told = scan_and_tell(spark, files, sizes, sources, clusters, syslog, events_dir, buckets, story_dirs, rule)
+        # pandas (for the report) loads while the driver only waits for the job; started once
+        # the job is planned, so it does not hold the GIL while it is.
+        threading.Thread(target=importlib.import_module, args=("kafka_rebalance.pipeline.report.logs",),
+                         daemon=True).start()
+        rows = told.collect()
+    facts = [SplitFacts.from_json(row[1]) for row in rows if row[1] is not None]
     watch.lap("read, parse and stories (Spark)")
     facts.sort(key=lambda f: f.index)  # splits are numbered in file order (``scan.plan_splits``)
     findings = sorted((findings_from_json(row[0]) for row in rows if row[0] is not None),

@@ -5,18 +5,19 @@ story table. ``pipeline/logs.py`` only schedules them.
 
 Handing every event to the JVM as rows (to write them, shuffle them by group, sort them and
 hand them back) cost more than parsing them. So the events cross Spark's shuffle as a few
-opaque rows: a scan task yields, per bucket of groups, Arrow IPC streams (lz4) of a few MB
-(``EXCHANGE_DDL``), routed so that ``repartition`` gives each bucket its own story task
-(``routes``); a story task reads its bucket's streams, sorts them with Arrow and tells each
-group's story. The coordinator moves of every split go to every bucket, and what the driver
-needs from a split (line counts, coverage, unrecognised shapes, the last group each client
-named: ``split_facts.SplitFacts``, which the local engine keeps too) comes back through one
-story task as a small JSON document, with the findings. Nothing passes through a filesystem the
-tasks share: inputs are opened by each task from their store, the tables written into
-``--out``'s (``pipeline.io``).
+opaque rows keyed by their bucket (``Routed``, partitioned by the key itself): per bucket of
+groups, Arrow IPC streams (lz4) of a few MB; a story task reads its bucket's streams, sorts
+them with Arrow and tells each group's story. The coordinator moves of every split go to every
+bucket, and so do the client lines whose group a split before names (``read_split``: the
+story tasks fill them in, in the same job); what the driver needs from a split (line counts,
+coverage, unrecognised shapes: ``split_facts.SplitFacts``, which the local engine keeps too)
+comes back through one story task as a small JSON document, with the findings. Nothing passes
+through a filesystem the tasks share: inputs are opened by each task from their store, the
+tables written into ``--out``'s (``pipeline.io``).
 
-Memory: a scan task holds one batch of events and a few MB per bucket; a story task one
-bucket's events (``bucket_count`` keeps a bucket to about ``BUCKET_INPUT_BYTES`` of log text).
+Memory: a scan task holds one batch of events and about 10 MB per bucket (``PAYLOAD_BYTES``);
+a story task one bucket's events (``bucket_count`` keeps a bucket to about
+``BUCKET_INPUT_BYTES`` of log text).
 """
 
 from __future__ import annotations
@@ -54,63 +55,39 @@ def bucket_of(cluster: str, group: str, buckets: int) -> int:
     return zlib.crc32(f"{cluster}\x00{group}".encode()) % buckets
 
 
-# The rows a scan task hands the story tasks, through Spark's shuffle (``route``: see ``routes``).
-EXCHANGE_DDL = "`route` int, `split` int, `kind` string, `payload` binary, `text` string"
-# What a story task returns to the driver: one finding per group, and the facts of the splits
-# routed to it.
-TOLD_DDL = "`finding` string, `facts` string"
+# What a scan task hands the story tasks through Spark's shuffle, keyed by bucket (``Routed``):
+# (split, kind, payload, text); ``payload`` an Arrow IPC stream (lz4), ``text`` JSON or a name.
+ExchangeRow = tuple[int, str, bytes | None, str | None]
+Routed = tuple[int, ExchangeRow]
+# What a story task returns to the driver: a group's finding or a split's facts, as JSON.
+Told = tuple[str | None, str | None]
 EVENTS, MOVES, FACTS, UNREADABLE = "events", "moves", "facts", "unreadable"
-# A bucket's events leave a scan task once this much (Arrow IPC, lz4) has gathered for it.
-PAYLOAD_BYTES = 4 * 1024 * 1024
-# Spark's hash partitioning: Murmur3 (x86, 32 bit) of the key with this seed, modulo the partitions.
-SPARK_HASH_SEED = 42
+# Client lines naming no group that a split before may name (``read_split``), and what each split named.
+ORPHANS, NAMED = "orphans", "named"
+# A bucket's events leave a scan task once this much (Arrow IPC, lz4) has gathered for it. PySpark's
+# ``partitionBy`` then holds rows until about ten per bucket have come (fewer once its chunks pass
+# 10 MB per bucket): at 1 MB a scan task holds about 10 MB per bucket.
+PAYLOAD_BYTES = 1024 * 1024
 
 
-def _spark_hash_int(value: int, seed: int = SPARK_HASH_SEED) -> int:
-    """Spark's ``hash(int)`` (``Murmur3_x86_32.hashInt``), as a signed 32-bit int."""
-    def rotl(x: int, r: int) -> int:
-        return ((x << r) | (x >> (32 - r))) & 0xFFFFFFFF
-
-    k1 = (value & 0xFFFFFFFF) * 0xCC9E2D51 & 0xFFFFFFFF
-    k1 = rotl(k1, 15) * 0x1B873593 & 0xFFFFFFFF
-    h1 = seed ^ k1
-    h1 = (rotl(h1, 13) * 5 + 0xE6546B64) & 0xFFFFFFFF
-    h1 ^= 4
-    h1 ^= h1 >> 16
-    h1 = h1 * 0x85EBCA6B & 0xFFFFFFFF
-    h1 ^= h1 >> 13
-    h1 = h1 * 0xC2B2AE35 & 0xFFFFFFFF
-    h1 ^= h1 >> 16
-    return h1 - (1 << 32) if h1 >= 1 << 31 else h1
-
-
-def routes(buckets: int) -> list[int]:
-    """For each bucket, an int key that ``repartition(buckets, key)`` sends to partition
-    ``bucket``: one story task per bucket (the bucket numbers themselves may hash two buckets
-    to one task and leave a core idle). Were Spark's hash ever to differ, the stories would be
-    the same, only less evenly spread."""
-    found: dict[int, int] = {}
-    key = 0
-    while len(found) < buckets:
-        found.setdefault(_spark_hash_int(key) % buckets, key)
-        key += 1
-    return [found[bucket] for bucket in range(buckets)]
+def to_every_bucket(buckets: int, row: ExchangeRow) -> Iterator[Routed]:
+    for bucket in range(buckets):
+        yield bucket, row
 
 
 class BucketPayloads:
     """A scan task's events per bucket of groups, as Arrow IPC streams (lz4) that leave the
     task (as ``EVENTS`` rows) when one holds ``PAYLOAD_BYTES``, and at the end of the split."""
 
-    def __init__(self, split_index: int, schema: Any, routes: list[int]):
+    def __init__(self, split_index: int, schema: Any):
         import pyarrow as pa
 
         self._split = split_index
         self._schema = schema
-        self._routes = routes
         self._options = pa.ipc.IpcWriteOptions(compression="lz4")
         self._open: dict[int, tuple[Any, Any]] = {}
 
-    def add(self, bucket: int, batch: Any) -> Iterator[Any]:
+    def add(self, bucket: int, batch: Any) -> Iterator[Routed]:
         import pyarrow as pa
 
         if bucket not in self._open:
@@ -121,143 +98,206 @@ class BucketPayloads:
         if sink.tell() >= PAYLOAD_BYTES:
             yield self._close(bucket)
 
-    def _close(self, bucket: int) -> Any:
+    def _close(self, bucket: int) -> Routed:
         sink, writer = self._open.pop(bucket)
         writer.close()
-        return exchange_batch([self._routes[bucket]], self._split, EVENTS, payload=sink.getvalue())
+        return bucket, (self._split, EVENTS, sink.getvalue().to_pybytes(), None)
 
-    def flush(self) -> Iterator[Any]:
+    def flush(self) -> Iterator[Routed]:
         for bucket in list(self._open):
             yield self._close(bucket)
 
 
-def exchange_batch(routes: list[int], split: int, kind: str, *, payload: Any = None,
-                   texts: list[str] | None = None) -> Any:
-    """Rows of the exchange (``EXCHANGE_DDL``), one per route; ``payload`` (an Arrow buffer, not
-    copied) only with a single route."""
-    import pyarrow as pa
-
-    count = len(routes)
-    if payload is None:
-        payloads = pa.nulls(count, pa.binary())
-    else:
-        offsets = pa.array([0, payload.size], pa.int32()).buffers()[1]
-        payloads = pa.Array.from_buffers(pa.binary(), 1, [None, offsets, payload])
-    return pa.RecordBatch.from_arrays(
-        [pa.array(routes, pa.int32()), pa.array([split] * count, pa.int32()), pa.array([kind] * count, pa.string()),
-         payloads, pa.array(texts if texts is not None else [None] * count, pa.string())],
-        names=["route", "split", "kind", "payload", "text"])
-
-
-def read_split(split: Split, index: int, cluster: str, source: str, routes: list[int], events_dir: str,
-               inherited: dict[str, str] | None = None, *, syslog: SyslogReference) -> Iterator[Any]:
+def read_split(split: Split, index: int, cluster: str, source: str, buckets: int, events_dir: str, *,
+               syslog: SyslogReference) -> Iterator[Routed]:
     """Parse one split: write its part of the ``events`` table into ``events_dir`` (a path or
-    URL) and yield the exchange's rows (``EXCHANGE_DDL``): its events per bucket of groups,
+    URL) and yield the exchange's rows, each to its bucket (``Routed``): its events per bucket of groups,
     its coordinator moves to every bucket, and its ``SplitFacts`` (to the bucket
     ``index % buckets``, which hands them to the driver). A split that turns out unreadable
     (a corrupt .gz) sends every bucket an ``UNREADABLE`` row: what it sent before is dropped.
-    ``inherited``: the group each client named last before this split (see ``fill_chains``);
-    ``syslog``: where year-less times are placed (``layout.SyslogReference``)."""
+
+    Client lines naming no group take the group their client named last, maybe in a split
+    before (``split_facts.fill_client_group``), known only to another task: such lines, still
+    without a group at the end of this split's own fill (``orphan_mask``), go to every bucket
+    (``ORPHANS``), with the group each client named last here (``NAMED``); each story task
+    fills them (``BucketDelivery.filled_orphans``) and writes the ``events`` rows of those it
+    keeps. ``syslog``: where year-less times are placed (``layout.SyslogReference``)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from kafka_rebalance.pipeline.io import join, write_file
 
-    buckets = len(routes)
     schema = arrow_schema("events")
     facts = SplitFacts(index, source, cluster, split.start)
     counts = ScanCounts()
-    last_group = dict(inherited or {})
+    last_group: dict[str, str] = {}
     pending: list[Event] = []
-    routed: dict[int, list[int]] = {}
-    bucket_cache: dict[str, int] = {}
-    payloads = BucketPayloads(index, schema, routes)
-
-    def flush(writer: Any) -> Iterator[Any]:
-        batch = pa.RecordBatch.from_pylist(pending, schema=schema)
-        writer.write_batch(batch)
-        for bucket, rows in routed.items():
-            yield from payloads.add(bucket, batch.take(pa.array(rows, pa.int32())))
-        pending.clear()
-        routed.clear()
-
+    router = SplitRouter(index, cluster, schema, buckets)
     with write_file(join(events_dir, f"part-{index:05d}.parquet")) as (filesystem, path):
         with pq.ParquetWriter(path, schema, filesystem=filesystem) as writer:
             try:
                 for record in parse_numbered(scan(split, counts), source, cluster, syslog=syslog):
                     facts.add(record, last_group)
-                    group = record.get("group")
-                    if record["kind"] is not None and group:
-                        bucket = bucket_cache.get(group)
-                        if bucket is None:
-                            bucket = bucket_cache[group] = bucket_of(cluster, group, buckets)
-                        routed.setdefault(bucket, []).append(len(pending))
                     pending.append(record)
                     if len(pending) >= ARROW_BATCH_ROWS:
-                        yield from flush(writer)
+                        yield from router.route(pa.RecordBatch.from_pylist(pending, schema=schema), writer)
+                        pending.clear()
                 if pending:
-                    yield from flush(writer)
-                yield from payloads.flush()
+                    yield from router.route(pa.RecordBatch.from_pylist(pending, schema=schema), writer)
+                yield from router.flush()
             except (OSError, EOFError, ValueError) as exc:  # a truncated or corrupt .gz
                 # As the local engine does: nothing of an unreadable file is kept but its line count.
                 facts = SplitFacts(index, source, cluster, split.start, unreadable=f"unreadable: {exc}")
-                yield exchange_batch(routes, index, UNREADABLE)
+                yield from to_every_bucket(buckets, (index, UNREADABLE, None, None))
         if facts.unreadable:
             pq.write_table(schema.empty_table(), path, filesystem=filesystem)
+        else:
+            yield from router.orphans(source, facts.named_last)
     facts.lines = counts.lines
     if facts.moves:
-        yield exchange_batch(routes, index, MOVES, texts=[json.dumps([move_fields(move) for move in facts.moves], default=str)] * buckets)
-    yield exchange_batch([routes[index % buckets]], index, FACTS, texts=[facts.to_json()])
+        moves = json.dumps([move_fields(move) for move in facts.moves], default=str)
+        yield from to_every_bucket(buckets, (index, MOVES, None, moves))
+    yield index % buckets, (index, FACTS, None, facts.to_json())
 
 
-def fill_chains(facts: list[SplitFacts]) -> dict[int, dict[str, str]]:
-    """Splits whose client lines name no group before their client names one, and the group
-    that client named last in the splits before (same file): what ``read_split`` needs to fill
-    them as reading the file from its start would. Empty when no split needs it."""
-    needed: dict[int, dict[str, str]] = {}
-    carried: dict[str, str] = {}
-    previous: SplitFacts | None = None
-    for split in sorted(facts, key=lambda f: (f.source, f.start)):
-        if previous is None or previous.source != split.source:
-            carried = {}
-        wanted = {client: carried[client] for client in split.unfilled if client in carried}
-        if wanted:
-            needed[split.index] = dict(carried)
-        carried = {**carried, **split.named_last}
-        previous = split
-    return needed
+def orphan_mask(batch: Any) -> Any:
+    """The client lines of ``batch`` that name no group and were given none by their split's
+    own fill (``split_facts.fill_client_group``: their client named no group before them in
+    the split): a split before may have named it."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    client = batch.column("client_id")
+    group = batch.column("group")
+    return pc.fill_null(pc.and_(
+        pc.and_(pc.is_valid(batch.column("kind")), pc.equal(batch.column("side"), "client")),
+        pc.and_(pc.not_equal(pc.fill_null(client, ""), ""), pc.equal(pc.fill_null(group, ""), ""))),
+        pa.scalar(False))
+
+
+class SplitRouter:
+    """A scan task's events of one split to where they go: the split's part of ``events``, the
+    story buckets of their groups (``BucketPayloads``), and the orphans (``orphan_mask``), kept
+    for every bucket until the split ends."""
+
+    def __init__(self, split_index: int, cluster: str, schema: Any, buckets: int):
+        self._split = split_index
+        self._cluster = cluster
+        self._schema = schema
+        self._buckets = buckets
+        self._payloads = BucketPayloads(split_index, schema)
+        self._bucket_of: dict[str, int] = {}
+        self._orphans: list[Any] = []
+
+    def route(self, batch: Any, writer: Any) -> Iterator[Routed]:
+        """One batch of the split's events (``events``' schema), in file order."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        orphaned = orphan_mask(batch)
+        if pc.any(orphaned).as_py():
+            self._orphans.append(batch.filter(orphaned))
+            batch = batch.filter(pc.invert(orphaned))
+        writer.write_batch(batch)
+        routed: dict[int, list[int]] = {}
+        buckets = self._buckets
+        for row, (kind, group) in enumerate(zip(batch.column("kind").to_pylist(), batch.column("group").to_pylist(),
+                                                strict=True)):
+            if kind is not None and group:
+                bucket = self._bucket_of.get(group)
+                if bucket is None:
+                    bucket = self._bucket_of[group] = bucket_of(self._cluster, group, buckets)
+                routed.setdefault(bucket, []).append(row)
+        for bucket, rows in routed.items():
+            yield from self._payloads.add(bucket, batch.take(pa.array(rows, pa.int32())))
+
+    def flush(self) -> Iterator[Routed]:
+        yield from self._payloads.flush()
+
+    def orphans(self, source: str, named_last: dict[str, str]) -> Iterator[Routed]:
+        """To every bucket: the split's orphans (``ORPHANS``, its source as text) and the group
+        each client named last in it (``NAMED``), for the orphans of the splits after it."""
+        import pyarrow as pa
+
+        if self._orphans:
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, self._schema, options=pa.ipc.IpcWriteOptions(compression="lz4")) as writer:
+                for batch in self._orphans:
+                    writer.write_batch(batch)
+            yield from to_every_bucket(self._buckets, (self._split, ORPHANS, sink.getvalue().to_pybytes(), source))
+        if named_last:
+            named = json.dumps({"source": source, "named_last": named_last})
+            yield from to_every_bucket(self._buckets, (self._split, NAMED, None, named))
 
 
 class BucketDelivery:
     """What a story task got from the exchange: its bucket's events, every split's coordinator
-    moves, and the facts routed to it."""
+    moves, orphans (``read_split``) and the groups its clients named last, and the facts routed
+    to it."""
 
     def __init__(self) -> None:
-        self.payloads: list[tuple[int, Any]] = []  # (split, Arrow buffer)
+        self.payloads: list[tuple[int, Any]] = []  # (split, Arrow IPC stream)
         self.moves: dict[int, list[Event]] = {}
         self.unreadable: set[int] = set()
         self.facts: list[str] = []
+        self.orphans: list[tuple[int, int, str, Any]] = []  # (split, bucket, source, Arrow IPC stream)
+        self.named: dict[int, tuple[str, dict[str, str]]] = {}  # split -> (source, client -> group)
 
-    def add(self, batch: Any) -> None:
-        payloads = batch.column("payload")
-        rows = zip(batch.column("split").to_pylist(), batch.column("kind").to_pylist(),
-                   batch.column("text").to_pylist(), strict=True)
-        for row, (split, kind, text) in enumerate(rows):
-            if kind == EVENTS:
-                self.payloads.append((split, payloads[row].as_buffer()))  # not copied
-            elif kind == MOVES:
-                self.moves[split] = json.loads(text)
-            elif kind == FACTS:
-                self.facts.append(text)
-            elif kind == UNREADABLE:
-                self.unreadable.add(split)
+    def add(self, bucket: int, row: ExchangeRow) -> None:
+        split, kind, payload, text = row
+        if kind == EVENTS:
+            self.payloads.append((split, payload))
+        elif kind == MOVES:
+            self.moves[split] = json.loads(cast("str", text))
+        elif kind == FACTS:
+            self.facts.append(cast("str", text))
+        elif kind == UNREADABLE:
+            self.unreadable.add(split)
+        elif kind == ORPHANS:
+            self.orphans.append((split, bucket, cast("str", text), payload))
+        elif kind == NAMED:
+            named = json.loads(cast("str", text))
+            self.named[split] = (named["source"], named["named_last"])
 
-    def events(self) -> Any:
-        """The bucket's events as one table sorted by (cluster, group, source, seq), or None."""
+    def filled_orphans(self, buckets: int) -> Any:
+        """The orphans this task owns, each given the group its client named last in the splits
+        before its own (same source, file order: splits are numbered so), as reading the file
+        from its start would (``split_facts.fill_client_group``): the filled ones whose group
+        falls in the bucket they came to, and those still without a group once
+        (by the split's facts bucket, ``index % buckets``). None when there are none."""
         import pyarrow as pa
+
+        kept = []
+        for split, mine, source, payload in sorted(self.orphans, key=lambda orphans: orphans[0]):
+            if split in self.unreadable:
+                continue
+            carried: dict[str, str] = {}
+            for before in sorted(s for s in self.named if s < split and s not in self.unreadable):
+                named_in, named_last = self.named[before]
+                if named_in == source:
+                    carried.update(named_last)
+            table = pa.ipc.open_stream(payload).read_all()
+            clusters = table.column("cluster").to_pylist()
+            groups = [carried.get(client, group) for client, group in
+                      zip(table.column("client_id").to_pylist(), table.column("group").to_pylist(), strict=True)]
+            keep = [row for row, (cluster, group) in enumerate(zip(clusters, groups, strict=True))
+                    if (bucket_of(cluster, group, buckets) == mine if group else split % buckets == mine)]
+            if keep:
+                table = table.set_column(table.schema.get_field_index("group"), "group", pa.array(groups, pa.string()))
+                kept.append(table.take(pa.array(keep, pa.int32())))
+        return pa.concat_tables(kept) if kept else None
+
+    def events(self, orphans: Any = None) -> Any:
+        """The bucket's events (and its filled ``orphans``) as one table sorted by (cluster,
+        group, source, seq), or None."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
 
         tables = [pa.ipc.open_stream(payload).read_all() for split, payload in self.payloads
                   if split not in self.unreadable]
+        if orphans is not None:
+            tables.append(orphans.filter(pc.fill_null(pc.not_equal(orphans.column("group"), ""), False)))
+        tables = [table for table in tables if table.num_rows]
         return pa.concat_tables(tables).sort_by(SORT_KEYS) if tables else None
 
     def moves_by_cluster(self) -> dict[str, list[Event]]:
@@ -270,25 +310,31 @@ class BucketDelivery:
         return moves
 
 
-def tell_received(batches: Iterable[Any], rule: StormRule, story_dirs: dict[str, str], name: str) -> Iterator[Any]:
+def tell_received(rows: Iterable[Routed], rule: StormRule, buckets: int, events_dir: str,
+                  story_dirs: dict[str, str], name: str) -> Iterator[Told]:
     """A story task: the exchange's rows for one bucket -> its part of every story table (in
-    ``story_dirs``, paths or URLs) and ``TOLD_DDL`` rows: the findings, then the facts."""
-    import pyarrow as pa
+    ``story_dirs``, paths or URLs), the ``events`` rows of the orphans it owns (in
+    ``events_dir``, as ``part-story-<name>``) and what goes back to the driver (``Told``): the
+    findings, then the facts."""
+    import pyarrow.parquet as pq
+
+    from kafka_rebalance.pipeline.io import join, write_file
 
     received = BucketDelivery()
-    for batch in batches:
-        received.add(batch)
-    table = received.events()
+    for bucket, row in rows:
+        received.add(bucket, row)
+    orphans = received.filled_orphans(buckets)
+    if orphans is not None:
+        with write_file(join(events_dir, f"part-story-{name}.parquet")) as (filesystem, path):
+            pq.write_table(orphans, path, filesystem=filesystem)
+    table = received.events(orphans)
     if table is not None:
         parts = StoryParts(story_dirs, name)
         tell_into(table, received.moves_by_cluster(), rule, parts)
-        if parts.findings:
-            findings = [json.dumps(f, default=str) for f in parts.findings]
-            yield pa.RecordBatch.from_pydict({"finding": findings, "facts": [None] * len(findings)},
-                                             schema=pa.schema([("finding", pa.string()), ("facts", pa.string())]))
-    if received.facts:
-        yield pa.RecordBatch.from_pydict({"finding": [None] * len(received.facts), "facts": received.facts},
-                                         schema=pa.schema([("finding", pa.string()), ("facts", pa.string())]))
+        for finding in parts.findings:
+            yield json.dumps(finding, default=str), None
+    for facts in received.facts:
+        yield None, facts
 
 
 def tell_bucket(table: Any, moves: dict[str, list[Event]], rule: StormRule) -> Iterator[StoryRows]:
