@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(out, ignore_errors=True)
         print(f"run {attempt + 1}: {counts.lines:,} lines, {yielded:,} read, {records:,} records; CPU-s: "
               f"scan {scan_s:.2f}, scan and parse {parse_s:.2f}, scan task {task_s:.2f}, "
-              f"story task {story_s:.2f} ({sum(b.num_rows for b in told):,} rows back)")
+              f"story task {story_s:.2f} ({len(told):,} rows back)")
     return 0
 
 
