@@ -16,6 +16,7 @@ from typing import Any, Generic, TypeVar, overload
 
 import numpy as np
 
+from kafka_rebalance.assignors.server.id_order import ARRAY_SORT_MIN_IDS, ascii_id_order
 from kafka_rebalance.model import (
     UNASSIGNED,
     InvalidInput,
@@ -146,10 +147,13 @@ class ServerGroup:
         """Kafka's ``RangeAssignor.sortMemberIds``: static members first by instance id, then the
         others by member id (both ``String.compareTo``)."""
         ids = self.member_ids
-        if self.instance_ids.count(None) == len(ids) and "".join(ids).isascii():
-            # The common case, tested in C: no static members, ASCII ids (whose Java order is
-            # Python's own string order).
-            return np.fromiter(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.int64, count=len(ids))
+        if self.instance_ids.count(None) == len(ids):  # no static members: by member id
+            if len(ids) >= ARRAY_SORT_MIN_IDS:
+                order = ascii_id_order(ids)
+                if order is not None:
+                    return order
+            elif "".join(ids).isascii():  # ASCII ids: their Java order is Python's string order
+                return np.fromiter(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.int64, count=len(ids))
         return static_first_member_order(ids, self.instance_ids)
 
     @cached_property
