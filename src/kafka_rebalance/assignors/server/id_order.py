@@ -11,7 +11,8 @@ end (a shorter id sorts before any longer one it prefixes, as in Java), read as 
 integer. That integer tells the ids apart when what follows the prefix is short (JMH's numbers)
 or random (Kafka's ids); where two ids longer than that share it, ``np.lexsort`` over every 8
 bytes of the rest. Only for ASCII ids (where Python's, Java's and byte order agree) without
-NULs; the caller falls back otherwise.
+NULs; the caller falls back otherwise. For 10,000 ids: 0.5 ms (JMH's) and 1.4 ms (random)
+against CPython's 0.9 ms and 3.8 ms (CPU time, best of 10, on a shared machine, 2026-12-06).
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ def ascii_id_order(ids: Sequence[str]) -> np.ndarray | None:
     joined = "\x00".join(ids)
     if not n or not joined.isascii():
         return None
-    data = np.zeros(len(joined) + _WORD, dtype=np.uint8)  # a word of zeros after the last id
+    # Whole words, with at least one word of zeros after the last id.
+    data = np.zeros((len(joined) // _WORD + 2) * _WORD, dtype=np.uint8)
     data[: len(joined)] = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
     separators = np.flatnonzero(data[: len(joined)] == 0)
     if len(separators) != n - 1:  # an id holds a NUL itself
@@ -48,8 +50,7 @@ def ascii_id_order(ids: Sequence[str]) -> np.ndarray | None:
     lengths[:-1] = separators
     lengths[-1] = len(joined)
     lengths -= starts
-    # Every byte offset of ``data`` as the start of a big-endian word (unaligned reads).
-    words = np.ndarray(shape=(len(data) - _WORD + 1,), dtype=">u8", buffer=data, strides=(1,))
+    words = data.view(">u8")
     while True:  # skip the prefix every id shares, a word at a time
         key = _word_at(words, starts, lengths)
         differing = int(np.bitwise_or.reduce(key ^ key[0]))
@@ -78,8 +79,18 @@ def ascii_id_order(ids: Sequence[str]) -> np.ndarray | None:
 
 
 def _word_at(words: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The 8 bytes of each id from ``starts`` as a native integer, zero past its ``lengths``
-    (an id already ended may start past the data: read from its last word, then zeroed)."""
-    key: np.ndarray = words[np.minimum(starts, len(words) - 1)].astype(np.uint64)
-    key &= _KEEP[np.minimum(np.maximum(lengths, 0), _WORD)]
-    return key
+    """The 8 bytes of each id from ``starts`` as a native integer, zero past its ``lengths``:
+    the aligned big-endian ``words`` around them shifted together (an unaligned view would be
+    copied whole by numpy before the gather). An id already ended may start past the data: it
+    reads the last words, then is zeroed."""
+    starts = np.minimum(starts, (len(words) - 1) * _WORD - 1)  # the next word still in bounds
+    index = starts >> 3
+    shift = ((starts & 7) << 3).astype(np.uint64)
+    high: np.ndarray = words[index].astype(np.uint64)
+    high <<= shift
+    low = words[index + 1].astype(np.uint64)
+    low >>= np.uint64(1)  # then by 63 - shift: by 64 - shift in all, 64 (nothing left) for shift 0
+    low >>= np.uint64(63) - shift
+    high |= low
+    high &= _KEEP[np.minimum(np.maximum(lengths, 0), _WORD)]
+    return high
