@@ -148,7 +148,7 @@ class ServerGroup:
         others by member id (both ``String.compareTo``)."""
         ids = self.member_ids
         if self.instance_ids.count(None) == len(ids):  # no static members: by member id
-            if len(ids) >= ARRAY_SORT_MIN_IDS:
+            if len(ids) >= ARRAY_SORT_MIN_IDS:  # one integer argsort (id_order.py)
                 order = ascii_id_order(ids)
                 if order is not None:
                     return order
