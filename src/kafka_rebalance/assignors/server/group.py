@@ -24,7 +24,6 @@ from kafka_rebalance.model import (
     capacities_of_copies,
     java_order,
     java_sorted,
-    java_spread,
     partition_topic_of,
     static_first_member_order,
     topic_offsets_of,
@@ -494,17 +493,31 @@ def held_iteration_order(member: np.ndarray, topic: np.ndarray, partition: np.nd
     run_member = member[run_start]
     run_size = np.bincount(run_of, minlength=len(run_start))
     topics_per_member = np.bincount(run_member)
-    topic_bucket = uuid_buckets(topic_keys[topic[run_start]], capacities_after_puts(topics_per_member[run_member]))
+    topic_bucket = uuid_buckets(topic_keys[topic[run_start]], _capacities(_PUT_CAPACITIES, capacities_after_puts, topics_per_member)[run_member])
     # Runs in iteration order: by member, topic bucket, first insertion; the rank of each run.
     run_rank = np.empty(len(run_start), dtype=np.int64)
     run_rank[np.lexsort((run_start, topic_bucket, run_member))] = np.arange(len(run_start), dtype=np.int64)
-    partition_capacity = capacities_of_copies(run_size)
-    partition_bucket = java_spread(partition).astype(np.int64) & (partition_capacity - 1)[run_of]
+    partition_capacity = _capacities(_COPY_CAPACITIES, capacities_of_copies, run_size)
+    # Integer.hashCode spread (java_spread) of partition numbers, which are non-negative ints.
+    partition_bucket = (partition ^ (partition >> 16)) & (partition_capacity - 1)[run_of]
     # One key per entry (run rank, then partition bucket); the stable sort keeps insertion order
     # among equal keys. Bucket < capacity <= max(16, 4 * run size): the key stays far below 2**63.
     key = run_rank[run_of] * int(partition_capacity.max()) + partition_bucket
     ordered: np.ndarray = np.argsort(key, kind="stable")
     return ordered
+
+
+# Table sizes of maps and sets of up to 1,023 entries, looked up (one gather instead of the
+# formula's half a dozen numpy calls).
+_COPY_CAPACITIES = capacities_of_copies(np.arange(1024))
+_PUT_CAPACITIES = capacities_after_puts(np.arange(1024))
+
+
+def _capacities(table: np.ndarray, formula: Callable[[np.ndarray], np.ndarray], counts: np.ndarray) -> np.ndarray:
+    if int(counts.max(initial=0)) < len(table):
+        looked_up: np.ndarray = table[counts]
+        return looked_up
+    return formula(counts)
 
 
 # Up to this many entries, orders are computed on Python ints: the array path's fixed cost
@@ -560,8 +573,8 @@ def _held_iteration_order_small(member: list[int], topic: list[int], partition: 
     distinct = sorted(set(topic))
     spread = {t: _spread_bucket(_uuid_hash(msb, lsb), 1 << 32)
               for t, (msb, lsb) in zip(distinct, topic_keys[distinct].tolist(), strict=True)}
-    # Sorted as integers (bucket * n + entry index: ties in insertion order, which the entry
-    # index is), the fastest sort CPython has.
+    # Sorted as plain integers, bucket * n + entry index (ties in insertion order, which the
+    # entry index is): no key function and no tuples to compare.
     n = len(member)
     for m in sorted(runs):
         of_member = runs[m]
