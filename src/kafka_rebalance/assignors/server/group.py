@@ -521,8 +521,8 @@ def _capacities(table: np.ndarray, formula: Callable[[np.ndarray], np.ndarray], 
 
 
 # Up to this many entries, orders are computed on Python ints: the array path's fixed cost
-# (about 30 numpy calls, 50-70 us here) is more than the loops' (about 0.7-1 us an entry).
-HELD_ORDER_LOOP_ENTRIES = 64
+# (about 40 numpy calls, 40-60 us here) is more than the loops' (about 1 us an entry).
+HELD_ORDER_LOOP_ENTRIES = 40
 
 
 def _spread_bucket(hash_code: int, capacity: int) -> int:
