@@ -16,6 +16,7 @@ from typing import Any, Generic, TypeVar, overload
 
 import numpy as np
 
+from kafka_rebalance.assignors.server.id_order import ARRAY_SORT_MIN_IDS, ascii_id_order
 from kafka_rebalance.model import (
     UNASSIGNED,
     InvalidInput,
@@ -23,7 +24,6 @@ from kafka_rebalance.model import (
     capacities_of_copies,
     java_order,
     java_sorted,
-    java_spread,
     partition_topic_of,
     static_first_member_order,
     topic_offsets_of,
@@ -146,10 +146,13 @@ class ServerGroup:
         """Kafka's ``RangeAssignor.sortMemberIds``: static members first by instance id, then the
         others by member id (both ``String.compareTo``)."""
         ids = self.member_ids
-        if self.instance_ids.count(None) == len(ids) and "".join(ids).isascii():
-            # The common case, tested in C: no static members, ASCII ids (whose Java order is
-            # Python's own string order).
-            return np.fromiter(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.int64, count=len(ids))
+        if self.instance_ids.count(None) == len(ids):  # no static members: by member id
+            if len(ids) >= ARRAY_SORT_MIN_IDS:  # one integer argsort (id_order.py)
+                order = ascii_id_order(ids)
+                if order is not None:
+                    return order
+            elif "".join(ids).isascii():  # ASCII ids: their Java order is Python's string order
+                return np.fromiter(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.int64, count=len(ids))
         return static_first_member_order(ids, self.instance_ids)
 
     @cached_property
@@ -315,7 +318,7 @@ class ServerGroup:
         if self.topic_class is not None:
             # One class per topic: the lists are the classes' members, grouped in one stable sort.
             ordered_class = self.member_class[order]
-            grouped = np.argsort(ordered_class, kind="stable")
+            grouped = stable_member_order(ordered_class, self.num_classes)
             indptr = np.zeros(self.num_classes + 2, dtype=np.int64)
             np.cumsum(np.bincount(ordered_class, minlength=self.num_classes), out=indptr[1 : self.num_classes + 1])
             indptr[-1] = indptr[-2]  # list C: empty, for topics nobody subscribes to
@@ -421,8 +424,9 @@ def member_major(owner: np.ndarray, num_members: int) -> tuple[np.ndarray, np.nd
 
 
 def stable_member_order(holders: np.ndarray, num_members: int) -> np.ndarray:
-    """``np.argsort(holders, kind="stable")`` for member indices: as int16 when they fit, which
-    numpy sorts by radix (4x faster at 500,000 partitions)."""
+    """``np.argsort(holders, kind="stable")`` for indices below ``num_members`` (members, or
+    subscription classes): as int16 when they fit, which numpy sorts by radix (4x faster at
+    500,000 partitions)."""
     if num_members <= np.iinfo(np.int16).max:
         holders = holders.astype(np.int16)
     order: np.ndarray = np.argsort(holders, kind="stable")
@@ -489,12 +493,13 @@ def held_iteration_order(member: np.ndarray, topic: np.ndarray, partition: np.nd
     run_member = member[run_start]
     run_size = np.bincount(run_of, minlength=len(run_start))
     topics_per_member = np.bincount(run_member)
-    topic_bucket = uuid_buckets(topic_keys[topic[run_start]], capacities_after_puts(topics_per_member[run_member]))
+    topic_bucket = uuid_buckets(topic_keys[topic[run_start]], _capacities(_PUT_CAPACITIES, capacities_after_puts, topics_per_member)[run_member])
     # Runs in iteration order: by member, topic bucket, first insertion; the rank of each run.
     run_rank = np.empty(len(run_start), dtype=np.int64)
     run_rank[np.lexsort((run_start, topic_bucket, run_member))] = np.arange(len(run_start), dtype=np.int64)
-    partition_capacity = capacities_of_copies(run_size)
-    partition_bucket = java_spread(partition).astype(np.int64) & (partition_capacity - 1)[run_of]
+    partition_capacity = _capacities(_COPY_CAPACITIES, capacities_of_copies, run_size)
+    # Integer.hashCode spread (java_spread) of partition numbers, which are non-negative ints.
+    partition_bucket = (partition ^ (partition >> 16)) & (partition_capacity - 1)[run_of]
     # One key per entry (run rank, then partition bucket); the stable sort keeps insertion order
     # among equal keys. Bucket < capacity <= max(16, 4 * run size): the key stays far below 2**63.
     key = run_rank[run_of] * int(partition_capacity.max()) + partition_bucket
@@ -502,9 +507,22 @@ def held_iteration_order(member: np.ndarray, topic: np.ndarray, partition: np.nd
     return ordered
 
 
-# Below this many entries, orders are computed on Python ints: the array path's fixed cost
-# (about 50 numpy calls, 150 us here) is more than the loops' (about 1.5 us an entry).
-HELD_ORDER_LOOP_ENTRIES = 96
+# Table sizes of maps and sets of up to 1,023 entries, looked up (one gather instead of the
+# formula's half a dozen numpy calls).
+_COPY_CAPACITIES = capacities_of_copies(np.arange(1024))
+_PUT_CAPACITIES = capacities_after_puts(np.arange(1024))
+
+
+def _capacities(table: np.ndarray, formula: Callable[[np.ndarray], np.ndarray], counts: np.ndarray) -> np.ndarray:
+    if int(counts.max(initial=0)) < len(table):
+        looked_up: np.ndarray = table[counts]
+        return looked_up
+    return formula(counts)
+
+
+# Up to this many entries, orders are computed on Python ints: the array path's fixed cost
+# (about 40 numpy calls, 40-60 us here) is more than the loops' (about 1 us an entry).
+HELD_ORDER_LOOP_ENTRIES = 40
 
 
 def _spread_bucket(hash_code: int, capacity: int) -> int:
@@ -533,29 +551,42 @@ def _capacity_after_puts(count: int) -> int:
 
 def _held_iteration_order_small(member: list[int], topic: list[int], partition: list[int], topic_keys: np.ndarray,
                                 hashed: bool) -> np.ndarray:
-    """``held_iteration_order`` on Python ints (same keys, same order)."""
-    first: dict[tuple[int, int], int] = {}
-    size: dict[tuple[int, int], int] = {}
-    runs = list(zip(member, topic, strict=True))
-    for i, run in enumerate(runs):
-        if run in first:
-            size[run] += 1
+    """``held_iteration_order`` on Python ints (same keys, same order): each member's entries
+    grouped by topic in dicts (which keep first insertion order, the tie-break of both hash
+    orders), then each member's topics and each topic's partitions put in bucket order, member
+    by member."""
+    runs: dict[int, dict[int, list[int]]] = {}
+    for i, (m, t) in enumerate(zip(member, topic, strict=True)):
+        of_member = runs.get(m)
+        if of_member is None:
+            runs[m] = {t: [i]}
+        elif (entries := of_member.get(t)) is None:
+            of_member[t] = [i]
         else:
-            first[run] = i
-            size[run] = 1
-    if not hashed:
-        keys = [(m, first[run], i) for i, (m, run) in enumerate(zip(member, runs, strict=True))]
-        return np.array(sorted(range(len(member)), key=keys.__getitem__), dtype=np.int64)
-    topics_of: dict[int, int] = {}
-    for m, _ in first:
-        topics_of[m] = topics_of.get(m, 0) + 1
+            entries.append(i)
+    order: list[int] = []
+    if not hashed:  # topics in the order first inserted, partitions as inserted
+        for m in sorted(runs):
+            for entries in runs[m].values():
+                order.extend(entries)
+        return np.array(order, dtype=np.int64)
     distinct = sorted(set(topic))
-    topic_hash = {t: _uuid_hash(msb, lsb) for t, (msb, lsb) in zip(distinct, topic_keys[distinct].tolist(), strict=True)}
-    # Bucket of each run's topic in its member's map, and the mask of each run's partition set.
-    topic_bucket = {run: _spread_bucket(topic_hash[run[1]], _capacity_after_puts(topics_of[run[0]])) for run in first}
-    partition_mask = {run: _capacity_of_copy(n) - 1 for run, n in size.items()}
-    hashed_keys = [
-        (m, topic_bucket[run], first[run], (p ^ (p >> 16)) & partition_mask[run], i)
-        for i, (m, run, p) in enumerate(zip(member, runs, partition, strict=True))
-    ]
-    return np.array(sorted(range(len(member)), key=hashed_keys.__getitem__), dtype=np.int64)
+    spread = {t: _spread_bucket(_uuid_hash(msb, lsb), 1 << 32)
+              for t, (msb, lsb) in zip(distinct, topic_keys[distinct].tolist(), strict=True)}
+    # Sorted as plain integers, bucket * n + entry index (ties in insertion order, which the
+    # entry index is): no key function and no tuples to compare.
+    n = len(member)
+    for m in sorted(runs):
+        of_member = runs[m]
+        runs_of_member = list(of_member.values())
+        if len(runs_of_member) > 1:  # topics by bucket, ties by first insertion (a run's first entry)
+            mask = _capacity_after_puts(len(runs_of_member)) - 1
+            by_first = {entries[0]: entries for entries in runs_of_member}
+            keys = sorted([(spread[topic[first]] & mask) * n + first for first in by_first])
+            runs_of_member = [by_first[k % n] for k in keys]
+        for entries in runs_of_member:
+            if len(entries) > 1:
+                mask = _capacity_of_copy(len(entries)) - 1
+                entries = [k % n for k in sorted([((partition[i] ^ (partition[i] >> 16)) & mask) * n + i for i in entries])]
+            order.extend(entries)
+    return np.array(order, dtype=np.int64)

@@ -73,7 +73,7 @@ def homogeneous_assign(group: ServerGroup) -> np.ndarray:
 
     owner = group.current_owner
     if len(topics) == group.num_topics:  # every topic subscribed: every holding counts
-        held = np.diff(group.held_indptr)
+        held = group.held_indptr[1:] - group.held_indptr[:-1]
         result = owner.copy()
     else:  # holdings of topics nobody subscribes to any more are dropped
         valid = (owner >= 0) & subscribed[group.partition_topic]
@@ -163,7 +163,7 @@ def kept_owner_and_sizes(group: ServerGroup) -> tuple[np.ndarray, np.ndarray]:
     """The current owner of every partition, or -1 where its owner no longer subscribes to its
     topic (Kafka's builders revoke those first); and how many partitions each member keeps."""
     owner = group.current_owner.copy()
-    sizes = np.diff(group.held_indptr)
+    sizes = group.held_indptr[1:] - group.held_indptr[:-1]
     if not int(group.held_indptr[-1]):  # a first assignment: nothing held, nothing to revoke
         return owner, sizes
     topic_class = group.topic_class
@@ -194,7 +194,7 @@ class _HeterogeneousBuilder:
         self.subscriber_list = list_of_topic
         self.subscriber_indptr = indptr
         self.subscriber_members = members  # ascending within each list
-        self.subscriber_count = np.diff(indptr)[list_of_topic]
+        self.subscriber_count = (indptr[1:] - indptr[:-1])[list_of_topic]
         # Lists no other list shares a member with (one subscription class per topic): a deal
         # or a move within one list leaves every other list's sizes as they were.
         self.disjoint_lists = group.topic_class is not None

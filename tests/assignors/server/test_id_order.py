@@ -1,0 +1,51 @@
+"""``ascii_id_order`` (RangeAssignor.sortMemberIds's order on arrays) against Python's sort."""
+
+from __future__ import annotations
+
+import random
+import string
+
+import numpy as np
+import pytest
+
+from kafka_rebalance.assignors.server.id_order import ascii_id_order
+
+
+def python_order(ids: tuple[str, ...]) -> np.ndarray:
+    return np.array(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.int64)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_ids_around_word_boundaries(seed: int) -> None:
+    """Shared prefixes and lengths at and around 8 and 16 bytes (where the integer keys cut
+    the ids), duplicates included (index order among equal ids)."""
+    rng = random.Random(seed)
+    for _ in range(2000):
+        prefix = "p" * rng.choice([0, 1, 7, 8, 9, 15, 16, 17])
+        alphabet = rng.choice(["ab", "a0", string.ascii_letters + string.digits + "-_"])
+        lengths = [0, 1, 7, 8, 9, 15, 16, 17, rng.randint(0, 30)]
+        ids = tuple(prefix + "".join(rng.choice(alphabet) for _ in range(rng.choice(lengths))) for _ in range(rng.randint(1, 12)))
+        if rng.random() < 0.3:
+            ids += ids[: rng.randint(0, len(ids))]
+        order = ascii_id_order(ids)
+        assert order is not None
+        assert order.tolist() == python_order(ids).tolist(), ids
+
+
+@pytest.mark.parametrize("ids", [
+    tuple(f"member{i}" for i in range(5000)),  # ServerSideAssignorBenchmark's ids
+    tuple(f"consumer-{i % 7}-{i:08x}-{(i * 2654435761) % 2**32:08x}" for i in range(3000)),
+    ("same",) * 5,
+    ("",),
+    ("", "", "a"),
+])
+def test_large_and_degenerate_groups(ids: tuple[str, ...]) -> None:
+    order = ascii_id_order(ids)
+    assert order is not None
+    assert order.tolist() == python_order(ids).tolist()
+
+
+@pytest.mark.parametrize("ids", [("a\x00", "a"), ("é", "a"), ()])
+def test_not_handled(ids: tuple[str, ...]) -> None:
+    """Non-ASCII ids (Java compares UTF-16 units), ids holding a NUL, no ids: the caller sorts."""
+    assert ascii_id_order(ids) is None
