@@ -28,11 +28,13 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import ExitStack
 from typing import Any, cast
 
+import numpy as np
+
 from kafka_rebalance.pipeline.logparse.findings import GroupFindings
 from kafka_rebalance.pipeline.logparse.layout import SyslogReference
-from kafka_rebalance.pipeline.logparse.parse import parse_numbered
+from kafka_rebalance.pipeline.logparse.readlog import SplitReader
 from kafka_rebalance.pipeline.logparse.rows import Event
-from kafka_rebalance.pipeline.logparse.scan import ScanCounts, Split, scan
+from kafka_rebalance.pipeline.logparse.scan import Split
 from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES, arrow_schema, story_table_batch
 from kafka_rebalance.pipeline.logparse.split_facts import SplitFacts, move_fields
 from kafka_rebalance.pipeline.logparse.story import STORY_FIELDS, StormRule, StoryRows, story_tables, tell
@@ -165,38 +167,30 @@ def read_split(split: Split, index: int, cluster: str, source: str, routes: list
 
     buckets = len(routes)
     schema = arrow_schema("events")
-    facts = SplitFacts(index, source, cluster, split.start)
-    counts = ScanCounts()
-    last_group = dict(inherited or {})
-    pending: list[Event] = []
-    routed: dict[int, list[int]] = {}
+    reader = SplitReader(split, index, source, cluster, syslog=syslog, inherited=inherited)
+    facts = reader.facts
     bucket_cache: dict[str, int] = {}
     payloads = BucketPayloads(index, schema, routes)
 
-    def flush(writer: Any) -> Iterator[Any]:
-        batch = pa.RecordBatch.from_pylist(pending, schema=schema)
-        writer.write_batch(batch)
-        for bucket, rows in routed.items():
-            yield from payloads.add(bucket, batch.take(pa.array(rows, pa.int32())))
-        pending.clear()
-        routed.clear()
+    def routed(batch: Any) -> Iterator[Any]:
+        import pyarrow.compute as pc
+
+        groups = pc.dictionary_encode(pc.if_else(batch.column("kind").is_valid(), batch.column("group"), None))
+        names = groups.dictionary.to_pylist()
+        buckets_of = np.array([bucket_cache.setdefault(name, bucket_of(cluster, name, buckets)) if name else -1
+                               for name in names] + [-1], np.int64)
+        codes = groups.indices.fill_null(len(names)).to_numpy()
+        rows_bucket = buckets_of[codes]
+        for bucket in np.unique(rows_bucket[rows_bucket >= 0]).tolist():
+            yield from payloads.add(bucket, batch.take(pa.array(np.flatnonzero(rows_bucket == bucket), pa.int32())))
 
     with write_file(join(events_dir, f"part-{index:05d}.parquet")) as (filesystem, path):
         with pq.ParquetWriter(path, schema, filesystem=filesystem) as writer:
             try:
-                for record in parse_numbered(scan(split, counts), source, cluster, syslog=syslog):
-                    facts.add(record, last_group)
-                    group = record.get("group")
-                    if record["kind"] is not None and group:
-                        bucket = bucket_cache.get(group)
-                        if bucket is None:
-                            bucket = bucket_cache[group] = bucket_of(cluster, group, buckets)
-                        routed.setdefault(bucket, []).append(len(pending))
-                    pending.append(record)
-                    if len(pending) >= ARROW_BATCH_ROWS:
-                        yield from flush(writer)
-                if pending:
-                    yield from flush(writer)
+                for table in reader.tables():
+                    for batch in table.to_batches(ARROW_BATCH_ROWS):
+                        writer.write_batch(batch)
+                        yield from routed(batch)
                 yield from payloads.flush()
             except (OSError, EOFError, ValueError) as exc:  # a truncated or corrupt .gz
                 # As the local engine does: nothing of an unreadable file is kept but its line count.
@@ -204,7 +198,7 @@ def read_split(split: Split, index: int, cluster: str, source: str, routes: list
                 yield exchange_batch(routes, index, UNREADABLE)
         if facts.unreadable:
             pq.write_table(schema.empty_table(), path, filesystem=filesystem)
-    facts.lines = counts.lines
+    facts.lines = reader.counts.lines
     if facts.moves:
         yield exchange_batch(routes, index, MOVES, texts=[json.dumps([move_fields(move) for move in facts.moves], default=str)] * buckets)
     yield exchange_batch([routes[index % buckets]], index, FACTS, texts=[facts.to_json()])

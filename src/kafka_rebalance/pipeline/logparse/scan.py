@@ -22,6 +22,7 @@ passes the gate is read as gated, and the line after it is read once, as its fol
 
 from __future__ import annotations
 
+import io
 from bisect import bisect_left
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
@@ -308,6 +309,64 @@ def scan(split: Split, counts: ScanCounts | None = None, *, search: Search | Non
                     yield offset + follower_start, _decode(block[follower_start:follower_end]), follower_start < owned_end
             if owned_end < size and not want_follower:
                 return
+
+
+@dataclass
+class ScannedBlock:
+    """One block of a split as ``scan_blocks`` found it: ``block[:size]`` is whole lines starting
+    at byte ``offset`` of the input (the buffer is filled again for the next block), ``gated``
+    the (start, end) of the split's lines in it that pass the gate, ``fence_ends`` the ends of the
+    lines that may be fences (None: any). A consumer that still wants the line after the last
+    gated line sets ``wants_next`` before asking for the next block."""
+
+    offset: int
+    block: Block
+    size: int
+    owned_end: int
+    gated: list[tuple[int, int]]
+    fence_ends: Collection[int] | None
+    wants_next: bool = False
+
+
+def scan_blocks(split: Split, counts: ScanCounts, *, search: Search | None = None, block_bytes: int = BLOCK_BYTES,
+                data: bytes | None = None) -> Iterator[ScannedBlock]:
+    """The blocks of ``split`` (or of ``data``, a paste's bytes) with their gated lines
+    (``scan``'s reading, block by block): the blocks after the split's end only while the
+    consumer wants a line from them."""
+    search = search if search is not None else SEARCH
+    with _open(split.path) if data is None else io.BytesIO(data) as fh:
+        base = _start_of_next_line(fh, split.start) if split.start > 0 else 0
+        for offset, block, size in _blocks(fh, base, block_bytes):
+            owned_end = size
+            if split.end is not None and offset + size > split.end:
+                owned_end = 0 if offset >= split.end else block.find(NEWLINE, split.end - 1 - offset, size) + 1 or size
+            gated: list[tuple[int, int]] = []
+            fence_ends: Collection[int] | None = None
+            if owned_end:
+                counts.lines += _count_lines(block, owned_end)
+                gated, fence_ends = search(block, size, owned_end)
+            scanned = ScannedBlock(offset, block, size, owned_end, gated, fence_ends)
+            yield scanned
+            if owned_end < size and not scanned.wants_next:
+                return
+
+
+def first_line(block: Block, start: int, size: int, fence_ends: Collection[int] | None = None) -> tuple[int, int] | None:
+    """``_first_line`` for the readers of ``scan_blocks``."""
+    return _first_line(block, start, size, fence_ends)
+
+
+def gated_fence_before(block: Block, follower_start: int, owned_end: int) -> bool:
+    """``_gated_fence_before`` for the readers of ``scan_blocks``."""
+    return _gated_fence_before(block, follower_start, owned_end)
+
+
+def passes_gate_bytes(line: Block) -> bool:
+    return _passes_gate(line)
+
+
+def decode(line: Block) -> str:
+    return _decode(line)
 
 
 def _first_line(block: Block, start: int, size: int, fence_ends: Collection[int] | None = None) -> tuple[int, int] | None:
