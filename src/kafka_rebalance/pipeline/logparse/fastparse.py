@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from kafka_rebalance.pipeline.logparse.catalogue import BROKER_PREFIX, G, LOGGER_SUFFIX, MESSAGES, Message
+from kafka_rebalance.pipeline.logparse.catalogue import BROKER_PREFIX, LOGGER_SUFFIX, MESSAGES, G, Message
 from kafka_rebalance.pipeline.logparse.kinds import Side
 from kafka_rebalance.pipeline.logparse.parse import EVENT_COLUMNS, LINE_CAP, event_field
 
@@ -88,8 +88,9 @@ def _mark_presence(pattern: str, name: str) -> str | None:
 
 def _group_kinds(pattern: str) -> tuple[set[str], set[str]]:
     """(groups that may capture '', those of them inside something optional)."""
-    import re._constants as sre_constants  # noqa: PLC0415 (the parser's own vocabulary, read once)
-    import re._parser as sre_parser  # noqa: PLC0415
+    # Python's own regex parser (typeshed has no stubs for it): what each group may match.
+    import re._constants as sre_constants  # type: ignore[import-not-found]  # noqa: PLC0415
+    import re._parser as sre_parser  # type: ignore[import-not-found]  # noqa: PLC0415
 
     parsed = sre_parser.parse(pattern)
     names = {index: name for name, index in parsed.state.groupdict.items()}

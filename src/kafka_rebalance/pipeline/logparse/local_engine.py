@@ -4,8 +4,8 @@ frame; the same parser, split bookkeeping (``split_facts``) and story the Spark 
 
 from __future__ import annotations
 
-from collections import defaultdict
 import sys
+from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast

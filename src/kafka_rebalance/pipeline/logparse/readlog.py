@@ -27,6 +27,7 @@ from kafka_rebalance.pipeline.logparse.fastparse import MARKERS, parse_log4j
 from kafka_rebalance.pipeline.logparse.layout import SyslogReference
 from kafka_rebalance.pipeline.logparse.parse import RECORD_OPENINGS, parse_numbered
 from kafka_rebalance.pipeline.logparse.scan import (
+    BLOCK_BYTES,
     ScanCounts,
     ScannedBlock,
     Split,
@@ -44,10 +45,12 @@ try:
 except ImportError:  # the ``spark`` extra's speed-up: without it, markers are found with ``in``
     hyperscan = None  # type: ignore[assignment]
 
-# Hyperscan ids over the gated lines: the markers, then the broker prefix, then the record openings.
-_PREFIX_ID = len(MARKERS)
-_OPENING_IDS = range(_PREFIX_ID + 1, _PREFIX_ID + 1 + len(RECORD_OPENINGS))
-_PHRASES = (*MARKERS, "[GroupCoordinator", *RECORD_OPENINGS)
+# Hyperscan ids over the gated lines: the markers, the record openings that are no marker, and
+# last a line holding the broker prefix twice (``parse.records_of``'s two tests for several records).
+_PHRASES = (*MARKERS, *(opening for opening in RECORD_OPENINGS if opening not in MARKERS))
+_OPENING_IDS = [_PHRASES.index(opening) for opening in RECORD_OPENINGS]
+_TWO_PREFIXES_ID = len(_PHRASES)
+_BROKER_PREFIX = "[GroupCoordinator"
 # Bytes the column parser takes: printable ASCII, tab, and the newline that ends a line.
 _PLAIN = np.zeros(256, bool)
 _PLAIN[0x20:0x7F] = True
@@ -69,36 +72,42 @@ class _PhraseSearch:
     def __init__(self) -> None:
         assert hyperscan is not None
         self.database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        self.database.compile(expressions=[_literal(p) for p in _PHRASES], ids=list(range(len(_PHRASES))),
-                              elements=len(_PHRASES), flags=[0] * len(_PHRASES))
+        expressions = [*(_literal(p) for p in _PHRASES), _literal(_BROKER_PREFIX) + b"[^\\n]*" + _literal(_BROKER_PREFIX)]
+        self.database.compile(expressions=expressions, ids=list(range(len(expressions))), elements=len(expressions),
+                              flags=[0] * len(expressions))
 
     def __call__(self, data: Any, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(line, phrase id) of every phrase found in the lines ``data[offsets[i]:offsets[i+1]]``."""
         assert hyperscan is not None
         hits: list[int] = []
-        self.database.scan(data, match_event_handler=_on_hit, context=hits.append,  # type: ignore[arg-type]
+        self.database.scan(data, match_event_handler=_on_hit, context=hits.append,
                            scratch=hyperscan.Scratch(self.database))
         packed = np.array(hits, np.int64)
         ends = packed >> 8
         return np.searchsorted(offsets, ends - 1, side="right") - 1, packed & 255
 
 
+# Below this many gated lines in a block (a paste), ``in`` finds the phrases sooner than
+# compiling the hyperscan database would.
+SEARCH_FROM_LINES = 2000
+_SEARCH: list[_PhraseSearch | None] = []
+
+
 def _phrase_search() -> _PhraseSearch | None:
-    if hyperscan is None:
-        return None
-    try:
-        return _PhraseSearch()
-    except hyperscan.error:
-        return None
-
-
-_SEARCH = _phrase_search()
+    """The hyperscan search, compiled once per process when first needed."""
+    if not _SEARCH:
+        try:
+            _SEARCH.append(_PhraseSearch() if hyperscan is not None else None)
+        except hyperscan.error:
+            _SEARCH.append(None)
+    return _SEARCH[0]
 
 
 def _phrases_with_find(lines: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
     """``_PhraseSearch`` without hyperscan."""
     found = [(line, phrase) for line, text in enumerate(lines) for phrase, word in enumerate(_PHRASES)
-             for _ in range(text.count(word.encode()))]
+             if word.encode() in text]
+    found += [(line, _TWO_PREFIXES_ID) for line, text in enumerate(lines) if text.count(_BROKER_PREFIX.encode()) >= 2]
     return np.array([f[0] for f in found], np.int64), np.array([f[1] for f in found], np.int64)
 
 
@@ -110,8 +119,9 @@ class SplitReader:
 
     def __init__(self, split: Split, index: int, source: str, cluster: str, *, syslog: SyslogReference,
                  line_numbers: bool = False, inherited: dict[str, str] | None = None, data: bytes | None = None,
-                 on_read: Callable[[int], None] | None = None):
+                 on_read: Callable[[int], None] | None = None, block_bytes: int = BLOCK_BYTES):
         self.split = split
+        self.block_bytes = block_bytes
         self.data = data
         self.on_read = on_read
         self.source = source
@@ -126,7 +136,7 @@ class SplitReader:
     def tables(self) -> Iterator[Any]:
         held: list[tuple[int, str, bool]] = []  # per-line items waiting for a line of the next block
         lines_before = 0
-        for scanned in scan_blocks(self.split, self.counts, data=self.data):
+        for scanned in scan_blocks(self.split, self.counts, data=self.data, block_bytes=self.block_bytes):
             if self.on_read is not None:
                 self.on_read(scanned.size)
             if not self.head and scanned.offset == 0:
@@ -154,16 +164,23 @@ class SplitReader:
         return list(parse_numbered(items, self.source, self.cluster, syslog=self.syslog,
                                    line_numbers=self.line_numbers))
 
-    def _seq(self, scanned: ScannedBlock, start: int, newlines: np.ndarray | None, lines_before: int) -> int:
+    def _seqs(self, scanned: ScannedBlock, starts: np.ndarray, newlines: np.ndarray | None,
+              lines_before: int) -> np.ndarray:
+        """The ``seq`` of the lines starting at ``starts`` (bytes into the block)."""
         if newlines is None:
-            return scanned.offset + start
-        return lines_before + int(np.searchsorted(newlines, start))
+            return starts + scanned.offset
+        return np.searchsorted(newlines, starts) + lines_before
 
     def _block(self, scanned: ScannedBlock, newlines: np.ndarray | None, lines_before: int,
                held: list[tuple[int, str, bool]]) -> tuple[list[tuple[int, str, bool]], Any, int | None]:
         """A block -> (the per-line parser's items, after those held from the block before; the
-        column parser's events; the first item that still waits for a line of the next block)."""
+        column parser's events; the first item that still waits for a line of the next block).
+        Only the lines the column parser does not take are visited one by one."""
         block, size, owned_end = scanned.block, scanned.size, scanned.owned_end
+
+        def seq(start: int) -> int:
+            return int(self._seqs(scanned, np.array([start]), newlines, lines_before)[0])
+
         items = list(held)
         waiting_from: int | None = 0 if held else None
         if held:
@@ -175,29 +192,37 @@ class SplitReader:
                 if not gated:
                     waiting_from = None
                     if not gated_fence_before(block, start, owned_end):
-                        items.append((self._seq(scanned, start, newlines, lines_before), decode(block[start:end]),
-                                      owned))
+                        items.append((seq(start), decode(block[start:end]), owned))
         gated_lines = scanned.gated
         if not gated_lines:
             return items, None, waiting_from
         fast, taken = self._parse_columns(scanned, newlines, lines_before)
-        for index, (start, end) in enumerate(gated_lines):
-            seq = self._seq(scanned, start, newlines, lines_before)
-            if taken[index]:
-                if waiting_from is not None:  # it ends the wrapped line the per-line parser holds
-                    items.append((seq, decode(block[start:end]), False))
-                    waiting_from = None
-                continue
+        count = len(gated_lines)
+
+        def ends_wrapped_line(index: int) -> None:
+            """A line the column parser took, after a line the per-line parser holds: it is that
+            line's follower (it only ends it)."""
+            start, end = gated_lines[index]
+            items.append((seq(start), decode(block[start:end]), False))
+
+        if waiting_from is not None and taken[0]:
+            ends_wrapped_line(0)
+            waiting_from = None
+        for index in np.flatnonzero(~taken).tolist():
+            start, end = gated_lines[index]
             if waiting_from is None:
                 waiting_from = len(items)
-            items.append((seq, decode(block[start:end]), True))
+            items.append((seq(start), decode(block[start:end]), True))
             follower = first_line(block, end + 1, size, scanned.fence_ends)
             if follower is None:
                 continue
             follower_start, follower_end = follower
-            if index + 1 == len(gated_lines) or follower_start < gated_lines[index + 1][0]:
-                items.append((self._seq(scanned, follower_start, newlines, lines_before),
-                              decode(block[follower_start:follower_end]), follower_start < owned_end))
+            if index + 1 == count or follower_start < gated_lines[index + 1][0]:
+                items.append((seq(follower_start), decode(block[follower_start:follower_end]),
+                              follower_start < owned_end))
+                waiting_from = None
+            elif taken[index + 1]:
+                ends_wrapped_line(index + 1)
                 waiting_from = None
         return items, fast, waiting_from
 
@@ -221,26 +246,25 @@ class SplitReader:
         unusual = np.flatnonzero(~_PLAIN[raw])  # few or none: not a count per line
         if unusual.size:
             plain[np.searchsorted(line_offsets, unusual, side="right") - 1] = False
-        if _SEARCH is not None:
-            hit_lines, hit_ids = _SEARCH(memoryview(data)[:int(line_offsets[-1])], line_offsets)
+        search = _phrase_search() if count >= SEARCH_FROM_LINES else None
+        if search is not None:
+            hit_lines, hit_ids = search(memoryview(data)[:int(line_offsets[-1])], line_offsets)
         else:
             hit_lines, hit_ids = _phrases_with_find(lines.to_pylist())
-        markers = np.zeros((count, len(_PHRASES)), np.int64)
-        np.add.at(markers, (hit_lines, hit_ids), 1)
-        several = (markers[:, _PREFIX_ID] >= 2) | ((markers[:, list(_OPENING_IDS)] > 0).sum(axis=1) >= 2)
+        markers = np.zeros((count, _TWO_PREFIXES_ID + 1), bool)
+        markers[hit_lines, hit_ids] = True
+        several = markers[:, _TWO_PREFIXES_ID] | (markers[:, _OPENING_IDS].sum(axis=1) >= 2)
         candidates = np.flatnonzero(plain & ~several)
         taken = np.zeros(count, bool)
         if not candidates.size:
             return None, taken
         text = lines.take(pa.array(candidates)).cast(pa.string())
-        columns, rows = parse_log4j(text, markers[candidates, :len(MARKERS)] > 0)
+        columns, rows = parse_log4j(text, markers[candidates, :len(MARKERS)])
         if not rows.size:
             return None, taken
         chosen = candidates[rows]
         taken[chosen] = True
-        seqs = [self._seq(scanned, int(s), newlines, lines_before) for s in bounds[chosen, 0]] \
-            if newlines is not None else (bounds[chosen, 0] + scanned.offset).tolist()
-        columns["seq"] = pa.array(seqs, pa.int64())
+        columns["seq"] = pa.array(self._seqs(scanned, bounds[chosen, 0], newlines, lines_before), pa.int64())
         columns["source"] = pa.array([self.source] * len(chosen), pa.string())
         columns["cluster"] = pa.array([self.cluster] * len(chosen), pa.string())
         columns["shape"] = pa.nulls(len(chosen), pa.string())
