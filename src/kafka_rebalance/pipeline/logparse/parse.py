@@ -1,8 +1,8 @@
 """One log line -> one event (a dict of the fields of ``EVENT_COLUMNS``), without Spark.
 
-The same function runs in a Spark scan task (over the lines ``scan``'s byte-level gate kept)
-and in the local engine (over every line of a file or a paste), so both engines see exactly the
-same events.
+Both engines read their inputs through ``readlog.SplitReader``: the common broker line a
+column at a time (``fastparse``, which gives the events this module gives it, tested), every
+other line of those ``scan``'s byte-level gate kept through ``parse_numbered`` here.
 """
 
 from __future__ import annotations
@@ -295,8 +295,8 @@ def _context(event: dict[str, Any], text: str, prefix: str) -> None:
 
 
 def passes_gate(raw: str) -> bool:
-    """``scan``'s byte-level gate on a str (the local engine reads every line through it): both
-    engines read exactly the same lines."""
+    """``scan``'s byte-level gate on a str (``parse_lines`` reads every line through it): the
+    same lines either way."""
     for phrase in GATE_SUBSTRINGS:
         if phrase in raw:
             break

@@ -11,8 +11,8 @@ hyperscan pass over each block for all the phrases (``HYPERSCAN_SEARCH``), or wi
 by one ``bytes.find`` pass per gate phrase and a test of each line found (``FIND_SEARCH``): the
 same lines either way (``SEARCH`` is the first available).
 
-The Spark job runs the splits of a file in parallel (the local engine reads every line and
-gives the same records). One known edge: when a terminal cut a line exactly where one split
+The Spark job runs the splits of a file in parallel (the local engine reads a file as one
+split: ``readlog.SplitReader`` reads both, block by block with ``scan_blocks``). One known edge: when a terminal cut a line exactly where one split
 ends, the split before joins the two halves, and the second half, if it holds a gate phrase
 itself, is also read on its own by the next split (one extra record; splits are >= 128 MB). ``seq`` is the byte offset of a line's start (in the decompressed stream for
 ``.gz``): increasing in file order, so the story orders lines as written. A code fence between
@@ -23,7 +23,6 @@ passes the gate is read as gated, and the line after it is read once, as its fol
 from __future__ import annotations
 
 import io
-from bisect import bisect_left
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from io import BufferedIOBase
@@ -196,15 +195,15 @@ def _rest_of_line_after(phrases: tuple[bytes, ...]) -> bytes:
     return b"(?:" + b"|".join(literal(p) for p in phrases) + b")[^\n]*$"
 
 
-def _on_match(pattern: int, _start: int, end: int, _flags: int, marks: Any) -> None:
-    """``marks``: for each pattern id, what takes the end offsets of its lines."""
-    marks[pattern](end)
+def _on_match(pattern: int, _start: int, end: int, _flags: int, append: Any) -> None:
+    """One list of (end, pattern id) packed in an int: a call costs less than one per kind."""
+    append(end << 2 | pattern)
 
 
 class HyperscanSearch:
     """All gate, noise and fence phrases found in one hyperscan pass over the block, each line
-    reported once per kind at its end; a line passes the gate when it is reported as gated and
-    not as noise. Fence candidates are the lines holding a backtick or tilde fence mark, which
+    reported once per kind at its end (in the order of the ends); a line passes the gate when it
+    is reported as gated and not as noise. Fence candidates are the lines holding a backtick or tilde fence mark, which
     every line ``layout.is_fence`` accepts holds (decoding never makes or eats an ASCII byte)."""
 
     def __init__(self) -> None:
@@ -217,19 +216,22 @@ class HyperscanSearch:
 
     def __call__(self, block: Block, size: int, stop: int) -> GatedLines:
         assert hyperscan is not None
-        gate: list[int] = []
-        noise: set[int] = set()
-        fences: set[int] = set()
+        hits: list[int] = []
         with memoryview(block) as view, view[:size] as lines:
             # A scratch per call: scans in other threads never share one.
             self.database.scan(lines,  # type: ignore[type-var]  # any buffer: the stubs say bytes
-                               match_event_handler=_on_match, context=(gate.append, noise.add, fences.add),
+                               match_event_handler=_on_match, context=hits.append,
                                scratch=hyperscan.Scratch(self.database))
-        ends = sorted(set(gate).difference(noise)) if noise else gate
+        packed = np.array(hits, np.int64)
+        kinds, ends = packed & 3, packed >> 2
+        gated = np.sort(ends[kinds == _GATE])
+        noise = ends[kinds == _NOISE]
+        if noise.size:
+            gated = gated[~np.isin(gated, noise)]
         if stop < size:
-            ends = ends[:bisect_left(ends, stop)]
+            gated = gated[:int(np.searchsorted(gated, stop))]
         rfind = block.rfind
-        return [(rfind(NEWLINE, 0, end) + 1, end) for end in ends], fences
+        return [(rfind(NEWLINE, 0, end) + 1, end) for end in gated.tolist()], set(ends[kinds == _FENCE].tolist())
 
 
 def _hyperscan_search() -> Search | None:
