@@ -111,6 +111,21 @@ def _phrases_with_find(lines: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
     return np.array([f[0] for f in found], np.int64), np.array([f[1] for f in found], np.int64)
 
 
+HEAD_LINES = 5
+
+
+def _first_lines(block: bytes | bytearray, size: int, count: int) -> list[str]:
+    """The first ``count`` lines of ``block[:size]``, each with its newline."""
+    lines: list[str] = []
+    start = 0
+    while start < size and len(lines) < count:
+        end = block.find(b"\n", start, size)
+        end = size if end == -1 else end + 1
+        lines.append(decode(block[start:end]))
+        start = end
+    return lines
+
+
 class SplitReader:
     """Reads one split: ``tables()`` yields its events block by block (``arrow_schema("events")``,
     in line order, client lines naming no group filled as ``SplitFacts.add`` fills them);
@@ -139,9 +154,8 @@ class SplitReader:
         for scanned in scan_blocks(self.split, self.counts, data=self.data, block_bytes=self.block_bytes):
             if self.on_read is not None:
                 self.on_read(scanned.size)
-            if not self.head and scanned.offset == 0:
-                self.head = [decode(line) + "\n" for line in bytes(scanned.block[:min(scanned.size, 1 << 16)])
-                             .split(b"\n", 5)[:5]]
+            if scanned.offset == 0:
+                self.head = _first_lines(scanned.block, scanned.size, HEAD_LINES)
             newlines = np.flatnonzero(np.frombuffer(scanned.block, np.uint8, count=scanned.size) == 10) \
                 if self.line_numbers else None
             items, fast, waiting_from = self._block(scanned, newlines, lines_before, held)
