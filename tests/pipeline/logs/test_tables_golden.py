@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +36,8 @@ def _plain(value: Any) -> Any:
         return [_plain(v) for v in value]
     if isinstance(value, float):
         return None if math.isnan(value) else int(value) if value.is_integer() else value
-    if hasattr(value, "timestamp"):
-        return int(value.timestamp() * 1000)
+    if hasattr(value, "timestamp"):  # a naive time (pandas' or Arrow's) is UTC, whatever the machine's zone
+        return int(value.replace(tzinfo=UTC).timestamp() * 1000)
     if isinstance(value, str) and "/tests/data/" in value:
         return value.replace(str(DATA) + "/", "")
     return value
@@ -76,22 +77,18 @@ def test_local_engine_gives_the_pinned_tables() -> None:
 
 @pytest.mark.spark
 @pytest.mark.slow
-def test_spark_engine_gives_the_pinned_tables(tmp_path: Path) -> None:
+def test_spark_engine_gives_the_pinned_tables(spark: Any, tmp_path: Path) -> None:
     import pyarrow.parquet as pq
-    from click.testing import CliRunner
 
-    from kafka_rebalance.cli import main
+    from kafka_rebalance.pipeline.logs import run_logs
+    from tests.conftest import TEST_SYSLOG
 
     golden = json.loads(GOLDEN.read_text())
-    year = "2026-11-26"  # tests.conftest.TEST_SYSLOG
-    result = CliRunner().invoke(main, ["logs", "--quiet", "--engine", "spark", "--year", year, "--out",
-                                       str(tmp_path / "out"), *INPUTS])
-    assert result.exit_code == 0, result.output
+    run_logs(spark, INPUTS, str(tmp_path / "out"), engine="spark", progress=False, syslog=TEST_SYSLOG)
     for table in TABLES:
         read = pq.read_table(tmp_path / "out" / table)
         columns = golden[table]["columns"]
         rows = [[_plain(read.column(name)[i].as_py()) for name in columns] for i in range(read.num_rows)]
-        rows = [[_plain(v.timestamp() * 1000) if hasattr(v, "timestamp") else v for v in row] for row in rows]
         skip = ENGINE_OWN.get(table, ())
         assert table_rows(columns, rows, skip) == table_rows(columns, golden[table]["rows"], skip), table
 
