@@ -127,6 +127,10 @@ class Re2Plan:
     message: Message
     marker_id: int
     pattern: str
+    # The literal every match starts with, and the pattern anchored: a line is first matched at
+    # the first place the literal is (the leftmost match, if it matches there), ``pattern`` else.
+    lead: str
+    anchored: str
     # (group, field, may capture ''): in group order; a later group of the same field wins
     groups: tuple[tuple[str, str, bool], ...]
     fixed: tuple[tuple[str, Any], ...]
@@ -157,9 +161,49 @@ def _re2_plan(index: int, message: Message) -> Re2Plan | None:
     groups = tuple((name, event_field(name), name in empty) for name in names)
     fixed = tuple((name, value == "true" if name in _BOOLEANS else value) for name, value in message.fixed.items())
     full = f"^(?P<{PREFIX}>.*?)(?:{pattern})"
-    if not _re2_compiles(full):
+    anchored = f"^(?:{pattern})"
+    if not _re2_compiles(full) or not _re2_compiles(anchored):
         return None
-    return Re2Plan(index, message, MARKERS.index(message.marker), full, groups, fixed)
+    return Re2Plan(index, message, MARKERS.index(message.marker), full, literal_lead(pattern), anchored, groups, fixed)
+
+
+def literal_lead(pattern: str) -> str:
+    """The literal text every match of ``pattern`` starts with ('' when it starts otherwise)."""
+    pairs = _closing_parens(pattern)
+    inside = {at for opening, closing in pairs.items() for at in range(opening, closing)}
+    if any(char == "|" and at not in inside and pattern[at - 1:at] != "\\" for at, char in enumerate(pattern)):
+        return ""  # alternatives at the top: no one literal starts them all
+    lead: list[str] = []
+    at = 0
+    while at < len(pattern):
+        char = pattern[at]
+        if char == "\\" and at + 1 < len(pattern) and not pattern[at + 1].isalnum():
+            token, step = pattern[at + 1], 2
+        elif char in ".^$*+?()[]{}|\\":
+            break
+        else:
+            token, step = char, 1
+        following = pattern[at + step:at + step + 1]
+        if following and following in "?*{":  # the token may be absent
+            break
+        lead.append(token)
+        if following == "+":
+            break
+        at += step
+    return "".join(lead)
+
+
+def _spans(text: Any, starts: np.ndarray, ends: np.ndarray) -> Any:
+    """``text[i][starts[i]:ends[i]]`` for every row of an ASCII string array (offsets in bytes)."""
+    import pyarrow as pa
+
+    count = len(text)
+    offsets = np.frombuffer(text.buffers()[1], np.int32, count=count + 1, offset=text.offset * 4)
+    bounds = np.empty(2 * count, np.int32)
+    bounds[0::2] = offsets[:-1] + starts
+    bounds[1::2] = offsets[:-1] + ends
+    spans = pa.Array.from_buffers(pa.string(), 2 * count - 1, [None, pa.py_buffer(bounds), text.buffers()[2]])
+    return spans.take(pa.array(np.arange(0, 2 * count, 2)))
 
 
 def _re2_compiles(pattern: str) -> bool:
@@ -240,7 +284,7 @@ def parse_log4j(lines: Any, markers: np.ndarray) -> tuple[dict[str, Any], np.nda
     eligible &= valid
     stripped = pc.replace_substring_regex(text, LOGGER_SUFFIX_RE2, "")
     open_rows = eligible.copy()
-    chunks: list[tuple[Re2Plan, np.ndarray, Any]] = []
+    chunks: list[tuple[Re2Plan, np.ndarray, Any, Any]] = []
     for message, plan in zip(MESSAGES, re2_plans(), strict=True):
         rows = np.flatnonzero(open_rows & markers[:, MARKERS.index(message.marker)])
         if not rows.size:
@@ -250,30 +294,53 @@ def parse_log4j(lines: Any, markers: np.ndarray) -> tuple[dict[str, Any], np.nda
         if plan is None:  # read per line: so is every line this message may claim
             open_rows[rows[holds]] = False
             continue
-        extracted = pc.extract_regex(candidates, plan.pattern)
-        matched = holds & np.asarray(extracted.is_valid())
-        if matched.any():
-            prefix = extracted.field(PREFIX).filter(pa.array(matched))
-            long_enough = np.asarray(pc.greater_equal(pc.utf8_length(prefix), LOG4J_TIME_CHARS + 1))
-            matched[np.flatnonzero(matched)[~long_enough]] = False
-            chunks.append((plan, rows[matched], extracted.filter(pa.array(matched))))
-            open_rows[rows[matched]] = False
+        holds_rows = np.flatnonzero(holds)
+        candidates = candidates.take(pa.array(holds_rows))
+        rows = rows[holds_rows]
+        unmatched = np.ones(len(rows), bool)
+        if plan.lead:
+            lengths = np.asarray(pc.utf8_length(candidates), np.int64)
+            starts = np.asarray(pc.find_substring(candidates, plan.lead), np.int64)
+            present = np.flatnonzero(starts >= 0)
+            if present.size:
+                found = candidates.take(pa.array(present))
+                at = starts[present]
+                extracted = pc.extract_regex(_spans(found, at, lengths[present]), plan.anchored)
+                matched = np.asarray(extracted.is_valid())
+                if matched.any():
+                    chosen = present[matched]
+                    unmatched[chosen] = False
+                    prefixes = _spans(found.filter(pa.array(matched)), np.zeros(len(chosen), np.int64), at[matched])
+                    chunks.append((plan, rows[chosen], extracted.filter(pa.array(matched)), prefixes))
+        if unmatched.any():  # no lead, or no match where it first is: the leftmost match, anywhere
+            rest = np.flatnonzero(unmatched)
+            extracted = pc.extract_regex(candidates.take(pa.array(rest)), plan.pattern)
+            matched = np.asarray(extracted.is_valid())
+            if matched.any():
+                found = extracted.filter(pa.array(matched))
+                chunks.append((plan, rows[rest[matched]], found, found.field(PREFIX)))
+                unmatched[rest[matched]] = False
+        open_rows[rows[~unmatched]] = False
+    # A line whose message starts inside its time is read per line (``find_time`` reads the prefix).
+    chunks = [(plan, rows[keep], extracted.filter(pa.array(keep)), prefixes.filter(pa.array(keep)))
+              for plan, rows, extracted, prefixes in chunks
+              if (keep := np.asarray(pc.greater_equal(pc.utf8_length(prefixes), LOG4J_TIME_CHARS + 1))).any()]
     if not chunks:
         return {}, np.flatnonzero(taken)
-    order = np.concatenate([rows for _, rows, _ in chunks])
+    order = np.concatenate([rows for _, rows, _, _ in chunks])
     columns = _columns(chunks, text, times)
     sort = np.argsort(order, kind="stable")
     return {name: column.take(pa.array(sort)) for name, column in columns.items()}, order[sort]
 
 
-def _columns(chunks: list[tuple[Re2Plan, np.ndarray, Any]], text: Any, times: np.ndarray) -> dict[str, Any]:
+def _columns(chunks: list[tuple[Re2Plan, np.ndarray, Any, Any]], text: Any, times: np.ndarray) -> dict[str, Any]:
     """Each chunk (one message's lines) -> its columns, concatenated in chunk order."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     types = {"long": pa.int64(), "string": pa.string(), "boolean": pa.bool_()}
     parts: dict[str, list[Any]] = {name: [] for name, _ in EVENT_COLUMNS if name not in ("source", "seq", "cluster")}
-    for plan, rows, extracted in chunks:
+    for plan, rows, extracted, prefixes in chunks:
         size = len(rows)
         values: dict[str, Any] = {}
         for group, field_name, may_be_empty in plan.groups:
@@ -291,7 +358,7 @@ def _columns(chunks: list[tuple[Re2Plan, np.ndarray, Any]], text: Any, times: np
             kind = pa.bool_() if name in _BOOLEANS else pa.string()
             constant = pa.array([fixed] * size, kind)
             values[name] = constant if name not in values else pc.coalesce(values[name], constant)
-        broker = pc.extract_regex(extracted.field(PREFIX), BROKER_PREFIX.pattern)
+        broker = pc.extract_regex(prefixes, BROKER_PREFIX.pattern)
         has_broker = broker.is_valid()
         values["broker"] = pc.if_else(has_broker, broker.field("broker"), pa.scalar(None, pa.string()))
         prefix_partition = pc.if_else(pc.and_(has_broker, pc.not_equal(broker.field("partition"), "")),
