@@ -334,13 +334,17 @@ def parse_log4j(lines: Any, markers: np.ndarray) -> tuple[dict[str, Any], np.nda
 
 
 def _columns(chunks: list[tuple[Re2Plan, np.ndarray, Any, Any]], text: Any, times: np.ndarray) -> dict[str, Any]:
-    """Each chunk (one message's lines) -> its columns, concatenated in chunk order."""
+    """The chunks (one message's lines each) -> the events' columns, in chunk order: the
+    captured and implied fields chunk by chunk, what every line has (its prefix's broker and
+    partition, its time, its text, its message's kind) for all the chunks at once."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     types = {"long": pa.int64(), "string": pa.string(), "boolean": pa.bool_()}
-    parts: dict[str, list[Any]] = {name: [] for name, _ in EVENT_COLUMNS if name not in ("source", "seq", "cluster")}
-    for plan, rows, extracted, prefixes in chunks:
+    kinds = dict(EVENT_COLUMNS)
+    null_string = pa.scalar(None, pa.string())
+    captured: dict[str, list[Any]] = {name: [] for name in kinds if name not in _PER_LINE}
+    for plan, rows, extracted, _ in chunks:
         size = len(rows)
         values: dict[str, Any] = {}
         for group, field_name, may_be_empty in plan.groups:
@@ -348,44 +352,44 @@ def _columns(chunks: list[tuple[Re2Plan, np.ndarray, Any, Any]], text: Any, time
                 continue
             value = extracted.field(group)
             if not may_be_empty:
-                value = pc.if_else(pc.equal(value, ""), pa.scalar(None, pa.string()), value)
+                value = pc.if_else(pc.equal(value, ""), null_string, value)
             elif f"{group}{PRESENT}" in extracted.type.names:
-                present = pc.not_equal(extracted.field(f"{group}{PRESENT}"), "")
-                value = pc.if_else(present, value, pa.scalar(None, pa.string()))
+                value = pc.if_else(pc.not_equal(extracted.field(f"{group}{PRESENT}"), ""), value, null_string)
             earlier = values.get(field_name)
             values[field_name] = value if earlier is None else pc.coalesce(value, earlier)
         for name, fixed in plan.fixed:
-            kind = pa.bool_() if name in _BOOLEANS else pa.string()
-            constant = pa.array([fixed] * size, kind)
+            constant = pa.array([fixed] * size, pa.bool_() if name in _BOOLEANS else pa.string())
             values[name] = constant if name not in values else pc.coalesce(values[name], constant)
-        broker = pc.extract_regex(prefixes, BROKER_PREFIX.pattern)
-        has_broker = broker.is_valid()
-        values["broker"] = pc.if_else(has_broker, broker.field("broker"), pa.scalar(None, pa.string()))
-        prefix_partition = pc.if_else(pc.and_(has_broker, pc.not_equal(broker.field("partition"), "")),
-                                      broker.field("partition"), pa.scalar(None, pa.string()))
-        message_partition = values.get("partition")
-        values["partition"] = prefix_partition if message_partition is None else pc.coalesce(
-            pc.if_else(pc.equal(message_partition, ""), pa.scalar(None, pa.string()), message_partition),
-            prefix_partition)
-        if "member" in values:
-            values["member"] = pc.utf8_rtrim(values["member"], characters=".,")
-        lines = text.take(pa.array(rows))
-        values["line"] = pc.utf8_slice_codeunits(pc.utf8_rtrim_whitespace(lines), 0, LINE_CAP)
-        values["time_ms"] = pa.array(times[rows], pa.int64())
-        message = plan.message
-        values["kind"] = pa.array([str(message.kind)] * size, pa.string())
-        values["side"] = pa.array([str(message.side)] * size, pa.string())
-        values["library"] = pa.array([str(message.library)] * size, pa.string())
-        for name, column in parts.items():
+        for name, column in captured.items():
             value = values.get(name)
-            if value is None:
-                column.append(pa.nulls(size, types[dict(EVENT_COLUMNS)[name]]))
-            elif name in _LONGS and value.type != pa.int64():
-                column.append(_longs(value))
-            else:
-                column.append(value)
-    return {name: pa.concat_arrays([pa.array(c) if not isinstance(c, pa.Array) else c for c in column])
-            for name, column in parts.items()}
+            column.append(value if value is not None else
+                          pa.nulls(size, pa.string() if name in _LONGS else types[kinds[name]]))
+    columns = {name: pa.concat_arrays(column) for name, column in captured.items()}
+    for name in _LONGS.intersection(columns):
+        columns[name] = _longs(columns[name])
+    columns["member"] = pc.utf8_rtrim(columns["member"], characters=".,")
+    rows = np.concatenate([rows for _, rows, _, _ in chunks])
+    broker = pc.extract_regex(pa.concat_arrays([prefixes for _, _, _, prefixes in chunks]), BROKER_PREFIX.pattern)
+    has_broker = broker.is_valid()
+    columns["broker"] = _longs(pc.if_else(has_broker, broker.field("broker"), null_string))
+    prefix_partition = pc.if_else(pc.and_(has_broker, pc.not_equal(broker.field("partition"), "")),
+                                  broker.field("partition"), null_string)
+    message_partition = pa.concat_arrays([values.field("partition") if "partition" in values.type.names
+                                          else pa.nulls(len(values), pa.string()) for _, _, values, _ in chunks])
+    partition = pc.coalesce(pc.if_else(pc.equal(message_partition, ""), null_string, message_partition),
+                            prefix_partition)
+    columns["partition"] = _longs(partition)
+    columns["line"] = pc.utf8_slice_codeunits(pc.utf8_rtrim_whitespace(text.take(pa.array(rows))), 0, LINE_CAP)
+    columns["time_ms"] = pa.array(times[rows], pa.int64())
+    chunk_of = np.repeat(np.arange(len(chunks)), [len(rows) for _, rows, _, _ in chunks])
+    for name in ("kind", "side", "library"):
+        names = pa.array([str(getattr(plan.message, name)) for plan, _, _, _ in chunks], pa.string())
+        columns[name] = names.take(pa.array(chunk_of))
+    return columns
+
+
+# Fields every line has from its own text, not from its message's captures.
+_PER_LINE = frozenset(("source", "seq", "cluster", "broker", "partition", "line", "time_ms", "kind", "side", "library"))
 
 
 def _longs(text: Any) -> Any:
