@@ -271,46 +271,33 @@ def scan(split: Split, counts: ScanCounts | None = None, *, search: Search | Non
     wrapped lines). That follower is ``owned`` False when it starts after the split: it may
     complete the split's last line but is not read on its own (the next split owns it).
     ``search`` (default ``SEARCH``: hyperscan when installed) and ``block_bytes`` change the
-    speed only."""
+    speed only. The per-line reading ``readlog.SplitReader`` gives the events of (tested)."""
     counts = counts if counts is not None else ScanCounts()
-    search = search if search is not None else SEARCH
-    with _open(split.path) as fh:
-        base = 0
-        if split.start > 0:
-            base = _start_of_next_line(fh, split.start)
-        want_follower = False
-        for offset, block, size in _blocks(fh, base, block_bytes):
-            owned_end = size
-            if split.end is not None and offset + size > split.end:
-                owned_end = 0 if offset >= split.end else block.find(NEWLINE, split.end - 1 - offset, size) + 1 or size
-            if want_follower:
-                follower = _first_line(block, 0, size)
-                if follower is not None:
-                    want_follower = False
-                    start, end = follower
-                    owned = start < owned_end
-                    gated = owned and _passes_gate(block[start:end])
-                    if not gated and not _gated_fence_before(block, start, owned_end):
-                        yield offset + start, _decode(block[start:end]), owned
-            if owned_end == 0:
-                if not want_follower:
-                    return
+    want_follower = False
+    for scanned in scan_blocks(split, counts, search=search, block_bytes=block_bytes):
+        offset, block, size, owned_end = scanned.offset, scanned.block, scanned.size, scanned.owned_end
+        if want_follower:
+            follower = _first_line(block, 0, size)
+            if follower is not None:
+                want_follower = False
+                start, end = follower
+                owned = start < owned_end
+                gated = owned and _passes_gate(block[start:end])
+                if not gated and not _gated_fence_before(block, start, owned_end):
+                    yield offset + start, _decode(block[start:end]), owned
+        gated_lines = scanned.gated
+        for index, (start, end) in enumerate(gated_lines):
+            yield offset + start, _decode(block[start:end]), True
+            follower = _first_line(block, end + 1, size, scanned.fence_ends)
+            if follower is None:
+                want_follower = True
                 continue
-            counts.lines += _count_lines(block, owned_end)
-            gated_lines, fence_ends = search(block, size, owned_end)
-            for index, (start, end) in enumerate(gated_lines):
-                yield offset + start, _decode(block[start:end]), True
-                follower = _first_line(block, end + 1, size, fence_ends)
-                if follower is None:
-                    want_follower = True
-                    continue
-                follower_start, follower_end = follower
-                next_gated = gated_lines[index + 1][0] if index + 1 < len(gated_lines) else None
-                # At or after the next gated line (a gated fence was skipped): read from there.
-                if next_gated is None or follower_start < next_gated:
-                    yield offset + follower_start, _decode(block[follower_start:follower_end]), follower_start < owned_end
-            if owned_end < size and not want_follower:
-                return
+            follower_start, follower_end = follower
+            next_gated = gated_lines[index + 1][0] if index + 1 < len(gated_lines) else None
+            # At or after the next gated line (a gated fence was skipped): read from there.
+            if next_gated is None or follower_start < next_gated:
+                yield offset + follower_start, _decode(block[follower_start:follower_end]), follower_start < owned_end
+        scanned.wants_next = want_follower
 
 
 @dataclass
