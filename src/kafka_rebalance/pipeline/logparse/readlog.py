@@ -25,7 +25,7 @@ import numpy as np
 from kafka_rebalance.pipeline.logparse.catalogue import GATE_SUBSTRINGS
 from kafka_rebalance.pipeline.logparse.fastparse import MARKERS, parse_log4j
 from kafka_rebalance.pipeline.logparse.layout import SyslogReference
-from kafka_rebalance.pipeline.logparse.parse import RECORD_OPENINGS, parse_numbered
+from kafka_rebalance.pipeline.logparse.parse import READ_ERRORS, RECORD_OPENINGS, LineError, parse_numbered
 from kafka_rebalance.pipeline.logparse.scan import (
     BLOCK_BYTES,
     ScanCounts,
@@ -210,7 +210,12 @@ class SplitReader:
         gated_lines = scanned.gated
         if not gated_lines:
             return items, None, waiting_from
-        fast, taken = self._parse_columns(scanned, newlines, lines_before)
+        try:
+            fast, taken = self._parse_columns(scanned, newlines, lines_before)
+        except READ_ERRORS:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the last guard, as ``parse.parse_numbered``'s: a defect names its input
+            raise LineError(self.source, None, exc) from exc
         count = len(gated_lines)
 
         def ends_wrapped_line(index: int) -> None:
