@@ -70,9 +70,7 @@ def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM
         for table in tables:
             parsed.append(table)
             for record in story_events(table):
-                group = record.get("group")
-                if record.get("kind") is not None and group:
-                    events_by_group[(cluster, group)].append(record)
+                events_by_group[(cluster, str(record.get("group")))].append(record)
         read.append(facts)
         moves[cluster].extend(facts.moves)
         samples.extend(s.rstrip("\n") for s in reader.head if s.strip())
@@ -97,11 +95,17 @@ def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM
 
 
 def story_events(table: Any) -> list[Event]:
-    """A table of events as the story reads them: each a dict of the fields with a value, and
-    ``line_no`` (the line's number, for the story's ``file:line`` evidence)."""
+    """The events of a table that a group's story reads (recognised, naming a group), as the
+    story reads them: each a dict of the fields with a value, and ``line_no`` (the line's
+    number, for the story's ``file:line`` evidence). Whole columns to Python at once."""
+    import pyarrow.compute as pc
+
+    group = table.column("group")
+    told = table.filter(pc.and_(table.column("kind").is_valid(), pc.fill_null(pc.not_equal(group, ""), False)))
+    names = told.column_names
     events = []
-    for row in table.to_pylist():
-        event = {name: value for name, value in row.items() if value is not None}
+    for values in zip(*(told.column(name).to_pylist() for name in names), strict=True):
+        event = {name: value for name, value in zip(names, values, strict=True) if value is not None}
         event["line_no"] = event["seq"] + 1
         events.append(cast("Event", event))
     return events
