@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from kafka_rebalance.pipeline.logparse.catalogue import GATE_SUBSTRINGS
-from kafka_rebalance.pipeline.logparse.fastparse import MARKERS, parse_log4j
+from kafka_rebalance.pipeline.logparse.fastparse import MARKERS, parse_log4j, re2_plans
 from kafka_rebalance.pipeline.logparse.layout import SyslogReference
 from kafka_rebalance.pipeline.logparse.parse import READ_ERRORS, RECORD_OPENINGS, LineError, parse_numbered
 from kafka_rebalance.pipeline.logparse.scan import (
@@ -101,6 +101,13 @@ def _phrase_search() -> _PhraseSearch | None:
         except hyperscan.error:
             _SEARCH.append(None)
     return _SEARCH[0]
+
+
+def prepare() -> None:
+    """Compile what the first large block would (the phrase search, the messages' RE2 plans):
+    for a process that forks the workers that read (``worker_daemon``)."""
+    _phrase_search()
+    re2_plans()
 
 
 def _phrases_with_find(lines: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
