@@ -5,6 +5,7 @@ engine that ``auto`` picks for it, and the Spark engine, with where its seconds 
     .venv/bin/python benchmarks/logs.py [--size 1GB] [--log /tmp/server-1g.log] [--master 'local[2]']
                                         [--coordinator-share 0.03] [--local-too] [--repeat 2] [--no-paste]
                                         [--s3] [--object-size 128MB] [--paste-only]
+                                        [--local-only [--head 64MB]]
 
 ``--s3`` also reads the log from an S3 server (moto's, started here on 127.0.0.1, stopped at the
 end) with ``--out`` on it, side by side with the same files on the local disk: the log cut into
@@ -148,6 +149,47 @@ def paste_only(log: Path, repeat: int) -> int:
     return 0
 
 
+def local_only(log: Path, head_bytes: int, repeat: int) -> int:
+    """``--local-only``: the in-process engine on the first ``head_bytes`` of the log (one core,
+    this process: wall and CPU seconds, the best of ``repeat``), and what reading one Spark split
+    of that size costs a scan task (``readlog.SplitReader``: scan and parse, no story)."""
+    from kafka_rebalance.pipeline.logparse.layout import SyslogReference
+    from kafka_rebalance.pipeline.logparse.local_engine import analyse_local
+    from kafka_rebalance.pipeline.logparse.scan import Split
+
+    try:
+        from kafka_rebalance.pipeline.logparse.readlog import SplitReader
+    except ImportError:  # a version before the one reading path of both engines: the engine alone
+        SplitReader = None  # noqa: N806
+
+    head = Path(tempfile.gettempdir()) / f"{log.name}.head-{head_bytes}"
+    if not head.exists() or head.stat().st_size != head_bytes:
+        with log.open("rb") as source, head.open("wb") as target:
+            target.write(source.read(head_bytes))
+    megabytes = head_bytes / 1e6
+    syslog = SyslogReference(int(time.time() * 1000))
+    runs, reads = [], []
+    for _ in range(max(1, repeat)):
+        started, cpu = time.perf_counter(), time.process_time()
+        result = analyse_local([(str(head), str(head))], syslog=syslog)
+        runs.append((time.perf_counter() - started, time.process_time() - cpu))
+        if SplitReader is not None:
+            started, cpu = time.perf_counter(), time.process_time()
+            reader = SplitReader(Split(str(head)), 0, str(head), str(head), syslog=syslog)
+            events = sum(table.num_rows for table in reader.tables())
+            reads.append((time.perf_counter() - started, time.process_time() - cpu))
+    wall, cpu = min(runs)
+    print(f"in-process engine, first {megabytes:,.0f} MB of {log.name} ({result.lines_read:,} lines, "
+          f"{result.events:,} events, {result.groups:,} groups): best {wall:.2f} s = {megabytes / wall:,.0f} MB/s, "
+          f"{cpu:.2f} CPU-s = {megabytes / cpu:,.0f} MB per CPU-second")
+    if reads:
+        read_wall, read_cpu = min(reads)
+        print(f"  reading it as one Spark split (scan + parse, {events:,} events): best {read_wall:.2f} s, "
+              f"{read_cpu:.2f} CPU-s = {read_cpu * 128 / megabytes:.2f} CPU-s per 128 MB")
+    print(f"  runs: {', '.join(f'{w:.2f} s/{c:.2f} CPU-s' for w, c in runs)}; load average {os.getloadavg()[0]:.2f}")
+    return 0
+
+
 S3_BUCKET = "bench"
 
 
@@ -182,6 +224,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-paste", action="store_true", help="skip the paste-latency runs")
     parser.add_argument("--paste-only", action="store_true",
                         help="time only the paste path (--repeat times), not the whole log")
+    parser.add_argument("--local-only", action="store_true",
+                        help="time only the in-process engine on the first --head bytes of the log (--repeat times)")
+    parser.add_argument("--head", default="64MB", help="bytes of the log --local-only reads (default 64MB)")
     parser.add_argument("--s3", action="store_true", help="also read the log from an S3 server (moto's) and compare")
     parser.add_argument("--object-size", default="128MB", help="size of the log's objects in the S3 mode (default 128MB)")
     parser.add_argument("--repeat", type=int, default=2,
@@ -200,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
     megabytes = log.stat().st_size / 1e6
     if args.paste_only:
         return paste_only(log, args.repeat)
+    if args.local_only:
+        return local_only(log, parse_size(args.head), args.repeat)
 
     # 1. latency: a 30-line paste on stdin, end to end in a fresh process, both engines.
     if not args.no_paste:

@@ -29,11 +29,13 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import ExitStack
 from typing import Any, cast
 
+import numpy as np
+
 from kafka_rebalance.pipeline.logparse.findings import GroupFindings
 from kafka_rebalance.pipeline.logparse.layout import SyslogReference
-from kafka_rebalance.pipeline.logparse.parse import parse_numbered
+from kafka_rebalance.pipeline.logparse.readlog import SplitReader
 from kafka_rebalance.pipeline.logparse.rows import Event
-from kafka_rebalance.pipeline.logparse.scan import ScanCounts, Split, scan
+from kafka_rebalance.pipeline.logparse.scan import Split
 from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES, arrow_schema, story_table_batch
 from kafka_rebalance.pipeline.logparse.split_facts import SplitFacts, move_fields
 from kafka_rebalance.pipeline.logparse.story import STORY_FIELDS, StormRule, StoryRows, story_tables, tell
@@ -122,28 +124,20 @@ def read_split(split: Split, index: int, cluster: str, source: str, buckets: int
     (``ORPHANS``), with the group each client named last here (``NAMED``); each story task
     fills them (``BucketDelivery.filled_orphans``) and writes the ``events`` rows of those it
     keeps. ``syslog``: where year-less times are placed (``layout.SyslogReference``)."""
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     from kafka_rebalance.pipeline.io import join, write_file
 
     schema = arrow_schema("events")
-    facts = SplitFacts(index, source, cluster, split.start)
-    counts = ScanCounts()
-    last_group: dict[str, str] = {}
-    pending: list[Event] = []
+    reader = SplitReader(split, index, source, cluster, syslog=syslog)
+    facts = reader.facts
     router = SplitRouter(index, cluster, schema, buckets)
     with write_file(join(events_dir, f"part-{index:05d}.parquet")) as (filesystem, path):
         with pq.ParquetWriter(path, schema, filesystem=filesystem) as writer:
             try:
-                for record in parse_numbered(scan(split, counts), source, cluster, syslog=syslog):
-                    facts.add(record, last_group)
-                    pending.append(record)
-                    if len(pending) >= ARROW_BATCH_ROWS:
-                        yield from router.route(pa.RecordBatch.from_pylist(pending, schema=schema), writer)
-                        pending.clear()
-                if pending:
-                    yield from router.route(pa.RecordBatch.from_pylist(pending, schema=schema), writer)
+                for table in reader.tables():
+                    for batch in table.to_batches(ARROW_BATCH_ROWS):
+                        yield from router.route(batch, writer)
                 yield from router.flush()
             except (OSError, EOFError, ValueError) as exc:  # a truncated or corrupt .gz
                 # As the local engine does: nothing of an unreadable file is kept but its line count.
@@ -153,7 +147,7 @@ def read_split(split: Split, index: int, cluster: str, source: str, buckets: int
             pq.write_table(schema.empty_table(), path, filesystem=filesystem)
         else:
             yield from router.orphans(source, facts.named_last)
-    facts.lines = counts.lines
+    facts.lines = reader.counts.lines
     if facts.moves:
         moves = json.dumps([move_fields(move) for move in facts.moves], default=str)
         yield from to_every_bucket(buckets, (index, MOVES, None, moves))
@@ -199,17 +193,15 @@ class SplitRouter:
             self._orphans.append(batch.filter(orphaned))
             batch = batch.filter(pc.invert(orphaned))
         writer.write_batch(batch)
-        routed: dict[int, list[int]] = {}
-        buckets = self._buckets
-        for row, (kind, group) in enumerate(zip(batch.column("kind").to_pylist(), batch.column("group").to_pylist(),
-                                                strict=True)):
-            if kind is not None and group:
-                bucket = self._bucket_of.get(group)
-                if bucket is None:
-                    bucket = self._bucket_of[group] = bucket_of(self._cluster, group, buckets)
-                routed.setdefault(bucket, []).append(row)
-        for bucket, rows in routed.items():
-            yield from self._payloads.add(bucket, batch.take(pa.array(rows, pa.int32())))
+        # Each distinct group once: its bucket, then every row's by its group's code.
+        groups = pc.dictionary_encode(pc.if_else(batch.column("kind").is_valid(), batch.column("group"), None))
+        names = groups.dictionary.to_pylist()
+        known = self._bucket_of
+        buckets_of = np.array([known[name] if name in known else known.setdefault(name, bucket_of(self._cluster, name, self._buckets))
+                               if name else -1 for name in names] + [-1], np.int64)
+        rows_bucket = buckets_of[groups.indices.fill_null(len(names)).to_numpy(zero_copy_only=False)]
+        for bucket in np.unique(rows_bucket[rows_bucket >= 0]).tolist():
+            yield from self._payloads.add(bucket, batch.take(pa.array(np.flatnonzero(rows_bucket == bucket), pa.int32())))
 
     def flush(self) -> Iterator[Routed]:
         yield from self._payloads.flush()

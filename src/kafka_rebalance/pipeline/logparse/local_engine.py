@@ -4,17 +4,22 @@ frame; the same parser, split bookkeeping (``split_facts``) and story the Spark 
 
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
+
+import pandas as pd
 
 from kafka_rebalance.pipeline.logparse.findings import GroupFindings
-from kafka_rebalance.pipeline.logparse.inputs import read_text_lines
+from kafka_rebalance.pipeline.logparse.inputs import STDIN
 from kafka_rebalance.pipeline.logparse.layout import SyslogReference
-from kafka_rebalance.pipeline.logparse.parse import READ_ERRORS, parse_lines
+from kafka_rebalance.pipeline.logparse.parse import READ_ERRORS
+from kafka_rebalance.pipeline.logparse.readlog import SplitReader
 from kafka_rebalance.pipeline.logparse.rows import CoverageRow, Event
-from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES, events_frame, frame
+from kafka_rebalance.pipeline.logparse.scan import Split
+from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES, arrow_schema, frame
 from kafka_rebalance.pipeline.logparse.split_facts import SplitFacts, unrecognised_rows
 from kafka_rebalance.pipeline.logparse.story import DEFAULT_STORM_RULE, StormRule, story_tables, tell
 
@@ -35,35 +40,40 @@ class LocalResult:
 
 def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM_RULE, stdin_text: str | None = None,
                   on_read: Callable[[int], None] | None = None, *, syslog: SyslogReference) -> LocalResult:
-    """``inputs``: (source, cluster) pairs in order -> all tables, in this process. ``on_read``
-    is told the characters read, every few thousand lines (for a progress bar); ``syslog``
-    places year-less times (``layout.SyslogReference``)."""
+    """``inputs``: (source, cluster) pairs in order -> all tables, in this process, each input
+    read as the Spark engine reads a split (``readlog.SplitReader``; ``seq`` the line index).
+    ``on_read`` is told the bytes read, block by block (for a progress bar); ``syslog`` places
+    year-less times (``layout.SyslogReference``)."""
+    import pyarrow as pa
+
     events_by_group: dict[tuple[str, str], list[Event]] = defaultdict(list)
     moves: dict[str, list[Event]] = defaultdict(list)
     read: list[SplitFacts] = []
     coverage: list[CoverageRow] = []
     samples: list[str] = []
     unreadable: list[tuple[str, str]] = []
-    parsed: list[Event] = []
+    parsed: list[Any] = []
     for index, (source, cluster) in enumerate(inputs):
-        counter = _Counting(read_text_lines(source, stdin_text), on_read)
-        facts = SplitFacts(index, source, cluster, 0)
+        data = None
+        if source == STDIN:
+            data = (stdin_text if stdin_text is not None else sys.stdin.read()).encode("utf-8", "surrogateescape")
+        reader = SplitReader(Split(source), index, source, cluster, syslog=syslog, line_numbers=True, data=data,
+                             on_read=on_read)
         try:
-            records = list(parse_lines(counter, source, cluster, syslog=syslog))
+            tables = list(reader.tables())
         except READ_ERRORS as exc:  # a truncated or corrupt .gz
-            records = []
+            tables = []
+            reader.facts = SplitFacts(index, source, cluster, 0)
             unreadable.append((source, f"unreadable: {exc}"))
-        last_group: dict[str, str] = {}
-        for record in records:
-            facts.add(record, last_group)
-            parsed.append(record)
-            group = record.get("group")
-            if record["kind"] is not None and group:
-                events_by_group[(cluster, group)].append(record)
-        facts.lines = counter.count
+        facts = reader.facts
+        facts.lines = reader.counts.lines
+        for table in tables:
+            parsed.append(table)
+            for record in story_events(table):
+                events_by_group[(cluster, str(record.get("group")))].append(record)
         read.append(facts)
         moves[cluster].extend(facts.moves)
-        samples.extend(s.rstrip("\n") for s in counter.head if s.strip())
+        samples.extend(s.rstrip("\n") for s in reader.head if s.strip())
         coverage.append({"source": source, "cluster": cluster, "lines": facts.lines,
                          "broker_lines": facts.broker_lines, "client_lines": facts.client_lines,
                          "unrecognised_lines": facts.unrecognised_lines,
@@ -78,41 +88,24 @@ def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM
     frames = {table: frame(table, rows.get(table, [])) for table in STORY_TABLES}
     # each input's shapes in the order it was first given (as they were counted)
     frames["unrecognised"] = frame("unrecognised", unrecognised_rows(read, list(dict.fromkeys(s for s, _ in inputs))))
-    frames["events"] = events_frame(parsed)
+    events = pa.concat_tables(parsed) if parsed else arrow_schema("events").empty_table()
+    frames["events"] = events.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype()}.get)
     return LocalResult(frames, findings, coverage, sum(f.events for f in read), len(events_by_group),
                        sum(f.lines for f in read), samples[:5], unreadable)
 
 
-class _Counting:
-    """Counts the lines it passes on and keeps the first few."""
+def story_events(table: Any) -> list[Event]:
+    """The events of a table that a group's story reads (recognised, naming a group), as the
+    story reads them: each a dict of the fields with a value, and ``line_no`` (the line's
+    number, for the story's ``file:line`` evidence). Whole columns to Python at once."""
+    import pyarrow.compute as pc
 
-    REPORT_EVERY = 4096
-
-    def __init__(self, lines: Iterator[str], on_read: Callable[[int], None] | None = None):
-        self._lines = lines
-        self._on_read = on_read
-        self.count = 0
-        self.head: list[str] = []
-
-    def __iter__(self) -> Iterator[str]:
-        if self._on_read is not None:
-            yield from self._reporting(self._on_read)
-            return
-        for line in self._lines:
-            self.count += 1
-            if len(self.head) < 5:
-                self.head.append(line)
-            yield line
-
-    def _reporting(self, on_read: Callable[[int], None]) -> Iterator[str]:
-        unreported = 0
-        for line in self._lines:
-            self.count += 1
-            unreported += len(line)
-            if len(self.head) < 5:
-                self.head.append(line)
-            if not self.count % self.REPORT_EVERY:
-                on_read(unreported)
-                unreported = 0
-            yield line
-        on_read(unreported)
+    group = table.column("group")
+    told = table.filter(pc.and_(table.column("kind").is_valid(), pc.fill_null(pc.not_equal(group, ""), False)))
+    names = told.column_names
+    events = []
+    for values in zip(*(told.column(name).to_pylist() for name in names), strict=True):
+        event = {name: value for name, value in zip(names, values, strict=True) if value is not None}
+        event["line_no"] = event["seq"] + 1
+        events.append(cast("Event", event))
+    return events

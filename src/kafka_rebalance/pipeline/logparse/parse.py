@@ -1,8 +1,8 @@
 """One log line -> one event (a dict of the fields of ``EVENT_COLUMNS``), without Spark.
 
-The same function runs in a Spark scan task (over the lines ``scan``'s byte-level gate kept)
-and in the local engine (over every line of a file or a paste), so both engines see exactly the
-same events.
+Both engines read their inputs through ``readlog.SplitReader``: the common broker line a
+column at a time (``fastparse``, which gives the events this module gives it, tested), every
+other line of those ``scan``'s byte-level gate kept through ``parse_numbered`` here.
 """
 
 from __future__ import annotations
@@ -65,6 +65,13 @@ _SHAPE_SUBS = tuple((re.compile(p), r) for p, r in SHAPE_SUBSTITUTIONS)
 _FLAGS = frozenset(("pending", "rejoin"))
 
 
+def event_field(group: str) -> str:
+    """The event field a message's capture group fills ('' for none: the group only helps the
+    match, or names a field kept for the story alone)."""
+    name = _ALIASES.get(group, group)
+    return name if name in _KEEP or name == "thread" else ""
+
+
 class _Plan:
     """What parsing needs of one ``Message``, worked out once: its regex, and per capture group
     (in group order, as ``groupdict`` lists them) the event field it fills or None."""
@@ -77,8 +84,7 @@ class _Plan:
         self.regex = message.compiled()
         names = sorted(self.regex.groupindex, key=self.regex.groupindex.__getitem__)
         assert len(names) == self.regex.groups, f"unnamed group in {message.pattern!r}"
-        fields = (_ALIASES.get(name, name) for name in names)
-        self.fields = tuple(name if name in _KEEP or name == "thread" else None for name in fields)
+        self.fields = tuple(event_field(name) or None for name in names)
         # pending and rejoin only ever come from ``fixed``: stored as booleans at once
         assert not _FLAGS & set(self.fields), f"a boolean field captured as text in {message.pattern!r}"
         self.fixed = tuple((name, value == "true" if name in _FLAGS else value) for name, value in message.fixed.items())
@@ -172,7 +178,7 @@ _RECORD_START = re.compile(
     r"|Member \S+ in group \S+ has (?:failed|left), removing it from the group)")
 # The messages that begin a broker record: a line holding two of them (or two broker prefixes)
 # may hold two records.
-_RECORD_OPENINGS = ("Preparing to re", "Stabilized group ", "Assignment received from leader ",
+RECORD_OPENINGS = ("Preparing to re", "Stabilized group ", "Assignment received from leader ",
                     " has failed, removing it from the group", " has left, removing it from the group", " is now empty")
 
 
@@ -215,7 +221,7 @@ def _one_record_at_most(raw: str) -> bool:
     if raw.count("[GroupCoordinator") >= 2:
         return False
     seen = False
-    for opening in _RECORD_OPENINGS:
+    for opening in RECORD_OPENINGS:
         if opening in raw:
             if seen:
                 return False
@@ -289,8 +295,8 @@ def _context(event: dict[str, Any], text: str, prefix: str) -> None:
 
 
 def passes_gate(raw: str) -> bool:
-    """``scan``'s byte-level gate on a str (the local engine reads every line through it): both
-    engines read exactly the same lines."""
+    """``scan``'s byte-level gate on a str (``parse_lines`` reads every line through it): the
+    same lines either way."""
     for phrase in GATE_SUBSTRINGS:
         if phrase in raw:
             break

@@ -11,8 +11,8 @@ hyperscan pass over each block for all the phrases (``HYPERSCAN_SEARCH``), or wi
 by one ``bytes.find`` pass per gate phrase and a test of each line found (``FIND_SEARCH``): the
 same lines either way (``SEARCH`` is the first available).
 
-The Spark job runs the splits of a file in parallel (the local engine reads every line and
-gives the same records). One known edge: when a terminal cut a line exactly where one split
+The Spark job runs the splits of a file in parallel (the local engine reads a file as one
+split: ``readlog.SplitReader`` reads both, block by block with ``scan_blocks``). One known edge: when a terminal cut a line exactly where one split
 ends, the split before joins the two halves, and the second half, if it holds a gate phrase
 itself, is also read on its own by the next split (one extra record; splits are >= 128 MB). ``seq`` is the byte offset of a line's start (in the decompressed stream for
 ``.gz``): increasing in file order, so the story orders lines as written. A code fence between
@@ -22,7 +22,7 @@ passes the gate is read as gated, and the line after it is read once, as its fol
 
 from __future__ import annotations
 
-from bisect import bisect_left
+import io
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from io import BufferedIOBase
@@ -195,15 +195,15 @@ def _rest_of_line_after(phrases: tuple[bytes, ...]) -> bytes:
     return b"(?:" + b"|".join(literal(p) for p in phrases) + b")[^\n]*$"
 
 
-def _on_match(pattern: int, _start: int, end: int, _flags: int, marks: Any) -> None:
-    """``marks``: for each pattern id, what takes the end offsets of its lines."""
-    marks[pattern](end)
+def _on_match(pattern: int, _start: int, end: int, _flags: int, append: Any) -> None:
+    """One list of (end, pattern id) packed in an int: a call costs less than one per kind."""
+    append(end << 2 | pattern)
 
 
 class HyperscanSearch:
     """All gate, noise and fence phrases found in one hyperscan pass over the block, each line
-    reported once per kind at its end; a line passes the gate when it is reported as gated and
-    not as noise. Fence candidates are the lines holding a backtick or tilde fence mark, which
+    reported once per kind at its end (in the order of the ends); a line passes the gate when it
+    is reported as gated and not as noise. Fence candidates are the lines holding a backtick or tilde fence mark, which
     every line ``layout.is_fence`` accepts holds (decoding never makes or eats an ASCII byte)."""
 
     def __init__(self) -> None:
@@ -216,19 +216,22 @@ class HyperscanSearch:
 
     def __call__(self, block: Block, size: int, stop: int) -> GatedLines:
         assert hyperscan is not None
-        gate: list[int] = []
-        noise: set[int] = set()
-        fences: set[int] = set()
+        hits: list[int] = []
         with memoryview(block) as view, view[:size] as lines:
             # A scratch per call: scans in other threads never share one.
             self.database.scan(lines,  # type: ignore[type-var]  # any buffer: the stubs say bytes
-                               match_event_handler=_on_match, context=(gate.append, noise.add, fences.add),
+                               match_event_handler=_on_match, context=hits.append,
                                scratch=hyperscan.Scratch(self.database))
-        ends = sorted(set(gate).difference(noise)) if noise else gate
+        packed = np.array(hits, np.int64)
+        kinds, ends = packed & 3, packed >> 2
+        gated = np.sort(ends[kinds == _GATE])
+        noise = ends[kinds == _NOISE]
+        if noise.size:
+            gated = gated[~np.isin(gated, noise)]
         if stop < size:
-            ends = ends[:bisect_left(ends, stop)]
+            gated = gated[:int(np.searchsorted(gated, stop))]
         rfind = block.rfind
-        return [(rfind(NEWLINE, 0, end) + 1, end) for end in ends], fences
+        return [(rfind(NEWLINE, 0, end) + 1, end) for end in gated.tolist()], set(ends[kinds == _FENCE].tolist())
 
 
 def _hyperscan_search() -> Search | None:
@@ -268,46 +271,91 @@ def scan(split: Split, counts: ScanCounts | None = None, *, search: Search | Non
     wrapped lines). That follower is ``owned`` False when it starts after the split: it may
     complete the split's last line but is not read on its own (the next split owns it).
     ``search`` (default ``SEARCH``: hyperscan when installed) and ``block_bytes`` change the
-    speed only."""
+    speed only. The per-line reading ``readlog.SplitReader`` gives the events of (tested)."""
     counts = counts if counts is not None else ScanCounts()
+    want_follower = False
+    for scanned in scan_blocks(split, counts, search=search, block_bytes=block_bytes):
+        offset, block, size, owned_end = scanned.offset, scanned.block, scanned.size, scanned.owned_end
+        if want_follower:
+            follower = _first_line(block, 0, size)
+            if follower is not None:
+                want_follower = False
+                start, end = follower
+                owned = start < owned_end
+                gated = owned and _passes_gate(block[start:end])
+                if not gated and not _gated_fence_before(block, start, owned_end):
+                    yield offset + start, _decode(block[start:end]), owned
+        gated_lines = scanned.gated
+        for index, (start, end) in enumerate(gated_lines):
+            yield offset + start, _decode(block[start:end]), True
+            follower = _first_line(block, end + 1, size, scanned.fence_ends)
+            if follower is None:
+                want_follower = True
+                continue
+            follower_start, follower_end = follower
+            next_gated = gated_lines[index + 1][0] if index + 1 < len(gated_lines) else None
+            # At or after the next gated line (a gated fence was skipped): read from there.
+            if next_gated is None or follower_start < next_gated:
+                yield offset + follower_start, _decode(block[follower_start:follower_end]), follower_start < owned_end
+        scanned.wants_next = want_follower
+
+
+@dataclass
+class ScannedBlock:
+    """One block of a split as ``scan_blocks`` found it: ``block[:size]`` is whole lines starting
+    at byte ``offset`` of the input (the buffer is filled again for the next block), ``gated``
+    the (start, end) of the split's lines in it that pass the gate, ``fence_ends`` the ends of the
+    lines that may be fences (None: any). A consumer that still wants the line after the last
+    gated line sets ``wants_next`` before asking for the next block."""
+
+    offset: int
+    block: Block
+    size: int
+    owned_end: int
+    gated: list[tuple[int, int]]
+    fence_ends: Collection[int] | None
+    wants_next: bool = False
+
+
+def scan_blocks(split: Split, counts: ScanCounts, *, search: Search | None = None, block_bytes: int = BLOCK_BYTES,
+                data: bytes | None = None) -> Iterator[ScannedBlock]:
+    """The blocks of ``split`` (or of ``data``, a paste's bytes) with their gated lines
+    (``scan``'s reading, block by block): the blocks after the split's end only while the
+    consumer wants a line from them."""
     search = search if search is not None else SEARCH
-    with _open(split.path) as fh:
-        base = 0
-        if split.start > 0:
-            base = _start_of_next_line(fh, split.start)
-        want_follower = False
+    with _open(split.path) if data is None else io.BytesIO(data) as fh:
+        base = _start_of_next_line(fh, split.start) if split.start > 0 else 0
         for offset, block, size in _blocks(fh, base, block_bytes):
             owned_end = size
             if split.end is not None and offset + size > split.end:
                 owned_end = 0 if offset >= split.end else block.find(NEWLINE, split.end - 1 - offset, size) + 1 or size
-            if want_follower:
-                follower = _first_line(block, 0, size)
-                if follower is not None:
-                    want_follower = False
-                    start, end = follower
-                    owned = start < owned_end
-                    gated = owned and _passes_gate(block[start:end])
-                    if not gated and not _gated_fence_before(block, start, owned_end):
-                        yield offset + start, _decode(block[start:end]), owned
-            if owned_end == 0:
-                if not want_follower:
-                    return
-                continue
-            counts.lines += _count_lines(block, owned_end)
-            gated_lines, fence_ends = search(block, size, owned_end)
-            for index, (start, end) in enumerate(gated_lines):
-                yield offset + start, _decode(block[start:end]), True
-                follower = _first_line(block, end + 1, size, fence_ends)
-                if follower is None:
-                    want_follower = True
-                    continue
-                follower_start, follower_end = follower
-                next_gated = gated_lines[index + 1][0] if index + 1 < len(gated_lines) else None
-                # At or after the next gated line (a gated fence was skipped): read from there.
-                if next_gated is None or follower_start < next_gated:
-                    yield offset + follower_start, _decode(block[follower_start:follower_end]), follower_start < owned_end
-            if owned_end < size and not want_follower:
+            gated: list[tuple[int, int]] = []
+            fence_ends: Collection[int] | None = None
+            if owned_end:
+                counts.lines += _count_lines(block, owned_end)
+                gated, fence_ends = search(block, size, owned_end)
+            scanned = ScannedBlock(offset, block, size, owned_end, gated, fence_ends)
+            yield scanned
+            if owned_end < size and not scanned.wants_next:
                 return
+
+
+def first_line(block: Block, start: int, size: int, fence_ends: Collection[int] | None = None) -> tuple[int, int] | None:
+    """``_first_line`` for the readers of ``scan_blocks``."""
+    return _first_line(block, start, size, fence_ends)
+
+
+def gated_fence_before(block: Block, follower_start: int, owned_end: int) -> bool:
+    """``_gated_fence_before`` for the readers of ``scan_blocks``."""
+    return _gated_fence_before(block, follower_start, owned_end)
+
+
+def passes_gate_bytes(line: Block) -> bool:
+    return _passes_gate(line)
+
+
+def decode(line: Block) -> str:
+    return _decode(line)
 
 
 def _first_line(block: Block, start: int, size: int, fence_ends: Collection[int] | None = None) -> tuple[int, int] | None:

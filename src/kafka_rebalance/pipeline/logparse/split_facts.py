@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
+
+import numpy as np
 
 from kafka_rebalance.pipeline.logparse.kinds import COORDINATOR_KINDS
 from kafka_rebalance.pipeline.logparse.rows import Event, UnrecognisedRow
@@ -62,7 +64,7 @@ class SplitFacts:
 
     def add(self, record: Event, last_group: dict[str, str]) -> None:
         """Count one record of the split; a client line naming no group gets the one its client
-        named last (``last_group``: the split's so far, and what it inherited)."""
+        named last (``last_group``: the split's so far)."""
         if record["kind"] is None:
             self.unrecognised_lines += 1
             shape = self.unrecognised.get(record["shape"])
@@ -90,6 +92,55 @@ class SplitFacts:
             self.last_ms = at if self.last_ms is None else max(self.last_ms, at)
         if record["kind"] in COORDINATOR_KINDS:
             self.moves.append(record)
+
+    def add_table(self, table: Any, last_group: dict[str, str], *, line_numbers: bool = False) -> Any:
+        """``add`` for a table of records in order (``schemas.arrow_schema("events")``), counted a
+        column at a time; the per-record bookkeeping (unrecognised shapes, client lines, moves)
+        runs on those few rows only. The table with the groups ``add`` fills."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        recognised = table.column("kind").is_valid()
+        unrecognised = np.flatnonzero(~np.asarray(recognised))
+        if unrecognised.size:
+            for record in table.take(pa.array(unrecognised)).to_pylist():
+                self.add(record, last_group)
+        side = table.column("side")
+        client = np.flatnonzero(np.asarray(pc.fill_null(pc.equal(side, "client"), False))
+                                & np.asarray(table.column("client_id").is_valid()))
+        if client.size:
+            groups = table.column("group").to_pylist()
+            for at, record in zip(client.tolist(), table.take(pa.array(client)).to_pylist(), strict=True):
+                self._add_client(record, last_group)
+                groups[at] = record.get("group")
+            table = table.set_column(table.schema.get_field_index("group"), "group", pa.array(groups, pa.string()))
+        self.events += int(pc.sum(recognised.cast(pa.int64())).as_py() or 0)
+        self.broker_lines += int(pc.sum(pc.equal(side, "broker").cast(pa.int64())).as_py() or 0)
+        self.client_lines += int(pc.sum(pc.and_(pc.equal(side, "client"), recognised).cast(pa.int64())).as_py() or 0)
+        times = pc.min_max(table.column("time_ms").filter(recognised))
+        first, last = times["min"].as_py(), times["max"].as_py()
+        if first is not None:
+            self.first_ms = first if self.first_ms is None else min(self.first_ms, first)
+            self.last_ms = last if self.last_ms is None else max(self.last_ms, last)
+        moves = pc.is_in(table.column("kind"), pa.array(sorted(COORDINATOR_KINDS), pa.string()))
+        for move in table.filter(pc.fill_null(moves, False)).to_pylist():
+            record = {name: value for name, value in move.items() if value is not None}
+            if line_numbers:
+                record["line_no"] = record["seq"] + 1
+            self.moves.append(cast("Event", record))
+        return table
+
+    def _add_client(self, record: Event, last_group: dict[str, str]) -> None:
+        """``add``'s bookkeeping of a recognised client line (counted with the table)."""
+        client = record.get("client_id")
+        if not client:
+            return
+        if not record.get("group") and client not in last_group and client not in self.unfilled:
+            self.unfilled[client] = None
+        before = last_group.get(client)
+        fill_client_group(record, last_group)
+        if record.get("group") and last_group.get(client) != before:
+            self.named_last[client] = last_group[client]
 
     def to_json(self) -> str:
         facts = asdict(self)

@@ -38,6 +38,9 @@ from pyspark import daemon  # noqa: E402
 import kafka_rebalance.pipeline.logparse.exchange  # noqa: E402, F401
 import kafka_rebalance.pipeline.logparse.layout  # noqa: E402, F401
 import kafka_rebalance.pipeline.logparse.scan  # noqa: E402, F401
+from kafka_rebalance.pipeline.logparse.readlog import prepare  # noqa: E402
+
+prepare()  # the phrase search and the RE2 plans, compiled once for every worker
 
 if __name__ == "__main__":
     # What the imports made lives as long as the workers: moved out of the collector's sight,
