@@ -390,8 +390,10 @@ def _story_events(part: Any) -> list[Event]:
                 dense.append(name)
             elif nulls < size:
                 sparse.append(name)
-    events: list[dict[str, Any]] = [dict(zip(dense, values, strict=True))
-                                     for values in zip(*(part.column(name).to_pylist() for name in dense), strict=True)]
+    # (the columns are one table's: of one length, so no ``strict`` check per row)
+    keys = tuple(dense)
+    events: list[dict[str, Any]] = [dict(zip(keys, values, strict=False))
+                                     for values in zip(*(part.column(name).to_pylist() for name in dense), strict=False)]
     for name in sparse:
         column = part.column(name)
         at = pc.indices_nonzero(pc.is_valid(column)).to_pylist()
