@@ -130,11 +130,13 @@ def tell(cluster: str, group: str, events: list[Event], coordinator_moves: list[
     """All tables' rows for one group (see the module docstring)."""
     ordered = distinct_events(order_events(events))
     story = GroupStory(cluster, group, coordinator_moves)
-    for event in ordered:
-        try:
-            story.feed(event)
-        except Exception as exc:  # noqa: BLE001 - the last guard: name the input and the line
-            raise LineError(event.get("source"), event.get("line_no"), exc) from exc
+    feed = story.feed
+    event: Event = {}
+    try:
+        for event in ordered:
+            feed(event)
+    except Exception as exc:  # noqa: BLE001 - the last guard: name the input and the line
+        raise LineError(event.get("source"), event.get("line_no"), exc) from exc
     story.finish()
     clients = client_rebalances(cluster, group, ordered)
     rebalances = story.rebalances
