@@ -5,6 +5,7 @@ no single line gives (client signals, a group that grew or shrank, a broker too 
 
 from __future__ import annotations
 
+import functools
 import re
 from bisect import bisect_left, bisect_right
 
@@ -106,14 +107,20 @@ WHAT_HAPPENED = {"joined": "joined", "rejoined": "rejoined", "left": "left", "po
 SAME_HAPPENING = {"joined": "join", "rejoined": "join", "left": "leave", "failed": "failure", "fenced": "failure"}
 
 
-def members_in_reason(reason: str | None) -> list[tuple[str, str, str, str | None, bool]]:
+# (member, member event kind, cause, the client's reason, static)
+NamedMember = tuple[str, str, str, str | None, bool]
+
+
+@functools.lru_cache(maxsize=1024)
+def members_in_reason(reason: str | None) -> tuple[NamedMember, ...]:
     """(member, member event kind, cause, the client's reason, static) for every member a
-    rebalance's reason names."""
+    rebalance's reason names. Kept for the last reasons read: a story reads the reason of a
+    rebalance's opening line again when the rebalance opens (``GroupStory._members_from_reason``)."""
     if not reason:
-        return []
+        return ()
     client_reason = _CLIENT_REASON.search(reason) if "client reason: " in reason else None
     detail = client_reason.group("reason") if client_reason else None
-    found: list[tuple[str, str, str, str | None, bool]] = []
+    found: list[NamedMember] = []
     for pattern, kind, cause, text in _REASON_MEMBERS:
         if text not in reason:
             continue
@@ -128,7 +135,7 @@ def members_in_reason(reason: str | None) -> list[tuple[str, str, str, str | Non
                 member_cause = "poll_timeout"
             members = [names["member"]] if names.get("member") else re.findall(r"[^\s,]+", names.get("members") or "")
             found.extend((member, kind, member_cause, detail, static) for member in members)
-    return found
+    return tuple(found)
 
 
 def cause_from_reason(reason: str | None) -> tuple[str, str | None, str | None] | None:

@@ -38,6 +38,13 @@ from kafka_rebalance.pipeline.logparse.kinds import EventKind, Library, Side, Un
 from kafka_rebalance.pipeline.logparse.rebalance import CauseClaim, ConsumerMembers, Rebalance, Signal
 from kafka_rebalance.pipeline.logparse.rows import EmptyPeriodRow, Event, MemberEventRow
 
+# The member event kinds whose client is their member's (a client's own line may name its client
+# id instead), and those that are a departure (``GroupStory._rejoins``).
+_CLIENT_FROM_MEMBER = frozenset(("failed", "left", "joined", "rejoined", "fenced"))
+_DEPARTURES = frozenset(("failed", "left", "fenced"))
+# The kinds of line whose partition is no group's own (a coordinator's move of a partition).
+_MOVE_KINDS = frozenset((EventKind.COORDINATOR_LOADED, EventKind.COORDINATOR_UNLOADED))
+
 # What a story does with one event of a kind (``GroupStory.handler_of``).
 Handler = Callable[["GroupStory", Event], None]
 
@@ -116,9 +123,10 @@ class GroupStory:
         """A member event; ``learnt``: from its own ``line``, or from a rebalance's ``reason``."""
         member = member or event.get("member") or event.get("client_id")
         happening = SAME_HAPPENING.get(kind)
-        if learnt == "line" and happening and member:
+        time_ms = event.get("time_ms")
+        if learnt == "line" and happening and member and self.from_reason:
             told = self.from_reason.get((member, happening))
-            if told is not None and near(told["time_ms"], event.get("time_ms")):
+            if told is not None and near(told["time_ms"], time_ms):
                 # the member's own line, logged just after the reason that named it: one event
                 del self.from_reason[(member, happening)]
                 told.update({"source": "line", "kind": kind, "input": event.get("source"), "side": event.get("side"),
@@ -126,18 +134,18 @@ class GroupStory:
                 if reason:
                     told["reason"] = reason
                 return told
-        row: MemberEventRow = {"cluster": self.cluster, "group": self.group, "member": member, "time_ms": event.get("time_ms"),
-               "kind": kind, "client": client_of(member) if kind in ("failed", "left", "joined", "rejoined", "fenced")
-               else (event.get("client_id") or client_of(member)), "reason": reason, "source": learnt,
-               "input": event.get("source"), "side": event.get("side"), "generation": event.get("generation"),
-               "line": event.get("line")}
+        client = client_of(member) if kind in _CLIENT_FROM_MEMBER else (event.get("client_id") or client_of(member))
+        row: MemberEventRow = {"cluster": self.cluster, "group": self.group, "member": member, "time_ms": time_ms,
+                               "kind": kind, "client": client, "reason": reason, "source": learnt,
+                               "input": event.get("source"), "side": event.get("side"), "generation": event.get("generation"),
+                               "line": event.get("line")}
         self.member_events.append(row)
         if happening and member:
-            self._index_happening(member, happening, row["time_ms"])
+            self._index_happening(member, happening, time_ms)
         elif member is None and kind == "joined" and reason == "Static":
             self.unnamed_static_joins.append(row)
-        if kind in ("failed", "left", "fenced") and row["client"]:
-            self.departed.setdefault(row["client"], []).append(row["time_ms"])
+        if kind in _DEPARTURES and client:
+            self.departed.setdefault(client, []).append(time_ms)
         return row
 
     def _index_happening(self, member: str, happening: str, time_ms: int | None) -> None:
@@ -164,8 +172,7 @@ class GroupStory:
         if time_ms is not None:
             self.last_ms = time_ms
         partition = event.get("partition")
-        if partition is not None and event.get("side") == Side.BROKER and kind not in (
-                "coordinator_loaded", "coordinator_unloaded"):
+        if partition is not None and event.get("side") == Side.BROKER and kind not in _MOVE_KINDS:
             self.partition = partition
         handler = _HANDLERS.get(kind) if kind is not None else None
         if handler is None:
@@ -314,7 +321,7 @@ class GroupStory:
         if target is not None and event.get("side") == Side.BROKER:
             (target.failed if kind in ("failed", "fenced") else target.left).append(row["member"])
             if self._at_start(target, event, row["member"]):
-                target.causes.append(self._cause(kind_cause, row["member"], reason, [event]))
+                target.causes.append(CauseClaim(kind_cause, row["member"], reason, [event]))
             else:
                 target.during.append(f"{row['member']} {WHAT_HAPPENED.get(kind_cause, kind)}")
                 row["during_rebalance"] = True
@@ -530,24 +537,22 @@ class GroupStory:
         target, time_ms = self.open, item.event.get("time_ms")
         if target is not None and target.start_ms is not None and time_ms is not None \
                 and 0 <= time_ms - target.start_ms <= CLIENT_CLOCK_SLACK_MS:
-            target.causes.append(self._cause(item.cause, item.member, item.detail, [item.event]))
+            target.causes.append(CauseClaim(item.cause, item.member, item.detail, [item.event]))
             return
         self.recent.append(item)
 
     # -- causes
-    def _cause(self, cause: str, member: str | None, detail: str | None, events: list[Event]) -> CauseClaim:
-        return CauseClaim(cause, member, detail, events)
-
     def _claim_recent(self, rebalance: Rebalance) -> None:
         """Departures, joins and client signals shortly before a rebalance opened caused it."""
         start = rebalance.start_ms
         kept = []
         for item in self.recent:
-            time_ms = item.event.get("time_ms")
-            slack = CLIENT_CLOCK_SLACK_MS if item.event.get("side") == Side.CLIENT else 0
+            event = item.event
+            time_ms = event.get("time_ms")
+            slack = CLIENT_CLOCK_SLACK_MS if event.get("side") == Side.CLIENT else 0
             close = start is None or time_ms is None or -slack <= start - time_ms <= EVIDENCE_WINDOW_MS
             if close:
-                rebalance.causes.append(self._cause(item.cause, item.member, item.detail, [item.event]))
+                rebalance.causes.append(CauseClaim(item.cause, item.member, item.detail, [event]))
                 if item.departure in ("failed", "fenced"):
                     rebalance.failed.append(item.member)
                 elif item.departure == "left":
@@ -562,7 +567,7 @@ class GroupStory:
             cause, member, detail = reason
             if cause in ("joined", "static_joined") and self._rejoins(client_of(member), start):
                 cause = "restarted"
-            rebalance.causes.insert(0, self._cause(cause, member, detail or rebalance.reason, rebalance.evidence[:1]))
+            rebalance.causes.insert(0, CauseClaim(cause, member, detail or rebalance.reason, rebalance.evidence[:1]))
         self._members_from_reason(rebalance)
         if rebalance.partition is not None:
             for move in self._moves_of(rebalance.partition):
@@ -570,10 +575,10 @@ class GroupStory:
                 if moved_ms is not None and start is not None and 0 <= start - moved_ms <= EVIDENCE_WINDOW_MS:
                     if move.get("kind") == EventKind.COORDINATOR_WRITE_FAILED:
                         detail = f"a write to __consumer_offsets-{rebalance.partition} was refused: {move.get('reason')}"
-                        rebalance.causes.append(self._cause("storage_error", None, detail, [move]))
+                        rebalance.causes.append(CauseClaim("storage_error", None, detail, [move]))
                         self._prolonged(rebalance, detail)
                     else:
-                        rebalance.causes.append(self._cause("coordinator_moved", None, move.get("line"), [move]))
+                        rebalance.causes.append(CauseClaim("coordinator_moved", None, move.get("line"), [move]))
 
     def _prolonged(self, rebalance: Rebalance, detail: str) -> None:
         """A failed write that opened ``rebalance`` ended the one before it, if that one never

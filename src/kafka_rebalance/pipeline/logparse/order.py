@@ -45,19 +45,27 @@ def distinct_events(events: list[Event]) -> list[Event]:
 
     ``events`` in time order (``order_events``): a repeat has its line's time, so it can only
     be among the lines of that same time, and a line alone at its time is no repeat."""
-    out = []
+    out: list[Event] = []
+    keep = out.append
     run_time = None
+    # the first line kept at ``run_time``: most times have one line, and it needs no index
+    first: Event = {}
     # kind and member (a repeat has the same ones) -> the one line kept at this time with them,
-    # or the identities of all of them when there are several
-    run: dict[tuple[str | None, str | None], Event | set[tuple[Any, ...]]] = {}
+    # or the identities of all of them when there are several; built at the time's second line
+    run: dict[tuple[str | None, str | None], Event | set[tuple[Any, ...]]] | None = None
     for event in events:
         time_ms = event.get("time_ms")
         if time_ms is None:
-            out.append(event)
+            keep(event)
             continue
         if time_ms != run_time:
             run_time = time_ms
-            run = {}
+            first = event
+            run = None
+            keep(event)
+            continue
+        if run is None:
+            run = {(first.get("kind"), first.get("member")): first}
         kind_member = (event.get("kind"), event.get("member"))
         same = run.get(kind_member)
         if same is None:
@@ -69,5 +77,5 @@ def distinct_events(events: list[Event]) -> list[Event]:
             if key in same:
                 continue
             same.add(key)
-        out.append(event)
+        keep(event)
     return out

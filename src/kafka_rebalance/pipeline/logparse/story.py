@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from kafka_rebalance.pipeline.logparse.catalogue import client_of
@@ -130,11 +130,13 @@ def tell(cluster: str, group: str, events: list[Event], coordinator_moves: list[
     """All tables' rows for one group (see the module docstring)."""
     ordered = distinct_events(order_events(events))
     story = GroupStory(cluster, group, coordinator_moves)
-    for event in ordered:
-        try:
-            story.feed(event)
-        except Exception as exc:  # noqa: BLE001 - the last guard: name the input and the line
-            raise LineError(event.get("source"), event.get("line_no"), exc) from exc
+    feed = story.feed
+    event: Event = {}
+    try:
+        for event in ordered:
+            feed(event)
+    except Exception as exc:  # noqa: BLE001 - the last guard: name the input and the line
+        raise LineError(event.get("source"), event.get("line_no"), exc) from exc
     story.finish()
     clients = client_rebalances(cluster, group, ordered)
     rebalances = story.rebalances
@@ -152,26 +154,29 @@ def tell(cluster: str, group: str, events: list[Event], coordinator_moves: list[
             merged: dict[tuple[str, str | None], CauseClaim] = {}
             for cause in chosen:
                 key = (cause.cause, cause.member)
-                if key in merged:
-                    merged[key] = replace(merged[key], events=merged[key].events + cause.events)
-                else:
-                    merged[key] = cause
+                known = merged.get(key)
+                merged[key] = cause if known is None else \
+                    CauseClaim(known.cause, known.member, known.detail, known.events + cause.events)
             chosen = list(merged.values())
+        generation, start_ms = row["generation"], row["start_ms"]
         for cause in chosen:
             events = cause.events
             if len(events) == 1:
                 evidence = events if events[0] else []
             else:
-                evidence = sorted((e for e in events if e),
-                                  key=lambda e: (e.get("time_ms") or 0, e.get("seq") or 0))[:EVIDENCE_CAP]
-            causes.append({"cluster": cluster, "group": group, "generation": row["generation"],
-                           "start_ms": row["start_ms"], "cause": cause.cause, "member": cause.member,
+                evidence = sorted((e for e in events if e), key=_evidence_order)[:EVIDENCE_CAP]
+            causes.append({"cluster": cluster, "group": group, "generation": generation,
+                           "start_ms": start_ms, "cause": cause.cause, "member": cause.member,
                            "detail": cause.detail, "evidence": [e.get("line") or "" for e in evidence],
                            "evidence_sources": [_where(e) for e in evidence]})
     storm_rows = storms(rows, story.member_events, rule)
     return {"rebalances": rows, "member_events": story.member_events, "client_rebalances": clients,
             "causes": causes, "empty_periods": story.empty_periods, "storms": storm_rows,
             "findings": [findings(cluster, group, rows, story.member_events, storm_rows, story.empty_periods, causes)]}
+
+
+def _evidence_order(event: Event) -> tuple[int, int]:
+    return event.get("time_ms") or 0, event.get("seq") or 0
 
 
 def _where(event: Event) -> str:
