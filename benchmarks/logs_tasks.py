@@ -1,14 +1,14 @@
 """The Python work of the Spark engine's logs job without Spark: one scan task over a whole log
-file (``exchange.read_split``: the hyperscan gate, the per-line parse, the ``events`` table and
-the exchange's Arrow streams), then one story task over everything it sent
+file (``exchange.read_split``: the hyperscan gate, the parse a column at a time, the ``events``
+table and the exchange's Arrow streams), then one story task over everything it sent
 (``exchange.tell_received``), in this process, with the CPU seconds of each part.
 
     .venv/bin/python benchmarks/logs_tasks.py --log /tmp/server-200m.log [--repeat 3]
     py-spy record -r 250 -f raw -o tasks.txt -- .venv/bin/python benchmarks/logs_tasks.py --log ...
 
-The first lines give the imports a worker daemon pays once per session; each repeat gives the
-scan alone (``scan.scan``), scan and parse (``parse.parse_numbered``), the whole scan task and the
-story task. Run under ``py-spy`` for where inside each part the time goes.
+The first line gives the imports and compiled plans a worker daemon pays once per session; each
+repeat gives the reading alone (``readlog.SplitReader``: scan and parse), the whole scan task and
+the story task. Run under ``py-spy`` for where inside each part the time goes.
 """
 
 from __future__ import annotations
@@ -31,11 +31,12 @@ def main(argv: list[str] | None = None) -> int:
     import pyarrow.parquet  # noqa: F401
     import pyspark.worker  # noqa: F401
 
-    from kafka_rebalance.pipeline.logparse import exchange, parse, scan
+    from kafka_rebalance.pipeline.logparse import exchange, readlog, scan
     from kafka_rebalance.pipeline.logparse.layout import SyslogReference
     from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES
     from kafka_rebalance.pipeline.logparse.story import DEFAULT_STORM_RULE
-    print(f"imports (once per session, in the worker daemon)  {time.process_time() - started:.2f} CPU-s")
+    readlog.prepare()  # as the worker daemon does before it forks
+    print(f"imports and compiled plans (once per session, in the worker daemon)  {time.process_time() - started:.2f} CPU-s")
 
     syslog = SyslogReference(int(time.time() * 1000))
     split = scan.Split(str(args.log))
@@ -43,14 +44,10 @@ def main(argv: list[str] | None = None) -> int:
     for attempt in range(max(1, args.repeat)):
         out = Path(tempfile.mkdtemp(prefix="kafka-rebalance-tasks-"))
         try:
-            counts = scan.ScanCounts()
             started = time.process_time()
-            yielded = sum(1 for _ in scan.scan(split, counts))
-            scan_s = time.process_time() - started
-            started = time.process_time()
-            records = sum(1 for _ in parse.parse_numbered(scan.scan(split), source, syslog=syslog))
-            parse_s = time.process_time() - started
-            started = time.process_time()
+            reader = readlog.SplitReader(split, 0, source, "default", syslog=syslog)
+            records = sum(table.num_rows for table in reader.tables())
+            read_s = time.process_time() - started
             rows = list(exchange.read_split(split, 0, "default", source, 1, str(out / "events"),
                                             syslog=syslog))
             task_s = time.process_time() - started
@@ -60,8 +57,8 @@ def main(argv: list[str] | None = None) -> int:
             story_s = time.process_time() - started
         finally:
             shutil.rmtree(out, ignore_errors=True)
-        print(f"run {attempt + 1}: {counts.lines:,} lines, {yielded:,} read, {records:,} records; CPU-s: "
-              f"scan {scan_s:.2f}, scan and parse {parse_s:.2f}, scan task {task_s:.2f}, "
+        print(f"run {attempt + 1}: {reader.counts.lines:,} lines, {records:,} records; CPU-s: "
+              f"reading (scan and parse) {read_s:.2f}, scan task {task_s:.2f}, "
               f"story task {story_s:.2f} ({len(told):,} rows back)")
     return 0
 
