@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.serve.workers.harness import settled
+
 HERE = Path(__file__).resolve().parent
 SRC = HERE.parents[1] / "src"
 START_TIMEOUT_S = 20
@@ -78,35 +80,18 @@ def stop_pid(proc: subprocess.Popen, grace_s: float = 3.0) -> None:
             proc.wait(5)
 
 
-def start_together(workers: list[Worker], timeout_s: float = 60) -> None:
-    """Wait until every worker is built, then let them all join at once."""
-    for w in workers:
-        if not w.ready.wait(timeout_s):
-            pytest.fail(f"consumer {w.name} did not start")
-    for w in workers:
-        w.go()
-
-
 STEP_TIMEOUT_S = 60
 SETTLE_S = 2.0
 
 
 def wait_stable(live: list[Worker], partitions: int) -> dict[str, list[int]]:
     """The assignment once every partition has one owner among ``live``, counts within one of
-    each other, unchanged for ``SETTLE_S``."""
-    deadline = time.monotonic() + STEP_TIMEOUT_S
-    last, since = None, time.monotonic()
-    while time.monotonic() < deadline:
-        snapshot = {w.name: list(w.assignment) for w in live}
-        if snapshot != last:
-            last, since = snapshot, time.monotonic()
-        owned = [p for parts in snapshot.values() for p in parts]
-        sizes = [len(parts) for parts in snapshot.values()]
-        settled = sorted(owned) == list(range(partitions)) and max(sizes) - min(sizes) <= 1
-        if settled and time.monotonic() - since >= SETTLE_S:
-            return snapshot
-        time.sleep(0.2)
-    pytest.fail(f"group did not settle: {last}")
+    each other, unchanged for ``SETTLE_S`` (the serve tests' ``settled``, failing the test
+    when it does not come)."""
+    state = settled(live, partitions, SETTLE_S, STEP_TIMEOUT_S)
+    if state is None:
+        pytest.fail(f"group did not settle: { {w.name: list(w.assignment) for w in live} }")
+    return state
 
 
 class Worker:

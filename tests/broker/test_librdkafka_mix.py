@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from tests.broker.conftest import Worker, start_together, wait_stable
+from tests.broker.conftest import Worker, wait_stable
+from tests.serve.workers.harness import start
 
 pytestmark = pytest.mark.broker
 
@@ -57,7 +58,7 @@ def test_librdkafka_and_ours_in_one_cooperative_group(broker, workers):
         time.sleep(1)
         ours = [Worker(broker, GROUP, TOPIC, n, "cooperative") for n in ("py1", "py2")]
         workers.extend(ours)
-        start_together(ours)
+        start(ours)
         live = [*rd, *ours]
         state = wait_stable(live, 8)
         assert sorted(len(p) for p in state.values()) == [2, 2, 2, 2]

@@ -10,7 +10,8 @@ import threading
 
 import pytest
 
-from tests.broker.conftest import Worker, start_together, wait_stable
+from tests.broker.conftest import Worker, wait_stable
+from tests.serve.workers.harness import start
 
 pytestmark = pytest.mark.broker
 
@@ -59,7 +60,7 @@ def test_hot_partitions_end_on_different_consumers(broker, workers):
     try:
         members = {name: Worker(broker, GROUP, TOPIC, name, "load-aware") for name in ("la1", "la2", "la3")}
         workers.extend(members.values())
-        start_together(list(members.values()))
+        start(list(members.values()))
         three = wait_stable(list(members.values()), PARTITIONS)
         assert sorted(len(p) for p in three.values()) == [2, 2, 2]
         assert _owner_of(three, HOT[0]) != _owner_of(three, HOT[1]), f"hot partitions together: {three}"
