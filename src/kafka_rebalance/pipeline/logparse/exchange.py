@@ -197,12 +197,16 @@ class SplitRouter:
         # Each distinct group once: its bucket, then every row's by its group's code.
         groups = pc.dictionary_encode(pc.if_else(batch.column("kind").is_valid(), batch.column("group"), None))
         names = groups.dictionary.to_pylist()
-        known = self._bucket_of
-        buckets_of = np.array([known[name] if name in known else known.setdefault(name, bucket_of(self._cluster, name, self._buckets))
-                               if name else -1 for name in names] + [-1], np.int64)
+        buckets_of = np.array([self._bucket(name) if name else -1 for name in names] + [-1], np.int64)
         rows_bucket = buckets_of[groups.indices.fill_null(len(names)).to_numpy(zero_copy_only=False)]
         for bucket in np.unique(rows_bucket[rows_bucket >= 0]).tolist():
             yield from self._payloads.add(bucket, batch.take(pa.array(np.flatnonzero(rows_bucket == bucket), pa.int32())))
+
+    def _bucket(self, group: str) -> int:
+        bucket = self._bucket_of.get(group)
+        if bucket is None:
+            bucket = self._bucket_of[group] = bucket_of(self._cluster, group, self._buckets)
+        return bucket
 
     def flush(self) -> Iterator[Routed]:
         yield from self._payloads.flush()
