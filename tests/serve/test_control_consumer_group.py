@@ -59,7 +59,10 @@ def test_an_expired_consumer_group_member_is_fenced_and_rejoins():
             after = _poll_until(consumers, lambda: (m := _members(broker)) and len(m) == 2
                                 and m["b"] != before["b"] and m, "b back")
             assert after["a"][0] == before["a"][0]
-            assert sorted(tp.partition for c in consumers for tp in c.assignment()) == [0, 1, 2, 3]
+            # The group is Stable on the coordinator before b's client has applied its new
+            # assignment (librdkafka reconciles on its next heartbeat): wait for the clients.
+            _poll_until(consumers, lambda: sorted(tp.partition for c in consumers for tp in c.assignment()) == [0, 1, 2, 3],
+                        "every partition owned by a client")
         finally:
             for consumer in consumers:
                 consumer.close()
