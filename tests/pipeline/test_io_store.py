@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from kafka_rebalance.model import InvalidInput
 from kafka_rebalance.pipeline.io import ReadAhead, StagedOutput, expand_log_paths, join, open_input, sizes_of
-from kafka_rebalance.pipeline.logparse.scan import Split, plan_splits, scan
+from kafka_rebalance.pipeline.logparse.scan import Split, plan_splits
+from tests.pipeline.logs.line_reader import scan
 
 LOG = "\n".join(
     f"[2024-05-01 10:00:{i % 60:02d},123] INFO [GroupCoordinator 1]: Stabilized group g{i % 7} generation {i} "

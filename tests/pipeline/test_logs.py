@@ -194,7 +194,8 @@ def test_the_prefilter_keeps_every_line_the_catalogue_reads(tmp_path):
     """A line the Python parser reads must get through the byte-level gate of ``scan``:
     otherwise the Spark engine (which parses only what the gate keeps) and the local engine differ."""
     from kafka_rebalance.pipeline.logparse.parse import parse_line
-    from kafka_rebalance.pipeline.logparse.scan import Split, scan
+    from kafka_rebalance.pipeline.logparse.scan import Split
+    from tests.pipeline.logs.line_reader import scan
 
     lines = [line.rstrip("\n") for path in COMPARED for line in path.open(encoding="utf-8")]
     readable = [line for line in lines if parse_line(line, TEST_SYSLOG) is not None]

@@ -35,6 +35,10 @@ def test_random_ids_around_word_boundaries(seed: int) -> None:
 @pytest.mark.parametrize("ids", [
     tuple(f"member{i}" for i in range(5000)),  # ServerSideAssignorBenchmark's ids
     tuple(f"consumer-{i % 7}-{i:08x}-{(i * 2654435761) % 2**32:08x}" for i in range(3000)),
+    (*(f"member{i}" for i in range(4999)), "newMember"),  # the JMH incremental shapes' joiner
+    ("newMember", *(f"member{i}" for i in range(4999))),
+    (*(f"member{i}" for i in range(2000)), "m", "", "zz", *(f"member{i}" for i in range(2000, 3000))),
+    (*(f"consumer-{i:08d}-{i % 3}" for i in range(3000)), "consumer-", "consumer-00000007-1", "aaa"),
     ("same",) * 5,
     ("",),
     ("", "", "a"),
@@ -49,3 +53,20 @@ def test_large_and_degenerate_groups(ids: tuple[str, ...]) -> None:
 def test_not_handled(ids: tuple[str, ...]) -> None:
     """Non-ASCII ids (Java compares UTF-16 units), ids holding a NUL, no ids: the caller sorts."""
     assert ascii_id_order(ids) is None
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_few_ids_outside_the_prefix_most_share(seed: int) -> None:
+    """Up to one id in 64 without the prefix the rest share (shorter than it, a prefix of it,
+    equal to one of the others, before or after them), anywhere among them."""
+    rng = random.Random(seed)
+    for _ in range(30):
+        prefix = rng.choice(["member", "consumer-group-7-", "p" * 8, "p" * 9])
+        ids = [prefix + str(rng.randint(0, 10**rng.randint(1, 12))) for _ in range(rng.randint(64, 400))]
+        for _ in range(rng.randint(1, len(ids) // 64)):
+            outsider = rng.choice(["", prefix[:rng.randint(0, len(prefix) - 1)], "newMember", "zz",
+                                   prefix[:-1] + "~" + str(rng.randint(0, 99))])
+            ids.insert(rng.randint(0, len(ids)), outsider)
+        order = ascii_id_order(tuple(ids))
+        assert order is not None
+        assert order.tolist() == python_order(tuple(ids)).tolist(), ids

@@ -21,9 +21,10 @@ from kafka_rebalance.pipeline.logparse.catalogue import MESSAGES
 from kafka_rebalance.pipeline.logparse.fastparse import MARKERS, parse_log4j, re2_plans
 from kafka_rebalance.pipeline.logparse.kinds import Side
 from kafka_rebalance.pipeline.logparse.parse import EVENT_COLUMNS, parse_line, parse_numbered, passes_gate
-from kafka_rebalance.pipeline.logparse.scan import ScanCounts, Split, plan_splits, scan
+from kafka_rebalance.pipeline.logparse.scan import ScanCounts, Split, plan_splits
 from kafka_rebalance.pipeline.logparse.split_facts import SplitFacts
 from tests.conftest import TEST_SYSLOG
+from tests.pipeline.logs.line_reader import scan
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 CORPUS = sorted(p for folder in ("excerpts", "excerpts-edges", "logs") for p in (DATA / folder).iterdir()

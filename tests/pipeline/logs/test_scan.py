@@ -22,9 +22,9 @@ from kafka_rebalance.pipeline.logparse.scan import (
     Search,
     Split,
     plan_splits,
-    scan,
 )
 from tests.conftest import TEST_SYSLOG
+from tests.pipeline.logs.line_reader import scan
 
 # Both ways of finding the gated lines; hyperscan comes with the ``spark`` extra (CI has it).
 SEARCHES = [

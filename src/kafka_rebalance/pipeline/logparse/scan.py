@@ -166,7 +166,7 @@ def find_gated_lines(block: Block, size: int, stop: int) -> GatedLines:
     found is tested for every phrase."""
     owned = block[:stop]
     return [(start, _line_end(owned, start, stop)) for start in _gated_starts(owned)
-            if _passes_gate(owned[start:_line_end(owned, start, stop)])], None
+            if passes_gate_bytes(owned[start:_line_end(owned, start, stop)])], None
 
 
 def _gated_starts(block: Block) -> list[int]:
@@ -260,44 +260,8 @@ def _count_lines(block: Block, end: int) -> int:
     return newlines + (0 if block[end - 1] == NEWLINE[0] else 1)
 
 
-def _decode(line: Block) -> str:
+def decode(line: Block) -> str:
     return line.decode("utf-8", "replace")
-
-
-def scan(split: Split, counts: ScanCounts | None = None, *, search: Search | None = None,
-         block_bytes: int = BLOCK_BYTES) -> Iterator[tuple[int, str, bool]]:
-    """``(seq, line, owned)`` in file order: every line of the split that passes the gate
-    (``owned`` True), each followed by the next line that is not a code fence (for joining
-    wrapped lines). That follower is ``owned`` False when it starts after the split: it may
-    complete the split's last line but is not read on its own (the next split owns it).
-    ``search`` (default ``SEARCH``: hyperscan when installed) and ``block_bytes`` change the
-    speed only. The per-line reading ``readlog.SplitReader`` gives the events of (tested)."""
-    counts = counts if counts is not None else ScanCounts()
-    want_follower = False
-    for scanned in scan_blocks(split, counts, search=search, block_bytes=block_bytes):
-        offset, block, size, owned_end = scanned.offset, scanned.block, scanned.size, scanned.owned_end
-        if want_follower:
-            follower = _first_line(block, 0, size)
-            if follower is not None:
-                want_follower = False
-                start, end = follower
-                owned = start < owned_end
-                gated = owned and _passes_gate(block[start:end])
-                if not gated and not _gated_fence_before(block, start, owned_end):
-                    yield offset + start, _decode(block[start:end]), owned
-        gated_lines = scanned.gated
-        for index, (start, end) in enumerate(gated_lines):
-            yield offset + start, _decode(block[start:end]), True
-            follower = _first_line(block, end + 1, size, scanned.fence_ends)
-            if follower is None:
-                want_follower = True
-                continue
-            follower_start, follower_end = follower
-            next_gated = gated_lines[index + 1][0] if index + 1 < len(gated_lines) else None
-            # At or after the next gated line (a gated fence was skipped): read from there.
-            if next_gated is None or follower_start < next_gated:
-                yield offset + follower_start, _decode(block[follower_start:follower_end]), follower_start < owned_end
-        scanned.wants_next = want_follower
 
 
 @dataclass
@@ -341,45 +305,27 @@ def scan_blocks(split: Split, counts: ScanCounts, *, search: Search | None = Non
 
 
 def first_line(block: Block, start: int, size: int, fence_ends: Collection[int] | None = None) -> tuple[int, int] | None:
-    """``_first_line`` for the readers of ``scan_blocks``."""
-    return _first_line(block, start, size, fence_ends)
-
-
-def gated_fence_before(block: Block, follower_start: int, owned_end: int) -> bool:
-    """``_gated_fence_before`` for the readers of ``scan_blocks``."""
-    return _gated_fence_before(block, follower_start, owned_end)
-
-
-def passes_gate_bytes(line: Block) -> bool:
-    return _passes_gate(line)
-
-
-def decode(line: Block) -> str:
-    return _decode(line)
-
-
-def _first_line(block: Block, start: int, size: int, fence_ends: Collection[int] | None = None) -> tuple[int, int] | None:
     """The first line of ``block[:size]`` at or after ``start`` that is not a code fence, or None
     if the block ends (``fence_ends``: the ends of the lines that may be fences; None: any)."""
     while start < size:
         end = _line_end(block, start, size)
-        if (fence_ends is not None and end not in fence_ends) or not is_fence(_decode(block[start:end])):
+        if (fence_ends is not None and end not in fence_ends) or not is_fence(decode(block[start:end])):
             return start, end
         start = end + 1
     return None
 
 
-def _gated_fence_before(block: Block, follower_start: int, owned_end: int) -> bool:
+def gated_fence_before(block: Block, follower_start: int, owned_end: int) -> bool:
     """Whether one of the fences that start the block (before ``follower_start``, owned by this
     split) passes the gate: then it is read as gated, and the follower after it."""
     start = 0
     while start < min(follower_start, owned_end):
         end = _line_end(block, start, follower_start)
-        if _passes_gate(block[start:end]):
+        if passes_gate_bytes(block[start:end]):
             return True
         start = end + 1
     return False
 
 
-def _passes_gate(line: Block) -> bool:
+def passes_gate_bytes(line: Block) -> bool:
     return any(g in line for g in GATE_BYTES) and not any(n in line for n in NOISE_BYTES)
