@@ -27,7 +27,6 @@ import json
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import ExitStack
-from itertools import repeat
 from typing import Any, cast
 
 import numpy as np
@@ -39,7 +38,7 @@ from kafka_rebalance.pipeline.logparse.rows import Event
 from kafka_rebalance.pipeline.logparse.scan import Split
 from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES, arrow_schema, story_table_batch
 from kafka_rebalance.pipeline.logparse.split_facts import SplitFacts, move_fields
-from kafka_rebalance.pipeline.logparse.story import STORY_FIELDS, StormRule, StoryRows, story_tables, tell
+from kafka_rebalance.pipeline.logparse.story import StormRule, StoryRows, story_events, story_tables, tell
 
 ARROW_BATCH_ROWS = 10_000
 STORY_BATCH_ROWS = 20_000
@@ -366,38 +365,11 @@ def _tell_slices(table: Any, moves: dict[str, list[Event]], rule: StormRule) -> 
         while last < len(starts) - 1 and starts[last] - starts[first] < EVENT_SLICE_ROWS:
             last += 1
         offset = starts[first]
-        events = _story_events(table.slice(offset, starts[last] - offset))
+        events = story_events(table.slice(offset, starts[last] - offset))
         for start, end in zip(starts[first:last], starts[first + 1:last + 1], strict=True):
             yield tell(clusters[start], groups[start], events[start - offset:end - offset],
                        moves.get(clusters[start]), rule)
         first = last
-
-
-def _story_events(part: Any) -> list[Event]:
-    """A slice of events as dicts of the fields the stories read (``story.STORY_FIELDS``) and
-    that have a value: the stories read a field with ``get`` unless they know it has one."""
-    import pyarrow.compute as pc
-
-    size = part.num_rows
-    dense, sparse = [], []
-    for name in part.column_names:
-        if name in STORY_FIELDS:
-            nulls = part.column(name).null_count
-            if name == "kind" or 2 * nulls < size:
-                dense.append(name)
-            elif nulls < size:
-                sparse.append(name)
-    # A dict per row from the dense columns, zipped without keyword arguments (``strict`` is
-    # parsed once per zip: a third of the cost of the dicts).
-    rows = zip(*(part.column(name).to_pylist() for name in dense), strict=True)
-    events: list[dict[str, Any]] = list(map(dict, map(zip, repeat(tuple(dense)), rows)))
-    for name in sparse:
-        column = part.column(name)
-        at = pc.indices_nonzero(pc.is_valid(column)).to_pylist()
-        for index, value in zip(at, column.drop_null().to_pylist(), strict=True):
-            events[index][name] = value
-    # The typed edge: the columns of ``events`` (``schemas.arrow_schema``) are ``rows.Event``'s fields.
-    return cast("list[Event]", events)
 
 
 class StoryParts:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import sys
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import pandas as pd
 
@@ -21,7 +21,13 @@ from kafka_rebalance.pipeline.logparse.rows import CoverageRow, Event
 from kafka_rebalance.pipeline.logparse.scan import Split
 from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES, arrow_schema, frame
 from kafka_rebalance.pipeline.logparse.split_facts import SplitFacts, unrecognised_rows
-from kafka_rebalance.pipeline.logparse.story import DEFAULT_STORM_RULE, StormRule, story_tables, tell
+from kafka_rebalance.pipeline.logparse.story import (
+    DEFAULT_STORM_RULE,
+    StormRule,
+    story_events,
+    story_tables,
+    tell,
+)
 
 
 @dataclass
@@ -46,7 +52,7 @@ def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM
     year-less times (``layout.SyslogReference``)."""
     import pyarrow as pa
 
-    events_by_group: dict[tuple[str, str], list[Event]] = defaultdict(list)
+    by_group: dict[tuple[str, str], list[Event]] = defaultdict(list)
     moves: dict[str, list[Event]] = defaultdict(list)
     read: list[SplitFacts] = []
     coverage: list[CoverageRow] = []
@@ -69,8 +75,8 @@ def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM
         facts.lines = reader.counts.lines
         for table in tables:
             parsed.append(table)
-            for record in story_events(table):
-                events_by_group[(cluster, str(record.get("group")))].append(record)
+            for key, event in events_by_group(table):
+                by_group[key].append(event)
         read.append(facts)
         moves[cluster].extend(facts.moves)
         samples.extend(s.rstrip("\n") for s in reader.head if s.strip())
@@ -80,7 +86,7 @@ def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM
                          "first_ms": facts.first_ms, "last_ms": facts.last_ms})
     rows: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     findings: list[GroupFindings] = []
-    for (cluster, group), events in sorted(events_by_group.items()):
+    for (cluster, group), events in sorted(by_group.items()):
         told = tell(cluster, group, events, moves.get(cluster), rule)
         for table, table_rows in story_tables(told):
             rows[table].extend(table_rows)
@@ -90,22 +96,20 @@ def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM
     frames["unrecognised"] = frame("unrecognised", unrecognised_rows(read, list(dict.fromkeys(s for s, _ in inputs))))
     events = pa.concat_tables(parsed) if parsed else arrow_schema("events").empty_table()
     frames["events"] = events.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype()}.get)
-    return LocalResult(frames, findings, coverage, sum(f.events for f in read), len(events_by_group),
+    return LocalResult(frames, findings, coverage, sum(f.events for f in read), len(by_group),
                        sum(f.lines for f in read), samples[:5], unreadable)
 
 
-def story_events(table: Any) -> list[Event]:
+def events_by_group(table: Any) -> Iterator[tuple[tuple[str, str], Event]]:
     """The events of a table that a group's story reads (recognised, naming a group), as the
-    story reads them: each a dict of the fields with a value, and ``line_no`` (the line's
-    number, for the story's ``file:line`` evidence). Whole columns to Python at once."""
+    story reads them (``story.story_events``), each with its group and ``line_no`` (the line's
+    number, for the story's ``file:line`` evidence)."""
     import pyarrow.compute as pc
 
     group = table.column("group")
     told = table.filter(pc.and_(table.column("kind").is_valid(), pc.fill_null(pc.not_equal(group, ""), False)))
-    names = told.column_names
-    events = []
-    for values in zip(*(told.column(name).to_pylist() for name in names), strict=True):
-        event = {name: value for name, value in zip(names, values, strict=True) if value is not None}
-        event["line_no"] = event["seq"] + 1
-        events.append(cast("Event", event))
-    return events
+    keys = zip(told.column("cluster").to_pylist(), told.column("group").to_pylist(),
+               pc.add(told.column("seq"), 1).to_pylist(), strict=True)
+    for event, (cluster, group_name, line_no) in zip(story_events(told), keys, strict=True):
+        event["line_no"] = line_no
+        yield (cluster, group_name), event
