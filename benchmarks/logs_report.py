@@ -26,12 +26,12 @@ def write_tables(log: str, tables: Path) -> None:
     from kafka_rebalance.pipeline.io import StagedOutput
     from kafka_rebalance.pipeline.logparse.layout import SyslogReference
     from kafka_rebalance.pipeline.logparse.local_engine import analyse_local
-    from kafka_rebalance.pipeline.logparse.schemas import write_frame
+    from kafka_rebalance.pipeline.logparse.schemas import write_table
 
     result = analyse_local([(str(Path(log).resolve()), "default")], syslog=SyslogReference(int(time.time() * 1000)))
     with StagedOutput(tables) as out:
-        for table, df in result.frames.items():
-            write_frame(df, out.path(table), table)
+        for table, arrow in result.tables.items():
+            write_table(arrow, out.path(table))
         facts = {"findings": result.findings, "coverage": result.coverage, "lines_read": result.lines_read,
                  "events": result.events, "groups": result.groups, "files": 1}
         out.write_text("facts.json", json.dumps(facts, default=str))

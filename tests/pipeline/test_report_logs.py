@@ -7,7 +7,7 @@ import dataclasses
 import pandas as pd
 
 from kafka_rebalance.pipeline.advice import Advice
-from kafka_rebalance.pipeline.logparse.schemas import TABLES, frame, write_frame
+from kafka_rebalance.pipeline.logparse.schemas import TABLES, story_table, write_table
 from kafka_rebalance.pipeline.report.logs import (
     LOG_TABLES,
     REPORT_COLUMNS,
@@ -64,7 +64,7 @@ def test_advice_as_dict_has_every_field():
 
 def test_the_report_reads_the_columns_it_shows(tmp_path):
     for table in LOG_TABLES:
-        write_frame(frame(table, []), tmp_path / table, table)
+        write_table(story_table(table, []), tmp_path / table)
     frames = read_tables(tmp_path)
     for table in LOG_TABLES:
         wanted = REPORT_COLUMNS.get(table) or [column for column, _, _ in TABLES[table]]

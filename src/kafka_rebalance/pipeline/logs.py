@@ -210,7 +210,7 @@ def _run_spark(spark: Any, files: list[str], sources: dict[str, str], clusters: 
                out: Any, progress: bool | None, watch: Stopwatch, syslog: SyslogReference) -> LogFacts:
     from kafka_rebalance.pipeline.io import list_files, sizes_of
     from kafka_rebalance.pipeline.logparse.exchange import bucket_count
-    from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES, frame, write_frame
+    from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES, story_table, write_table
     from kafka_rebalance.pipeline.logparse.split_facts import SplitFacts, unrecognised_rows
     from kafka_rebalance.pipeline.spark import spark_progress
 
@@ -232,9 +232,9 @@ def _run_spark(spark: Any, files: list[str], sources: dict[str, str], clusters: 
                       key=lambda f: (f["cluster"], f["group"]))
     for table, directory in story_dirs.items():
         if not list_files(directory):
-            write_frame(frame(table, []), directory, table)
+            write_table(story_table(table, []), directory)
     display = [sources.get(name, name) for name in files]
-    write_frame(frame("unrecognised", unrecognised_rows(facts, display)), out.location("unrecognised"), "unrecognised")
+    write_table(story_table("unrecognised", unrecognised_rows(facts, display)), out.location("unrecognised"))
     coverage = _coverage(facts, display, clusters)
     watch.lap("counts and coverage")
     unreadable = [(f.source, f.unreadable) for f in facts if f.unreadable]
@@ -291,7 +291,7 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
     from kafka_rebalance.pipeline.io import StagedOutput, join
     from kafka_rebalance.pipeline.logparse.inputs import expand_inputs, input_clusters
     from kafka_rebalance.pipeline.logparse.local_engine import analyse_local
-    from kafka_rebalance.pipeline.logparse.schemas import write_frame
+    from kafka_rebalance.pipeline.logparse.schemas import write_table
 
     files, found_skipped = expand_inputs(paths)
     skipped = list(skipped or []) + found_skipped
@@ -307,13 +307,15 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
                 result = analyse_local([(name, labels[name]) for name in files], storm_rule, stdin_text=stdin_text,
                                        on_read=advance, syslog=syslog)
             watch.lap("read, parse and stories (local)")
-            for table, df in result.frames.items():
-                write_frame(df, out.location(table), table)
+            for table, arrow in result.tables.items():
+                write_table(arrow, out.location(table))
             watch.lap("tables (local)")
             facts: LogFacts = {"findings": result.findings, "coverage": result.coverage,
                                "lines_read": result.lines_read, "events": result.events, "groups": result.groups,
                                "samples": result.samples, "unreadable": result.unreadable}
-            frames = result.frames
+            from kafka_rebalance.pipeline.report import logs as logs_report
+
+            frames = logs_report.report_frames(result.tables)
             skipped.extend(result.unreadable)
         else:
             spark_files = [_absolute(name) for name in files]
@@ -336,12 +338,12 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
             # each input's cluster by the name its rows carry (its absolute path, or '-')
             facts = _run_spark(spark, spark_files, sources, {_absolute(name): labels[name] for name in files},
                                storm_rule, out, progress, watch, syslog)
+            # imported here, not above: pandas loads in a thread while the job runs (``_run_spark``)
             from kafka_rebalance.pipeline.report import logs as logs_report
 
             frames = logs_report.read_tables(out.staging)
             skipped.extend(facts["unreadable"])
         from kafka_rebalance.pipeline import advice
-        from kafka_rebalance.pipeline.report import logs as logs_report
         from kafka_rebalance.pipeline.report.page import write_report
 
         advice_items = advice.advise(facts["findings"], storm_rule)

@@ -18,7 +18,7 @@ from kafka_rebalance.pipeline.logparse.inputs import read_text_lines
 from kafka_rebalance.pipeline.logparse.kinds import COORDINATOR_KINDS
 from kafka_rebalance.pipeline.logparse.order import distinct_events, order_events
 from kafka_rebalance.pipeline.logparse.parse import parse_lines
-from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES, arrow_schema, frame, story_table_batch
+from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES, arrow_schema, story_table, to_frame
 from kafka_rebalance.pipeline.logparse.split_facts import fill_client_group
 from kafka_rebalance.pipeline.logparse.story import DEFAULT_STORM_RULE, tell
 from tests.conftest import TEST_SYSLOG
@@ -109,8 +109,11 @@ def test_tell_bucket_of_no_events() -> None:
     assert list(exchange.tell_bucket(arrow_schema("events").empty_table(), {}, DEFAULT_STORM_RULE)) == []
 
 
-def test_story_batches_as_the_local_frames() -> None:
-    """Missing fields and lists as nulls (empty lists), times from epoch ms, extra fields ignored."""
+def test_story_tables_and_their_frames() -> None:
+    """Missing fields and lists as nulls (empty lists), times from epoch ms, extra fields
+    ignored; the pandas frame of a table (``to_frame``) has nullable integers and booleans,
+    ``datetime64[ms]`` times and Python lists, and is the same table again."""
+    import pandas as pd
     import pyarrow as pa
 
     rows = {
@@ -121,7 +124,21 @@ def test_story_batches_as_the_local_frames() -> None:
                           {"member": "n", "time_ms": None}],
         "causes": [{"evidence": ["l1", "l2"], "evidence_sources": None, "start_ms": 0}],
     }
+    rebalances = story_table("rebalances", rows["rebalances"]).to_pylist()
+    assert rebalances[0]["start"] == pd.Timestamp(1_714_557_600_123, unit="ms").to_pydatetime()
+    assert rebalances[0]["failed_members"] == [] and rebalances[1]["left_members"] == ["a", "b"]
+    assert rebalances[1]["group"] is None and rebalances[0]["start_known"] is True
     for table in STORY_TABLES:
-        table_rows = rows.get(table, [{}])
-        expected = pa.Table.from_pandas(frame(table, table_rows), schema=arrow_schema(table), preserve_index=False)
-        assert pa.Table.from_batches([story_table_batch(table, table_rows)]).equals(expected), table
+        arrow = story_table(table, rows.get(table, [{}]))
+        assert arrow.schema == arrow_schema(table)
+        df = to_frame(arrow)
+        for (name, kind), dtype in zip(((f.name, f.type) for f in arrow.schema), df.dtypes, strict=True):
+            if pa.types.is_int64(kind):
+                assert dtype == pd.Int64Dtype(), (table, name)
+            elif pa.types.is_boolean(kind):
+                assert dtype == pd.BooleanDtype(), (table, name)
+            elif pa.types.is_timestamp(kind):
+                assert str(dtype) == "datetime64[ms]", (table, name)
+            elif pa.types.is_list(kind):
+                assert all(isinstance(value, list) for value in df[name]), (table, name)
+        assert pa.Table.from_pandas(df, schema=arrow_schema(table), preserve_index=False).equals(arrow), table

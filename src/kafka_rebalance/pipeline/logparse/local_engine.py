@@ -1,6 +1,7 @@
 """The in-process engine of ``kafka-rebalance logs`` (a paste, a few files of an incident):
-every input read and parsed in order, each group's story told, every table built as a pandas
-frame; the same parser, split bookkeeping (``split_facts``) and story the Spark engine runs."""
+every input read and parsed in order, each group's story told, every table built in Arrow as
+the Spark engine's story tasks build theirs (``schemas.story_table_batch``); the same parser,
+split bookkeeping (``split_facts``) and story the Spark engine runs."""
 
 from __future__ import annotations
 
@@ -8,9 +9,8 @@ import sys
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
-
-import pandas as pd
 
 from kafka_rebalance.pipeline.logparse.findings import GroupFindings
 from kafka_rebalance.pipeline.logparse.inputs import STDIN
@@ -19,7 +19,7 @@ from kafka_rebalance.pipeline.logparse.parse import READ_ERRORS
 from kafka_rebalance.pipeline.logparse.readlog import SplitReader
 from kafka_rebalance.pipeline.logparse.rows import CoverageRow, Event
 from kafka_rebalance.pipeline.logparse.scan import Split
-from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES, arrow_schema, frame
+from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES, arrow_schema, story_table, to_frame
 from kafka_rebalance.pipeline.logparse.split_facts import SplitFacts, unrecognised_rows
 from kafka_rebalance.pipeline.logparse.story import (
     DEFAULT_STORM_RULE,
@@ -32,9 +32,9 @@ from kafka_rebalance.pipeline.logparse.story import (
 
 @dataclass
 class LocalResult:
-    """Every table as a pandas frame, plus what the summary and the report need."""
+    """Every table (Arrow), plus what the summary and the report need."""
 
-    frames: dict[str, Any]
+    tables: dict[str, Any]
     findings: list[GroupFindings]
     coverage: list[CoverageRow]
     events: int
@@ -42,6 +42,11 @@ class LocalResult:
     lines_read: int
     samples: list[str] = field(default_factory=list)
     unreadable: list[tuple[str, str]] = field(default_factory=list)
+
+    @cached_property
+    def frames(self) -> dict[str, Any]:
+        """Every table as a pandas frame (``schemas.to_frame``), for the report."""
+        return {name: to_frame(table) for name, table in self.tables.items()}
 
 
 def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM_RULE, stdin_text: str | None = None,
@@ -66,16 +71,16 @@ def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM
         reader = SplitReader(Split(source), index, source, cluster, syslog=syslog, line_numbers=True, data=data,
                              on_read=on_read)
         try:
-            tables = list(reader.tables())
+            blocks = list(reader.tables())
         except READ_ERRORS as exc:  # a truncated or corrupt .gz
-            tables = []
+            blocks = []
             reader.facts = SplitFacts(index, source, cluster, 0)
             unreadable.append((source, f"unreadable: {exc}"))
         facts = reader.facts
         facts.lines = reader.counts.lines
-        for table in tables:
-            parsed.append(table)
-            for key, event in events_by_group(table):
+        for block in blocks:
+            parsed.append(block)
+            for key, event in events_by_group(block):
                 by_group[key].append(event)
         read.append(facts)
         moves[cluster].extend(facts.moves)
@@ -91,12 +96,12 @@ def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM
         for table, table_rows in story_tables(told):
             rows[table].extend(table_rows)
         findings.extend(told["findings"])
-    frames = {table: frame(table, rows.get(table, [])) for table in STORY_TABLES}
+    tables: dict[str, Any] = {table: story_table(table, rows.get(table, [])) for table in STORY_TABLES}
     # each input's shapes in the order it was first given (as they were counted)
-    frames["unrecognised"] = frame("unrecognised", unrecognised_rows(read, list(dict.fromkeys(s for s, _ in inputs))))
-    events = pa.concat_tables(parsed) if parsed else arrow_schema("events").empty_table()
-    frames["events"] = events.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype()}.get)
-    return LocalResult(frames, findings, coverage, sum(f.events for f in read), len(by_group),
+    tables["unrecognised"] = story_table("unrecognised",
+                                         unrecognised_rows(read, list(dict.fromkeys(s for s, _ in inputs))))
+    tables["events"] = pa.concat_tables(parsed) if parsed else arrow_schema("events").empty_table()
+    return LocalResult(tables, findings, coverage, sum(f.events for f in read), len(by_group),
                        sum(f.lines for f in read), samples[:5], unreadable)
 
 

@@ -1,6 +1,6 @@
 """The output tables of ``kafka-rebalance logs``: their columns and types, one schema per table
-that both engines write (as a pyarrow schema; the story rows become Arrow batches or pandas
-frames of it). ``member_events.source`` says how a member event was learnt: from its own
+that both engines write (as a pyarrow schema; both turn the story's rows into Arrow batches of
+it, ``story_table_batch``; the report reads pandas frames of them). ``member_events.source`` says how a member event was learnt: from its own
 ``line``, or from the ``reason`` of a rebalance that names the member; ``input`` is the file.
 ``rebalances.during`` lists what happened while a rebalance was open (members that failed,
 left, joined or did not rejoin in time): never its cause, which is at or before its start.
@@ -69,46 +69,6 @@ TABLES: dict[str, list[tuple[str, str, str]]] = {
 STORY_TABLES = ("rebalances", "member_events", "storms", "empty_periods", "client_rebalances", "causes")
 
 
-def frame(table: str, rows: Sequence[Mapping[str, Any]]) -> Any:
-    import pandas as pd
-
-    columns: dict[str, Any] = {}
-    for column, kind, story_field in TABLES[table]:
-        values = [row.get(story_field) for row in rows]
-        if kind == TIME:
-            columns[column] = pd.Series([_timestamp(v) for v in values], dtype="datetime64[ms]")
-        elif kind == LONG:
-            columns[column] = pd.Series(values, dtype="Int64")
-        elif kind == DOUBLE:
-            columns[column] = pd.Series(values, dtype="float64")
-        elif kind == BOOL:
-            columns[column] = pd.Series(values, dtype="boolean")
-        elif kind == STRINGS:
-            columns[column] = pd.Series([list(v or []) for v in values], dtype="object")
-        else:
-            columns[column] = pd.Series(values, dtype="object")
-    return pd.DataFrame(columns)
-
-
-def events_frame(records: Sequence[Mapping[str, Any]]) -> Any:
-    """The ``events`` table: every line read, parsed (``kind`` null for unrecognised lines)."""
-    import pandas as pd
-
-    dtypes = {"long": "Int64", "boolean": "boolean", "string": "object"}
-    columns = {name: pd.Series([r.get(name) for r in records], dtype=dtypes[kind]) for name, kind in EVENT_COLUMNS}
-    columns["shape"] = pd.Series([r.get("shape") for r in records], dtype="object")
-    return pd.DataFrame(columns)
-
-
-def _timestamp(epoch_ms: Any) -> Any:
-    """Epoch milliseconds -> numpy datetime64[ms] (NaT when missing)."""
-    import numpy as np
-
-    if epoch_ms is None or epoch_ms != epoch_ms:
-        return np.datetime64("NaT", "ms")
-    return np.datetime64(int(epoch_ms), "ms")
-
-
 def arrow_schema(table: str) -> Any:
     import pyarrow as pa
 
@@ -125,9 +85,9 @@ def _arrow_type(kind: str) -> Any:
 
 
 def story_table_batch(table: str, rows: Sequence[Mapping[str, Any]]) -> Any:
-    """One story table's rows (story fields, times as epoch ms) -> a batch of the table's own
-    columns and types (``frame``'s conversions: times from epoch ms, missing lists as empty).
-    The rows are read as one struct array: Arrow looks the fields up in each dict itself."""
+    """One table's rows (story fields, times as epoch ms) -> a batch of the table's own columns
+    and types (times from epoch ms, missing lists as empty): how both engines turn rows into a
+    table. The rows are read as one struct array: Arrow looks the fields up in each dict itself."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -141,13 +101,31 @@ def story_table_batch(table: str, rows: Sequence[Mapping[str, Any]]) -> Any:
     return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(table))
 
 
-def write_frame(df: Any, directory: str | Path, table: str) -> None:
-    """One table as a directory (a path or URL) with one Parquet file (the layout Spark writes)."""
+def story_table(table: str, rows: Sequence[Mapping[str, Any]]) -> Any:
+    """``story_table_batch`` as a table."""
     import pyarrow as pa
+
+    return pa.Table.from_batches([story_table_batch(table, rows)])
+
+
+def to_frame(table: Any) -> Any:
+    """A table as the pandas frame the in-process engine hands on: nullable integers and
+    booleans, times as ``datetime64[ms]``, strings and lists as Python objects."""
+    import pandas as pd
+    import pyarrow as pa
+
+    df = table.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype()}.get)
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        if pa.types.is_list(column.type):  # to_pandas makes each list a numpy array
+            df[name] = pd.Series(column.to_pylist(), dtype="object", index=df.index)
+    return df
+
+
+def write_table(table: Any, directory: str | Path) -> None:
+    """One table as a directory (a path or URL) with one Parquet file (the layout Spark writes)."""
     import pyarrow.parquet as pq
 
     from kafka_rebalance.pipeline.io import join, write_file
 
-    arrow = pa.Table.from_pandas(df, schema=arrow_schema(table), preserve_index=False)
     with write_file(join(str(directory), "part-00000.parquet")) as (filesystem, path):
-        pq.write_table(arrow, path, filesystem=filesystem)
+        pq.write_table(table, path, filesystem=filesystem)

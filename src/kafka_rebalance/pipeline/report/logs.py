@@ -53,14 +53,27 @@ REPORT_COLUMNS = {
 
 
 def read_tables(directory: Any) -> dict[str, pd.DataFrame]:
-    """The logs tables written under ``directory`` (a path or URL; one Parquet directory each) as
-    pandas, with the columns the report shows (``REPORT_COLUMNS``). List columns stay Arrow
-    arrays (``pd.ArrowDtype``): the report reads them for a few groups' rows, and making a Python
-    list of every row costs more than the rest of the table."""
-    import pyarrow as pa
+    """The logs tables written under ``directory`` (a path or URL; one Parquet directory each),
+    as ``report_frames`` gives them (the Spark engine's; only the columns the report shows are
+    read)."""
     import pyarrow.parquet as pq
 
     from kafka_rebalance.pipeline.io import join, resolve
+
+    tables = {}
+    for name in LOG_TABLES:
+        columns = REPORT_COLUMNS.get(name)
+        filesystem, path = resolve(join(str(directory), name))
+        tables[name] = pq.read_table(path, columns=list(columns) if columns else None, filesystem=filesystem)
+    return report_frames(tables)
+
+
+def report_frames(tables: Mapping[str, Any]) -> dict[str, pd.DataFrame]:
+    """The tables the report reads (Arrow, either engine's) as pandas, with the columns it shows
+    (``REPORT_COLUMNS``). List columns stay Arrow arrays (``pd.ArrowDtype``): the report reads
+    them for a few groups' rows, and making a Python list of every row costs more than the rest
+    of the table."""
+    import pyarrow as pa
 
     def arrow_lists(kind: pa.DataType) -> Any:
         return pd.ArrowDtype(kind) if pa.types.is_list(kind) else None
@@ -68,9 +81,8 @@ def read_tables(directory: Any) -> dict[str, pd.DataFrame]:
     frames = {}
     for name in LOG_TABLES:
         columns = REPORT_COLUMNS.get(name)
-        filesystem, path = resolve(join(str(directory), name))
-        table = pq.read_table(path, columns=list(columns) if columns else None, filesystem=filesystem)
-        frames[name] = table.to_pandas(types_mapper=arrow_lists)
+        table = tables[name]
+        frames[name] = (table.select(list(columns)) if columns else table).to_pandas(types_mapper=arrow_lists)
     return frames
 
 
