@@ -48,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
             reader = readlog.SplitReader(split, 0, source, "default", syslog=syslog)
             records = sum(table.num_rows for table in reader.tables())
             read_s = time.process_time() - started
+            started = time.process_time()
             rows = list(exchange.read_split(split, 0, "default", source, 1, str(out / "events"),
                                             syslog=syslog))
             task_s = time.process_time() - started
