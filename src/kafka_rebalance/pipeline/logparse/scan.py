@@ -205,8 +205,8 @@ class HyperscanSearch:
     """The gate and fence phrases found in one hyperscan pass over the block, each line holding
     one reported once per kind at its end (in the order of the ends); a line passes the gate when
     it is reported as gated and holds no noise phrase. The noise phrases are looked for only in
-    the gated lines (``bytes.find`` within each): in hyperscan's pass they cost a third of its
-    time, as every noise line of the block is reported, most of them holding no gate phrase.
+    the gated lines (``bytes.find`` within each): in hyperscan's pass every noise line of the
+    block was reported, and the whole search took a fifth longer (``benchmarks/logs_gate.py``).
     Fence candidates are the lines holding a backtick or tilde fence mark, which every line
     ``layout.is_fence`` accepts holds (decoding never makes or eats an ASCII byte)."""
 
