@@ -73,14 +73,8 @@ class SplitFacts:
             else:
                 shape[0] += 1
             return
-        client = record.get("client_id")
-        if (record.get("side") == "client" and client and not record.get("group") and client not in last_group
-                and client not in self.unfilled):
-            self.unfilled[client] = None
-        before = last_group.get(client) if client else None
-        fill_client_group(record, last_group)
-        if client and record.get("group") and last_group.get(client) != before:
-            self.named_last[client] = last_group[client]
+        if record.get("side") == "client":
+            self._add_client(record, last_group)
         self.events += 1
         if record["side"] == "broker":
             self.broker_lines += 1
@@ -131,7 +125,8 @@ class SplitFacts:
         return table
 
     def _add_client(self, record: Event, last_group: dict[str, str]) -> None:
-        """``add``'s bookkeeping of a recognised client line (counted with the table)."""
+        """The bookkeeping of a recognised client line: its group filled (``fill_client_group``),
+        the clients still without one, and the group each client named last."""
         client = record.get("client_id")
         if not client:
             return
