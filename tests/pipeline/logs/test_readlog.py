@@ -20,7 +20,13 @@ from kafka_rebalance.pipeline.logparse import readlog
 from kafka_rebalance.pipeline.logparse.catalogue import MESSAGES
 from kafka_rebalance.pipeline.logparse.fastparse import MARKERS, parse_log4j, re2_plans
 from kafka_rebalance.pipeline.logparse.kinds import Side
-from kafka_rebalance.pipeline.logparse.parse import EVENT_COLUMNS, parse_line, parse_numbered, passes_gate
+from kafka_rebalance.pipeline.logparse.parse import (
+    EVENT_COLUMNS,
+    parse_line,
+    parse_numbered,
+    passes_gate,
+    plan_of,
+)
 from kafka_rebalance.pipeline.logparse.scan import ScanCounts, Split, plan_splits
 from kafka_rebalance.pipeline.logparse.split_facts import SplitFacts
 from tests.conftest import TEST_SYSLOG
@@ -146,3 +152,11 @@ def test_every_broker_message_is_read_by_re2() -> None:
     broker = [i for i, m in enumerate(MESSAGES) if m.side is Side.BROKER]
     assert all(re2_plans()[i] is not None for i in broker), [MESSAGES[i].pattern for i in broker
                                                                 if re2_plans()[i] is None]
+
+
+def test_prepare_makes_every_plan_a_worker_would_make_on_first_use() -> None:
+    """The plans are made lazily (a paste meets a few messages); ``prepare`` makes every one in
+    the worker daemon before it forks, and each message's regex and plan must build."""
+    readlog.prepare()
+    assert all(plan_of(index).message is message for index, message in enumerate(MESSAGES))
+    assert all(message.compiled().pattern == message.pattern for message in MESSAGES)

@@ -38,7 +38,11 @@ class Message:
     fixed: dict[str, str] = field(default_factory=dict)  # fields the wording itself implies
 
     def compiled(self) -> re.Pattern[str]:
-        return _COMPILED[self.pattern]
+        """The regex, compiled on first use: a paste reads a few of the messages."""
+        regex = _COMPILED.get(self.pattern)
+        if regex is None:
+            regex = _COMPILED[self.pattern] = re.compile(self.pattern)
+        return regex
 
 
 _GC = "core/src/main/scala/kafka/coordinator/group/GroupCoordinator.scala"
@@ -405,7 +409,7 @@ GATE_SUBSTRINGS: tuple[str, ...] = ("roup", "partitions ", "State transition", "
 # before the finer tests (the coordinator's offset expiry runs every few minutes on every broker).
 NOISE_SUBSTRINGS: tuple[str, ...] = ("expired offsets in", "TransactionCoordinator", "TransactionStateManager")
 
-_COMPILED: dict[str, re.Pattern[str]] = {m.pattern: re.compile(m.pattern) for m in MESSAGES}
+_COMPILED: dict[str, re.Pattern[str]] = {}
 
 LOGGER_SUFFIX = re.compile(r"\s\((?:kafka|org\.apache|state\.change|io\.confluent)[\w.$]*\)\s*$")
 BROKER_PREFIX = re.compile(r"\[GroupCoordinator (?:id=)?(?P<broker>\d+)(?: topic=__consumer_offsets partition=(?P<partition>\d+))?\]:? ")

@@ -217,25 +217,20 @@ def _re2_compiles(pattern: str) -> bool:
     return True
 
 
-@dataclass(frozen=True)
-class _Catalogue:
-    """Per message in catalogue order: its RE2 plan, or None (lines it claims go per line)."""
-
-    plans: tuple[Re2Plan | None, ...]
+# Per message in catalogue order: its RE2 plan, or None (lines it claims go per line); made
+# when a block first holds the message's marker (a paste meets a few messages).
+_RE2_PLANS: dict[int, Re2Plan | None] = {}
 
 
-_CATALOGUE: _Catalogue | None = None
-
-
-def _catalogue() -> _Catalogue:
-    global _CATALOGUE  # noqa: PLW0603 (built once per process, on first use: pyarrow is imported late)
-    if _CATALOGUE is None:
-        _CATALOGUE = _Catalogue(tuple(_re2_plan(i, m) for i, m in enumerate(MESSAGES)))
-    return _CATALOGUE
+def re2_plan(index: int) -> Re2Plan | None:
+    if index not in _RE2_PLANS:
+        _RE2_PLANS[index] = _re2_plan(index, MESSAGES[index])
+    return _RE2_PLANS[index]
 
 
 def re2_plans() -> tuple[Re2Plan | None, ...]:
-    return _catalogue().plans
+    """Every message's plan (a process that forks the readers makes them all first)."""
+    return tuple(re2_plan(index) for index in range(len(MESSAGES)))
 
 
 def log4j_times(text: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -285,10 +280,11 @@ def parse_log4j(lines: Any, markers: np.ndarray) -> tuple[dict[str, Any], np.nda
     stripped = pc.replace_substring_regex(text, LOGGER_SUFFIX_RE2, "")
     open_rows = eligible.copy()
     chunks: list[tuple[Re2Plan, np.ndarray, Any, Any]] = []
-    for message, plan in zip(MESSAGES, re2_plans(), strict=True):
+    for index, message in enumerate(MESSAGES):
         rows = np.flatnonzero(open_rows & markers[:, MARKERS.index(message.marker)])
         if not rows.size:
             continue
+        plan = re2_plan(index)
         candidates = stripped.take(pa.array(rows))
         holds = np.asarray(pc.match_substring(candidates, message.marker))
         if plan is None:  # read per line: so is every line this message may claim

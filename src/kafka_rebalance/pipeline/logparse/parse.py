@@ -93,12 +93,22 @@ class _Plan:
                                          if name in _LONGS and name != "time_ms"))
 
 
-_PLANS: tuple[_Plan, ...] = tuple(_Plan(message) for message in MESSAGES)
+# Each message's plan, made when a line first holds its marker (a paste meets a few messages).
+_PLANS: list[_Plan | None] = [None] * len(MESSAGES)
+_MESSAGE_MARKERS = tuple(enumerate(message.marker for message in MESSAGES))
+
+
+def plan_of(index: int) -> _Plan:
+    plan = _PLANS[index]
+    if plan is None:
+        plan = _PLANS[index] = _Plan(MESSAGES[index])
+    return plan
 
 
 def _match(text: str) -> tuple[_Plan, re.Match[str]] | None:
-    for plan in _PLANS:
-        if plan.marker in text:
+    for index, marker in _MESSAGE_MARKERS:
+        if marker in text:
+            plan = plan_of(index)
             match = plan.regex.search(text)
             if match is not None:
                 return plan, match

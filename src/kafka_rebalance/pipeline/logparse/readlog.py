@@ -22,10 +22,16 @@ from typing import Any
 
 import numpy as np
 
-from kafka_rebalance.pipeline.logparse.catalogue import GATE_SUBSTRINGS
+from kafka_rebalance.pipeline.logparse.catalogue import GATE_SUBSTRINGS, MESSAGES
 from kafka_rebalance.pipeline.logparse.fastparse import MARKERS, parse_log4j, re2_plans
 from kafka_rebalance.pipeline.logparse.layout import SyslogReference
-from kafka_rebalance.pipeline.logparse.parse import READ_ERRORS, RECORD_OPENINGS, LineError, parse_numbered
+from kafka_rebalance.pipeline.logparse.parse import (
+    READ_ERRORS,
+    RECORD_OPENINGS,
+    LineError,
+    parse_numbered,
+    plan_of,
+)
 from kafka_rebalance.pipeline.logparse.scan import (
     BLOCK_BYTES,
     ScanCounts,
@@ -104,10 +110,13 @@ def _phrase_search() -> _PhraseSearch | None:
 
 
 def prepare() -> None:
-    """Compile what the first large block would (the phrase search, the messages' RE2 plans):
-    for a process that forks the workers that read (``worker_daemon``)."""
+    """Compile what the blocks would, on first meeting each message (the phrase search, every
+    message's RE2 plan and per-line plan): for a process that forks the workers that read
+    (``worker_daemon``)."""
     _phrase_search()
     re2_plans()
+    for index in range(len(MESSAGES)):
+        plan_of(index)
 
 
 def _phrases_with_find(lines: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
