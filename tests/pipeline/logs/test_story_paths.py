@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_rebalance.pipeline.logparse import exchange
+from kafka_rebalance.pipeline.logparse import story
 from kafka_rebalance.pipeline.logparse.inputs import read_text_lines
 from kafka_rebalance.pipeline.logparse.kinds import COORDINATOR_KINDS
 from kafka_rebalance.pipeline.logparse.order import distinct_events, order_events
@@ -88,25 +88,25 @@ def parsed_groups() -> tuple[dict[tuple[str, str], list[dict]], dict[str, list[d
     return groups, moves
 
 
-@pytest.mark.parametrize("slice_rows", [1, 7, exchange.EVENT_SLICE_ROWS])
-def test_tell_bucket_tells_each_group_as_tell_does(monkeypatch: pytest.MonkeyPatch, slice_rows: int) -> None:
+@pytest.mark.parametrize("slice_rows", [1, 7, story.EVENT_SLICE_ROWS])
+def test_tell_sorted_tells_each_group_as_tell_does(monkeypatch: pytest.MonkeyPatch, slice_rows: int) -> None:
     import pyarrow as pa
     import pyarrow.compute as pc
 
     groups, moves = parsed_groups()
     records = [record for events in groups.values() for record in events]
-    table = pa.Table.from_pylist(records, schema=arrow_schema("events")).sort_by(exchange.SORT_KEYS)
+    table = pa.Table.from_pylist(records, schema=arrow_schema("events")).sort_by(story.SORT_KEYS)
     expected = []
     for (cluster, group), _ in sorted(groups.items()):
         part = table.filter(pc.and_(pc.equal(table["cluster"], cluster), pc.equal(table["group"], group)))
         expected.append(tell(cluster, group, part.to_pylist(), moves.get(cluster), DEFAULT_STORM_RULE))
-    monkeypatch.setattr(exchange, "EVENT_SLICE_ROWS", slice_rows)
+    monkeypatch.setattr(story, "EVENT_SLICE_ROWS", slice_rows)
     assert len(groups) > 5 and any(told["client_rebalances"] for told in expected)
-    assert list(exchange.tell_bucket(table, moves, DEFAULT_STORM_RULE)) == expected
+    assert list(story.tell_sorted(table, moves, DEFAULT_STORM_RULE)) == expected
 
 
-def test_tell_bucket_of_no_events() -> None:
-    assert list(exchange.tell_bucket(arrow_schema("events").empty_table(), {}, DEFAULT_STORM_RULE)) == []
+def test_tell_sorted_of_no_events() -> None:
+    assert list(story.tell_sorted(arrow_schema("events").empty_table(), {}, DEFAULT_STORM_RULE)) == []
 
 
 def test_story_tables_and_their_frames() -> None:

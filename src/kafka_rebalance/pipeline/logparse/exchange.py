@@ -22,7 +22,6 @@ a story task one bucket's events (``bucket_count`` keeps a bucket to about
 
 from __future__ import annotations
 
-import gc
 import json
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
@@ -38,13 +37,11 @@ from kafka_rebalance.pipeline.logparse.rows import Event
 from kafka_rebalance.pipeline.logparse.scan import Split
 from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES, arrow_schema, story_table_batch
 from kafka_rebalance.pipeline.logparse.split_facts import SplitFacts, move_fields
-from kafka_rebalance.pipeline.logparse.story import StormRule, StoryRows, story_events, story_tables, tell
+from kafka_rebalance.pipeline.logparse.story import SORT_KEYS, StormRule, StoryRows, story_tables, tell_sorted
 
 ARROW_BATCH_ROWS = 10_000
 STORY_BATCH_ROWS = 20_000
-EVENT_SLICE_ROWS = 4096
 BUCKET_INPUT_BYTES = 512 * 1024 * 1024
-SORT_KEYS = [("cluster", "ascending"), ("group", "ascending"), ("source", "ascending"), ("seq", "ascending")]
 
 
 def bucket_count(total_bytes: int, parallelism: int) -> int:
@@ -333,45 +330,6 @@ def tell_received(rows: Iterable[Routed], rule: StormRule, buckets: int, events_
         yield None, facts
 
 
-def tell_bucket(table: Any, moves: dict[str, list[Event]], rule: StormRule) -> Iterator[StoryRows]:
-    """One sorted bucket -> the story of each group in it (``story.tell``), in order.
-
-    Events become dicts a slice of whole groups at a time (about ``EVENT_SLICE_ROWS``): whole
-    columns to Python at once (``to_pylist`` per group cost more than telling the stories),
-    without holding a whole bucket of dicts (memory, and every full garbage collection would
-    walk them).
-
-    Python's cycle collector is paused meanwhile: the stories make no reference cycles (plain
-    reference counting frees what they drop), but the rows kept for the story tables' batches
-    made it walk the whole heap again and again (a fifth of the story's CPU time)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield from _tell_slices(table, moves, rule)
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-def _tell_slices(table: Any, moves: dict[str, list[Event]], rule: StormRule) -> Iterator[StoryRows]:
-    count = table.num_rows
-    clusters = table.column("cluster").to_pylist()
-    groups = table.column("group").to_pylist()
-    starts = [i for i in range(1, count) if groups[i] != groups[i - 1] or clusters[i] != clusters[i - 1]]
-    starts = [0, *starts, count] if count else []
-    first = 0
-    while first < len(starts) - 1:
-        last = first + 1
-        while last < len(starts) - 1 and starts[last] - starts[first] < EVENT_SLICE_ROWS:
-            last += 1
-        offset = starts[first]
-        events = story_events(table.slice(offset, starts[last] - offset))
-        for start, end in zip(starts[first:last], starts[first + 1:last + 1], strict=True):
-            yield tell(clusters[start], groups[start], events[start - offset:end - offset],
-                       moves.get(clusters[start]), rule)
-        first = last
-
-
 class StoryParts:
     """One part file per story table (``<table>/part-<name>.parquet``, a path or URL), written
     batch by batch (``pipeline.io.write_file``: a retried task writes the same names again)."""
@@ -417,6 +375,6 @@ class StoryParts:
 
 def tell_into(table: Any, moves: dict[str, list[Event]], rule: StormRule, parts: StoryParts) -> None:
     """One sorted bucket's stories into ``parts``."""
-    for told in tell_bucket(table, moves, rule):
+    for told in tell_sorted(table, moves, rule):
         parts.add(told)
     parts.close()

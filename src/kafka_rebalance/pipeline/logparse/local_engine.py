@@ -1,13 +1,14 @@
 """The in-process engine of ``kafka-rebalance logs`` (a paste, a few files of an incident):
 every input read and parsed in order, each group's story told, every table built in Arrow as
 the Spark engine's story tasks build theirs (``schemas.story_table_batch``); the same parser,
-split bookkeeping (``split_facts``) and story the Spark engine runs."""
+split bookkeeping (``split_facts``) and story (``story.tell_sorted``, over all the events at
+once as a story task over its bucket) the Spark engine runs."""
 
 from __future__ import annotations
 
 import sys
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -23,10 +24,10 @@ from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES, arrow_schema
 from kafka_rebalance.pipeline.logparse.split_facts import SplitFacts, unrecognised_rows
 from kafka_rebalance.pipeline.logparse.story import (
     DEFAULT_STORM_RULE,
+    SORT_KEYS,
     StormRule,
-    story_events,
     story_tables,
-    tell,
+    tell_sorted,
 )
 
 
@@ -56,8 +57,8 @@ def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM
     ``on_read`` is told the bytes read, block by block (for a progress bar); ``syslog`` places
     year-less times (``layout.SyslogReference``)."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
-    by_group: dict[tuple[str, str], list[Event]] = defaultdict(list)
     moves: dict[str, list[Event]] = defaultdict(list)
     read: list[SplitFacts] = []
     coverage: list[CoverageRow] = []
@@ -78,10 +79,7 @@ def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM
             unreadable.append((source, f"unreadable: {exc}"))
         facts = reader.facts
         facts.lines = reader.counts.lines
-        for block in blocks:
-            parsed.append(block)
-            for key, event in events_by_group(block):
-                by_group[key].append(event)
+        parsed.extend(blocks)
         read.append(facts)
         moves[cluster].extend(facts.moves)
         samples.extend(s.rstrip("\n") for s in reader.head if s.strip())
@@ -89,32 +87,23 @@ def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM
                          "broker_lines": facts.broker_lines, "client_lines": facts.client_lines,
                          "unrecognised_lines": facts.unrecognised_lines,
                          "first_ms": facts.first_ms, "last_ms": facts.last_ms})
+    events = pa.concat_tables(parsed) if parsed else arrow_schema("events").empty_table()
+    # What the stories read (as a Spark story task reads its bucket): the recognised events
+    # naming a group, with their line numbers (the evidence's ``file:line``), in story order.
+    group = events.column("group")
+    told = events.filter(pc.and_(events.column("kind").is_valid(), pc.fill_null(pc.not_equal(group, ""), False)))
+    told = told.append_column("line_no", pc.add(told.column("seq"), 1)).sort_by(SORT_KEYS)
     rows: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     findings: list[GroupFindings] = []
-    for (cluster, group), events in sorted(by_group.items()):
-        told = tell(cluster, group, events, moves.get(cluster), rule)
-        for table, table_rows in story_tables(told):
+    for story in tell_sorted(told, moves, rule):
+        for table, table_rows in story_tables(story):
             rows[table].extend(table_rows)
-        findings.extend(told["findings"])
+        findings.extend(story["findings"])
     tables: dict[str, Any] = {table: story_table(table, rows.get(table, [])) for table in STORY_TABLES}
     # each input's shapes in the order it was first given (as they were counted)
     tables["unrecognised"] = story_table("unrecognised",
                                          unrecognised_rows(read, list(dict.fromkeys(s for s, _ in inputs))))
-    tables["events"] = pa.concat_tables(parsed) if parsed else arrow_schema("events").empty_table()
-    return LocalResult(tables, findings, coverage, sum(f.events for f in read), len(by_group),
+    tables["events"] = events
+    return LocalResult(tables, findings, coverage, sum(f.events for f in read), len(findings),
                        sum(f.lines for f in read), samples[:5], unreadable)
 
-
-def events_by_group(table: Any) -> Iterator[tuple[tuple[str, str], Event]]:
-    """The events of a table that a group's story reads (recognised, naming a group), as the
-    story reads them (``story.story_events``), each with its group and ``line_no`` (the line's
-    number, for the story's ``file:line`` evidence)."""
-    import pyarrow.compute as pc
-
-    group = table.column("group")
-    told = table.filter(pc.and_(table.column("kind").is_valid(), pc.fill_null(pc.not_equal(group, ""), False)))
-    keys = zip(told.column("cluster").to_pylist(), told.column("group").to_pylist(),
-               pc.add(told.column("seq"), 1).to_pylist(), strict=True)
-    for event, (cluster, group_name, line_no) in zip(story_events(told), keys, strict=True):
-        event["line_no"] = line_no
-        yield (cluster, group_name), event
