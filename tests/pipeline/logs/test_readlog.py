@@ -172,3 +172,10 @@ def test_a_block_uses_hyperscan_once_compiled_and_when_it_pays_to_compile_it() -
     assert readlog.SEARCH_FROM_LINES <= 1000
     readlog.prepare()
     assert readlog.phrase_search_for(1) is not None
+
+
+@given(st.binary(max_size=300))
+def test_unusual_bytes_are_those_outside_printable_ascii_tab_and_newline(data: bytes) -> None:
+    plain = set(range(0x20, 0x7F)) | {0x09, 0x0A}
+    expected = [at for at, byte in enumerate(data) if byte not in plain]
+    assert readlog.unusual_bytes(np.frombuffer(data, np.uint8)).tolist() == expected
