@@ -22,6 +22,7 @@ from kafka_rebalance.pipeline.logparse.scan import (
     Search,
     Split,
     plan_splits,
+    scan_blocks,
 )
 from tests.conftest import TEST_SYSLOG
 from tests.pipeline.logs.line_reader import scan
@@ -291,3 +292,20 @@ def test_splits_are_packed_into_tasks_of_about_equal_bytes():
     loads = sorted(sum((s.end or sizes[s.path]) - s.start for s in t) for t in tasks)
     assert loads == [500, 500, 1000] or max(loads) - min(loads) <= 500
     assert pack_splits([Split("a.log")], {"a.log": 5}, 8) == [[Split("a.log")]]
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=byte_logs(), split_bytes=st.sampled_from([17, 64, 300, 10**9]), block_bytes=st.integers(1, 120))
+def test_lines_are_counted_alike_with_the_newlines_found_or_not(tmp_path_factory, data, split_bytes, block_bytes):
+    """The local engine asks for the blocks' newlines (its line numbers) and counts lines from
+    them; the Spark engine counts them alone: the same count, and the newlines where they are."""
+    path = tmp_path_factory.mktemp("log") / "server.log"
+    path.write_bytes(data)
+    for split in plan_splits([(str(path), len(data))], split_bytes):
+        counted, found = ScanCounts(), ScanCounts()
+        for _ in scan_blocks(split, counted, block_bytes=block_bytes):
+            pass
+        for scanned in scan_blocks(split, found, block_bytes=block_bytes, newlines=True):
+            block = bytes(scanned.block[:scanned.size])
+            assert scanned.newlines.tolist() == [at for at, byte in enumerate(block) if byte == 10]
+        assert found.lines == counted.lines

@@ -183,13 +183,13 @@ class SplitReader:
     def tables(self) -> Iterator[Any]:
         held: list[tuple[int, str, bool]] = []  # per-line items waiting for a line of the next block
         lines_before = 0
-        for scanned in scan_blocks(self.split, self.counts, data=self.data, block_bytes=self.block_bytes):
+        for scanned in scan_blocks(self.split, self.counts, data=self.data, block_bytes=self.block_bytes,
+                                   newlines=self.line_numbers):
             if self.on_read is not None:
                 self.on_read(scanned.size)
             if scanned.offset == 0:
                 self.head = _first_lines(scanned.block, scanned.size, HEAD_LINES)
-            newlines = np.flatnonzero(np.frombuffer(scanned.block, np.uint8, count=scanned.size) == 10) \
-                if self.line_numbers else None
+            newlines = scanned.newlines
             items, fast, waiting_from = self._block(scanned, newlines, lines_before, held)
             if newlines is not None:
                 lines_before += len(newlines)
