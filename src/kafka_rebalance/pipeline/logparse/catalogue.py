@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from kafka_rebalance.pipeline.logparse.kinds import EventKind, Library, Side
 
@@ -426,4 +427,11 @@ def client_of(member: str | None) -> str | None:
     stays the same when a consumer process rejoins with a new member id."""
     if not member:
         return member
+    return _client_of(member)
+
+
+@lru_cache(maxsize=1 << 16)
+def _client_of(member: str) -> str:
+    """Cached: a story asks for the client of each member at each of its lines (a regex
+    substitution costs about 0.5 us, a cache hit a fifth of that)."""
     return MEMBER_UUID_SUFFIX.sub("", member)
