@@ -290,20 +290,25 @@ def parse_log4j(lines: Any, markers: np.ndarray) -> tuple[dict[str, Any], np.nda
         if plan is None:  # read per line: so is every line this message may claim
             open_rows[rows[holds]] = False
             continue
-        holds_rows = np.flatnonzero(holds)
-        candidates = candidates.take(pa.array(holds_rows))
-        rows = rows[holds_rows]
+        # (Most masks below hold for every line: the arrays are then kept, not copied.)
+        if not holds.all():
+            holds_rows = np.flatnonzero(holds)
+            candidates = candidates.take(pa.array(holds_rows))
+            rows = rows[holds_rows]
         unmatched = np.ones(len(rows), bool)
         if plan.lead:
             lengths = np.asarray(pc.utf8_length(candidates), np.int64)
             starts = np.asarray(pc.find_substring(candidates, plan.lead), np.int64)
             present = np.flatnonzero(starts >= 0)
             if present.size:
-                found = candidates.take(pa.array(present))
+                found = candidates if present.size == len(rows) else candidates.take(pa.array(present))
                 at = starts[present]
                 extracted = pc.extract_regex(_spans(found, at, lengths[present]), plan.anchored)
                 matched = np.asarray(extracted.is_valid())
-                if matched.any():
+                if matched.all():
+                    unmatched[present] = False
+                    chunks.append((plan, rows[present], extracted, _spans(found, np.zeros(len(present), np.int64), at)))
+                elif matched.any():
                     chosen = present[matched]
                     unmatched[chosen] = False
                     prefixes = _spans(found.filter(pa.array(matched)), np.zeros(len(chosen), np.int64), at[matched])
@@ -318,9 +323,15 @@ def parse_log4j(lines: Any, markers: np.ndarray) -> tuple[dict[str, Any], np.nda
                 unmatched[rest[matched]] = False
         open_rows[rows[~unmatched]] = False
     # A line whose message starts inside its time is read per line (``find_time`` reads the prefix).
-    chunks = [(plan, rows[keep], extracted.filter(pa.array(keep)), prefixes.filter(pa.array(keep)))
-              for plan, rows, extracted, prefixes in chunks
-              if (keep := np.asarray(pc.greater_equal(pc.utf8_length(prefixes), LOG4J_TIME_CHARS + 1))).any()]
+    kept = []
+    for plan, rows, extracted, prefixes in chunks:
+        keep = np.asarray(pc.greater_equal(pc.utf8_length(prefixes), LOG4J_TIME_CHARS + 1))
+        if keep.all():
+            kept.append((plan, rows, extracted, prefixes))
+        elif keep.any():
+            mask = pa.array(keep)
+            kept.append((plan, rows[keep], extracted.filter(mask), prefixes.filter(mask)))
+    chunks = kept
     if not chunks:
         return {}, np.flatnonzero(taken)
     order = np.concatenate([rows for _, rows, _, _ in chunks])
