@@ -18,6 +18,7 @@ from kafka_rebalance.pipeline.logparse.inputs import input_clusters
 from kafka_rebalance.pipeline.logparse.local_engine import analyse_local
 from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES
 from tests.conftest import TEST_SYSLOG
+from tests.pipeline.logs.frames import frames_of
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 EXCERPTS = sorted(str(p) for p in (DATA / "excerpts").iterdir() if p.name != "expected.json")
@@ -53,7 +54,7 @@ def rows_of(frames: dict[str, pd.DataFrame], cluster: str, *, skip: dict[str, tu
 
 def analyse(files: list[str]) -> dict[str, pd.DataFrame]:
     labels = input_clusters(files)
-    return analyse_local([(name, labels[name]) for name in files], syslog=TEST_SYSLOG).frames
+    return frames_of(analyse_local([(name, labels[name]) for name in files], syslog=TEST_SYSLOG))
 
 
 @cache
@@ -105,7 +106,7 @@ def test_inputs_labelled_one_cluster_complete_each_others_story():
     is in the combined story (the consumer's own rebalance becomes the broker's, with its cause)."""
     files = [str(DATA / "logs" / "broker-3.9.log"), str(DATA / "logs" / "spring-boot-billing.log")]
     labels = {name: "shop" for name in files}
-    combined = _keys(rows_of(analyse_local([(name, "shop") for name in files], syslog=TEST_SYSLOG).frames, "shop"))
+    combined = _keys(rows_of(frames_of(analyse_local([(name, "shop") for name in files], syslog=TEST_SYSLOG)), "shop"))
     assert labels
     combined_generations = {group: generation for group, generation in combined["rebalances"]}
     for path in files:

@@ -19,6 +19,7 @@ from kafka_rebalance.pipeline.logparse.scan import plan_splits
 from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES
 from kafka_rebalance.pipeline.logparse.story import DEFAULT_STORM_RULE
 from tests.conftest import TEST_SYSLOG
+from tests.pipeline.logs.frames import frames_of
 
 LOGS = Path(__file__).resolve().parents[2] / "data" / "logs"
 # librdkafka's JoinGroup response names no group: before any line of its client names one, it
@@ -60,10 +61,10 @@ def test_the_story_tasks_fill_a_chain_that_crosses_splits(tmp_path, split_bytes,
     local = analyse_local([(source, "default")], syslog=TEST_SYSLOG)
 
     spark_events = _events(pq.read_table(tmp_path / "events").to_pylist())
-    local_events = _events(local.frames["events"].to_dict("records"))
+    local_events = _events(frames_of(local)["events"].to_dict("records"))
     assert spark_events == local_events
     groups = [(row[1], row[2]) for row in spark_events if row[0] == "client_joined"]
     assert (None, "rdkafka#consumer-1") in groups and ("pricing", "rdkafka#consumer-1") in groups
     assert sorted(findings) == sorted(json.dumps(finding, default=str) for finding in local.findings)
     rebalances = pq.read_table(tmp_path / "client_rebalances").to_pylist()
-    assert len(rebalances) == len(local.frames["client_rebalances"]) > 0
+    assert len(rebalances) == len(frames_of(local)["client_rebalances"]) > 0

@@ -31,6 +31,7 @@ from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES
 from kafka_rebalance.pipeline.logparse.story import tell
 from kafka_rebalance.pipeline.report.logs import END_NOT_IN_THE_LOG, STARTED_BEFORE_THE_LOG
 from tests.conftest import TEST_SYSLOG
+from tests.pipeline.logs.frames import frames_of
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 EDGES = DATA / "excerpts-edges"
@@ -69,11 +70,11 @@ def test_the_edge_excerpts_cover_both_protocols_from_0_10_to_4():
 def test_each_edge_excerpt_tells_what_its_lines_prove(name):
     expected = EXPECTED[name]
     result = analysed(name)
-    rebalances = result.frames["rebalances"].sort_values("start")
+    rebalances = frames_of(result)["rebalances"].sort_values("start")
     told = [[row["group"], _value(row["old_generation"]), _value(row["generation"]), row["outcome"],
              bool(row["start_known"]), _value(row["duration_ms"])] for row in rebalances.to_dict("records")]
     assert told == expected["rebalances"]
-    causes = {(row["group"], _value(row["generation"]), row["cause"]) for row in result.frames["causes"].to_dict("records")}
+    causes = {(row["group"], _value(row["generation"]), row["cause"]) for row in frames_of(result)["causes"].to_dict("records")}
     assert causes == {tuple(cause) for cause in expected["causes"]}
     assert {item.rule for item in advise(result.findings)} == set(expected["advice"])
 
@@ -83,7 +84,7 @@ def test_a_rebalance_that_started_before_the_log_has_no_length_and_no_part_in_th
     (finding,) = result.findings
     # 3.015 s of the one complete rebalance; the first, seen from its Stabilized line on, is not a 0.0 s one
     assert finding["median_duration_ms"] == finding["max_duration_ms"] == 3015
-    first = result.frames["rebalances"].sort_values("start").iloc[0]
+    first = frames_of(result)["rebalances"].sort_values("start").iloc[0]
     assert not first["start_known"] and pd.isna(first["duration_ms"])
 
 
@@ -135,7 +136,7 @@ def test_later_generations_complete_rebalances_whose_closing_line_is_missing():
 
 def test_a_refused_write_to_consumer_offsets_is_the_cause_and_the_advice_names_the_settings():
     result = analysed("03-broker-3.6-not-enough-replicas.log")
-    causes = result.frames["causes"]
+    causes = frames_of(result)["causes"]
     storage = causes[causes["cause"] == "storage_error"].iloc[0]
     assert any("NotEnoughReplicasException" in line for line in storage["evidence"])
     assert any("when storing group assignment during SyncGroup" in line for line in storage["evidence"])
@@ -152,7 +153,7 @@ def test_the_refused_write_line_and_its_exception_are_one_event_at_the_error_lin
 
 def test_the_new_coordinators_load_and_unload_lines_are_a_coordinator_move():
     result = analysed("08-broker-4.0-coordinator-moved.log")
-    causes = result.frames["causes"]
+    causes = frames_of(result)["causes"]
     (moved,) = causes[causes["cause"] == "coordinator_moved"].to_dict("records")
     lines = " ".join(moved["evidence"])
     assert "Scheduling unloading of metadata for __consumer_offsets-18" in lines
@@ -173,7 +174,7 @@ def test_each_protocols_advice_is_listed_under_its_own_title():
 
 def test_not_coordinator_told_to_a_client_is_a_cause_with_advice():
     result = analysed("05-broker-and-consumer-3.5-not-coordinator.log")
-    causes = result.frames["causes"]
+    causes = frames_of(result)["causes"]
     (row,) = causes[causes["cause"] == "coordinator_error"].to_dict("records")
     assert row["generation"] == 21 and "NOT_COORDINATOR" in row["evidence"][0]
     assert "coordinator-errors" in {a.rule for a in advise(result.findings)}
@@ -195,7 +196,7 @@ def test_kip848_groups_are_told_and_advised_in_their_own_settings(name):
     (storms,) = [a for a in items if a.rule == "storms"]
     assert "group.consumer.assignors" in storms.advice
     # members joining, leaving and fenced, each with the epoch it caused
-    rows = result.frames["rebalances"].sort_values("start").to_dict("records")
+    rows = frames_of(result)["rebalances"].sort_values("start").to_dict("records")
     told = [(list(r["joined_members"]), list(r["left_members"]), list(r["failed_members"])) for r in rows]
     if name.startswith("06"):
         assert told == [(["Ab12cD34eF56gH78iJ90kA"], [], []), ([], [], ["Xy98wV76uT54sR32qP10oA"]),
@@ -284,7 +285,7 @@ def test_spark_tells_the_edge_excerpts_as_the_local_engine_does(spark, tmp_path)
 
     files = sorted(str(p) for p in EDGES.iterdir() if p.name != "expected.json")
     run_logs(spark, files, str(tmp_path / "out"), engine="spark", progress=False, syslog=TEST_SYSLOG)
-    local = analyse_local([(path, input_clusters([path])[path]) for path in files], syslog=TEST_SYSLOG).frames
+    local = frames_of(analyse_local([(path, input_clusters([path])[path]) for path in files], syslog=TEST_SYSLOG))
     for table in STORY_TABLES:
         on_spark = pd.read_parquet(tmp_path / "out" / table)
         columns = [c for c in local[table].columns if c != "evidence_sources"]  # file:line: local only

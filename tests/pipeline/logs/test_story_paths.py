@@ -18,10 +18,11 @@ from kafka_rebalance.pipeline.logparse.inputs import read_text_lines
 from kafka_rebalance.pipeline.logparse.kinds import COORDINATOR_KINDS
 from kafka_rebalance.pipeline.logparse.order import distinct_events, order_events
 from kafka_rebalance.pipeline.logparse.parse import parse_lines
-from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES, arrow_schema, story_table, to_frame
+from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES, arrow_schema, story_table
 from kafka_rebalance.pipeline.logparse.split_facts import fill_client_group
 from kafka_rebalance.pipeline.logparse.story import DEFAULT_STORM_RULE, tell
 from tests.conftest import TEST_SYSLOG
+from tests.pipeline.logs.frames import to_frame
 
 LOGS = Path(__file__).resolve().parents[2] / "data" / "logs"
 # What makes two lines the same line (order.distinct_events)

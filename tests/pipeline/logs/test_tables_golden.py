@@ -54,9 +54,10 @@ def local_tables() -> dict[str, dict[str, Any]]:
     from kafka_rebalance.pipeline.logparse.inputs import input_clusters
     from kafka_rebalance.pipeline.logparse.local_engine import analyse_local
     from tests.conftest import TEST_SYSLOG
+    from tests.pipeline.logs.frames import frames_of
 
     labels = input_clusters(INPUTS)
-    frames = analyse_local([(name, labels[name]) for name in INPUTS], syslog=TEST_SYSLOG).frames
+    frames = frames_of(analyse_local([(name, labels[name]) for name in INPUTS], syslog=TEST_SYSLOG))
     out = {}
     for table in TABLES:
         frame = frames[table]

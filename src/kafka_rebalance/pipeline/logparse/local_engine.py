@@ -10,7 +10,6 @@ import sys
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 from kafka_rebalance.pipeline.logparse.findings import GroupFindings
@@ -20,7 +19,7 @@ from kafka_rebalance.pipeline.logparse.parse import READ_ERRORS
 from kafka_rebalance.pipeline.logparse.readlog import SplitReader
 from kafka_rebalance.pipeline.logparse.rows import CoverageRow, Event
 from kafka_rebalance.pipeline.logparse.scan import Split
-from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES, arrow_schema, story_table, to_frame
+from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES, arrow_schema, story_table
 from kafka_rebalance.pipeline.logparse.split_facts import SplitFacts, unrecognised_rows
 from kafka_rebalance.pipeline.logparse.story import (
     DEFAULT_STORM_RULE,
@@ -43,11 +42,6 @@ class LocalResult:
     lines_read: int
     samples: list[str] = field(default_factory=list)
     unreadable: list[tuple[str, str]] = field(default_factory=list)
-
-    @cached_property
-    def frames(self) -> dict[str, Any]:
-        """Every table as a pandas frame (``schemas.to_frame``), for the report."""
-        return {name: to_frame(table) for name, table in self.tables.items()}
 
 
 def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM_RULE, stdin_text: str | None = None,

@@ -297,7 +297,7 @@ class ScannedBlock:
 def scan_blocks(split: Split, counts: ScanCounts, *, search: Search | None = None, block_bytes: int = BLOCK_BYTES,
                 data: bytes | None = None, newlines: bool = False) -> Iterator[ScannedBlock]:
     """The blocks of ``split`` (or of ``data``, a paste's bytes) with their gated lines
-    (``scan``'s reading, block by block), and where their newlines are if ``newlines``: the
+    (the gated lines of each block), and where their newlines are if ``newlines``: the
     blocks after the split's end only while the consumer wants a line from them."""
     search = search if search is not None else SEARCH
     with _open(split.path) if data is None else io.BytesIO(data) as fh:

@@ -1,6 +1,6 @@
 """The output tables of ``kafka-rebalance logs``: their columns and types, one schema per table
 that both engines write (as a pyarrow schema; both turn the story's rows into Arrow batches of
-it, ``story_table_batch``; the report reads pandas frames of them). ``member_events.source``
+it, ``story_table_batch``; the report reads pandas frames of them, ``report.logs.report_frames``). ``member_events.source``
 says how a member event was learnt: from its own ``line``, or from the ``reason`` of a
 rebalance that names the member; ``input`` is the file.
 ``rebalances.during`` lists what happened while a rebalance was open (members that failed,
@@ -107,19 +107,6 @@ def story_table(table: str, rows: Sequence[Mapping[str, Any]]) -> Any:
     import pyarrow as pa
 
     return pa.Table.from_batches([story_table_batch(table, rows)])
-
-
-def to_frame(table: Any) -> Any:
-    """A table as the pandas frame the in-process engine hands on: nullable integers and
-    booleans, times as ``datetime64[ms]``, strings and lists as Python objects."""
-    import pandas as pd
-    import pyarrow as pa
-
-    df = table.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype()}.get)
-    for name, column in zip(table.column_names, table.columns, strict=True):
-        if pa.types.is_list(column.type):  # to_pandas makes each list a numpy array
-            df[name] = pd.Series(column.to_pylist(), dtype="object", index=df.index)
-    return df
 
 
 def write_table(table: Any, directory: str | Path) -> None:
