@@ -296,9 +296,9 @@ class ScannedBlock:
 
 def scan_blocks(split: Split, counts: ScanCounts, *, search: Search | None = None, block_bytes: int = BLOCK_BYTES,
                 data: bytes | None = None, newlines: bool = False) -> Iterator[ScannedBlock]:
-    """The blocks of ``split`` (or of ``data``, a paste's bytes) with their gated lines
-    (the gated lines of each block), and where their newlines are if ``newlines``: the
-    blocks after the split's end only while the consumer wants a line from them."""
+    """The blocks of ``split`` (or of ``data``, a paste's bytes) with their gated lines, and
+    where their newlines are if ``newlines``: the blocks after the split's end only while the
+    consumer wants a line from them."""
     search = search if search is not None else SEARCH
     with _open(split.path) if data is None else io.BytesIO(data) as fh:
         base = _start_of_next_line(fh, split.start) if split.start > 0 else 0
