@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from kafka_rebalance.pipeline.logparse.kinds import EventKind, Library, Side
 
@@ -40,10 +40,7 @@ class Message:
 
     def compiled(self) -> re.Pattern[str]:
         """The regex, compiled on first use: a paste reads a few of the messages."""
-        regex = _COMPILED.get(self.pattern)
-        if regex is None:
-            regex = _COMPILED[self.pattern] = re.compile(self.pattern)
-        return regex
+        return _compiled(self.pattern)
 
 
 _GC = "core/src/main/scala/kafka/coordinator/group/GroupCoordinator.scala"
@@ -410,7 +407,10 @@ GATE_SUBSTRINGS: tuple[str, ...] = ("roup", "partitions ", "State transition", "
 # before the finer tests (the coordinator's offset expiry runs every few minutes on every broker).
 NOISE_SUBSTRINGS: tuple[str, ...] = ("expired offsets in", "TransactionCoordinator", "TransactionStateManager")
 
-_COMPILED: dict[str, re.Pattern[str]] = {}
+@cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
 
 LOGGER_SUFFIX = re.compile(r"\s\((?:kafka|org\.apache|state\.change|io\.confluent)[\w.$]*\)\s*$")
 BROKER_PREFIX = re.compile(r"\[GroupCoordinator (?:id=)?(?P<broker>\d+)(?: topic=__consumer_offsets partition=(?P<partition>\d+))?\]:? ")

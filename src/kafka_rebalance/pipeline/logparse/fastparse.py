@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -217,15 +218,11 @@ def _re2_compiles(pattern: str) -> bool:
     return True
 
 
-# Per message in catalogue order: its RE2 plan, or None (lines it claims go per line); made
-# when a block first holds the message's marker (a paste meets a few messages).
-_RE2_PLANS: dict[int, Re2Plan | None] = {}
-
-
+@cache
 def re2_plan(index: int) -> Re2Plan | None:
-    if index not in _RE2_PLANS:
-        _RE2_PLANS[index] = _re2_plan(index, MESSAGES[index])
-    return _RE2_PLANS[index]
+    """The RE2 plan of message ``index`` (catalogue order), or None (lines it claims go per
+    line): made when a block first holds the message's marker (a paste meets a few messages)."""
+    return _re2_plan(index, MESSAGES[index])
 
 
 def re2_plans() -> tuple[Re2Plan | None, ...]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import zlib
 from collections.abc import Iterable, Iterator
+from functools import cache
 from typing import Any, cast
 
 from kafka_rebalance.pipeline.logparse import layout
@@ -93,16 +94,14 @@ class _Plan:
                                          if name in _LONGS and name != "time_ms"))
 
 
-# Each message's plan, made when a line first holds its marker (a paste meets a few messages).
-_PLANS: list[_Plan | None] = [None] * len(MESSAGES)
 _MESSAGE_MARKERS = tuple(enumerate(message.marker for message in MESSAGES))
 
 
+@cache
 def plan_of(index: int) -> _Plan:
-    plan = _PLANS[index]
-    if plan is None:
-        plan = _PLANS[index] = _Plan(MESSAGES[index])
-    return plan
+    """Message ``index``'s plan, made when a line first holds its marker (a paste meets a few
+    messages)."""
+    return _Plan(MESSAGES[index])
 
 
 def _match(text: str) -> tuple[_Plan, re.Match[str]] | None:
