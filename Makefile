@@ -33,12 +33,12 @@ run: setup
 test: setup
 	$(VENV)/bin/ruff check src tests benchmarks
 	@$(PY) -m mypy > .mypy.out 2>&1 & mypy=$$!; \
-	$(PY) -m pytest -q -n 2 --dist loadfile --durations=25; tests=$$?; \
+	$(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=25; tests=$$?; \
 	wait $$mypy; typed=$$?; cat .mypy.out; rm -f .mypy.out; \
 	exit $$(( tests || typed ))
 
 test-fast: setup
-	$(PY) -m pytest -q -n 2 --dist loadfile -m "$(FAST)" --durations=10
+	$(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder -m "$(FAST)" --durations=10
 
 bench: setup
 	$(PY) -m pip install --quiet -e '.[bench]'

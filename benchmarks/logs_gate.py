@@ -22,6 +22,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -44,7 +45,7 @@ def line_array(data: bytes) -> pa.Array:
     return pa.Array.from_buffers(pa.string(), len(newlines), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
-def product(search: Callable[..., tuple[list[tuple[int, int]], object]]) -> Callable[[bytes], int]:
+def product(search: Callable[..., tuple[Any, object]]) -> Callable[[bytes], int]:
     def gate(data: bytes) -> int:
         gated, _ = search(data, len(data), len(data))
         return len(gated)

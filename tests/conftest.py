@@ -61,3 +61,27 @@ def pytest_itemcollected(item: pytest.Item) -> None:
 # starts its own. (``--dist loadgroup`` with ``xdist_group`` markers would keep them on one worker,
 # but pytest-xdist 3.8 tags a test's group on a node id that pytest 9 no longer reads: no group
 # was ever formed.)
+
+# With ``--no-loadscope-reorder`` (the Makefile's), files are dealt to the workers in collection
+# order, each to the first worker free (by default pytest-xdist deals the files with the most
+# tests first). The files that start a cluster, a JVM or a broker take 10-100 s each; dealt last,
+# one of them ran alone on one worker while the other sat idle. So they are dealt first, the
+# longest kinds first, and the short files even the two workers out at the end.
+_DEALT_FIRST = ("cluster", "spark", "broker", "s3", "slow")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank: dict[str, int] = {}
+    first_seen: dict[str, int] = {}
+    for index, item in enumerate(items):
+        path = item.nodeid.split("::", 1)[0]
+        names = {mark.name for mark in item.iter_markers()}
+        kind = min((at for at, name in enumerate(_DEALT_FIRST) if name in names), default=len(_DEALT_FIRST))
+        rank[path] = min(rank.get(path, kind), kind)
+        first_seen.setdefault(path, index)
+
+    def dealt(item: pytest.Item) -> tuple[int, int]:
+        path = item.nodeid.split("::", 1)[0]
+        return rank[path], first_seen[path]
+
+    items.sort(key=dealt)

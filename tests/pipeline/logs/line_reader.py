@@ -40,7 +40,7 @@ def scan(split: Split, counts: ScanCounts | None = None, *, search: Search | Non
                 gated = owned and passes_gate_bytes(block[start:end])
                 if not gated and not gated_fence_before(block, start, owned_end):
                     yield offset + start, decode(block[start:end]), owned
-        gated_lines = scanned.gated
+        gated_lines = scanned.gated.tolist()
         for index, (start, end) in enumerate(gated_lines):
             yield offset + start, decode(block[start:end]), True
             follower = first_line(block, end + 1, size, scanned.fence_ends)

@@ -37,9 +37,11 @@ from kafka_rebalance.pipeline.logparse.scan import (
     ScanCounts,
     ScannedBlock,
     Split,
+    cut_lines,
     decode,
     first_line,
     gated_fence_before,
+    line_data,
     passes_gate_bytes,
     scan_blocks,
 )
@@ -240,7 +242,7 @@ class SplitReader:
                     if not gated_fence_before(block, start, owned_end):
                         items.append((seq(start), decode(block[start:end]), owned))
         gated_lines = scanned.gated
-        if not gated_lines:
+        if not len(gated_lines):
             return items, None, waiting_from
         try:
             fast, taken = self._parse_columns(scanned, newlines, lines_before)
@@ -253,14 +255,14 @@ class SplitReader:
         def ends_wrapped_line(index: int) -> None:
             """A line the column parser took, after a line the per-line parser holds: it is that
             line's follower (it only ends it)."""
-            start, end = gated_lines[index]
+            start, end = gated_lines[index].tolist()
             items.append((seq(start), decode(block[start:end]), False))
 
         if waiting_from is not None and taken[0]:
             ends_wrapped_line(0)
             waiting_from = None
         for index in np.flatnonzero(~taken).tolist():
-            start, end = gated_lines[index]
+            start, end = gated_lines[index].tolist()
             if waiting_from is None:
                 waiting_from = len(items)
             items.append((seq(start), decode(block[start:end]), True))
@@ -268,7 +270,7 @@ class SplitReader:
             if follower is None:
                 continue
             follower_start, follower_end = follower
-            if index + 1 == count or follower_start < gated_lines[index + 1][0]:
+            if index + 1 == count or follower_start < int(gated_lines[index + 1, 0]):
                 items.append((seq(follower_start), decode(block[follower_start:follower_end]),
                               follower_start < owned_end))
                 waiting_from = None
@@ -282,24 +284,18 @@ class SplitReader:
         """The gated lines the column parser takes -> (their events' table, which lines)."""
         import pyarrow as pa
 
-        gated = scanned.gated
-        count = len(gated)
-        bounds = np.array(gated, np.int64).reshape(count, 2)
-        bounds[:, 1] = np.minimum(bounds[:, 1] + 1, scanned.size)  # each with its newline: no phrase spans two
-        offsets = bounds.reshape(-1).astype(np.int32)
-        spans = pa.Array.from_buffers(pa.binary(), 2 * count - 1,
-                                      [None, pa.py_buffer(offsets), pa.py_buffer(scanned.block)])
-        lines = spans.take(pa.array(np.arange(0, 2 * count, 2)))
-        line_offsets = np.frombuffer(lines.buffers()[1], np.int32, count=count + 1).astype(np.int64)
-        data = lines.buffers()[2]
-        raw = np.frombuffer(data, np.uint8, count=int(line_offsets[-1]))
+        bounds = scanned.gated
+        count = len(bounds)
+        lines = cut_lines(scanned.block, scanned.size, bounds)
+        data, line_offsets = line_data(lines)
+        raw = np.frombuffer(data, np.uint8)
         plain = np.ones(count, bool)
         unusual = unusual_bytes(raw)  # few or none: not a count per line
         if unusual.size:
             plain[np.searchsorted(line_offsets, unusual, side="right") - 1] = False
         search = phrase_search_for(count)
         if search is not None:
-            hit_lines, hit_ids = search(memoryview(data)[:int(line_offsets[-1])], line_offsets)
+            hit_lines, hit_ids = search(data, line_offsets)
         else:
             hit_lines, hit_ids = _phrases_with_find(lines.to_pylist())
         markers = np.zeros((count, _TWO_PREFIXES_ID + 1), bool)

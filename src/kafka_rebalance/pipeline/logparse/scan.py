@@ -27,6 +27,7 @@ import io
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from io import BufferedIOBase
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -155,19 +156,27 @@ def _blocks(fh: BufferedIOBase, base: int, block_bytes: int) -> Iterator[tuple[i
 
 
 # A search finds, in ``block[:size]`` (whole lines), the lines that pass the gate (a gate phrase
-# and no noise phrase) among those starting before ``stop``, as (start, end) in order, end at
-# the newline; and the ends of the lines that may be code fences (None: any line may be one).
+# and no noise phrase) among those starting before ``stop``, as rows of (start, end) in order,
+# end at the newline; and the ends of the lines that may be code fences (None: any line may be one).
 Block = bytes | bytearray
-GatedLines = tuple[list[tuple[int, int]], Collection[int] | None]
+GatedLines = tuple[np.ndarray, Collection[int] | None]
 Search = Callable[[Block, int, int], GatedLines]
+
+
+def line_bounds(pairs: list[tuple[int, int]] | np.ndarray) -> np.ndarray:
+    """(start, end) pairs as a search gives them: an int64 array of one row each."""
+    return np.asarray(pairs, np.int64).reshape(-1, 2)
+
+
+NO_LINES = line_bounds([])
 
 
 def find_gated_lines(block: Block, size: int, stop: int) -> GatedLines:
     """The search without hyperscan: one ``bytes.find`` pass per gate phrase, then each line
     found is tested for every phrase."""
     owned = block[:stop]
-    return [(start, _line_end(owned, start, stop)) for start in _gated_starts(owned)
-            if passes_gate_bytes(owned[start:_line_end(owned, start, stop)])], None
+    return line_bounds([(start, _line_end(owned, start, stop)) for start in _gated_starts(owned)
+                        if passes_gate_bytes(owned[start:_line_end(owned, start, stop)])]), None
 
 
 def _gated_starts(block: Block) -> list[int]:
@@ -183,6 +192,27 @@ def _gated_starts(block: Block) -> list[int]:
                 break
             at = block.find(phrase, end)
     return sorted(starts)
+
+
+def cut_lines(block: Block, size: int, bounds: np.ndarray) -> Any:
+    """The lines at ``bounds`` (rows of start, end) of ``block[:size]``, each with its newline,
+    as one Arrow binary array: cut out together by one ``take``, no Python per line."""
+    import pyarrow as pa
+
+    count = len(bounds)
+    offsets = np.empty(2 * count, np.int32)
+    offsets[0::2] = bounds[:, 0]
+    offsets[1::2] = np.minimum(bounds[:, 1] + 1, size)  # with its newline: no phrase spans two lines
+    # The spans between the lines are elements too (odd ones), left out by the take.
+    spans = pa.Array.from_buffers(pa.binary(), 2 * count - 1, [None, pa.py_buffer(offsets), pa.py_buffer(block)])
+    return spans.take(pa.array(np.arange(0, 2 * count, 2)))
+
+
+def line_data(lines: Any) -> tuple[memoryview, np.ndarray]:
+    """An Arrow binary array's bytes (its lines back to back) and where each line starts in
+    them (one more: the end of the last)."""
+    offsets = np.frombuffer(lines.buffers()[1], np.int32, count=len(lines) + 1, offset=lines.offset * 4)
+    return memoryview(lines.buffers()[2])[offsets[0]:offsets[-1]], (offsets - offsets[0]).astype(np.int64)
 
 
 _GATE, _FENCE = 0, 1
@@ -201,14 +231,20 @@ def _on_match(pattern: int, _start: int, end: int, _flags: int, append: Any) -> 
     append(end << 2 | pattern)
 
 
+def _on_noise(_pattern: int, _start: int, end: int, _flags: int, append: Any) -> None:
+    append(end)
+
+
 class HyperscanSearch:
     """The gate and fence phrases found in one hyperscan pass over the block, each line holding
     one reported once per kind at its end (in the order of the ends); a line passes the gate when
-    it is reported as gated and holds no noise phrase. The noise phrases are looked for only in
-    the gated lines (``bytes.find`` within each): in hyperscan's pass every noise line of the
-    block was reported, and the whole search took a fifth longer (``benchmarks/logs_gate.py``).
-    Fence candidates are the lines holding a backtick or tilde fence mark, which every line
-    ``layout.is_fence`` accepts holds (decoding never makes or eats an ASCII byte)."""
+    it is reported as gated and holds no noise phrase. The noise phrases are looked for in the
+    gated lines alone, cut out of the block together (``cut_lines``), by a second pass of their
+    own: in the first pass every noise line of the block was reported, and the whole search took
+    a fifth longer; a ``bytes.find`` per line and phrase took twice as long as the second pass
+    (``benchmarks/logs_gate.py``). Fence candidates are the lines holding a backtick or tilde
+    fence mark, which every line ``layout.is_fence`` accepts holds (decoding never makes or eats
+    an ASCII byte)."""
 
     def __init__(self) -> None:
         assert hyperscan is not None
@@ -216,6 +252,9 @@ class HyperscanSearch:
         expressions = [_rest_of_line_after(GATE_BYTES), _rest_of_line_after((b"```", b"~~~"))]
         self.database.compile(expressions=expressions, ids=[_GATE, _FENCE], elements=len(expressions),
                               flags=[hyperscan.HS_FLAG_MULTILINE] * len(expressions))
+        self.noise = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        self.noise.compile(expressions=[_rest_of_line_after(NOISE_BYTES)], ids=[0], elements=1,
+                           flags=[hyperscan.HS_FLAG_MULTILINE])
 
     def __call__(self, block: Block, size: int, stop: int) -> GatedLines:
         assert hyperscan is not None
@@ -227,19 +266,27 @@ class HyperscanSearch:
                                scratch=hyperscan.Scratch(self.database))
         packed = np.array(hits, np.int64)
         kinds, ends = packed & 3, packed >> 2
+        fence_ends = set(ends[kinds == _FENCE].tolist())
         gated = np.sort(ends[kinds == _GATE])
         if stop < size:
             gated = gated[:int(np.searchsorted(gated, stop))]
-        rfind, find = block.rfind, block.find
-        kept = []
-        for end in gated.tolist():
-            start = rfind(NEWLINE, 0, end) + 1
-            for phrase in NOISE_BYTES:
-                if find(phrase, start, end) != -1:
-                    break
-            else:
-                kept.append((start, end))
-        return kept, set(ends[kinds == _FENCE].tolist())
+        if not gated.size:
+            return NO_LINES, fence_ends
+        # Each line starts after the newline before its end (``rfind`` mapped: no Python loop).
+        starts = np.fromiter(map(block.rfind, repeat(NEWLINE), repeat(0), gated.tolist()), np.int64, gated.size)
+        bounds = np.stack([starts + 1, gated], axis=1)
+        return bounds[~self._noisy(block, size, bounds)], fence_ends
+
+    def _noisy(self, block: Block, size: int, bounds: np.ndarray) -> np.ndarray:
+        """Whether each line at ``bounds`` holds a noise phrase."""
+        assert hyperscan is not None
+        data, offsets = line_data(cut_lines(block, size, bounds))
+        hits: list[int] = []
+        self.noise.scan(data,  # type: ignore[type-var]  # any buffer: the stubs say bytes
+                        match_event_handler=_on_noise, context=hits.append, scratch=hyperscan.Scratch(self.noise))
+        noisy = np.zeros(len(bounds), bool)
+        noisy[np.searchsorted(offsets, np.array(hits, np.int64) - 1, side="right") - 1] = True  # a hit's last byte
+        return noisy
 
 
 def _hyperscan_search() -> Search | None:
@@ -279,7 +326,7 @@ def decode(line: Block) -> str:
 class ScannedBlock:
     """One block of a split as ``scan_blocks`` found it: ``block[:size]`` is whole lines starting
     at byte ``offset`` of the input (the buffer is filled again for the next block), ``gated``
-    the (start, end) of the split's lines in it that pass the gate, ``fence_ends`` the ends of the
+    the (start, end) rows of the split's lines in it that pass the gate, ``fence_ends`` the ends of the
     lines that may be fences (None: any), ``newlines`` where the block's newlines are (when
     asked for: line numbers). A consumer that still wants the line after the last gated line
     sets ``wants_next`` before asking for the next block."""
@@ -288,7 +335,7 @@ class ScannedBlock:
     block: Block
     size: int
     owned_end: int
-    gated: list[tuple[int, int]]
+    gated: np.ndarray
     fence_ends: Collection[int] | None
     newlines: np.ndarray | None = None
     wants_next: bool = False
@@ -306,7 +353,7 @@ def scan_blocks(split: Split, counts: ScanCounts, *, search: Search | None = Non
             owned_end = size
             if split.end is not None and offset + size > split.end:
                 owned_end = 0 if offset >= split.end else block.find(NEWLINE, split.end - 1 - offset, size) + 1 or size
-            gated: list[tuple[int, int]] = []
+            gated = NO_LINES
             fence_ends: Collection[int] | None = None
             positions = np.flatnonzero(np.frombuffer(block, np.uint8, count=size) == NEWLINE[0]) if newlines else None
             if owned_end:
