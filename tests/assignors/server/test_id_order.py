@@ -49,6 +49,21 @@ def test_large_and_degenerate_groups(ids: tuple[str, ...]) -> None:
     assert order.tolist() == python_order(ids).tolist()
 
 
+def test_ids_in_no_order_with_ties() -> None:
+    """Random ids (Kafka's own are random: introsort's case), then the same with duplicates and
+    ids sharing their first 8 bytes after a shared prefix (introsort finds ties: the stable sort
+    decides), then ids already in order (timsort's case)."""
+    rng = random.Random(7)
+    alphabet = string.ascii_letters + string.digits + "-_"
+    ids = ["".join(rng.choice(alphabet) for _ in range(22)) for _ in range(3000)]
+    tied = ids + rng.sample(ids, 300) + [ids[0][:8] + "x" * rng.randint(0, 12) for _ in range(50)]
+    rng.shuffle(tied)
+    for case in (ids, tied, sorted(ids)):
+        order = ascii_id_order(tuple(case))
+        assert order is not None
+        assert order.tolist() == python_order(tuple(case)).tolist()
+
+
 @pytest.mark.parametrize("ids", [("a\x00", "a"), ("é", "a"), ()])
 def test_not_handled(ids: tuple[str, ...]) -> None:
     """Non-ASCII ids (Java compares UTF-16 units), ids holding a NUL, no ids: the caller sorts."""
@@ -70,3 +85,4 @@ def test_a_few_ids_outside_the_prefix_most_share(seed: int) -> None:
         order = ascii_id_order(tuple(ids))
         assert order is not None
         assert order.tolist() == python_order(tuple(ids)).tolist(), ids
+

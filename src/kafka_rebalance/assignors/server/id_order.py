@@ -2,17 +2,18 @@
 sorts them, computed on arrays for large groups.
 
 CPython's ``sorted(range(n), key=ids.__getitem__)`` compares strings one pair at a time, then the
-answer must be turned into an array: about 1 ms for 10,000 of Kafka's JMH ids (``member0``...)
-on these cores, as much as the rest of ``range`` on such a group, and 3-4 ms for 10,000 random
-22-character ids (Kafka's own, ``Uuid``-based). Here the ids become integers and the sort is one
-integer argsort: the ids joined by NULs and cut at the NULs; the prefix every id shares skipped
+answer must be turned into an array: about 0.6 ms for 10,000 of Kafka's JMH ids (``member0``...,
+nearly in order already) on these cores, as much as the rest of ``range`` on such a group, and
+2.3 ms for 10,000 random 22-character ids (Kafka's own, ``Uuid``-based). Here the ids become
+integers and the sort is one integer argsort (timsort for keys nearly in order, introsort for
+the others): the ids joined by NULs and cut at the NULs; the prefix every id shares skipped
 (it decides no comparison: JMH's ``member``); then the next 8 bytes of each id, zero after its
 end (a shorter id sorts before any longer one it prefixes, as in Java), read as one big-endian
 integer. That integer tells the ids apart when what follows the prefix is short (JMH's numbers)
 or random (Kafka's ids); where two ids longer than that share it, ``np.lexsort`` over every 8
 bytes of the rest. Only for ASCII ids (where Python's, Java's and byte order agree) without
-NULs; the caller falls back otherwise. For 10,000 ids: 0.5 ms (JMH's) and 1.4 ms (random)
-against CPython's 0.9 ms and 3.8 ms (CPU time, best of 10, on a shared machine, 2026-12-06).
+NULs; the caller falls back otherwise. For 10,000 ids: 0.54 ms (JMH's) and 0.53 ms (random)
+against CPython's 0.56 ms and 2.3 ms (``benchmarks/id_order.py``, 2026-12-06).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ import numpy as np
 ARRAY_SORT_MIN_IDS = 2000
 
 _WORD = 8  # bytes per integer key
+# Keys with fewer descents than one in this many are sorted by timsort, the others by introsort.
+_FEW_DESCENTS = 16
 # _KEEP[k]: a mask keeping the first k bytes of a big-endian word.
 _KEEP = np.array([((1 << (8 * k)) - 1) << (8 * (_WORD - k)) for k in range(_WORD + 1)], dtype=np.uint64)
 
@@ -65,11 +68,22 @@ def ascii_id_order(ids: Sequence[str]) -> np.ndarray | None:
         starts += shared
         lengths -= shared
         key = _word_at(words, starts, lengths)
-    order: np.ndarray = np.argsort(key, kind="stable")
+    # numpy's stable sort (timsort) merges the runs already in order: ids that mostly come in
+    # their own order (JMH's member0, member1...) sort in a fifth of the time introsort takes.
+    # On ids in no order (Kafka's own, random) introsort takes a quarter of timsort's time, and
+    # distinct keys have one order whichever sort finds it: only tied keys need the stable one.
+    in_order = np.count_nonzero(key[1:] < key[:-1]) * _FEW_DESCENTS < n
+    order: np.ndarray = np.argsort(key, kind="stable" if in_order else "quicksort")
     ranked = key[order]
     tied = ranked[1:] == ranked[:-1]
+    if not tied.any():
+        return order
+    if not in_order:
+        order = np.argsort(key, kind="stable")
+        ranked = key[order]
+        tied = ranked[1:] == ranked[:-1]
     # Ids sharing the first word are equal if one ends within it (the other then ends there too).
-    if not tied.any() or int(lengths[order[1:]][tied].max()) < _WORD:
+    if int(lengths[order[1:]][tied].max()) < _WORD:
         return order
     rest = [key]
     while len(rest) * _WORD < int(lengths.max()):
