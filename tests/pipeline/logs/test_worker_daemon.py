@@ -24,3 +24,14 @@ def test_the_daemon_imports_the_installed_pyspark_not_the_bundled_zips():
     assert Path(pyspark_file) == Path(pyspark.__file__)
     # Still on the path, behind the installation: where pyspark is not installed they serve.
     assert last_entry in {str(zip_file) for zip_file in bundled}
+
+
+def test_the_daemons_workers_build_arrow_arrays_without_pandas():
+    """pyarrow asks whether what it is given is one of pandas' and, pandas not found, does
+    without: the workers never import it (nor pay for it)."""
+    probe = ("import kafka_rebalance.pipeline.logparse.worker_daemon, sys, pyarrow as pa\n"
+             "assert pa.array([1, None]).to_pylist() == [1, None]\n"
+             "assert pa.array([{'a': 'x'}], pa.struct([('a', pa.string())])).to_pylist() == [{'a': 'x'}]\n"
+             "try:\n    import pandas\nexcept ModuleNotFoundError:\n    print('no pandas', 'pandas' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "no pandas False"
