@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, TypedDict, cast
 
+import numpy as np
+
 from kafka_rebalance.pipeline.logparse.catalogue import client_of
 from kafka_rebalance.pipeline.logparse.causes import EVIDENCE_CAP, client_causes, infer_joins, not_logged
 from kafka_rebalance.pipeline.logparse.client_story import client_rebalances, rebalances_from_clients
@@ -119,10 +121,9 @@ def tell_sorted(table: Any, moves: Mapping[str, list[Event]], rule: StormRule) -
 
 def _tell_slices(table: Any, moves: Mapping[str, list[Event]], rule: StormRule) -> Iterator[StoryRows]:
     count = table.num_rows
-    clusters = table.column("cluster").to_pylist()
-    groups = table.column("group").to_pylist()
-    starts = [i for i in range(1, count) if groups[i] != groups[i - 1] or clusters[i] != clusters[i - 1]]
-    starts = [0, *starts, count] if count else []
+    if not count:
+        return
+    starts, clusters, groups = _group_starts(table)
     first = 0
     while first < len(starts) - 1:
         last = first + 1
@@ -130,10 +131,27 @@ def _tell_slices(table: Any, moves: Mapping[str, list[Event]], rule: StormRule) 
             last += 1
         offset = starts[first]
         events = story_events(table.slice(offset, starts[last] - offset))
-        for start, end in zip(starts[first:last], starts[first + 1:last + 1], strict=True):
-            yield tell(clusters[start], groups[start], events[start - offset:end - offset],
-                       moves.get(clusters[start]), rule)
+        for at in range(first, last):
+            start, end = starts[at], starts[at + 1]
+            yield tell(clusters[at], groups[at], events[start - offset:end - offset], moves.get(clusters[at]), rule)
         first = last
+
+
+def _group_starts(table: Any) -> tuple[list[int], list[str], list[str]]:
+    """Where each group's run of a sorted, non-empty table starts (and, last, its row count),
+    and each run's cluster and group: neighbours compared by Arrow, no Python per event."""
+    import pyarrow.compute as pc
+
+    count = table.num_rows
+
+    def differs(name: str) -> Any:  # row i+1's value against row i's
+        column = table.column(name)
+        return pc.fill_null(pc.not_equal(column.slice(1), column.slice(0, count - 1)), True)
+
+    changed = pc.or_(differs("cluster"), differs("group"))
+    starts = [0, *(np.flatnonzero(changed.to_numpy()) + 1).tolist()]
+    firsts = table.select(["cluster", "group"]).take(starts)
+    return [*starts, count], firsts.column("cluster").to_pylist(), firsts.column("group").to_pylist()
 
 
 def storms(rebalances: list[RebalanceRow], member_events: list[MemberEventRow], rule: StormRule) -> list[StormRow]:
