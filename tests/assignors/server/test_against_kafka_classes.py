@@ -205,6 +205,24 @@ def make_bucketed(rng: random.Random) -> Group:
     return "uniform", rng.choice(["coordinator", "given"]), topics, ids, members_list
 
 
+def make_large_range(rng: random.Random) -> Group:
+    """Range over 2,000-3,000 members (where the member ids are sorted as integers,
+    ``id_order.ascii_id_order``): Kafka's random ids (in no order) or JMH's ``member<n>`` in
+    join order with a ``newMember`` among them (no shared prefix: ids tie in their first 8
+    bytes); 1-3 topics, nothing held."""
+    count = rng.randint(2000, 3000)
+    if rng.random() < 0.5:
+        order = list({rand_id(rng) for _ in range(count)})
+    else:
+        order = [f"member{i}" for i in range(count)]
+        order.insert(rng.randrange(count), "newMember")
+    names = rng.sample([f"topic{i}" for i in range(10)], rng.randint(1, 3))
+    topics = {n: rng.choice([100, 2500, 7001]) for n in names}
+    ids = {n: rand_id(rng) for n in names}
+    members_list = [ServerMember(x, tuple(names), {}) for x in order]
+    return "range", "coordinator", topics, ids, members_list
+
+
 def line(assignor: str, order: str, topics: dict[str, int], ids: dict[str, str], members: list[ServerMember]) -> str:
     """The driver's input line for one group."""
     tokens = [assignor, order, str(len(topics))]
@@ -228,15 +246,18 @@ def ours(assignor: str, order: str, topics: dict[str, int], ids: dict[str, str],
     return "".join(out)
 
 
-@pytest.mark.parametrize(("seed", "maker"), [(1, make), (2, make), (3, make), (4, make_bucketed), (5, make_bucketed)])
-def test_random_groups_match_kafkas_classes(seed: int, maker: Callable[[random.Random], Group], tmp_path: Path) -> None:
+@pytest.mark.parametrize(("seed", "maker", "count"), [(1, make, 500), (2, make, 500), (3, make, 500),
+                                                      (4, make_bucketed, 500), (5, make_bucketed, 500),
+                                                      (6, make_large_range, 8)])
+def test_random_groups_match_kafkas_classes(seed: int, maker: Callable[[random.Random], Group], count: int,
+                                            tmp_path: Path) -> None:
     assert CLASSPATH is not None
     (tmp_path / "UniformOracle.java").write_text(DRIVER)
     (tmp_path / "ServerAssignorDriver.java").write_text(benchmark_driver())
     subprocess.run(["javac", "-nowarn", "-cp", CLASSPATH, "-d", str(tmp_path), str(tmp_path / "UniformOracle.java"),
                     str(tmp_path / "ServerAssignorDriver.java")], check=True, capture_output=True)
     rng = random.Random(seed)
-    groups = [maker(rng) for _ in range(500)]
+    groups = [maker(rng) for _ in range(count)]
     java = subprocess.run(["java", "-cp", f"{CLASSPATH}:{tmp_path}", "UniformOracle"], check=True,
                           input="\n".join(line(*g) for g in groups) + "\n", capture_output=True, text=True)
     theirs = java.stdout.splitlines()
