@@ -149,6 +149,15 @@ def paste_only(log: Path, repeat: int) -> int:
     return 0
 
 
+def log_head(log: Path, head_bytes: int) -> Path:
+    """The first ``head_bytes`` of ``log`` as a file of their own in the temp dir (kept, reused)."""
+    head = Path(tempfile.gettempdir()) / f"{log.name}.head-{head_bytes}"
+    if not head.exists() or head.stat().st_size != head_bytes:
+        with log.open("rb") as source, head.open("wb") as target:
+            target.write(source.read(head_bytes))
+    return head
+
+
 def local_only(log: Path, head_bytes: int, repeat: int) -> int:
     """``--local-only``: the in-process engine on the first ``head_bytes`` of the log (one core,
     this process: wall and CPU seconds, the best of ``repeat``), and what reading one Spark split
@@ -162,10 +171,7 @@ def local_only(log: Path, head_bytes: int, repeat: int) -> int:
     except ImportError:  # a version before the one reading path of both engines: the engine alone
         SplitReader = None  # noqa: N806
 
-    head = Path(tempfile.gettempdir()) / f"{log.name}.head-{head_bytes}"
-    if not head.exists() or head.stat().st_size != head_bytes:
-        with log.open("rb") as source, head.open("wb") as target:
-            target.write(source.read(head_bytes))
+    head = log_head(log, head_bytes)
     megabytes = head_bytes / 1e6
     syslog = SyslogReference(int(time.time() * 1000))
     runs, reads = [], []

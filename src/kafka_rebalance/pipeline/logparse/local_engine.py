@@ -44,6 +44,17 @@ class LocalResult:
     unreadable: list[tuple[str, str]] = field(default_factory=list)
 
 
+def story_input(events: Any) -> Any:
+    """What the stories read of an ``events`` table (as a Spark story task reads its bucket):
+    the recognised events naming a group, with their line numbers (the evidence's
+    ``file:line``), in story order (``story.SORT_KEYS``)."""
+    import pyarrow.compute as pc
+
+    group = events.column("group")
+    told = events.filter(pc.and_(events.column("kind").is_valid(), pc.fill_null(pc.not_equal(group, ""), False)))
+    return told.append_column("line_no", pc.add(told.column("seq"), 1)).sort_by(SORT_KEYS)
+
+
 def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM_RULE, stdin_text: str | None = None,
                   on_read: Callable[[int], None] | None = None, *, syslog: SyslogReference) -> LocalResult:
     """``inputs``: (source, cluster) pairs in order -> all tables, in this process, each input
@@ -51,7 +62,6 @@ def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM
     ``on_read`` is told the bytes read, block by block (for a progress bar); ``syslog`` places
     year-less times (``layout.SyslogReference``)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     moves: dict[str, list[Event]] = defaultdict(list)
     read: list[SplitFacts] = []
@@ -82,11 +92,7 @@ def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM
                          "unrecognised_lines": facts.unrecognised_lines,
                          "first_ms": facts.first_ms, "last_ms": facts.last_ms})
     events = pa.concat_tables(parsed) if parsed else arrow_schema("events").empty_table()
-    # What the stories read (as a Spark story task reads its bucket): the recognised events
-    # naming a group, with their line numbers (the evidence's ``file:line``), in story order.
-    group = events.column("group")
-    told = events.filter(pc.and_(events.column("kind").is_valid(), pc.fill_null(pc.not_equal(group, ""), False)))
-    told = told.append_column("line_no", pc.add(told.column("seq"), 1)).sort_by(SORT_KEYS)
+    told = story_input(events)
     rows: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     findings: list[GroupFindings] = []
     for story in tell_sorted(told, moves, rule):
