@@ -164,3 +164,56 @@ def test_classic_rebalances_of_the_excerpt_corpora() -> None:
     told, covered = column_classic_rebalances(table, rows)
     assert len(told) > 40 and covered.sum() > 40 and not covered.all()  # the KIP-848 groups: not yet
     assert told == python_classic_rebalances(table, rows, covered)
+
+
+def python_reason_members(reasons: list[str | None]) -> list[tuple]:
+    from kafka_rebalance.pipeline.logparse.causes import members_in_reason
+
+    return [(index, *named) for index, reason in enumerate(reasons) for named in members_in_reason(reason)]
+
+
+def column_reason_members(reasons: list[str | None]) -> list[tuple]:
+    import pyarrow as pa
+
+    from kafka_rebalance.pipeline.logparse.story_columns import reason_members
+
+    found = reason_members(pa.array(reasons, pa.string()))
+    return list(zip(found.reason.tolist(), found.member, found.kind, found.cause, found.detail, found.static.tolist(),
+                    strict=True))
+
+
+_MEMBER = st.sampled_from(["m-1", "consumer-a-1-3f2e", "c.d_e", "x"])
+_REASON_PART = st.one_of(
+    st.builds("Adding new member {} with group instance id {}".format, _MEMBER, st.sampled_from(["i1", "None", "null"])),
+    st.builds("adding new member {}".format, _MEMBER),
+    st.builds("Updating metadata for static member {} with instance id {}".format, _MEMBER, st.just("i2")),
+    st.builds("Updating metadata for member {} during Stable".format, _MEMBER),
+    st.builds("Leader {} re-joining group during Stable".format, _MEMBER),
+    st.builds("Member {} is joining group during Stable".format, _MEMBER),
+    st.builds("removing member {} on LeaveGroup".format, _MEMBER),
+    st.builds("explicit `LeaveGroup` request for ({}, {}) members".format, _MEMBER, _MEMBER),
+    st.builds("removing member {} on heartbeat expiration".format, _MEMBER),
+    st.builds("Removing Set({}, {}) on pending sync request expiration".format, _MEMBER, _MEMBER),
+    st.just("client reason: consumer poll timeout has expired."), st.just("client reason: need to rejoin"),
+    st.just("unrelated"),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.lists(_REASON_PART, max_size=3).map("; ".join)), max_size=8))
+def test_reason_members_as_members_in_reason(reasons: list[str | None]) -> None:
+    """Reasons naming none, one or several members, in every wording, with a client's reason:
+    the members over columns are ``members_in_reason``'s, in its order."""
+    assert column_reason_members(reasons) == python_reason_members(reasons)
+
+
+def test_reason_members_of_the_excerpt_corpora() -> None:
+    data = Path(__file__).resolve().parents[2] / "data"
+    reasons = []
+    for path in sorted(p for folder in ("excerpts", "excerpts-edges", "logs") for p in (data / folder).rglob("*")
+                       if p.is_file()):
+        for line in path.read_text(errors="replace").splitlines():
+            if "reason" in line:
+                reasons.append(line.split("reason: ", 1)[-1].split("reason ", 1)[-1])
+    assert len(python_reason_members(reasons)) > 20
+    assert column_reason_members(reasons) == python_reason_members(reasons)

@@ -77,7 +77,7 @@ class UnknownCause(ValueError):
 # Every member a rebalance's reason names, in every wording of GroupCoordinator.scala (2.1-3.9)
 # and GroupMetadataManager.java (3.7+): (pattern, member event kind, cause, a text every match
 # contains). ``member`` names one member, ``members`` a list ("a, b" or Scala's "Set(a, b)").
-_REASON_MEMBERS: tuple[tuple[re.Pattern[str], str, str, str], ...] = (
+REASON_MEMBER_PATTERNS: tuple[tuple[re.Pattern[str], str, str, str], ...] = (
     (re.compile(r"[Aa]dding new member (?P<member>[^\s;]+?)(?: with group instance ?id (?P<instance>[^\s;]+?))?\s*(?:;|$)"),
      "joined", "joined", "dding new member "),
     (re.compile(r"Updating metadata for static member (?P<member>[^\s;]+) with instance id (?P<instance>[^\s;]+?)\s*(?:;|$)"),
@@ -111,6 +111,12 @@ SAME_HAPPENING = {"joined": "join", "rejoined": "join", "left": "leave", "failed
 NamedMember = tuple[str, str, str, str | None, bool]
 
 
+def client_reason_of(reason: str) -> str | None:
+    """The reason a client gave, where the coordinator's reason quotes it."""
+    client_reason = _CLIENT_REASON.search(reason) if "client reason: " in reason else None
+    return client_reason.group("reason") if client_reason else None
+
+
 @functools.lru_cache(maxsize=1024)
 def members_in_reason(reason: str | None) -> tuple[NamedMember, ...]:
     """(member, member event kind, cause, the client's reason, static) for every member a
@@ -118,10 +124,9 @@ def members_in_reason(reason: str | None) -> tuple[NamedMember, ...]:
     rebalance's opening line again when the rebalance opens (``GroupStory._members_from_reason``)."""
     if not reason:
         return ()
-    client_reason = _CLIENT_REASON.search(reason) if "client reason: " in reason else None
-    detail = client_reason.group("reason") if client_reason else None
+    detail = client_reason_of(reason)
     found: list[NamedMember] = []
-    for pattern, kind, cause, text in _REASON_MEMBERS:
+    for pattern, kind, cause, text in REASON_MEMBER_PATTERNS:
         if text not in reason:
             continue
         for match in pattern.finditer(reason):
@@ -141,8 +146,7 @@ def members_in_reason(reason: str | None) -> tuple[NamedMember, ...]:
 def cause_from_reason(reason: str | None) -> tuple[str, str | None, str | None] | None:
     if not reason:
         return None
-    client_reason = _CLIENT_REASON.search(reason) if "client reason: " in reason else None
-    detail = client_reason.group("reason") if client_reason else None
+    detail = client_reason_of(reason)
     for pattern, cause, text in _REASON_RULES:
         match = pattern.search(reason) if text in reason else None
         if match:
