@@ -145,7 +145,8 @@ def test_classic_rebalances_as_the_group_story_tells_them(lines: list[dict[str, 
     assert told == python_classic_rebalances(table, rows, covered)
 
 
-def test_classic_rebalances_of_the_excerpt_corpora() -> None:
+def excerpt_corpora() -> Any:
+    """The events of every excerpt log (each file its own cluster), sorted for the stories."""
     import pyarrow as pa
 
     from kafka_rebalance.pipeline.logparse.local_engine import story_input
@@ -159,7 +160,11 @@ def test_classic_rebalances_of_the_excerpt_corpora() -> None:
     parts = [table for index, path in enumerate(files)
              for table in SplitReader(Split(str(path)), index, str(path), f"c{index}", syslog=TEST_SYSLOG,
                                       line_numbers=True).tables()]
-    table = story_input(pa.concat_tables(parts))
+    return story_input(pa.concat_tables(parts))
+
+
+def test_classic_rebalances_of_the_excerpt_corpora() -> None:
+    table = excerpt_corpora()
     rows = story_rows(table)
     told, covered = column_classic_rebalances(table, rows)
     assert len(told) > 40 and covered.sum() > 40 and not covered.all()  # the KIP-848 groups: not yet
@@ -178,8 +183,8 @@ def column_reason_members(reasons: list[str | None]) -> list[tuple]:
     from kafka_rebalance.pipeline.logparse.story_columns import reason_members
 
     found = reason_members(pa.array(reasons, pa.string()))
-    return list(zip(found.reason.tolist(), found.member, found.kind, found.cause, found.detail, found.static.tolist(),
-                    strict=True))
+    return list(zip(found.reason.tolist(), found.member.to_pylist(), found.kind.to_pylist(), found.cause.to_pylist(),
+                    found.detail.to_pylist(), found.static.tolist(), strict=True))
 
 
 _MEMBER = st.sampled_from(["m-1", "consumer-a-1-3f2e", "c.d_e", "x"])
@@ -217,3 +222,90 @@ def test_reason_members_of_the_excerpt_corpora() -> None:
                 reasons.append(line.split("reason: ", 1)[-1].split("reason ", 1)[-1])
     assert len(python_reason_members(reasons)) > 20
     assert column_reason_members(reasons) == python_reason_members(reasons)
+
+
+def python_member_events(table: Any, rows: Any, covered: Any) -> list[tuple]:
+    """``group_story.GroupStory``'s member events of the ``covered`` groups (by their number in
+    story order), as tuples of ``MEMBER_EVENT_FIELDS``."""
+    import pyarrow as pa
+
+    from kafka_rebalance.pipeline.logparse.group_story import GroupStory
+    from kafka_rebalance.pipeline.logparse.story import story_events
+    from kafka_rebalance.pipeline.logparse.story_columns import MEMBER_EVENT_FIELDS
+
+    ordered = table.take(pa.array(rows))
+    runs: list[tuple[tuple[str, str], list]] = []
+    for event, key in zip(story_events(ordered), zip(ordered.column("cluster").to_pylist(),
+                                                     ordered.column("group").to_pylist(), strict=True), strict=True):
+        if not runs or runs[-1][0] != key:
+            runs.append((key, []))
+        runs[-1][1].append(event)
+    told = []
+    for number, ((cluster, group), events) in enumerate(runs):
+        if not covered[number]:
+            continue
+        story = GroupStory(cluster, group)
+        for event in events:
+            story.feed(event)
+        told.extend((number, *(row.get(name) for name in MEMBER_EVENT_FIELDS)) for row in story.member_events)
+    return told
+
+
+def column_member_events(table: Any, rows: Any) -> tuple[list[tuple], Any]:
+    from kafka_rebalance.pipeline.logparse.story_columns import (
+        MEMBER_EVENT_FIELDS,
+        classic_rebalances,
+        member_events,
+    )
+
+    told = member_events(table, rows, classic_rebalances(table, rows))
+    columns = [told.columns[name].to_pylist() for name in MEMBER_EVENT_FIELDS]
+    return [(int(group), *values) for group, *values in zip(told.group.tolist(), *columns, strict=True)], told.covered
+
+
+_MEMBERS = ["consumer-1-0b5cbd7e-8a1b-4c7e-9d43-0c6f6d1a2b3c", "consumer-1-1f2e3d4c-5b6a-4798-8a7b-6c5d4e3f2a1b",
+            "app-2", "x"]
+_MEMBER_REASON = st.one_of(
+    st.builds("Adding new member {} with group instance id {}".format, st.sampled_from(_MEMBERS),
+              st.sampled_from(["i1", "None"])),
+    st.builds("removing member {} on heartbeat expiration".format, st.sampled_from(_MEMBERS)),
+    st.builds("removing member {} on LeaveGroup; client reason: {}".format, st.sampled_from(_MEMBERS),
+              st.sampled_from(["consumer poll timeout has expired.", "the consumer is being closed"])),
+    st.builds("Leader {} re-joining group during Stable".format, st.sampled_from(_MEMBERS)),
+    st.just("Removing Set(app-2, x) on pending sync request expiration"), st.just("unrelated"))
+MEMBER_LINE = st.fixed_dictionaries({
+    "kind": st.sampled_from(["preparing_rebalance"] * 3 + ["member_joined"] * 3 + ["member_failed"] * 2
+                            + ["member_left"] * 2 + ["stabilized", "assignment_received", "members_not_rejoined",
+                                                     "group_loaded", "group_dead", "client_poll_timeout",
+                                                     "client_leave", "member_fenced"]),
+    "time_ms": st.one_of(st.none(), st.sampled_from([0, 30_000, 60_000, 60_001, 90_000, 150_000])),
+    "old_generation": st.one_of(st.none(), st.integers(0, 2)), "generation": st.one_of(st.none(), st.integers(0, 3)),
+    "state": st.sampled_from([None, "Stable", "CompletingRebalance"]),
+    "member": st.sampled_from([None, "", *_MEMBERS]), "client_id": st.sampled_from([None, "", "consumer-1"]),
+    "membership": st.sampled_from([None, "Dynamic", "Static"]),
+    "reason": st.one_of(st.none(), st.lists(_MEMBER_REASON, min_size=1, max_size=2).map("; ".join)),
+    "line": st.sampled_from([None, "... removed dynamic members who haven't joined: app-2, x"]),
+    "source": st.sampled_from(["a.log", "b.log"]), "seq": st.integers(0, 30), "group": st.sampled_from(["g1", "g2"]),
+    "side": st.sampled_from(["broker", "client"]), "library": st.sampled_from(["broker", "broker-kip848"])})
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(MEMBER_LINE, max_size=16))
+def test_member_events_as_the_group_story_tells_them(lines: list[dict[str, Any]]) -> None:
+    """Member lines and reasons naming members, near and far in time, with times, members and
+    client ids missing: the member events over columns are the Python story's, in its order."""
+    import pyarrow as pa
+
+    records = [{**line, "cluster": "c"} for line in lines]
+    table = pa.Table.from_pylist(records, schema=arrow_schema("events")).sort_by(SORT_KEYS)
+    rows = story_rows(table)
+    told, covered = column_member_events(table, rows)
+    assert told == python_member_events(table, rows, covered)
+
+
+def test_member_events_of_the_excerpt_corpora() -> None:
+    table = excerpt_corpora()
+    rows = story_rows(table)
+    told, covered = column_member_events(table, rows)
+    assert len(told) > 40 and covered.sum() > 40
+    assert told == python_member_events(table, rows, covered)
