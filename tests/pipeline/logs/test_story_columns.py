@@ -309,3 +309,98 @@ def test_member_events_of_the_excerpt_corpora() -> None:
     told, covered = column_member_events(table, rows)
     assert len(told) > 40 and covered.sum() > 40
     assert told == python_member_events(table, rows, covered)
+
+
+def python_rebalance_causes(table: Any, rows: Any, covered: Any) -> tuple[list[tuple], list[tuple]]:
+    """``story.tell``'s rebalances (their lists and primary cause) and causes of the
+    ``covered`` groups, by the groups' numbers in story order."""
+    import pyarrow as pa
+
+    from kafka_rebalance.pipeline.logparse.story import story_events, tell
+
+    ordered = table.take(pa.array(rows))
+    runs: list[tuple[tuple[str, str], list]] = []
+    for event, key in zip(story_events(ordered), zip(ordered.column("cluster").to_pylist(),
+                                                     ordered.column("group").to_pylist(), strict=True), strict=True):
+        if not runs or runs[-1][0] != key:
+            runs.append((key, []))
+        runs[-1][1].append(event)
+    rebalances, causes = [], []
+    for number, ((cluster, group), events) in enumerate(runs):
+        if not covered[number]:
+            continue
+        told = tell(cluster, group, events)
+        rebalances.extend((number, r["failed_members"], r["left_members"], r["joined_members"], r["during"],
+                           r["cause"], r["cause_member"]) for r in told["rebalances"])
+        causes.extend((number, c["generation"], c["start_ms"], c["cause"], c["member"], c["detail"], c["evidence"],
+                       c["evidence_sources"]) for c in told["causes"])
+    return rebalances, causes
+
+
+def column_rebalance_causes(table: Any, rows: Any) -> tuple[list[tuple], list[tuple], Any]:
+    import math
+
+    from kafka_rebalance.pipeline.logparse.story_columns import (
+        classic_rebalances,
+        member_events,
+        rebalance_causes,
+    )
+
+    rebalances = classic_rebalances(table, rows)
+    told = rebalance_causes(table, rows, rebalances, member_events(table, rows, rebalances))
+    lists = [told.failed.to_pylist(), told.left.to_pylist(), told.joined.to_pylist(), told.during.to_pylist(),
+             told.cause.to_pylist(), told.cause_member.to_pylist()]
+    group = rebalances.group.tolist()
+    rows_told = [(group[i], *(column[i] for column in lists)) for i in range(len(group)) if told.covered[group[i]]]
+
+    def number(name: str, i: int) -> int | None:
+        value = rebalances.values[name][i]
+        return None if math.isnan(value) else int(value)
+
+    causes = told.causes
+    causes_told = [(group[i], number("generation", i), number("start_ms", i), *values)
+                   for i, *values in zip(causes["rebalance"].tolist(), causes["cause"].to_pylist(),
+                                         causes["member"].to_pylist(), causes["detail"].to_pylist(),
+                                         causes["evidence"].to_pylist(), causes["evidence_sources"].to_pylist(),
+                                         strict=True)]
+    return rows_told, causes_told, told.covered
+
+
+CAUSE_LINE = st.fixed_dictionaries({
+    "kind": st.sampled_from(["preparing_rebalance"] * 4 + ["member_joined"] * 3 + ["member_failed"] * 2
+                            + ["member_left"] * 2 + ["stabilized"] * 2 + ["assignment_received", "group_empty",
+                                                                          "members_not_rejoined", "group_loaded",
+                                                                          "group_dead"]),
+    "time_ms": st.sampled_from([0, 30_000, 60_000, 60_001, 90_000, 150_000]),
+    "old_generation": st.one_of(st.none(), st.integers(0, 2)), "generation": st.one_of(st.none(), st.integers(0, 3)),
+    "state": st.sampled_from([None, "Stable", "CompletingRebalance"]),
+    "members": st.one_of(st.none(), st.integers(0, 3)),
+    "member": st.sampled_from([None, "", *_MEMBERS]), "client_id": st.sampled_from([None, "consumer-1"]),
+    "membership": st.sampled_from([None, "Dynamic", "Static"]),
+    "reason": st.one_of(st.none(), st.just(""), st.lists(_MEMBER_REASON, min_size=1, max_size=2).map("; ".join)),
+    "line": st.sampled_from([None, "... removed dynamic members who haven't joined: app-2, x"]),
+    "source": st.sampled_from(["a.log", "b.log"]), "seq": st.integers(0, 30), "group": st.sampled_from(["g1", "g2"]),
+    "side": st.just("broker"), "library": st.just("broker")})
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.lists(CAUSE_LINE, max_size=18))
+def test_rebalance_causes_as_the_story_tells_them(lines: list[dict[str, Any]]) -> None:
+    """Rebalances opened, closed and superseded among member lines, joins and departures at
+    their start, during them and between them, reasons naming members: each rebalance's lists
+    and causes over columns are the Python story's."""
+    import pyarrow as pa
+
+    records = [{**line, "cluster": "c"} for line in lines]
+    table = pa.Table.from_pylist(records, schema=arrow_schema("events")).sort_by(SORT_KEYS)
+    rows = story_rows(table)
+    rebalances, causes, covered = column_rebalance_causes(table, rows)
+    assert (rebalances, causes) == python_rebalance_causes(table, rows, covered)
+
+
+def test_rebalance_causes_of_the_excerpt_corpora() -> None:
+    table = excerpt_corpora()
+    rows = story_rows(table)
+    rebalances, causes, covered = column_rebalance_causes(table, rows)
+    assert len(causes) > 20 and covered.sum() > 20
+    assert (rebalances, causes) == python_rebalance_causes(table, rows, covered)
