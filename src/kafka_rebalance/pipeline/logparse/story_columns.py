@@ -577,7 +577,8 @@ def member_events(table: Any, rows: np.ndarray, rebalances: ClassicRebalances) -
     keep = np.flatnonzero(created)
     read = np.flatnonzero(~is_reason)
     row_of = np.where(status == _MERGED, merged_into, np.arange(size))
-    lines = {"row_reason": columns["reason"].take(pa.array(row_of[read])),"position": items["position"][read], "sub": items["sub"][read], "group": items["group"][read],
+    told_as = np.cumsum(created) - 1  # each created item's place among the events
+    lines = {"row_reason": columns["reason"].take(pa.array(row_of[read])), "row": told_as[row_of[read]],"position": items["position"][read], "sub": items["sub"][read], "group": items["group"][read],
              "table_row": items["table_row"][read], "member": items["member"].take(pa.array(read)),
              "kind": kind.take(pa.array(read)), "cause": cause.take(pa.array(read)),
              "reason": items["reason"].take(pa.array(read)), "time_ms": time_ms[read],
@@ -878,6 +879,8 @@ class RebalanceCauses:
     cause_member: Any
     causes: dict[str, Any]
     covered: np.ndarray
+    # the member events told as what happened during a rebalance (their places among the events)
+    during_events: np.ndarray
 
 
 def rebalance_causes(table: Any, rows: np.ndarray, rebalances: ClassicRebalances, events: MemberEvents
@@ -1016,7 +1019,8 @@ def rebalance_causes(table: Any, rows: np.ndarray, rebalances: ClassicRebalances
 
     # the cause the opening line's reason gives, first
     claims.append(_reason_causes(table, rebalances, events, covered))
-    return _finish_causes(table, rows, rebalances, appends, removals, claims, covered)
+    told_during = lines["row"][during_departure & ~moved]
+    return _finish_causes(table, rows, rebalances, appends, removals, claims, covered, told_during)
 
 
 def _rebalance_made_at(made: np.ndarray, made_group: np.ndarray, positions: np.ndarray, groups: np.ndarray
@@ -1121,7 +1125,7 @@ def _finish_causes(table: Any, rows: np.ndarray, rebalances: ClassicRebalances,
                    appends: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Any]]],
                    removals: dict[str, tuple[np.ndarray, Any]],
                    claims: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Any, Any, Any, np.ndarray]],
-                   covered: np.ndarray) -> RebalanceCauses:
+                   covered: np.ndarray, told_during: np.ndarray) -> RebalanceCauses:
     """Each rebalance's lists (each member once, in the order told) and causes: those claimed,
     else one inferred from its size (``causes.infer_joins``), else "not logged" for an opening
     line without a reason (``causes.not_logged``), else "unknown"; merged by (cause, member),
@@ -1198,7 +1202,7 @@ def _finish_causes(table: Any, rows: np.ndarray, rebalances: ClassicRebalances,
                   table.column("line").take(pa.array(evidence[shown])), ""))),
               "evidence_sources": pa.ListArray.from_arrays(offsets, _array(_evidence_sources(table, evidence[shown])))}
     return RebalanceCauses(lists["failed"], lists["left"], lists["joined"], lists["during"],
-                           pc.fill_null(rebalance_cause, "unknown"), rebalance_member, causes, covered)
+                           pc.fill_null(rebalance_cause, "unknown"), rebalance_member, causes, covered, told_during)
 
 
 def _first_of_each(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Any]], count: int,
@@ -1295,6 +1299,9 @@ class ColumnStory:
     covered: np.ndarray
     clusters: list[str]
     groups: list[str]
+    # whether each member event (a row of ``tables["member_events"]``) happened while a
+    # rebalance was under way (what the findings count; not a column)
+    during_rebalance: np.ndarray
 
 
 def tell_columns(table: Any, rows: np.ndarray, moved_clusters: frozenset[str], gap_ms: int, min_rebalances: int,
@@ -1393,7 +1400,9 @@ def tell_columns(table: Any, rows: np.ndarray, moved_clusters: frozenset[str], g
                                                      loop_failures)
     tables["client_rebalances"] = arrow_schema("client_rebalances").empty_table()
     row_groups["client_rebalances"] = np.zeros(0, np.int64)
-    return ColumnStory(tables, row_groups, covered, clusters, groups)
+    during = np.zeros(len(events.group), bool)
+    during[causes.during_events] = True
+    return ColumnStory(tables, row_groups, covered, clusters, groups, during[told])
 
 
 def _table(columns: dict[str, Any], schema: Any) -> Any:
