@@ -3,6 +3,7 @@ step: so far the rows of each group in time order, each line once."""
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -404,3 +405,73 @@ def test_rebalance_causes_of_the_excerpt_corpora() -> None:
     rebalances, causes, covered = column_rebalance_causes(table, rows)
     assert len(causes) > 20 and covered.sum() > 20
     assert (rebalances, causes) == python_rebalance_causes(table, rows, covered)
+
+
+def python_story(table: Any, moves: Any) -> tuple[dict[str, Any], list[Any]]:
+    """Every story table and the findings as ``story.tell_sorted`` tells them, group by group."""
+    from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES, story_table
+    from kafka_rebalance.pipeline.logparse.story import DEFAULT_STORM_RULE, story_tables, tell_sorted
+
+    rows: dict[str, list] = {name: [] for name in STORY_TABLES}
+    findings = []
+    for told in tell_sorted(table, moves, DEFAULT_STORM_RULE):
+        for name, told_rows in story_tables(told):
+            rows[name].extend(told_rows)
+        findings.extend(told["findings"])
+    return {name: story_table(name, rows[name]) for name in STORY_TABLES}, findings
+
+
+# (a broker's kind of line is never on a client's side: the Python story refuses it)
+ANY_LINE = st.one_of(CAUSE_LINE, MEMBER_LINE, CLASSIC_LINE).map(
+    lambda line: {**line, "side": "client" if line["kind"].startswith("client_") else "broker"})
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["c1", "c2"]), ANY_LINE), max_size=24))
+def test_told_table_as_the_python_story_tells_it(lines: list[tuple[str, dict[str, Any]]]) -> None:
+    """Groups the columns tell and groups they leave to Python (client lines, lines without a
+    time), side by side in clusters with and without coordinator moves: every story table
+    (rows in order) and every group's findings are the Python story's."""
+    import pyarrow as pa
+
+    from kafka_rebalance.pipeline.logparse.story import DEFAULT_STORM_RULE, tell_table
+
+    records = [{**line, "cluster": cluster} for cluster, line in lines]
+    table = pa.Table.from_pylist(records, schema=arrow_schema("events")).sort_by(SORT_KEYS)
+    moves = {"c2": [{"kind": "coordinator_loaded", "partition": 3, "time_ms": 0, "cluster": "c2",
+                     "line": "loaded", "source": "m.log", "seq": 0}]}
+    told = tell_table(table, moves, DEFAULT_STORM_RULE)
+    tables, findings = python_story(table, moves)
+    for name, expected in tables.items():
+        assert told.tables[name].equals(expected), name
+    assert json.dumps(told.findings) == json.dumps(findings)  # types and order too: 2 is not 2.0
+
+
+def test_told_table_of_the_excerpt_corpora() -> None:
+    from kafka_rebalance.pipeline.logparse.story import DEFAULT_STORM_RULE, tell_table
+
+    table = excerpt_corpora()
+    told = tell_table(table, {}, DEFAULT_STORM_RULE)
+    tables, findings = python_story(table, {})
+    for name, expected in tables.items():
+        assert told.tables[name].equals(expected), name
+    assert json.dumps(told.findings) == json.dumps(findings)  # types and order too: 2 is not 2.0
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(CAUSE_LINE, max_size=30))
+def test_told_table_of_groups_the_columns_tell(lines: list[dict[str, Any]]) -> None:
+    """Groups of the lines the columns tell, long enough for storms, medians of an even count
+    of lengths and repeated failures: every table and every group's findings are the Python
+    story's."""
+    import pyarrow as pa
+
+    from kafka_rebalance.pipeline.logparse.story import DEFAULT_STORM_RULE, tell_table
+
+    table = pa.Table.from_pylist([{**line, "cluster": "c"} for line in lines],
+                                 schema=arrow_schema("events")).sort_by(SORT_KEYS)
+    told = tell_table(table, {}, DEFAULT_STORM_RULE)
+    tables, findings = python_story(table, {})
+    for name, expected in tables.items():
+        assert told.tables[name].equals(expected), name
+    assert json.dumps(told.findings) == json.dumps(findings)

@@ -24,8 +24,7 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import ExitStack
+from collections.abc import Iterable, Iterator
 from typing import Any, cast
 
 import numpy as np
@@ -35,9 +34,9 @@ from kafka_rebalance.pipeline.logparse.layout import SyslogReference
 from kafka_rebalance.pipeline.logparse.readlog import SplitReader
 from kafka_rebalance.pipeline.logparse.rows import Event
 from kafka_rebalance.pipeline.logparse.scan import Split
-from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES, arrow_schema, story_table_batch
+from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES, arrow_schema
 from kafka_rebalance.pipeline.logparse.split_facts import SplitFacts, move_fields
-from kafka_rebalance.pipeline.logparse.story import SORT_KEYS, StormRule, StoryRows, story_tables, tell_sorted
+from kafka_rebalance.pipeline.logparse.story import SORT_KEYS, StormRule, tell_table
 
 ARROW_BATCH_ROWS = 10_000
 STORY_BATCH_ROWS = 20_000
@@ -322,59 +321,25 @@ def tell_received(rows: Iterable[Routed], rule: StormRule, buckets: int, events_
             pq.write_table(orphans, path, filesystem=filesystem)
     table = received.events(orphans)
     if table is not None:
-        parts = StoryParts(story_dirs, name)
-        tell_into(table, received.moves_by_cluster(), rule, parts)
-        for finding in parts.findings:
+        for finding in tell_into(table, received.moves_by_cluster(), rule, story_dirs, name):
             yield json.dumps(finding, default=str), None
     for facts in received.facts:
         yield None, facts
 
 
-class StoryParts:
-    """One part file per story table (``<table>/part-<name>.parquet``, a path or URL), written
-    batch by batch (``pipeline.io.write_file``: a retried task writes the same names again)."""
+def tell_into(table: Any, moves: dict[str, list[Event]], rule: StormRule, story_dirs: dict[str, str], name: str
+              ) -> list[GroupFindings]:
+    """One sorted bucket's stories: its part of every story table it has rows of
+    (``<table>/part-<name>.parquet``, a path or URL, written through ``pipeline.io.write_file``:
+    a retried task writes the same names again), and its groups' findings."""
+    import pyarrow.parquet as pq
 
-    def __init__(self, directories: dict[str, str], name: str):
-        self._directories = directories
-        self._name = name
-        self._pending: dict[str, list[Mapping[str, Any]]] = {table: [] for table in STORY_TABLES}
-        self._writers: dict[str, Any] = {}
-        # Each writer closes before its file is moved into place (last in, first out).
-        self._files = ExitStack()
-        self.findings: list[GroupFindings] = []
+    from kafka_rebalance.pipeline.io import join, write_file
 
-    def add(self, told: StoryRows) -> None:
-        for table, rows in story_tables(told):
-            pending = self._pending[table]
-            pending.extend(rows)
-            if len(pending) >= STORY_BATCH_ROWS:
-                self._flush(table)
-        self.findings.extend(told["findings"])
-
-    def _flush(self, table: str) -> None:
-        import pyarrow.parquet as pq
-
-        from kafka_rebalance.pipeline.io import join, write_file
-
-        rows = self._pending[table]
-        if not rows:
-            return
-        if table not in self._writers:
-            filesystem, path = self._files.enter_context(
-                write_file(join(self._directories[table], f"part-{self._name}.parquet")))
-            self._writers[table] = self._files.enter_context(
-                pq.ParquetWriter(path, arrow_schema(table), filesystem=filesystem))
-        self._writers[table].write_batch(story_table_batch(table, rows))
-        rows.clear()
-
-    def close(self) -> None:
-        for table in STORY_TABLES:
-            self._flush(table)
-        self._files.close()
-
-
-def tell_into(table: Any, moves: dict[str, list[Event]], rule: StormRule, parts: StoryParts) -> None:
-    """One sorted bucket's stories into ``parts``."""
-    for told in tell_sorted(table, moves, rule):
-        parts.add(told)
-    parts.close()
+    told = tell_table(table, moves, rule)
+    for story_table_name in STORY_TABLES:
+        rows = told.tables[story_table_name]
+        if rows.num_rows:
+            with write_file(join(story_dirs[story_table_name], f"part-{name}.parquet")) as (filesystem, path):
+                pq.write_table(rows, path, filesystem=filesystem, row_group_size=STORY_BATCH_ROWS)
+    return told.findings

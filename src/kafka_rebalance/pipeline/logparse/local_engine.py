@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,14 +19,13 @@ from kafka_rebalance.pipeline.logparse.parse import READ_ERRORS
 from kafka_rebalance.pipeline.logparse.readlog import SplitReader
 from kafka_rebalance.pipeline.logparse.rows import CoverageRow, Event
 from kafka_rebalance.pipeline.logparse.scan import Split
-from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES, arrow_schema, story_table
+from kafka_rebalance.pipeline.logparse.schemas import arrow_schema, story_table
 from kafka_rebalance.pipeline.logparse.split_facts import SplitFacts, unrecognised_rows
 from kafka_rebalance.pipeline.logparse.story import (
     DEFAULT_STORM_RULE,
     SORT_KEYS,
     StormRule,
-    story_tables,
-    tell_sorted,
+    tell_table,
 )
 
 
@@ -93,13 +92,9 @@ def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM
                          "first_ms": facts.first_ms, "last_ms": facts.last_ms})
     events = pa.concat_tables(parsed) if parsed else arrow_schema("events").empty_table()
     told = story_input(events)
-    rows: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-    findings: list[GroupFindings] = []
-    for story in tell_sorted(told, moves, rule):
-        for table, table_rows in story_tables(story):
-            rows[table].extend(table_rows)
-        findings.extend(story["findings"])
-    tables: dict[str, Any] = {table: story_table(table, rows.get(table, [])) for table in STORY_TABLES}
+    stories = tell_table(told, moves, rule)
+    findings = stories.findings
+    tables: dict[str, Any] = dict(stories.tables)
     # each input's shapes in the order it was first given (as they were counted)
     tables["unrecognised"] = story_table("unrecognised",
                                          unrecognised_rows(read, list(dict.fromkeys(s for s, _ in inputs))))

@@ -119,6 +119,52 @@ def tell_sorted(table: Any, moves: Mapping[str, list[Event]], rule: StormRule) -
             gc.enable()
 
 
+@dataclass
+class ToldTables:
+    """The story of every group in a sorted events table: each story table (``schemas.
+    STORY_TABLES``, rows in group order) and each group's findings, in group order."""
+
+    tables: dict[str, Any]
+    findings: list[GroupFindings]
+
+
+def tell_table(table: Any, moves: Mapping[str, list[Event]], rule: StormRule) -> ToldTables:
+    """Events sorted by ``SORT_KEYS`` (recognised, each naming its group, with its source and
+    seq) -> every group's story, as both engines tell it: over columns for the groups whose
+    lines the columns read (``story_columns.tell_columns``: classic groups of broker lines with
+    times, in clusters without coordinator moves), the rest group by group in Python
+    (``tell_sorted``), merged in group order."""
+    import pyarrow as pa
+
+    from kafka_rebalance.pipeline.logparse.findings_columns import column_findings
+    from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES, arrow_schema, story_table
+    from kafka_rebalance.pipeline.logparse.story_columns import story_rows, tell_columns
+
+    if not table.num_rows:
+        return ToldTables({name: arrow_schema(name).empty_table() for name in STORY_TABLES}, [])
+    moved = frozenset(cluster for cluster, found in moves.items() if found)
+    columns = tell_columns(table, story_rows(table), moved, rule.gap_ms, rule.min_rebalances, rule.loop_failures)
+    found = column_findings(columns)
+    rest = np.flatnonzero(~columns.covered)
+    rows: dict[str, list[Mapping[str, Any]]] = {name: [] for name in STORY_TABLES}
+    owners: dict[str, list[int]] = {name: [] for name in STORY_TABLES}
+    if len(rest):
+        starts, _, _ = _group_starts(table)
+        bounds = np.array(starts)
+        picked = np.concatenate([np.arange(bounds[number], bounds[number + 1]) for number in rest.tolist()])
+        for number, told in zip(rest.tolist(), tell_sorted(table.take(pa.array(picked)), moves, rule), strict=True):
+            for name, told_rows in story_tables(told):
+                rows[name].extend(told_rows)
+                owners[name].extend([number] * len(told_rows))
+            found[number] = told["findings"][0]
+    tables = {}
+    for name in STORY_TABLES:
+        merged = pa.concat_tables([columns.tables[name], story_table(name, rows[name])])
+        group = np.concatenate([columns.row_groups[name], np.array(owners[name], np.int64)])
+        tables[name] = merged.take(pa.array(np.argsort(group, kind="stable"))) if len(rest) else merged
+    return ToldTables(tables, [found[number] for number in range(len(columns.covered))])
+
+
 def _tell_slices(table: Any, moves: Mapping[str, list[Event]], rule: StormRule) -> Iterator[StoryRows]:
     count = table.num_rows
     if not count:
