@@ -37,14 +37,19 @@ def write_tables(log: str, tables: Path) -> None:
         out.write_text("facts.json", json.dumps(facts, default=str))
 
 
-def summary_of(facts: dict, frames: dict) -> dict:
+def summary_of(facts: dict, tables: dict) -> dict:
     """The summary fields the report shows (``logs.run_logs`` writes the full summary.json)."""
-    rebalances, events = frames["rebalances"], frames["member_events"]
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    rebalances, events = tables["rebalances"], tables["member_events"]
     return {"lines_read": facts["lines_read"], "lines_matched": facts["events"],
-            "lines_unrecognised": int(frames["unrecognised"]["count"].sum()), "groups": facts["groups"],
-            "rebalances": len(rebalances), "open_rebalances": int((rebalances["outcome"] == "open").sum()),
-            "member_failures": int(events["kind"].isin(["failed", "fenced"]).sum()), "storms": len(frames["storms"]),
-            "files": facts["files"], "engine": "spark", "coverage": facts["coverage"], "skipped_inputs": []}
+            "lines_unrecognised": int(pc.sum(tables["unrecognised"]["count"]).as_py() or 0), "groups": facts["groups"],
+            "rebalances": rebalances.num_rows,
+            "open_rebalances": int(pc.sum(pc.equal(rebalances["outcome"], "open")).as_py() or 0),
+            "member_failures": int(pc.sum(pc.is_in(events["kind"], value_set=pa.array(["failed", "fenced"]))).as_py() or 0),
+            "storms": tables["storms"].num_rows, "files": facts["files"], "engine": "spark", "coverage": facts["coverage"],
+            "skipped_inputs": []}
 
 
 def stage(tables: Path) -> dict[str, float]:
@@ -61,22 +66,24 @@ def stage(tables: Path) -> dict[str, float]:
 
     from kafka_rebalance.pipeline import advice
     from kafka_rebalance.pipeline.io import StagedOutput
+    from kafka_rebalance.pipeline.logparse.without_pandas import without_pandas
     from kafka_rebalance.pipeline.report import logs as report
     from kafka_rebalance.pipeline.report.page import write_report
 
     lap("imports")
     facts = json.loads((tables / "facts.json").read_text())
     last = time.process_time()
-    with tempfile.TemporaryDirectory() as scratch, StagedOutput(scratch) as out:
-        frames = report.read_tables(tables)
+    # as the logs command runs it: without pandas
+    with without_pandas(), tempfile.TemporaryDirectory() as scratch, StagedOutput(scratch) as out:
+        read = report.read_tables(tables)
         lap("read_tables")
         items = advice.advise(facts["findings"])
         lap("advise")
-        answer = report.logs_answer(summary_of(facts, frames), frames, facts["findings"], items)
+        answer = report.logs_answer(summary_of(facts, read), read, facts["findings"], items)
         lap("logs_answer")
-        figures = report.logs_figures(frames, facts["findings"])
+        figures = report.logs_figures(read, facts["findings"])
         lap("logs_figures")
-        page = report.render_logs_report(answer, figures, items, frames, facts["findings"])
+        page = report.render_logs_report(answer, figures, items, read, facts["findings"])
         lap("render_logs_report")
         write_report(out, page, figures)
         lap("write_report")

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+from datetime import datetime
 
-import pandas as pd
+import pyarrow as pa
 
 from kafka_rebalance.pipeline.advice import Advice
 from kafka_rebalance.pipeline.logparse.schemas import TABLES, story_table, write_table
@@ -16,20 +17,22 @@ from kafka_rebalance.pipeline.report.logs import (
     read_tables,
 )
 
-T1, T2, T3 = (pd.Timestamp(f"2024-05-01 10:0{m}:00") for m in (1, 2, 3))
+T1, T2, T3 = (datetime(2024, 5, 1, 10, m) for m in (1, 2, 3))
+TIME = pa.timestamp("ms")
 
 
 def _rebalances(rows):
-    return pd.DataFrame({
-        "start": [r[0] for r in rows], "generation": pd.array([r[1] for r in rows], dtype="Int64"),
-        "outcome": "stable", "duration_ms": pd.array([1000] * len(rows), dtype="Int64"),
-        "members": pd.array([3] * len(rows), dtype="Int64"), "cause": "joined", "cause_member": None})
+    return pa.table({
+        "start": pa.array([r[0] for r in rows], TIME), "generation": pa.array([r[1] for r in rows], pa.int64()),
+        "outcome": ["stable"] * len(rows), "duration_ms": [1000] * len(rows), "members": [3] * len(rows),
+        "cause": ["joined"] * len(rows), "cause_member": pa.array([None] * len(rows), pa.string())})
 
 
 def _causes(rows):
-    return pd.DataFrame({
-        "start": [r[0] for r in rows], "generation": pd.array([r[1] for r in rows], dtype="Int64"),
-        "cause": "left", "detail": [r[2] for r in rows], "evidence": [[f"line of {r[2]}"] for r in rows]})
+    return pa.table({
+        "start": pa.array([r[0] for r in rows], TIME), "generation": pa.array([r[1] for r in rows], pa.int64()),
+        "cause": ["left"] * len(rows), "detail": pa.array([r[2] for r in rows], pa.string()),
+        "evidence": pa.array([[f"line of {r[2]}"] for r in rows], pa.list_(pa.string()))})
 
 
 def _evidence(page: str) -> list[list[str]]:
@@ -65,7 +68,7 @@ def test_advice_as_dict_has_every_field():
 def test_the_report_reads_the_columns_it_shows(tmp_path):
     for table in LOG_TABLES:
         write_table(story_table(table, []), tmp_path / table)
-    frames = read_tables(tmp_path)
+    tables = read_tables(tmp_path)
     for table in LOG_TABLES:
         wanted = REPORT_COLUMNS.get(table) or [column for column, _, _ in TABLES[table]]
-        assert list(frames[table].columns) == list(wanted)
+        assert tables[table].column_names == list(wanted)

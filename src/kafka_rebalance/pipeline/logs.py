@@ -20,10 +20,8 @@ the same parser and story and write the same tables.
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
-import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -220,10 +218,6 @@ def _run_spark(spark: Any, files: list[str], sources: dict[str, str], clusters: 
     buckets = bucket_count(sum(sizes.values()), spark.sparkContext.defaultParallelism)
     with spark_progress(spark, "reading logs", enabled=progress):
         told = scan_and_tell(spark, files, sizes, sources, clusters, syslog, events_dir, buckets, story_dirs, rule)
-        # pandas (for the report) loads while the driver only waits for the job; started once
-        # the job is planned, so it does not hold the GIL while it is.
-        threading.Thread(target=importlib.import_module, args=("kafka_rebalance.pipeline.report.logs",),
-                         daemon=True).start()
         rows = told.collect()
     facts = [SplitFacts.from_json(row[1]) for row in rows if row[1] is not None]
     watch.lap("read, parse and stories (Spark)")
@@ -315,7 +309,7 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
                                "samples": result.samples, "unreadable": result.unreadable}
             from kafka_rebalance.pipeline.report import logs as logs_report
 
-            frames = logs_report.report_frames(result.tables)
+            tables = logs_report.report_tables(result.tables)
             skipped.extend(result.unreadable)
         else:
             spark_files = [_absolute(name) for name in files]
@@ -338,21 +332,20 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
             # each input's cluster by the name its rows carry (its absolute path, or '-')
             facts = _run_spark(spark, spark_files, sources, {_absolute(name): labels[name] for name in files},
                                storm_rule, out, progress, watch, syslog)
-            # imported here, not above: pandas loads in a thread while the job runs (``_run_spark``)
             from kafka_rebalance.pipeline.report import logs as logs_report
 
-            frames = logs_report.read_tables(out.staging)
+            tables = logs_report.read_tables(out.staging)
             skipped.extend(facts["unreadable"])
         from kafka_rebalance.pipeline import advice
         from kafka_rebalance.pipeline.report.page import write_report
 
         advice_items = advice.advise(facts["findings"], storm_rule)
-        summary = _summary(facts, frames, files, chosen, advice_items, skipped)
+        summary = _summary(facts, tables, files, chosen, advice_items, skipped)
         summary["syslog_until"] = datetime.fromtimestamp(syslog.until_ms / 1000, UTC).isoformat(timespec="seconds")
-        answer = logs_report.logs_answer(summary, frames, facts["findings"], advice_items, tables=out.final,
+        answer = logs_report.logs_answer(summary, tables, facts["findings"], advice_items, tables_dir=out.final,
                                          report=join(out.final, "report.html"))
-        figures = logs_report.logs_figures(frames, facts["findings"])
-        html = logs_report.render_logs_report(answer, figures, advice_items, frames, facts["findings"])
+        figures = logs_report.logs_figures(tables, facts["findings"])
+        html = logs_report.render_logs_report(answer, figures, advice_items, tables, facts["findings"])
         write_report(out, html, figures)
         watch.lap("advice and report")
         summary["seconds"] = watch.seconds
@@ -360,23 +353,27 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
     return LogsRun(out_dir=out.final, summary=summary, report=join(out.final, "report.html"), answer=answer)
 
 
-def _summary(facts: LogFacts, frames: dict[str, Any], files: list[str], engine: str, advice_items: list[Advice],
+def _summary(facts: LogFacts, tables: dict[str, Any], files: list[str], engine: str, advice_items: list[Advice],
              skipped: list[tuple[str, str]]) -> dict[str, Any]:
-    rebalances = frames["rebalances"]
-    member_events = frames["member_events"]
-    unrecognised = frames["unrecognised"]
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    def count(flags: Any) -> int:
+        return int(pc.sum(flags).as_py() or 0)
+
+    rebalances = tables["rebalances"]
     lines_matched = int(facts["events"])
     return {
         "lines_read": int(facts["lines_read"]),
         "lines_matched": lines_matched,
         "lines_skipped": int(facts["lines_read"]) - lines_matched,
-        "lines_unrecognised": int(unrecognised["count"].sum()) if len(unrecognised) else 0,
+        "lines_unrecognised": count(tables["unrecognised"]["count"]),
         "groups": int(facts["groups"]),
-        "rebalances": int(len(rebalances)),
-        "open_rebalances": int((rebalances["outcome"] == "open").sum()) if len(rebalances) else 0,
-        "client_rebalances": int(len(frames["client_rebalances"])),
-        "member_failures": int(member_events["kind"].isin(["failed", "fenced"]).sum()) if len(member_events) else 0,
-        "storms": int(len(frames["storms"])),
+        "rebalances": rebalances.num_rows,
+        "open_rebalances": count(pc.equal(rebalances["outcome"], "open")),
+        "client_rebalances": tables["client_rebalances"].num_rows,
+        "member_failures": count(pc.is_in(tables["member_events"]["kind"], value_set=pa.array(["failed", "fenced"]))),
+        "storms": tables["storms"].num_rows,
         "files": len(files),
         "engine": engine,
         "coverage": facts["coverage"],

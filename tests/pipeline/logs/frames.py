@@ -1,6 +1,6 @@
 """The tests read the in-process engine's Arrow tables as pandas frames with nullable integers
-and booleans, ``datetime64[ms]`` times and Python lists (the product's report reads its own,
-``report.logs.report_frames``)."""
+and booleans, ``datetime64[ms]`` times and Python lists (the product's report reads Arrow
+tables, ``report.logs.report_tables``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The output tables of ``kafka-rebalance logs``: their columns and types, one schema per table
 that both engines write (as a pyarrow schema; both turn the story's rows into Arrow batches of
-it, ``story_table_batch``; the report reads pandas frames of them, ``report.logs.report_frames``). ``member_events.source``
+it, ``story_table_batch``; the report reads them as Arrow tables, ``report.logs.report_tables``). ``member_events.source``
 says how a member event was learnt: from its own ``line``, or from the ``reason`` of a
 rebalance that names the member; ``input`` is the file.
 ``rebalances.during`` lists what happened while a rebalance was open (members that failed,

@@ -3,7 +3,8 @@ already imported: the daemon forks every Python worker, so a worker starts with 
 catalogue's parse plans, the hyperscan databases and PySpark's own worker module in place instead
 of importing and compiling them itself. Measured on ``local[2]``: one import of about 1 CPU-s
 for the session instead of one per worker (``benchmarks/logs.py``); 0.3 CPU-s less again since
-the workers go without pandas (``_WithoutPandas``). Named by ``spark.python.daemon.module``
+the workers go without pandas (``without_pandas.PandasRefused``: the logs job's tasks are RDD
+functions over Arrow tables, and pyarrow does without it). Named by ``spark.python.daemon.module``
 (``pipeline.spark.build_session``); run by Spark as ``python -m``.
 
 Spark puts the pyspark and py4j it ships, as zip files (``$SPARK_HOME/python/lib``), first on
@@ -16,9 +17,10 @@ master the driver's own pyspark is installed beside this package, so the zips go
 from __future__ import annotations
 
 import gc
-import importlib.abc
 import sys
 from pathlib import PurePath
+
+from kafka_rebalance.pipeline.logparse.without_pandas import PandasRefused
 
 
 def _bundled_last(path: list[str]) -> list[str]:
@@ -28,19 +30,8 @@ def _bundled_last(path: list[str]) -> list[str]:
     return [entry for entry in path if entry not in bundled] + bundled
 
 
-class _WithoutPandas(importlib.abc.MetaPathFinder):
-    """The logs job's tasks are RDD functions over Arrow tables: nothing in them needs pandas.
-    pyarrow imports it only to ask whether each array it is given is one of pandas' (and does
-    without it when it cannot be imported): 0.6 CPU-s, on the way to every session's first
-    task. A worker of this daemon finds no pandas."""
-
-    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
-        if name == "pandas" or name.startswith("pandas."):
-            raise ModuleNotFoundError(f"no {name} in the logs job's workers", name=name)
-
-
 sys.path[:] = _bundled_last(sys.path)
-sys.meta_path.insert(0, _WithoutPandas())
+sys.meta_path.insert(0, PandasRefused())  # for good: a worker runs the logs job's tasks only
 
 # Imported for the workers to inherit (after the path is set: pyspark from its installation).
 import pyarrow.parquet  # noqa: E402, F401

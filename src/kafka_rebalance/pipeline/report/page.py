@@ -1,26 +1,27 @@
 """What every HTML report shares: the page and its sections, tables, cards, and figures (drawn
-from small pandas frames, inlined as SVG or PNG: no script, no network), with the data of every
-figure written beside the report as ``figures/NAME.csv``. The lab's and soak's figures are drawn by
-matplotlib (``pyplot``), imported only by the reports that draw with it: the logs report draws
-its own SVG (``report.svg``) and answers a paste without it."""
+from small tables, inlined as SVG or PNG: no script, no network), with the data of every figure
+written beside the report as ``figures/NAME.csv``. The lab's and soak's figures are drawn by
+matplotlib (``pyplot``), imported only by the reports that draw with it, from pandas frames; the
+logs report draws its own SVG (``report.svg``) from Arrow tables, and answers a paste without
+matplotlib or pandas: nothing here imports either."""
 
 from __future__ import annotations
 
 import base64
 import html
 import io
+import math
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache
-from typing import TYPE_CHECKING, Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from types import ModuleType
 
+    import pandas as pd
     from matplotlib.figure import Figure as MplFigure
 
 # Above this many drawn elements a vector figure gets heavy for a browser: use PNG.
@@ -66,13 +67,20 @@ def pyplot() -> ModuleType:
     return plt
 
 
+class FigureData(Protocol):
+    """A figure's data as written beside the report: a pandas frame (the lab's and soak's
+    figures) or the logs report's ``report.logs.Columns``."""
+
+    def to_csv(self, *, index: bool) -> str: ...
+
+
 @dataclass
 class Figure:
     name: str
     title: str
     caption: str
     image: str  # an <svg> element or an <img> with a data: URI
-    data: pd.DataFrame = field(repr=False)
+    data: FigureData = field(repr=False)
 
 
 def strategy_colour(strategy: str, index: int = 0) -> str:
@@ -165,14 +173,21 @@ def cards(items: Sequence[tuple[str, Any]]) -> str:
     return f'<div class="cards">{inner}</div>'
 
 
+def missing(value: Any) -> bool:
+    """None, a float's NaN, or a missing time (pandas' NaT, a datetime unequal to itself)."""
+    if isinstance(value, float):
+        return math.isnan(value)
+    return value is None or (isinstance(value, datetime) and value != value)
+
+
 def format_value(value: Any) -> str:
-    if value is None or value is pd.NaT or (isinstance(value, float) and pd.isna(value)):
+    if missing(value):
         return "-"
     if isinstance(value, float):
         return f"{value:,.1f}" if abs(value) < 1e6 else f"{value:,.0f}"
     if isinstance(value, int):
         return f"{value:,}"
-    if isinstance(value, pd.Timestamp | datetime):
+    if isinstance(value, datetime):  # pandas' Timestamp is one
         return value.strftime("%Y-%m-%d %H:%M:%S")
     if isinstance(value, list | tuple):
         return ", ".join(str(v) for v in value)
@@ -208,19 +223,29 @@ def column_title(name: str) -> str:
 
 
 def table(frame: pd.DataFrame, limit: int = 40) -> str:
+    """A pandas frame's first ``limit`` rows as an HTML table (``rows_table``)."""
     if frame is None or frame.empty:
         return '<p class="caption">none</p>'
-    shown = frame.head(limit)
-    head = "".join(f"<th>{html.escape(column_title(str(c)))}</th>" for c in shown.columns)
-    rows = []
-    for record in shown.itertuples(index=False):
+    return rows_table([str(c) for c in frame.columns], frame.head(limit).itertuples(index=False), len(frame), limit)
+
+
+def rows_table(columns: Sequence[str], records: Iterable[Sequence[Any]], count: int, limit: int = 40) -> str:
+    """The first ``limit`` of ``count`` rows (``records``, one value per column; more are not
+    read) as an HTML table: numbers right-aligned, missing values as "-"."""
+    if not count or not columns:
+        return '<p class="caption">none</p>'
+    head = "".join(f"<th>{html.escape(column_title(c))}</th>" for c in columns)
+    rows: list[str] = []
+    for record in records:
+        if len(rows) == limit:
+            break
         cells = []
         for value in record:
             numeric = isinstance(value, int | float) and not isinstance(value, bool)
             cls = ' class="num"' if numeric else ""
             cells.append(f"<td{cls}>{html.escape(format_value(value))}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    more = f'<p class="caption">{len(frame) - limit} more rows in the table files</p>' if len(frame) > limit else ""
+    more = f'<p class="caption">{count - limit} more rows in the table files</p>' if count > limit else ""
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>{more}"
 
 
