@@ -24,7 +24,7 @@ REASONS_FROM_VERSION = "2.1"
 
 
 # (pattern, cause, a text every match contains: most reasons are tested with ``in`` only)
-REASON_RULES: tuple[tuple[re.Pattern[str], str, str], ...] = (
+_REASON_RULES: tuple[tuple[re.Pattern[str], str, str], ...] = (
     (re.compile(r"[Aa]dding new member (?P<member>\S+?);? with group instance ?id (?P<instance>\S+?)(?:;|$)"), "joined",
      "dding new member "),
     (re.compile(r"[Aa]dding new member (?P<member>\S+?)\s*$"), "joined", "dding new member "),
@@ -147,7 +147,7 @@ def cause_from_reason(reason: str | None) -> tuple[str, str | None, str | None] 
     if not reason:
         return None
     detail = client_reason_of(reason)
-    for pattern, cause, text in REASON_RULES:
+    for pattern, cause, text in _REASON_RULES:
         match = pattern.search(reason) if text in reason else None
         if match:
             member = match.groupdict().get("member")
