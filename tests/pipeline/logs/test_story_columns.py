@@ -69,12 +69,11 @@ def test_story_rows_of_no_events() -> None:
     assert story_rows(arrow_schema("events").empty_table()).tolist() == []
 
 
-def python_classic_rebalances(table: Any, rows: Any, covered: Any) -> list[tuple]:
-    """``group_story.GroupStory``'s classic rebalances of the ``covered`` groups (by their number
-    in story order), as tuples of what ``classic_rebalances`` tells."""
+def groups_in_story_order(table: Any, rows: Any) -> list[tuple[tuple[str, str], list]]:
+    """Each group's (cluster, group) and events, as the Python story reads them, in the order
+    ``story_rows`` gives: the groups numbered as the columns number them."""
     import pyarrow as pa
 
-    from kafka_rebalance.pipeline.logparse.group_story import GroupStory
     from kafka_rebalance.pipeline.logparse.story import story_events
 
     ordered = table.take(pa.array(rows))
@@ -84,6 +83,16 @@ def python_classic_rebalances(table: Any, rows: Any, covered: Any) -> list[tuple
         if not runs or runs[-1][0] != key:
             runs.append((key, []))
         runs[-1][1].append(event)
+    return runs
+
+
+def python_classic_rebalances(table: Any, rows: Any, covered: Any) -> list[tuple]:
+    """``group_story.GroupStory``'s classic rebalances of the ``covered`` groups (by their number
+    in story order), as tuples of what ``classic_rebalances`` tells."""
+
+    from kafka_rebalance.pipeline.logparse.group_story import GroupStory
+
+    runs = groups_in_story_order(table, rows)
     told = []
     for number, ((cluster, group), events) in enumerate(runs):
         if not covered[number]:
@@ -228,19 +237,11 @@ def test_reason_members_of_the_excerpt_corpora() -> None:
 def python_member_events(table: Any, rows: Any, covered: Any) -> list[tuple]:
     """``group_story.GroupStory``'s member events of the ``covered`` groups (by their number in
     story order), as tuples of ``MEMBER_EVENT_FIELDS``."""
-    import pyarrow as pa
 
     from kafka_rebalance.pipeline.logparse.group_story import GroupStory
-    from kafka_rebalance.pipeline.logparse.story import story_events
     from kafka_rebalance.pipeline.logparse.story_columns import MEMBER_EVENT_FIELDS
 
-    ordered = table.take(pa.array(rows))
-    runs: list[tuple[tuple[str, str], list]] = []
-    for event, key in zip(story_events(ordered), zip(ordered.column("cluster").to_pylist(),
-                                                     ordered.column("group").to_pylist(), strict=True), strict=True):
-        if not runs or runs[-1][0] != key:
-            runs.append((key, []))
-        runs[-1][1].append(event)
+    runs = groups_in_story_order(table, rows)
     told = []
     for number, ((cluster, group), events) in enumerate(runs):
         if not covered[number]:
@@ -315,17 +316,10 @@ def test_member_events_of_the_excerpt_corpora() -> None:
 def python_rebalance_causes(table: Any, rows: Any, covered: Any) -> tuple[list[tuple], list[tuple]]:
     """``story.tell``'s rebalances (their lists and primary cause) and causes of the
     ``covered`` groups, by the groups' numbers in story order."""
-    import pyarrow as pa
 
-    from kafka_rebalance.pipeline.logparse.story import story_events, tell
+    from kafka_rebalance.pipeline.logparse.story import tell
 
-    ordered = table.take(pa.array(rows))
-    runs: list[tuple[tuple[str, str], list]] = []
-    for event, key in zip(story_events(ordered), zip(ordered.column("cluster").to_pylist(),
-                                                     ordered.column("group").to_pylist(), strict=True), strict=True):
-        if not runs or runs[-1][0] != key:
-            runs.append((key, []))
-        runs[-1][1].append(event)
+    runs = groups_in_story_order(table, rows)
     rebalances, causes = [], []
     for number, ((cluster, group), events) in enumerate(runs):
         if not covered[number]:

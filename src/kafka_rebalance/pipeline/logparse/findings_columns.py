@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from kafka_rebalance.pipeline.logparse.findings import INCIDENT_MS, GroupFindings, MostFailing
-from kafka_rebalance.pipeline.logparse.story_columns import ColumnStory
+from kafka_rebalance.pipeline.logparse.story_columns import ColumnStory, codes_of, rank_within
 
 # Session timeouts of different clients this close together have a shared cause (``findings``).
 CLUSTER_MS = 60_000
@@ -64,10 +64,10 @@ def column_findings(story: ColumnStory) -> dict[int, GroupFindings]:
                                   events.column("member"))
     time_ms, timed = column(events, "time")
     failure = np.isin(kind, ["failed", "fenced"]) & (cause != "rebalance_timeout")
-    who = _codes(client_or_member)
+    who = codes_of(client_or_member)
     key_text = pc.fill_null(pc.if_else(pa.array(_truthy(client_or_member)), client_or_member,
                                        pa.scalar(None, pa.string())), "?")  # ``client or member or "?"``
-    keyed = _codes(key_text)
+    keyed = codes_of(key_text)
     failed_clients = _distinct_per_group(of_event[failure], who[failure], count)
     most_failing = _most_failing(of_event, keyed, key_text, time_ms, failure & timed)
     polled = (kind == "poll_timeout") | (np.isin(kind, ["left", "leave_request"])
@@ -137,17 +137,6 @@ def _truthy(values: Any) -> np.ndarray:
 
     truthy: np.ndarray = pc.fill_null(pc.not_equal(values, ""), False).to_numpy(zero_copy_only=False)
     return truthy
-
-
-def _codes(values: Any) -> np.ndarray:
-    """Each value's number among the distinct values (null: -1)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
-    codes: np.ndarray = pc.fill_null(pc.dictionary_encode(values).indices, -1).to_numpy(zero_copy_only=False)
-    return codes.astype(np.int64)
 
 
 def _runs(owners: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -234,7 +223,7 @@ def _most_failing(owners: np.ndarray, keys: np.ndarray, key_text: Any, times: np
     span = time_ms[last] - time_ms[first]
     # each leader's intervals, one after another
     gaps = size - 1
-    at = np.repeat(first, gaps) + _rank_within(np.repeat(np.arange(len(leaders)), gaps)) + 1
+    at = np.repeat(first, gaps) + rank_within(np.repeat(np.arange(len(leaders)), gaps)) + 1
     intervals = (time_ms[at] - time_ms[at - 1]).astype(np.longdouble)
     owner = np.repeat(np.arange(len(leaders)), gaps)
     mean = np.zeros(len(leaders), np.longdouble)
@@ -252,15 +241,6 @@ def _most_failing(owners: np.ndarray, keys: np.ndarray, key_text: Any, times: np
                                "mean_interval_ms": float(total) / gap_count if gap_count else None,
                                "sd_interval_ms": deviation if gap_count > 1 else (0.0 if gap_count else None)}
     return found
-
-
-def _rank_within(owner: np.ndarray) -> np.ndarray:
-    """Each item's rank among those of the same (sorted) ``owner``, from 0."""
-    index = np.arange(len(owner))
-    first = np.ones(len(owner), bool)
-    first[1:] = owner[1:] != owner[:-1]
-    rank: np.ndarray = index - np.maximum.accumulate(np.where(first, index, 0)) if len(owner) else index
-    return rank
 
 
 def _poll_timeouts(owners: np.ndarray, keys: np.ndarray, key_text: Any, times: np.ndarray, mask: np.ndarray,
@@ -325,7 +305,7 @@ def _clustered(owners: np.ndarray, times: np.ndarray, keys: np.ndarray, count: i
     previous[by_key[1:][repeat]] = by_key[:-1][repeat]
     lengths = window_end - np.arange(size)
     start = np.repeat(np.arange(size), lengths)
-    inside = start + _rank_within(start)
+    inside = start + rank_within(start)
     distinct = np.bincount(start, weights=previous[inside] < start, minlength=size).astype(np.int64)
     most = np.zeros(count, np.int64)
     np.maximum.at(most, group, distinct)
@@ -363,7 +343,7 @@ def _counts_in_order(owners: np.ndarray, causes: Any, count: int) -> dict[int, d
     del count
     if not len(owners):
         return {}
-    code = _codes(causes)
+    code = codes_of(causes)
     names = causes.combine_chunks().dictionary_encode().dictionary.to_pylist() if hasattr(
         causes, "combine_chunks") else causes.dictionary_encode().dictionary.to_pylist()
     pair = owners * (int(code.max()) + 2) + code + 1

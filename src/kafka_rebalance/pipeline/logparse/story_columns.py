@@ -712,7 +712,7 @@ def _reason_items(table: Any, rebalances: ClassicRebalances, position_of: np.nda
     static = pc.if_else(pa.array(named.static), "Static", pa.scalar(None, pa.string()))
     size = len(line)
     place = position_of[at][line]
-    return {"group": group_all[place], "position": place, "sub": _rank_within(place), "table_row": at[line],
+    return {"group": group_all[place], "position": place, "sub": rank_within(place), "table_row": at[line],
             "member": named.member,
             "time_ms": opening.column("time_ms").take(pa.array(line)), "kind": named.kind,
             "reason": pc.if_else(pa.array(_falsy(named.detail)), static, named.detail), "cause": named.cause,
@@ -789,7 +789,7 @@ def _segmented_minimum(values: np.ndarray, segment: np.ndarray) -> np.ndarray:
     return out
 
 
-def _rank_within(place: np.ndarray) -> np.ndarray:
+def rank_within(place: np.ndarray) -> np.ndarray:
     """Each item's rank among those of the same ``place`` (sorted), from 0."""
     index = np.arange(len(place))
     first = np.ones(len(place), bool)
@@ -980,7 +980,7 @@ def rebalance_causes(table: Any, rows: np.ndarray, rebalances: ClassicRebalances
     read_at = np.concatenate([position[signal], proved_at[removed]])
     read_after = np.concatenate([np.ones(int(signal.sum()), bool), np.zeros(len(removed), bool)])
     order_read = np.concatenate([position[signal] * 1_000_000 + sub[signal],
-                                 proved_at[removed] * 1_000_000 + 500_000 + _rank_within(proved_at[removed])])
+                                 proved_at[removed] * 1_000_000 + 500_000 + rank_within(proved_at[removed])])
     by_place = np.argsort(made, kind="stable")
     made_sorted = made[by_place]
     after = np.where(read_after, np.searchsorted(made_sorted, read_at, side="right"),
@@ -1151,7 +1151,7 @@ def _finish_causes(table: Any, rows: np.ndarray, rebalances: ClassicRebalances,
     rebalance_cause = _overwrite(pa.nulls(count, pa.string()), target[primary], cause.take(pa.array(primary)))
     rebalance_member = _overwrite(pa.nulls(count, pa.string()), target[primary], member.take(pa.array(primary)))
     # merged by (cause, member): the first's place and detail, every one's evidence
-    cause_code, member_code = _codes(cause), _codes(member)
+    cause_code, member_code = codes_of(cause), codes_of(member)
     pair = cause_code * (int(member_code.max(initial=0)) + 2) + member_code + 1
     by_pair = np.lexsort((np.arange(size), pair, target))
     same = np.zeros(size, bool)
@@ -1162,7 +1162,7 @@ def _finish_causes(table: Any, rows: np.ndarray, rebalances: ClassicRebalances,
     time_ms = pc.fill_null(table.column("time_ms").take(pa.array(evidence)), 0).to_numpy()
     seq = pc.fill_null(table.column("seq").take(pa.array(evidence)), 0).to_numpy()
     shown = np.lexsort((np.arange(size), seq, time_ms, head_of))
-    shown = shown[_rank_within(head_of[shown]) < EVIDENCE_CAP]
+    shown = shown[rank_within(head_of[shown]) < EVIDENCE_CAP]
     offsets = pa.array(np.concatenate([[0], np.cumsum(np.bincount(np.searchsorted(heads, head_of[shown]),
                                                                   minlength=len(heads)))]), pa.int32())
     causes = {"rebalance": target[heads], "cause": cause.take(pa.array(heads)),
@@ -1184,13 +1184,13 @@ def _first_of_each(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndar
     target = np.concatenate([part[0] for part in parts])
     value = _concat([part[4] for part in parts])
     order = np.lexsort(tuple(np.concatenate([part[index] for part in parts]) for index in (3, 2, 1)) + (target,))
-    codes = _codes(_concat([value, removed[1]]))
+    codes = codes_of(_concat([value, removed[1]]))
     width = int(codes.max(initial=0)) + 2
     pair = (target * width + codes[:len(target)] + 1)[order]
     gone = removed[0] * width + codes[len(target):] + 1
     by_pair = np.lexsort((np.arange(len(order)), pair))
     rank = np.empty(len(order), np.int64)
-    rank[by_pair] = _rank_within(pair[by_pair])
+    rank[by_pair] = rank_within(pair[by_pair])
     drop = np.isin(pair, gone) if every else rank < _counts_of(pair, gone)
     target, pair, order = target[order][~drop], pair[~drop], order[~drop]
     by_pair = np.lexsort((np.arange(len(order)), pair))
@@ -1228,7 +1228,7 @@ def _moved_departures(table: Any, rows: np.ndarray, rebalances: ClassicRebalance
         return moved, proved_at
     proving_rows = rows[rebalances.line_position[proving]]
     named = reason_members(table.column("reason").take(pa.array(proving_rows)))
-    codes = _codes(_concat([lines["member"].take(pa.array(candidate)), named.member]))
+    codes = codes_of(_concat([lines["member"].take(pa.array(candidate)), named.member]))
     width = int(codes.max(initial=0)) + 2
     wanted = proof[candidate] * width + codes[:len(candidate)] + 1
     moved[candidate] = np.isin(wanted, named.reason * width + codes[len(candidate):] + 1)
@@ -1236,7 +1236,7 @@ def _moved_departures(table: Any, rows: np.ndarray, rebalances: ClassicRebalance
     return moved, proved_at
 
 
-def _codes(values: Any) -> np.ndarray:
+def codes_of(values: Any) -> np.ndarray:
     """Each value's number among the distinct values (null: -1)."""
     import pyarrow.compute as pc
 
@@ -1481,7 +1481,7 @@ def _storms(rebalances: Any, group: np.ndarray, gap_ms: int, min_rebalances: int
     failed = _array(rebalances.column("failed_members").take(pa.array(order)))
     clients = pc.replace_substring_regex(failed.flatten(), MEMBER_UUID_SUFFIX.pattern, "")
     owner = storm[pc.list_parent_indices(failed).to_numpy(zero_copy_only=False)]
-    code = _codes(clients)
+    code = codes_of(clients)
     top = np.full(storm_count, -1)
     top_count = np.zeros(storm_count, np.int64)
     if len(code):
