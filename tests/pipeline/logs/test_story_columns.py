@@ -86,21 +86,28 @@ def groups_in_story_order(table: Any, rows: Any) -> list[tuple[tuple[str, str], 
     return runs
 
 
+def group_stories(table: Any, rows: Any, covered: Any) -> list[tuple[int, Any]]:
+    """``group_story.GroupStory`` told to its end for each ``covered`` group, by group number."""
+    from kafka_rebalance.pipeline.logparse.group_story import GroupStory
+
+    told = []
+    for number, ((cluster, group), events) in enumerate(groups_in_story_order(table, rows)):
+        if covered[number]:
+            story = GroupStory(cluster, group)
+            for event in events:
+                story.feed(event)
+            story.finish()
+            told.append((number, story))
+    return told
+
+
 def python_classic_rebalances(table: Any, rows: Any, covered: Any) -> list[tuple]:
     """``group_story.GroupStory``'s classic rebalances of the ``covered`` groups (by their number
     in story order), as tuples of what ``classic_rebalances`` tells."""
 
-    from kafka_rebalance.pipeline.logparse.group_story import GroupStory
 
-    runs = groups_in_story_order(table, rows)
     told = []
-    for number, ((cluster, group), events) in enumerate(runs):
-        if not covered[number]:
-            continue
-        story = GroupStory(cluster, group)
-        for event in events:
-            story.feed(event)
-        story.finish()
+    for number, story in group_stories(table, rows, covered):
         for r in sorted(story.rebalances, key=lambda r: r.start_ms if r.start_ms is not None else -1):
             told.append((number, r.start_ms, r.old_generation, r.generation, r.members, r.end_ms, r.outcome,
                          r.start_known, r.stabilized_ms, r.clip_ms, r.reason, r.state, r.leader))
@@ -238,17 +245,10 @@ def python_member_events(table: Any, rows: Any, covered: Any) -> list[tuple]:
     """``group_story.GroupStory``'s member events of the ``covered`` groups (by their number in
     story order), as tuples of ``MEMBER_EVENT_FIELDS``."""
 
-    from kafka_rebalance.pipeline.logparse.group_story import GroupStory
     from kafka_rebalance.pipeline.logparse.story_columns import MEMBER_EVENT_FIELDS
 
-    runs = groups_in_story_order(table, rows)
     told = []
-    for number, ((cluster, group), events) in enumerate(runs):
-        if not covered[number]:
-            continue
-        story = GroupStory(cluster, group)
-        for event in events:
-            story.feed(event)
+    for number, story in group_stories(table, rows, covered):
         told.extend((number, *(row.get(name) for name in MEMBER_EVENT_FIELDS)) for row in story.member_events)
     return told
 
