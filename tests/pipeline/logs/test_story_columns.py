@@ -153,13 +153,18 @@ CLASSIC_LINE = st.fixed_dictionaries({
 def test_classic_rebalances_as_the_group_story_tells_them(lines: list[dict[str, Any]]) -> None:
     """Any order of the coordinator's classic lines, with times, generations and states missing
     or out of step: the rebalances over columns are the Python story's."""
-    import pyarrow as pa
-
-    records = [{**line, "cluster": "c"} for line in lines]
-    table = pa.Table.from_pylist(records, schema=arrow_schema("events")).sort_by(SORT_KEYS)
+    table = events_table(lines)
     rows = story_rows(table)
     told, covered = column_classic_rebalances(table, rows)
     assert told == python_classic_rebalances(table, rows, covered)
+
+
+def events_table(lines: list[dict[str, Any]], cluster: str = "c") -> Any:
+    """Lines of one cluster as an ``events`` table sorted for the stories."""
+    import pyarrow as pa
+
+    records = [{**line, "cluster": cluster} for line in lines]
+    return pa.Table.from_pylist(records, schema=arrow_schema("events")).sort_by(SORT_KEYS)
 
 
 def excerpt_corpora() -> Any:
@@ -296,10 +301,7 @@ MEMBER_LINE = st.fixed_dictionaries({
 def test_member_events_as_the_group_story_tells_them(lines: list[dict[str, Any]]) -> None:
     """Member lines and reasons naming members, near and far in time, with times, members and
     client ids missing: the member events over columns are the Python story's, in its order."""
-    import pyarrow as pa
-
-    records = [{**line, "cluster": "c"} for line in lines]
-    table = pa.Table.from_pylist(records, schema=arrow_schema("events")).sort_by(SORT_KEYS)
+    table = events_table(lines)
     rows = story_rows(table)
     told, covered = column_member_events(table, rows)
     assert told == python_member_events(table, rows, covered)
@@ -384,10 +386,7 @@ def test_rebalance_causes_as_the_story_tells_them(lines: list[dict[str, Any]]) -
     """Rebalances opened, closed and superseded among member lines, joins and departures at
     their start, during them and between them, reasons naming members: each rebalance's lists
     and causes over columns are the Python story's."""
-    import pyarrow as pa
-
-    records = [{**line, "cluster": "c"} for line in lines]
-    table = pa.Table.from_pylist(records, schema=arrow_schema("events")).sort_by(SORT_KEYS)
+    table = events_table(lines)
     rows = story_rows(table)
     rebalances, causes, covered = column_rebalance_causes(table, rows)
     assert (rebalances, causes) == python_rebalance_causes(table, rows, covered)
@@ -458,12 +457,10 @@ def test_told_table_of_groups_the_columns_tell(lines: list[dict[str, Any]]) -> N
     """Groups of the lines the columns tell, long enough for storms, medians of an even count
     of lengths and repeated failures: every table and every group's findings are the Python
     story's."""
-    import pyarrow as pa
 
     from kafka_rebalance.pipeline.logparse.story import DEFAULT_STORM_RULE, tell_table
 
-    table = pa.Table.from_pylist([{**line, "cluster": "c"} for line in lines],
-                                 schema=arrow_schema("events")).sort_by(SORT_KEYS)
+    table = events_table(lines)
     told = tell_table(table, {}, DEFAULT_STORM_RULE)
     tables, findings = python_story(table, {})
     for name, expected in tables.items():
