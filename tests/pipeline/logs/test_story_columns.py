@@ -33,7 +33,7 @@ def in_story_order(records: list[dict[str, Any]]) -> list[int]:
             for event in without_repeats(ordered_by_file_then_time(by_group[key]))]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from([("c1", "g1"), ("c1", "g2"), ("c2", "g1")]),
                           st.one_of(event_strategy(nulls=False), event_strategy(nulls=True))), max_size=16))
 def test_story_rows_as_the_rule_says(grouped: list[tuple[tuple[str, str], dict[str, Any]]]) -> None:
@@ -148,7 +148,7 @@ CLASSIC_LINE = st.fixed_dictionaries({
     "side": st.just("broker"), "library": st.just("broker")})
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.lists(CLASSIC_LINE, max_size=14))
 def test_classic_rebalances_as_the_group_story_tells_them(lines: list[dict[str, Any]]) -> None:
     """Any order of the coordinator's classic lines, with times, generations and states missing
@@ -226,7 +226,7 @@ _REASON_PART = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.lists(st.one_of(st.none(), st.lists(_REASON_PART, max_size=3).map("; ".join)), max_size=8))
 def test_reason_members_as_members_in_reason(reasons: list[str | None]) -> None:
     """Reasons naming none, one or several members, in every wording, with a client's reason:
@@ -296,7 +296,7 @@ MEMBER_LINE = st.fixed_dictionaries({
     "side": st.sampled_from(["broker", "client"]), "library": st.sampled_from(["broker", "broker-kip848"])})
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.lists(MEMBER_LINE, max_size=16))
 def test_member_events_as_the_group_story_tells_them(lines: list[dict[str, Any]]) -> None:
     """Member lines and reasons naming members, near and far in time, with times, members and
@@ -380,7 +380,7 @@ CAUSE_LINE = st.fixed_dictionaries({
     "side": st.just("broker"), "library": st.just("broker")})
 
 
-@settings(max_examples=800, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.lists(CAUSE_LINE, max_size=18))
 def test_rebalance_causes_as_the_story_tells_them(lines: list[dict[str, Any]]) -> None:
     """Rebalances opened, closed and superseded among member lines, joins and departures at
@@ -419,7 +419,7 @@ ANY_LINE = st.one_of(CAUSE_LINE, MEMBER_LINE, CLASSIC_LINE).map(
     lambda line: {**line, "side": "client" if line["kind"].startswith("client_") else "broker"})
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["c1", "c2"]), ANY_LINE), max_size=24))
 def test_told_table_as_the_python_story_tells_it(lines: list[tuple[str, dict[str, Any]]]) -> None:
     """Groups the columns tell and groups they leave to Python (client lines, lines without a
@@ -451,7 +451,7 @@ def test_told_table_of_the_excerpt_corpora() -> None:
     assert json.dumps(told.findings) == json.dumps(findings)  # types and order too: 2 is not 2.0
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.lists(CAUSE_LINE, max_size=30))
 def test_told_table_of_groups_the_columns_tell(lines: list[dict[str, Any]]) -> None:
     """Groups of the lines the columns tell, long enough for storms, medians of an even count
