@@ -1,20 +1,20 @@
-"""The story told over columns (work in progress on this branch: not yet used by either engine).
-
-Each step takes the ``events`` table of many groups at once and answers with arrays, no Python
-per event; each is checked against the Python story's rule it will replace
-(``tests/pipeline/logs/test_story_columns.py``).
-
-So far:
+"""Groups' stories told over columns: every rule of the Python story (``group_story``,
+``causes``, ``story``) as array operations over all groups of a sorted ``events`` table at
+once, numpy and pyarrow.compute, no Python per event. ``story.tell_table`` runs it for the
+groups it reads (``COLUMN_KINDS``: classic groups of broker lines with times) and the Python
+story for the rest; each step is checked equal to the Python story's rule
+(``tests/pipeline/logs/test_story_columns.py``). In the order the steps run:
 - ``story_rows``: the rows of each group in time order, each line once (``order.order_events``
-  and ``order.distinct_events`` over a whole table);
+  and ``order.distinct_events``);
 - ``classic_rebalances``: the classic coordinator's rebalances by generation arithmetic
-  (``group_story.GroupStory``'s handlers of the "Preparing", "Stabilized", "Assignment
-  received", "is now empty" and dead-group lines, and its ``finish``), for the groups without
-  KIP-848 lines; not yet what a rebalance learns from member lines and reasons;
-- ``reason_members``: the members every reason names (``causes.members_in_reason`` over an
-  array of reasons: its patterns run by RE2, Python only where one matches twice or names a
-  list). RE2 extracts no faster than Python's ``re`` (about 1 us a reason either way): the
-  reasons are better read once, when their lines are parsed.
+  (the handlers of the "Preparing", "Stabilized", "Assignment received", "is now empty" and
+  dead-group lines, and ``GroupStory.finish``), for the groups without KIP-848 lines;
+- ``member_events``: the member events from member lines and from the members the opening
+  lines' reasons name (``reason_members``, ``causes.members_in_reason`` over an array);
+- ``rebalance_causes``: each rebalance's failed, left and joined members, what happened during
+  it and its causes (``reason_causes``, ``causes.cause_from_reason``);
+- ``tell_columns``: every story table of those groups (``findings_columns`` reads them for the
+  findings).
 """
 
 from __future__ import annotations
