@@ -1,4 +1,4 @@
-"""The story over columns gives what the Python story's rules give (``story_columns``), step by
+"""The story over columns gives what the Python story's rules give (``logparse.columns``), step by
 step: so far the rows of each group in time order, each line once."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kafka_rebalance.pipeline.logparse.columns.order import story_rows
 from kafka_rebalance.pipeline.logparse.order import distinct_events, order_events
 from kafka_rebalance.pipeline.logparse.schemas import arrow_schema
 from kafka_rebalance.pipeline.logparse.story import SORT_KEYS
-from kafka_rebalance.pipeline.logparse.story_columns import story_rows
 from tests.pipeline.logs.test_story_paths import (
     event_strategy,
     ordered_by_file_then_time,
@@ -117,7 +117,7 @@ def python_classic_rebalances(table: Any, rows: Any, covered: Any) -> list[tuple
 def column_classic_rebalances(table: Any, rows: Any) -> tuple[list[tuple], Any]:
     import math
 
-    from kafka_rebalance.pipeline.logparse.story_columns import OUTCOMES, classic_rebalances
+    from kafka_rebalance.pipeline.logparse.columns.rebalances import OUTCOMES, classic_rebalances
 
     told = classic_rebalances(table, rows)
     values = told.values
@@ -202,7 +202,7 @@ def python_reason_members(reasons: list[str | None]) -> list[tuple]:
 def column_reason_members(reasons: list[str | None]) -> list[tuple]:
     import pyarrow as pa
 
-    from kafka_rebalance.pipeline.logparse.story_columns import reason_members
+    from kafka_rebalance.pipeline.logparse.columns.members import reason_members
 
     found = reason_members(pa.array(reasons, pa.string()))
     return list(zip(found.reason.tolist(), found.member.to_pylist(), found.kind.to_pylist(), found.cause.to_pylist(),
@@ -250,7 +250,7 @@ def python_member_events(table: Any, rows: Any, covered: Any) -> list[tuple]:
     """``group_story.GroupStory``'s member events of the ``covered`` groups (by their number in
     story order), as tuples of ``MEMBER_EVENT_FIELDS``."""
 
-    from kafka_rebalance.pipeline.logparse.story_columns import MEMBER_EVENT_FIELDS
+    from kafka_rebalance.pipeline.logparse.columns.members import MEMBER_EVENT_FIELDS
 
     told = []
     for number, story in group_stories(table, rows, covered):
@@ -259,11 +259,8 @@ def python_member_events(table: Any, rows: Any, covered: Any) -> list[tuple]:
 
 
 def column_member_events(table: Any, rows: Any) -> tuple[list[tuple], Any]:
-    from kafka_rebalance.pipeline.logparse.story_columns import (
-        MEMBER_EVENT_FIELDS,
-        classic_rebalances,
-        member_events,
-    )
+    from kafka_rebalance.pipeline.logparse.columns.members import MEMBER_EVENT_FIELDS, member_events
+    from kafka_rebalance.pipeline.logparse.columns.rebalances import classic_rebalances
 
     told = member_events(table, rows, classic_rebalances(table, rows))
     columns = [told.columns[name].to_pylist() for name in MEMBER_EVENT_FIELDS]
@@ -337,11 +334,9 @@ def python_rebalance_causes(table: Any, rows: Any, covered: Any) -> tuple[list[t
 def column_rebalance_causes(table: Any, rows: Any) -> tuple[list[tuple], list[tuple], Any]:
     import math
 
-    from kafka_rebalance.pipeline.logparse.story_columns import (
-        classic_rebalances,
-        member_events,
-        rebalance_causes,
-    )
+    from kafka_rebalance.pipeline.logparse.columns.causes import rebalance_causes
+    from kafka_rebalance.pipeline.logparse.columns.members import member_events
+    from kafka_rebalance.pipeline.logparse.columns.rebalances import classic_rebalances
 
     rebalances = classic_rebalances(table, rows)
     told = rebalance_causes(table, rows, rebalances, member_events(table, rows, rebalances))

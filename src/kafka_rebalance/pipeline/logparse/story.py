@@ -131,14 +131,15 @@ class ToldTables:
 def tell_table(table: Any, moves: Mapping[str, list[Event]], rule: StormRule) -> ToldTables:
     """Events sorted by ``SORT_KEYS`` (recognised, each naming its group, with its source and
     seq) -> every group's story, as both engines tell it: over columns for the groups whose
-    lines the columns read (``story_columns.tell_columns``: classic groups of broker lines with
+    lines the columns read (``columns.tables.tell_columns``: classic groups of broker lines with
     times, in clusters without coordinator moves), the rest group by group in Python
     (``tell_sorted``), merged in group order."""
     import pyarrow as pa
 
-    from kafka_rebalance.pipeline.logparse.findings_columns import column_findings
+    from kafka_rebalance.pipeline.logparse.columns.findings import column_findings
+    from kafka_rebalance.pipeline.logparse.columns.order import story_rows
+    from kafka_rebalance.pipeline.logparse.columns.tables import tell_columns
     from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES, arrow_schema, story_table
-    from kafka_rebalance.pipeline.logparse.story_columns import story_rows, tell_columns
 
     if not table.num_rows:
         return ToldTables({name: arrow_schema(name).empty_table() for name in STORY_TABLES}, [])

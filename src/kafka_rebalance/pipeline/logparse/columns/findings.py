@@ -1,5 +1,5 @@
 """Each group's findings (``findings.GroupFindings``) from the story tables of many groups at
-once (``story_columns.ColumnStory``): the counts, cadences and causes ``findings.findings``
+once (``tables.ColumnStory``): the counts, cadences and causes ``findings.findings``
 reads from one group's rows, as array operations over all groups, Python only to hand each
 group's numbers over as a dict."""
 
@@ -9,8 +9,9 @@ from typing import Any
 
 import numpy as np
 
+from kafka_rebalance.pipeline.logparse.columns.arrays import codes_of, pair_key, rank_within
+from kafka_rebalance.pipeline.logparse.columns.tables import ColumnStory
 from kafka_rebalance.pipeline.logparse.findings import INCIDENT_MS, GroupFindings, MostFailing
-from kafka_rebalance.pipeline.logparse.story_columns import ColumnStory, codes_of, rank_within
 
 # Session timeouts of different clients this close together have a shared cause (``findings``).
 CLUSTER_MS = 60_000
@@ -74,13 +75,13 @@ def column_findings(story: ColumnStory) -> dict[int, GroupFindings]:
                                          & numpy_of(pc.match_substring(pc.utf8_lower(reason), "poll timeout")))
     poll = _poll_timeouts(of_event, keyed, key_text, time_ms, polled & timed, count)
     clustered = _clustered(of_event[failure & timed], time_ms[failure & timed], keyed[failure & timed], count)
-    versions = _kafka_python_versions(events.column("member"), of_event, count)
+    versions = _kafka_python_versions(events.column("member"), of_event)
     static_seen = per_group(pc.fill_null(pc.equal(events.column("reason"), "Static"), False).to_numpy(
         zero_copy_only=False), of_event) > 0
 
     storms, of_storm = story.tables["storms"], story.row_groups["storms"]
     storm_sizes, _ = column(storms, "rebalances")
-    largest = _first_largest(of_storm, storm_sizes, count)
+    largest = _first_largest(of_storm, storm_sizes)
     storm_size = storm_sizes.tolist()
     storm_kind = storms.column("kind").to_pylist()
     storm_client = storms.column("top_client").to_pylist()
@@ -91,7 +92,7 @@ def column_findings(story: ColumnStory) -> dict[int, GroupFindings]:
     longest_empty = _maxima(of_period[has_length], period_length[has_length], count)
 
     causes, of_cause = story.tables["causes"], story.row_groups["causes"]
-    cause_counts = _counts_in_order(of_cause, causes.column("cause"), count)
+    cause_counts = _counts_in_order(of_cause, causes.column("cause"))
 
     values = {
         "rebalances": np.bincount(of_rebalance, minlength=count), "open_rebalances": per_group(outcome == "open",
@@ -254,7 +255,7 @@ def _poll_timeouts(owners: np.ndarray, keys: np.ndarray, key_text: Any, times: n
     ends = np.append(starts[1:], len(group))
     run_of = np.repeat(np.arange(len(starts)), ends - starts)
     # the next incident after each line: the first line of its run more than INCIDENT_MS after it
-    following = np.searchsorted(_pair(run_of, time_ms), _pair(run_of, time_ms + INCIDENT_MS), side="right")
+    following = np.searchsorted(pair_key(run_of, time_ms), pair_key(run_of, time_ms + INCIDENT_MS), side="right")
     incident = np.zeros(len(group), bool)
     frontier = starts
     while len(frontier):
@@ -284,12 +285,6 @@ def _poll_timeouts(owners: np.ndarray, keys: np.ndarray, key_text: Any, times: n
     return leaves, clients, counts, gaps
 
 
-def _pair(run: np.ndarray, time_ms: np.ndarray) -> np.ndarray:
-    """(run, time) as one sortable integer (epoch ms below 2**44)."""
-    key: np.ndarray = run.astype(np.int64) * (1 << 45) + time_ms
-    return key
-
-
 def _clustered(owners: np.ndarray, times: np.ndarray, keys: np.ndarray, count: int) -> list[int]:
     """Per group, the most different clients failing within ``CLUSTER_MS`` of one failure and
     after it: each window's distinct clients, those whose previous failure is before it."""
@@ -298,7 +293,7 @@ def _clustered(owners: np.ndarray, times: np.ndarray, keys: np.ndarray, count: i
     size = len(group)
     if not size:
         return [0] * count
-    window_end = np.searchsorted(_pair(group, time_ms), _pair(group, time_ms + CLUSTER_MS), side="right")
+    window_end = np.searchsorted(pair_key(group, time_ms), pair_key(group, time_ms + CLUSTER_MS), side="right")
     by_key = np.lexsort((np.arange(size), key, group))
     previous = np.full(size, -1)
     repeat = (group[by_key][1:] == group[by_key][:-1]) & (key[by_key][1:] == key[by_key][:-1])
@@ -313,12 +308,11 @@ def _clustered(owners: np.ndarray, times: np.ndarray, keys: np.ndarray, count: i
     return clustered
 
 
-def _kafka_python_versions(members: Any, owners: np.ndarray, count: int) -> dict[int, str]:
+def _kafka_python_versions(members: Any, owners: np.ndarray) -> dict[int, str]:
     """The oldest kafka-python version a group's member ids name (as strings compare)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    del count
     if isinstance(members, pa.ChunkedArray):
         members = members.combine_chunks()
     found = pc.extract_regex(pc.fill_null(members, ""), r"kafka-python-(?P<version>\d+\.\d+)")
@@ -330,28 +324,25 @@ def _kafka_python_versions(members: Any, owners: np.ndarray, count: int) -> dict
     return dict(zip(oldest.column("group").to_pylist(), oldest.column("version_min").to_pylist(), strict=True))
 
 
-def _first_largest(owners: np.ndarray, sizes: np.ndarray, count: int) -> dict[int, int]:
+def _first_largest(owners: np.ndarray, sizes: np.ndarray) -> dict[int, int]:
     """Per group, its largest storm's row (the first on ties)."""
-    del count
     order = np.lexsort((np.arange(len(owners)), -sizes, owners))
     first = order[np.concatenate([[True], owners[order][1:] != owners[order][:-1]])] if len(order) else order
     return dict(zip(owners[first].tolist(), first.tolist(), strict=True))
 
 
-def _counts_in_order(owners: np.ndarray, causes: Any, count: int) -> dict[int, dict[str, int]]:
+def _counts_in_order(owners: np.ndarray, causes: Any) -> dict[int, dict[str, int]]:
     """Per group, how many of its causes rows have each cause, in the order first seen."""
-    del count
     if not len(owners):
         return {}
     code = codes_of(causes)
     names = causes.combine_chunks().dictionary_encode().dictionary.to_pylist() if hasattr(
         causes, "combine_chunks") else causes.dictionary_encode().dictionary.to_pylist()
     pair = owners * (int(code.max()) + 2) + code + 1
-    distinct, first, tally = np.unique(pair, return_index=True, return_counts=True)
+    _, first, tally = np.unique(pair, return_index=True, return_counts=True)
     order = np.lexsort((first, owners[first]))
     found: dict[int, dict[str, int]] = {}
     for group, cause, number in zip(owners[first[order]].tolist(), code[first[order]].tolist(),
                                     tally[order].tolist(), strict=True):
         found.setdefault(group, {})[names[cause]] = number
-    del distinct
     return found
