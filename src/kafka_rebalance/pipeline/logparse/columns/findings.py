@@ -5,7 +5,7 @@ group's numbers over as a dict."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -103,34 +103,43 @@ def column_findings(story: ColumnStory) -> dict[int, GroupFindings]:
         "restart_rebalances": per_group(rebalance_cause == "restarted", of_rebalance),
         "coordinator_write_failures": per_group(kind == "coordinator_write_failed", of_event),
         "empty_periods": np.bincount(of_period, minlength=count)}
-    counted = {name: array.tolist() for name, array in values.items()}
-    found: dict[int, GroupFindings] = {}
-    for group in groups.tolist():
-        at = largest.get(group)
-        counts = cause_counts.get(group, {})
-        found[group] = {
-            "cluster": story.clusters[group], "group": story.groups[group],
-            "rebalances": counted["rebalances"][group], "open_rebalances": counted["open_rebalances"][group],
-            "median_duration_ms": median_duration.get(group), "max_duration_ms": max_duration.get(group),
-            "max_generation": max_generation.get(group),
-            "first_ms": -first_ms[group] if group in first_ms else None, "last_ms": last_ms.get(group),
-            "failures": counted["failures"][group], "failed_clients": failed_clients[group],
-            "failures_during_rebalances": counted["failures_during_rebalances"][group],
-            "most_failing": most_failing.get(group), "kafka_python_version": versions.get(group),
-            "poll_timeout_leaves": poll[0][group], "poll_timeout_client": poll[1].get(group),
-            "poll_timeout_client_count": poll[2][group], "poll_timeout_median_gap_ms": poll[3].get(group),
-            "leaves": counted["leaves"][group],
-            "storms": counted["storms"][group], "largest_storm": storm_size[at] if at is not None else 0,
-            "largest_storm_kind": storm_kind[at] if at is not None else None,
-            "largest_storm_client": storm_client[at] if at is not None else None,
-            "largest_storm_minutes": storm_duration[at] / 60000 if at is not None else None,
-            "restart_rebalances": counted["restart_rebalances"][group],
-            "static_members_seen": bool(static_seen[group]), "clustered_session_timeouts": clustered[group],
-            "coordinator_moves": counts.get("coordinator_moved", 0),
-            "coordinator_write_failures": counted["coordinator_write_failures"][group],
-            "empty_periods": counted["empty_periods"][group], "longest_empty_ms": longest_empty.get(group),
-            "cause_counts": counts, "protocols": ["classic"] if counted["rebalances"][group] else []}
-    return found
+    chosen = groups.tolist()
+    counted = {name: array[groups].tolist() for name, array in values.items()}
+    at = [largest.get(group) for group in chosen]
+    counts = [cause_counts.get(group, {}) for group in chosen]
+    # each field's values for the chosen groups, in ``GroupFindings``' order, made dicts at the end
+    fields = {
+        "cluster": [story.clusters[group] for group in chosen], "group": [story.groups[group] for group in chosen],
+        "rebalances": counted["rebalances"], "open_rebalances": counted["open_rebalances"],
+        "median_duration_ms": [median_duration.get(group) for group in chosen],
+        "max_duration_ms": [max_duration.get(group) for group in chosen],
+        "max_generation": [max_generation.get(group) for group in chosen],
+        "first_ms": [-first_ms[group] if group in first_ms else None for group in chosen],
+        "last_ms": [last_ms.get(group) for group in chosen],
+        "failures": counted["failures"], "failed_clients": [failed_clients[group] for group in chosen],
+        "failures_during_rebalances": counted["failures_during_rebalances"],
+        "most_failing": [most_failing.get(group) for group in chosen],
+        "kafka_python_version": [versions.get(group) for group in chosen],
+        "poll_timeout_leaves": [poll[0][group] for group in chosen],
+        "poll_timeout_client": [poll[1].get(group) for group in chosen],
+        "poll_timeout_client_count": [poll[2][group] for group in chosen],
+        "poll_timeout_median_gap_ms": [poll[3].get(group) for group in chosen],
+        "leaves": counted["leaves"], "storms": counted["storms"],
+        "largest_storm": [storm_size[row] if row is not None else 0 for row in at],
+        "largest_storm_kind": [storm_kind[row] if row is not None else None for row in at],
+        "largest_storm_client": [storm_client[row] if row is not None else None for row in at],
+        "largest_storm_minutes": [storm_duration[row] / 60000 if row is not None else None for row in at],
+        "restart_rebalances": counted["restart_rebalances"],
+        "static_members_seen": static_seen[groups].tolist(),
+        "clustered_session_timeouts": [clustered[group] for group in chosen],
+        "coordinator_moves": [found.get("coordinator_moved", 0) for found in counts],
+        "coordinator_write_failures": counted["coordinator_write_failures"],
+        "empty_periods": counted["empty_periods"],
+        "longest_empty_ms": [longest_empty.get(group) for group in chosen],
+        "cause_counts": counts, "protocols": [["classic"] if number else [] for number in counted["rebalances"]]}
+    names = tuple(fields)
+    return {group: cast("GroupFindings", dict(zip(names, row, strict=True)))
+            for group, row in zip(chosen, zip(*fields.values(), strict=True), strict=True)}
 
 
 def _truthy(values: Any) -> np.ndarray:
