@@ -1,8 +1,8 @@
 """The in-process engine of ``kafka-rebalance logs`` (a paste, a few files of an incident):
 every input read and parsed in order, each group's story told, every table built in Arrow as
-the Spark engine's story tasks build theirs (``schemas.story_table_batch``); the same parser,
-split bookkeeping (``split_facts``) and story (``story.tell_sorted``, over all the events at
-once as a story task over its bucket) the Spark engine runs."""
+the Spark engine's story tasks build theirs; the same parser, split bookkeeping
+(``split_facts``) and story (``story.tell_table``, over all the events at once as a story task
+over its bucket) the Spark engine runs."""
 
 from __future__ import annotations
 

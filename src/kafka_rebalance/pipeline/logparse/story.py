@@ -1,9 +1,10 @@
 """The story of one group, end to end: its events (broker and client lines) -> rebalances,
 member events, client rebalances, causes, empty periods, storms and the findings for advice.
 
-Pure Python over one group's events; both engines tell a table of events sorted by group
-(``tell_sorted``: a Spark story task its bucket, the local engine all its inputs), so both give
-the same rows. The jobs
+Both engines tell a table of events sorted by group (``tell_table``: a Spark story task its
+bucket, the local engine all its inputs), so both give the same rows: the groups
+``logparse.columns`` reads over columns, for all of them at once, and the rest here, in Python,
+a group at a time (``tell_sorted``), to the same rules. The Python jobs
 are cut into modules that hand their results one way: ``order`` (time order, each line once)
 -> ``group_story`` (the broker's lines: rebalances, member events, causes; reasons read by
 ``causes``) and ``client_story`` (each client's rebalances) -> here (storms, the tables' rows,
