@@ -6,7 +6,7 @@ instance_id (group.instance.id, optional). Prints JSON lines: {"ready": true} on
 after a "go" line on stdin, {"a": [partitions], "g": generation, "t": monotonic seconds} per
 assignment change, {"revoked": [...], "g": ...} and {"assigned": [...], "g": ...} from the
 rebalance listener (so a generation replaced within one poll is still seen),
-{"r": [[partition, offset], ...]} per batch (after committing it), {"c": {partition: next
+{"r": [[partition, offset], ...]} per batch (before committing it), {"c": {partition: next
 offset}} per commit; "close" on stdin closes it (LeaveGroup, unless
 static), {"closed": true} when done. A SIGKILL from the test is a crash."""
 
@@ -88,13 +88,15 @@ def main() -> None:
         batches = consumer.poll(timeout_ms=poll_ms)
         records = [[r.partition, r.offset] for rs in batches.values() for r in rs]
         if records:
+            # Told before the commit: a consumer killed between its commit and this line would
+            # leave records committed (so never read again) that no line says it read.
+            emit({"r": records})
             offsets = {tp.partition: rs[-1].offset + 1 for tp, rs in batches.items()}
             try:
                 consumer.commit()
                 emit({"c": offsets})
             except Exception as error:  # a rebalance took them away first: not committed
                 emit({"commit_failed": type(error).__name__})
-            emit({"r": records})
         generation = generation_id()
         now = sorted(tp.partition for tp in consumer.assignment())
         if (now, generation) != last:
