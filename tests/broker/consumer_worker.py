@@ -1,6 +1,6 @@
 """One real kafka-python consumer in its own process, for the broker tests: prints one JSON
 line per assignment change ({"a": [...], "g": generation}) and per batch of records
-({"r": [[partition, offset], ...]}) after committing them; "close" on stdin closes it cleanly
+({"r": [[partition, offset], ...]}) before committing them; "close" on stdin closes it cleanly
 (LeaveGroup); a SIGKILL from the test is a crash. It reports {"ready": true} once built and
 waits for a "go" line before it joins."""
 
@@ -59,8 +59,10 @@ def main() -> None:
         batches = consumer.poll(timeout_ms=200)
         records = [[r.partition, r.offset] for rs in batches.values() for r in rs]
         if records:
-            consumer.commit()
+            # Told before the commit: killed between the two, it would leave records committed
+            # (never read again) that no line says it read.
             emit({"r": records})
+            consumer.commit()
         result = getattr(assignor, "latest_result", None)
         if result is not None and result is not led:  # this consumer ran the assignment
             led = result

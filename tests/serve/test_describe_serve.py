@@ -43,9 +43,14 @@ def test_a_classic_group_in_full():
         committer.close()
         members = [Member(broker.bootstrap, "billing", "orders", name) for name in ("a", "b")]
         try:
-            stable_with(broker, "billing", members)
-            owner = next(m for m in members if 0 in m.owned)
-            result = describe(broker.bootstrap, "billing")
+            # On a loaded host a member's heartbeats can miss its 6 s session and the group
+            # rebalances again: what is described is a Stable group, as this test means.
+            for _ in range(3):
+                stable_with(broker, "billing", members)
+                owner = next(m for m in members if 0 in m.owned)
+                result = describe(broker.bootstrap, "billing")
+                if result["state"] == "Stable":
+                    break
         finally:
             for member in members:
                 member.stop()

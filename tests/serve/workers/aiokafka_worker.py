@@ -44,13 +44,13 @@ async def main() -> None:
             batches = await consumer.getmany(timeout_ms=200)
             records = [[r.partition, r.offset] for rs in batches.values() for r in rs]
             if records:
+                emit({"r": records})  # before the commit, as the kafka-python worker tells them
                 offsets = {tp.partition: rs[-1].offset + 1 for tp, rs in batches.items()}
                 try:
                     await consumer.commit({tp: rs[-1].offset + 1 for tp, rs in batches.items()})
                     emit({"c": offsets})
                 except Exception as error:  # a rebalance took them away first: not committed
                     emit({"commit_failed": type(error).__name__})
-                emit({"r": records})
             generation = consumer._coordinator.generation
             now = sorted(tp.partition for tp in consumer.assignment())
             if (now, generation) != last:
