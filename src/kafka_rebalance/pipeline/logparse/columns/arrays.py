@@ -145,3 +145,10 @@ def table_of(columns: dict[str, Any], schema: Any) -> Any:
     import pyarrow as pa
 
     return pa.Table.from_arrays([as_array(columns[field.name]).cast(field.type) for field in schema], schema=schema)
+
+
+def longs(values: np.ndarray) -> Any:
+    """Float64 values (whole numbers, NaN for none) as an Arrow int64 array with nulls."""
+    import pyarrow as pa
+
+    return pa.array(np.nan_to_num(values, nan=0).astype(np.int64), pa.int64(), mask=np.isnan(values))

@@ -9,7 +9,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from kafka_rebalance.pipeline.logparse.columns.arrays import codes_of, pair_key, rank_within
+from kafka_rebalance.pipeline.logparse.columns.arrays import codes_of, falsy, pair_key, rank_within
 from kafka_rebalance.pipeline.logparse.columns.tables import ColumnStory
 from kafka_rebalance.pipeline.logparse.findings import INCIDENT_MS, GroupFindings, MostFailing
 
@@ -61,12 +61,12 @@ def column_findings(story: ColumnStory) -> dict[int, GroupFindings]:
     kind = numpy_of(events.column("kind")) if events.num_rows else np.zeros(0, object)
     cause = numpy_of(pc.fill_null(events.column("cause"), "")) if events.num_rows else np.zeros(0, object)
     reason = pc.fill_null(events.column("reason"), "")
-    client_or_member = pc.if_else(pa.array(_truthy(events.column("client"))), events.column("client"),
+    client_or_member = pc.if_else(pa.array(~falsy(events.column("client"))), events.column("client"),
                                   events.column("member"))
     time_ms, timed = column(events, "time")
     failure = np.isin(kind, ["failed", "fenced"]) & (cause != "rebalance_timeout")
     who = codes_of(client_or_member)
-    key_text = pc.fill_null(pc.if_else(pa.array(_truthy(client_or_member)), client_or_member,
+    key_text = pc.fill_null(pc.if_else(pa.array(~falsy(client_or_member)), client_or_member,
                                        pa.scalar(None, pa.string())), "?")  # ``client or member or "?"``
     keyed = codes_of(key_text)
     failed_clients = _distinct_per_group(of_event[failure], who[failure], count)
@@ -140,13 +140,6 @@ def column_findings(story: ColumnStory) -> dict[int, GroupFindings]:
     names = tuple(fields)
     return {group: cast("GroupFindings", dict(zip(names, row, strict=True)))
             for group, row in zip(chosen, zip(*fields.values(), strict=True), strict=True)}
-
-
-def _truthy(values: Any) -> np.ndarray:
-    import pyarrow.compute as pc
-
-    truthy: np.ndarray = pc.fill_null(pc.not_equal(values, ""), False).to_numpy(zero_copy_only=False)
-    return truthy
 
 
 def _runs(owners: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -7,7 +7,14 @@ from typing import Any
 
 import numpy as np
 
-from kafka_rebalance.pipeline.logparse.columns.arrays import as_array, changes, codes_of, pair_key, table_of
+from kafka_rebalance.pipeline.logparse.columns.arrays import (
+    as_array,
+    changes,
+    codes_of,
+    longs,
+    pair_key,
+    table_of,
+)
 from kafka_rebalance.pipeline.logparse.columns.causes import rebalance_causes
 from kafka_rebalance.pipeline.logparse.columns.members import member_events
 from kafka_rebalance.pipeline.logparse.columns.rebalances import (
@@ -65,8 +72,7 @@ def tell_columns(table: Any, rows: np.ndarray, moved_clusters: frozenset[str], g
     group = rebalances.group[kept]
 
     def number(name: str) -> Any:
-        value = values[name][kept]
-        return pa.array(np.nan_to_num(value, nan=0).astype(np.int64), pa.int64(), mask=np.isnan(value))
+        return longs(values[name][kept])
 
     def text(column: str, row_name: str) -> Any:
         row = values[row_name][kept]
@@ -84,13 +90,10 @@ def tell_columns(table: Any, rows: np.ndarray, moved_clusters: frozenset[str], g
     duration = np.where(start_known & ~is_open, end - start, np.nan)
     drawn = np.where(is_open | np.isnan(end), values["clip_ms"][kept], np.nan)
 
-    def numbers(value: np.ndarray) -> Any:
-        return pa.array(np.nan_to_num(value, nan=0).astype(np.int64), pa.int64(), mask=np.isnan(value))
-
     partition = _partition_at(table, rows, rebalances.made_position[kept], group_all)
     rebalance_columns = {
         "group": group_of.take(pa.array(group)), "generation": number("generation"), "start": when(number("start_ms")),
-        "end": when(numbers(shown_end)), "duration_ms": numbers(duration), "reason": text("reason", "reason_row"),
+        "end": when(longs(shown_end)), "duration_ms": longs(duration), "reason": text("reason", "reason_row"),
         "members": number("members"), "old_generation": number("old_generation"), "leader": text("member", "leader_row"),
         "outcome": pa.array(np.array(OUTCOMES, object)[outcome_number].tolist(), pa.string()),
         "failed_members": causes.failed.take(keep), "left_members": causes.left.take(keep), "partition": partition,
@@ -98,7 +101,7 @@ def tell_columns(table: Any, rows: np.ndarray, moved_clusters: frozenset[str], g
         "source": pa.array(["broker"] * len(kept), pa.string()), "start_known": pa.array(start_known),
         "joined_members": causes.joined.take(keep), "assignor": pa.nulls(len(kept), pa.string()),
         "assignor_ms": pa.nulls(len(kept), pa.int64()), "cause": causes.cause.take(keep),
-        "cause_member": causes.cause_member.take(keep), "drawn_until": when(numbers(drawn)),
+        "cause_member": causes.cause_member.take(keep), "drawn_until": when(longs(drawn)),
         "during": causes.during.take(keep)}
     tables = {"rebalances": table_of(rebalance_columns, arrow_schema("rebalances"))}
     row_groups = {"rebalances": group}
@@ -120,7 +123,7 @@ def tell_columns(table: Any, rows: np.ndarray, moved_clusters: frozenset[str], g
     of = found["rebalance"][which]
     cause_columns = {"cluster": cluster_of.take(pa.array(rebalances.group[of])),
                      "group": group_of.take(pa.array(rebalances.group[of])),
-                     "generation": numbers(values["generation"][of]), "start": when(numbers(values["start_ms"][of])),
+                     "generation": longs(values["generation"][of]), "start": when(longs(values["start_ms"][of])),
                      **{name: found[name].take(pa.array(which)) for name in ("cause", "member", "detail", "evidence",
                                                                              "evidence_sources")}}
     tables["causes"] = table_of(cause_columns, arrow_schema("causes"))
@@ -182,12 +185,9 @@ def _empty_periods(table: Any, rows: np.ndarray, rebalances: ClassicRebalances, 
     hit = inside & (np.append(key_group, -1)[found] == group)
     end = np.where(hit, np.append(key_start, np.nan)[found], np.nan)
 
-    def numbers(value: np.ndarray) -> Any:
-        return pa.array(np.nan_to_num(value, nan=0).astype(np.int64), pa.int64(), mask=np.isnan(value))
-
     columns = {"group": group_of.take(pa.array(group)), "generation": table.column("generation").take(pa.array(at)),
-               "start": numbers(went).cast(pa.timestamp("ms")), "end": numbers(end).cast(pa.timestamp("ms")),
-               "duration_ms": numbers(end - went), "cluster": cluster_of.take(pa.array(group))}
+               "start": longs(went).cast(pa.timestamp("ms")), "end": longs(end).cast(pa.timestamp("ms")),
+               "duration_ms": longs(end - went), "cluster": cluster_of.take(pa.array(group))}
     return table_of(columns, arrow_schema("empty_periods")), group
 
 
