@@ -284,7 +284,6 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
     once for the run: ``logs`` takes the run's start or ``--year``; see ``logparse.layout``)."""
     from kafka_rebalance.pipeline.io import StagedOutput, join
     from kafka_rebalance.pipeline.logparse.inputs import expand_inputs, input_clusters
-    from kafka_rebalance.pipeline.logparse.local_engine import analyse_local
     from kafka_rebalance.pipeline.logparse.schemas import write_table
 
     files, found_skipped = expand_inputs(paths)
@@ -295,6 +294,7 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
     watch = Stopwatch()
     with StagedOutput(out_dir) as out:
         if chosen == "local":
+            from kafka_rebalance.pipeline.logparse.local_engine import analyse_local
             from kafka_rebalance.pipeline.progress import bytes_progress
 
             with bytes_progress("reading logs", text_bytes(files, stdin_text), enabled=progress) as advance:

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from kafka_rebalance.pipeline.logparse import readlog
 from kafka_rebalance.pipeline.logparse.catalogue import MESSAGES
-from kafka_rebalance.pipeline.logparse.fastparse import MARKERS, parse_log4j, re2_plans
+from kafka_rebalance.pipeline.logparse.fastparse import MARKERS, literal_leads, parse_log4j, re2_plans
 from kafka_rebalance.pipeline.logparse.kinds import Side
 from kafka_rebalance.pipeline.logparse.parse import (
     EVENT_COLUMNS,
@@ -149,6 +149,36 @@ def test_every_line_the_column_parser_takes_is_read_as_parse_line_reads_it() -> 
                     if name in columns and (v := event.get(name)) is not None}
         got = {name: v for name in FIELDS if name in columns and (v := columns[name][row].as_py()) is not None}
         assert got == expected, lines[index]
+
+
+def test_a_message_opening_with_alternatives_is_first_matched_where_one_of_them_is() -> None:
+    """``member_joined`` opens with ``(Static|Dynamic)``: a line is first matched where the first
+    of its leads is, and anywhere (the leftmost match) when it does not match there."""
+    assert literal_leads(r"(?P<membership>Static|Dynamic) [mM]ember with") == ("Static ", "Dynamic ")
+    assert literal_leads(r"(?:Scheduling x-|Resigned as )(?P<partition>\d+)") == ("Scheduling x-", "Resigned as ")
+    assert literal_leads(r"Stabilized group (?P<group>\S+)") == ("Stabilized group ",)
+    assert literal_leads(r"(?:Static|Dyn(?:amic)?) member") == ()  # an alternative that is no literal
+    assert literal_leads(r"(?:Static|Dynamic)? member") == ()  # the group may be absent
+    assert literal_leads(r"(?P<member>\S+) left") == ()
+    import pyarrow as pa
+
+    joins = ("[2024-05-01 10:00:01,123] INFO [GroupCoordinator 1]: {before}{kind} member with unknown member id "
+             "joins group g1 in Stable state. Created a new member id m-{n} and requesting the member to rejoin "
+             "with this id. (kafka.coordinator.group.GroupCoordinator)")
+    lines = [joins.format(before=before, kind=kind, n=n) for n, (before, kind) in enumerate([
+        ("", "Dynamic"), ("", "Static"), ("Static note: ", "Dynamic"), ("Dynamic note: ", "Static"),
+        ("Static ", "Dynamic"), ("Dynamic Static ", "Static"),
+        ("Static member with unknown member id joins group g0 in Empty state. Created a new member id x-0 and ",
+         "Dynamic")])]
+    markers = np.array([[marker in line for marker in MARKERS] for line in lines], bool)
+    columns, taken = parse_log4j(pa.array(lines, pa.string()), markers)
+    assert taken.tolist() == list(range(len(lines)))
+    for row, line in enumerate(lines):
+        event = parse_line(line, TEST_SYSLOG)
+        assert event is not None
+        assert {name: columns[name][row].as_py() for name in ("kind", "group", "member", "membership")
+                if name in columns} == {name: event.get(name) for name in ("kind", "group", "member", "membership")
+                                        if name in columns}, line
 
 
 def test_every_broker_message_is_read_by_re2() -> None:

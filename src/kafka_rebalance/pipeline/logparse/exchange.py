@@ -36,7 +36,7 @@ from kafka_rebalance.pipeline.logparse.rows import Event
 from kafka_rebalance.pipeline.logparse.scan import Split
 from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES, arrow_schema
 from kafka_rebalance.pipeline.logparse.split_facts import SplitFacts, move_fields
-from kafka_rebalance.pipeline.logparse.story import SORT_KEYS, StormRule, tell_table
+from kafka_rebalance.pipeline.logparse.story import StormRule, in_story_order, tell_table
 
 ARROW_BATCH_ROWS = 10_000
 STORY_BATCH_ROWS = 20_000
@@ -290,7 +290,7 @@ class BucketDelivery:
         if orphans is not None:
             tables.append(orphans.filter(pc.fill_null(pc.not_equal(orphans.column("group"), ""), False)))
         tables = [table for table in tables if table.num_rows]
-        return pa.concat_tables(tables).sort_by(SORT_KEYS) if tables else None
+        return in_story_order(pa.concat_tables(tables)) if tables else None
 
     def moves_by_cluster(self) -> dict[str, list[Event]]:
         """Every split's coordinator moves, per cluster in file order (splits are numbered so)."""

@@ -128,9 +128,10 @@ class Re2Plan:
     message: Message
     marker_id: int
     pattern: str
-    # The literal every match starts with, and the pattern anchored: a line is first matched at
-    # the first place the literal is (the leftmost match, if it matches there), ``pattern`` else.
-    lead: str
+    # The literals one of which every match starts with, and the pattern anchored: a line is
+    # first matched at the first place one of them is (the leftmost match, if it matches there),
+    # by ``pattern`` else (and when there are none).
+    leads: tuple[str, ...]
     anchored: str
     # (group, field, may capture ''): in group order; a later group of the same field wins
     groups: tuple[tuple[str, str, bool], ...]
@@ -165,7 +166,31 @@ def _re2_plan(index: int, message: Message) -> Re2Plan | None:
     anchored = f"^(?:{pattern})"
     if not _re2_compiles(full) or not _re2_compiles(anchored):
         return None
-    return Re2Plan(index, message, MARKERS.index(message.marker), full, literal_lead(pattern), anchored, groups, fixed)
+    return Re2Plan(index, message, MARKERS.index(message.marker), full, literal_leads(pattern), anchored, groups, fixed)
+
+
+def literal_leads(pattern: str) -> tuple[str, ...]:
+    """Literals one of which every match of ``pattern`` starts with: its literal lead, or when it
+    starts with a group of literal alternatives (``(?:A|B)``, ``(?P<name>A|B)``), each of them
+    followed by the literal lead of what comes after the group. () when there are none."""
+    lead = literal_lead(pattern)
+    if lead:
+        return (lead,)
+    closing = _closing_parens(pattern).get(0)
+    inner = re.match(r"\(\?(?::|P<\w+>)", pattern)
+    if closing is None or inner is None or pattern[closing + 1:closing + 2] in ("?", "*", "+", "{"):
+        return ()
+    alternatives = pattern[inner.end():closing].split("|")
+    if any(not _unescaped(alternative) or literal_lead(alternative) != _unescaped(alternative)
+           for alternative in alternatives):
+        return ()  # an alternative holds more than a literal (or a '|' of its own)
+    after = literal_lead(pattern[closing + 1:])
+    return tuple(_unescaped(alternative) + after for alternative in alternatives)
+
+
+def _unescaped(literal: str) -> str:
+    """A pattern's literal text as it matches (``\\.`` is '.'); '' when it holds anything else."""
+    return re.sub(r"\\(.)", r"\1", literal) if re.fullmatch(r"(?:[^.^$*+?()\[\]{}|\\]|\\[^\w])*", literal) else ""
 
 
 def literal_lead(pattern: str) -> str:
@@ -226,7 +251,7 @@ def re2_plan(index: int) -> Re2Plan | None:
 
 
 def re2_plans() -> tuple[Re2Plan | None, ...]:
-    """Every message's plan (a process that forks the readers makes them all first)."""
+    """Every message's plan (which messages RE2 reads: the tests check the broker's)."""
     return tuple(re2_plan(index) for index in range(len(MESSAGES)))
 
 
@@ -293,9 +318,12 @@ def parse_log4j(lines: Any, markers: np.ndarray) -> tuple[dict[str, Any], np.nda
             candidates = candidates.take(pa.array(holds_rows))
             rows = rows[holds_rows]
         unmatched = np.ones(len(rows), bool)
-        if plan.lead:
+        if plan.leads:
             lengths = np.asarray(pc.utf8_length(candidates), np.int64)
-            starts = np.asarray(pc.find_substring(candidates, plan.lead), np.int64)
+            starts = np.asarray(pc.find_substring(candidates, plan.leads[0]), np.int64)
+            for lead in plan.leads[1:]:
+                found = np.asarray(pc.find_substring(candidates, lead), np.int64)
+                starts = np.where((found >= 0) & ((starts < 0) | (found < starts)), found, starts)
             present = np.flatnonzero(starts >= 0)
             if present.size:
                 found = candidates if present.size == len(rows) else candidates.take(pa.array(present))
@@ -373,7 +401,12 @@ def _columns(chunks: list[tuple[Re2Plan, np.ndarray, Any, Any]], text: Any, time
         columns[name] = _longs(columns[name])
     columns["member"] = pc.utf8_rtrim(columns["member"], characters=".,")
     rows = np.concatenate([rows for _, rows, _, _ in chunks])
-    broker = pc.extract_regex(pa.concat_arrays([prefixes for _, _, _, prefixes in chunks]), BROKER_PREFIX.pattern)
+    # A prefix is its line's time, then what a broker's lines repeat (level, logger, broker and
+    # partition): that rest is read once per distinct value (the broker prefix never starts
+    # inside the time, which holds no '[' after its first character).
+    rests = pc.dictionary_encode(pc.utf8_slice_codeunits(
+        pa.concat_arrays([prefixes for _, _, _, prefixes in chunks]), 1 + LOG4J_TIME_CHARS))
+    broker = pc.extract_regex(rests.dictionary, BROKER_PREFIX.pattern).take(rests.indices)
     has_broker = broker.is_valid()
     columns["broker"] = _longs(pc.if_else(has_broker, broker.field("broker"), null_string))
     prefix_partition = pc.if_else(pc.and_(has_broker, pc.not_equal(broker.field("partition"), "")),

@@ -21,12 +21,7 @@ from kafka_rebalance.pipeline.logparse.rows import CoverageRow, Event
 from kafka_rebalance.pipeline.logparse.scan import Split
 from kafka_rebalance.pipeline.logparse.schemas import arrow_schema, story_table
 from kafka_rebalance.pipeline.logparse.split_facts import SplitFacts, unrecognised_rows
-from kafka_rebalance.pipeline.logparse.story import (
-    DEFAULT_STORM_RULE,
-    SORT_KEYS,
-    StormRule,
-    tell_table,
-)
+from kafka_rebalance.pipeline.logparse.story import DEFAULT_STORM_RULE, StormRule, in_story_order, tell_table
 
 
 @dataclass
@@ -51,7 +46,7 @@ def story_input(events: Any) -> Any:
 
     group = events.column("group")
     told = events.filter(pc.and_(events.column("kind").is_valid(), pc.fill_null(pc.not_equal(group, ""), False)))
-    return told.append_column("line_no", pc.add(told.column("seq"), 1)).sort_by(SORT_KEYS)
+    return in_story_order(told.append_column("line_no", pc.add(told.column("seq"), 1)))
 
 
 def analyse_local(inputs: list[tuple[str, str]], rule: StormRule = DEFAULT_STORM_RULE, stdin_text: str | None = None,

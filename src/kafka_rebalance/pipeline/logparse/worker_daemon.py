@@ -1,7 +1,7 @@
 """PySpark's Python worker daemon for the logs job on a local master, with what its tasks import
 already imported: the daemon forks every Python worker, so a worker starts with pyarrow, the
-catalogue's parse plans, the hyperscan databases and PySpark's own worker module in place instead
-of importing and compiling them itself. Measured on ``local[2]``: one import of about 1 CPU-s
+catalogue's per-line parse plans, the hyperscan databases and PySpark's own worker module in
+place instead of importing and compiling them itself. Measured on ``local[2]``: one import of about 1 CPU-s
 for the session instead of one per worker (``benchmarks/logs.py``); 0.3 CPU-s less again since
 the workers go without pandas (``without_pandas.PandasRefused``: the logs job's tasks are RDD
 functions over Arrow tables, and pyarrow does without it). Named by ``spark.python.daemon.module``
@@ -43,7 +43,7 @@ import kafka_rebalance.pipeline.logparse.layout  # noqa: E402, F401
 import kafka_rebalance.pipeline.logparse.scan  # noqa: E402, F401
 from kafka_rebalance.pipeline.logparse.readlog import prepare  # noqa: E402
 
-prepare()  # the phrase search and the RE2 plans, compiled once for every worker
+prepare()  # the phrase search and the per-line plans, compiled once for every worker
 
 if __name__ == "__main__":
     # What the imports made lives as long as the workers: moved out of the collector's sight,
