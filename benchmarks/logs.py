@@ -4,8 +4,12 @@ engine that ``auto`` picks for it, and the Spark engine, with where its seconds 
 
     .venv/bin/python benchmarks/logs.py [--size 1GB] [--log /tmp/server-1g.log] [--master 'local[2]']
                                         [--coordinator-share 0.03] [--local-too] [--repeat 2] [--no-paste]
-                                        [--s3] [--object-size 128MB] [--paste-only]
+                                        [--s3] [--object-size 128MB] [--paste-only] [--timeline]
                                         [--local-only [--head 64MB]]
+
+``--timeline`` has Spark write its event log and tells, for each run, where its seconds went:
+until the first task starts (the first run: the Python worker daemon starting), the scan tasks,
+the story tasks (each task's own seconds), and after the job (the driver's report).
 
 ``--s3`` also reads the log from an S3 server (moto's, started here on 127.0.0.1, stopped at the
 end) with ``--out`` on it, side by side with the same files on the local disk: the log cut into
@@ -199,6 +203,40 @@ def local_only(log: Path, head_bytes: int, repeat: int) -> int:
 S3_BUCKET = "bench"
 
 
+def timeline_rows(events_dir: Path, spans: list[tuple[float, float]]) -> list[tuple[str, str]]:
+    """Where each run's seconds went, from Spark's event log (``spans``: each run's start and
+    end; the logs job is the one job of a run, its first stage the scan tasks, its second the
+    story tasks)."""
+    tasks: dict[int, list[tuple[float, float]]] = {}  # stage -> (launch, finish) of each task
+    jobs: list[tuple[float, list[int]]] = []  # (submitted, stage ids)
+    for path in (path for path in events_dir.rglob("*") if path.is_file()):
+        for line in path.read_text().splitlines():
+            event = json.loads(line)
+            kind = event.get("Event")
+            if kind == "SparkListenerJobStart":
+                jobs.append((event["Submission Time"] / 1000, sorted(event["Stage IDs"])))
+            elif kind == "SparkListenerTaskEnd":
+                info = event["Task Info"]
+                tasks.setdefault(event["Stage ID"], []).append((info["Launch Time"] / 1000, info["Finish Time"] / 1000))
+    rows = []
+    for number, ((start, end), (submitted, stages)) in enumerate(zip(spans, sorted(jobs), strict=False), 1):
+        scan, story = (sorted(tasks.get(stage, [])) for stage in stages[:2])
+        if not scan or not story:
+            continue
+        rows += [(f"run {number}: until the first task starts", f"{scan[0][0] - start:.2f} s "
+                                                                  f"(job submitted at {submitted - start:.2f} s)"),
+                 (f"run {number}: scan tasks", _spread(scan, start)),
+                 (f"run {number}: story tasks", _spread(story, start)),
+                 (f"run {number}: after the job (driver: report)", f"{end - max(e for _, e in story):.2f} s")]
+    return rows
+
+
+def _spread(tasks: list[tuple[float, float]], start: float) -> str:
+    """When a stage's tasks ran, in seconds from ``start``, and each task's own seconds."""
+    return (f"{min(s for s, _ in tasks) - start:.2f}-{max(e for _, e in tasks) - start:.2f} s "
+            f"(tasks {', '.join(f'{e - s:.2f}' for s, e in tasks)} s)")
+
+
 def start_s3(log: Path, object_bytes: int, scratch: Path):
     """The S3 server with the log cut (at line ends) into objects of about ``object_bytes``,
     and the same parts in a local folder."""
@@ -235,6 +273,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--head", default="64MB", help="bytes of the log --local-only reads (default 64MB)")
     parser.add_argument("--s3", action="store_true", help="also read the log from an S3 server (moto's) and compare")
     parser.add_argument("--object-size", default="128MB", help="size of the log's objects in the S3 mode (default 128MB)")
+    parser.add_argument("--timeline", action="store_true",
+                        help="also tell where each run's seconds went, from Spark's event log")
     parser.add_argument("--repeat", type=int, default=2,
                         help="runs of the whole log in one session: the first starts Spark's Python workers, the "
                              "best of the others shows the steady rate (default 2)")
@@ -289,20 +329,28 @@ def main(argv: list[str] | None = None) -> int:
     archive_state = ("class archive mapped" if "SharedArchiveFile" in archive
                      else f"recording the class archive: mapped {ARCHIVE_SETTLE_SECONDS} s after this session"
                      if "ArchiveClassesAtExit" in archive else "no class archive")
+    extra_conf = dict(LOGS_SPARK_CONF)
+    if args.timeline:
+        (out / "events").mkdir()
+        extra_conf.update({"spark.eventLog.enabled": "true", "spark.eventLog.dir": (out / "events").as_uri(),
+                           "spark.eventLog.compress": "false", "spark.eventLog.rolling.enabled": "false"})
     started = time.perf_counter()
     spark = build_session(args.master, "kafka-rebalance-logs-bench", driver_jvm_options=LOGS_DRIVER_JVM_OPTIONS,
-                          class_archive=LOGS_CLASS_ARCHIVE, worker_daemon=LOGS_WORKER_DAEMON, extra_conf=LOGS_SPARK_CONF)
+                          class_archive=LOGS_CLASS_ARCHIVE, worker_daemon=LOGS_WORKER_DAEMON, extra_conf=extra_conf)
     session_s = time.perf_counter() - started
     runs = []
     stores: dict[str, list[tuple[float, float, dict]]] = {"local disk": [], "S3 server": []}
+
+    run_spans: list[tuple[float, float]] = []  # each run's start and end (epoch seconds)
 
     def timed(inputs: list[str], out_dir: str) -> tuple[float, float, dict]:
         """Wall and CPU seconds of a run; the S3 server's own CPU (a child of this process) is
         left out of the CPU and kept in ``server_cpu``."""
         kinds_before, server_before = tree_cpu_by_kind(), server_cpu_seconds()
-        started = time.perf_counter()
+        started, epoch = time.perf_counter(), time.time()
         run = run_logs(spark, inputs, out_dir, engine="spark", progress=False, syslog=syslog)
         seconds = time.perf_counter() - started
+        run_spans.append((epoch, epoch + seconds))
         server = server_cpu_seconds() - server_before
         kinds = {kind: used - kinds_before[kind] for kind, used in tree_cpu_by_kind().items()}
         kinds["Python workers"] -= server
@@ -335,6 +383,7 @@ def main(argv: list[str] | None = None) -> int:
         spark.stop()
         if server is not None:
             server.stop()
+    timeline = timeline_rows(out / "events", run_spans) if args.timeline else []
     analysis_s, cpu_s, summary = runs[0]
     local_big = None
     if args.local_too:
@@ -392,6 +441,7 @@ def main(argv: list[str] | None = None) -> int:
         ("  JVM, session start and imports (the rest)",
          f"{spark_paste_s - sum(spark_facts['seconds'].values()):.1f} s"),
         ]
+    rows += timeline
     rows += [
         ("machine", f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}, master {args.master}"),
     ]
