@@ -34,7 +34,7 @@ from kafka_rebalance.pipeline.logparse.layout import SyslogReference
 from kafka_rebalance.pipeline.logparse.readlog import SplitReader
 from kafka_rebalance.pipeline.logparse.rows import Event
 from kafka_rebalance.pipeline.logparse.scan import Split
-from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES, arrow_schema
+from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES, arrow_schema, dictionary_columns
 from kafka_rebalance.pipeline.logparse.split_facts import SplitFacts, move_fields
 from kafka_rebalance.pipeline.logparse.story import StormRule, in_story_order, tell_table
 
@@ -129,7 +129,7 @@ def read_split(split: Split, index: int, cluster: str, source: str, buckets: int
     facts = reader.facts
     router = SplitRouter(index, cluster, schema, buckets)
     with write_file(join(events_dir, f"part-{index:05d}.parquet")) as (filesystem, path):
-        with pq.ParquetWriter(path, schema, filesystem=filesystem) as writer:
+        with pq.ParquetWriter(path, schema, filesystem=filesystem, use_dictionary=dictionary_columns(schema)) as writer:
             try:
                 for table in reader.tables():
                     for batch in table.to_batches(ARROW_BATCH_ROWS):
@@ -318,7 +318,7 @@ def tell_received(rows: Iterable[Routed], rule: StormRule, buckets: int, events_
     orphans = received.filled_orphans(buckets)
     if orphans is not None:
         with write_file(join(events_dir, f"part-story-{name}.parquet")) as (filesystem, path):
-            pq.write_table(orphans, path, filesystem=filesystem)
+            pq.write_table(orphans, path, filesystem=filesystem, use_dictionary=dictionary_columns(orphans.schema))
     table = received.events(orphans)
     if table is not None:
         for finding in tell_into(table, received.moves_by_cluster(), rule, story_dirs, name):
@@ -341,5 +341,6 @@ def tell_into(table: Any, moves: dict[str, list[Event]], rule: StormRule, story_
         rows = told.tables[story_table_name]
         if rows.num_rows:
             with write_file(join(story_dirs[story_table_name], f"part-{name}.parquet")) as (filesystem, path):
-                pq.write_table(rows, path, filesystem=filesystem, row_group_size=STORY_BATCH_ROWS)
+                pq.write_table(rows, path, filesystem=filesystem, row_group_size=STORY_BATCH_ROWS,
+                               use_dictionary=dictionary_columns(rows.schema))
     return told.findings

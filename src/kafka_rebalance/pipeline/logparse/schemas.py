@@ -109,6 +109,20 @@ def story_table(table: str, rows: Sequence[Mapping[str, Any]]) -> Any:
     return pa.Table.from_batches([story_table_batch(table, rows)])
 
 
+# Text that seldom repeats (a line, a reason, a member's or client's id): Parquet tries a
+# dictionary for every column by default and drops it once it grows too large, which cost a
+# sixth of writing ``events``; the texts that repeat (groups, kinds, states) keep theirs.
+FREE_TEXT = frozenset(("line", "reason", "member", "leader", "cause_member", "client_id", "client", "instance_id",
+                       "old_member", "detail", "sample"))
+
+
+def dictionary_columns(schema: Any) -> list[str]:
+    """The columns of ``schema`` Parquet stores with a dictionary (``use_dictionary``)."""
+    import pyarrow as pa
+
+    return [field.name for field in schema if pa.types.is_string(field.type) and field.name not in FREE_TEXT]
+
+
 def write_table(table: Any, directory: str | Path) -> None:
     """One table as a directory (a path or URL) with one Parquet file (the layout Spark writes)."""
     import pyarrow.parquet as pq
@@ -116,4 +130,4 @@ def write_table(table: Any, directory: str | Path) -> None:
     from kafka_rebalance.pipeline.io import join, write_file
 
     with write_file(join(str(directory), "part-00000.parquet")) as (filesystem, path):
-        pq.write_table(table, path, filesystem=filesystem)
+        pq.write_table(table, path, filesystem=filesystem, use_dictionary=dictionary_columns(table.schema))
