@@ -3,6 +3,12 @@ side: on this shared host wall and CPU time drift by a third within an hour, the
 instructions a run executes (valgrind's callgrind, ``Ir``) moves by well under 1%.
 
     .venv/bin/python benchmarks/logs_instructions.py --log /tmp/server-1g.log.head-64000000 --vs f651803
+    .venv/bin/python benchmarks/logs_instructions.py --log /tmp/server-1g.log.head-16000000 --vs f651803 --reading
+
+``--reading`` counts the reading alone, as a Spark scan task reads its split (``readlog.SplitReader``:
+the scan and the parse, no stories): after the imports, the worker daemon's ``readlog.prepare``
+and a first read of 2 MB (which makes the plans of the messages met), counted on their own and
+subtracted.
 
 Each tree (the revision's ``src`` exported with ``git archive`` into a temporary folder) is
 byte-compiled first, so neither run pays for compiling modules, and each run is a fresh
@@ -29,6 +35,15 @@ from kafka_rebalance.pipeline.logparse.layout import SyslogReference
 from kafka_rebalance.pipeline.logparse.local_engine import analyse_local
 analyse_local([(sys.argv[1], "bench")], syslog=SyslogReference(1765000000000))
 """
+WARM = IMPORTS + """import sys
+from kafka_rebalance.pipeline.logparse.layout import SyslogReference
+from kafka_rebalance.pipeline.logparse.readlog import SplitReader, prepare
+from kafka_rebalance.pipeline.logparse.scan import Split
+prepare()
+list(SplitReader(Split(sys.argv[1], 0, 2_000_000), 0, sys.argv[1], "bench", syslog=SyslogReference(1765000000000)).tables())
+"""
+READ = WARM + """list(SplitReader(Split(sys.argv[1]), 0, sys.argv[1], "bench", syslog=SyslogReference(1765000000000)).tables())
+"""
 
 
 def counted(src: Path, script: Path, *args: str) -> subprocess.Popen[str]:
@@ -50,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--log", type=Path, required=True, help="a log file (a slice of benchmarks/logs.py's log)")
     parser.add_argument("--vs", required=True, help="a git revision to compare the working tree with")
+    parser.add_argument("--reading", action="store_true", help="count the reading alone (a Spark split), no stories")
     args = parser.parse_args(argv)
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (apt-get install valgrind)")
@@ -64,14 +80,16 @@ def main(argv: list[str] | None = None) -> int:
         trees = {"now": ROOT / "src", args.vs: base / "src"}
         for src in trees.values():
             subprocess.run([sys.executable, "-m", "compileall", "-q", str(src)], check=True, stdout=subprocess.DEVNULL)
-        (base / "imports.py").write_text(IMPORTS)
-        (base / "run.py").write_text(RUN)
+        (base / "imports.py").write_text(WARM if args.reading else IMPORTS)
+        (base / "run.py").write_text(READ if args.reading else RUN)
         runs = {name: counted(src, base / "run.py", str(args.log)) for name, src in trees.items()}
-        imports = {name: instructions(counted(src, base / "imports.py")) for name, src in trees.items()}
+        imports = {name: instructions(counted(src, base / "imports.py", str(args.log))) for name, src in trees.items()}
         totals = {name: instructions(process) for name, process in runs.items()}
     megabytes = args.log.stat().st_size / 1e6
-    print(f"in-process engine on {args.log.name} ({megabytes:,.0f} MB), instructions (callgrind Ir):")
-    print(f"| tree | whole run | imports | the run itself | per MB | vs {args.vs} |")
+    what = "the reading alone (a Spark split)" if args.reading else "in-process engine"
+    before = "imports, warm-up" if args.reading else "imports"
+    print(f"{what} on {args.log.name} ({megabytes:,.0f} MB), instructions (callgrind Ir):")
+    print(f"| tree | whole run | {before} | the run itself | per MB | vs {args.vs} |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     work = {name: totals[name] - imports[name] for name in trees}
     for name in trees:
