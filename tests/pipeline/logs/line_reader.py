@@ -43,7 +43,7 @@ def scan(split: Split, counts: ScanCounts | None = None, *, search: Search | Non
         gated_lines = scanned.gated.tolist()
         for index, (start, end) in enumerate(gated_lines):
             yield offset + start, decode(block[start:end]), True
-            follower = first_line(block, end + 1, size, scanned.fence_ends)
+            follower = first_line(block, end + 1, size)
             if follower is None:
                 want_follower = True
                 continue

@@ -266,7 +266,7 @@ class SplitReader:
             if waiting_from is None:
                 waiting_from = len(items)
             items.append((seq(start), decode(block[start:end]), True))
-            follower = first_line(block, end + 1, size, scanned.fence_ends)
+            follower = first_line(block, end + 1, size)
             if follower is None:
                 continue
             follower_start, follower_end = follower

@@ -24,7 +24,7 @@ passes the gate is read as gated, and the line after it is read once, as its fol
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from io import BufferedIOBase
 from itertools import repeat
@@ -157,10 +157,9 @@ def _blocks(fh: BufferedIOBase, base: int, block_bytes: int) -> Iterator[tuple[i
 
 # A search finds, in ``block[:size]`` (whole lines), the lines that pass the gate (a gate phrase
 # and no noise phrase) among those starting before ``stop``, as rows of (start, end) in order,
-# end at the newline; and the ends of the lines that may be code fences (None: any line may be one).
+# end at the newline.
 Block = bytes | bytearray
-GatedLines = tuple[np.ndarray, Collection[int] | None]
-Search = Callable[[Block, int, int], GatedLines]
+Search = Callable[[Block, int, int], np.ndarray]
 
 
 def line_bounds(pairs: list[tuple[int, int]] | np.ndarray) -> np.ndarray:
@@ -171,12 +170,12 @@ def line_bounds(pairs: list[tuple[int, int]] | np.ndarray) -> np.ndarray:
 NO_LINES = line_bounds([])
 
 
-def find_gated_lines(block: Block, size: int, stop: int) -> GatedLines:
+def find_gated_lines(block: Block, size: int, stop: int) -> np.ndarray:
     """The search without hyperscan: one ``bytes.find`` pass per gate phrase, then each line
     found is tested for every phrase."""
     owned = block[:stop]
     return line_bounds([(start, _line_end(owned, start, stop)) for start in _gated_starts(owned)
-                        if passes_gate_bytes(owned[start:_line_end(owned, start, stop)])]), None
+                        if passes_gate_bytes(owned[start:_line_end(owned, start, stop)])])
 
 
 def _gated_starts(block: Block) -> list[int]:
@@ -215,9 +214,6 @@ def line_data(lines: Any) -> tuple[memoryview, np.ndarray]:
     return memoryview(lines.buffers()[2])[offsets[0]:offsets[-1]], (offsets - offsets[0]).astype(np.int64)
 
 
-_GATE, _FENCE = 0, 1
-
-
 def _rest_of_line_after(phrases: tuple[bytes, ...]) -> bytes:
     """A hyperscan expression matching from any of ``phrases`` to the end of its line: with one
     report per pattern and end offset, each line holding one is reported once, at its end."""
@@ -226,56 +222,47 @@ def _rest_of_line_after(phrases: tuple[bytes, ...]) -> bytes:
     return b"(?:" + b"|".join(literal(p) for p in phrases) + b")[^\n]*$"
 
 
-def _on_match(pattern: int, _start: int, end: int, _flags: int, append: Any) -> None:
-    """One list of (end, pattern id) packed in an int: a call costs less than one per kind."""
-    append(end << 2 | pattern)
-
-
-def _on_noise(_pattern: int, _start: int, end: int, _flags: int, append: Any) -> None:
+def _on_end(_pattern: int, _start: int, end: int, _flags: int, append: Any) -> None:
     append(end)
 
 
 class HyperscanSearch:
-    """The gate and fence phrases found in one hyperscan pass over the block, each line holding
-    one reported once per kind at its end (in the order of the ends); a line passes the gate when
-    it is reported as gated and holds no noise phrase. The noise phrases are looked for in the
-    gated lines alone, cut out of the block together (``cut_lines``), by a second pass of their
-    own: in the first pass every noise line of the block was reported, and the whole search took
-    a fifth longer; a ``bytes.find`` per line and phrase took twice as long as the second pass
-    (``benchmarks/logs_gate.py``). Fence candidates are the lines holding a backtick or tilde
-    fence mark, which every line ``layout.is_fence`` accepts holds (decoding never makes or eats
-    an ASCII byte)."""
+    """The gate phrases found in one hyperscan pass over the block, each line holding one
+    reported once at its end (in the order of the ends); a line passes the gate when it holds no
+    noise phrase either. The noise phrases are looked for in the gated lines alone, cut out of the
+    block together (``cut_lines``), by a second pass of their own: in the first pass every noise
+    line of the block was reported, and the whole search took a fifth longer; a ``bytes.find``
+    per line and phrase took twice as long as the second pass (``benchmarks/logs_gate.py``).
+    Code fences are not looked for here: the few lines read one by one test their follower
+    (``first_line``), and a fence pattern in this pass cost a tenth of it for every byte."""
 
     def __init__(self) -> None:
         assert hyperscan is not None
         self.database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        expressions = [_rest_of_line_after(GATE_BYTES), _rest_of_line_after((b"```", b"~~~"))]
-        self.database.compile(expressions=expressions, ids=[_GATE, _FENCE], elements=len(expressions),
-                              flags=[hyperscan.HS_FLAG_MULTILINE] * len(expressions))
+        self.database.compile(expressions=[_rest_of_line_after(GATE_BYTES)], ids=[0], elements=1,
+                              flags=[hyperscan.HS_FLAG_MULTILINE])
         self.noise = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         self.noise.compile(expressions=[_rest_of_line_after(NOISE_BYTES)], ids=[0], elements=1,
                            flags=[hyperscan.HS_FLAG_MULTILINE])
 
-    def __call__(self, block: Block, size: int, stop: int) -> GatedLines:
+    def __call__(self, block: Block, size: int, stop: int) -> np.ndarray:
         assert hyperscan is not None
-        hits: list[int] = []
+        ends: list[int] = []
         with memoryview(block) as view, view[:size] as lines:
             # A scratch per call: scans in other threads never share one.
             self.database.scan(lines,  # type: ignore[type-var]  # any buffer: the stubs say bytes
-                               match_event_handler=_on_match, context=hits.append,
+                               match_event_handler=_on_end, context=ends.append,
                                scratch=hyperscan.Scratch(self.database))
-        packed = np.array(hits, np.int64)
-        kinds, ends = packed & 3, packed >> 2
-        fence_ends = set(ends[kinds == _FENCE].tolist())
-        gated = np.sort(ends[kinds == _GATE])
+        gated = np.sort(np.array(ends, np.int64))
         if stop < size:
             gated = gated[:int(np.searchsorted(gated, stop))]
         if not gated.size:
-            return NO_LINES, fence_ends
+            return NO_LINES
         # Each line starts after the newline before its end (``rfind`` mapped: no Python loop).
         starts = np.fromiter(map(block.rfind, repeat(NEWLINE), repeat(0), gated.tolist()), np.int64, gated.size)
         bounds = np.stack([starts + 1, gated], axis=1)
-        return bounds[~self._noisy(block, size, bounds)], fence_ends
+        passing: np.ndarray = bounds[~self._noisy(block, size, bounds)]
+        return passing
 
     def _noisy(self, block: Block, size: int, bounds: np.ndarray) -> np.ndarray:
         """Whether each line at ``bounds`` holds a noise phrase."""
@@ -283,7 +270,7 @@ class HyperscanSearch:
         data, offsets = line_data(cut_lines(block, size, bounds))
         hits: list[int] = []
         self.noise.scan(data,  # type: ignore[type-var]  # any buffer: the stubs say bytes
-                        match_event_handler=_on_noise, context=hits.append, scratch=hyperscan.Scratch(self.noise))
+                        match_event_handler=_on_end, context=hits.append, scratch=hyperscan.Scratch(self.noise))
         noisy = np.zeros(len(bounds), bool)
         noisy[np.searchsorted(offsets, np.array(hits, np.int64) - 1, side="right") - 1] = True  # a hit's last byte
         return noisy
@@ -326,9 +313,8 @@ def decode(line: Block) -> str:
 class ScannedBlock:
     """One block of a split as ``scan_blocks`` found it: ``block[:size]`` is whole lines starting
     at byte ``offset`` of the input (the buffer is filled again for the next block), ``gated``
-    the (start, end) rows of the split's lines in it that pass the gate, ``fence_ends`` the ends of the
-    lines that may be fences (None: any), ``newlines`` where the block's newlines are (when
-    asked for: line numbers). A consumer that still wants the line after the last gated line
+    the (start, end) rows of the split's lines in it that pass the gate, ``newlines`` where the
+    block's newlines are (when asked for: line numbers). A consumer that still wants the line after the last gated line
     sets ``wants_next`` before asking for the next block."""
 
     offset: int
@@ -336,7 +322,6 @@ class ScannedBlock:
     size: int
     owned_end: int
     gated: np.ndarray
-    fence_ends: Collection[int] | None
     newlines: np.ndarray | None = None
     wants_next: bool = False
 
@@ -354,23 +339,22 @@ def scan_blocks(split: Split, counts: ScanCounts, *, search: Search | None = Non
             if split.end is not None and offset + size > split.end:
                 owned_end = 0 if offset >= split.end else block.find(NEWLINE, split.end - 1 - offset, size) + 1 or size
             gated = NO_LINES
-            fence_ends: Collection[int] | None = None
             positions = np.flatnonzero(np.frombuffer(block, np.uint8, count=size) == NEWLINE[0]) if newlines else None
             if owned_end:
                 counts.lines += _count_lines(block, owned_end, positions)
-                gated, fence_ends = search(block, size, owned_end)
-            scanned = ScannedBlock(offset, block, size, owned_end, gated, fence_ends, positions)
+                gated = search(block, size, owned_end)
+            scanned = ScannedBlock(offset, block, size, owned_end, gated, positions)
             yield scanned
             if owned_end < size and not scanned.wants_next:
                 return
 
 
-def first_line(block: Block, start: int, size: int, fence_ends: Collection[int] | None = None) -> tuple[int, int] | None:
+def first_line(block: Block, start: int, size: int) -> tuple[int, int] | None:
     """The first line of ``block[:size]`` at or after ``start`` that is not a code fence, or None
-    if the block ends (``fence_ends``: the ends of the lines that may be fences; None: any)."""
+    if the block ends."""
     while start < size:
         end = _line_end(block, start, size)
-        if (fence_ends is not None and end not in fence_ends) or not is_fence(decode(block[start:end])):
+        if not is_fence(decode(block[start:end])):
             return start, end
         start = end + 1
     return None
