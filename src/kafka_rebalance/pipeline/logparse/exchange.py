@@ -34,7 +34,12 @@ from kafka_rebalance.pipeline.logparse.layout import SyslogReference
 from kafka_rebalance.pipeline.logparse.readlog import SplitReader
 from kafka_rebalance.pipeline.logparse.rows import Event
 from kafka_rebalance.pipeline.logparse.scan import Split
-from kafka_rebalance.pipeline.logparse.schemas import STORY_TABLES, arrow_schema, dictionary_columns
+from kafka_rebalance.pipeline.logparse.schemas import (
+    STORY_TABLES,
+    arrow_schema,
+    dictionary_columns,
+    write_part,
+)
 from kafka_rebalance.pipeline.logparse.split_facts import SplitFacts, move_fields
 from kafka_rebalance.pipeline.logparse.story import StormRule, in_story_order, tell_table
 
@@ -308,17 +313,14 @@ def tell_received(rows: Iterable[Routed], rule: StormRule, buckets: int, events_
     ``story_dirs``, paths or URLs), the ``events`` rows of the orphans it owns (in
     ``events_dir``, as ``part-story-<name>``) and what goes back to the driver (``Told``): the
     findings, then the facts."""
-    import pyarrow.parquet as pq
-
-    from kafka_rebalance.pipeline.io import join, write_file
+    from kafka_rebalance.pipeline.io import join
 
     received = BucketDelivery()
     for bucket, row in rows:
         received.add(bucket, row)
     orphans = received.filled_orphans(buckets)
     if orphans is not None:
-        with write_file(join(events_dir, f"part-story-{name}.parquet")) as (filesystem, path):
-            pq.write_table(orphans, path, filesystem=filesystem, use_dictionary=dictionary_columns(orphans.schema))
+        write_part(orphans, join(events_dir, f"part-story-{name}.parquet"))
     table = received.events(orphans)
     if table is not None:
         for finding in tell_into(table, received.moves_by_cluster(), rule, story_dirs, name):
@@ -332,15 +334,11 @@ def tell_into(table: Any, moves: dict[str, list[Event]], rule: StormRule, story_
     """One sorted bucket's stories: its part of every story table it has rows of
     (``<table>/part-<name>.parquet``, a path or URL, written through ``pipeline.io.write_file``:
     a retried task writes the same names again), and its groups' findings."""
-    import pyarrow.parquet as pq
-
-    from kafka_rebalance.pipeline.io import join, write_file
+    from kafka_rebalance.pipeline.io import join
 
     told = tell_table(table, moves, rule)
     for story_table_name in STORY_TABLES:
         rows = told.tables[story_table_name]
         if rows.num_rows:
-            with write_file(join(story_dirs[story_table_name], f"part-{name}.parquet")) as (filesystem, path):
-                pq.write_table(rows, path, filesystem=filesystem, row_group_size=STORY_BATCH_ROWS,
-                               use_dictionary=dictionary_columns(rows.schema))
+            write_part(rows, join(story_dirs[story_table_name], f"part-{name}.parquet"), STORY_BATCH_ROWS)
     return told.findings

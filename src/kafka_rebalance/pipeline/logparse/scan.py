@@ -314,8 +314,8 @@ class ScannedBlock:
     """One block of a split as ``scan_blocks`` found it: ``block[:size]`` is whole lines starting
     at byte ``offset`` of the input (the buffer is filled again for the next block), ``gated``
     the (start, end) rows of the split's lines in it that pass the gate, ``newlines`` where the
-    block's newlines are (when asked for: line numbers). A consumer that still wants the line after the last gated line
-    sets ``wants_next`` before asking for the next block."""
+    block's newlines are (when asked for: line numbers). A consumer that still wants the line
+    after the last gated line sets ``wants_next`` before asking for the next block."""
 
     offset: int
     block: Block

@@ -123,11 +123,20 @@ def dictionary_columns(schema: Any) -> list[str]:
     return [field.name for field in schema if pa.types.is_string(field.type) and field.name not in FREE_TEXT]
 
 
-def write_table(table: Any, directory: str | Path) -> None:
-    """One table as a directory (a path or URL) with one Parquet file (the layout Spark writes)."""
+def write_part(table: Any, location: str, row_group_size: int | None = None) -> None:
+    """One Parquet file of a table at ``location`` (a path or URL, written through
+    ``pipeline.io.write_file``), dictionaries for the texts that repeat."""
     import pyarrow.parquet as pq
 
-    from kafka_rebalance.pipeline.io import join, write_file
+    from kafka_rebalance.pipeline.io import write_file
 
-    with write_file(join(str(directory), "part-00000.parquet")) as (filesystem, path):
-        pq.write_table(table, path, filesystem=filesystem, use_dictionary=dictionary_columns(table.schema))
+    with write_file(location) as (filesystem, path):
+        pq.write_table(table, path, filesystem=filesystem, row_group_size=row_group_size,
+                       use_dictionary=dictionary_columns(table.schema))
+
+
+def write_table(table: Any, directory: str | Path) -> None:
+    """One table as a directory (a path or URL) with one Parquet file (the layout Spark writes)."""
+    from kafka_rebalance.pipeline.io import join
+
+    write_part(table, join(str(directory), "part-00000.parquet"))
