@@ -68,7 +68,8 @@ def tree_cpu_by_kind() -> dict[str, float]:
 
 def tree_peak_memory() -> dict[str, int]:
     """Peak resident memory (VmHWM, bytes) of the largest live process of each kind in this
-    process tree: this driver, the JVM, Spark's Python workers."""
+    process tree: this driver, the JVM, Spark's Python workers (forked by the daemon the JVM
+    started, or by the standby that took its place: ``pipeline.standby``)."""
     peaks: dict[str, int] = {}
     for pid in _tree_pids():
         try:
@@ -77,7 +78,7 @@ def tree_peak_memory() -> dict[str, int]:
         except OSError:
             continue
         kind = ("driver (Python)" if pid == os.getpid() else "JVM" if b"java" in command.split(b"\0")[0]
-                else "Python worker" if b"pyspark" in command else None)
+                else "Python worker" if b"pyspark" in command or b"pipeline.standby" in command else None)
         for line in status.splitlines():
             if kind and line.startswith("VmHWM:"):
                 peaks[kind] = max(peaks.get(kind, 0), int(line.split()[1]) * 1024)

@@ -23,6 +23,8 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from kafka_rebalance.pipeline.standby import STANDBY_ENV, interpreter_settings, start_standby
+
 DEFAULT_MASTER = "local[*]"
 LOOPBACK = "127.0.0.1"
 # Set to "off" to start the driver JVM without the class archive (``class_archive_options``).
@@ -169,7 +171,8 @@ def build_session(master: str | None = None, app_name: str = "kafka-rebalance", 
     ``class_archive``: the profile of its class archive (``class_archive_options``);
     ``worker_daemon``: a module of this package to run as PySpark's worker daemon on a local
     master (where this package is installed; a cluster's executors get it as a zip only once
-    the daemon runs). ``quiet``:
+    the daemon runs), with ``warm(ahead)`` and ``serve()``: a standby warms it while the JVM starts
+    (``pipeline.standby``). ``quiet``:
     Spark's logging is cut to errors and the JVM's output goes to a file (``session_log``),
     not to the terminal."""
     master = master or DEFAULT_MASTER
@@ -189,10 +192,15 @@ def build_session(master: str | None = None, app_name: str = "kafka-rebalance", 
         .config("spark.sql.adaptive.enabled", "true")
         .config("spark.python.worker.reuse", "true")
     )
+    starting = SparkSession.getActiveSession() is None
     if is_local_master(master):
         driver_jvm_options = f"{driver_jvm_options} {class_archive_options(profile=class_archive)}".strip()
         if worker_daemon:
             builder = builder.config("spark.python.daemon.module", worker_daemon)
+            # Its imports made while the JVM starts, not after the first job has begun.
+            standby = start_standby(worker_daemon, daemon_interpreter_settings()) if starting else None
+            if standby is not None:
+                builder = builder.config(f"spark.executorEnv.{STANDBY_ENV}", standby.socket_path)
     if quiet:
         option = f"-Dlog4j.configurationFile=file:{quiet_log4j_config()}"
         builder = builder.config("spark.driver.extraJavaOptions", f"{option} {driver_jvm_options}".strip()).config(
@@ -202,7 +210,7 @@ def build_session(master: str | None = None, app_name: str = "kafka-rebalance", 
     for key, value in (extra_conf or {}).items():
         builder = builder.config(key, value)
     global _session_log
-    log = new_session_log() if quiet and SparkSession.getActiveSession() is None else None
+    log = new_session_log() if quiet and starting else None
     if log is None:
         spark = builder.getOrCreate()
     else:
@@ -214,6 +222,13 @@ def build_session(master: str | None = None, app_name: str = "kafka-rebalance", 
     if not is_local_master(master):
         ship_package(spark)
     return spark
+
+
+def daemon_interpreter_settings() -> dict[str, str]:
+    """The interpreter's start-up variables of the Python worker daemon this process's JVM will
+    start: the JVM's own (this process's), with the two PySpark sets for its workers."""
+    return {**interpreter_settings(os.environ), "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "0"),
+            "PYTHONUNBUFFERED": "YES"}
 
 
 def is_local_master(master: str) -> bool:

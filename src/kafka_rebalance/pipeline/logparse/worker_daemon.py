@@ -5,7 +5,9 @@ place instead of importing and compiling them itself. Measured on ``local[2]``: 
 for the session instead of one per worker (``benchmarks/logs.py``); 0.3 CPU-s less again since
 the workers go without pandas (``without_pandas.PandasRefused``: the logs job's tasks are RDD
 functions over Arrow tables, and pyarrow does without it). Named by ``spark.python.daemon.module``
-(``pipeline.spark.build_session``); run by Spark as ``python -m``.
+(``pipeline.spark.build_session``); run by Spark as ``python -m``. On a local master a standby has
+made these imports while the JVM started, and takes the place of the process Spark runs
+(``pipeline.standby``): the first job no longer waits for them.
 
 Spark puts the pyspark and py4j it ships, as zip files (``$SPARK_HOME/python/lib``), first on
 the workers' path. Python caches no bytecode for a zip's modules: it compiles them from source
@@ -30,24 +32,43 @@ def _bundled_last(path: list[str]) -> list[str]:
     return [entry for entry in path if entry not in bundled] + bundled
 
 
-sys.path[:] = _bundled_last(sys.path)
-sys.meta_path.insert(0, PandasRefused())  # for good: a worker runs the logs job's tasks only
+def warm(ahead: bool = False) -> None:
+    """Make the imports and plans the workers inherit. ``ahead``: warming before any task waits
+    (a standby's, ``pipeline.standby``), so the RE2 plans of every message too, which a daemon
+    started by a waiting task leaves to each worker (``readlog.prepare``)."""
+    sys.path[:] = _bundled_last(sys.path)
+    sys.meta_path.insert(0, PandasRefused())  # for good: a worker runs the logs job's tasks only
+    # Imported for the workers to inherit (after the path is set: pyspark from its installation).
+    import pyarrow.parquet  # noqa: F401
+    import pyspark.worker  # noqa: F401
 
-# Imported for the workers to inherit (after the path is set: pyspark from its installation).
-import pyarrow.parquet  # noqa: E402, F401
-import pyspark.worker  # noqa: E402, F401
-from pyspark import daemon  # noqa: E402
+    import kafka_rebalance.pipeline.logparse.exchange  # noqa: F401
+    import kafka_rebalance.pipeline.logparse.layout  # noqa: F401
+    import kafka_rebalance.pipeline.logparse.scan  # noqa: F401
+    from kafka_rebalance.pipeline.logparse.readlog import prepare
 
-import kafka_rebalance.pipeline.logparse.exchange  # noqa: E402, F401
-import kafka_rebalance.pipeline.logparse.layout  # noqa: E402, F401
-import kafka_rebalance.pipeline.logparse.scan  # noqa: E402, F401
-from kafka_rebalance.pipeline.logparse.readlog import prepare  # noqa: E402
+    prepare()  # the phrase search and the per-line plans, compiled once for every worker
+    if ahead:
+        from kafka_rebalance.pipeline.logparse.fastparse import re2_plans
 
-prepare()  # the phrase search and the per-line plans, compiled once for every worker
+        re2_plans()
 
-if __name__ == "__main__":
+
+def serve() -> None:
+    """PySpark's daemon loop, forking a worker per connection from the JVM."""
+    from pyspark import daemon
+
+    sys.path[:] = _bundled_last(sys.path)  # a standby adopted the JVM's PYTHONPATH: zips last again
     # What the imports made lives as long as the workers: moved out of the collector's sight,
     # so a worker's full collections do not walk it again and again (nor write to its pages,
     # which a forked worker would then copy).
     gc.freeze()
     daemon.manager()
+
+
+if __name__ == "__main__":
+    from kafka_rebalance.pipeline.standby import hand_over
+
+    if not hand_over():  # a standby started beside the JVM became the daemon, and has ended
+        warm()
+        serve()
