@@ -3,7 +3,11 @@
 Layers (data flows one way): model -> assignors -> protocol -> sim -> pipeline / cli.
 """
 
-from typing import Any
+from __future__ import annotations
+
+TYPE_CHECKING = False  # not typing's: importing typing is a fifth of a process start that needs only this name
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["assign"]
 __version__ = "0.1.0"

@@ -12,9 +12,11 @@ from kafka_rebalance.pipeline.logparse.schemas import TABLES, story_table, write
 from kafka_rebalance.pipeline.report.logs import (
     LOG_TABLES,
     REPORT_COLUMNS,
+    findings_columns,
     group_answer,
     group_section,
     read_tables,
+    storms_figure,
 )
 
 T1, T2, T3 = (datetime(2024, 5, 1, 10, m) for m in (1, 2, 3))
@@ -72,3 +74,13 @@ def test_the_report_reads_the_columns_it_shows(tmp_path):
     for table in LOG_TABLES:
         wanted = REPORT_COLUMNS.get(table) or [column for column, _, _ in TABLES[table]]
         assert tables[table].column_names == list(wanted)
+
+
+def test_the_storms_figure_counts_every_rebalance_of_every_storm_of_a_group():
+    groups = findings_columns([{"cluster": "c", "group": "busy", "rebalances": 9, "failures": 1, "storms": 2},
+                               {"cluster": "c", "group": "calm", "rebalances": 3, "failures": 0, "storms": 1},
+                               {"cluster": "c", "group": "quiet", "rebalances": 1, "failures": 0, "storms": 0}])
+    storms = pa.table({"group": ["calm", "busy", "busy"], "rebalances": [3, 3, 4]})
+    data = storms_figure(groups, storms).data
+    assert dict(zip(data.column("group"), data.column("rebalances_in_storms"), strict=True)) == {
+        "busy": 7, "calm": 3, "quiet": 0}

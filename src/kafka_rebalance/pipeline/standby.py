@@ -20,7 +20,6 @@ An unused standby ends with the driver (``Standby.stop``, or when its parent is 
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import importlib
 import json
@@ -28,11 +27,11 @@ import os
 import select
 import signal
 import socket
-import subprocess
 import sys
-import tempfile
-from dataclasses import dataclass
-from pathlib import Path
+
+TYPE_CHECKING = False  # as the package's own ``__init__``: no typing for the daemon's start
+if TYPE_CHECKING:
+    import subprocess
 
 # The variable (a Unix socket's path) that tells a daemon module where its standby waits; given
 # to the daemon through ``spark.executorEnv`` (the JVM passes it on to the daemon's environment).
@@ -44,24 +43,29 @@ ACCEPTED = b"ok "
 GO = b"go"
 
 
-@dataclass
 class Standby:
-    """A standby process waiting on ``socket_path`` (the driver's handle)."""
+    """A standby process waiting on ``socket_path`` (the driver's handle). (A plain class, and
+    the driver's modules imported where the driver uses them: the daemon process the JVM starts
+    imports this module first thing, and its start is the first job's to wait for.)"""
 
-    process: subprocess.Popen[bytes]
-    socket_path: str
+    def __init__(self, process: subprocess.Popen[bytes], socket_path: str) -> None:
+        self.process = process
+        self.socket_path = socket_path
 
     def stop(self) -> None:
         """End it if it never took a daemon's place (a daemon it became ends with the JVM)."""
-        if self.process.poll() is None and Path(self.socket_path).exists():
+        import subprocess
+
+        if self.process.poll() is None and os.path.exists(self.socket_path):
             self.process.terminate()
             try:
                 self.process.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 self.process.kill()
-        Path(self.socket_path).unlink(missing_ok=True)
         with contextlib.suppress(OSError):
-            Path(self.socket_path).parent.rmdir()
+            os.unlink(self.socket_path)
+        with contextlib.suppress(OSError):
+            os.rmdir(os.path.dirname(self.socket_path))
 
 
 def interpreter_settings(environment: dict[str, str] | os._Environ[str]) -> dict[str, str]:
@@ -75,10 +79,14 @@ def start_standby(daemon_module: str, daemon_settings: dict[str, str]) -> Standb
     """Start a standby for ``daemon_module`` (which has ``warm(ahead)`` and ``serve()``), with the
     interpreter settings ``daemon_settings`` that the JVM will give its daemon. None where
     this platform cannot hand processes over (no ``pidfd_open`` or Unix sockets)."""
+    import atexit
+    import subprocess
+    import tempfile
+
     if not hasattr(os, "pidfd_open") or not hasattr(socket, "send_fds"):
         return None
     folder = tempfile.mkdtemp(prefix="kafka-rebalance-standby-")  # this user's alone
-    path = str(Path(folder) / "daemon.sock")
+    path = os.path.join(folder, "daemon.sock")
     environment = {name: value for name, value in os.environ.items() if name not in interpreter_settings(os.environ)}
     environment.update(daemon_settings)
     # Listening before the standby runs: a daemon start that comes before it is ready waits.
@@ -184,7 +192,7 @@ def _adopt(module_name: str, path: str, listening: int) -> None:
             sys.path.extend(entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep)
                             if entry and entry not in sys.path)
         listener.close()
-        Path(path).unlink(missing_ok=True)
+        os.unlink(path)
         module.serve()
         return
 

@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import gc
 import sys
-from pathlib import PurePath
-
-from kafka_rebalance.pipeline.logparse.without_pandas import PandasRefused
 
 
 def _bundled_last(path: list[str]) -> list[str]:
     """``path`` with Spark's bundled zips (``.../python/lib/*.zip``) moved to its end."""
+    from pathlib import PurePath
+
     bundled = [entry for entry in path
                if entry.endswith(".zip") and PurePath(entry).parent.parts[-2:] == ("python", "lib")]
     return [entry for entry in path if entry not in bundled] + bundled
@@ -36,12 +35,20 @@ def warm(ahead: bool = False) -> None:
     """Make the imports and plans the workers inherit. ``ahead``: warming before any task waits
     (a standby's, ``pipeline.standby``), so the RE2 plans of every message too, which a daemon
     started by a waiting task leaves to each worker (``readlog.prepare``)."""
+    from kafka_rebalance.pipeline.logparse.without_pandas import PandasRefused
+
     sys.path[:] = _bundled_last(sys.path)
     sys.meta_path.insert(0, PandasRefused())  # for good: a worker runs the logs job's tasks only
-    # Imported for the workers to inherit (after the path is set: pyspark from its installation).
+    # Imported for the workers to inherit (after the path is set: pyspark from its installation),
+    # with what the tasks would import on first use: numpy's masked arrays (pyarrow asks about
+    # them when it converts an array) and the story's column modules (``story.tell_table``).
+    import numpy.ma  # noqa: F401
     import pyarrow.parquet  # noqa: F401
     import pyspark.worker  # noqa: F401
 
+    import kafka_rebalance.pipeline.logparse.columns.findings  # noqa: F401
+    import kafka_rebalance.pipeline.logparse.columns.order  # noqa: F401
+    import kafka_rebalance.pipeline.logparse.columns.tables  # noqa: F401
     import kafka_rebalance.pipeline.logparse.exchange  # noqa: F401
     import kafka_rebalance.pipeline.logparse.layout  # noqa: F401
     import kafka_rebalance.pipeline.logparse.scan  # noqa: F401
