@@ -370,6 +370,27 @@ def list_files(location: str) -> list[str]:
     return [entry.path for entry in filesystem.get_file_info(selector) if entry.type == pafs.FileType.File]
 
 
+def read_parquet_parts(location: str, columns: list[str] | None = None) -> Any:
+    """A table written as a directory of Parquet files (Spark's layout, or one file), the files in
+    name order and those named ``_*`` or ``.*`` skipped, as pyarrow's dataset reads it. File by
+    file: ``pyarrow.parquet.read_table`` goes through ``pyarrow.dataset``, whose first import
+    alone takes 0.25 s (a quarter of the report of a run)."""
+    import posixpath
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    filesystem, _ = resolve(location)
+    parts = sorted(path for path in list_files(location) if not posixpath.basename(path).startswith(("_", ".")))
+    if not parts:
+        raise FileNotFoundError(f"no Parquet files under {location}")
+    tables = []
+    for part in parts:
+        with filesystem.open_input_file(part) as handle:
+            tables.append(pq.ParquetFile(handle).read(columns=columns))
+    return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+
+
 def delete_tree(location: str) -> None:
     """Remove a directory and everything under it (nothing if it is not there)."""
     import pyarrow.fs as pafs

@@ -75,15 +75,12 @@ def read_tables(directory: Any) -> dict[str, pa.Table]:
     """The logs tables written under ``directory`` (a path or URL; one Parquet directory each),
     as ``report_tables`` gives them (the Spark engine's; only the columns the report shows are
     read)."""
-    import pyarrow.parquet as pq
-
-    from kafka_rebalance.pipeline.io import join, resolve
+    from kafka_rebalance.pipeline.io import join, read_parquet_parts
 
     tables = {}
     for name in LOG_TABLES:
         columns = REPORT_COLUMNS.get(name)
-        filesystem, path = resolve(join(str(directory), name))
-        tables[name] = pq.read_table(path, columns=list(columns) if columns else None, filesystem=filesystem)
+        tables[name] = read_parquet_parts(join(str(directory), name), list(columns) if columns else None)
     return report_tables(tables)
 
 
