@@ -13,13 +13,15 @@ import struct
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from kafka_rebalance.pipeline.logs import LOGS_WORKER_DAEMON
 from kafka_rebalance.pipeline.spark import CLASS_ARCHIVE_ENV, daemon_interpreter_settings
-from kafka_rebalance.pipeline.standby import STANDBY_ENV, start_standby
+from kafka_rebalance.pipeline.standby import STANDBY_ENV, Standby, start_standby
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="hands over with pidfd_open (Linux)")
 
@@ -35,12 +37,27 @@ def _jvm_environment(standby_path: str | None, **changes: str) -> dict[str, str]
     return env
 
 
-def _start_daemon(env: dict[str, str]) -> tuple[subprocess.Popen[bytes], int]:
+@contextmanager
+def _standby() -> Iterator[Standby]:
+    standby = start_standby(LOGS_WORKER_DAEMON, daemon_interpreter_settings())
+    assert standby is not None
+    try:
+        yield standby
+    finally:
+        standby.stop()
+
+
+@contextmanager
+def _daemon(env: dict[str, str]) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+    """The daemon module started as the JVM starts it, and the port it answered with."""
     daemon = subprocess.Popen([sys.executable, "-m", LOGS_WORKER_DAEMON, "pyspark.worker"], env=env,
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    assert daemon.stdout is not None
-    port = struct.unpack(">i", daemon.stdout.read(4))[0]
-    return daemon, port
+    try:
+        assert daemon.stdout is not None
+        yield daemon, struct.unpack(">i", daemon.stdout.read(4))[0]
+    finally:
+        daemon.kill()
+        daemon.wait(DEADLINE_SECONDS)
 
 
 def _worker_parent(port: int) -> int:
@@ -65,64 +82,35 @@ def _ended(process_pid: int) -> bool:
 
 
 def test_the_standby_becomes_the_daemon_and_ends_when_the_jvm_closes_its_input():
-    standby = start_standby(LOGS_WORKER_DAEMON, daemon_interpreter_settings())
-    assert standby is not None
-    try:
-        daemon, port = _start_daemon(_jvm_environment(standby.socket_path))
-        try:
-            assert _worker_parent(port) == standby.process.pid  # the warm process forks the workers
-            assert not Path(standby.socket_path).exists()  # one daemon start only
-            assert daemon.stdin is not None
-            daemon.stdin.close()  # the JVM's way of saying stop
-            assert daemon.wait(DEADLINE_SECONDS) == 0
-            assert _ended(standby.process.pid)
-        finally:
-            daemon.kill()
-    finally:
-        standby.stop()
+    with _standby() as standby, _daemon(_jvm_environment(standby.socket_path)) as (daemon, port):
+        assert _worker_parent(port) == standby.process.pid  # the warm process forks the workers
+        assert not Path(standby.socket_path).exists()  # one daemon start only
+        assert daemon.stdin is not None
+        daemon.stdin.close()  # the JVM's way of saying stop
+        assert daemon.wait(DEADLINE_SECONDS) == 0
+        assert _ended(standby.process.pid)
 
 
 def test_the_jvms_sigterm_reaches_the_standby():
-    standby = start_standby(LOGS_WORKER_DAEMON, daemon_interpreter_settings())
-    assert standby is not None
-    try:
-        daemon, port = _start_daemon(_jvm_environment(standby.socket_path))
-        try:
-            assert _worker_parent(port) == standby.process.pid
-            daemon.send_signal(signal.SIGTERM)  # Process.destroy(), as SparkEnv.stop does
-            daemon.wait(DEADLINE_SECONDS)
-            assert _ended(standby.process.pid)
-        finally:
-            daemon.kill()
-    finally:
-        standby.stop()
+    with _standby() as standby, _daemon(_jvm_environment(standby.socket_path)) as (daemon, port):
+        assert _worker_parent(port) == standby.process.pid
+        daemon.send_signal(signal.SIGTERM)  # Process.destroy(), as SparkEnv.stop does
+        daemon.wait(DEADLINE_SECONDS)
+        assert _ended(standby.process.pid)
 
 
 def test_a_daemon_started_with_other_interpreter_settings_starts_as_usual_and_the_standby_ends_with_stop():
-    standby = start_standby(LOGS_WORKER_DAEMON, daemon_interpreter_settings())
-    assert standby is not None
-    try:
-        seed = "1" if os.environ.get("PYTHONHASHSEED", "0") != "1" else "2"
-        daemon, port = _start_daemon(_jvm_environment(standby.socket_path, PYTHONHASHSEED=seed))
-        try:
-            assert _worker_parent(port) == daemon.pid  # refused: the daemon forks its own workers
-            assert standby.process.poll() is None and Path(standby.socket_path).exists()
-        finally:
-            daemon.kill()
-            daemon.wait(DEADLINE_SECONDS)
-    finally:
-        standby.stop()
+    seed = "1" if os.environ.get("PYTHONHASHSEED", "0") != "1" else "2"
+    with _standby() as standby, _daemon(_jvm_environment(standby.socket_path, PYTHONHASHSEED=seed)) as (daemon, port):
+        assert _worker_parent(port) == daemon.pid  # refused: the daemon forks its own workers
+        assert standby.process.poll() is None and Path(standby.socket_path).exists()
     assert standby.process.poll() is not None
     assert not Path(standby.socket_path).parent.exists()
 
 
 def test_without_a_standby_the_daemon_starts_as_usual():
-    daemon, port = _start_daemon(_jvm_environment(None))
-    try:
+    with _daemon(_jvm_environment(None)) as (daemon, port):
         assert _worker_parent(port) == daemon.pid
-    finally:
-        daemon.kill()
-        daemon.wait(DEADLINE_SECONDS)
 
 
 PROBE_SESSION = """
