@@ -306,6 +306,7 @@ def main(argv: list[str] | None = None) -> int:
     grep_s, grep_count = grep_seconds(log)  # the second run reads from the page cache, as Spark will
 
     from kafka_rebalance.pipeline.logparse.layout import SyslogReference
+    from kafka_rebalance.pipeline.logparse.without_pandas import without_pandas
     from kafka_rebalance.pipeline.logs import (
         LOGS_CLASS_ARCHIVE,
         LOGS_DRIVER_JVM_OPTIONS,
@@ -349,7 +350,8 @@ def main(argv: list[str] | None = None) -> int:
         left out of the CPU and kept in ``server_cpu``."""
         kinds_before, server_before = tree_cpu_by_kind(), server_cpu_seconds()
         started, epoch = time.perf_counter(), time.time()
-        run = run_logs(spark, inputs, out_dir, engine="spark", progress=False, syslog=syslog)
+        with without_pandas():  # as the ``logs`` command runs it
+            run = run_logs(spark, inputs, out_dir, engine="spark", progress=False, syslog=syslog)
         seconds = time.perf_counter() - started
         run_spans.append((epoch, epoch + seconds))
         server = server_cpu_seconds() - server_before
