@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from kafka_rebalance.pipeline.logs import LOGS_WORKER_DAEMON
-from kafka_rebalance.pipeline.spark import CLASS_ARCHIVE_ENV, daemon_interpreter_settings
+from kafka_rebalance.pipeline.spark import CLASS_ARCHIVE_ENV, STANDBY_SWITCH_ENV, daemon_interpreter_settings
 from kafka_rebalance.pipeline.standby import STANDBY_ENV, Standby, start_standby
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="hands over with pidfd_open (Linux)")
@@ -130,11 +130,16 @@ spark.stop()
 
 
 @pytest.mark.spark
-def test_a_local_session_built_as_logs_builds_it_has_its_workers_forked_by_the_standby(tmp_path):
-    """The path through Spark itself: ``spark.executorEnv`` reaches the daemon the JVM starts."""
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path), CLASS_ARCHIVE_ENV: "off"}  # no archive to record
+@pytest.mark.parametrize("switch", ["on", "off"])
+def test_a_local_session_built_as_logs_builds_it_has_its_workers_forked_by_the_standby(tmp_path, switch):
+    """The path through Spark itself: ``spark.executorEnv`` reaches the daemon the JVM starts.
+    ``KAFKA_REBALANCE_STANDBY=off``: the daemon PySpark starts forks them."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path), CLASS_ARCHIVE_ENV: "off",  # no archive to record
+           STANDBY_SWITCH_ENV: switch}
     done = subprocess.run([sys.executable, "-c", PROBE_SESSION], capture_output=True, text=True, env=env,
                           timeout=180, check=True)
-    (parent,) = eval(done.stdout.strip().splitlines()[-1])  # one parent: the standby, for both workers
-    assert parent[1:3] == ("-m", "kafka_rebalance.pipeline.standby")
-    assert parent[3] == LOGS_WORKER_DAEMON
+    (parent,) = eval(done.stdout.strip().splitlines()[-1])  # one parent for both workers
+    if switch == "on":
+        assert parent[1:4] == ("-m", "kafka_rebalance.pipeline.standby", LOGS_WORKER_DAEMON)
+    else:
+        assert parent[1:4] == ("-m", LOGS_WORKER_DAEMON, "pyspark.worker")

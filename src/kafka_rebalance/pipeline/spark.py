@@ -29,6 +29,8 @@ DEFAULT_MASTER = "local[*]"
 LOOPBACK = "127.0.0.1"
 # Set to "off" to start the driver JVM without the class archive (``class_archive_options``).
 CLASS_ARCHIVE_ENV = "KAFKA_REBALANCE_CLASS_ARCHIVE"
+# Set to "off" to start the worker daemon as PySpark does, after the JVM (``pipeline.standby``).
+STANDBY_SWITCH_ENV = "KAFKA_REBALANCE_STANDBY"
 # A finished archive is adopted once its writer has been gone this long (it writes at exit).
 ARCHIVE_SETTLE_SECONDS = 30
 
@@ -198,7 +200,8 @@ def build_session(master: str | None = None, app_name: str = "kafka-rebalance", 
         if worker_daemon:
             builder = builder.config("spark.python.daemon.module", worker_daemon)
             # Its imports made while the JVM starts, not after the first job has begun.
-            standby = start_standby(worker_daemon, daemon_interpreter_settings()) if starting else None
+            wanted = starting and os.environ.get(STANDBY_SWITCH_ENV, "on") != "off"
+            standby = start_standby(worker_daemon, daemon_interpreter_settings()) if wanted else None
             if standby is not None:
                 builder = builder.config(f"spark.executorEnv.{STANDBY_ENV}", standby.socket_path)
     if quiet:
