@@ -5,7 +5,11 @@ engine that ``auto`` picks for it, and the Spark engine, with where its seconds 
     .venv/bin/python benchmarks/logs.py [--size 1GB] [--log /tmp/server-1g.log] [--master 'local[2]']
                                         [--coordinator-share 0.03] [--local-too] [--repeat 2] [--no-paste]
                                         [--s3] [--object-size 128MB] [--paste-only] [--timeline]
-                                        [--local-only [--head 64MB]]
+                                        [--local-only [--head 64MB]] [--command-only [--vs-src DIR]]
+
+``--command-only`` times the whole ``logs`` command instead, each run a fresh process (its Python
+start and its Spark session's start included: what a user waits for), ``--vs-src`` another
+tree's ``src`` in turn with this one.
 
 ``--timeline`` has Spark write its event log and tells, for each run, where its seconds went:
 until the first task starts (the first run: the Python worker daemon starting), the scan tasks,
@@ -154,6 +158,53 @@ def paste_only(log: Path, repeat: int) -> int:
     return 0
 
 
+def command_run(log: Path, master: str, source: str | None) -> float:
+    """The whole ``logs`` command on ``log`` on Spark, in a fresh process (the Python start, the
+    session's start, the job, the report): its wall seconds. ``source``: another tree's ``src``
+    to run instead (by ``PYTHONPATH``)."""
+    out = Path(tempfile.mkdtemp(prefix="kafka-rebalance-command-"))
+    env = {**os.environ, **({"PYTHONPATH": source} if source else {})}
+    args = [sys.executable, "-c", CLI, "logs", str(log), "--engine", "spark", "--master", master,
+            "--out", str(out / "out"), "--json", "--quiet"]
+    started = time.perf_counter()
+    done = subprocess.run(args, capture_output=True, text=True, check=False, env=env)
+    seconds = time.perf_counter() - started
+    shutil.rmtree(out, ignore_errors=True)
+    if done.returncode != 0:
+        raise SystemExit(f"logs command failed: {done.stderr.strip()[-500:]}")
+    return seconds
+
+
+def command_only(log: Path, master: str, repeat: int, versus: str | None) -> int:
+    """``--command-only``: the whole command, ``repeat`` times; with ``--vs-src``, that tree's in
+    turn (now, then, then, now, ...: the host's drift falls on both alike)."""
+    import statistics
+
+    rows: list[tuple[int, float, float, float | None]] = []
+    for number in range(max(1, repeat)):
+        grep_s, _ = grep_seconds(log)
+        if versus is None:
+            rows.append((number + 1, grep_s, command_run(log, master, None), None))
+            continue
+        order = [None, versus] if number % 2 == 0 else [versus, None]
+        timed = {source: command_run(log, master, source) for source in order}
+        rows.append((number + 1, grep_s, timed[None], timed[versus]))
+    print(f"the logs command on {log.name} ({log.stat().st_size / 1e6:,.0f} MB), --engine spark --master {master}, "
+          f"whole process")
+    print(f"{'run':>3}  {'grep':>6}  {'now':>7}  {'x grep':>6}" + (f"  {'--vs-src':>8}  {'now/vs':>6}" if versus else ""))
+    for number, grep_s, now, then in rows:
+        line = f"{number:>3}  {grep_s:>5.2f}s  {now:>6.2f}s  {now / grep_s:>5.1f}x"
+        print(line + (f"  {then:>7.2f}s  {now / then:>5.2f}x" if then is not None else ""))
+    nows = [row[2] for row in rows]
+    summary = f"median {statistics.median(nows):.2f} s"
+    if versus:
+        thens = [row[3] for row in rows if row[3] is not None]
+        ratios = [row[2] / row[3] for row in rows if row[3] is not None]
+        summary += f", --vs-src {statistics.median(thens):.2f} s, now/vs {statistics.median(ratios):.2f}x (median of pairs)"
+    print(f"{summary}; load average {os.getloadavg()[0]:.2f}")
+    return 0
+
+
 def log_head(log: Path, head_bytes: int) -> Path:
     """The first ``head_bytes`` of ``log`` as a file of their own in the temp dir (kept, reused)."""
     head = Path(tempfile.gettempdir()) / f"{log.name}.head-{head_bytes}"
@@ -272,6 +323,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--local-only", action="store_true",
                         help="time only the in-process engine on the first --head bytes of the log (--repeat times)")
     parser.add_argument("--head", default="64MB", help="bytes of the log --local-only reads (default 64MB)")
+    parser.add_argument("--command-only", action="store_true",
+                        help="time only the whole logs command on the log (--repeat fresh processes, Spark)")
+    parser.add_argument("--vs-src", default=None,
+                        help="with --command-only: another tree's src folder, run in turn with this one")
     parser.add_argument("--s3", action="store_true", help="also read the log from an S3 server (moto's) and compare")
     parser.add_argument("--object-size", default="128MB", help="size of the log's objects in the S3 mode (default 128MB)")
     parser.add_argument("--timeline", action="store_true",
@@ -294,6 +349,8 @@ def main(argv: list[str] | None = None) -> int:
         return paste_only(log, args.repeat)
     if args.local_only:
         return local_only(log, parse_size(args.head), args.repeat)
+    if args.command_only:
+        return command_only(log, args.master, args.repeat, args.vs_src)
 
     # 1. latency: a 30-line paste on stdin, end to end in a fresh process, both engines.
     if not args.no_paste:
