@@ -374,7 +374,7 @@ def read_parquet_parts(location: str, columns: list[str] | None = None) -> Any:
     """A table written as a directory of Parquet files (Spark's layout, or one file), the files in
     name order and those named ``_*`` or ``.*`` skipped, as pyarrow's dataset reads it. File by
     file: ``pyarrow.parquet.read_table`` goes through ``pyarrow.dataset``, whose first import
-    alone takes 0.25 s (a quarter of the report of a run)."""
+    takes 0.02 s, and 0.25 s where it finds pandas to import."""
     import posixpath
 
     import pyarrow as pa

@@ -322,13 +322,12 @@ def _kafka_python_versions(members: Any, owners: np.ndarray) -> dict[int, str]:
     if not len(named):
         return {}
     # Each group's first after sorting by (group, version): a sort, not ``Table.group_by``, whose
-    # first use imports pyarrow's query engine (0.2 s in every Spark worker and every paste).
+    # first use imports pyarrow's query engine and dataset module (0.06 s in every Spark worker).
     versions = pa.table({"group": owners[named], "version": found.field("version").take(pa.array(named))})
     order = pc.sort_indices(versions, [("group", "ascending"), ("version", "ascending")]).to_numpy()
-    groups = owners[named][order]
-    firsts = np.flatnonzero(np.concatenate([[True], groups[1:] != groups[:-1]]))
+    firsts, groups = _runs(owners[named][order])
     oldest = versions.column("version").take(pa.array(order[firsts])).to_pylist()
-    return dict(zip(groups[firsts].tolist(), oldest, strict=True))
+    return dict(zip(groups.tolist(), oldest, strict=True))
 
 
 def _first_largest(owners: np.ndarray, sizes: np.ndarray) -> dict[int, int]:
