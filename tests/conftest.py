@@ -55,7 +55,7 @@ def pytest_itemcollected(item: pytest.Item) -> None:
             item.add_marker(marker)
 
 
-# ``make test`` deals whole files to its two pytest-xdist workers (``--dist loadfile``), so a
+# ``make test`` deals whole files to its four pytest-xdist workers (``--dist loadfile``), so a
 # module's fixture (the packaging test's venv, a lab run several tests read) is built once. Each
 # worker that needs a session-wide process (the local SparkSession, the S3 server, the broker)
 # starts its own. (``--dist loadgroup`` with ``xdist_group`` markers would keep them on one worker,
@@ -65,8 +65,8 @@ def pytest_itemcollected(item: pytest.Item) -> None:
 # With ``--no-loadscope-reorder`` (the Makefile's), files are dealt to the workers in collection
 # order, each to the first worker free (by default pytest-xdist deals the files with the most
 # tests first). The files that start a cluster, a JVM or a broker take 10-100 s each; dealt last,
-# one of them ran alone on one worker while the other sat idle. So they are dealt first, the
-# longest kinds first, and the short files even the two workers out at the end.
+# one of them ran alone on one worker while the others sat idle. So they are dealt first, the
+# longest kinds first, and the short files even the workers out at the end.
 _DEALT_FIRST = ("cluster", "spark", "broker", "s3", "slow")
 
 
