@@ -91,6 +91,43 @@ def test_the_standby_becomes_the_daemon_and_ends_when_the_jvm_closes_its_input()
         assert _ended(standby.process.pid)
 
 
+# A process that loses the first SIGTERM as PySpark's daemon can: its handler puts the default
+# action back, and the SystemExit it then raises is lost when it runs in an at-fork callback.
+LOSES_THE_FIRST_SIGTERM = """
+import signal, time
+signal.signal(signal.SIGTERM, lambda *_: signal.signal(signal.SIGTERM, signal.SIG_DFL))
+print("ready", flush=True)
+while True:
+    time.sleep(0.05)
+"""
+# The daemon process the JVM started, once the standby has its place (``hand_over``).
+WAITS_FOR_THE_STANDBY = """
+import signal, sys
+from kafka_rebalance.pipeline.standby import wait_for_end
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+print("ready", flush=True)
+wait_for_end(int(sys.argv[1]))
+"""
+
+
+def test_a_sigterm_the_standby_lost_is_passed_on_again_until_it_ends():
+    target = subprocess.Popen([sys.executable, "-c", LOSES_THE_FIRST_SIGTERM], stdout=subprocess.PIPE)
+    waiter = None
+    try:
+        assert target.stdout is not None and target.stdout.readline() == b"ready\n"
+        waiter = subprocess.Popen([sys.executable, "-c", WAITS_FOR_THE_STANDBY, str(target.pid)],
+                                  stdout=subprocess.PIPE)
+        assert waiter.stdout is not None and waiter.stdout.readline() == b"ready\n"
+        waiter.send_signal(signal.SIGTERM)  # before its handler is set: held, then passed on
+        assert waiter.wait(DEADLINE_SECONDS) == 0
+        assert target.wait(DEADLINE_SECONDS) == -signal.SIGTERM
+    finally:
+        for process in (target, waiter):
+            if process is not None and process.poll() is None:
+                process.kill()
+                process.wait()
+
+
 def test_the_jvms_sigterm_reaches_the_standby():
     with _standby() as standby, _daemon(_jvm_environment(standby.socket_path)) as (daemon, port):
         assert _worker_parent(port) == standby.process.pid

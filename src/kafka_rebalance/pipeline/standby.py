@@ -39,6 +39,8 @@ STANDBY_ENV = "KAFKA_REBALANCE_STANDBY_DAEMON"
 # A daemon start waits this long for the standby to answer before starting as usual.
 HAND_OVER_TIMEOUT_SECONDS = 30.0
 PARENT_CHECK_SECONDS = 1.0
+# A request to stop is passed on again this often until the standby has ended (``wait_for_end``).
+RESEND_SECONDS = 0.5
 ACCEPTED = b"ok "
 GO = b"go"
 
@@ -120,20 +122,35 @@ def hand_over() -> bool:
             if not answer.startswith(ACCEPTED):
                 return False
             # Committed from here: the standby adopts this process's pipes once it has the word.
+            # The JVM's SIGTERM waits until it can be passed on (``wait_for_end``).
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
             connection.sendall(GO)
     except OSError:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
         return False
-    _wait_for(int(answer[len(ACCEPTED):]))
+    wait_for_end(int(answer[len(ACCEPTED):]))
     return True
 
 
-def _wait_for(pid: int) -> None:
-    """Block until process ``pid`` ends, passing on a request to stop (the JVM's SIGTERM)."""
+def wait_for_end(pid: int) -> None:
+    """Block until process ``pid`` ends, passing on a request to stop (the JVM's SIGTERM) until
+    it has.
+
+    Passed on once, it can be lost: PySpark's daemon stops in its SIGTERM handler by raising
+    ``SystemExit``, after putting SIGTERM's default action back; when the handler runs inside
+    an at-fork callback (logging's, as the daemon forks a worker), Python only prints the
+    exception and the daemon goes on serving. So the request is passed on again every
+    ``RESEND_SECONDS`` until the process ends: the default action ends it then."""
+    stopping = False
+
     def pass_on(signal_number: int, _frame: object) -> None:
+        nonlocal stopping
+        stopping = True
         with contextlib.suppress(OSError):
             os.kill(pid, signal_number)
 
     signal.signal(signal.SIGTERM, pass_on)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})  # one that came meanwhile: passed on now
     try:
         handle = os.pidfd_open(pid)
     except OSError:
@@ -141,11 +158,14 @@ def _wait_for(pid: int) -> None:
     with os.fdopen(handle, "rb", buffering=0):
         while True:
             try:
-                readable, _, _ = select.select([handle], [], [])
+                # A timeout, not a wait without end: a signal handler does not end the wait.
+                readable, _, _ = select.select([handle], [], [], RESEND_SECONDS)
             except InterruptedError:
                 continue
             if readable:
                 return
+            if stopping:
+                pass_on(signal.SIGTERM, None)
 
 
 # --------------------------------------------------------------------------- the standby's side
