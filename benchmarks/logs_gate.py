@@ -12,6 +12,9 @@ lines counted in): RE2 (``pyarrow.compute.match_substring_regex``, one alternati
 list), Arrow's literal search (``pyarrow.compute.match_substring``, a call per phrase), and
 polars' Aho-Corasick (``str.contains_any``) when polars is importable (it is no dependency).
 Each kernel must find the same lines; the table gives its best time of ``--repeat`` and MB/s.
+A second table times the other pass over every byte, the count of the lines read, block by block
+as a scan reads them: numpy over the block (the product, ``scan.count_newlines``), numpy 256 KB
+at a time (its comparisons kept in cache), and ``bytes.count``.
 """
 
 from __future__ import annotations
@@ -33,7 +36,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from logs_generator import parse_size  # noqa: E402
 
 from kafka_rebalance.pipeline.logparse.catalogue import GATE_SUBSTRINGS, NOISE_SUBSTRINGS  # noqa: E402
-from kafka_rebalance.pipeline.logparse.scan import FIND_SEARCH, HYPERSCAN_SEARCH  # noqa: E402
+from kafka_rebalance.pipeline.logparse.scan import (  # noqa: E402
+    BLOCK_BYTES,
+    FIND_SEARCH,
+    HYPERSCAN_SEARCH,
+    count_newlines,
+)
 
 
 def line_array(data: bytes) -> pa.Array:
@@ -97,6 +105,45 @@ def polars_kernel() -> Callable[[bytes], int] | None:
     return gate
 
 
+def by_block(count: Callable[[bytes, memoryview, int, int], int]) -> Callable[[bytes], int]:
+    """A line count over ``data`` one scan block (``scan.BLOCK_BYTES``) at a time."""
+    def counted(data: bytes) -> int:
+        with memoryview(data) as view:
+            return sum(count(data, view, first, min(first + BLOCK_BYTES, len(data)))
+                       for first in range(0, len(data), BLOCK_BYTES))
+    return counted
+
+
+def sliced_count(view: memoryview, size: int) -> int:
+    """Newlines in ``view[:size]``, compared 256 KB at a time into one buffer that stays in cache."""
+    data = np.frombuffer(view, np.uint8, count=size)
+    equal = np.empty(min(size, SLICE_BYTES), bool)
+    count = 0
+    for first in range(0, size, SLICE_BYTES):
+        part = data[first:first + SLICE_BYTES]
+        np.equal(part, 10, out=equal[:len(part)])
+        count += int(np.count_nonzero(equal[:len(part)]))
+    return count
+
+
+SLICE_BYTES = 256 * 1024
+LINE_COUNTS: list[tuple[str, Callable[[bytes], int]]] = [
+    ("numpy over the block (the product)",
+     by_block(lambda data, view, first, last: count_newlines(view[first:last], last - first))),
+    ("numpy, 256 KB at a time", by_block(lambda data, view, first, last: sliced_count(view[first:last], last - first))),
+    ("bytes.count", by_block(lambda data, view, first, last: data.count(b"\n", first, last))),
+]
+
+
+def timed(kernel: Callable[[bytes], int], data: bytes, repeat: int) -> tuple[float, int]:
+    best, result = float("inf"), 0
+    for _ in range(max(1, repeat)):
+        started = time.perf_counter()
+        result = kernel(data)
+        best = min(best, time.perf_counter() - started)
+    return best, result
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--log", type=Path, required=True, help="a log file (benchmarks/logs.py's, for one)")
@@ -123,12 +170,13 @@ def main(argv: list[str] | None = None) -> int:
         if kernel is None:
             print(f"| {name:<46} | not installed | | |")
             continue
-        best, kept = float("inf"), 0
-        for _ in range(max(1, args.repeat)):
-            started = time.perf_counter()
-            kept = kernel(data)
-            best = min(best, time.perf_counter() - started)
+        best, kept = timed(kernel, data, args.repeat)
         print(f"| {name:<46} | {kept:,} | {best:.3f} | {megabytes / best:,.0f} |")
+    print(f"\n| {'line count, 16 MB blocks':<46} | lines | best s | MB/s |")
+    print(f"| {'-' * 46} | ---: | ---: | ---: |")
+    for name, count in LINE_COUNTS:
+        best, counted = timed(count, data, args.repeat)
+        print(f"| {name:<46} | {counted:,} | {best:.3f} | {megabytes / best:,.0f} |")
     return 0
 
 

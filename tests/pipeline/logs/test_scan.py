@@ -312,14 +312,10 @@ def test_lines_are_counted_alike_with_the_newlines_found_or_not(tmp_path_factory
 
 
 @settings(max_examples=200, deadline=None)
-@given(data=st.binary(max_size=200), slice_bytes=st.integers(1, 40), cut=st.integers(0, 200))
-def test_newlines_are_counted_a_slice_at_a_time_as_bytes_count_counts_them(data, slice_bytes, cut):
-    """``count_newlines`` compares a slice of the block at a time: the count is the same for
-    any slice size, any end, a newline on a slice's edge included."""
-    from kafka_rebalance.pipeline.logparse import scan as scan_module
+@given(data=st.binary(max_size=200), cut=st.integers(0, 200))
+def test_newlines_are_counted_as_bytes_count_counts_them(data, cut):
+    from kafka_rebalance.pipeline.logparse.scan import count_newlines
 
-    data = data.replace(b"\x00", b"\n")  # newlines frequent enough to sit on the edges
+    data = data.replace(b"\x00", b"\n")  # newlines frequent enough to matter
     end = min(cut, len(data))
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(scan_module, "COUNT_SLICE_BYTES", slice_bytes)
-        assert scan_module.count_newlines(bytearray(data), end) == data[:end].count(b"\n")
+    assert count_newlines(bytearray(data), end) == data[:end].count(b"\n")
