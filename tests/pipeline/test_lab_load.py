@@ -11,14 +11,7 @@ import pandas as pd
 import pytest
 from rich.console import Console
 
-from kafka_rebalance.pipeline.lab import (
-    LAG,
-    LAG_SCHEMA,
-    SIMULATIONS,
-    simulate_run,
-    simulation_schema,
-    swept_columns,
-)
+from kafka_rebalance.pipeline.lab import simulate_run, swept_columns
 from kafka_rebalance.pipeline.load_answer import load_answer
 from kafka_rebalance.pipeline.migration import has_load, migration_answer
 from kafka_rebalance.pipeline.report.lab import lab_answer, lag_figure, load_section
@@ -43,15 +36,9 @@ def tables() -> tuple[pd.DataFrame, pd.DataFrame]:
         {"scenario": SMALL_SKEW, "grid": {"protocol": PROTOCOLS}},
         {"churn": "crashes", "service": {"members": 4, "partitions": 8}, "grid": {"protocol": PROTOCOLS[:3]}}]})
     swept = swept_columns(sweep)
-    columns = [f.name for f in simulation_schema(swept).fields]
-    sims, lag = [], []
-    for run in sweep.runs:
-        for table, row in simulate_run(run, sweep.name, swept):
-            if table == SIMULATIONS:
-                sims.append(dict(zip(columns, row, strict=True)))
-            elif table == LAG:
-                lag.append(dict(zip(LAG_SCHEMA.names, row, strict=True)))
-    return pd.DataFrame(sims), pd.DataFrame(lag)
+    runs = [simulate_run(run, sweep.name, swept) for run in sweep.runs]
+    return (pd.DataFrame([tables.simulation for tables in runs]),
+            pd.concat([tables.lag.to_pandas() for tables in runs], ignore_index=True))
 
 
 def test_a_skewed_run_yields_its_lag_series_and_load_figures(tables):

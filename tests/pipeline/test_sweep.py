@@ -1,11 +1,23 @@
-"""Sweep files: grids, templates, parameters, and the arithmetic of the lab's rows (no Spark)."""
+"""Sweep files: grids, templates, parameters, and the arithmetic of the lab's rows and moves (no Spark)."""
 
 from __future__ import annotations
 
+from itertools import pairwise
+
+import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kafka_rebalance.model import GroupProtocol, InvalidInput, RebalanceProtocol
-from kafka_rebalance.pipeline.lab import batches, minimum_moves, rebalance_rows
+from kafka_rebalance.pipeline.lab import (
+    MOVES_SCHEMA,
+    batches,
+    in_order,
+    minimum_moves,
+    moves_of_run,
+    rebalance_rows,
+)
 from kafka_rebalance.pipeline.sweep import apply_parameters, load_sweep, parse_sweep
 from kafka_rebalance.sim import load_scenario
 from kafka_rebalance.sim.result import MemberPartitions, RebalanceRecord
@@ -143,3 +155,64 @@ def test_the_built_in_sweeps_batches_are_within_one_run_of_each_other():
     loads = [sum(costs[run.run_id] for run in b) for b in cut]
     assert len(cut) == 8 and sum(len(b) for b in cut) == len(runs)
     assert max(loads) - min(loads) <= max(costs.values())
+
+
+def _table(rows: list[tuple[object, ...]], names: list[str]) -> pa.Table:
+    return pa.table({name: [row[i] for row in rows] for i, name in enumerate(names)})
+
+
+def _moves_one_by_one(ownership: list[tuple[str, str, int, int]],
+                      rebalances: list[tuple[int | None, int]]) -> list[tuple[object, ...]]:
+    """What ``moves_of_run`` computes, a row at a time: each partition's intervals in order of
+    start and member; a change of member is a move; its generation is that of the last rebalance
+    (in the order by start, then generation, a null first) that started at or before it."""
+    ordered_rebalances = sorted(rebalances, key=lambda r: (r[1], r[0] is not None, r[0] or 0))
+    moves = []
+    for partition in sorted({p for p, *_ in ownership}):
+        intervals = sorted((start, member, end) for p, member, start, end in ownership if p == partition)
+        for (_, before, released), (acquired, after, _) in pairwise(intervals):
+            if before != after:
+                started = [generation for generation, start in ordered_rebalances if start <= acquired]
+                moves.append((partition, before, after, released, acquired, max(acquired - released, 0),
+                              started[-1] if started else None))
+    return moves
+
+
+MOVES_COLUMNS = ["partition", "from_member", "to_member", "released_ms", "acquired_ms", "unowned_ms", "generation"]
+
+
+def test_a_move_belongs_to_the_last_rebalance_begun_by_then_of_those_begun_together():
+    """Consumer-group epochs bumped in one millisecond (members joining at once): the partition
+    acquired after them moved under the last epoch, not the first (the DataFrame job's ``max_by``
+    took either)."""
+    run = parse_sweep({"runs": [{"scenario": BASE}]}).runs[0]
+    ownership = in_order(_table([("t-0", "c1", 2, 5008), ("t-0", "c3", 5008, 9000), ("t-1", "c2", 2, 9000)],
+                                ["partition", "member", "start_ms", "end_ms"]), ["partition", "start_ms"])
+    rebalances = in_order(_table([(8, 2), (1, 2), (None, 9000)], ["generation", "start_ms"]),
+                          ["start_ms", "generation"])
+    moves = moves_of_run(run, "consumer-uniform", ownership, rebalances)
+    assert moves.select(MOVES_COLUMNS).to_pylist() == [
+        dict(zip(MOVES_COLUMNS, ("t-0", "c1", "c3", 5008, 5008, 0, 8), strict=True))]
+    assert moves.column_names == MOVES_SCHEMA.names and moves["run_id"].to_pylist() == [run.run_id]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(["t-0", "t-1", "t-2"]), st.sampled_from(["a", "b", "c"]),
+                       st.integers(0, 50), st.integers(0, 40)), max_size=25,
+             unique_by=lambda interval: interval[:3]),  # a member holds a partition once from a moment
+    st.lists(st.tuples(st.one_of(st.none(), st.integers(1, 6)), st.integers(0, 60)), max_size=6),
+)
+def test_moves_of_a_run_are_the_one_by_one_reading_of_its_intervals(intervals, rebalances):
+    run = parse_sweep({"runs": [{"scenario": BASE}]}).runs[0]
+    ownership_rows = [(p, m, start, start + length) for p, m, start, length in intervals]
+    ownership = _table(ownership_rows, ["partition", "member", "start_ms", "end_ms"]).cast(
+        pa.schema([("partition", pa.string()), ("member", pa.string()), ("start_ms", pa.int64()),
+                   ("end_ms", pa.int64())]))
+    rebalance_table = in_order(_table(rebalances, ["generation", "start_ms"]).cast(
+        pa.schema([("generation", pa.int64()), ("start_ms", pa.int64())])), ["start_ms", "generation"])
+    moves = moves_of_run(run, "range", ownership, rebalance_table)
+    expected = _moves_one_by_one(ownership_rows, rebalances)
+    got = [tuple(row[c] for c in MOVES_COLUMNS) for row in moves.to_pylist()]
+    assert sorted(got, key=repr) == sorted(expected, key=repr)
+    assert [(r[0], r[4]) for r in got] == sorted((r[0], r[4]) for r in got)  # the table's order

@@ -1,32 +1,38 @@
 """``lab``: every run of a sweep through the simulator as Spark tasks, into Parquet tables.
 
-Runs are cut into coarse batches (a Spark task costs ~0.1 s of overhead; a simulation of a small
-group a few milliseconds), each task simulates its batch and flattens the results into rows of
-three tables (simulations, rebalances, ownership intervals), plus the lag over time of the runs
-whose scenario has a load model. Everything after that is a
-DataFrame transform: partition moves from ownership intervals, per-strategy summaries, figure
-data. Reading the sweep and writing tables happen in ``run_lab`` only.
+Runs are dealt into coarse batches (a Spark task costs ~0.1 s of overhead; a simulation of a small
+group a few milliseconds). The job is one RDD stage, as ``logs``'s is: each task simulates its
+batch, turns each run's results into Arrow tables (its rebalances, ownership intervals, the
+partition moves those intervals make, and the load model's lag over time), writes its part of
+each of those tables into the staged output itself, and returns its runs' rows of the
+``simulations`` table (one row per run) to the driver, which writes that table and the report.
+No row enters the JVM and no SQL plan is made: with a DataFrame per table (four Spark jobs each)
+a small sweep's first run in a session spent ~19 s in Spark for ~0.5 s of simulating.
+Everything a task does is plain Python over Arrow and numpy (``simulate_batch``); the driver
+reads the tables back only for the report. Reading the sweep and writing the tables happen in
+``run_lab`` and the task's part writer only.
 """
 
 from __future__ import annotations
 
 import heapq
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession, Window
-from pyspark.sql import functions as F
-from pyspark.sql import types as T
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from kafka_rebalance.model import RebalanceProtocol
 from kafka_rebalance.pipeline.sweep import Run, Sweep
 
 if TYPE_CHECKING:
-    import numpy as np
+    import pandas as pd
     from numpy.typing import NDArray
+    from pyspark.sql import SparkSession
 
     from kafka_rebalance.pipeline.report.lab import LabAnswer
     from kafka_rebalance.sim import Scenario
@@ -37,95 +43,103 @@ REBALANCES = "rebalances"
 OWNERSHIP = "ownership"
 MOVES = "moves"
 LAG = "lag"
+# The tables each task writes a part of (one Parquet file per task); the driver writes SIMULATIONS.
+PART_TABLES = (REBALANCES, OWNERSHIP, MOVES, LAG)
+# Rows a task's part writer gathers before writing them as one row group.
+ROW_GROUP_ROWS = 256 * 1024
 
 METRICS = ("rebalances", "partitions_moved", "stop_the_world_partition_ms", "max_partition_unowned_ms",
            "records_processed_twice", "records_lost")
 # Parameters whose effective value is always a column (whether swept or not), with their types.
-BASE_SIM_FIELDS: list[tuple[str, T.DataType]] = [
-    ("run_id", T.StringType()),
-    ("sweep", T.StringType()),
-    ("scenario", T.StringType()),
-    ("label", T.StringType()),
-    ("strategy", T.StringType()),
-    ("seed", T.LongType()),
-    ("group_size", T.IntegerType()),
-    ("total_partitions", T.IntegerType()),
-    ("session_timeout_ms", T.LongType()),
-    ("heartbeat_interval_ms", T.LongType()),
-    ("max_poll_interval_ms", T.LongType()),
-    ("max_poll_records", T.LongType()),
-    ("produce_records_per_s", T.DoubleType()),
+BASE_SIM_FIELDS: list[tuple[str, pa.DataType]] = [
+    ("run_id", pa.string()),
+    ("sweep", pa.string()),
+    ("scenario", pa.string()),
+    ("label", pa.string()),
+    ("strategy", pa.string()),
+    ("seed", pa.int64()),
+    ("group_size", pa.int32()),
+    ("total_partitions", pa.int32()),
+    ("session_timeout_ms", pa.int64()),
+    ("heartbeat_interval_ms", pa.int64()),
+    ("max_poll_interval_ms", pa.int64()),
+    ("max_poll_records", pa.int64()),
+    ("produce_records_per_s", pa.float64()),
 ]
-RESULT_SIM_FIELDS: list[tuple[str, T.DataType]] = [
-    *((name, T.LongType()) for name in METRICS),
-    ("min_partitions_moved", T.LongType()),
-    ("final_balance", T.IntegerType()),
-    ("final_members", T.IntegerType()),
-    ("group_protocol", T.StringType()),  # of the last completed rebalance: classic / consumer
-    ("rebalance_protocol", T.StringType()),  # EAGER / COOPERATIVE (classic); empty for a consumer group
-    ("chosen_strategy", T.StringType()),
-    ("coordinator_partition", T.IntegerType()),
-    ("extra_metrics", T.MapType(T.StringType(), T.DoubleType())),
-    ("showcase", T.BooleanType()),
-    ("error", T.StringType()),
+EXTRA_METRICS_TYPE = pa.map_(pa.string(), pa.float64())
+RESULT_SIM_FIELDS: list[tuple[str, pa.DataType]] = [
+    *((name, pa.int64()) for name in METRICS),
+    ("min_partitions_moved", pa.int64()),
+    ("final_balance", pa.int32()),
+    ("final_members", pa.int32()),
+    ("group_protocol", pa.string()),  # of the last completed rebalance: classic / consumer
+    ("rebalance_protocol", pa.string()),  # EAGER / COOPERATIVE (classic); empty for a consumer group
+    ("chosen_strategy", pa.string()),
+    ("coordinator_partition", pa.int32()),
+    ("extra_metrics", EXTRA_METRICS_TYPE),
+    ("showcase", pa.bool_()),
+    ("error", pa.string()),
 ]
-REBALANCE_SCHEMA = T.StructType([
-    T.StructField("run_id", T.StringType()),
-    T.StructField("scenario", T.StringType()),
-    T.StructField("strategy", T.StringType()),
-    T.StructField("seed", T.LongType()),
-    T.StructField("generation", T.LongType()),
-    T.StructField("start_ms", T.LongType()),
-    T.StructField("end_ms", T.LongType()),
-    T.StructField("group_protocol", T.StringType()),
-    T.StructField("rebalance_protocol", T.StringType()),
-    T.StructField("members", T.IntegerType()),
-    T.StructField("partitions_moved", T.IntegerType()),
-    T.StructField("min_partitions_moved", T.IntegerType()),
-    T.StructField("revoked", T.IntegerType()),
-    T.StructField("added", T.IntegerType()),
-    T.StructField("chosen_strategy", T.StringType()),
-    T.StructField("leader", T.StringType()),
-    T.StructField("reason", T.StringType()),
-    T.StructField("member_ids", T.ArrayType(T.StringType())),
+# Every table but simulations starts with the run's keys.
+RUN_KEY_FIELDS: list[tuple[str, pa.DataType]] = [
+    ("run_id", pa.string()), ("scenario", pa.string()), ("strategy", pa.string()), ("seed", pa.int64())]
+REBALANCE_SCHEMA = pa.schema([
+    *RUN_KEY_FIELDS,
+    ("generation", pa.int64()),
+    ("start_ms", pa.int64()),
+    ("end_ms", pa.int64()),
+    ("group_protocol", pa.string()),
+    ("rebalance_protocol", pa.string()),
+    ("members", pa.int32()),
+    ("partitions_moved", pa.int32()),
+    ("min_partitions_moved", pa.int32()),
+    ("revoked", pa.int32()),
+    ("added", pa.int32()),
+    ("chosen_strategy", pa.string()),
+    ("leader", pa.string()),
+    ("reason", pa.string()),
+    ("member_ids", pa.list_(pa.string())),
 ])
 # The load model's lag at each sample of a run (scenarios with ``load``): the highest lag of any
 # consumer, and the group's total (records).
-LAG_SCHEMA = T.StructType([
-    T.StructField("run_id", T.StringType()),
-    T.StructField("scenario", T.StringType()),
-    T.StructField("strategy", T.StringType()),
-    T.StructField("seed", T.LongType()),
-    T.StructField("time_ms", T.LongType()),
-    T.StructField("max_lag", T.LongType()),
-    T.StructField("total_lag", T.LongType()),
+LAG_SCHEMA = pa.schema([*RUN_KEY_FIELDS, ("time_ms", pa.int64()), ("max_lag", pa.int64()), ("total_lag", pa.int64())])
+OWNERSHIP_SCHEMA = pa.schema([*RUN_KEY_FIELDS, ("partition", pa.string()), ("member", pa.string()),
+                              ("start_ms", pa.int64()), ("end_ms", pa.int64())])
+MOVES_SCHEMA = pa.schema([
+    *RUN_KEY_FIELDS,
+    ("partition", pa.string()),
+    ("from_member", pa.string()),
+    ("to_member", pa.string()),
+    ("released_ms", pa.int64()),
+    ("acquired_ms", pa.int64()),
+    ("unowned_ms", pa.int64()),
+    ("generation", pa.int64()),
 ])
-OWNERSHIP_SCHEMA = T.StructType([
-    T.StructField("run_id", T.StringType()),
-    T.StructField("scenario", T.StringType()),
-    T.StructField("strategy", T.StringType()),
-    T.StructField("seed", T.LongType()),
-    T.StructField("partition", T.StringType()),
-    T.StructField("member", T.StringType()),
-    T.StructField("start_ms", T.LongType()),
-    T.StructField("end_ms", T.LongType()),
-])
+# Each table's order: a task's part is sorted by it (its runs in run_id order), simulations whole.
+SORT_KEYS = {
+    SIMULATIONS: ("run_id",),
+    REBALANCES: ("run_id", "start_ms", "generation"),
+    OWNERSHIP: ("run_id", "partition", "start_ms"),
+    MOVES: ("run_id", "partition", "acquired_ms"),
+    LAG: ("run_id", "time_ms"),
+}
+PART_SCHEMAS = {REBALANCES: REBALANCE_SCHEMA, OWNERSHIP: OWNERSHIP_SCHEMA, MOVES: MOVES_SCHEMA, LAG: LAG_SCHEMA}
 
 
 # --------------------------------------------------------------------------- schema of a sweep
 
-def _param_type(values: Iterable[Any]) -> T.DataType:
+def _param_type(values: Iterable[Any]) -> pa.DataType:
     values = [v for v in values if v is not None]
     if values and all(isinstance(v, bool) for v in values):
-        return T.BooleanType()
+        return pa.bool_()
     if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        return T.LongType()
+        return pa.int64()
     if values and all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
-        return T.DoubleType()
-    return T.StringType()
+        return pa.float64()
+    return pa.string()
 
 
-def swept_columns(sweep: Sweep) -> list[tuple[str, T.DataType]]:
+def swept_columns(sweep: Sweep) -> list[tuple[str, pa.DataType]]:
     """Swept parameters that are not already base columns, with a type fitting their values."""
     base = {name for name, _ in BASE_SIM_FIELDS}
     # A swept protocol is the run's strategy column (eager, cooperative-sticky, consumer-uniform, ...).
@@ -133,19 +147,18 @@ def swept_columns(sweep: Sweep) -> list[tuple[str, T.DataType]]:
             for name in sweep.parameters if name not in base and name not in ("seed", "protocol")]
 
 
-def simulation_schema(extra: Sequence[tuple[str, T.DataType]]) -> T.StructType:
-    fields = [*BASE_SIM_FIELDS, *extra, *RESULT_SIM_FIELDS]
-    return T.StructType([T.StructField(name, kind) for name, kind in fields])
+def simulation_schema(extra: Sequence[tuple[str, pa.DataType]]) -> pa.Schema:
+    return pa.schema([*BASE_SIM_FIELDS, *extra, *RESULT_SIM_FIELDS])
 
 
-def _convert(value: Any, kind: T.DataType) -> Any:
+def _convert(value: Any, kind: pa.DataType) -> Any:
     if value is None:
         return None
-    if isinstance(kind, T.StringType):
+    if pa.types.is_string(kind):
         return ",".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
-    if isinstance(kind, T.DoubleType):
+    if pa.types.is_floating(kind):
         return float(value)
-    if isinstance(kind, T.LongType | T.IntegerType):
+    if pa.types.is_integer(kind):
         return int(value)
     return value
 
@@ -239,15 +252,80 @@ def rebalance_rows(run: Run, rebalances: Sequence[RebalanceRecord], strategy: st
     return rows, (total_min if comparable else None)
 
 
-def simulate_run(run: Run, sweep_name: str, swept: Sequence[tuple[str, T.DataType]]) -> Iterator[tuple[str, tuple[object, ...]]]:
-    """Simulate one run; yield (table, row) pairs. A failing simulation is a row with ``error``."""
+@dataclass(frozen=True)
+class RunTables:
+    """One run's rows: its ``simulations`` row (a dict by column) and its part of every other table."""
+
+    simulation: dict[str, Any]
+    rebalances: pa.Table
+    ownership: pa.Table
+    moves: pa.Table
+    lag: pa.Table
+
+    def part(self, name: str) -> pa.Table:
+        return {REBALANCES: self.rebalances, OWNERSHIP: self.ownership, MOVES: self.moves, LAG: self.lag}[name]
+
+
+def rows_table(rows: Sequence[tuple[object, ...]], schema: pa.Schema) -> pa.Table:
+    columns: Iterable[Sequence[object]] = zip(*rows, strict=True) if rows else [()] * len(schema)
+    return pa.Table.from_arrays([pa.array(column, type=field.type) for column, field in zip(columns, schema,
+                                                                                           strict=True)], schema=schema)
+
+
+def _keyed(run: Run, strategy: str, rows: int, columns: dict[str, Any], schema: pa.Schema) -> pa.Table:
+    """A table of ``rows`` rows of one run: its keys repeated, then ``columns`` (arrays)."""
+    keys = {"run_id": run.run_id, "scenario": run.scenario_name, "strategy": strategy, "seed": run.seed}
+    arrays = [pa.repeat(pa.scalar(keys[name], type=schema.field(name).type), rows) for name, _ in RUN_KEY_FIELDS]
+    arrays += [pa.array(columns[field.name], type=field.type) for field in list(schema)[len(RUN_KEY_FIELDS):]]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def in_order(table: pa.Table, keys: Sequence[str]) -> pa.Table:
+    """``table`` sorted by ``keys``, ascending, a null before any value (as Spark's ascending
+    order puts it; pyarrow's own default puts it last)."""
+    columns: dict[str, Any] = {}
+    for key in keys:
+        if table[key].null_count:
+            columns[f"{key} is set"] = pc.is_valid(table[key])  # False (a null) sorts first
+        columns[key] = table[key]
+    return table.take(pc.sort_indices(pa.table(columns), sort_keys=[(name, "ascending") for name in columns]))
+
+
+def moves_of_run(run: Run, strategy: str, ownership: pa.Table, rebalances: pa.Table) -> pa.Table:
+    """One run's ownership intervals -> one row per partition move (owner A's interval followed
+    by owner B's, A != B, in order of start and member): ``from_member``, ``to_member``,
+    ``released_ms`` (A's end), ``acquired_ms`` (B's start), ``unowned_ms`` (the gap, at least 0)
+    and the ``generation`` of the latest rebalance that started at or before B got it (of those
+    starting at the same moment, the last in the rebalances' order; null when none had)."""
+    partition = ownership["partition"].to_numpy(zero_copy_only=False)
+    member = ownership["member"].to_numpy(zero_copy_only=False)
+    start = ownership["start_ms"].to_numpy()
+    end = ownership["end_ms"].to_numpy()
+    order = np.lexsort((member, start, partition))
+    partition, member, start, end = partition[order], member[order], start[order], end[order]
+    moved = np.flatnonzero((partition[1:] == partition[:-1]) & (member[1:] != member[:-1]))
+    acquired = start[moved + 1]
+    released = end[moved]
+    began = rebalances["start_ms"].to_numpy()  # the rebalances in their order: by start, then generation
+    latest = np.searchsorted(began, acquired, side="right") - 1
+    generation = pc.take(rebalances["generation"], pa.array(np.maximum(latest, 0))) if len(began) else \
+        pa.nulls(len(moved), pa.int64())
+    generation = pc.if_else(pa.array(latest >= 0), generation, pa.scalar(None, pa.int64()))
+    return _keyed(run, strategy, len(moved), {
+        "partition": partition[moved + 1], "from_member": member[moved], "to_member": member[moved + 1],
+        "released_ms": released, "acquired_ms": acquired, "unowned_ms": np.maximum(acquired - released, 0),
+        "generation": generation}, MOVES_SCHEMA)
+
+
+def simulate_run(run: Run, sweep_name: str, swept: Sequence[tuple[str, pa.DataType]]) -> RunTables:
+    """Simulate one run into its rows of every table. A failing simulation is a ``simulations``
+    row with ``error`` (and no other rows)."""
     from kafka_rebalance.sim import load_scenario, run_simulation
     from kafka_rebalance.sim.ownership_metrics import comparison_metrics, partitions_from
 
     scenario = load_scenario(run.scenario)
     config = scenario.config
-    strategy = strategy_label(run, None)
-    base = {
+    values: dict[str, Any] = {
         "run_id": run.run_id, "sweep": sweep_name, "scenario": run.scenario_name, "label": run.label,
         "seed": run.seed, "group_size": len(scenario.consumers),
         "total_partitions": sum(scenario.topics.values()),
@@ -265,17 +343,16 @@ def simulate_run(run: Run, sweep_name: str, swept: Sequence[tuple[str, T.DataTyp
     else:
         error = None
     strategy = strategy_label(run, result)
-    base["strategy"] = strategy
-    values: dict[str, Any] = dict(base)
+    values["strategy"] = strategy
     for name, kind in swept:
         values[name] = _convert(run.params.get(name), kind)
     values["error"] = error
+    parts = {name: PART_SCHEMAS[name].empty_table() for name in PART_TABLES}
     if result is not None:
         subscriptions = {c.id: (tuple(sorted(c.subscribe)) if c.subscribe is not None else None)
                          for c in scenario.consumers}
         rows, total_min = rebalance_rows(run, result.rebalances, strategy, subscriptions)
-        for row in rows:
-            yield REBALANCES, row
+        parts[REBALANCES] = in_order(rows_table(rows, REBALANCE_SCHEMA), SORT_KEYS[REBALANCES][1:])
         metrics = result.metrics.to_json()
         for name in METRICS:
             values[name] = metrics[name]
@@ -284,7 +361,7 @@ def simulate_run(run: Run, sweep_name: str, swept: Sequence[tuple[str, T.DataTyp
         values["extra_metrics"] = {k: float(v) for k, v in comparison.items()}
         if result.load is not None:
             values["extra_metrics"].update(load_metrics(result, rows))
-            yield from ((LAG, row) for row in lag_rows(run, strategy, result))
+            parts[LAG] = lag_table(run, strategy, result)
         values["min_partitions_moved"] = total_min
         completed = [r for r in result.rebalances if r.end_ms is not None]
         if completed:
@@ -298,12 +375,14 @@ def simulate_run(run: Run, sweep_name: str, swept: Sequence[tuple[str, T.DataTyp
             values["chosen_strategy"] = last.strategy
         values["coordinator_partition"] = result.coordinator_partition
         o = result.ownership
-        for partition, member, start, end in zip(o.partition.tolist(), o.member.tolist(), o.start_ms.tolist(),
-                                                 o.end_ms.tolist(), strict=True):
-            yield OWNERSHIP, (run.run_id, run.scenario_name, strategy, run.seed, partition, member, start, end)
+        parts[OWNERSHIP] = in_order(_keyed(run, strategy, len(o), {
+            "partition": o.partition, "member": o.member, "start_ms": o.start_ms, "end_ms": o.end_ms},
+            OWNERSHIP_SCHEMA), SORT_KEYS[OWNERSHIP][1:])
+        parts[MOVES] = moves_of_run(run, strategy, parts[OWNERSHIP], parts[REBALANCES])
     schema = simulation_schema(swept)
-    yield SIMULATIONS, tuple(_convert(values.get(f.name), f.dataType) if not isinstance(f.dataType, T.MapType)
-                             else values.get(f.name) for f in schema.fields)
+    row = {field.name: values.get(field.name) if pa.types.is_map(field.type) or pa.types.is_boolean(field.type)
+           else _convert(values.get(field.name), field.type) for field in schema}
+    return RunTables(row, parts[REBALANCES], parts[OWNERSHIP], parts[MOVES], parts[LAG])
 
 
 def load_metrics(result: SimulationResult, rebalance_table: Sequence[tuple[object, ...]]) -> dict[str, float]:
@@ -342,19 +421,75 @@ def group_lag(result: SimulationResult) -> NDArray[np.int64]:
     return load.member_lag.sum(axis=1) + load.unowned_lag if load.member_lag.size else load.unowned_lag
 
 
-def lag_rows(run: Run, strategy: str, result: SimulationResult) -> Iterator[tuple[object, ...]]:
+def lag_table(run: Run, strategy: str, result: SimulationResult) -> pa.Table:
     load = result.load
     assert load is not None
-    totals = group_lag(result)
-    for time_ms, worst, total in zip(load.time_ms.tolist(), load.max_lag_series.tolist(), totals.tolist(),
-                                     strict=True):
-        yield (run.run_id, run.scenario_name, strategy, run.seed, time_ms, worst, total)
+    return _keyed(run, strategy, len(load.time_ms), {
+        "time_ms": load.time_ms, "max_lag": load.max_lag_series, "total_lag": group_lag(result)}, LAG_SCHEMA)
 
 
-def simulate_batch(runs: Iterable[Run], sweep_name: str,
-                   swept: Sequence[tuple[str, T.DataType]]) -> Iterator[tuple[str, tuple[object, ...]]]:
-    for run in runs:
-        yield from simulate_run(run, sweep_name, swept)
+# --------------------------------------------------------------------------- what a task does
+
+class PartWriter:
+    """A task's part of every table in ``PART_TABLES``: ``part-<task>.parquet`` under each
+    table's location (a path or a store's URL), written a row group at a time as runs add rows,
+    and with the schema alone when none do (so every table can be read). The files are opened
+    on ``files``: when it unwinds with an error, none is left in place (``io.write_file``)."""
+
+    def __init__(self, locations: dict[str, str], task: int, files: ExitStack):
+        self.locations, self.task, self.files = locations, task, files
+        self.pending: dict[str, list[pa.Table]] = {name: [] for name in PART_TABLES}
+        self.rows = dict.fromkeys(PART_TABLES, 0)
+        self.writers: dict[str, Any] = {}
+
+    def add(self, tables: RunTables) -> None:
+        for name in PART_TABLES:
+            part = tables.part(name)
+            if part.num_rows:
+                self.pending[name].append(part)
+                self.rows[name] += part.num_rows
+                if self.rows[name] >= ROW_GROUP_ROWS:
+                    self._flush(name)
+
+    def finish(self) -> None:
+        for name in PART_TABLES:
+            if self.pending[name] or name not in self.writers:
+                self._flush(name)
+
+    def _flush(self, name: str) -> None:
+        import pyarrow.parquet as pq
+
+        from kafka_rebalance.pipeline.io import join, write_file
+
+        if name not in self.writers:
+            filesystem, path = self.files.enter_context(
+                write_file(join(self.locations[name], f"part-{self.task:05d}.parquet")))
+            self.writers[name] = self.files.enter_context(
+                pq.ParquetWriter(path, PART_SCHEMAS[name], filesystem=filesystem))
+        pending = self.pending[name]
+        self.writers[name].write_table(pa.concat_tables(pending) if pending else PART_SCHEMAS[name].empty_table(),
+                                       row_group_size=ROW_GROUP_ROWS)
+        self.pending[name], self.rows[name] = [], 0
+
+
+def simulate_batch(task: int, runs: Iterable[Run], sweep_name: str, swept: Sequence[tuple[str, pa.DataType]],
+                   locations: dict[str, str]) -> bytes:
+    """One Spark task: simulate ``runs`` in order of run id, write the task's part of every table
+    in ``PART_TABLES`` under ``locations``, and return the runs' ``simulations`` rows as an Arrow
+    IPC stream (the driver writes that table whole, in order)."""
+    simulations = []
+    with ExitStack() as files:
+        writer = PartWriter(locations, task, files)
+        for run in sorted(runs, key=lambda r: r.run_id):
+            tables = simulate_run(run, sweep_name, swept)
+            simulations.append(tables.simulation)
+            writer.add(tables)
+        writer.finish()
+    sink = pa.BufferOutputStream()
+    schema = simulation_schema(swept)
+    with pa.ipc.new_stream(sink, schema) as stream:
+        stream.write_table(pa.Table.from_pylist(simulations, schema=schema))
+    return bytes(sink.getvalue())
 
 
 def batches(runs: Sequence[Run], tasks: int, costs: Sequence[float] | None = None) -> list[list[Run]]:
@@ -379,53 +514,40 @@ def simulation_cost(scenario: Scenario) -> float:
     return float(len(scenario.consumers) * max(1, sum(scenario.topics.values())) * scenario.effective_end_ms)
 
 
-# --------------------------------------------------------------------------- transforms
+# --------------------------------------------------------------------------- the driver's side
 
-def moves_from_ownership(ownership: DataFrame, rebalances: DataFrame) -> DataFrame:
-    """Ownership intervals -> one row per partition move (owner A's interval followed by owner
-    B's, A != B): ``run_id, scenario, strategy, seed, partition, from_member, to_member,
-    released_ms, acquired_ms, unowned_ms`` and the ``generation`` of the latest rebalance that
-    started at or before the new owner got it."""
-    ordered = Window.partitionBy("run_id", "partition").orderBy("start_ms", "member")
-    paired = ownership.select(
-        "run_id", "scenario", "strategy", "seed", "partition",
-        F.lag("member").over(ordered).alias("from_member"),
-        F.col("member").alias("to_member"),
-        F.lag("end_ms").over(ordered).alias("released_ms"),
-        F.col("start_ms").alias("acquired_ms"),
+def strategy_summary(simulations: pd.DataFrame) -> pd.DataFrame:
+    """Per scenario and strategy, over seeds and other parameters: runs and mean/max metrics
+    (of the runs without an error)."""
+    ok = simulations[simulations["error"].isna()]
+    grouped = ok.groupby(["scenario", "strategy"], sort=True)
+    summary = grouped.agg(
+        runs=("run_id", "size"),
+        partitions_moved=("partitions_moved", "mean"),
+        min_partitions_moved=("min_partitions_moved", "mean"),
+        stop_the_world_partition_ms=("stop_the_world_partition_ms", "mean"),
+        max_stop_the_world_partition_ms=("stop_the_world_partition_ms", "max"),
+        final_balance=("final_balance", "mean"),
+        max_final_balance=("final_balance", "max"),
+        rebalances=("rebalances", "mean"),
+        max_partition_unowned_ms=("max_partition_unowned_ms", "mean"),
+        records_processed_twice=("records_processed_twice", "mean"),
+        records_lost=("records_lost", "sum"),
     )
-    moves = paired.where(F.col("from_member").isNotNull() & (F.col("from_member") != F.col("to_member")))
-    moves = moves.withColumn("unowned_ms", F.greatest(F.col("acquired_ms") - F.col("released_ms"), F.lit(0)))
-    starts = rebalances.select("run_id", F.col("generation"), F.col("start_ms").alias("rebalance_start_ms"))
-    located = (
-        moves.join(starts, "run_id", "left")
-        .where(F.col("rebalance_start_ms").isNull() | (F.col("rebalance_start_ms") <= F.col("acquired_ms")))
-        .groupBy("run_id", "scenario", "strategy", "seed", "partition", "from_member", "to_member", "released_ms",
-                 "acquired_ms", "unowned_ms")
-        .agg(F.max_by("generation", "rebalance_start_ms").alias("generation"))
-    )
-    return located
+    return summary.reset_index()
 
 
-def strategy_summary(simulations: DataFrame) -> DataFrame:
-    """Per scenario and strategy, over seeds and other parameters: runs and mean/max metrics."""
-    ok = simulations.where(F.col("error").isNull())
-    return ok.groupBy("scenario", "strategy").agg(
-        F.count(F.lit(1)).alias("runs"),
-        F.avg("partitions_moved").alias("partitions_moved"),
-        F.avg("min_partitions_moved").alias("min_partitions_moved"),
-        F.avg("stop_the_world_partition_ms").alias("stop_the_world_partition_ms"),
-        F.max("stop_the_world_partition_ms").alias("max_stop_the_world_partition_ms"),
-        F.avg("final_balance").alias("final_balance"),
-        F.max("final_balance").alias("max_final_balance"),
-        F.avg("rebalances").alias("rebalances"),
-        F.avg("max_partition_unowned_ms").alias("max_partition_unowned_ms"),
-        F.avg("records_processed_twice").alias("records_processed_twice"),
-        F.sum("records_lost").alias("records_lost"),
-    ).orderBy("scenario", "strategy")
+def read_table(location: str, name: str, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
+    """Table ``name`` as the tasks wrote it under ``location`` (of ``run_ids`` only, if given), in
+    its order (``SORT_KEYS``)."""
+    from kafka_rebalance.pipeline.io import read_parquet_parts
 
+    table = read_parquet_parts(location)
+    if run_ids is not None:
+        table = table.filter(pc.is_in(table["run_id"], pa.array(list(run_ids), pa.string())))
+    frame: pd.DataFrame = in_order(table, SORT_KEYS[name]).to_pandas()
+    return frame
 
-# --------------------------------------------------------------------------- the job
 
 @dataclass
 class LabRun:
@@ -445,7 +567,9 @@ def default_tasks(spark: SparkSession, runs: int) -> int:
 
 def run_lab(spark: SparkSession, sweep: Sweep, out_dir: str, *, tasks: int | None = None,
             progress: bool | None = None) -> LabRun:
-    from kafka_rebalance.pipeline.io import StagedOutput, join
+    import pyarrow.parquet as pq
+
+    from kafka_rebalance.pipeline.io import StagedOutput, join, write_file
     from kafka_rebalance.pipeline.report import lab as report
     from kafka_rebalance.pipeline.report.page import write_report
     from kafka_rebalance.pipeline.spark import spark_progress
@@ -456,36 +580,23 @@ def run_lab(spark: SparkSession, sweep: Sweep, out_dir: str, *, tasks: int | Non
     swept = swept_columns(sweep)
     sweep_name = sweep.name
     chunks = batches(sweep.runs, tasks or default_tasks(spark, len(sweep.runs)), costs)
-    context = spark.sparkContext
-    rows = context.parallelize(chunks, len(chunks)).flatMap(
-        lambda batch: simulate_batch(batch, sweep_name, swept)).persist(StorageLevel.MEMORY_AND_DISK)
-
-    def table(name: str, schema: T.StructType) -> DataFrame:
-        return spark.createDataFrame(rows.filter(lambda r: r[0] == name).map(lambda r: r[1]), schema)
-
     with StagedOutput(out_dir) as out:
-        simulations = table(SIMULATIONS, simulation_schema(swept)).orderBy("run_id")
+        locations = {name: out.location(name) for name in PART_TABLES}
+        job = spark.sparkContext.parallelize(list(enumerate(chunks)), len(chunks)).map(
+            lambda batch: simulate_batch(batch[0], batch[1], sweep_name, swept, locations))
         with spark_progress(spark, f"simulating {len(sweep.runs)} runs", enabled=progress):
-            simulations.write.parquet(str(out.path(SIMULATIONS)))
-        simulations = spark.read.parquet(str(out.path(SIMULATIONS)))
-        rebalances = table(REBALANCES, REBALANCE_SCHEMA).orderBy("run_id", "start_ms", "generation")
-        rebalances.write.parquet(str(out.path(REBALANCES)))
-        rebalances = spark.read.parquet(str(out.path(REBALANCES)))
-        ownership = table(OWNERSHIP, OWNERSHIP_SCHEMA).orderBy("run_id", "partition", "start_ms")
-        ownership.write.parquet(str(out.path(OWNERSHIP)))
-        ownership = spark.read.parquet(str(out.path(OWNERSHIP)))
-        moves = moves_from_ownership(ownership, rebalances).orderBy("run_id", "partition", "acquired_ms")
-        moves.write.parquet(str(out.path(MOVES)))
-        lag = table(LAG, LAG_SCHEMA).orderBy("run_id", "time_ms")
-        lag.write.parquet(str(out.path(LAG)))
-        lag_frame = spark.read.parquet(str(out.path(LAG))).toPandas()
-        rows.unpersist()
+            streams = job.collect()
+        simulations = pa.concat_tables([pa.ipc.open_stream(stream).read_all() for stream in streams])
+        simulations = in_order(simulations, SORT_KEYS[SIMULATIONS])
+        with write_file(join(out.location(SIMULATIONS), "part-00000.parquet")) as (filesystem, path):
+            pq.write_table(simulations, path, filesystem=filesystem)
 
-        summary = strategy_summary(simulations).toPandas()
-        sims = simulations.toPandas()
+        sims = simulations.to_pandas(maps_as_pydicts="strict")
+        summary = strategy_summary(sims)
         showcase = report.pick_showcase(sims)
-        showcase_ownership = ownership.where(F.col("run_id").isin(showcase)).toPandas() if showcase else None
-        showcase_rebalances = rebalances.where(F.col("run_id").isin(showcase)).toPandas() if showcase else None
+        showcase_ownership = read_table(locations[OWNERSHIP], OWNERSHIP, showcase) if showcase else None
+        showcase_rebalances = read_table(locations[REBALANCES], REBALANCES, showcase) if showcase else None
+        lag_frame = read_table(locations[LAG], LAG)
         figures = report.lab_figures(sims, summary, showcase_ownership, showcase_rebalances)
         lag_figure = report.lag_figure(sims, lag_frame)
         answer = report.lab_answer(sweep.name, sims, tables=out.final, report=join(out.final, "report.html"))
