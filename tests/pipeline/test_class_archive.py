@@ -1,5 +1,6 @@
 """The driver JVM's class archive (Class Data Sharing): recorded by a first session, adopted
-once its writer is gone, then mapped by every later session; switched off by the environment."""
+once its writer is gone, then mapped by every later session; switched off by the environment;
+removed once its installation is gone."""
 
 from __future__ import annotations
 
@@ -7,11 +8,13 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
+import pyspark
 import pytest
 
 from kafka_rebalance.pipeline import spark as spark_module
-from kafka_rebalance.pipeline.spark import CLASS_ARCHIVE_ENV, class_archive_options
+from kafka_rebalance.pipeline.spark import CLASS_ARCHIVE_ENV, class_archive_options, prune_archives
 
 
 @pytest.fixture
@@ -67,8 +70,6 @@ def test_the_environment_switches_it_off(tmp_path, monkeypatch):
 def test_each_installation_and_profile_has_its_own_archive(tmp_path, java_present, monkeypatch):
     """The JVM refuses an archive recorded with another class path: a second virtualenv (another
     PySpark folder) must record its own, not find one it cannot use; ``logs`` sessions keep theirs."""
-    import pyspark
-
     def archive(profile: str = "") -> str:
         return os.path.basename(class_archive_options(tmp_path, profile).split()[0].split("=", 1)[1]).split(".")[0]
 
@@ -76,3 +77,38 @@ def test_each_installation_and_profile_has_its_own_archive(tmp_path, java_presen
     assert for_logs == f"{here}-logs"
     monkeypatch.setattr(pyspark, "__file__", str(tmp_path / "other-venv" / "pyspark" / "__init__.py"))
     assert archive() != here
+
+
+def test_the_archives_of_an_installation_that_is_gone_are_removed(tmp_path, java_present):
+    """A deleted virtualenv (a test suite's fresh clone) leaves archives no session can use: the
+    next session anywhere removes them, and keeps those of installations still there."""
+    here = os.path.basename(class_archive_options(tmp_path).split()[0].split("=", 1)[1]).split(".")[0]
+    assert (tmp_path / f"{here}.source").read_text().strip() == str(Path(pyspark.__file__).resolve().parent)
+    gone = "spark-classes-0123456789ab"
+    (tmp_path / f"{gone}.source").write_text(str(tmp_path / "deleted-venv" / "pyspark") + "\n")
+    left = [tmp_path / name for name in (f"{gone}.jsa", f"{gone}-logs.jsa", f"{gone}.{_gone_pid()}.tmp",
+                                         f"{gone}-logs.{_gone_pid()}.tmp")]
+    for path in left:
+        path.write_bytes(b"archive")
+    kept = tmp_path / f"{here}.jsa"
+    kept.write_bytes(b"archive")
+    removed = prune_archives(tmp_path)
+    assert sorted(removed) == sorted([*left, tmp_path / f"{gone}.source"])
+    assert kept.exists() and (tmp_path / f"{here}.source").exists()
+    (tmp_path / f"{gone}.source").write_text(str(tmp_path / "deleted-venv" / "pyspark") + "\n")
+    left[0].write_bytes(b"archive")
+    class_archive_options(tmp_path)  # every session prunes as it starts
+    assert not left[0].exists() and kept.exists()
+
+
+def test_archives_naming_no_installation_are_removed_once_a_week_old(tmp_path):
+    """Recorded before archives named their installation: kept while recent or being written."""
+    old, recent, writing = (tmp_path / name for name in (
+        "spark-classes-aaaaaaaaaaaa.jsa", "spark-classes-bbbbbbbbbbbb-logs.jsa", f"spark-classes-cccccccccccc.{os.getpid()}.tmp"))
+    for path in (old, recent, writing):
+        path.write_bytes(b"archive")
+    week = time.time() - spark_module.UNNAMED_ARCHIVE_DAYS * 86400 - 60
+    for path in (old, writing):
+        os.utime(path, (week, week))
+    assert prune_archives(tmp_path) == [old]
+    assert recent.exists() and writing.exists()

@@ -1,11 +1,12 @@
 """The soak job on the shared local Spark session: tables, summary, violations with shrunk
-schedules, and the pure transforms."""
+schedules, and what a task computes."""
 
 from __future__ import annotations
 
 import json
 
 import pandas as pd
+import pyarrow as pa
 import pytest
 import yaml
 
@@ -50,17 +51,28 @@ def test_a_failing_schedule_comes_with_a_shrunk_one(monkeypatch):
     assert load_scenario(yaml.safe_load(row["schedule_yaml"]))
 
 
-def test_violations_explode_one_row_per_broken_invariant(spark):
-    columns = soak.SCHEDULE_SCHEMA.fieldNames()
+def test_violations_explode_one_row_per_broken_invariant():
+    columns = soak.SCHEDULE_SCHEMA.names
     base = {name: None for name in columns}
     rows = [
-        {**base, "schedule_index": 0, "schedule_seed": 10, "group_protocol": "classic", "rebalance_protocol": "EAGER", "invariants": [], "details": []},
-        {**base, "schedule_index": 1, "schedule_seed": 11, "group_protocol": "classic", "rebalance_protocol": "EAGER", "invariants": ["converges", "single-owner"],
-         "details": ["d1", "d2"], "schedule_yaml": "s", "shrunk_yaml": "m", "shrunk_events": 2, "shrink_tries": 9},
+        {**base, "schedule_index": 1, "schedule_seed": 11, "group_protocol": "classic", "rebalance_protocol": "EAGER", "invariants": ["single-owner", "converges"],
+         "details": ["d2", "d1"], "schedule_yaml": "s", "shrunk_yaml": "m", "shrunk_events": 2, "shrink_tries": 9,
+         "cpu_ms": 3.0, "simulated_ms": 100, "joins": 2},
+        {**base, "schedule_index": 0, "schedule_seed": 10, "group_protocol": "classic", "rebalance_protocol": "COOPERATIVE", "invariants": [], "details": [],
+         "cpu_ms": 5.0, "simulated_ms": 50, "joins": 1},
     ]
-    frame = spark.createDataFrame([tuple(r[c] for c in columns) for r in rows], soak.SCHEDULE_SCHEMA)
-    violations = soak.violations_of(frame).orderBy("invariant").collect()
-    assert [(v.schedule_index, v.invariant, v.detail, v.shrunk_yaml) for v in violations] == [
+    table = pa.Table.from_pylist(rows, schema=soak.SCHEDULE_SCHEMA)
+    violations = soak.violations_of(table).to_pylist()
+    assert [(v["schedule_index"], v["invariant"], v["detail"], v["shrunk_yaml"]) for v in violations] == [
         (1, "converges", "d1", "m"), (1, "single-owner", "d2", "m")]
-    summary = soak.summary_of(frame).first()
-    assert (summary.schedules, summary.failing_schedules, summary.violations) == (2, 1, 2)
+    facts = soak.SliceFacts.of(table, soak.violations_of(table), told=1)
+    assert (facts.schedules, facts.failing_schedules, facts.violations, facts.cooperative_schedules) == (2, 1, 2, 1)
+    assert facts.first_failures == [{"schedule_index": 1, "invariant": "converges", "detail": "d1", "shrunk_events": 2}]
+    merged = facts.merge(facts, told=3).totals()
+    assert (merged["schedules"], merged["violations"], merged["cpu_ms"], merged["max_cpu_ms"], merged["joins"]) == \
+        (4, 4, 16.0, 5.0, 6)
+
+
+def test_slices_are_contiguous_and_cover_every_schedule_once():
+    assert soak.slices(10, 7, 3) == [range(10, 12), range(12, 14), range(14, 17)]
+    assert soak.slices(0, 2, 8) == [range(0, 1), range(1, 2)]

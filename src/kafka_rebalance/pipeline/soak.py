@@ -1,30 +1,32 @@
 """``soak``: N random schedules through the simulator as Spark tasks, every invariant checked,
 each failing schedule shrunk to a minimal one.
 
-The job is two DataFrame transforms between two edges: ``schedule_indices`` (a range of schedule
-numbers, cut into tasks) -> ``check_schedules`` (each task draws its schedules from the master seed,
-simulates them, checks the invariants, shrinks the failures) -> the ``schedules`` table, and
-``violations_of`` (one row per broken invariant, with the original and the shrunk schedule as
-scenario YAML) -> the ``violations`` table. ``run_soak`` does the I/O: a staged output directory
-(earlier results survive a failed run), Parquet tables and ``summary.json``.
+The job is one RDD stage, as ``lab``'s and ``logs``'s are: the schedule numbers are cut into
+contiguous slices, one per task; each task draws its schedules from the master seed, simulates
+them, checks the invariants, shrinks the failures (``schedule_row``), writes its part of the
+``schedules`` table and of ``violations`` (one row per broken invariant, with the original and
+the shrunk schedule as scenario YAML: ``violations_of``), and returns what the summary needs
+(``SliceFacts``: its sums, its violations per invariant and its first failures). Parts follow
+the slices' order, so each table reads in schedule order. ``run_soak`` does the rest of the
+I/O: a staged output directory (earlier results survive a failed run) and ``summary.json``.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql import types as T
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from kafka_rebalance.model import GroupProtocol, RebalanceProtocol
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
     from kafka_rebalance.pipeline.report.soak import SoakAnswer
 
 SCHEDULES = "schedules"
@@ -38,27 +40,44 @@ EVENT_COLUMNS = (
     ("restarts", "restart"), ("topic_creations", "create_topic"), ("partition_increases", "add_partitions"),
     ("failovers", "coordinator_failover"), ("upgrades", "upgrade"), ("downgrades", "downgrade"),
 )
-SCHEDULE_SCHEMA = T.StructType([
-    T.StructField("schedule_index", T.LongType(), False),
-    T.StructField("schedule_seed", T.LongType(), False),
-    T.StructField("group_protocol", T.StringType()),  # the protocol the group starts with
-    T.StructField("migrating", T.BooleanType()),
-    T.StructField("rebalance_protocol", T.StringType()),
-    T.StructField("consumers", T.IntegerType()),
-    T.StructField("static_consumers", T.IntegerType()),
-    T.StructField("pattern_consumers", T.IntegerType()),
-    T.StructField("slow_consumers", T.IntegerType()),
-    *(T.StructField(column, T.IntegerType()) for column, _ in EVENT_COLUMNS),
-    T.StructField("network_jitter_ms", T.IntegerType()),
-    T.StructField("simulated_ms", T.LongType()),
-    T.StructField("cpu_ms", T.DoubleType()),
-    T.StructField("invariants", T.ArrayType(T.StringType())),
-    T.StructField("details", T.ArrayType(T.StringType())),
-    T.StructField("schedule_yaml", T.StringType()),
-    T.StructField("shrunk_yaml", T.StringType()),
-    T.StructField("shrunk_events", T.IntegerType()),
-    T.StructField("shrink_tries", T.IntegerType()),
+SCHEDULE_SCHEMA = pa.schema([
+    pa.field("schedule_index", pa.int64(), nullable=False),
+    pa.field("schedule_seed", pa.int64(), nullable=False),
+    ("group_protocol", pa.string()),  # the protocol the group starts with
+    ("migrating", pa.bool_()),
+    ("rebalance_protocol", pa.string()),
+    ("consumers", pa.int32()),
+    ("static_consumers", pa.int32()),
+    ("pattern_consumers", pa.int32()),
+    ("slow_consumers", pa.int32()),
+    *((column, pa.int32()) for column, _ in EVENT_COLUMNS),
+    ("network_jitter_ms", pa.int32()),
+    ("simulated_ms", pa.int64()),
+    ("cpu_ms", pa.float64()),
+    ("invariants", pa.list_(pa.string())),
+    ("details", pa.list_(pa.string())),
+    ("schedule_yaml", pa.string()),
+    ("shrunk_yaml", pa.string()),
+    ("shrunk_events", pa.int32()),
+    ("shrink_tries", pa.int32()),
 ])
+VIOLATION_SCHEMA = pa.schema([
+    pa.field("schedule_index", pa.int64(), nullable=False),
+    pa.field("schedule_seed", pa.int64(), nullable=False),
+    ("group_protocol", pa.string()),
+    ("rebalance_protocol", pa.string()),
+    ("invariant", pa.string()),
+    ("detail", pa.string()),
+    ("schedule_yaml", pa.string()),
+    ("shrunk_yaml", pa.string()),
+    ("shrunk_events", pa.int32()),
+    ("shrink_tries", pa.int32()),
+])
+# The summary's sums over the schedules (``max_cpu_ms`` the one maximum), besides the counts.
+SUMMED = ("simulated_ms", "cpu_ms", "static_consumers", "pattern_consumers", "slow_consumers",
+          *(column for column, _ in EVENT_COLUMNS))
+# The first failures a summary keeps (in schedule order): what the terminal and report tell.
+FIRST_FAILURE_COLUMNS = ("schedule_index", "invariant", "detail", "shrunk_events")
 
 
 def schedule_row(index: int, master_seed: int, shrink_budget: int,
@@ -100,62 +119,96 @@ def schedule_row(index: int, master_seed: int, shrink_budget: int,
     return row
 
 
-# --------------------------------------------------------------------------- transforms
+# --------------------------------------------------------------------------- what a task does
 
-def schedule_indices(spark: SparkSession, schedules: int, tasks: int, first: int = 0) -> DataFrame:
-    """Schedule numbers first..first+schedules-1 in ``tasks`` partitions (the unit of work of a
-    task). A soak can be run in slices (``first``): schedule i is the same in every slice."""
-    return spark.range(first, first + schedules, 1, numPartitions=max(1, min(tasks, schedules))).withColumnRenamed(
-        "id", "schedule_index")
-
-
-def check_schedules(indices: DataFrame, master_seed: int, shrink_budget: int = DEFAULT_SHRINK_BUDGET,
-                    group_protocol: GroupProtocol = GroupProtocol.CLASSIC, migrating: bool = False) -> DataFrame:
-    """One row per schedule (``SCHEDULE_SCHEMA``): run and checked inside the tasks."""
-
-    def run_batches(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-        for batch in batches:
-            rows = [schedule_row(int(i), master_seed, shrink_budget, group_protocol, migrating)
-                    for i in batch["schedule_index"]]
-            yield pd.DataFrame(rows, columns=SCHEDULE_SCHEMA.fieldNames())
-
-    return indices.mapInPandas(run_batches, schema=SCHEDULE_SCHEMA)
+def violations_of(schedules: pa.Table) -> pa.Table:
+    """One row per broken invariant of a schedule, with the schedule and its shrunk form, in
+    order of schedule and invariant."""
+    parents = pc.list_parent_indices(schedules["invariants"])
+    failing = schedules.take(parents)
+    violations = pa.Table.from_arrays([
+        failing[name] if name not in ("invariant", "detail") else
+        pc.list_flatten(schedules["invariants" if name == "invariant" else "details"])
+        for name in VIOLATION_SCHEMA.names], schema=VIOLATION_SCHEMA)
+    return violations.take(pc.sort_indices(violations, sort_keys=[("schedule_index", "ascending"),
+                                                                  ("invariant", "ascending")]))
 
 
-def violations_of(schedules: DataFrame) -> DataFrame:
-    """One row per broken invariant of a schedule, with the schedule and its shrunk form."""
-    failing = schedules.where(F.size("invariants") > 0)
-    return failing.select(
-        "schedule_index", "schedule_seed", "group_protocol", "rebalance_protocol",
-        F.posexplode(F.arrays_zip("invariants", "details")).alias("position", "violation"),
-        "schedule_yaml", "shrunk_yaml", "shrunk_events", "shrink_tries",
-    ).select(
-        "schedule_index", "schedule_seed", "group_protocol", "rebalance_protocol",
-        F.col("violation.invariants").alias("invariant"), F.col("violation.details").alias("detail"),
-        "schedule_yaml", "shrunk_yaml", "shrunk_events", "shrink_tries",
-    )
+@dataclass
+class SliceFacts:
+    """What the summary needs of a slice of schedules (or of all of them, merged)."""
+
+    schedules: int = 0
+    failing_schedules: int = 0
+    violations: int = 0
+    cooperative_schedules: int = 0
+    sums: dict[str, float] = field(default_factory=lambda: dict.fromkeys(SUMMED, 0))
+    max_cpu_ms: float = 0.0
+    by_invariant: Counter[str] = field(default_factory=Counter)
+    first_failures: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, schedules: pa.Table, violations: pa.Table, told: int) -> SliceFacts:
+        broken = pc.list_value_length(schedules["invariants"]).fill_null(0)
+        facts = cls(
+            schedules=schedules.num_rows,
+            failing_schedules=int(pc.sum(pc.greater(broken, 0).cast(pa.int64())).as_py() or 0),
+            violations=int(pc.sum(broken).as_py() or 0),
+            cooperative_schedules=int(pc.sum(pc.equal(schedules["rebalance_protocol"],
+                                                      RebalanceProtocol.COOPERATIVE.value).cast(pa.int64())).as_py()
+                                      or 0),
+            sums={name: pc.sum(schedules[name]).as_py() or 0 for name in SUMMED},
+            max_cpu_ms=pc.max(schedules["cpu_ms"]).as_py() or 0.0,
+            by_invariant=Counter(violations["invariant"].to_pylist()),
+            first_failures=violations.select(list(FIRST_FAILURE_COLUMNS)).slice(0, told).to_pylist(),
+        )
+        return facts
+
+    def merge(self, other: SliceFacts, told: int) -> SliceFacts:
+        return SliceFacts(
+            schedules=self.schedules + other.schedules,
+            failing_schedules=self.failing_schedules + other.failing_schedules,
+            violations=self.violations + other.violations,
+            cooperative_schedules=self.cooperative_schedules + other.cooperative_schedules,
+            sums={name: self.sums[name] + other.sums[name] for name in SUMMED},
+            max_cpu_ms=max(self.max_cpu_ms, other.max_cpu_ms),
+            by_invariant=self.by_invariant + other.by_invariant,
+            first_failures=sorted([*self.first_failures, *other.first_failures],
+                                  key=lambda row: (row["schedule_index"], row["invariant"]))[:told],
+        )
+
+    def totals(self) -> dict[str, Any]:
+        """The summary's figures, in the order ``summary.json`` lists them."""
+        return {"schedules": self.schedules, "failing_schedules": self.failing_schedules,
+                "violations": self.violations, "simulated_ms": self.sums["simulated_ms"],
+                "cpu_ms": self.sums["cpu_ms"], "max_cpu_ms": self.max_cpu_ms,
+                "cooperative_schedules": self.cooperative_schedules,
+                **{name: self.sums[name] for name in SUMMED if name not in ("simulated_ms", "cpu_ms")}}
 
 
-def summary_of(schedules: DataFrame) -> DataFrame:
-    """One row: schedules, failing schedules, simulated time, CPU time, and what the mix held."""
-    return schedules.agg(
-        F.count(F.lit(1)).alias("schedules"),
-        F.sum((F.size("invariants") > 0).cast("long")).alias("failing_schedules"),
-        F.sum(F.size("invariants")).alias("violations"),
-        F.sum("simulated_ms").alias("simulated_ms"),
-        F.sum("cpu_ms").alias("cpu_ms"),
-        F.max("cpu_ms").alias("max_cpu_ms"),
-        F.sum((F.col("rebalance_protocol") == RebalanceProtocol.COOPERATIVE.value).cast("long")).alias(
-            "cooperative_schedules"),
-        F.sum("static_consumers").alias("static_consumers"),
-        F.sum("pattern_consumers").alias("pattern_consumers"),
-        F.sum("slow_consumers").alias("slow_consumers"),
-        *(F.sum(column).alias(column) for column, _ in EVENT_COLUMNS),
-    )
+def check_slice(task: int, indices: range, master_seed: int, shrink_budget: int, group_protocol: GroupProtocol,
+                migrating: bool, locations: dict[str, str], told: int) -> SliceFacts:
+    """One Spark task: schedules ``indices`` drawn, run, checked and shrunk; the task's part of
+    ``schedules`` and ``violations`` written under ``locations``; what the summary needs returned."""
+    import pyarrow.parquet as pq
+
+    from kafka_rebalance.pipeline.io import join, write_file
+
+    schedules = pa.Table.from_pylist([schedule_row(i, master_seed, shrink_budget, group_protocol, migrating)
+                                      for i in indices], schema=SCHEDULE_SCHEMA)
+    violations = violations_of(schedules)
+    for name, table in ((SCHEDULES, schedules), (VIOLATIONS, violations)):
+        with write_file(join(locations[name], f"part-{task:05d}.parquet")) as (filesystem, path):
+            pq.write_table(table, path, filesystem=filesystem)
+    return SliceFacts.of(schedules, violations, told)
 
 
-def violations_by_invariant(violations: DataFrame) -> DataFrame:
-    return violations.groupBy("invariant").agg(F.count(F.lit(1)).alias("schedules")).orderBy("invariant")
+def slices(first: int, schedules: int, tasks: int) -> list[range]:
+    """Schedule numbers first..first+schedules-1 cut into ``tasks`` contiguous slices (the unit of
+    work of a task). A soak can be run in slices (``first``): schedule i is the same in every slice."""
+    tasks = max(1, min(tasks, schedules))
+    bounds = [first + schedules * k // tasks for k in range(tasks + 1)]
+    return [range(start, stop) for start, stop in zip(bounds, bounds[1:], strict=False) if stop > start]
 
 
 # --------------------------------------------------------------------------- the job
@@ -187,30 +240,26 @@ def run_soak(spark: SparkSession, schedules: int, out_dir: str, *, seed: int = 0
 
     started = time.monotonic()
     task_count = tasks or default_tasks(spark, schedules)
+    parts = slices(first, schedules, task_count)
     with StagedOutput(out_dir) as out:
-        checked = check_schedules(schedule_indices(spark, schedules, task_count, first), seed, shrink_budget,
-                                  group_protocol, migrating)
+        locations = {name: out.location(name) for name in (SCHEDULES, VIOLATIONS)}
+        job = spark.sparkContext.parallelize(list(enumerate(parts)), len(parts)).map(
+            lambda part: check_slice(part[0], part[1], seed, shrink_budget, group_protocol, migrating, locations,
+                                     FAILURES_TOLD))
         with spark_progress(spark, f"soaking {schedules:,} schedules", enabled=progress):
-            checked.write.parquet(str(out.path(SCHEDULES)))
-        written = spark.read.parquet(str(out.path(SCHEDULES)))
-        violations = violations_of(written).orderBy("schedule_index", "invariant")
-        violations.coalesce(1).write.parquet(str(out.path(VIOLATIONS)))
-        totals_row = summary_of(written).first()
-        assert totals_row is not None  # an aggregate over the whole table has exactly one row
-        totals = totals_row.asDict()
-        by_invariant = {row["invariant"]: row["schedules"]
-                        for row in violations_by_invariant(spark.read.parquet(str(out.path(VIOLATIONS)))).collect()}
+            facts = SliceFacts()
+            for part in job.collect():
+                facts = facts.merge(part, FAILURES_TOLD)
+        by_invariant = dict(sorted(facts.by_invariant.items()))
         wall_s = time.monotonic() - started
         summary: dict[str, Any] = {
-            **{key: (value if value is not None else 0) for key, value in totals.items()},
-            "group_protocol": group_protocol.value, "migrating": migrating, "seed": seed, "first_schedule": first, "tasks": task_count, "master": spark.sparkContext.master,
+            **facts.totals(),
+            "group_protocol": group_protocol.value, "migrating": migrating, "seed": seed, "first_schedule": first,
+            "tasks": len(parts), "master": spark.sparkContext.master,
             "violations_by_invariant": by_invariant, "wall_s": round(wall_s, 1),
         }
         out.write_text(SUMMARY, json.dumps(summary, indent=2) + "\n")
-        first_failures = [row.asDict() for row in spark.read.parquet(str(out.path(VIOLATIONS)))
-                          .select("schedule_index", "invariant", "detail", "shrunk_events")
-                          .orderBy("schedule_index", "invariant").limit(FAILURES_TOLD).collect()]
-        answer = soak_answer(summary, first_failures, tables=str(out.final))
+        answer = soak_answer(summary, facts.first_failures, tables=str(out.final))
     return SoakRun(out_dir=str(out.final), schedules=int(summary["schedules"]),
                    failing=int(summary["failing_schedules"]), violations=int(summary["violations"]),
                    by_invariant=by_invariant, wall_s=wall_s, summary=summary, answer=answer)

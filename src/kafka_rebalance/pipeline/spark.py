@@ -33,6 +33,8 @@ CLASS_ARCHIVE_ENV = "KAFKA_REBALANCE_CLASS_ARCHIVE"
 STANDBY_SWITCH_ENV = "KAFKA_REBALANCE_STANDBY"
 # A finished archive is adopted once its writer has been gone this long (it writes at exit).
 ARCHIVE_SETTLE_SECONDS = 30
+# An archive file that names no installation is removed once this old (``prune_archives``).
+UNNAMED_ARCHIVE_DAYS = 7
 
 
 def class_archive_options(cache_dir: Path | None = None, profile: str = "") -> str:
@@ -65,6 +67,8 @@ def class_archive_options(cache_dir: Path | None = None, profile: str = "") -> s
     archive = cache / f"spark-classes-{key}{'-' + profile if profile else ''}.jsa"
     quiet = "-Xlog:cds=off -Xlog:cds+dynamic=off"
     try:
+        prune_archives(cache)
+        _note_installation(cache / f"spark-classes-{key}.source", installed)
         _adopt_written_archive(cache, archive)
         if archive.exists():
             return f"-XX:SharedArchiveFile={archive} {quiet}"
@@ -75,6 +79,47 @@ def class_archive_options(cache_dir: Path | None = None, profile: str = "") -> s
         return ""
     # Each writer has its own name: two first sessions at once must not write one file.
     return f"-XX:ArchiveClassesAtExit={archive.with_name(f'{archive.stem}.{os.getpid()}.tmp')} {quiet}"
+
+
+def _note_installation(source: Path, installed: Path) -> None:
+    """Beside an installation's archives, the PySpark folder they were recorded with."""
+    if not source.exists():
+        source.parent.mkdir(parents=True, exist_ok=True)
+        source.write_text(f"{installed}\n", encoding="utf-8")
+
+
+def prune_archives(cache: Path, now: float | None = None) -> list[Path]:
+    """Remove the archives no session can use again, and return them: those of a PySpark
+    installation that is gone (a deleted virtualenv or clone: its ``.source`` names a folder
+    that no longer exists), and any archive file without a ``.source`` that nobody has written
+    for ``UNNAMED_ARCHIVE_DAYS`` (recorded before archives named their installation). Each is
+    about 150-190 MB; a test suite run in a fresh clone left four."""
+    now = time.time() if now is None else now
+    removed: list[Path] = []
+    named: set[str] = set()
+    for source in cache.glob("spark-classes-*.source"):
+        key = source.name[len("spark-classes-"):-len(".source")]
+        named.add(key)
+        try:
+            folder = source.read_text(encoding="utf-8").strip()
+        except OSError:
+            continue
+        if folder and not Path(folder).exists():
+            for path in cache.glob(f"spark-classes-{key}[.-]*"):
+                path.unlink(missing_ok=True)
+                removed.append(path)
+    for path in cache.glob("spark-classes-*"):
+        key = path.name[len("spark-classes-"):].split(".", 1)[0].split("-", 1)[0]
+        if key in named or path.suffix == ".source" or _alive(_writer(path)):
+            continue
+        try:
+            stale = now - path.stat().st_mtime > UNNAMED_ARCHIVE_DAYS * 86400
+        except OSError:
+            continue
+        if stale:
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
 
 
 def _adopt_written_archive(cache: Path, archive: Path) -> None:

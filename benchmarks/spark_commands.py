@@ -1,9 +1,10 @@
 """The ``lab`` command, whole process (Python's start, the Spark session's start, the job, the
 report: what a user waits for), on a small sweep or the built-in one, beside what its
-simulations alone cost: the rest is the lab's fixed cost.
+simulations alone cost: the rest is the lab's fixed cost. ``--soak N`` times ``soak --schedules
+N`` instead, the same way.
 
-    .venv/bin/python benchmarks/lab.py [--sweep small|builtin|FILE] [--repeat 3] [--master 'local[2]']
-                                       [--vs-src DIR]
+    .venv/bin/python benchmarks/spark_commands.py [--sweep small|builtin|FILE] [--repeat 3] [--master 'local[2]']
+                                       [--vs-src DIR] [--soak N]
 
 ``--vs-src`` another tree's ``src`` (run by ``PYTHONPATH``) in turn with this one (now, then,
 then, now, ...), so the host's drift falls on both alike. Each run is a fresh process with a
@@ -75,17 +76,16 @@ def simulations_cpu_seconds(sweep_arg: str | None) -> tuple[int, float]:
     return len(sweep.runs), time.process_time() - started
 
 
-def command_run(sweep_arg: str | None, master: str, source: str | None) -> float:
+def command_run(command: list[str], master: str, source: str | None) -> float:
     out = Path(tempfile.mkdtemp(prefix="kafka-rebalance-lab-bench-"))
     env = {**os.environ, **({"PYTHONPATH": source} if source else {})}
-    args = [sys.executable, "-c", CLI, "lab", *([sweep_arg] if sweep_arg else []), "--master", master,
-            "--out", str(out / "out"), "--json", "--quiet"]
+    args = [sys.executable, "-c", CLI, *command, "--master", master, "--out", str(out / "out"), "--json", "--quiet"]
     started = time.perf_counter()
     done = subprocess.run(args, capture_output=True, text=True, check=False, env=env)
     seconds = time.perf_counter() - started
     shutil.rmtree(out, ignore_errors=True)
     if done.returncode != 0:
-        raise SystemExit(f"lab failed: {done.stderr.strip()[-500:]}")
+        raise SystemExit(f"{command[0]} failed: {done.stderr.strip()[-500:]}")
     return seconds
 
 
@@ -95,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--vs-src", default=None, help="another tree's src, timed in turn with this one")
+    parser.add_argument("--soak", type=int, default=None, metavar="N", help="time soak --schedules N instead")
     args = parser.parse_args(argv)
     scratch = Path(tempfile.mkdtemp(prefix="kafka-rebalance-lab-sweep-"))
     try:
@@ -103,19 +104,25 @@ def main(argv: list[str] | None = None) -> int:
             Path(sweep_arg).write_text(SMALL_SWEEP)
         else:
             sweep_arg = None if args.sweep == "builtin" else args.sweep
-        runs, cpu = simulations_cpu_seconds(sweep_arg)
+        if args.soak is None:
+            runs, cpu = simulations_cpu_seconds(sweep_arg)
+            command = ["lab", *([sweep_arg] if sweep_arg else [])]
+            what = (f"the lab command on the {args.sweep} sweep ({runs} runs; simulating them one by one in one "
+                    f"process: {cpu:.2f} CPU-s)")
+        else:
+            command = ["soak", "--schedules", str(args.soak)]
+            what = f"soak --schedules {args.soak}"
         rows: list[tuple[int, float, float | None]] = []
         for number in range(max(1, args.repeat)):
             if args.vs_src is None:
-                rows.append((number + 1, command_run(sweep_arg, args.master, None), None))
+                rows.append((number + 1, command_run(command, args.master, None), None))
                 continue
             order = [None, args.vs_src] if number % 2 == 0 else [args.vs_src, None]
-            timed = {source: command_run(sweep_arg, args.master, source) for source in order}
+            timed = {source: command_run(command, args.master, source) for source in order}
             rows.append((number + 1, timed[None], timed[args.vs_src]))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    print(f"the lab command on the {args.sweep} sweep ({runs} runs; simulating them one by one in one "
-          f"process: {cpu:.2f} CPU-s), --master {args.master}, whole process")
+    print(f"{what}, --master {args.master}, whole process")
     print(f"{'run':>3}  {'now':>7}" + (f"  {'--vs-src':>8}  {'now/vs':>6}" if args.vs_src else ""))
     for number, now, then in rows:
         print(f"{number:>3}  {now:>6.2f}s" + (f"  {then:>7.2f}s  {now / then:>5.2f}x" if then is not None else ""))
