@@ -363,15 +363,14 @@ def main(argv: list[str] | None = None) -> int:
     grep_s, grep_count = grep_seconds(log)  # the second run reads from the page cache, as Spark will
 
     from kafka_rebalance.pipeline.logparse.layout import SyslogReference
-    from kafka_rebalance.pipeline.logparse.without_pandas import without_pandas
     from kafka_rebalance.pipeline.logs import (
         LOGS_CLASS_ARCHIVE,
-        LOGS_DRIVER_JVM_OPTIONS,
         LOGS_SPARK_CONF,
         LOGS_WORKER_DAEMON,
         run_logs,
     )
     from kafka_rebalance.pipeline.spark import ARCHIVE_SETTLE_SECONDS, build_session, class_archive_options
+    from kafka_rebalance.pipeline.without_pandas import without_pandas
 
     syslog = SyslogReference(int(time.time() * 1000))  # as the CLI decides it: the run's start
 
@@ -394,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
         extra_conf.update({"spark.eventLog.enabled": "true", "spark.eventLog.dir": (out / "events").as_uri(),
                            "spark.eventLog.compress": "false", "spark.eventLog.rolling.enabled": "false"})
     started = time.perf_counter()
-    spark = build_session(args.master, "kafka-rebalance-logs-bench", driver_jvm_options=LOGS_DRIVER_JVM_OPTIONS,
+    spark = build_session(args.master, "kafka-rebalance-logs-bench",
                           class_archive=LOGS_CLASS_ARCHIVE, worker_daemon=LOGS_WORKER_DAEMON, extra_conf=extra_conf)
     session_s = time.perf_counter() - started
     runs = []

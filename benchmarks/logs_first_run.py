@@ -50,14 +50,13 @@ def main(argv: list[str] | None = None) -> int:
     from kafka_rebalance.pipeline.logparse.layout import SyslogReference
     from kafka_rebalance.pipeline.logs import (
         LOGS_CLASS_ARCHIVE,
-        LOGS_DRIVER_JVM_OPTIONS,
         LOGS_SPARK_CONF,
         LOGS_WORKER_DAEMON,
         run_logs,
     )
     from kafka_rebalance.pipeline.spark import build_session
 
-    spark = build_session("local[2]", "kafka-rebalance-logs-first-run", driver_jvm_options=LOGS_DRIVER_JVM_OPTIONS,
+    spark = build_session("local[2]", "kafka-rebalance-logs-first-run",
                           class_archive=LOGS_CLASS_ARCHIVE, worker_daemon=LOGS_WORKER_DAEMON, extra_conf=LOGS_SPARK_CONF)
     scratch = Path(tempfile.mkdtemp(prefix="kafka-rebalance-first-run-"))
     syslog = SyslogReference(int(time.time() * 1000))

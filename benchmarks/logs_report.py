@@ -66,9 +66,9 @@ def stage(tables: Path) -> dict[str, float]:
 
     from kafka_rebalance.pipeline import advice
     from kafka_rebalance.pipeline.io import StagedOutput
-    from kafka_rebalance.pipeline.logparse.without_pandas import without_pandas
     from kafka_rebalance.pipeline.report import logs as report
     from kafka_rebalance.pipeline.report.page import write_report
+    from kafka_rebalance.pipeline.without_pandas import without_pandas
 
     lap("imports")
     facts = json.loads((tables / "facts.json").read_text())

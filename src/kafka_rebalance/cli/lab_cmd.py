@@ -58,12 +58,13 @@ def lab_command(sweep_file: str | None, out_dir: str, master: str | None, tasks:
                 raise InvalidInput(f"runs[{run.run_index}].scenario.{exc.field}", exc.problem) from None
     from kafka_rebalance.pipeline.lab import run_lab
     from kafka_rebalance.pipeline.report.terminal import console_for, print_lab_answer
+    from kafka_rebalance.pipeline.sim_daemon import SIM_WORKER_DAEMON
     from kafka_rebalance.pipeline.spark import build_session
 
     if not quiet:
         click.echo(f"sweep {sweep.name}: {len(sweep.runs)} simulations "
                    f"({len({r.scenario_name for r in sweep.runs})} scenarios)", err=True)
-    spark = build_session(master, "kafka-rebalance lab", quiet=not verbose_spark)
+    spark = build_session(master, "kafka-rebalance lab", quiet=not verbose_spark, worker_daemon=SIM_WORKER_DAEMON)
     with bad_input_exits():
         result = run_lab(spark, sweep, out_dir, tasks=tasks, progress=False if quiet else None)
     if as_json:

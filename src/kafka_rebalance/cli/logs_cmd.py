@@ -93,7 +93,7 @@ def logs_command(files: tuple[str, ...], out_dir: str, clusters: tuple[str, ...]
     directories of them, URLs of a store such as s3://bucket/prefix/ (credentials from the
     store's usual environment variables), or - to read a paste from stdin)."""
     from kafka_rebalance.pipeline.logparse.inputs import STDIN, expand_inputs
-    from kafka_rebalance.pipeline.logparse.without_pandas import without_pandas
+    from kafka_rebalance.pipeline.without_pandas import without_pandas
 
     # Nothing the command runs needs pandas, which pyarrow would import (0.23 s of a paste's 1 s).
     with without_pandas():

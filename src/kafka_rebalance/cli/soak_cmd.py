@@ -52,10 +52,11 @@ def soak_command(schedules: int, seed: int, first: int, out_dir: str, master: st
         inputs.check_output_dir(out_dir)
         inputs.check_master(master)
     from kafka_rebalance.pipeline.report.terminal import console_for, print_soak_answer
+    from kafka_rebalance.pipeline.sim_daemon import SIM_WORKER_DAEMON
     from kafka_rebalance.pipeline.soak import run_soak
     from kafka_rebalance.pipeline.spark import build_session
 
-    spark = build_session(master, "kafka-rebalance soak", quiet=not verbose_spark)
+    spark = build_session(master, "kafka-rebalance soak", quiet=not verbose_spark, worker_daemon=SIM_WORKER_DAEMON)
     with bad_input_exits():
         result = run_soak(spark, schedules, out_dir, seed=seed, first=first, tasks=tasks,
                           shrink_budget=shrink_budget, progress=False if quiet else None,

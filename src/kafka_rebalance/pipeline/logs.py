@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from kafka_rebalance.pipeline.report.logs import LogsAnswer
 
 __all__ = ["StormRule", "LogsRun", "run_logs", "choose_engine", "LOCAL_ENGINE_LIMIT_BYTES",
-           "LOGS_DRIVER_JVM_OPTIONS", "LOGS_CLASS_ARCHIVE", "LOGS_WORKER_DAEMON",
+           "LOGS_CLASS_ARCHIVE", "LOGS_WORKER_DAEMON",
            "LOGS_SPARK_CONF"]
 
 # Below this much input the in-process engine is faster than starting Spark.
@@ -106,11 +106,6 @@ def text_bytes(files: list[str], stdin_text: str | None = None) -> int:
     return total
 
 
-# The driver JVM (all of Spark on a local master) for ``logs``: the client compiler only. The
-# JVM's share of the job (a shuffle of opaque bytes) is small; C2's
-# compile threads cost more CPU than they win back (measured when the JVM still split the
-# lines, on a 200 MB log: 22.6 -> 16.5 CPU-s for the first run in a session).
-LOGS_DRIVER_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
 # The logs sessions' own class archive (``spark.class_archive_options``): their jobs load
 # Python-RDD and shuffle classes the other commands' do not.
 LOGS_CLASS_ARCHIVE = "logs"
@@ -327,7 +322,7 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
                 from kafka_rebalance.pipeline.spark import build_session
 
                 spark = build_session(master, "kafka-rebalance logs", quiet=quiet_spark,
-                                      driver_jvm_options=LOGS_DRIVER_JVM_OPTIONS, class_archive=LOGS_CLASS_ARCHIVE,
+                                      class_archive=LOGS_CLASS_ARCHIVE,
                                       worker_daemon=LOGS_WORKER_DAEMON, extra_conf=LOGS_SPARK_CONF)
             # each input's cluster by the name its rows carry (its absolute path, or '-')
             facts = _run_spark(spark, spark_files, sources, {_absolute(name): labels[name] for name in files},

@@ -47,7 +47,7 @@ def test_pandas_is_refused_only_while_the_command_runs():
     """Inside ``without_pandas`` pyarrow builds arrays and ``import pandas`` fails; after it the
     import works again, and where pandas was imported already the refusal changes nothing."""
     probe = ("import sys, pyarrow as pa\n"
-             "from kafka_rebalance.pipeline.logparse.without_pandas import without_pandas\n"
+             "from kafka_rebalance.pipeline.without_pandas import without_pandas\n"
              "with without_pandas():\n"
              "    assert pa.array([1, None]).to_pylist() == [1, None]\n"
              "    try:\n        import pandas\n    except ModuleNotFoundError:\n        print('refused')\n"

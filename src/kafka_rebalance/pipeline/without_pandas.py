@@ -10,7 +10,8 @@ would hold only until the next such call. Where pandas is already imported refus
 nothing. In a process that goes on after the refusal ends, pyarrow keeps its answer that pandas
 is missing for its "is this pandas'?" questions until something converts to pandas (which
 imports it then): so the refusal is for processes that run the logs command and end (the
-command line's ``logs``, the Spark engine's worker daemon), not for a library's caller."""
+command line's ``logs``), and for the Spark worker daemons of ``logs``, ``lab`` and ``soak``,
+whose tasks build Arrow tables only; not for a library's caller."""
 
 from __future__ import annotations
 
