@@ -41,6 +41,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from logs_generator import generate, parse_size  # noqa: E402
+from spark_commands import command_run as spark_command_seconds  # noqa: E402
 
 PASTE_LINES = 30
 CLI = "from kafka_rebalance.cli import main; main()"
@@ -162,17 +163,7 @@ def command_run(log: Path, master: str, source: str | None) -> float:
     """The whole ``logs`` command on ``log`` on Spark, in a fresh process (the Python start, the
     session's start, the job, the report): its wall seconds. ``source``: another tree's ``src``
     to run instead (by ``PYTHONPATH``)."""
-    out = Path(tempfile.mkdtemp(prefix="kafka-rebalance-command-"))
-    env = {**os.environ, **({"PYTHONPATH": source} if source else {})}
-    args = [sys.executable, "-c", CLI, "logs", str(log), "--engine", "spark", "--master", master,
-            "--out", str(out / "out"), "--json", "--quiet"]
-    started = time.perf_counter()
-    done = subprocess.run(args, capture_output=True, text=True, check=False, env=env)
-    seconds = time.perf_counter() - started
-    shutil.rmtree(out, ignore_errors=True)
-    if done.returncode != 0:
-        raise SystemExit(f"logs command failed: {done.stderr.strip()[-500:]}")
-    return seconds
+    return spark_command_seconds(["logs", str(log), "--engine", "spark"], master, source)
 
 
 def command_only(log: Path, master: str, repeat: int, versus: str | None) -> int:

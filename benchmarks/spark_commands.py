@@ -77,6 +77,8 @@ def simulations_cpu_seconds(sweep_arg: str | None) -> tuple[int, float]:
 
 
 def command_run(command: list[str], master: str, source: str | None) -> float:
+    """``kafka-rebalance COMMAND --master M --out (fresh) --json --quiet`` in a fresh process: its
+    wall seconds. ``source``: another tree's ``src`` to run instead (by ``PYTHONPATH``)."""
     out = Path(tempfile.mkdtemp(prefix="kafka-rebalance-lab-bench-"))
     env = {**os.environ, **({"PYTHONPATH": source} if source else {})}
     args = [sys.executable, "-c", CLI, *command, "--master", master, "--out", str(out / "out"), "--json", "--quiet"]

@@ -14,48 +14,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from s3server import free_port, port_open
+from spark_commands import SMALL_SWEEP
 
 from tests.conftest import TEST_SYSLOG
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark]
 
-SWEEP = """
-name: cluster-check
-seeds: [1, 2]
-runs:
-  - scenario:
-      name: consumer3-joins
-      topics: {t0: 3}
-      consumers:
-        - {id: consumer1, subscribe: [t0]}
-        - {id: consumer2, subscribe: [t0]}
-        - {id: consumer3, subscribe: [t0]}
-      produce: [{topic: t0, records_per_s: 100, keys: 50}]
-      events:
-        - {at_ms: 0, join: consumer1}
-        - {at_ms: 0, join: consumer2}
-        - {at_ms: 20000, join: consumer3}
-      end_ms: 40000
-    grid:
-      strategy: [range, roundrobin, sticky, cooperative-sticky]
-  - scenario:
-      name: crash
-      topics: {orders: 6}
-      consumers:
-        - {id: c1, subscribe: [orders]}
-        - {id: c2, subscribe: [orders]}
-        - {id: c3, subscribe: [orders]}
-      produce: [{topic: orders, records_per_s: 50}]
-      events:
-        - {at_ms: 0, join: c1}
-        - {at_ms: 0, join: c2}
-        - {at_ms: 0, join: c3}
-        - {at_ms: 10000, crash: c2}
-      end_ms: 60000
-    grid:
-      strategy: [sticky, cooperative-sticky]
-      session_timeout_ms: [10000, 30000]
-"""
+SWEEP = SMALL_SWEEP  # two scenarios under the classic strategies, two seeds: 16 runs
 TABLES = {
     "simulations": ["run_id"],
     "rebalances": ["run_id", "start_ms", "generation"],
