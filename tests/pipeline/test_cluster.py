@@ -1,6 +1,6 @@
 """The same sweep gives the same tables on local Spark and on a standalone master + workers
-started here on 127.0.0.1 (and stopped by their own pids); so does ``logs`` reading from and
-writing to the S3 server, on workers that share no folder (each its own work and local
+started here on 127.0.0.1 (and stopped by their own pids), written to the S3 server; so does
+``logs`` reading from and writing to it, on workers that share no folder (each its own work and local
 directories: the events reach the story tasks through Spark's shuffle, the tables the bucket)."""
 
 from __future__ import annotations
@@ -95,27 +95,34 @@ def read_table(out: Path, name: str) -> pd.DataFrame:
     return frame.sort_values(TABLES[name]).reset_index(drop=True)
 
 
-def test_same_tables_on_local_and_standalone(spark, standalone, tmp_path):
+def test_same_tables_on_local_and_standalone(spark, s3_server, standalone, tmp_path):
+    """The cluster's tasks write their parts of the tables to the S3 server (``--out s3://``), the
+    driver its own (``simulations``, the report): the same tables as local Spark's in a folder."""
     from kafka_rebalance.pipeline.lab import run_lab
     from kafka_rebalance.pipeline.sweep import load_sweep
+    from tests.pipeline.test_logs_s3 import BUCKET, read_stored_table
 
     sweep_file = tmp_path / "sweep.yaml"
     sweep_file.write_text(SWEEP)
     local_out = tmp_path / "local"
     run_lab(spark, load_sweep(sweep_file), str(local_out), progress=False)
 
-    cluster_out = tmp_path / "cluster"
     url, worker_logs = standalone
+    s3_server.upload(BUCKET, {})
     command = [sys.executable, "-c", "from kafka_rebalance.cli import main; main()", "lab", str(sweep_file),
-               "--master", url, "--out", str(cluster_out), "--tasks", "3"]
+               "--master", url, "--out", f"s3://{BUCKET}/cluster-lab", "--tasks", "3"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300,
-                          env=dict(os.environ, PYSPARK_PYTHON=sys.executable))
+                          env=dict(os.environ, PYSPARK_PYTHON=sys.executable, **s3_server.env()))
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "report.html" in done.stdout
+    assert f"s3://{BUCKET}/cluster-lab/report.html" in done.stdout
     assert all("Asked to launch executor" in log.read_text(errors="replace") for log in worker_logs)
+    stored = s3_server.keys(BUCKET, "cluster-lab/")
+    assert "cluster-lab/report.html" in stored and not [key for key in stored if "/.staging-" in key]
+    assert len([key for key in stored if key.startswith("cluster-lab/ownership/part-")]) == 3  # a part a task
 
     for name in TABLES:
-        local, cluster = read_table(local_out, name), read_table(cluster_out, name)
+        local = read_table(local_out, name)
+        cluster = read_stored_table(s3_server, "cluster-lab", name).sort_values(TABLES[name]).reset_index(drop=True)
         assert len(local) > 0
         pd.testing.assert_frame_equal(local, cluster, check_like=False)
 

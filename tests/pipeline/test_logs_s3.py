@@ -200,3 +200,18 @@ def test_bad_stores_are_one_line_errors_and_leave_nothing(s3_server, stored, tmp
     assert says in done.stderr, done.stderr
     assert not (local_out.exists() and any(local_out.iterdir()))
     assert s3_server.keys(BUCKET, "out/denied") == [] and s3_server.keys(BUCKET, "out/unreachable") == []
+
+
+def test_soak_writes_its_tables_and_summary_to_a_store(s3_server, spark):
+    """``soak --out s3://...``: each task writes its part of the tables to the store, the driver
+    the summary, as on a disk; nothing of the staging area is left."""
+    from kafka_rebalance.pipeline import soak
+
+    s3_server.upload(BUCKET, {})
+    with aws_variables(s3_server, spark):
+        result = soak.run_soak(spark, 6, f"s3://{BUCKET}/soak", seed=4, tasks=2, progress=False)
+    schedules = read_stored_table(s3_server, "soak", soak.SCHEDULES)
+    assert schedules["schedule_index"].tolist() == list(range(6)) and result.schedules == 6
+    assert len(read_stored_table(s3_server, "soak", soak.VIOLATIONS)) == result.violations
+    keys = s3_server.keys(BUCKET, "soak/")
+    assert "soak/summary.json" in keys and not [key for key in keys if "/.staging-" in key]

@@ -18,8 +18,8 @@ from kafka_rebalance.model import InvalidInput
 @cli.command("lab")
 @click.argument("sweep_file", required=False)
 @click.option("--out", "out_dir", default="rebalance-lab", show_default=True,
-              help="Directory for the Parquet tables (simulations/, rebalances/, moves/, ownership/) and "
-                   "report.html.")
+              help="Directory (or a store's URL, e.g. s3://bucket/prefix) for the Parquet tables "
+                   "(simulations/, rebalances/, moves/, ownership/, lag/) and report.html.")
 @click.option("--master", default=None, help="Spark master URL (default local[*]); any URL Spark accepts.")
 @click.option("--tasks", type=click.IntRange(min=1, max=1_000_000), default=None,
               help="Spark tasks to split the runs into (default: 4 per core).")

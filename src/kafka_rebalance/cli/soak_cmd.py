@@ -23,7 +23,8 @@ MAX_SCHEDULES = 100_000_000
 @click.option("--first", type=click.IntRange(min=0, max=2**62), default=0, show_default=True,
               help="Number of the first schedule (run a long soak in slices: schedule i is the same in every run).")
 @click.option("--out", "out_dir", default="rebalance-soak", show_default=True,
-              help="Directory for the Parquet tables schedules/ and violations/, and summary.json.")
+              help="Directory (or a store's URL, e.g. s3://bucket/prefix) for the Parquet tables "
+                   "schedules/ and violations/, and summary.json.")
 @click.option("--master", default=None, help="Spark master URL (default local[*]); any URL Spark accepts.")
 @click.option("--tasks", type=click.IntRange(min=1, max=1_000_000), default=None,
               help="Spark tasks to split the schedules into (default: 4 per core, at least one per 1000).")
