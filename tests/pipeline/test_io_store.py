@@ -139,3 +139,43 @@ def test_a_table_of_parquet_parts_reads_as_pyarrows_dataset_reads_it(tmp_path):
         assert table.column("generation").to_pylist() == [1, 2, 3, 4, 5, 6]
     with pytest.raises(FileNotFoundError):
         read_parquet_parts(str(tmp_path / "missing"))
+
+
+def test_on_a_store_the_marker_goes_first_and_comes_last(tmp_path, monkeypatch):
+    """Objects are copied one by one: a reader must not take the old summary for the new tables'.
+    The command's marker (``summary.json``; the lab's ``lab.json``) is deleted before any copy and
+    copied after every other entry."""
+    import pyarrow.fs as pafs
+
+    from kafka_rebalance.pipeline import io
+
+    class Watched:
+        def __init__(self) -> None:
+            self.local, self.calls = pafs.LocalFileSystem(), []
+
+        def __getattr__(self, name: str):
+            return getattr(self.local, name)
+
+        def copy_file(self, source: str, target: str) -> None:
+            self.calls.append(("copy", target.rsplit("/out/", 1)[1]))
+            self.local.copy_file(source, target)
+
+        def delete_file(self, path: str) -> None:
+            self.calls.append(("delete", path.rsplit("/out/", 1)[1]))
+            self.local.delete_file(path)
+
+    watched = Watched()
+    monkeypatch.setattr(io, "resolve", lambda location: (watched, location.split("://", 1)[1]))
+    url = (tmp_path / "out").as_uri()
+    for marker in ("summary.json", "lab.json"):
+        (tmp_path / "out").mkdir(exist_ok=True)
+        (tmp_path / "out" / marker).write_text("old")
+        watched.calls.clear()
+        with io.StagedOutput(url, marker=marker) as out:
+            out.write_text(marker, "new")
+            out.write_text("report.html", "<p>")
+            out.write_text("simulations/part-00000.parquet", "rows")
+        assert watched.calls[0] == ("delete", marker) and watched.calls[-1] == ("copy", marker)
+        assert {call for call in watched.calls if call[0] == "copy"} == {
+            ("copy", marker), ("copy", "report.html"), ("copy", "simulations/part-00000.parquet")}
+        assert (tmp_path / "out" / marker).read_text() == "new"

@@ -407,9 +407,12 @@ class StagedOutput:
     as a ``Path``, for local directories only); ``commit`` replaces each entry of the final
     directory by its staged version, then removes the staging directory. ``discard`` removes
     it. Locally an entry is replaced by a rename, so readers see either the old or the new one.
+    On a store, where entries are copied one by one, ``marker`` (the command's own summary) is
+    removed first and copied last: the run is complete once it is there.
     """
 
-    def __init__(self, out_dir: str | os.PathLike[str]):
+    def __init__(self, out_dir: str | os.PathLike[str], marker: str = "summary.json"):
+        self.marker = marker
         self.url = os.fspath(out_dir)
         self.remote = has_scheme(self.url)
         self.final = self.url if self.remote else str(Path(self.url))
@@ -505,14 +508,14 @@ class StagedOutput:
 
     def _commit_remote(self) -> None:
         """Copy each staged entry over its final one (objects cannot be renamed); the old
-        ``summary.json`` goes first and the new one comes last."""
+        ``marker`` goes first and the new one comes last."""
         import pyarrow.fs as pafs
 
         filesystem, final, staging = self._filesystem, self._final_path.rstrip("/"), f"{self._final_path.rstrip('/')}/{self.staging_name}"
         try:
-            if filesystem.get_file_info(f"{final}/summary.json").type == pafs.FileType.File:
-                filesystem.delete_file(f"{final}/summary.json")
-            names = sorted(self._names, key=lambda n: n == "summary.json")
+            if filesystem.get_file_info(f"{final}/{self.marker}").type == pafs.FileType.File:
+                filesystem.delete_file(f"{final}/{self.marker}")
+            names = sorted(self._names, key=lambda n: n == self.marker)
             for name in names:
                 staged = filesystem.get_file_info(f"{staging}/{name}")
                 if staged.type == pafs.FileType.NotFound:

@@ -43,6 +43,8 @@ REBALANCES = "rebalances"
 OWNERSHIP = "ownership"
 MOVES = "moves"
 LAG = "lag"
+# The run's facts, written last: on a store, the tables are complete once it is there.
+LAB_SUMMARY = "lab.json"
 # The tables each task writes a part of (one Parquet file per task); the driver writes SIMULATIONS.
 PART_TABLES = (REBALANCES, OWNERSHIP, MOVES, LAG)
 # Rows a task's part writer gathers before writing them as one row group.
@@ -580,7 +582,7 @@ def run_lab(spark: SparkSession, sweep: Sweep, out_dir: str, *, tasks: int | Non
     swept = swept_columns(sweep)
     sweep_name = sweep.name
     chunks = batches(sweep.runs, tasks or default_tasks(spark, len(sweep.runs)), costs)
-    with StagedOutput(out_dir) as out:
+    with StagedOutput(out_dir, marker=LAB_SUMMARY) as out:
         locations = {name: out.location(name) for name in PART_TABLES}
         job = spark.sparkContext.parallelize(list(enumerate(chunks)), len(chunks)).map(
             lambda batch: simulate_batch(batch[0], batch[1], sweep_name, swept, locations))
@@ -602,7 +604,7 @@ def run_lab(spark: SparkSession, sweep: Sweep, out_dir: str, *, tasks: int | Non
         answer = report.lab_answer(sweep.name, sims, tables=out.final, report=join(out.final, "report.html"))
         page = report.render_lab_report(answer, sims, summary, figures, lag_figure)
         write_report(out, page, [*figures, *([lag_figure] if lag_figure is not None else [])])
-        out.write_text("lab.json", json.dumps({
+        out.write_text(LAB_SUMMARY, json.dumps({
             "sweep": sweep.name, "runs": len(sweep.runs), "tasks": len(chunks),
             "parameters": sweep.parameters, "failed": int(sims["error"].notna().sum()),
         }, indent=2) + "\n")
