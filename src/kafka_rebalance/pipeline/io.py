@@ -361,6 +361,15 @@ def write_file(location: str) -> Iterator[tuple[Any, str]]:
     os.replace(staged, path)
 
 
+def write_parquet(table: Any, location: str, **options: Any) -> None:
+    """``table`` as one Parquet file at ``location`` (a path or URL, through ``write_file``);
+    ``options`` go to ``pyarrow.parquet.write_table``."""
+    import pyarrow.parquet as pq
+
+    with write_file(location) as (filesystem, path):
+        pq.write_table(table, path, filesystem=filesystem, **options)
+
+
 def list_files(location: str) -> list[str]:
     """The files under a directory (paths inside its filesystem); none if it does not exist."""
     import pyarrow.fs as pafs

@@ -569,9 +569,7 @@ def default_tasks(spark: SparkSession, runs: int) -> int:
 
 def run_lab(spark: SparkSession, sweep: Sweep, out_dir: str, *, tasks: int | None = None,
             progress: bool | None = None) -> LabRun:
-    import pyarrow.parquet as pq
-
-    from kafka_rebalance.pipeline.io import StagedOutput, join, write_file
+    from kafka_rebalance.pipeline.io import StagedOutput, join, write_parquet
     from kafka_rebalance.pipeline.report import lab as report
     from kafka_rebalance.pipeline.report.page import write_report
     from kafka_rebalance.pipeline.spark import spark_progress
@@ -590,8 +588,7 @@ def run_lab(spark: SparkSession, sweep: Sweep, out_dir: str, *, tasks: int | Non
             streams = job.collect()
         simulations = pa.concat_tables([pa.ipc.open_stream(stream).read_all() for stream in streams])
         simulations = in_order(simulations, SORT_KEYS[SIMULATIONS])
-        with write_file(join(out.location(SIMULATIONS), "part-00000.parquet")) as (filesystem, path):
-            pq.write_table(simulations, path, filesystem=filesystem)
+        write_parquet(simulations, join(out.location(SIMULATIONS), "part-00000.parquet"))
 
         sims = simulations.to_pandas(maps_as_pydicts="strict")
         summary = strategy_summary(sims)

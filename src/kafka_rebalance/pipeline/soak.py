@@ -150,7 +150,7 @@ class SliceFacts:
     @classmethod
     def of(cls, schedules: pa.Table, violations: pa.Table, told: int) -> SliceFacts:
         broken = pc.list_value_length(schedules["invariants"]).fill_null(0)
-        facts = cls(
+        return cls(
             schedules=schedules.num_rows,
             failing_schedules=int(pc.sum(pc.greater(broken, 0).cast(pa.int64())).as_py() or 0),
             violations=int(pc.sum(broken).as_py() or 0),
@@ -162,7 +162,6 @@ class SliceFacts:
             by_invariant=Counter(violations["invariant"].to_pylist()),
             first_failures=violations.select(list(FIRST_FAILURE_COLUMNS)).slice(0, told).to_pylist(),
         )
-        return facts
 
     def merge(self, other: SliceFacts, told: int) -> SliceFacts:
         return SliceFacts(
@@ -190,16 +189,13 @@ def check_slice(task: int, indices: range, master_seed: int, shrink_budget: int,
                 migrating: bool, locations: dict[str, str], told: int) -> SliceFacts:
     """One Spark task: schedules ``indices`` drawn, run, checked and shrunk; the task's part of
     ``schedules`` and ``violations`` written under ``locations``; what the summary needs returned."""
-    import pyarrow.parquet as pq
-
-    from kafka_rebalance.pipeline.io import join, write_file
+    from kafka_rebalance.pipeline.io import join, write_parquet
 
     schedules = pa.Table.from_pylist([schedule_row(i, master_seed, shrink_budget, group_protocol, migrating)
                                       for i in indices], schema=SCHEDULE_SCHEMA)
     violations = violations_of(schedules)
     for name, table in ((SCHEDULES, schedules), (VIOLATIONS, violations)):
-        with write_file(join(locations[name], f"part-{task:05d}.parquet")) as (filesystem, path):
-            pq.write_table(table, path, filesystem=filesystem)
+        write_parquet(table, join(locations[name], f"part-{task:05d}.parquet"))
     return SliceFacts.of(schedules, violations, told)
 
 

@@ -126,13 +126,9 @@ def dictionary_columns(schema: Any) -> list[str]:
 def write_part(table: Any, location: str, row_group_size: int | None = None) -> None:
     """One Parquet file of a table at ``location`` (a path or URL, written through
     ``pipeline.io.write_file``), dictionaries for the texts that repeat."""
-    import pyarrow.parquet as pq
+    from kafka_rebalance.pipeline.io import write_parquet
 
-    from kafka_rebalance.pipeline.io import write_file
-
-    with write_file(location) as (filesystem, path):
-        pq.write_table(table, path, filesystem=filesystem, row_group_size=row_group_size,
-                       use_dictionary=dictionary_columns(table.schema))
+    write_parquet(table, location, row_group_size=row_group_size, use_dictionary=dictionary_columns(table.schema))
 
 
 def write_table(table: Any, directory: str | Path) -> None:
