@@ -59,8 +59,9 @@ def lab_command(sweep_file: str | None, out_dir: str, master: str | None, tasks:
     from kafka_rebalance.pipeline.lab import run_lab
     from kafka_rebalance.pipeline.report.terminal import console_for, print_lab_answer
     from kafka_rebalance.pipeline.sim_daemon import SIM_WORKER_DAEMON
-    from kafka_rebalance.pipeline.spark import build_session
+    from kafka_rebalance.pipeline.spark import build_session, import_meanwhile
 
+    import_meanwhile("kafka_rebalance.pipeline.report.lab")
     if not quiet:
         click.echo(f"sweep {sweep.name}: {len(sweep.runs)} simulations "
                    f"({len({r.scenario_name for r in sweep.runs})} scenarios)", err=True)

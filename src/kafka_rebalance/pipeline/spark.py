@@ -17,7 +17,7 @@ import threading
 import time
 import zipfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from importlib import resources
 from pathlib import Path
 
@@ -277,6 +277,23 @@ def build_session(master: str | None = None, app_name: str = "kafka-rebalance", 
     if not is_local_master(master):
         ship_package(spark)
     return spark
+
+
+def import_meanwhile(*modules: str) -> threading.Thread:
+    """Import ``modules`` on a thread of their own, while this one waits for the JVM to start (a
+    wait that leaves the interpreter free): a command's report (pandas, matplotlib) then no longer
+    waits until the session has started. Where the command imports them for use, it waits for
+    this import to finish; a module that fails here fails again there, with its error."""
+    import importlib
+
+    def load() -> None:
+        for module in modules:
+            with suppress(Exception):
+                importlib.import_module(module)
+
+    thread = threading.Thread(target=load, name="import-meanwhile", daemon=True)
+    thread.start()
+    return thread
 
 
 def daemon_interpreter_settings() -> dict[str, str]:
