@@ -154,6 +154,8 @@ def simulation_schema(extra: Sequence[tuple[str, pa.DataType]]) -> pa.Schema:
 
 
 def _convert(value: Any, kind: pa.DataType) -> Any:
+    """A value as a column of ``kind`` holds it (a list as text, an int as a float...); a map or
+    a flag as it is."""
     if value is None:
         return None
     if pa.types.is_string(kind):
@@ -382,8 +384,7 @@ def simulate_run(run: Run, sweep_name: str, swept: Sequence[tuple[str, pa.DataTy
             OWNERSHIP_SCHEMA), SORT_KEYS[OWNERSHIP][1:])
         parts[MOVES] = moves_of_run(run, strategy, parts[OWNERSHIP], parts[REBALANCES])
     schema = simulation_schema(swept)
-    row = {field.name: values.get(field.name) if pa.types.is_map(field.type) or pa.types.is_boolean(field.type)
-           else _convert(values.get(field.name), field.type) for field in schema}
+    row = {field.name: _convert(values.get(field.name), field.type) for field in schema}
     return RunTables(row, parts[REBALANCES], parts[OWNERSHIP], parts[MOVES], parts[LAG])
 
 

@@ -106,8 +106,8 @@ def text_bytes(files: list[str], stdin_text: str | None = None) -> int:
     return total
 
 
-# The logs sessions' own class archive (``spark.class_archive_options``): their jobs load
-# Python-RDD and shuffle classes the other commands' do not.
+# The logs sessions' own class archive (``spark.class_archive_options``): their job loads the
+# shuffle's classes, which the other commands' single-stage jobs do not.
 LOGS_CLASS_ARCHIVE = "logs"
 LOGS_WORKER_DAEMON = "kafka_rebalance.pipeline.logparse.worker_daemon"
 # The shuffle moves Arrow streams already compressed (lz4): compressing them again, and

@@ -217,11 +217,11 @@ def quiet_log4j_config() -> str:
 
 
 def build_session(master: str | None = None, app_name: str = "kafka-rebalance", *, quiet: bool = True,
-                  extra_conf: dict[str, str] | None = None, driver_jvm_options: str = "",
-                  class_archive: str = "", worker_daemon: str | None = None) -> SparkSession:
+                  extra_conf: dict[str, str] | None = None, class_archive: str = "",
+                  worker_daemon: str | None = None) -> SparkSession:
     """Create (or return the running) SparkSession for ``master`` (any URL Spark accepts).
-    ``driver_jvm_options`` go to the driver JVM (the only one on a local master);
-    ``class_archive``: the profile of its class archive (``class_archive_options``);
+    On a local master the driver JVM (the only one) gets ``LOCAL_DRIVER_JVM_OPTIONS`` and its
+    class archive, of profile ``class_archive`` (``class_archive_options``);
     ``worker_daemon``: a module of this package to run as PySpark's worker daemon on a local
     master (where this package is installed; a cluster's executors get it as a zip only once
     the daemon runs), with ``warm(ahead)`` and ``serve()``: a standby warms it while the JVM starts
@@ -246,9 +246,9 @@ def build_session(master: str | None = None, app_name: str = "kafka-rebalance", 
         .config("spark.python.worker.reuse", "true")
     )
     starting = SparkSession.getActiveSession() is None
+    driver_jvm_options = ""
     if is_local_master(master):
-        driver_jvm_options = " ".join(option for option in (
-            LOCAL_DRIVER_JVM_OPTIONS, driver_jvm_options, class_archive_options(profile=class_archive)) if option)
+        driver_jvm_options = f"{LOCAL_DRIVER_JVM_OPTIONS} {class_archive_options(profile=class_archive)}".strip()
         if worker_daemon:
             builder = builder.config("spark.python.daemon.module", worker_daemon)
             # Its imports made while the JVM starts, not after the first job has begun.
@@ -279,7 +279,7 @@ def build_session(master: str | None = None, app_name: str = "kafka-rebalance", 
     return spark
 
 
-def import_meanwhile(*modules: str) -> threading.Thread:
+def import_meanwhile(*modules: str) -> None:
     """Import ``modules`` on a thread of their own, while this one waits for the JVM to start (a
     wait that leaves the interpreter free): a command's report (pandas, matplotlib) then no longer
     waits until the session has started. Where the command imports them for use, it waits for
@@ -291,9 +291,7 @@ def import_meanwhile(*modules: str) -> threading.Thread:
             with suppress(Exception):
                 importlib.import_module(module)
 
-    thread = threading.Thread(target=load, name="import-meanwhile", daemon=True)
-    thread.start()
-    return thread
+    threading.Thread(target=load, name="import-meanwhile", daemon=True).start()
 
 
 def daemon_interpreter_settings() -> dict[str, str]:
