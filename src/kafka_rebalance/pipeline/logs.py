@@ -277,10 +277,12 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
     URL) to a cluster name.
     ``syslog``: year-less syslog times fall no later than its instant (the caller decides it
     once for the run: ``logs`` takes the run's start or ``--year``; see ``logparse.layout``)."""
+    from kafka_rebalance.pipeline.arrow_memory import use_system_allocator
     from kafka_rebalance.pipeline.io import StagedOutput, join
     from kafka_rebalance.pipeline.logparse.inputs import expand_inputs, input_clusters
     from kafka_rebalance.pipeline.logparse.schemas import write_table
 
+    use_system_allocator()  # the in-process engine's tables, the report's reading
     files, found_skipped = expand_inputs(paths)
     skipped = list(skipped or []) + found_skipped
     resolved = {_absolute(prefix): name for prefix, name in (clusters or {}).items()}

@@ -33,6 +33,9 @@ def serve() -> None:
     """PySpark's daemon loop, forking a worker per connection from the JVM."""
     from pyspark import daemon
 
+    from kafka_rebalance.pipeline.arrow_memory import use_system_allocator
+
+    use_system_allocator()  # before the fork: every worker's tables come from it
     sys.path[:] = bundled_last(sys.path)  # a standby adopted the JVM's PYTHONPATH: zips last again
     # What the imports made lives as long as the workers: moved out of the collector's sight,
     # so a worker's full collections do not walk it again and again (nor write to its pages,

@@ -127,8 +127,10 @@ def read_split(split: Split, index: int, cluster: str, source: str, buckets: int
     keeps. ``syslog``: where year-less times are placed (``layout.SyslogReference``)."""
     import pyarrow.parquet as pq
 
+    from kafka_rebalance.pipeline.arrow_memory import use_system_allocator
     from kafka_rebalance.pipeline.io import join, write_file
 
+    use_system_allocator()  # on a cluster, where PySpark's own daemon forked this worker
     schema = arrow_schema("events")
     reader = SplitReader(split, index, source, cluster, syslog=syslog)
     facts = reader.facts
@@ -313,8 +315,10 @@ def tell_received(rows: Iterable[Routed], rule: StormRule, buckets: int, events_
     ``story_dirs``, paths or URLs), the ``events`` rows of the orphans it owns (in
     ``events_dir``, as ``part-story-<name>``) and what goes back to the driver (``Told``): the
     findings, then the facts."""
+    from kafka_rebalance.pipeline.arrow_memory import use_system_allocator
     from kafka_rebalance.pipeline.io import join
 
+    use_system_allocator()  # on a cluster, where PySpark's own daemon forked this worker
     received = BucketDelivery()
     for bucket, row in rows:
         received.add(bucket, row)

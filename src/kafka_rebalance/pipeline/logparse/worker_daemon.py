@@ -34,6 +34,7 @@ def warm(ahead: bool = False) -> None:
     import pyarrow.parquet  # noqa: F401
     import pyspark.worker  # noqa: F401
 
+    import kafka_rebalance.pipeline.arrow_memory  # noqa: F401
     import kafka_rebalance.pipeline.logparse.columns.findings  # noqa: F401
     import kafka_rebalance.pipeline.logparse.columns.order  # noqa: F401
     import kafka_rebalance.pipeline.logparse.columns.tables  # noqa: F401
