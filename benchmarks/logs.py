@@ -354,13 +354,8 @@ def main(argv: list[str] | None = None) -> int:
     grep_s, grep_count = grep_seconds(log)  # the second run reads from the page cache, as Spark will
 
     from kafka_rebalance.pipeline.logparse.layout import SyslogReference
-    from kafka_rebalance.pipeline.logs import (
-        LOGS_CLASS_ARCHIVE,
-        LOGS_SPARK_CONF,
-        LOGS_WORKER_DAEMON,
-        run_logs,
-    )
-    from kafka_rebalance.pipeline.spark import ARCHIVE_SETTLE_SECONDS, build_session, class_archive_options
+    from kafka_rebalance.pipeline.logs import LOGS_CLASS_ARCHIVE, logs_session, run_logs
+    from kafka_rebalance.pipeline.spark import ARCHIVE_SETTLE_SECONDS, class_archive_options
     from kafka_rebalance.pipeline.without_pandas import without_pandas
 
     syslog = SyslogReference(int(time.time() * 1000))  # as the CLI decides it: the run's start
@@ -378,14 +373,15 @@ def main(argv: list[str] | None = None) -> int:
     archive_state = ("class archive mapped" if "SharedArchiveFile" in archive
                      else f"recording the class archive: mapped {ARCHIVE_SETTLE_SECONDS} s after this session"
                      if "ArchiveClassesAtExit" in archive else "no class archive")
-    extra_conf = dict(LOGS_SPARK_CONF)
+    extra_conf: dict[str, str] = {}
     if args.timeline:
         (out / "events").mkdir()
         extra_conf.update({"spark.eventLog.enabled": "true", "spark.eventLog.dir": (out / "events").as_uri(),
                            "spark.eventLog.compress": "false", "spark.eventLog.rolling.enabled": "false"})
     started = time.perf_counter()
-    spark = build_session(args.master, "kafka-rebalance-logs-bench",
-                          class_archive=LOGS_CLASS_ARCHIVE, worker_daemon=LOGS_WORKER_DAEMON, extra_conf=extra_conf)
+    # as the command starts its session: with pandas refused
+    with without_pandas():
+        spark = logs_session(args.master, app_name="kafka-rebalance-logs-bench", extra_conf=extra_conf)
     session_s = time.perf_counter() - started
     runs = []
     stores: dict[str, list[tuple[float, float, dict]]] = {"local disk": [], "S3 server": []}

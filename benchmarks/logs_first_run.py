@@ -48,16 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from kafka_rebalance.pipeline.logparse.layout import SyslogReference
-    from kafka_rebalance.pipeline.logs import (
-        LOGS_CLASS_ARCHIVE,
-        LOGS_SPARK_CONF,
-        LOGS_WORKER_DAEMON,
-        run_logs,
-    )
-    from kafka_rebalance.pipeline.spark import build_session
+    from kafka_rebalance.pipeline.logs import logs_session, run_logs
 
-    spark = build_session("local[2]", "kafka-rebalance-logs-first-run",
-                          class_archive=LOGS_CLASS_ARCHIVE, worker_daemon=LOGS_WORKER_DAEMON, extra_conf=LOGS_SPARK_CONF)
+    spark = logs_session("local[2]", app_name="kafka-rebalance-logs-first-run")
     scratch = Path(tempfile.mkdtemp(prefix="kafka-rebalance-first-run-"))
     syslog = SyslogReference(int(time.time() * 1000))
     print("| run | wall s | process | CPU-s |")

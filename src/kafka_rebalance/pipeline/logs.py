@@ -41,9 +41,8 @@ if TYPE_CHECKING:
     from kafka_rebalance.pipeline.logparse.split_facts import SplitFacts
     from kafka_rebalance.pipeline.report.logs import LogsAnswer
 
-__all__ = ["StormRule", "LogsRun", "run_logs", "choose_engine", "LOCAL_ENGINE_LIMIT_BYTES",
-           "LOGS_CLASS_ARCHIVE", "LOGS_WORKER_DAEMON",
-           "LOGS_SPARK_CONF"]
+__all__ = ["StormRule", "LogsRun", "run_logs", "logs_session", "choose_engine", "LOCAL_ENGINE_LIMIT_BYTES",
+           "LOGS_CLASS_ARCHIVE", "LOGS_WORKER_DAEMON", "LOGS_SPARK_CONF"]
 
 # Below this much input the in-process engine is faster than starting Spark.
 LOCAL_ENGINE_LIMIT_BYTES = 64 * 1024 * 1024
@@ -113,6 +112,18 @@ LOGS_WORKER_DAEMON = "kafka_rebalance.pipeline.logparse.worker_daemon"
 # The shuffle moves Arrow streams already compressed (lz4): compressing them again, and
 # checksumming them (only to diagnose a corrupt block), cost the JVM CPU for nothing.
 LOGS_SPARK_CONF = {"spark.shuffle.compress": "false", "spark.shuffle.checksum.enabled": "false"}
+
+
+def logs_session(master: str | None, *, app_name: str = "kafka-rebalance logs", quiet: bool = True,
+                 extra_conf: dict[str, str] | None = None) -> Any:
+    """The SparkSession of a ``logs`` run on Spark, as the command and the benchmarks start it:
+    the logs class archive, worker daemon and shuffle settings. ``extra_conf``: more settings
+    (the benchmark's event log)."""
+    from kafka_rebalance.pipeline.spark import build_session
+
+    return build_session(master, app_name, quiet=quiet, class_archive=LOGS_CLASS_ARCHIVE,
+                         worker_daemon=LOGS_WORKER_DAEMON, extra_conf={**LOGS_SPARK_CONF, **(extra_conf or {})})
+
 
 MIN_SPLIT_BYTES = 128 * 1024 * 1024
 MAX_SPLIT_BYTES = 1024 * 1024 * 1024
@@ -321,11 +332,7 @@ def run_logs(spark: Any, paths: list[str], out_dir: str, *, storm_rule: StormRul
                 spark_files[spark_files.index(STDIN)] = pasted
                 sources[pasted] = STDIN
             if spark is None:
-                from kafka_rebalance.pipeline.spark import build_session
-
-                spark = build_session(master, "kafka-rebalance logs", quiet=quiet_spark,
-                                      class_archive=LOGS_CLASS_ARCHIVE,
-                                      worker_daemon=LOGS_WORKER_DAEMON, extra_conf=LOGS_SPARK_CONF)
+                spark = logs_session(master, quiet=quiet_spark)
             # each input's cluster by the name its rows carry (its absolute path, or '-')
             facts = _run_spark(spark, spark_files, sources, {_absolute(name): labels[name] for name in files},
                                storm_rule, out, progress, watch, syslog)
